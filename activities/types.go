@@ -1,0 +1,124 @@
+// Package activities holds every activity of the host: model rounds against a provider
+// (OpenAI, Anthropic, any OpenAI-compatible endpoint, or the scripted mock) and tool
+// calls. All I/O of a run happens here; workflow code only schedules these activities.
+package activities
+
+import "encoding/json"
+
+// Message is one provider-neutral transcript entry (promptpack-workflow.md §5.3).
+type Message struct {
+	Role       string     `json:"role"` // system | user | assistant | tool
+	Text       string     `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`   // assistant messages
+	ToolCallID string     `json:"tool_call_id,omitempty"` // tool results
+	Name       string     `json:"name,omitempty"`         // tool name, on tool results
+	IsError    bool       `json:"is_error,omitempty"`     // tool results
+	State      string     `json:"state,omitempty"`        // workflow state that produced the message
+}
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// ToolCall is one call the model asked for.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"` // a JSON object
+}
+
+// ToolSpec is a tool offered to the model.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema object
+}
+
+// TranscriptRef points at the messages a model round must see, without carrying them:
+// the activity reads them from the run (a query on the run's workflow), so the history
+// of a run grows by a constant amount per round instead of by the whole transcript.
+type TranscriptRef struct {
+	RunID string `json:"runId"` // workflow id
+	// Key identifies one transcript of the run (a conversation, or one state's context
+	// when a transient state resets it).
+	Key string `json:"key"`
+	// The round sees messages [From, To) of that transcript. From moves forward when a
+	// transient state resets its context; messages are never rewritten.
+	From int `json:"from"`
+	To   int `json:"to"`
+}
+
+// ModelRoundInput is the input of the ModelRound activity.
+type ModelRoundInput struct {
+	RunID    string `json:"runId"`
+	PackID   string `json:"packId"`
+	PackHash string `json:"packHash"`
+	NodeID   string `json:"nodeId"`
+	State    string `json:"state"`  // workflow state the round runs in
+	Prompt   string `json:"prompt"` // prompt key (prompt_task)
+	// Round is the 0-based index of this model round within the run; the scripted mock
+	// consumes its script by this index.
+	Round int `json:"round"`
+	// Provider is the logical provider key (RFC 0012/0017), "default" when unset.
+	Provider   string          `json:"provider,omitempty"`
+	System     string          `json:"system"` // rendered system prompt
+	Tools      []ToolSpec      `json:"tools,omitempty"`
+	ToolChoice string          `json:"toolChoice,omitempty"` // auto | required | none
+	Parameters json.RawMessage `json:"parameters,omitempty"` // packs.Parameters as JSON
+	Transcript TranscriptRef   `json:"transcript"`
+}
+
+// Usage is the token usage of one round.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// ModelRoundResult is what one model round produced.
+type ModelRoundResult struct {
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	Provider  string     `json:"provider"` // canonical provider id: openai, anthropic, mock, ...
+	Model     string     `json:"model"`
+	Usage     Usage      `json:"usage"`
+	// FinishReason as the provider reported it (stop, tool_calls, length, ...).
+	FinishReason string `json:"finishReason,omitempty"`
+}
+
+// ToolCallInput is the input of the ToolCall activity.
+type ToolCallInput struct {
+	RunID    string          `json:"runId"`
+	PackID   string          `json:"packId"`
+	PackHash string          `json:"packHash"`
+	NodeID   string          `json:"nodeId"`
+	State    string          `json:"state"`
+	Round    int             `json:"round"` // the model round that asked for the call
+	CallID   string          `json:"callId"`
+	Tool     string          `json:"tool"`
+	Args     json.RawMessage `json:"args"`
+}
+
+// ToolCallResult is the result of one tool call. A tool that fails in a way the model
+// should see (bad arguments, a business error) returns IsError with Content describing
+// it; infrastructure failures are returned as activity errors and retried.
+type ToolCallResult struct {
+	Content json.RawMessage `json:"content"`
+	IsError bool            `json:"isError,omitempty"`
+}
+
+// Error types of non-retryable application errors raised by activities. Workflows
+// branch on them with errors.As(*temporal.ApplicationError).Type().
+const (
+	ErrTypeBadRequest      = "ModelBadRequest"     // 400 from the provider, malformed request
+	ErrTypeAuth            = "ModelAuthentication" // 401/403: invalid or missing key
+	ErrTypeMockMismatch    = "MockScriptMismatch"  // expect_state (or another scripted check) failed
+	ErrTypeMockExhausted   = "MockScriptExhausted" // script ran out with fail_when_exhausted
+	ErrTypeMockFailure     = "MockScriptedFailure" // the script asked this round to fail
+	ErrTypeUnknownProvider = "UnknownProvider"     // no provider configured for the key
+	ErrTypeUnknownTool     = "UnknownTool"         // no executor for the tool
+	ErrTypeBadResponse     = "ModelMalformedResponse"
+)

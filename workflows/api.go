@@ -1,0 +1,234 @@
+package workflows
+
+// This file is the contract between the run workflow and its callers (the API, the
+// tests, wop bench): names, inputs and the shapes queries return. Everything here is
+// plain data that serialises to JSON.
+
+import (
+	"encoding/json"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// TaskQueue is the task queue the host's workers poll.
+const TaskQueue = "wop"
+
+// RunWorkflowName is the Temporal workflow type of every OpenWOP run.
+const RunWorkflowName = "OpenWOPRun"
+
+// Signal names.
+const (
+	// ResolveSignal carries a ResolveRequest: an interrupt resolution or a conversation
+	// exchange/close.
+	ResolveSignal = "openwop.resolve"
+	// CancelSignal carries a CancelRequest. Temporal cancellation (the UI's Cancel
+	// button) is honoured the same way, with reason "cancelled".
+	CancelSignal = "openwop.cancel"
+)
+
+// Query names.
+const (
+	SnapshotQuery   = "openwop.snapshot"   // () -> Snapshot
+	EventsQuery     = "openwop.events"     // (EventsRequest) -> EventsPage
+	TranscriptQuery = "openwop.transcript" // (TranscriptRequest) -> []activities.Message
+	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
+	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
+	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
+)
+
+// Owner is the identity a run belongs to.
+type Owner struct {
+	Tenant    string `json:"tenant"`
+	Principal string `json:"principal,omitempty"`
+}
+
+// RunInput starts a run. It carries everything the run needs, so workflow code never
+// reads files or configuration: the definition and the exact packs it runs.
+type RunInput struct {
+	RunID      string      `json:"runId"`
+	Definition *Definition `json:"definition"`
+	// Packs referenced by the definition's pack nodes, by pack id.
+	Packs        map[string]*packs.Pack `json:"packs,omitempty"`
+	PackHashes   map[string]string      `json:"packHashes,omitempty"`
+	Inputs       json.RawMessage        `json:"inputs,omitempty"`
+	Owner        Owner                  `json:"owner"`
+	Tags         []string               `json:"tags,omitempty"`
+	Metadata     json.RawMessage        `json:"metadata,omitempty"`
+	Configurable json.RawMessage        `json:"configurable,omitempty"`
+	// RequestDigest is the Idempotency-Key request digest the run was created with.
+	RequestDigest string `json:"requestDigest,omitempty"`
+	// ParentRunID is set on child runs (core.subWorkflow).
+	ParentRunID string `json:"parentRunId,omitempty"`
+	// Fork is set on a `:fork` replay: the source run and its recorded event log.
+	Fork *ForkSource `json:"fork,omitempty"`
+	// Carried is set when the run continued as new; readers never see the chain.
+	Carried json.RawMessage `json:"carried,omitempty"`
+}
+
+// ForkSource describes the run a replay fork re-folds.
+type ForkSource struct {
+	SourceRunID string  `json:"sourceRunId"`
+	FromSeq     int64   `json:"fromSeq"`
+	Events      []Event `json:"events"`
+}
+
+// Event is one OpenWOP run event (schemas/run-event.schema.json, a closed envelope).
+type Event struct {
+	EventID       string          `json:"eventId"`
+	RunID         string          `json:"runId"`
+	NodeID        string          `json:"nodeId,omitempty"`
+	Type          string          `json:"type"`
+	Payload       json.RawMessage `json:"payload"`
+	Timestamp     string          `json:"timestamp"` // RFC 3339, from workflow.Now
+	Sequence      int64           `json:"sequence"`
+	CausationID   string          `json:"causationId,omitempty"`
+	SchemaVersion *int            `json:"schemaVersion,omitempty"`
+	EngineVersion string          `json:"engineVersion,omitempty"`
+}
+
+// EventsRequest asks for events with Sequence > After (After = -1 for all), at most Limit
+// (0 = no limit).
+type EventsRequest struct {
+	After int64 `json:"after"`
+	Limit int   `json:"limit,omitempty"`
+}
+
+// EventsPage is the answer to EventsQuery.
+type EventsPage struct {
+	Events       []Event `json:"events"`
+	LastSequence int64   `json:"lastSequence"` // highest sequence in the log, -1 if empty
+	Terminal     bool    `json:"terminal"`     // the log holds the run's terminal event
+}
+
+// TranscriptRequest asks for messages [From, To) of one transcript (see
+// activities.TranscriptRef).
+type TranscriptRequest struct {
+	Key  string `json:"key"`
+	From int    `json:"from"`
+	To   int    `json:"to"`
+}
+
+// Run statuses (RunSnapshot.status).
+const (
+	StatusPending         = "pending"
+	StatusRunning         = "running"
+	StatusWaitingApproval = "waiting-approval"
+	StatusWaitingInput    = "waiting-input"
+	StatusWaitingExternal = "waiting-external"
+	StatusCompleted       = "completed"
+	StatusFailed          = "failed"
+	StatusCancelling      = "cancelling"
+	StatusCancelled       = "cancelled"
+)
+
+// RunError is the error of a failed run or node.
+type RunError struct {
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Details json.RawMessage `json:"details,omitempty"`
+}
+
+// Snapshot is the RunSnapshot (schemas/run-snapshot.schema.json, an open object).
+type Snapshot struct {
+	RunID         string                     `json:"runId"`
+	WorkflowID    string                     `json:"workflowId"`
+	Status        string                     `json:"status"`
+	CurrentNodeID string                     `json:"currentNodeId,omitempty"`
+	StartedAt     string                     `json:"startedAt,omitempty"`
+	CompletedAt   string                     `json:"completedAt,omitempty"`
+	Variables     map[string]json.RawMessage `json:"variables,omitempty"`
+	Channels      map[string]json.RawMessage `json:"channels,omitempty"`
+	Error         *RunError                  `json:"error,omitempty"`
+	// Interrupt is the first pending interrupt; Interrupts lists all of them. The API
+	// adds interruptToken and callbackUrl to what it serves.
+	Interrupt    *PendingInterrupt  `json:"interrupt,omitempty"`
+	Interrupts   []PendingInterrupt `json:"interrupts,omitempty"`
+	ChildRuns    []ChildRun         `json:"childRuns,omitempty"`
+	Owner        Owner              `json:"owner"`
+	Tags         []string           `json:"tags,omitempty"`
+	Metadata     json.RawMessage    `json:"metadata,omitempty"`
+	Configurable json.RawMessage    `json:"configurable,omitempty"`
+	// Pack is the state of the run's PromptPack conversation, when it has one.
+	Pack         *PackStatus `json:"pack,omitempty"`
+	LastSequence int64       `json:"lastSequence"`
+	// RequestDigest is echoed for the API's Idempotency-Key check.
+	RequestDigest string `json:"requestDigest,omitempty"`
+	ParentRunID   string `json:"parentRunId,omitempty"`
+}
+
+// PendingInterrupt describes an interrupt a run waits on.
+type PendingInterrupt struct {
+	NodeID       string          `json:"nodeId"`
+	InterruptID  string          `json:"interruptId"`
+	Kind         string          `json:"kind"`
+	Key          string          `json:"key"`
+	Data         json.RawMessage `json:"data,omitempty"`
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
+	RequestedAt  string          `json:"requestedAt"`
+	ExpiresAt    string          `json:"expiresAt,omitempty"`
+	// Set by the API, not the workflow.
+	InterruptToken string `json:"interruptToken,omitempty"`
+	CallbackURL    string `json:"callbackUrl,omitempty"`
+}
+
+// ChildRun is a child run of a core.subWorkflow node.
+type ChildRun struct {
+	RunID  string `json:"runId"`
+	NodeID string `json:"nodeId,omitempty"`
+	Status string `json:"status"`
+}
+
+// PackStatus is the PromptPack side of a run: where the state machine is and what it
+// has spent.
+type PackStatus struct {
+	PackID       string            `json:"packId"`
+	PackVersion  string            `json:"packVersion"`
+	PackHash     string            `json:"packHash"`
+	NodeID       string            `json:"nodeId"`
+	State        string            `json:"state"`
+	Status       string            `json:"status"`
+	Visits       map[string]int    `json:"visits"`
+	TotalVisits  int               `json:"totalVisits"`
+	ToolCalls    int               `json:"toolCalls"`
+	ModelRounds  int               `json:"modelRounds"`
+	InputTokens  int               `json:"inputTokens"`
+	OutputTokens int               `json:"outputTokens"`
+	Budget       *packs.Budget     `json:"budget,omitempty"`
+	Artifacts    map[string]string `json:"artifacts,omitempty"`
+}
+
+// ResolveRequest is the payload of ResolveSignal and ValidateResolveQuery.
+type ResolveRequest struct {
+	// RequestID de-duplicates signals: a request whose id was already applied is ignored.
+	// For conversation turns the turn's messageId plays the same role.
+	RequestID string `json:"requestId"`
+	NodeID    string `json:"nodeId"`
+	// InterruptID, when set, must match the pending interrupt (signed-token resolves).
+	InterruptID string          `json:"interruptId,omitempty"`
+	ResumeValue json.RawMessage `json:"resumeValue"`
+	ResolvedBy  string          `json:"resolvedBy,omitempty"`
+	// ReceivedAtMs is the API's receipt time (ms since epoch), used as a turn's ts when
+	// the caller sent a bare reply.
+	ReceivedAtMs int64 `json:"receivedAtMs,omitempty"`
+	// Via is "rest" or "token".
+	Via string `json:"via,omitempty"`
+}
+
+// ResolveCheck is the answer to ValidateResolveQuery. OK=false carries the HTTP status
+// and OpenWOP error code the API returns.
+type ResolveCheck struct {
+	OK      bool            `json:"ok"`
+	Status  int             `json:"status,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"`
+	// RunStatus is the run status the API answers with after an accepted resolve.
+	RunStatus string `json:"runStatus,omitempty"`
+}
+
+// CancelRequest is the payload of CancelSignal.
+type CancelRequest struct {
+	Reason      string `json:"reason,omitempty"`
+	CancelledBy string `json:"cancelledBy,omitempty"`
+}
