@@ -52,6 +52,10 @@ type TranscriptRef struct {
 	To   int `json:"to"`
 }
 
+// TranscriptQuery is the name of the run workflow's query that answers a TranscriptRef
+// with the messages it points at ([]Message).
+const TranscriptQuery = "openwop.transcript"
+
 // ModelRoundInput is the input of the ModelRound activity.
 type ModelRoundInput struct {
 	RunID    string `json:"runId"`

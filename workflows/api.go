@@ -7,6 +7,7 @@ package workflows
 import (
 	"encoding/json"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -30,7 +31,7 @@ const (
 const (
 	SnapshotQuery   = "openwop.snapshot"   // () -> Snapshot
 	EventsQuery     = "openwop.events"     // (EventsRequest) -> EventsPage
-	TranscriptQuery = "openwop.transcript" // (TranscriptRequest) -> []activities.Message
+	TranscriptQuery = activities.TranscriptQuery // (activities.TranscriptRef) -> []activities.Message
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
@@ -98,14 +99,6 @@ type EventsPage struct {
 	Events       []Event `json:"events"`
 	LastSequence int64   `json:"lastSequence"` // highest sequence in the log, -1 if empty
 	Terminal     bool    `json:"terminal"`     // the log holds the run's terminal event
-}
-
-// TranscriptRequest asks for messages [From, To) of one transcript (see
-// activities.TranscriptRef).
-type TranscriptRequest struct {
-	Key  string `json:"key"`
-	From int    `json:"from"`
-	To   int    `json:"to"`
 }
 
 // Run statuses (RunSnapshot.status).
