@@ -1,0 +1,546 @@
+package packs
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// checker collects semantic diagnostics for one pack, positioned through the source tree.
+type checker struct {
+	file  string
+	root  *node
+	p     *Pack
+	diags Diagnostics
+}
+
+// at records a diagnostic at the value reached by the path tokens (or its key, when key is true).
+func (c *checker) at(sev string, tokens []string, key bool, format string, args ...any) {
+	ps := c.root.locate(tokens, key)
+	path := ps.path
+	c.diags = append(c.diags, Diagnostic{File: c.file, Line: ps.line, Col: ps.col, Severity: sev, Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) errorAt(tokens []string, format string, args ...any) {
+	c.at(SeverityError, tokens, false, format, args...)
+}
+
+func (c *checker) warnAt(tokens []string, format string, args ...any) {
+	c.at(SeverityWarning, tokens, false, format, args...)
+}
+
+func toks(parts ...string) []string { return parts }
+
+var pascalCase = regexp.MustCompile(`^[A-Z][a-zA-Z0-9]*$`)
+
+// semanticDiagnostics runs the checks of promptpack-workflow.md §7.3 (and the reference,
+// template and RFC 0014 rules) on a schema-valid pack. Maps are walked in sorted order.
+func semanticDiagnostics(file string, root *node, p *Pack) Diagnostics {
+	c := &checker{file: file, root: root, p: p}
+	if p.TemplateEngine.Syntax != "{{variable}}" {
+		c.warnAt(toks("template_engine", "syntax"), "template syntax %q is not supported; this runtime renders {{variable}} placeholders only", p.TemplateEngine.Syntax)
+	}
+	c.checkTools()
+	c.checkPrompts()
+	c.checkWorkflow()
+	c.checkAgents()
+	return c.diags
+}
+
+func (c *checker) checkTools() {
+	for _, key := range sortedKeys(c.p.Tools) {
+		t := c.p.Tools[key]
+		if t.Name != key {
+			c.errorAt(toks("tools", key, "name"), "tool name %q must equal its key %q (models call tools by name)", t.Name, key)
+		}
+	}
+}
+
+func (c *checker) checkPrompts() {
+	for _, key := range sortedKeys(c.p.Prompts) {
+		pr := c.p.Prompts[key]
+		base := toks("prompts", key)
+		if pr.ID != key {
+			c.warnAt(append(base, "id"), "prompt id %q differs from its key %q; states and agents refer to the key", pr.ID, key)
+		}
+		for i, name := range pr.Tools {
+			if _, ok := c.p.Tools[name]; !ok {
+				msg := fmt.Sprintf("tool %q is not declared in the pack's tools", name)
+				if s := suggest(name, c.p.ToolNames()); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				c.errorAt(append(base, "tools", strconv.Itoa(i)), "%s", msg)
+			}
+		}
+		if pr.ToolPolicy != nil {
+			for i, name := range pr.ToolPolicy.Blocklist {
+				if !containsString(pr.Tools, name) {
+					c.warnAt(append(base, "tool_policy", "blocklist", strconv.Itoa(i)), "blocklisted tool %q is not in this prompt's tools, so blocking it has no effect", name)
+				}
+			}
+		}
+		seen := map[string]int{}
+		for i, v := range pr.Variables {
+			vt := append(base, "variables", strconv.Itoa(i))
+			if j, dup := seen[v.Name]; dup {
+				c.errorAt(append(vt, "name"), "variable %q is declared twice (first at variables[%d])", v.Name, j)
+			}
+			seen[v.Name] = i
+			if v.Required && len(v.Default) > 0 {
+				c.warnAt(append(vt, "default"), "variable %q is required and has a default; the default is never used (drop one of them)", v.Name)
+			}
+			c.checkVariableRules(vt, v)
+		}
+		for i, val := range pr.Validators {
+			if val.FailOnViolation != nil {
+				c.warnAt(append(base, "validators", strconv.Itoa(i), "fail_on_violation"), "fail_on_violation is deprecated (RFC 0015) and ignored: a triggered validator always enforces; use enabled: false to turn it off")
+			}
+		}
+		c.checkTemplate(key, pr)
+	}
+}
+
+func (c *checker) checkVariableRules(vt []string, v Variable) {
+	if len(v.Validation) == 0 {
+		return
+	}
+	var rules variableRules
+	if err := json.Unmarshal(v.Validation, &rules); err != nil {
+		c.errorAt(append(vt, "validation"), "cannot read validation rules: %v", err)
+		return
+	}
+	if rules.Pattern != nil {
+		if _, err := regexp.Compile(*rules.Pattern); err != nil {
+			c.errorAt(append(vt, "validation", "pattern"), "pattern %q does not compile: %v", *rules.Pattern, err)
+		}
+	}
+	if rules.MinLength != nil && rules.MaxLength != nil && *rules.MinLength > *rules.MaxLength {
+		c.errorAt(append(vt, "validation"), "min_length %d is greater than max_length %d; no value can pass", *rules.MinLength, *rules.MaxLength)
+	}
+	if rules.Minimum != nil && rules.Maximum != nil && *rules.Minimum > *rules.Maximum {
+		c.errorAt(append(vt, "validation"), "minimum %s is greater than maximum %s; no value can pass", formatFloat(*rules.Minimum), formatFloat(*rules.Maximum))
+	}
+}
+
+// checkTemplate checks the placeholders of a prompt's template (with its fragments expanded).
+func (c *checker) checkTemplate(key string, pr *Prompt) {
+	at := toks("prompts", key, "system_template")
+	refs, nonRefs, cyc := templateRefs(c.p, pr.SystemTemplate)
+	if cyc != "" {
+		c.errorAt(at, "fragments include each other in a cycle (%s)", cyc)
+	}
+	declared := map[string]bool{}
+	for _, v := range pr.Variables {
+		declared[v.Name] = true
+	}
+	reported := map[string]bool{}
+	once := func(k string) bool {
+		if reported[k] {
+			return false
+		}
+		reported[k] = true
+		return true
+	}
+	for _, body := range nonRefs {
+		if once("!" + body) {
+			c.warnAt(at, "{{%s}} is not a variable reference; only {{name}}, dot paths and [i] indexes are supported, so it is left as written", body)
+		}
+	}
+	statesUsing := c.statesUsing(key)
+	for _, rf := range refs {
+		switch {
+		case rf.root == varWorkflowContext && len(rf.segs) == 0:
+		case rf.root == nsFragments:
+			if len(rf.segs) != 1 || rf.segs[0].isIdx {
+				if once(rf.raw) {
+					c.warnAt(at, "{{%s}} is not a valid fragment reference; write {{fragments.<name>}}", rf.raw)
+				}
+				continue
+			}
+			if _, ok := c.p.Fragments[rf.segs[0].key]; !ok && once(rf.raw) {
+				msg := fmt.Sprintf("{{%s}} names no fragment; it renders as an empty string", rf.raw)
+				if s := suggest(rf.segs[0].key, sortedKeys(c.p.Fragments)); s != "" {
+					msg += fmt.Sprintf(" (did you mean fragments.%s?)", s)
+				}
+				c.warnAt(at, "%s", msg)
+			}
+		case rf.root == nsArtifacts:
+			if len(rf.segs) == 0 || rf.segs[0].isIdx {
+				if once(rf.raw) {
+					c.warnAt(at, "{{%s}} is not a valid artifact reference; write {{artifacts.<name>}}", rf.raw)
+				}
+				continue
+			}
+			name := rf.segs[0].key
+			if !containsString(c.p.ArtifactNames(), name) {
+				if once(rf.raw) {
+					c.warnAt(at, "{{%s}} names an artifact no workflow state declares; it renders as an empty string", rf.raw)
+				}
+				continue
+			}
+			for _, sn := range statesUsing {
+				if c.p.Workflow.States[sn].Artifacts[name] == nil && once(sn+"\x00"+name) {
+					c.warnAt(toks("workflow", "states", sn), "state %q runs prompt %q, which reads {{artifacts.%s}}, but the state declares no artifact %q (RFC 0009)", sn, key, name, name)
+				}
+			}
+		default:
+			if !declared[rf.root] && once(rf.root) {
+				c.warnAt(at, "{{%s}} names no declared variable of prompt %q; it renders as an empty string unless the run supplies %q", rf.raw, key, rf.root)
+			}
+		}
+	}
+}
+
+// statesUsing returns the states (sorted) whose prompt_task is key.
+func (c *checker) statesUsing(key string) []string {
+	if c.p.Workflow == nil {
+		return nil
+	}
+	var out []string
+	for _, sn := range c.p.Workflow.StateNames() {
+		if c.p.Workflow.States[sn].PromptTask == key {
+			out = append(out, sn)
+		}
+	}
+	return out
+}
+
+func (c *checker) checkWorkflow() {
+	w := c.p.Workflow
+	if w == nil {
+		return
+	}
+	if w.Version != 1 && w.Version != 2 {
+		c.errorAt(toks("workflow", "version"), "workflow version %d is not supported; use 1 or 2", w.Version)
+	}
+	names := w.StateNames()
+	if _, ok := w.States[w.Entry]; !ok {
+		c.errorAt(toks("workflow", "entry"), "entry %q is not a state%s", w.Entry, c.stateHint(w.Entry))
+	}
+	compositions := map[string]bool{}
+	if n := c.root.get("compositions"); n != nil {
+		for _, f := range n.fields {
+			compositions[f.key] = true
+		}
+	}
+	for _, sn := range names {
+		st := w.States[sn]
+		base := toks("workflow", "states", sn)
+		orch := st.OrchestrationOrDefault()
+		if orch == OrchestrationComposition {
+			if st.Composition != "" && !compositions[st.Composition] {
+				c.errorAt(append(base, "composition"), "composition %q is not defined in the pack's compositions", st.Composition)
+			}
+		} else {
+			if st.Composition != "" {
+				c.errorAt(append(base, "composition"), "composition is set but orchestration is %q; set orchestration: composition or remove composition", orch)
+			}
+			if _, ok := c.p.Prompts[st.PromptTask]; !ok {
+				msg := fmt.Sprintf("prompt_task %q is not a prompt of this pack", st.PromptTask)
+				if s := suggest(st.PromptTask, c.p.PromptKeys()); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				c.errorAt(append(base, "prompt_task"), "%s", msg)
+			}
+		}
+		if st.Persistence != "" && st.Persistence != "transient" && st.Persistence != "persistent" {
+			c.errorAt(append(base, "persistence"), "must be one of \"transient\", \"persistent\" (got %q)", st.Persistence)
+		}
+		for _, ev := range st.Events() {
+			target := st.OnEvent[ev]
+			if _, ok := w.States[target]; !ok {
+				c.errorAt(append(base, "on_event", ev), "event %q goes to %q, which is not a state%s", ev, target, c.stateHint(target))
+			}
+			if !pascalCase.MatchString(ev) {
+				c.at(SeverityWarning, append(base, "on_event", ev), true, "event name %q is not PascalCase (e.g. %q); models pick events more reliably when they read as names", ev, pascalHint(ev))
+			}
+		}
+		if st.OnMaxVisits != "" {
+			target, ok := w.States[st.OnMaxVisits]
+			switch {
+			case !ok:
+				c.errorAt(append(base, "on_max_visits"), "on_max_visits %q is not a state%s", st.OnMaxVisits, c.stateHint(st.OnMaxVisits))
+			case target.MaxVisits > 0:
+				c.warnAt(append(base, "on_max_visits"), "on_max_visits target %q has max_visits itself: a potential redirect chain (the redirect ignores its limit)", st.OnMaxVisits)
+			}
+			if st.MaxVisits == 0 {
+				c.warnAt(append(base, "on_max_visits"), "on_max_visits has no effect without max_visits")
+			}
+		}
+		if st.Terminal && len(st.OnEvent) > 0 {
+			c.warnAt(append(base, "on_event"), "state is terminal: true, so its on_event transitions never fire")
+		}
+		if w.Version >= 2 && !st.Terminal && len(st.OnEvent) == 0 && st.MaxVisits == 0 {
+			c.warnAt(base, "state %q has no on_event, so it ends the workflow; mark it terminal: true", sn)
+		}
+		if st.Control == ControlAgent && st.IsTerminal() {
+			tok := append(base, "control")
+			c.warnAt(tok, "control: agent has no effect on a terminal state (RFC 0014): the terminal prompt runs and the workflow completes")
+		}
+	}
+	c.checkGraph()
+}
+
+// stateHint suggests a close state name for a misspelt reference.
+func (c *checker) stateHint(name string) string {
+	if s := suggest(name, c.p.Workflow.StateNames()); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+func pascalHint(ev string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range ev {
+		if r == '_' || r == '-' || r == ' ' || r == '.' {
+			up = true
+			continue
+		}
+		if up {
+			b.WriteString(strings.ToUpper(string(r)))
+			up = false
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// successors returns a state's outgoing edges (on_event targets, then on_max_visits), sorted
+// and deduplicated, restricted to existing states.
+func (c *checker) successors(sn string) []string {
+	w := c.p.Workflow
+	st := w.States[sn]
+	set := map[string]bool{}
+	for _, t := range st.OnEvent {
+		if _, ok := w.States[t]; ok {
+			set[t] = true
+		}
+	}
+	if _, ok := w.States[st.OnMaxVisits]; ok && st.OnMaxVisits != "" {
+		set[st.OnMaxVisits] = true
+	}
+	return sortedKeys(set)
+}
+
+func (c *checker) checkGraph() {
+	w := c.p.Workflow
+	if _, ok := w.States[w.Entry]; !ok {
+		return
+	}
+	names := w.StateNames()
+
+	// Reachability from entry (on_max_visits redirects count as edges).
+	reach := map[string]bool{w.Entry: true}
+	queue := []string{w.Entry}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		for _, t := range c.successors(s) {
+			if !reach[t] {
+				reach[t] = true
+				queue = append(queue, t)
+			}
+		}
+	}
+	for _, sn := range names {
+		if !reach[sn] {
+			c.warnAt(toks("workflow", "states", sn), "state %q is unreachable from the entry state %q", sn, w.Entry)
+		}
+	}
+
+	// Cycles: report each DFS back-edge whose cycle has no max_visits bound on any state.
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var dfs func(s string)
+	dfs = func(s string) {
+		color[s] = grey
+		stack = append(stack, s)
+		for _, t := range c.successors(s) {
+			switch color[t] {
+			case white:
+				dfs(t)
+			case grey:
+				i := len(stack) - 1
+				for i >= 0 && stack[i] != t {
+					i--
+				}
+				cycle := append(append([]string(nil), stack[i:]...), t)
+				bounded := false
+				for _, m := range stack[i:] {
+					if w.States[m].MaxVisits > 0 {
+						bounded = true
+					}
+				}
+				if !bounded {
+					c.warnAt(toks("workflow", "states", s), "cycle %s: no state on it has max_visits, so only the budget bounds the loop", strings.Join(cycle, " -> "))
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[s] = black
+	}
+	dfs(w.Entry)
+	for _, sn := range names {
+		if color[sn] == white {
+			dfs(sn)
+		}
+	}
+
+	c.checkAgentLoops()
+
+	// RFC 0009: a total-visit budget below the sum of the reachable per-state caps.
+	if w.Engine != nil && w.Engine.Budget != nil && w.Engine.Budget.MaxTotalVisits > 0 {
+		sum := 0
+		for _, sn := range names {
+			if reach[sn] {
+				sum += w.States[sn].MaxVisits
+			}
+		}
+		if max := w.Engine.Budget.MaxTotalVisits; max < sum {
+			c.warnAt(toks("workflow", "engine", "budget", "max_total_visits"), "max_total_visits %d is smaller than the sum of max_visits over reachable states (%d); the budget will cut loops short before their own limits", max, sum)
+		}
+	}
+}
+
+// checkAgentLoops implements RFC 0014 rule 4: a cycle made only of control: agent states,
+// with no max_visits on any member, from which no state that ends the turn (control: user,
+// terminal, or external) is reachable, would keep the model talking to itself until the
+// budget runs out.
+func (c *checker) checkAgentLoops() {
+	w := c.p.Workflow
+	names := w.StateNames()
+	isAgent := func(s string) bool {
+		st := w.States[s]
+		return st.Control == ControlAgent && !st.IsTerminal() && st.OrchestrationOrDefault() != OrchestrationExternal
+	}
+	// Tarjan's strongly connected components over the agent-only subgraph.
+	index, low := map[string]int{}, map[string]int{}
+	onStack := map[string]bool{}
+	var stack []string
+	next := 0
+	var sccs [][]string
+	var strong func(v string)
+	strong = func(v string) {
+		index[v], low[v] = next, next
+		next++
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, t := range c.successors(v) {
+			if !isAgent(t) {
+				continue
+			}
+			if _, seen := index[t]; !seen {
+				strong(t)
+				low[v] = min(low[v], low[t])
+			} else if onStack[t] {
+				low[v] = min(low[v], index[t])
+			}
+		}
+		if low[v] == index[v] {
+			var comp []string
+			for {
+				x := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				onStack[x] = false
+				comp = append(comp, x)
+				if x == v {
+					break
+				}
+			}
+			sort.Strings(comp)
+			sccs = append(sccs, comp)
+		}
+	}
+	for _, sn := range names {
+		if _, seen := index[sn]; !seen && isAgent(sn) {
+			strong(sn)
+		}
+	}
+	sort.Slice(sccs, func(i, j int) bool { return sccs[i][0] < sccs[j][0] })
+	for _, comp := range sccs {
+		if len(comp) == 1 && !containsString(c.successors(comp[0]), comp[0]) {
+			continue // not a cycle
+		}
+		bounded := false
+		for _, m := range comp {
+			if w.States[m].MaxVisits > 0 {
+				bounded = true
+			}
+		}
+		if bounded || c.canLeaveAgentLoop(comp) {
+			continue
+		}
+		c.warnAt(toks("workflow", "states", comp[0]), "states %s form a control: agent loop with no max_visits and no way out to a control: user or terminal state; the model would run until the budget is exhausted (RFC 0014)", strings.Join(quoteEach(comp), ", "))
+	}
+}
+
+// canLeaveAgentLoop reports whether a state that ends the turn is reachable from the loop.
+func (c *checker) canLeaveAgentLoop(comp []string) bool {
+	w := c.p.Workflow
+	seen := map[string]bool{}
+	queue := append([]string(nil), comp...)
+	for _, s := range comp {
+		seen[s] = true
+	}
+	for len(queue) > 0 {
+		s := queue[0]
+		queue = queue[1:]
+		st := w.States[s]
+		if st.ControlOrDefault() == ControlUser || st.IsTerminal() || st.OrchestrationOrDefault() == OrchestrationExternal {
+			return true
+		}
+		for _, t := range c.successors(s) {
+			if !seen[t] {
+				seen[t] = true
+				queue = append(queue, t)
+			}
+		}
+	}
+	return false
+}
+
+// checkAgents validates the references of the agents block (RFC 0007, RFC 0011), read from
+// the source tree since the runtime keeps agents as raw JSON.
+func (c *checker) checkAgents() {
+	a := c.root.get("agents")
+	if a == nil || a.kind != kindObject {
+		return
+	}
+	members := a.get("members")
+	if e := a.get("entry"); e != nil && e.kind == kindString {
+		if _, ok := c.p.Prompts[e.str]; !ok {
+			c.errorAt(toks("agents", "entry"), "agents entry %q is not a prompt of this pack", e.str)
+		} else if members != nil && members.get(e.str) == nil {
+			c.warnAt(toks("agents", "entry"), "agents entry %q is not one of agents.members", e.str)
+		}
+	}
+	if members == nil || members.kind != kindObject {
+		return
+	}
+	fields := append([]field(nil), members.fields...)
+	sort.Slice(fields, func(i, j int) bool { return fields[i].key < fields[j].key })
+	for _, f := range fields {
+		if _, ok := c.p.Prompts[f.key]; !ok {
+			c.at(SeverityError, toks("agents", "members", f.key), true, "agent member %q is not a prompt of this pack", f.key)
+		}
+		st := f.val.get("state")
+		if st == nil || st.kind != kindString {
+			continue
+		}
+		if c.p.Workflow == nil {
+			c.errorAt(toks("agents", "members", f.key, "state"), "agent member %q starts at state %q, but the pack has no workflow", f.key, st.str)
+		} else if _, ok := c.p.Workflow.States[st.str]; !ok {
+			c.errorAt(toks("agents", "members", f.key, "state"), "agent member %q starts at state %q, which is not a state%s", f.key, st.str, c.stateHint(st.str))
+		}
+	}
+}
