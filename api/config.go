@@ -2,7 +2,9 @@ package api
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -17,11 +19,92 @@ const (
 // AllScopes is every scope a full-access key holds.
 var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond}
 
+// Defaults of the tunable limits.
+const (
+	DefaultMaxRequestBodyBytes = 1 << 20
+	DefaultRateLimitPerSecond  = 50
+	DefaultRateLimitBurst      = 100
+	DefaultTokenTTL            = 24 * time.Hour
+	DefaultKeepAlive           = 15 * time.Second
+	DefaultTokenKeyID          = "k1"
+)
+
+// Key is one configured API key. Secret is the bearer token as configured; the server
+// keeps only its SHA-256 hash.
+type Key struct {
+	ID     string
+	Secret string
+	Tenant string
+	Scopes []string
+}
+
+// Config configures the API server. Zero values take the defaults above.
+type Config struct {
+	// Keys are the accepted bearer keys.
+	Keys []Key
+	// TokenSecret signs interrupt tokens (HMAC-SHA256) under TokenKeyID.
+	TokenSecret []byte
+	// TokenKeyID names TokenSecret inside tokens (default "k1"), so secrets can rotate.
+	TokenKeyID string
+	// OldTokenSecrets are earlier secrets by key id, still accepted for verification.
+	OldTokenSecrets map[string][]byte
+	// TokenTTL bounds the life of an interrupt token when the interrupt has no deadline of
+	// its own; it counts from the interrupt's request time.
+	TokenTTL time.Duration
+	// PublicURL is the base URL used in callback URLs, e.g. http://127.0.0.1:8080. When
+	// empty, the request's own scheme and host are used.
+	PublicURL string
+	// MaxRequestBodyBytes limits request bodies (advertised as limits.maxRequestBodyBytes).
+	MaxRequestBodyBytes int64
+	// RateLimitPerSecond and RateLimitBurst shape the per-key token bucket.
+	RateLimitPerSecond float64
+	RateLimitBurst     int
+	// KeepAlive is the interval of SSE keepalive comments.
+	KeepAlive time.Duration
+	// Version is the implementation version reported by discovery.
+	Version string
+	// Now is the clock (tests); time.Now when nil.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxRequestBodyBytes <= 0 {
+		c.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	if c.RateLimitPerSecond <= 0 {
+		c.RateLimitPerSecond = DefaultRateLimitPerSecond
+	}
+	if c.RateLimitBurst <= 0 {
+		c.RateLimitBurst = DefaultRateLimitBurst
+	}
+	if c.TokenTTL <= 0 {
+		c.TokenTTL = DefaultTokenTTL
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.TokenKeyID == "" {
+		c.TokenKeyID = DefaultTokenKeyID
+	}
+	if c.Version == "" {
+		c.Version = "0.1.0"
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	return c
+}
+
 // ConfigFromEnv reads the API configuration from the environment:
 //
-//	WOP_API_KEY       a full-access key for tenant "default"
-//	WOP_TOKEN_SECRET  secret that signs interrupt tokens (required when keys are set)
-//	WOP_PUBLIC_URL    base URL used in callback URLs
+//	WOP_API_KEY           a full-access key for tenant "default"
+//	WOP_TOKEN_SECRET      secret that signs interrupt tokens (required when keys are set)
+//	WOP_PUBLIC_URL        base URL used in callback URLs
+//	WOP_MAX_BODY_BYTES    request body limit in bytes (default 1 MiB)
+//	WOP_RATE_LIMIT        requests per second per key (default 50)
+//	WOP_RATE_BURST        burst per key (default 100)
+//	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
@@ -31,6 +114,34 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.TokenSecret = []byte(s)
 	}
 	cfg.PublicURL = strings.TrimRight(getenv("WOP_PUBLIC_URL"), "/")
+	if v := getenv("WOP_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("WOP_MAX_BODY_BYTES=%q: want a positive integer", v)
+		}
+		cfg.MaxRequestBodyBytes = n
+	}
+	if v := getenv("WOP_RATE_LIMIT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return cfg, fmt.Errorf("WOP_RATE_LIMIT=%q: want a positive number", v)
+		}
+		cfg.RateLimitPerSecond = f
+	}
+	if v := getenv("WOP_RATE_BURST"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("WOP_RATE_BURST=%q: want a positive integer", v)
+		}
+		cfg.RateLimitBurst = n
+	}
+	if v := getenv("WOP_TOKEN_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("WOP_TOKEN_TTL=%q: want a positive Go duration such as 24h", v)
+		}
+		cfg.TokenTTL = d
+	}
 	if len(cfg.Keys) > 0 && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")
 	}

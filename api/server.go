@@ -1,52 +1,216 @@
 // Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
-// call becomes a Temporal call: a workflow start, a signal, a query or a cancel.
+// call becomes a Temporal call: a workflow start, a signal, a query or a cancel. The
+// API keeps no state of its own beyond in-memory rate-limit buckets and resolve locks:
+// runs, their event logs and idempotency digests live in the run workflows.
 package api
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/workflows"
 )
 
-// Key is one configured API key. Secret is the bearer token as configured; the server
-// keeps only its hash.
-type Key struct {
-	ID     string
-	Secret string
-	Tenant string
-	Scopes []string
-}
-
-// Config configures the API server.
-type Config struct {
-	// Keys are the accepted bearer keys.
-	Keys []Key
-	// TokenSecret signs interrupt tokens (HMAC-SHA256).
-	TokenSecret []byte
-	// PublicURL is the base URL used in callback URLs, e.g. http://127.0.0.1:8080.
-	PublicURL string
-}
-
 // Server is the HTTP API.
 type Server struct {
-	e *echo.Echo
+	cfg     Config
+	tc      client.Client
+	cat     *workflows.Catalog
+	log     *slog.Logger
+	e       *echo.Echo
+	keys    *keyStore
+	limiter *rateLimiter
+	tokens  *tokenSigner
+	routes  []route
+	verbs   map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
+
+	locksMu sync.Mutex
+	locks   map[string]*runLock
+
+	ctx    context.Context // cancelled by Shutdown: ends open streams
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// route is one documented endpoint. The same table registers the Echo routes and
+// generates the OpenAPI document, so the two cannot drift apart.
+type route struct {
+	Method  string
+	Path    string   // OpenAPI form, e.g. /v1/runs/{runId}
+	Scopes  []string // nil: no authentication
+	Summary string
+	Handler echo.HandlerFunc
+	// Verb is set for colon-verb paths (/v1/runs/{runId}:fork); they share one Echo
+	// route and are dispatched by suffix.
+	Verb string
+	// Body names the request body shape in the OpenAPI document ("" = none).
+	Body string
+	// OK is the success status.
+	OK int
 }
 
 // New builds the API server.
 func New(cfg Config, tc client.Client, cat *workflows.Catalog, logger *slog.Logger) (*Server, error) {
+	if tc == nil {
+		return nil, errors.New("api.New: a Temporal client is required")
+	}
+	if cat == nil {
+		return nil, errors.New("api.New: a workflow catalog is required")
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	cfg = cfg.withDefaults()
+	ks, err := newKeyStore(cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("api.New: %w", err)
+	}
+	if len(cfg.TokenSecret) == 0 {
+		return nil, errors.New("api.New: Config.TokenSecret is required to sign interrupt tokens")
+	}
+	// The secrets were hashed; drop the plain copies.
+	cfg.Keys = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg: cfg, tc: tc, cat: cat, log: logger, keys: ks,
+		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
+		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
+		locks:   map[string]*runLock{},
+		ctx:     ctx, cancel: cancel,
+	}
+	s.e = s.buildEcho()
+	return s, nil
+}
+
+func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	e.GET("/healthz", func(c echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
-	return &Server{e: e}, nil
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogMethod: true, LogRoutePath: true, LogLatency: true, LogError: true,
+		HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			// The route pattern, not the URI: signed tokens travel in paths and are
+			// credentials. Header values (Authorization, Idempotency-Key) are never read here.
+			attrs := []any{"method", v.Method, "route", v.RoutePath, "status", v.Status, "latencyMs", v.Latency.Milliseconds()}
+			if id := c.Param("runId"); id != "" && validateID("runId", id) == nil {
+				attrs = append(attrs, "runId", id)
+			}
+			if p := principalOf(c); p != nil {
+				attrs = append(attrs, "keyId", p.KeyID, "tenant", p.Tenant)
+			}
+			level := slog.LevelInfo
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			s.log.Log(c.Request().Context(), level, "HTTP request", attrs...)
+			return nil
+		},
+	}))
+	e.Use(middleware.Recover())
+
+	s.routes = s.routeTable()
+	s.verbs = map[string]route{}
+	for _, r := range s.routes {
+		if r.Verb != "" {
+			s.verbs[r.Verb] = r
+			continue
+		}
+		var mw []echo.MiddlewareFunc
+		if r.Scopes != nil {
+			mw = append(mw, s.requireAuth(r.Scopes...))
+		}
+		e.Add(r.Method, echoPath(r.Path), r.Handler, mw...)
+	}
+	e.POST("/v1/runs/:runId", s.dispatchVerb)
+	return e
+}
+
+// echoPath converts an OpenAPI path template to Echo's syntax.
+func echoPath(p string) string {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(p, '{')
+		if i < 0 {
+			b.WriteString(p)
+			return b.String()
+		}
+		j := strings.IndexByte(p[i:], '}')
+		b.WriteString(p[:i])
+		b.WriteString(":" + p[i+1:i+j])
+		p = p[i+j+1:]
+	}
+}
+
+// dispatchVerb serves POST /v1/runs/{runId}:<verb>.
+func (s *Server) dispatchVerb(c echo.Context) error {
+	raw := c.Param("runId")
+	i := strings.LastIndexByte(raw, ':')
+	if i < 0 {
+		return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "POST is not allowed on /v1/runs/{runId}; use one of the :fork, :cancel or :resolveInterrupt verbs")
+	}
+	r, ok := s.verbs[raw[i+1:]]
+	if !ok {
+		return notFound("unknown run verb %q", raw[i+1:])
+	}
+	c.SetParamNames("runId")
+	c.SetParamValues(raw[:i])
+	return s.requireAuth(r.Scopes...)(r.Handler)(c)
+}
+
+func (s *Server) routeTable() []route {
+	return []route{
+		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
+		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events/poll", Scopes: []string{ScopeRunsRead}, Summary: "Long-poll run events", Handler: s.handlePoll, OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200},
+		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
+	}
 }
 
 // Handler returns the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// Shutdown stops background work of the server (not the listener; the caller owns it).
-func (s *Server) Shutdown(ctx context.Context) error { return nil }
+// Shutdown ends open event streams and waits for them to return (not the listener; the
+// caller owns it and should call its own Shutdown first or after).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("api shutdown: streams still open: %w", ctx.Err())
+	}
+}
+
+func (s *Server) handleHealth(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), healthTimeout)
+	defer cancel()
+	if _, err := s.tc.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		s.log.Warn("Health check: Temporal unreachable", "error", err)
+		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "Temporal is unreachable")
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}

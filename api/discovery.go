@@ -1,0 +1,180 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+const healthTimeout = 3 * time.Second
+
+// discoveryDoc builds the capability document of openwop-host.md §11. Only what the
+// host honours is advertised.
+func (s *Server) discoveryDoc() map[string]any {
+	fixtures := s.cat.Fixtures()
+	if fixtures == nil {
+		fixtures = []string{}
+	}
+	return map[string]any{
+		"protocolVersion":       "1.0",
+		"implementation":        map[string]any{"name": "wop", "version": s.cfg.Version, "vendor": "wop"},
+		"engineVersion":         1,
+		"eventLogSchemaVersion": 1,
+		"supportedTransports":   []string{"rest"},
+		"supportedEnvelopes":    []string{"clarification.request"},
+		"schemaVersions":        map[string]int{"clarification.request": 1},
+		"limits": map[string]any{
+			"clarificationRounds": 3, "schemaRounds": 2, "envelopesPerTurn": 5,
+			"maxRequestBodyBytes": s.cfg.MaxRequestBodyBytes,
+		},
+		"conversationPrimitive": true,
+		"replay":                map[string]any{"supported": true, "modes": []string{"replay"}},
+		"runs":                  map[string]any{"pauseResume": map[string]any{"supported": false}},
+		"streamModes":           supportedModes,
+		"fixtures":              fixtures,
+	}
+}
+
+func (s *Server) handleDiscovery(c echo.Context) error {
+	body, err := json.Marshal(s.discoveryDoc())
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
+	h := c.Response().Header()
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("ETag", etag)
+	h.Set("Capabilities-Etag", etag)
+	if inm := c.Request().Header.Get("If-None-Match"); inm != "" {
+		for _, t := range strings.Split(inm, ",") {
+			if t = strings.TrimSpace(t); t == etag || t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return c.NoContent(http.StatusNotModified)
+			}
+		}
+	}
+	return c.JSONBlob(http.StatusOK, body)
+}
+
+var pathParamRe = regexp.MustCompile(`\{([A-Za-z]+)\}`)
+
+// openAPIDoc describes the routes of the route table as an OpenAPI 3.1 document.
+func (s *Server) openAPIDoc() map[string]any {
+	paths := map[string]any{}
+	for _, r := range s.routes {
+		item, _ := paths[r.Path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[r.Path] = item
+		}
+		op := map[string]any{
+			"summary":     r.Summary,
+			"operationId": operationID(r),
+			"responses": map[string]any{
+				itoa(r.OK): map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}},
+				"default":  map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
+			},
+		}
+		var params []any
+		for _, m := range pathParamRe.FindAllStringSubmatch(r.Path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		switch r.Path {
+		case "/v1/runs/{runId}/events":
+			params = append(params,
+				map[string]any{"name": "streamMode", "in": "query", "schema": map[string]any{"type": "string"}, "description": "values|updates|messages|debug, comma-combinable except values"},
+				map[string]any{"name": "Last-Event-ID", "in": "header", "schema": map[string]any{"type": "string"}})
+		case "/v1/runs/{runId}/events/poll":
+			params = append(params,
+				map[string]any{"name": "lastSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}},
+				map[string]any{"name": "timeout", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 60}})
+		}
+		if r.Method == http.MethodPost && r.Scopes != nil {
+			params = append(params, map[string]any{"name": "Idempotency-Key", "in": "header", "schema": map[string]any{"type": "string", "maxLength": 255}})
+		}
+		if params != nil {
+			op["parameters"] = params
+		}
+		if r.Scopes != nil {
+			op["security"] = []any{map[string]any{"bearer": r.Scopes}}
+		} else {
+			op["security"] = []any{}
+		}
+		if r.Body != "" {
+			op["requestBody"] = map[string]any{"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + r.Body}}}}
+		}
+		item[strings.ToLower(r.Method)] = op
+	}
+	obj := func(props map[string]any, required ...string) map[string]any {
+		m := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+		if required != nil {
+			m["required"] = required
+		}
+		return m
+	}
+	anyv := map[string]any{}
+	str := map[string]any{"type": "string"}
+	objv := map[string]any{"type": "object"}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "wop OpenWOP v1 host", "version": s.cfg.Version},
+		"paths":   paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+			"schemas": map[string]any{
+				"Error": obj(map[string]any{"error": str, "message": str, "details": objv}, "error", "message"),
+				"CreateRunRequest": obj(map[string]any{"workflowId": str, "inputs": objv, "tenantId": str, "scopeId": str,
+					"callbackUrl": str, "configurable": objv, "tags": map[string]any{"type": "array", "items": str}, "metadata": objv}, "workflowId"),
+				"CancelRequest":           obj(map[string]any{"reason": str}),
+				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
+				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
+				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
+				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+			},
+		},
+	}
+}
+
+func operationID(r route) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(r.Method))
+	up := true
+	for _, ch := range r.Path {
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= 'A' && ch <= 'Z', ch >= '0' && ch <= '9':
+			if up && ch >= 'a' && ch <= 'z' {
+				ch -= 'a' - 'A'
+			}
+			b.WriteRune(ch)
+			up = false
+		default:
+			up = true
+		}
+	}
+	return b.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (s *Server) handleOpenAPI(c echo.Context) error {
+	c.Response().Header().Set("Cache-Control", "public, max-age=300")
+	return c.JSON(http.StatusOK, s.openAPIDoc())
+}
+
+// documentedPaths lists "METHOD path" for every route of the table (tests).
+func (s *Server) documentedPaths() []string {
+	var out []string
+	for _, r := range s.routes {
+		out = append(out, r.Method+" "+r.Path)
+	}
+	sort.Strings(out)
+	return out
+}

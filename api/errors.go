@@ -1,0 +1,185 @@
+package api
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"go.temporal.io/api/serviceerror"
+)
+
+// OpenWOP error codes this host answers with.
+const (
+	CodeValidation            = "validation_error"
+	CodeUnauthenticated       = "unauthenticated"
+	CodeForbidden             = "forbidden"
+	CodeNotFound              = "not_found"
+	CodeInterruptNotFound     = "interrupt_not_found"
+	CodeIdempotencyMismatch   = "idempotency_key_mismatch"
+	CodeInterruptResolved     = "interrupt_already_resolved"
+	CodeInterruptExpired      = "interrupt_expired"
+	CodeInterruptCancelled    = "interrupt_cancelled"
+	CodeUnsupportedStreamMode = "unsupported_stream_mode"
+	CodeRateLimited           = "rate_limited"
+	CodePayloadTooLarge       = "payload_too_large"
+	CodeUnsupportedMediaType  = "unsupported_media_type"
+	CodeMethodNotAllowed      = "method_not_allowed"
+	CodeInternal              = "internal_error"
+	CodeUnavailable           = "unavailable"
+)
+
+// Error is an API error rendered as the closed OpenWOP error envelope
+// {error, message, details?}. Cause is logged, never sent.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Details map[string]any
+	Header  http.Header
+	Cause   error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%d %s: %s: %v", e.Status, e.Code, e.Message, e.Cause)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Cause }
+
+func apiErr(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) with(k string, v any) *Error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[k] = v
+	return e
+}
+
+func badRequest(format string, args ...any) *Error {
+	return apiErr(http.StatusBadRequest, CodeValidation, format, args...)
+}
+
+func notFound(format string, args ...any) *Error {
+	return apiErr(http.StatusNotFound, CodeNotFound, format, args...)
+}
+
+// envelope is the wire form of Error.
+type envelope struct {
+	Error   string         `json:"error"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// errorHandler renders every error, Echo's own included, as the OpenWOP envelope.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	e := s.toAPIError(err, c)
+	if e.Status >= 500 {
+		corr := newCorrelationID()
+		e = e.with("correlationId", corr)
+		s.log.Error("Request failed", "method", c.Request().Method, "path", c.Request().URL.Path,
+			"status", e.Status, "correlationId", corr, "error", err)
+	}
+	for k, vs := range e.Header {
+		for _, v := range vs {
+			c.Response().Header().Add(k, v)
+		}
+	}
+	body := envelope{Error: e.Code, Message: e.Message, Details: e.Details}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(e.Status)
+		return
+	}
+	if werr := c.JSON(e.Status, body); werr != nil {
+		s.log.Warn("Writing error response failed", "error", werr)
+	}
+}
+
+func (s *Server) toAPIError(err error, c echo.Context) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		path := c.Request().URL.Path
+		switch he.Code {
+		case http.StatusNotFound:
+			if !isVersionedPath(path) {
+				return badRequest("unversioned path %q: OpenWOP endpoints live under /v1/", path)
+			}
+			return notFound("no route for %s %s", c.Request().Method, path)
+		case http.StatusMethodNotAllowed:
+			if !isVersionedPath(path) {
+				return badRequest("unversioned path %q: OpenWOP endpoints live under /v1/", path)
+			}
+			return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s is not allowed on %s", c.Request().Method, path)
+		case http.StatusRequestEntityTooLarge:
+			return apiErr(he.Code, CodePayloadTooLarge, "request body exceeds %d bytes", s.cfg.MaxRequestBodyBytes)
+		case http.StatusUnsupportedMediaType:
+			return apiErr(he.Code, CodeUnsupportedMediaType, "%v", he.Message)
+		}
+		if he.Code < 500 {
+			return apiErr(he.Code, codeForStatus(he.Code), "%v", he.Message)
+		}
+		return &Error{Status: he.Code, Code: CodeInternal, Message: "internal error", Cause: err}
+	}
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return notFound("run not found")
+	}
+	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Cause: err}
+}
+
+func codeForStatus(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return CodeValidation
+	case http.StatusUnauthorized:
+		return CodeUnauthenticated
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusTooManyRequests:
+		return CodeRateLimited
+	}
+	return CodeValidation
+}
+
+func isVersionedPath(p string) bool {
+	return p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/.well-known/")
+}
+
+func newCorrelationID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "c_" + hex.EncodeToString(b[:])
+}
+
+// logValues is the request logger's sink: method, route, status, latency, key id. It never
+// records header values (Authorization, Idempotency-Key) or bodies.
+func requestLogAttrs(method, path, route string, status int, keyID string) []slog.Attr {
+	attrs := []slog.Attr{slog.String("method", method), slog.String("path", path), slog.Int("status", status)}
+	if route != "" {
+		attrs = append(attrs, slog.String("route", route))
+	}
+	if keyID != "" {
+		attrs = append(attrs, slog.String("keyId", keyID))
+	}
+	return attrs
+}

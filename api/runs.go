@@ -1,0 +1,544 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// Header names of the protocol.
+const (
+	HeaderIdempotencyKey    = "Idempotency-Key"
+	HeaderIdempotentReplay  = "openwop-Idempotent-Replay"
+	maxIdempotencyKeyLength = 255
+)
+
+// CreateRunRequest is the closed body of POST /v1/runs.
+type CreateRunRequest struct {
+	WorkflowID   string          `json:"workflowId"`
+	Inputs       json.RawMessage `json:"inputs,omitempty"`
+	TenantID     string          `json:"tenantId,omitempty"`
+	ScopeID      string          `json:"scopeId,omitempty"`
+	CallbackURL  string          `json:"callbackUrl,omitempty"`
+	Configurable json.RawMessage `json:"configurable,omitempty"`
+	Tags         []string        `json:"tags,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+}
+
+// CreateRunResponse is the body of a 201 from POST /v1/runs.
+type CreateRunResponse struct {
+	RunID     string `json:"runId"`
+	Status    string `json:"status"`
+	EventsURL string `json:"eventsUrl"`
+	StatusURL string `json:"statusUrl"`
+}
+
+// decodeCreateRun decodes and validates a POST /v1/runs body without consulting the
+// catalog. It is the fuzzed entry point of request decoding.
+func decodeCreateRun(body []byte) (*CreateRunRequest, error) {
+	if body == nil {
+		return nil, badRequest("request body is required: {\"workflowId\": \"...\"}")
+	}
+	var req CreateRunRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	if req.WorkflowID == "" {
+		return nil, badRequest("workflowId is required").with("field", "workflowId")
+	}
+	if err := validateID("workflowId", req.WorkflowID); err != nil {
+		return nil, err
+	}
+	for name, raw := range map[string]json.RawMessage{"inputs": req.Inputs, "configurable": req.Configurable, "metadata": req.Metadata} {
+		if len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) && !isJSONObject(raw) {
+			return nil, badRequest("%s must be a JSON object", name).with("field", name)
+		}
+	}
+	for i, t := range req.Tags {
+		if t == "" || len(t) > 256 {
+			return nil, badRequest("tags[%d] must be a non-empty string of at most 256 characters", i).with("field", fmt.Sprintf("tags[%d]", i))
+		}
+	}
+	if req.CallbackURL != "" && !strings.HasPrefix(req.CallbackURL, "https://") && !strings.HasPrefix(req.CallbackURL, "http://") {
+		return nil, badRequest("callbackUrl must be an http(s) URL").with("field", "callbackUrl")
+	}
+	return &req, nil
+}
+
+// validateInputs checks inputs against the definition's declared variables: required
+// variables present, declared types respected.
+func validateInputs(def *workflows.Definition, raw json.RawMessage) error {
+	inputs := map[string]json.RawMessage{}
+	if len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if err := json.Unmarshal(raw, &inputs); err != nil {
+			return badRequest("inputs must be a JSON object").with("field", "inputs")
+		}
+	}
+	for _, v := range def.Variables {
+		val, ok := inputs[v.Name]
+		if !ok || bytes.Equal(bytes.TrimSpace(val), []byte("null")) {
+			if v.Required && len(v.DefaultValue) == 0 {
+				return badRequest("inputs.%s is required by workflow %q", v.Name, def.ID).with("field", "inputs."+v.Name)
+			}
+			continue
+		}
+		if got := jsonType(val); v.Type != "" && !typeMatches(v.Type, got) {
+			return badRequest("inputs.%s must be of type %s, got %s", v.Name, v.Type, got).with("field", "inputs."+v.Name)
+		}
+	}
+	return nil
+}
+
+func jsonType(raw json.RawMessage) string {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 {
+		return "null"
+	}
+	switch t[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+func typeMatches(want, got string) bool {
+	switch want {
+	case "string", "object", "array", "boolean", "number":
+		return want == got
+	case "integer":
+		return got == "number"
+	}
+	return true // unknown declared types are not enforced
+}
+
+// requestDigest is the digest of a create request kept in the run for Idempotency-Key
+// comparisons: SHA-256 of the re-encoded request (field order fixed by the struct,
+// objects compacted).
+func requestDigest(tenant string, req *CreateRunRequest) string {
+	canon := *req
+	canon.Inputs = compactJSON(req.Inputs)
+	canon.Configurable = compactJSON(req.Configurable)
+	canon.Metadata = compactJSON(req.Metadata)
+	b, _ := json.Marshal(canon)
+	h := sha256.New()
+	h.Write([]byte("openwop:POST /v1/runs\x00" + tenant + "\x00"))
+	h.Write(b)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// compactJSON re-encodes raw with sorted object keys, so key order does not change a digest.
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v) // encoding/json sorts map keys
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+func (s *Server) baseURL(c echo.Context) string {
+	if s.cfg.PublicURL != "" {
+		return s.cfg.PublicURL
+	}
+	return c.Scheme() + "://" + c.Request().Host
+}
+
+func (s *Server) handleGetWorkflow(c echo.Context) error {
+	id := c.Param("workflowId")
+	if err := validateID("workflowId", id); err != nil {
+		return err
+	}
+	def, ok := s.cat.Definition(id)
+	if !ok {
+		return notFound("workflow %q not found", id)
+	}
+	return c.JSON(http.StatusOK, def)
+}
+
+// packsFor collects the packs a definition's nodes reference: the pack whose id is the
+// definition id (a pack served as a workflow) and any node config naming a packId.
+func (s *Server) packsFor(def *workflows.Definition) (map[string]*packs.Pack, map[string]string) {
+	ids := map[string]bool{def.ID: true}
+	for _, n := range def.Nodes {
+		var cfg struct {
+			PackID string `json:"packId"`
+			Pack   string `json:"pack"`
+		}
+		if len(n.Config) > 0 && json.Unmarshal(n.Config, &cfg) == nil {
+			ids[cfg.PackID], ids[cfg.Pack] = true, true
+		}
+	}
+	var ps map[string]*packs.Pack
+	var hashes map[string]string
+	for id := range ids {
+		if id == "" {
+			continue
+		}
+		if p, ok := s.cat.Pack(id); ok {
+			if ps == nil {
+				ps, hashes = map[string]*packs.Pack{}, map[string]string{}
+			}
+			ps[id], hashes[id] = p, p.Hash
+		}
+	}
+	return ps, hashes
+}
+
+func (s *Server) handleCreateRun(c echo.Context) error {
+	p := principalOf(c)
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	req, err := decodeCreateRun(body)
+	if err != nil {
+		return err
+	}
+	if req.TenantID != "" && req.TenantID != p.Tenant {
+		return apiErr(http.StatusForbidden, CodeForbidden, "tenantId %q does not match the API key's tenant", req.TenantID).with("field", "tenantId")
+	}
+	def, ok := s.cat.Definition(req.WorkflowID)
+	if !ok {
+		return badRequest("unknown workflowId %q", req.WorkflowID).with("field", "workflowId")
+	}
+	if err := validateInputs(def, req.Inputs); err != nil {
+		return err
+	}
+	if len(req.Configurable) > 0 && len(def.ConfigurableSchema) == 0 && !bytes.Equal(compactJSON(req.Configurable), []byte("{}")) {
+		return badRequest("workflow %q declares no configurableSchema, so configurable must be empty", def.ID).with("field", "configurable")
+	}
+	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
+	if len(idemKey) > maxIdempotencyKeyLength {
+		return badRequest("Idempotency-Key is longer than %d characters", maxIdempotencyKeyLength)
+	}
+	digest := ""
+	runID := newRunID(s.cfg.Now())
+	if idemKey != "" {
+		digest = requestDigest(p.Tenant, req)
+		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00POST /v1/runs\x00" + idemKey)))
+	}
+	in := workflows.RunInput{
+		RunID: runID, Definition: def, Inputs: req.Inputs,
+		Owner: workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID},
+		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable,
+		RequestDigest: digest,
+	}
+	in.Packs, in.PackHashes = s.packsFor(def)
+	_, err = s.startRun(c.Request().Context(), in, idemKey != "")
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	if idemKey != "" && errors.As(err, &already) {
+		return s.idempotentReplay(c, p, runID, digest)
+	}
+	if err != nil {
+		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
+	}
+	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
+	base := s.baseURL(c)
+	return c.JSON(http.StatusCreated, CreateRunResponse{
+		RunID: runID, Status: workflows.StatusPending,
+		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
+	})
+}
+
+// startRun starts the run workflow. With an Idempotency-Key the start fails with
+// WorkflowExecutionAlreadyStarted when the derived runId exists (running or closed),
+// and the caller compares digests. (USE_EXISTING would hide whether the run is new:
+// the SDK does not surface the server's "started" flag.)
+func (s *Server) startRun(ctx context.Context, in workflows.RunInput, idempotent bool) (client.WorkflowRun, error) {
+	opts := client.StartWorkflowOptions{
+		ID:                                       in.RunID,
+		TaskQueue:                                workflows.TaskQueue,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		StaticSummary:                            runSummary(in),
+		TypedSearchAttributes:                    searchAttributes(in),
+	}
+	_ = idempotent
+	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
+}
+
+func runSummary(in workflows.RunInput) string {
+	s := in.Definition.ID + " · tenant " + in.Owner.Tenant
+	if in.Fork != nil {
+		s += " · fork of " + in.Fork.SourceRunID
+	}
+	if in.ParentRunID != "" {
+		s += " · child of " + in.ParentRunID
+	}
+	return s
+}
+
+func searchAttributes(in workflows.RunInput) temporal.SearchAttributes {
+	updates := []temporal.SearchAttributeUpdate{
+		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
+		workflows.SATenant.ValueSet(in.Owner.Tenant),
+		workflows.SAStatus.ValueSet(workflows.StatusPending),
+	}
+	if len(in.Packs) > 0 {
+		ids := make([]string, 0, len(in.Packs))
+		for id := range in.Packs {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		updates = append(updates, workflows.SAPackID.ValueSet(ids[0]))
+	}
+	return temporal.NewSearchAttributes(updates...)
+}
+
+// idempotentReplay answers a create whose derived runId already exists.
+func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string) error {
+	snap, err := s.snapshot(c.Request().Context(), p, runID)
+	if err != nil {
+		return err
+	}
+	if snap.RequestDigest != digest {
+		return apiErr(http.StatusConflict, CodeIdempotencyMismatch,
+			"Idempotency-Key was already used with a different request body")
+	}
+	c.Response().Header().Set(HeaderIdempotentReplay, "true")
+	base := s.baseURL(c)
+	return c.JSON(http.StatusOK, CreateRunResponse{
+		RunID: runID, Status: snap.Status,
+		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
+	})
+}
+
+// snapshot queries the run's snapshot and enforces tenant isolation: a run of another
+// tenant is reported exactly like an unknown run.
+func (s *Server) snapshot(ctx context.Context, p *principal, runID string) (*workflows.Snapshot, error) {
+	v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.SnapshotQuery)
+	if err != nil {
+		return nil, s.temporalErr(err, runID)
+	}
+	var snap workflows.Snapshot
+	if err := v.Get(&snap); err != nil {
+		return nil, fmt.Errorf("decoding the snapshot of run %s: %w", runID, err)
+	}
+	if p != nil && snap.Owner.Tenant != p.Tenant {
+		return nil, notFound("run %q not found", runID)
+	}
+	return &snap, nil
+}
+
+// temporalErr maps Temporal client errors: unknown workflow → 404; the rest are
+// internal and logged by the error handler with a correlation id.
+func (s *Server) temporalErr(err error, runID string) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return notFound("run %q not found", runID)
+	}
+	var inv *serviceerror.InvalidArgument
+	if errors.As(err, &inv) {
+		return notFound("run %q not found", runID)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "Temporal did not answer in time", Cause: err}
+	}
+	return fmt.Errorf("run %s: %w", runID, err)
+}
+
+func (s *Server) runParam(c echo.Context) (string, error) {
+	id := c.Param("runId")
+	if err := validateID("runId", id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// decorate adds what the API owns to a snapshot: interrupt tokens and callback URLs.
+func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
+	base := s.baseURL(c)
+	for i := range snap.Interrupts {
+		s.addToken(base, snap.RunID, &snap.Interrupts[i])
+	}
+	if snap.Interrupt != nil {
+		s.addToken(base, snap.RunID, snap.Interrupt)
+	}
+}
+
+func (s *Server) handleGetRun(c echo.Context) error {
+	id, err := s.runParam(c)
+	if err != nil {
+		return err
+	}
+	snap, err := s.snapshot(c.Request().Context(), principalOf(c), id)
+	if err != nil {
+		return err
+	}
+	s.decorate(c, snap)
+	snap.RequestDigest = ""
+	return c.JSON(http.StatusOK, snap)
+}
+
+// CancelRequestBody is the closed body of the cancel endpoints.
+type CancelRequestBody struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func isTerminal(status string) bool {
+	return status == workflows.StatusCompleted || status == workflows.StatusFailed || status == workflows.StatusCancelled
+}
+
+func (s *Server) handleCancel(c echo.Context) error {
+	id, err := s.runParam(c)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req CancelRequestBody
+	if body != nil {
+		if err := decodeStrict(body, &req); err != nil {
+			return err
+		}
+	}
+	p := principalOf(c)
+	ctx := c.Request().Context()
+	snap, err := s.snapshot(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	if isTerminal(snap.Status) {
+		return c.JSON(http.StatusOK, map[string]string{"runId": id, "status": snap.Status})
+	}
+	reason := req.Reason
+	if reason == "" {
+		reason = "cancelled"
+	}
+	err = s.tc.SignalWorkflow(ctx, id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: reason, CancelledBy: p.KeyID})
+	var nf *serviceerror.NotFound
+	if err != nil && !errors.As(err, &nf) {
+		return s.temporalErr(err, id)
+	}
+	// NotFound here means the workflow closed between the query and the signal.
+	after, qerr := s.snapshot(ctx, p, id)
+	status := workflows.StatusCancelling
+	if qerr == nil && (isTerminal(after.Status) || after.Status == workflows.StatusCancelling) {
+		status = after.Status
+	}
+	s.log.Info("Run cancel requested", "runId", id, "keyId", p.KeyID)
+	return c.JSON(http.StatusOK, map[string]string{"runId": id, "status": status})
+}
+
+// ForkRequest is the closed body of POST /v1/runs/{runId}:fork.
+type ForkRequest struct {
+	Mode              string          `json:"mode"`
+	FromSeq           *int64          `json:"fromSeq,omitempty"`
+	RunOptionsOverlay json.RawMessage `json:"runOptionsOverlay,omitempty"`
+}
+
+func (s *Server) handleFork(c echo.Context) error {
+	id, err := s.runParam(c)
+	if err != nil {
+		return err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	var req ForkRequest
+	if body != nil {
+		if err := decodeStrict(body, &req); err != nil {
+			return err
+		}
+	}
+	switch req.Mode {
+	case "replay":
+	case "":
+		return badRequest("mode is required; this host supports \"replay\"").with("field", "mode")
+	case "branch":
+		return badRequest("fork mode \"branch\" is not supported by this host; supported: [\"replay\"]").with("field", "mode").with("supported", []string{"replay"})
+	default:
+		return badRequest("unknown fork mode %q; supported: [\"replay\"]", req.Mode).with("field", "mode").with("supported", []string{"replay"})
+	}
+	if ov := compactJSON(req.RunOptionsOverlay); len(ov) > 0 && string(ov) != "{}" && string(ov) != "null" {
+		return badRequest("runOptionsOverlay must be absent in replay mode").with("field", "runOptionsOverlay")
+	}
+	var from int64
+	if req.FromSeq != nil {
+		if *req.FromSeq < 0 {
+			return badRequest("fromSeq must be >= 0").with("field", "fromSeq")
+		}
+		from = *req.FromSeq
+	}
+	p := principalOf(c)
+	ctx := c.Request().Context()
+	snap, err := s.snapshot(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	page, err := s.events(ctx, id, -1)
+	if err != nil {
+		return err
+	}
+	if from > page.LastSequence+1 {
+		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, page.LastSequence).with("field", "fromSeq")
+	}
+	def, ok := s.cat.Definition(snap.WorkflowID)
+	if !ok {
+		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run's workflow %q is no longer served", snap.WorkflowID)
+	}
+	in := workflows.RunInput{
+		RunID: newRunID(s.cfg.Now()), Definition: def, Inputs: runInputsOf(page.Events),
+		Owner: workflows.Owner{Tenant: snap.Owner.Tenant, Principal: p.KeyID},
+		Tags:  snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable,
+		Fork: &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: page.Events},
+	}
+	in.Packs, in.PackHashes = s.packsFor(def)
+	if _, err := s.startRun(ctx, in, false); err != nil {
+		return fmt.Errorf("starting fork of %s: %w", id, err)
+	}
+	s.log.Info("Run forked", "runId", in.RunID, "sourceRunId", id, "fromSeq", from)
+	return c.JSON(http.StatusCreated, map[string]any{
+		"runId": in.RunID, "sourceRunId": id, "fromSeq": from, "mode": "replay",
+		"status": workflows.StatusPending, "eventsUrl": s.baseURL(c) + "/v1/runs/" + in.RunID + "/events",
+	})
+}
+
+// runInputsOf returns run.started's payload.inputs from a log.
+func runInputsOf(events []workflows.Event) json.RawMessage {
+	for _, ev := range events {
+		if ev.Type == "run.started" {
+			var p struct {
+				Inputs json.RawMessage `json:"inputs"`
+			}
+			if json.Unmarshal(ev.Payload, &p) == nil {
+				return p.Inputs
+			}
+		}
+	}
+	return nil
+}
