@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/packs"
+)
+
+// policy is a prompt's tool_policy with the schema defaults applied.
+type policy struct {
+	MaxRounds           int
+	MaxToolCallsPerTurn int
+	Blocked             map[string]bool
+}
+
+func policyOf(p *packs.Prompt) policy {
+	pol := policy{MaxRounds: DefaultMaxRounds, MaxToolCallsPerTurn: DefaultMaxToolCallsPerTurn, Blocked: map[string]bool{}}
+	if tp := p.ToolPolicy; tp != nil {
+		if tp.MaxRounds > 0 {
+			pol.MaxRounds = tp.MaxRounds
+		}
+		if tp.MaxToolCallsPerTurn > 0 {
+			pol.MaxToolCallsPerTurn = tp.MaxToolCallsPerTurn
+		}
+		for _, b := range tp.Blocklist {
+			pol.Blocked[b] = true
+		}
+	}
+	return pol
+}
+
+// transitionOffered reports whether workflow__transition is offered in s (§8.6).
+func transitionOffered(s *packs.State) bool {
+	if isTerminal(s) {
+		return false
+	}
+	switch s.Orchestration {
+	case "", packs.OrchestrationInternal, packs.OrchestrationHybrid:
+		return true
+	}
+	return false
+}
+
+// artifactNames is every artifact name any state declares, deduplicated and sorted.
+func artifactNames(p *packs.Pack) []string {
+	set := map[string]bool{}
+	for _, name := range sortedKeys(p.Workflow.States) {
+		for _, a := range sortedKeys(p.Workflow.States[name].Artifacts) {
+			set[a] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+type stringProp struct {
+	Type        string   `json:"type"`
+	Enum        []string `json:"enum,omitempty"`
+	Description string   `json:"description"`
+}
+
+type transitionSchema struct {
+	Type       string `json:"type"`
+	Properties struct {
+		Event   stringProp `json:"event"`
+		Context stringProp `json:"context"`
+	} `json:"properties"`
+	Required []string `json:"required"`
+}
+
+type artifactSchema struct {
+	Type       string `json:"type"`
+	Properties struct {
+		Name  stringProp `json:"name"`
+		Value stringProp `json:"value"`
+	} `json:"properties"`
+	Required []string `json:"required"`
+}
+
+// transitionSpec is the workflow__transition tool for a state's sorted events, with the
+// input schema of promptpack-workflow.md §8.6.
+func transitionSpec(events []string) activities.ToolSpec {
+	var sc transitionSchema
+	sc.Type = "object"
+	sc.Properties.Event = stringProp{Type: "string", Enum: events, Description: "The workflow event to trigger."}
+	sc.Properties.Context = stringProp{Type: "string", Description: "Summary of relevant context to carry forward."}
+	sc.Required = []string{"event", "context"}
+	raw, _ := json.Marshal(sc) // plain strings: cannot fail
+	return activities.ToolSpec{
+		Name: ToolTransition,
+		Description: "Transition the workflow to a new state by triggering one of the current state's events. " +
+			"Use it for escalation, resolution or any other state change; pass a summary of what the next state needs to know as context.",
+		Parameters: raw,
+	}
+}
+
+// artifactSpec is the workflow__set_artifact tool (§8.7).
+func artifactSpec(names []string) activities.ToolSpec {
+	var sc artifactSchema
+	sc.Type = "object"
+	sc.Properties.Name = stringProp{Type: "string", Enum: names, Description: "The artifact to set."}
+	sc.Properties.Value = stringProp{Type: "string", Description: "The value to store; it replaces the artifact's value or is appended to it, as the artifact's mode says."}
+	sc.Required = []string{"name", "value"}
+	raw, _ := json.Marshal(sc)
+	return activities.ToolSpec{
+		Name:        ToolSetArtifact,
+		Description: "Store a value in a workflow artifact. Later states read it as {{artifacts.<name>}}; the final values are the workflow's output.",
+		Parameters:  raw,
+	}
+}
+
+// toolSpecs is the tool set of a round in state s: the prompt's tools minus the
+// blocklist, plus workflow__transition (when offered) and workflow__set_artifact (when
+// some state declares artifacts), sorted by name.
+func (m *Machine) toolSpecs(s *packs.State, prompt *packs.Prompt) []activities.ToolSpec {
+	pol := policyOf(prompt)
+	seen := map[string]bool{}
+	var specs []activities.ToolSpec
+	for _, key := range prompt.Tools {
+		tool := m.cfg.Pack.Tools[key]
+		if tool == nil || pol.Blocked[key] {
+			continue
+		}
+		name := tool.Name
+		if name == "" {
+			name = key
+		}
+		if seen[name] || pol.Blocked[name] {
+			continue
+		}
+		seen[name] = true
+		specs = append(specs, activities.ToolSpec{Name: name, Description: tool.Description, Parameters: tool.Parameters})
+	}
+	if transitionOffered(s) {
+		specs = append(specs, transitionSpec(sortedKeys(s.OnEvent)))
+	}
+	if names := artifactNames(m.cfg.Pack); len(names) > 0 {
+		specs = append(specs, artifactSpec(names))
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs
+}
+
+// errorResult is the content of an error tool result.
+func errorResult(format string, args ...any) *activities.ToolCallResult {
+	raw, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
+	return &activities.ToolCallResult{Content: raw, IsError: true}
+}
+
+func jsonResult(v any) *activities.ToolCallResult {
+	raw, _ := json.Marshal(v)
+	return &activities.ToolCallResult{Content: raw}
+}
+
+// runTools answers one round's tool calls in call order: system tools in the engine,
+// pack tools through Runtime.Tools in one batch. It reports false when the run ended.
+func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Prompt, pol policy, calls []activities.ToolCall) bool {
+	offered := map[string]bool{}
+	var names []string
+	for _, sp := range m.toolSpecs(s, prompt) {
+		offered[sp.Name] = true
+		names = append(names, sp.Name)
+	}
+	sname := m.st.CurrentState
+	results := make([]*activities.ToolCallResult, len(calls))
+	var batch []activities.ToolCallInput
+	var batchIdx []int
+	for i, c := range calls {
+		t.rt.Emit(Event{Kind: EventToolCall, State: sname, ToolCall: &ToolCallEvent{
+			Round: round, CallID: c.ID, Tool: c.Name, Args: c.Args, System: strings.HasPrefix(c.Name, "workflow__"),
+		}})
+		m.st.TotalToolCalls++
+		t.segCalls++
+		switch {
+		case t.segCalls > pol.MaxToolCallsPerTurn:
+			results[i] = errorResult("tool call limit reached: prompt %q allows %d tool calls per turn; answer with what you have", s.PromptTask, pol.MaxToolCallsPerTurn)
+		case pol.Blocked[c.Name]:
+			results[i] = errorResult("Tool %s is blocked by policy", c.Name)
+		case !offered[c.Name]:
+			results[i] = errorResult("tool %q is not available in state %q; available tools: %s", c.Name, sname, joinEvents(names))
+		case c.Name == ToolTransition:
+			results[i] = m.transitionCall(t, s, c)
+		case c.Name == ToolSetArtifact:
+			results[i] = m.setArtifact(c)
+		default:
+			batch = append(batch, activities.ToolCallInput{
+				RunID: m.cfg.RunID, PackID: m.cfg.Pack.ID, PackHash: m.cfg.Pack.Hash, NodeID: m.cfg.NodeID,
+				State: sname, Round: round, CallID: c.ID, Tool: c.Name, Args: c.Args,
+			})
+			batchIdx = append(batchIdx, i)
+		}
+	}
+	if len(batch) > 0 {
+		out, err := t.rt.Tools(batch)
+		if err != nil {
+			m.fail(errorCode(err, CodeToolError), fmt.Sprintf("tool calls of round %d in state %q failed: %v", round, sname, err))
+			return false
+		}
+		if len(out) != len(batch) {
+			m.fail(CodeToolError, fmt.Sprintf("tool calls of round %d in state %q: %d calls returned %d results", round, sname, len(batch), len(out)))
+			return false
+		}
+		for j, r := range out {
+			if r == nil {
+				r = errorResult("tool %q returned no result", batch[j].Tool)
+			}
+			results[batchIdx[j]] = r
+		}
+	}
+	for i, c := range calls {
+		r := results[i]
+		content := r.Content
+		if len(content) == 0 {
+			content = json.RawMessage(`null`)
+		}
+		m.st.Transcript = append(m.st.Transcript, activities.Message{
+			Role: activities.RoleTool, Text: string(content), ToolCallID: c.ID, Name: c.Name, IsError: r.IsError, State: sname,
+		})
+		t.rt.Emit(Event{Kind: EventToolResult, State: sname, ToolResult: &ToolResultEvent{
+			Round: round, CallID: c.ID, Tool: c.Name, Content: content, IsError: r.IsError,
+		}})
+	}
+	return true
+}
+
+// transitionCall validates a workflow__transition call and schedules the transition;
+// it is committed after the round's tool results (§8.6, REC).
+func (m *Machine) transitionCall(t *turn, s *packs.State, c activities.ToolCall) *activities.ToolCallResult {
+	var args map[string]any
+	if err := json.Unmarshal(c.Args, &args); err != nil || args == nil {
+		return errorResult("workflow__transition arguments must be a JSON object with event and context: %v", err)
+	}
+	event, _ := args["event"].(string)
+	context, _ := args["context"].(string)
+	events := sortedKeys(s.OnEvent)
+	if t.transition != nil {
+		return errorResult("one transition per round: event %s is already scheduled; this call was ignored", t.transition.event)
+	}
+	target, ok := s.OnEvent[event]
+	if !ok {
+		return errorResult("unknown event %q in state %q; valid events: %s", event, m.st.CurrentState, joinEvents(events))
+	}
+	var extras map[string]any
+	for _, k := range sortedKeys(args) {
+		if k != "event" && k != "context" {
+			if extras == nil {
+				extras = map[string]any{}
+			}
+			extras[k] = args[k]
+		}
+	}
+	t.transition = &pendingTransition{event: event, context: context, extras: extras}
+	if ts := m.cfg.Pack.Workflow.States[target]; ts.MaxVisits > 0 && m.st.VisitCounts[target] >= ts.MaxVisits && ts.OnMaxVisits != "" {
+		target = ts.OnMaxVisits
+	}
+	return jsonResult(map[string]string{"status": "transition_scheduled", "event": event, "target_state": target})
+}
+
+// setArtifact applies a workflow__set_artifact call immediately (§8.7).
+func (m *Machine) setArtifact(c activities.ToolCall) *activities.ToolCallResult {
+	var args struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	if err := json.Unmarshal(c.Args, &args); err != nil {
+		return errorResult("workflow__set_artifact arguments must be a JSON object with string name and value: %v", err)
+	}
+	names := artifactNames(m.cfg.Pack)
+	decl := m.state().Artifacts[args.Name]
+	if decl == nil {
+		for _, sn := range sortedKeys(m.cfg.Pack.Workflow.States) {
+			if d := m.cfg.Pack.Workflow.States[sn].Artifacts[args.Name]; d != nil {
+				decl = d
+				break
+			}
+		}
+	}
+	if args.Name == "" || decl == nil {
+		return errorResult("unknown artifact %q; declared artifacts: %s", args.Name, joinEvents(names))
+	}
+	if decl.Mode == "append" {
+		m.st.Artifacts[args.Name] += args.Value
+	} else {
+		m.st.Artifacts[args.Name] = args.Value
+	}
+	return jsonResult(map[string]string{"status": "artifact_set", "artifact": args.Name})
+}
+
+// joinEvents lists names for an error message.
+func joinEvents(names []string) string {
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
