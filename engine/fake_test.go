@@ -142,7 +142,7 @@ func start(t *testing.T, p *packs.Pack, f *fakeRuntime) *Machine {
 	return m
 }
 
-func mustTurn(t *testing.T, m *Machine, f *fakeRuntime, msg string) *TurnResult {
+func mustTurn(t *testing.T, m *Machine, f Runtime, msg string) *TurnResult {
 	t.Helper()
 	res, err := m.Turn(f, msg)
 	if err != nil {

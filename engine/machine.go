@@ -43,6 +43,7 @@ const (
 	CodeModelError        = "model_error"
 	CodeToolError         = "tool_error"
 	CodeUnsupportedState  = "unsupported_state"
+	CodeRenderError       = "render_error"
 )
 
 // Budget limit names (BudgetEvent.Limit), as engine.budget spells them.
@@ -168,8 +169,8 @@ func Start(cfg Config, now time.Time) (*Machine, error) {
 	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
-	if err := checkVariables(cfg.Pack, cfg.Vars); err != nil {
-		return nil, err
+	if err := packs.CheckVariables(cfg.Pack, cfg.Vars); err != nil {
+		return nil, fmt.Errorf("engine: pack %q: %w", cfg.Pack.ID, err)
 	}
 	wf := cfg.Pack.Workflow
 	st := &State{
@@ -275,7 +276,7 @@ func (m *Machine) Events() []string { return sortedKeys(m.state().OnEvent) }
 func (m *Machine) state() *packs.State { return m.cfg.Pack.Workflow.States[m.st.CurrentState] }
 
 // isTerminal reports whether a state is terminal: terminal: true or no on_event.
-func isTerminal(s *packs.State) bool { return s.Terminal || len(s.OnEvent) == 0 }
+func isTerminal(s *packs.State) bool { return s.IsTerminal() }
 
 func isClosed(status string) bool {
 	switch status {
@@ -408,7 +409,7 @@ func (m *Machine) loop(t *turn) {
 
 		in, err := m.roundInput(t, s, prompt)
 		if err != nil {
-			m.fail(CodeModelError, err.Error())
+			m.fail(CodeRenderError, fmt.Sprintf("state %q: %v", sname, err))
 			return
 		}
 		out, err := t.rt.Model(in)
@@ -507,7 +508,9 @@ func (m *Machine) copyTrigger(t *turn, target *packs.State) {
 
 // roundInput builds the ModelRoundInput of the next round in state s.
 func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (activities.ModelRoundInput, error) {
-	system, err := renderPrompt(m.cfg.Pack, s.PromptTask, m.cfg.Vars, m.st.LastContext, m.st.Artifacts)
+	system, err := packs.Render(m.cfg.Pack, s.PromptTask, m.cfg.Vars, packs.RuntimeVars{
+		WorkflowContext: m.st.LastContext, Artifacts: m.st.Artifacts,
+	})
 	if err != nil {
 		return activities.ModelRoundInput{}, err
 	}

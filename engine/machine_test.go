@@ -686,7 +686,7 @@ func TestResumeContinues(t *testing.T) {
 
 func TestStartErrors(t *testing.T) {
 	p := mustPack(t, examplePack(t, "agent"))
-	if _, err := Start(Config{Pack: p}, t0); err == nil || !strings.Contains(err.Error(), "missing required variables: customer") {
+	if _, err := Start(Config{Pack: p}, t0); err == nil || !strings.Contains(err.Error(), `required variable "customer" is missing`) {
 		t.Errorf("missing variable: %v", err)
 	}
 	p.Workflow.Entry = "nowhere"

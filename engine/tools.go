@@ -34,27 +34,10 @@ func policyOf(p *packs.Prompt) policy {
 }
 
 // transitionOffered reports whether workflow__transition is offered in s (§8.6).
-func transitionOffered(s *packs.State) bool {
-	if isTerminal(s) {
-		return false
-	}
-	switch s.Orchestration {
-	case "", packs.OrchestrationInternal, packs.OrchestrationHybrid:
-		return true
-	}
-	return false
-}
+func transitionOffered(s *packs.State) bool { return s.OffersTransition() }
 
 // artifactNames is every artifact name any state declares, deduplicated and sorted.
-func artifactNames(p *packs.Pack) []string {
-	set := map[string]bool{}
-	for _, name := range sortedKeys(p.Workflow.States) {
-		for _, a := range sortedKeys(p.Workflow.States[name].Artifacts) {
-			set[a] = true
-		}
-	}
-	return sortedKeys(set)
-}
+func artifactNames(p *packs.Pack) []string { return p.ArtifactNames() }
 
 type stringProp struct {
 	Type        string   `json:"type"`
@@ -116,23 +99,9 @@ func artifactSpec(names []string) activities.ToolSpec {
 // blocklist, plus workflow__transition (when offered) and workflow__set_artifact (when
 // some state declares artifacts), sorted by name.
 func (m *Machine) toolSpecs(s *packs.State, prompt *packs.Prompt) []activities.ToolSpec {
-	pol := policyOf(prompt)
-	seen := map[string]bool{}
 	var specs []activities.ToolSpec
-	for _, key := range prompt.Tools {
-		tool := m.cfg.Pack.Tools[key]
-		if tool == nil || pol.Blocked[key] {
-			continue
-		}
-		name := tool.Name
-		if name == "" {
-			name = key
-		}
-		if seen[name] || pol.Blocked[name] {
-			continue
-		}
-		seen[name] = true
-		specs = append(specs, activities.ToolSpec{Name: name, Description: tool.Description, Parameters: tool.Parameters})
+	for _, tool := range m.cfg.Pack.PromptTools(s.PromptTask) {
+		specs = append(specs, activities.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
 	if transitionOffered(s) {
 		specs = append(specs, transitionSpec(sortedKeys(s.OnEvent)))
@@ -269,19 +238,11 @@ func (m *Machine) setArtifact(c activities.ToolCall) *activities.ToolCallResult 
 		return errorResult("workflow__set_artifact arguments must be a JSON object with string name and value: %v", err)
 	}
 	names := artifactNames(m.cfg.Pack)
-	decl := m.state().Artifacts[args.Name]
-	if decl == nil {
-		for _, sn := range sortedKeys(m.cfg.Pack.Workflow.States) {
-			if d := m.cfg.Pack.Workflow.States[sn].Artifacts[args.Name]; d != nil {
-				decl = d
-				break
-			}
-		}
-	}
+	decl := m.cfg.Pack.Workflow.ArtifactDecl(m.st.CurrentState, args.Name)
 	if args.Name == "" || decl == nil {
 		return errorResult("unknown artifact %q; declared artifacts: %s", args.Name, joinEvents(names))
 	}
-	if decl.Mode == "append" {
+	if decl.ArtifactMode() == "append" {
 		m.st.Artifacts[args.Name] += args.Value
 	} else {
 		m.st.Artifacts[args.Name] = args.Value
