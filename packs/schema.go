@@ -90,24 +90,31 @@ func leafErrors(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	}
 	switch e.ErrorKind.(type) {
 	case *kind.OneOf, *kind.AnyOf:
+		// Rank the alternatives: fewest value mismatches (const, enum, pattern, type; these
+		// mark the wrong alternative, e.g. a different step kind), then deepest errors
+		// (the alternative that got furthest into the value), then fewest errors.
 		var best []*jsonschema.ValidationError
-		bestDepth := -1
+		bestMis, bestDepth := -1, -1
 		for _, c := range e.Causes {
 			leaves := leafErrors(c)
-			d := 0
+			d, mis := 0, 0
 			for _, l := range leaves {
 				if len(l.InstanceLocation) > d {
 					d = len(l.InstanceLocation)
 				}
+				switch l.ErrorKind.(type) {
+				case *kind.Const, *kind.Enum, *kind.Pattern, *kind.Type:
+					mis++
+				}
 			}
-			// Prefer the alternative whose errors are deepest; on a tie, the one with
-			// fewest errors. If no alternative got past the value itself, report the
-			// oneOf as a whole.
-			if d > bestDepth || (d == bestDepth && len(leaves) < len(best)) {
-				best, bestDepth = leaves, d
+			better := bestMis < 0 || mis < bestMis ||
+				(mis == bestMis && (d > bestDepth || (d == bestDepth && len(leaves) < len(best))))
+			if better {
+				best, bestMis, bestDepth = leaves, mis, d
 			}
 		}
-		if bestDepth <= len(e.InstanceLocation) {
+		// If every alternative failed on the value itself, report the oneOf as a whole.
+		if bestDepth <= len(e.InstanceLocation) && bestMis > 0 {
 			return []*jsonschema.ValidationError{{
 				SchemaURL:        e.SchemaURL,
 				InstanceLocation: e.InstanceLocation,
@@ -154,7 +161,8 @@ func schemaErrorDiags(file string, root *node, e *jsonschema.ValidationError) Di
 		if len(k.Missing) > 1 {
 			msg = "missing required fields " + missing
 		}
-		return Diagnostics{mk(loc, false, msg)}
+		// Point at the key that holds the incomplete object (e.g. "workflow:").
+		return Diagnostics{mk(loc, len(loc) > 0, msg)}
 	case *kind.Enum:
 		return Diagnostics{mk(loc, false, fmt.Sprintf("must be one of %s (got %s)", jsonList(k.Want), describeValue(here)))}
 	case *kind.Const:

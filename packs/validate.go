@@ -32,6 +32,11 @@ func (c *checker) warnAt(tokens []string, format string, args ...any) {
 	c.at(SeverityWarning, tokens, false, format, args...)
 }
 
+// warnAtKey records a warning at the key of the value reached by tokens (e.g. a state's name).
+func (c *checker) warnAtKey(tokens []string, format string, args ...any) {
+	c.at(SeverityWarning, tokens, true, format, args...)
+}
+
 func toks(parts ...string) []string { return parts }
 
 var pascalCase = regexp.MustCompile(`^[A-Z][a-zA-Z0-9]*$`)
@@ -183,7 +188,7 @@ func (c *checker) checkTemplate(key string, pr *Prompt) {
 			}
 			for _, sn := range statesUsing {
 				if c.p.Workflow.States[sn].Artifacts[name] == nil && once(sn+"\x00"+name) {
-					c.warnAt(toks("workflow", "states", sn), "state %q runs prompt %q, which reads {{artifacts.%s}}, but the state declares no artifact %q (RFC 0009)", sn, key, name, name)
+					c.warnAtKey(toks("workflow", "states", sn), "state %q runs prompt %q, which reads {{artifacts.%s}}, but the state declares no artifact %q (RFC 0009)", sn, key, name, name)
 				}
 			}
 		default:
@@ -274,7 +279,7 @@ func (c *checker) checkWorkflow() {
 			c.warnAt(append(base, "on_event"), "state is terminal: true, so its on_event transitions never fire")
 		}
 		if w.Version >= 2 && !st.Terminal && len(st.OnEvent) == 0 && st.MaxVisits == 0 {
-			c.warnAt(base, "state %q has no on_event, so it ends the workflow; mark it terminal: true", sn)
+			c.warnAtKey(base, "state %q has no on_event, so it ends the workflow; mark it terminal: true", sn)
 		}
 		if st.Control == ControlAgent && st.IsTerminal() {
 			tok := append(base, "control")
@@ -316,9 +321,11 @@ func (c *checker) successors(sn string) []string {
 	w := c.p.Workflow
 	st := w.States[sn]
 	set := map[string]bool{}
-	for _, t := range st.OnEvent {
-		if _, ok := w.States[t]; ok {
-			set[t] = true
+	if !st.Terminal { // a terminal state's on_event never fires
+		for _, t := range st.OnEvent {
+			if _, ok := w.States[t]; ok {
+				set[t] = true
+			}
 		}
 	}
 	if _, ok := w.States[st.OnMaxVisits]; ok && st.OnMaxVisits != "" {
@@ -349,7 +356,7 @@ func (c *checker) checkGraph() {
 	}
 	for _, sn := range names {
 		if !reach[sn] {
-			c.warnAt(toks("workflow", "states", sn), "state %q is unreachable from the entry state %q", sn, w.Entry)
+			c.warnAtKey(toks("workflow", "states", sn), "state %q is unreachable from the entry state %q", sn, w.Entry)
 		}
 	}
 
@@ -382,7 +389,7 @@ func (c *checker) checkGraph() {
 					}
 				}
 				if !bounded {
-					c.warnAt(toks("workflow", "states", s), "cycle %s: no state on it has max_visits, so only the budget bounds the loop", strings.Join(cycle, " -> "))
+					c.warnAtKey(toks("workflow", "states", s), "cycle %s: no state on it has max_visits, so only the budget bounds the loop", strings.Join(cycle, " -> "))
 				}
 			}
 		}
@@ -480,7 +487,7 @@ func (c *checker) checkAgentLoops() {
 		if bounded || c.canLeaveAgentLoop(comp) {
 			continue
 		}
-		c.warnAt(toks("workflow", "states", comp[0]), "states %s form a control: agent loop with no max_visits and no way out to a control: user or terminal state; the model would run until the budget is exhausted (RFC 0014)", strings.Join(quoteEach(comp), ", "))
+		c.warnAtKey(toks("workflow", "states", comp[0]), "states %s form a control: agent loop with no max_visits and no way out to a control: user or terminal state; the model would run until the budget is exhausted (RFC 0014)", strings.Join(quoteEach(comp), ", "))
 	}
 }
 
