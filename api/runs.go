@@ -182,7 +182,48 @@ func (s *Server) handleGetWorkflow(c echo.Context) error {
 	if !ok {
 		return notFound("workflow %q not found", id)
 	}
-	return c.JSON(http.StatusOK, def)
+	return c.JSONBlob(http.StatusOK, definitionJSON(def))
+}
+
+// definitionJSON renders a definition with the members the closed schema requires on
+// every node (position, config, inputs), which Go's omitempty would otherwise drop.
+func definitionJSON(def *workflows.Definition) []byte {
+	b, err := json.Marshal(def)
+	if err != nil {
+		return b
+	}
+	var doc map[string]any
+	if json.Unmarshal(b, &doc) != nil {
+		return b
+	}
+	nodes, _ := doc["nodes"].([]any)
+	for _, n := range nodes {
+		m, ok := n.(map[string]any)
+		if !ok {
+			continue
+		}
+		defaults := map[string]any{"position": map[string]any{"x": 0, "y": 0}, "config": map[string]any{}, "inputs": map[string]any{}}
+		for k, v := range defaults {
+			if _, ok := m[k]; !ok {
+				m[k] = v
+			}
+		}
+	}
+	for _, k := range []string{"edges", "triggers", "variables"} {
+		if doc[k] == nil {
+			doc[k] = []any{}
+		}
+	}
+	for _, k := range []string{"metadata", "settings"} {
+		if doc[k] == nil {
+			doc[k] = map[string]any{}
+		}
+	}
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // packsFor collects the packs a definition's nodes reference: the pack whose id is the

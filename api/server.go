@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -24,7 +25,7 @@ import (
 type Server struct {
 	cfg     Config
 	tc      client.Client
-	cat     *workflows.Catalog
+	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
 	keys    *keyStore
@@ -58,13 +59,24 @@ type route struct {
 	OK int
 }
 
+// catalogView is what the API reads of the workflow catalog.
+type catalogView interface {
+	Definition(id string) (*workflows.Definition, bool)
+	Pack(id string) (*packs.Pack, bool)
+	Fixtures() []string
+}
+
 // New builds the API server.
 func New(cfg Config, tc client.Client, cat *workflows.Catalog, logger *slog.Logger) (*Server, error) {
-	if tc == nil {
-		return nil, errors.New("api.New: a Temporal client is required")
-	}
 	if cat == nil {
 		return nil, errors.New("api.New: a workflow catalog is required")
+	}
+	return newServer(cfg, tc, cat, logger)
+}
+
+func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logger) (*Server, error) {
+	if tc == nil {
+		return nil, errors.New("api.New: a Temporal client is required")
 	}
 	if logger == nil {
 		logger = slog.Default()

@@ -1,0 +1,701 @@
+package api
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+func decode[T any](t *testing.T, b []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("decoding %s: %v", b, err)
+	}
+	return v
+}
+
+func TestDiscovery(t *testing.T) {
+	env := newTestEnv(t)
+	rec := env.do("GET", "/.well-known/openwop", "", "")
+	if rec.Code != 200 {
+		t.Fatalf("status %d", rec.Code)
+	}
+	if rec.Header().Get("Cache-Control") == "" {
+		t.Error("no Cache-Control")
+	}
+	validateSchema(t, "capabilities.schema.json", rec.Body.Bytes())
+	doc := decode[map[string]any](t, rec.Body.Bytes())
+	if doc["conversationPrimitive"] != true {
+		t.Errorf("conversationPrimitive not at the root: %v", doc)
+	}
+	if !strings.HasPrefix(doc["protocolVersion"].(string), "1.") {
+		t.Errorf("protocolVersion %v", doc["protocolVersion"])
+	}
+	lim := doc["limits"].(map[string]any)
+	if lim["maxRequestBodyBytes"].(float64) != DefaultMaxRequestBodyBytes {
+		t.Errorf("maxRequestBodyBytes = %v", lim["maxRequestBodyBytes"])
+	}
+	fx := doc["fixtures"].([]any)
+	if len(fx) != 3 || fx[0] != "conformance-approval" {
+		t.Errorf("fixtures = %v", fx)
+	}
+	env.expectNotModified(rec.Header().Get("ETag"))
+}
+
+func (env *testEnv) expectNotModified(etag string) {
+	env.t.Helper()
+	if etag == "" {
+		env.t.Fatal("no ETag")
+	}
+	rec := env.do("GET", "/.well-known/openwop", "", "", "If-None-Match", etag)
+	if rec.Code != http.StatusNotModified || rec.Body.Len() != 0 {
+		env.t.Fatalf("If-None-Match: status %d body %q", rec.Code, rec.Body)
+	}
+	rec = env.do("GET", "/.well-known/openwop", "", "", "If-None-Match", `"other"`)
+	if rec.Code != 200 {
+		env.t.Fatalf("non-matching If-None-Match: %d", rec.Code)
+	}
+}
+
+// Every registered Echo route is documented and every documented path is routed.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	env := newTestEnv(t)
+	rec := env.do("GET", "/v1/openapi.json", "", "")
+	if rec.Code != 200 {
+		t.Fatalf("status %d", rec.Code)
+	}
+	var doc struct {
+		OpenAPI string                               `json:"openapi"`
+		Paths   map[string]map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
+		t.Errorf("openapi = %q", doc.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			documented[strings.ToUpper(m)+" "+p] = true
+		}
+	}
+	routed := map[string]bool{}
+	for _, r := range env.srv.e.Routes() {
+		p := pathParamEcho(r.Path)
+		if r.Method == "POST" && p == "/v1/runs/{runId}" {
+			// The colon-verb dispatcher: every verb it serves must be documented.
+			for verb := range env.srv.verbs {
+				routed["POST /v1/runs/{runId}:"+verb] = true
+			}
+			continue
+		}
+		routed[r.Method+" "+p] = true
+	}
+	for k := range routed {
+		if !documented[k] {
+			t.Errorf("route %s is not in the OpenAPI document", k)
+		}
+	}
+	for k := range documented {
+		if !routed[k] {
+			t.Errorf("documented %s is not routed", k)
+		}
+	}
+	// Each documented path answers something other than Echo's 404/405 when called.
+	for k := range documented {
+		method, path, _ := strings.Cut(k, " ")
+		path = strings.NewReplacer("{runId}", "r_x", "{nodeId}", "n", "{workflowId}", "w", "{token}", "t.x").Replace(path)
+		rec := env.do(method, path, "", "")
+		if rec.Code == http.StatusMethodNotAllowed || (rec.Code == 404 && strings.Contains(rec.Body.String(), "no route")) {
+			t.Errorf("%s %s is not served: %d %s", method, path, rec.Code, rec.Body)
+		}
+	}
+}
+
+func pathParamEcho(p string) string {
+	parts := strings.Split(p, "/")
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			parts[i] = "{" + s[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+func TestAuth(t *testing.T) {
+	env := newTestEnv(t)
+	body := `{"workflowId":"conformance-noop"}`
+	env.expectError(env.do("POST", "/v1/runs", "", body), 401, CodeUnauthenticated)
+	env.expectError(env.do("POST", "/v1/runs", "hk_definitely_not_a_real_key_12345", body), 401, CodeUnauthenticated)
+	env.expectError(env.do("POST", "/v1/runs", "", body, "Authorization", "Basic abc"), 401, CodeUnauthenticated)
+	e := env.expectError(env.do("POST", "/v1/runs", lowKey, body), 403, CodeForbidden)
+	if e.Details["scopeRequired"] != ScopeRunsCreate {
+		t.Errorf("details = %v", e.Details)
+	}
+	if env.ft.starts != 0 {
+		t.Error("a rejected request started a run")
+	}
+}
+
+// The rate limit is checked before the scopes: a key without the scope that exceeds
+// its budget gets 429, not 403.
+func TestRateLimitBeforeScopes(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.RateLimitBurst = 2; c.RateLimitPerSecond = 0.5 })
+	body := `{"workflowId":"conformance-noop"}`
+	env.expectError(env.do("POST", "/v1/runs", lowKey, body), 403, CodeForbidden)
+	env.expectError(env.do("POST", "/v1/runs", lowKey, body), 403, CodeForbidden)
+	rec := env.do("POST", "/v1/runs", lowKey, body)
+	e := env.expectError(rec, 429, CodeRateLimited)
+	if rec.Header().Get("Retry-After") != "2" {
+		t.Errorf("Retry-After = %q", rec.Header().Get("Retry-After"))
+	}
+	if e.Details["scope"] != "key" || e.Details["retryAfterMs"] == nil {
+		t.Errorf("details = %v", e.Details)
+	}
+	// Another key has its own bucket; time refills this one.
+	env.expectError(env.do("GET", "/v1/runs/r_nope", fullKey, ""), 404, CodeNotFound)
+	env.now = env.now.Add(2 * time.Second)
+	env.expectError(env.do("POST", "/v1/runs", lowKey, body), 403, CodeForbidden)
+}
+
+func TestRoutingErrorsUseEnvelope(t *testing.T) {
+	env := newTestEnv(t)
+	env.expectError(env.do("GET", "/runs/r_1", fullKey, ""), 400, CodeValidation)
+	env.expectError(env.do("GET", "/v1/nothing-here", fullKey, ""), 404, CodeNotFound)
+	env.expectError(env.do("DELETE", "/v1/runs", fullKey, ""), 405, CodeMethodNotAllowed)
+	env.expectError(env.do("POST", "/v1/runs/r_1", fullKey, "{}"), 405, CodeMethodNotAllowed)
+	env.expectError(env.do("POST", "/v1/runs/r_1:explode", fullKey, "{}"), 404, CodeNotFound)
+}
+
+func TestCreateRunValidation(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxRequestBodyBytes = 256 })
+	cases := []struct {
+		name, body, ct string
+		status         int
+		code, inMsg    string
+	}{
+		{"unknown workflow", `{"workflowId":"nope"}`, "", 400, CodeValidation, "unknown workflowId"},
+		{"missing workflowId", `{}`, "", 400, CodeValidation, "workflowId is required"},
+		{"empty body", ``, "", 400, CodeValidation, "body is required"},
+		{"required input", `{"workflowId":"conformance-identity"}`, "", 400, CodeValidation, "inputs.payload is required"},
+		{"input type", `{"workflowId":"conformance-identity","inputs":{"payload":3}}`, "", 400, CodeValidation, "inputs.payload must be of type object"},
+		{"inputs not object", `{"workflowId":"conformance-noop","inputs":[1]}`, "", 400, CodeValidation, "inputs must be a JSON object"},
+		{"unknown field", `{"workflowId":"conformance-noop","flavour":1}`, "", 400, CodeValidation, `unknown field "flavour"`},
+		{"malformed", `{"workflowId":"conformance-noop",}`, "", 400, CodeValidation, "offset 34"},
+		{"truncated", `{"workflowId":"conf`, "", 400, CodeValidation, "malformed JSON"},
+		{"wrong type", `{"workflowId":7}`, "", 400, CodeValidation, `field "workflowId" must be a string`},
+		{"trailing", `{"workflowId":"conformance-noop"} {}`, "", 400, CodeValidation, "after the JSON object"},
+		{"traversal", `{"workflowId":"../etc/passwd"}`, "", 400, CodeValidation, "workflowId"},
+		{"content type", `{"workflowId":"conformance-noop"}`, "text/plain", 415, CodeUnsupportedMediaType, "text/plain"},
+		{"too large", `{"workflowId":"conformance-noop","metadata":{"x":"` + strings.Repeat("a", 300) + `"}}`, "", 413, CodePayloadTooLarge, "256"},
+		{"configurable without schema", `{"workflowId":"conformance-noop","configurable":{"recursionLimit":5}}`, "", 400, CodeValidation, "configurable"},
+		{"tenant mismatch", `{"workflowId":"conformance-noop","tenantId":"evil"}`, "", 403, CodeForbidden, "tenantId"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := []string{}
+			if tc.ct != "" {
+				hdr = []string{"Content-Type", tc.ct}
+			}
+			rec := env.do("POST", "/v1/runs", fullKey, tc.body, hdr...)
+			e := env.expectError(rec, tc.status, tc.code)
+			if !strings.Contains(e.Message, tc.inMsg) {
+				t.Errorf("message %q does not mention %q", e.Message, tc.inMsg)
+			}
+		})
+	}
+	if env.ft.starts != 0 {
+		t.Errorf("%d runs started by invalid requests", env.ft.starts)
+	}
+}
+
+func TestCreateRun(t *testing.T) {
+	env := newTestEnv(t)
+	rec := env.do("POST", "/v1/runs", fullKey, `{"workflowId":"conformance-identity","inputs":{"payload":{"a":1}},"tags":["x"]}`)
+	if rec.Code != 201 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	resp := decode[CreateRunResponse](t, rec.Body.Bytes())
+	if !strings.HasPrefix(resp.RunID, "r_") || len(resp.RunID) != 28 || validateID("runId", resp.RunID) != nil {
+		t.Errorf("runId %q", resp.RunID)
+	}
+	if resp.EventsURL != "http://host.test/v1/runs/"+resp.RunID+"/events" || resp.StatusURL != "http://host.test/v1/runs/"+resp.RunID {
+		t.Errorf("urls %+v", resp)
+	}
+	r := env.ft.get(resp.RunID)
+	if r == nil {
+		t.Fatal("no workflow started")
+	}
+	if r.opts.ID != resp.RunID || r.opts.TaskQueue != workflows.TaskQueue || r.opts.StaticSummary != "conformance-identity · tenant default" {
+		t.Errorf("start options %+v", r.opts)
+	}
+	if v, ok := r.opts.TypedSearchAttributes.GetKeyword(workflows.SATenant); !ok || v != "default" {
+		t.Errorf("WopTenant = %q %v", v, ok)
+	}
+	if v, _ := r.opts.TypedSearchAttributes.GetKeyword(workflows.SAWorkflowID); v != "conformance-identity" {
+		t.Errorf("WopWorkflowId = %q", v)
+	}
+	if r.input.Owner != (workflows.Owner{Tenant: "default", Principal: "full"}) || string(r.input.Inputs) != `{"payload":{"a":1}}` || r.input.RequestDigest != "" {
+		t.Errorf("run input %+v", r.input)
+	}
+	// Two runs get different ids.
+	rec2 := env.do("POST", "/v1/runs", fullKey, `{"workflowId":"conformance-noop"}`)
+	if decode[CreateRunResponse](t, rec2.Body.Bytes()).RunID == resp.RunID {
+		t.Error("run ids repeat")
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	env := newTestEnv(t)
+	body := `{"workflowId":"conformance-idempotent","inputs":{"nonce":"abc-123"}}`
+	first := env.do("POST", "/v1/runs", fullKey, body, "Idempotency-Key", "k-1")
+	if first.Code != 201 || first.Header().Get(HeaderIdempotentReplay) != "" {
+		t.Fatalf("first: %d %v", first.Code, first.Header())
+	}
+	runID := decode[CreateRunResponse](t, first.Body.Bytes()).RunID
+	if env.ft.get(runID).input.RequestDigest == "" {
+		t.Fatal("no request digest in the run input")
+	}
+	// Same body, keys reordered and spaced differently: the same request.
+	second := env.do("POST", "/v1/runs", fullKey, `{ "inputs": {"nonce":"abc-123"}, "workflowId":"conformance-idempotent" }`, "Idempotency-Key", "k-1")
+	if second.Code != 200 || second.Header().Get(HeaderIdempotentReplay) != "true" {
+		t.Fatalf("second: %d %v %s", second.Code, second.Header(), second.Body)
+	}
+	if got := decode[CreateRunResponse](t, second.Body.Bytes()).RunID; got != runID {
+		t.Errorf("replay runId %q != %q", got, runID)
+	}
+	// Different body under the same key.
+	third := env.do("POST", "/v1/runs", fullKey, `{"workflowId":"conformance-idempotent","inputs":{"nonce":"DIFFERENT"}}`, "Idempotency-Key", "k-1")
+	env.expectError(third, 409, CodeIdempotencyMismatch)
+	if strings.Contains(third.Body.String(), "runId") || strings.Contains(third.Body.String(), runID) {
+		t.Errorf("409 leaks the run: %s", third.Body)
+	}
+	// The same key in another tenant is another run.
+	other := env.do("POST", "/v1/runs", otherKey, body, "Idempotency-Key", "k-1")
+	if other.Code != 201 || decode[CreateRunResponse](t, other.Body.Bytes()).RunID == runID {
+		t.Errorf("cross-tenant key collision: %d %s", other.Code, other.Body)
+	}
+	if env.ft.starts != 2 {
+		t.Errorf("starts = %d, want 2", env.ft.starts)
+	}
+}
+
+func TestGetRun(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", WorkflowID: "conformance-approval", Status: "waiting-approval",
+		CurrentNodeID: "gate", RequestDigest: "sha256:secret",
+		Interrupt: &workflows.PendingInterrupt{NodeID: "gate", InterruptID: "int_1", Kind: "approval", Key: "r_1:gate:0", RequestedAt: "2026-01-01T00:00:00Z"}}})
+	rec := env.do("GET", "/v1/runs/r_1", fullKey, "")
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	validateSchema(t, "run-snapshot.schema.json", rec.Body.Bytes())
+	snap := decode[workflows.Snapshot](t, rec.Body.Bytes())
+	if snap.Interrupt == nil || snap.Interrupt.InterruptToken == "" || snap.Interrupt.CallbackURL != "http://host.test/v1/interrupts/"+snap.Interrupt.InterruptToken {
+		t.Errorf("interrupt %+v", snap.Interrupt)
+	}
+	if snap.RequestDigest != "" {
+		t.Error("request digest served")
+	}
+	// Tenant isolation: the other tenant sees a 404 exactly like an unknown run.
+	a := env.expectError(env.do("GET", "/v1/runs/r_1", otherKey, ""), 404, CodeNotFound)
+	b := env.expectError(env.do("GET", "/v1/runs/r_2", otherKey, ""), 404, CodeNotFound)
+	if strings.ReplaceAll(a.Message, "r_1", "") != strings.ReplaceAll(b.Message, "r_2", "") {
+		t.Errorf("messages differ: %q vs %q", a.Message, b.Message)
+	}
+	env.expectError(env.do("GET", "/v1/runs/openwop-conformance-this-run-id-does-not-exist", fullKey, ""), 404, CodeNotFound)
+	for _, bad := range []string{"/v1/runs/..%2F..%2Fetc", "/v1/runs/a%20b", "/v1/runs/" + strings.Repeat("x", 300), "/v1/runs/%2E%2E"} {
+		env.expectError(env.do("GET", bad, fullKey, ""), 400, CodeValidation)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_done", Status: "completed"}})
+	running := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_run", Status: "running"},
+		onSignal: func(r *fakeRun, name string, _ any) {
+			if name == workflows.CancelSignal {
+				r.snap.Status = workflows.StatusCancelled
+			}
+		}})
+	rec := env.do("POST", "/v1/runs/r_done/cancel", fullKey, "{}")
+	if rec.Code != 200 || decode[map[string]string](t, rec.Body.Bytes())["status"] != "completed" {
+		t.Fatalf("cancel finished run: %d %s", rec.Code, rec.Body)
+	}
+	rec = env.do("POST", "/v1/runs/r_run:cancel", fullKey, `{"reason":"conformance-cleanup"}`)
+	if rec.Code != 200 || decode[map[string]string](t, rec.Body.Bytes())["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", rec.Code, rec.Body)
+	}
+	if len(running.signals) != 1 || running.signals[0].(workflows.CancelRequest).Reason != "conformance-cleanup" {
+		t.Errorf("signals %+v", running.signals)
+	}
+	env.expectError(env.do("POST", "/v1/runs/r_run/cancel", fullKey, `{"why":1}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_run/cancel", otherKey, `{}`), 404, CodeNotFound)
+	env.expectError(env.do("POST", "/v1/runs/r_run/cancel", lowKey, `{}`), 403, CodeForbidden)
+}
+
+func noopEvents(runID string) []workflows.Event {
+	return []workflows.Event{
+		ev(runID, 0, "run.started", `{"workflowId":"conformance-noop","inputs":{"k":1}}`),
+		ev(runID, 1, "node.started", `{"nodeId":"a","typeId":"core.noop"}`),
+		ev(runID, 2, "node.completed", `{"nodeId":"a"}`),
+		ev(runID, 3, "run.completed", `{}`),
+	}
+}
+
+func TestEventsJSONAndPoll(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1")})
+	rec := env.do("GET", "/v1/runs/r_1/events", fullKey, "", "Accept", "application/json")
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	resp := decode[EventsResponse](t, rec.Body.Bytes())
+	if len(resp.Events) != 4 || !resp.IsComplete {
+		t.Fatalf("events %+v", resp)
+	}
+	for _, e := range resp.Events {
+		validateSchema(t, "run-event.schema.json", mustJSON(e))
+	}
+	for _, q := range []struct {
+		query string
+		n     int
+	}{{"", 4}, {"?lastSequence=0", 4}, {"?lastSequence=1", 2}, {"?lastSequence=3&timeout=1", 0}} {
+		rec := env.do("GET", "/v1/runs/r_1/events/poll"+q.query, fullKey, "")
+		got := decode[EventsResponse](t, rec.Body.Bytes())
+		if rec.Code != 200 || len(got.Events) != q.n || !got.IsComplete {
+			t.Errorf("poll%s: %d %d events complete=%v", q.query, rec.Code, len(got.Events), got.IsComplete)
+		}
+	}
+	env.expectError(env.do("GET", "/v1/runs/r_1/events/poll?timeout=99", fullKey, ""), 400, CodeValidation)
+	env.expectError(env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=-2", fullKey, ""), 400, CodeValidation)
+	env.expectError(env.do("GET", "/v1/runs/r_1/events/poll", otherKey, ""), 404, CodeNotFound)
+	env.expectError(env.do("GET", "/v1/runs/r_x/events/poll", fullKey, ""), 404, CodeNotFound)
+}
+
+func TestStreamModeValidatedFirst(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1")})
+	for _, accept := range []string{"text/event-stream", "application/json"} {
+		e := env.expectError(env.do("GET", "/v1/runs/r_1/events?streamMode=does-not-exist", fullKey, "", "Accept", accept), 400, CodeUnsupportedStreamMode)
+		sup, _ := e.Details["supported"].([]any)
+		if len(sup) != 4 {
+			t.Errorf("supported = %v", e.Details)
+		}
+	}
+	env.expectError(env.do("GET", "/v1/runs/r_1/events?streamMode=values,debug", fullKey, ""), 400, CodeUnsupportedStreamMode)
+}
+
+type sseFrame struct {
+	id, event, data string
+}
+
+func parseSSE(t *testing.T, body string) (frames []sseFrame, comments int) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(body))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var cur sseFrame
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur != (sseFrame{}) {
+				frames = append(frames, cur)
+			}
+			cur = sseFrame{}
+		case strings.HasPrefix(line, ":"):
+			comments++
+		case strings.HasPrefix(line, "id: "):
+			cur.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			cur.event = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data = line[6:]
+		}
+	}
+	return frames, comments
+}
+
+func TestSSE(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1")})
+	types := func(fs []sseFrame) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.id+":"+f.event)
+		}
+		return out
+	}
+	cases := []struct {
+		query, lastID string
+		want          []string
+	}{
+		{"", "", []string{"0:run.started", "2:node.completed", "3:run.completed"}},
+		{"?streamMode=updates", "", []string{"0:run.started", "2:node.completed", "3:run.completed"}},
+		{"?streamMode=debug", "", []string{"0:run.started", "1:node.started", "2:node.completed", "3:run.completed"}},
+		{"?streamMode=messages", "", nil},
+		{"?streamMode=debug", "1", []string{"2:node.completed", "3:run.completed"}},
+		{"?streamMode=debug", "3", nil},
+		{"?streamMode=values", "", []string{"3:state.snapshot", "3:state.snapshot"}},
+	}
+	for _, tc := range cases {
+		rec := env.do("GET", "/v1/runs/r_1/events"+tc.query, fullKey, "", "Last-Event-ID", tc.lastID)
+		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("%s: %d %v", tc.query, rec.Code, rec.Header())
+		}
+		frames, _ := parseSSE(t, rec.Body.String())
+		if got := types(frames); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%s Last-Event-ID=%s: frames %v, want %v", tc.query, tc.lastID, got, tc.want)
+		}
+		for _, f := range frames {
+			if f.event == "state.snapshot" {
+				// values mode: the payload is a RunSnapshot (state.snapshot is not in
+				// the v1 RunEventType enum).
+				validateSchema(t, "run-snapshot.schema.json", decode[workflows.Event](t, []byte(f.data)).Payload)
+				continue
+			}
+			validateSchema(t, "run-event.schema.json", []byte(f.data))
+		}
+	}
+	env.expectError(env.do("GET", "/v1/runs/r_1/events", fullKey, "", "Last-Event-ID", "abc"), 400, CodeValidation)
+}
+
+func TestResolve(t *testing.T) {
+	env := newTestEnv(t)
+	pending := func(id string) *fakeRun {
+		return env.ft.add(&fakeRun{
+			snap: workflows.Snapshot{RunID: id, WorkflowID: "conformance-approval", Status: "waiting-approval", CurrentNodeID: "gate",
+				Interrupt: &workflows.PendingInterrupt{NodeID: "gate", InterruptID: "int_1", Kind: "approval", RequestedAt: "2026-01-01T00:00:00Z"}},
+			check: workflows.ResolveCheck{OK: true, RunStatus: "running"},
+		})
+	}
+	r := pending("r_1")
+	rec := env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	if rec.Code != 200 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	if got := decode[map[string]string](t, rec.Body.Bytes()); got["runId"] != "r_1" || got["nodeId"] != "gate" || got["status"] != "running" {
+		t.Errorf("body %v", got)
+	}
+	req := r.signals[0].(workflows.ResolveRequest)
+	if req.NodeID != "gate" || string(req.ResumeValue) != `{"action":"accept"}` || req.ResolvedBy != "full" || req.Via != "rest" ||
+		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "req-") {
+		t.Errorf("signal %+v", req)
+	}
+	// Aliases.
+	rec = env.do("POST", "/v1/runs/r_1:resolveInterrupt", fullKey, `{"nodeId":"gate","resumeValue":{"action":"accept"}}`)
+	if rec.Code != 200 {
+		t.Fatalf("alias: %d %s", rec.Code, rec.Body)
+	}
+	rec = env.do("POST", "/v1/runs/r_1/approvals/gate", fullKey, `{"action":"accept","comment":"ok"}`)
+	if rec.Code != 200 || string(r.signals[2].(workflows.ResolveRequest).ResumeValue) != `{"action":"accept","comment":"ok"}` {
+		t.Fatalf("legacy: %d %s", rec.Code, rec.Body)
+	}
+	// Bare RFC 0005 ConversationResolve and PromptPack event bodies become the resume value.
+	rec = env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"operation":"close","outcome":{"ok":true}}`)
+	if rec.Code != 200 || string(r.signals[3].(workflows.ResolveRequest).ResumeValue) != `{"operation":"close","outcome":{"ok":true}}` {
+		t.Fatalf("conversation resolve: %d %s", rec.Code, rec.Body)
+	}
+	rec = env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"event":"approved","context":"fine"}`)
+	if rec.Code != 200 {
+		t.Fatalf("event injection: %d %s", rec.Code, rec.Body)
+	}
+	// Idempotency-Key gives a stable request id.
+	env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1}`, "Idempotency-Key", "i-1")
+	env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1}`, "Idempotency-Key", "i-1")
+	a, b := r.signals[5].(workflows.ResolveRequest), r.signals[6].(workflows.ResolveRequest)
+	if a.RequestID != b.RequestID || !strings.HasPrefix(a.RequestID, "idem-") {
+		t.Errorf("request ids %q %q", a.RequestID, b.RequestID)
+	}
+
+	// The workflow's check decides the error.
+	r.check = workflows.ResolveCheck{Status: 404, Code: CodeInterruptNotFound, Message: "no interrupt pending at node \"no-such-node\""}
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/no-such-node", fullKey, `{"resumeValue":{"action":"accept"}}`), 404, CodeInterruptNotFound)
+	r.check = workflows.ResolveCheck{Status: 400, Code: CodeValidation, Message: "action \"maybe\" is not offered", Details: json.RawMessage(`{"allowed":["accept","reject"]}`)}
+	e := env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"maybe"}}`), 400, CodeValidation)
+	if e.Details["allowed"] == nil {
+		t.Errorf("details %v", e.Details)
+	}
+	r.check = workflows.ResolveCheck{Status: 409, Code: CodeInterruptResolved, Message: "already resolved"}
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
+	n := len(r.signals)
+
+	// Input errors never reach the workflow.
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1,"x":2}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, ``), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/..", fullKey, `{"resumeValue":1}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_1/approvals/gate", fullKey, `{"comment":"no action"}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_1:resolveInterrupt", fullKey, `{"resumeValue":1}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", lowKey, `{"resumeValue":1}`), 403, CodeForbidden)
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", otherKey, `{"resumeValue":1}`), 404, CodeNotFound)
+	env.expectError(env.do("POST", "/v1/runs/r_404/interrupts/gate", fullKey, `{"resumeValue":1}`), 404, CodeNotFound)
+	if len(r.signals) != n {
+		t.Errorf("invalid requests signalled the run")
+	}
+	// A cancelled run's interrupts are void.
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_c", Status: "cancelled"}, check: workflows.ResolveCheck{OK: true}})
+	env.expectError(env.do("POST", "/v1/runs/r_c/interrupts/gate", fullKey, `{"resumeValue":1}`), 410, CodeInterruptCancelled)
+}
+
+func TestInterruptTokens(t *testing.T) {
+	env := newTestEnv(t)
+	run := env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: "r_1", WorkflowID: "conformance-interrupt-external-event", Status: "waiting-external", CurrentNodeID: "wait",
+			Interrupt: &workflows.PendingInterrupt{NodeID: "wait", InterruptID: "int_7", Kind: "external-event", RequestedAt: "2026-01-01T00:00:00Z",
+				Data: json.RawMessage(`{"eventType":"order.updated","correlation":{"orderId":"fixture-order-1"}}`)}},
+		check: workflows.ResolveCheck{OK: true, RunStatus: "running"},
+		onSignal: func(r *fakeRun, name string, _ any) {
+			if name == workflows.ResolveSignal {
+				r.snap.Interrupt, r.snap.Status = nil, "running"
+			}
+		},
+	})
+	snap := decode[workflows.Snapshot](t, env.do("GET", "/v1/runs/r_1", fullKey, "").Body.Bytes())
+	tok := snap.Interrupt.InterruptToken
+	// Stable across reads.
+	if again := decode[workflows.Snapshot](t, env.do("GET", "/v1/runs/r_1", fullKey, "").Body.Bytes()); again.Interrupt.InterruptToken != tok {
+		t.Error("token changes between reads")
+	}
+	// Inspect, no auth header needed.
+	rec := env.do("GET", "/v1/interrupts/"+tok, "", "")
+	if rec.Code != 200 {
+		t.Fatalf("inspect: %d %s", rec.Code, rec.Body)
+	}
+	if got := decode[map[string]any](t, rec.Body.Bytes()); got["interruptId"] != "int_7" || got["kind"] != "external-event" {
+		t.Errorf("inspect body %v", got)
+	}
+	// Malformed, unknown, tampered.
+	env.expectError(env.do("GET", "/v1/interrupts/!!!not-a-valid-token!!!", "", ""), 400, CodeValidation)
+	env.expectError(env.do("GET", "/v1/interrupts/tok_c29tZXRoaW5nLXJhbmRvbQ", "", ""), 404, CodeInterruptNotFound)
+	env.expectError(env.do("POST", "/v1/interrupts/tok_c29tZXRoaW5nLXJhbmRvbQ", "", `{"correlation":{"orderId":"x"}}`), 404, CodeInterruptNotFound)
+	payload, sig, _ := strings.Cut(tok, ".")
+	forged := env.srv.tokens.sign(tokenClaims{RunID: "r_1", NodeID: "wait", InterruptID: "int_7", Exp: env.now.Add(time.Hour).Unix(), Intent: IntentResolve})
+	_, forgedSig, _ := strings.Cut(forged, ".")
+	if forgedSig == sig {
+		t.Fatal("different claims, same MAC")
+	}
+	env.expectError(env.do("POST", "/v1/interrupts/"+payload+"."+forgedSig, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
+	env.expectError(env.do("POST", "/v1/interrupts/"+payload[:len(payload)-2]+"AA."+sig, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
+	other := newTokenSigner("k1", []byte("another secret"), nil).sign(tokenClaims{RunID: "r_1", NodeID: "wait", InterruptID: "int_7", Exp: env.now.Add(time.Hour).Unix(), Intent: IntentResolve})
+	env.expectError(env.do("POST", "/v1/interrupts/"+other, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
+	// Inspect-only tokens cannot resolve.
+	inspect := env.srv.tokens.sign(tokenClaims{RunID: "r_1", NodeID: "wait", InterruptID: "int_7", Exp: env.now.Add(time.Hour).Unix(), Intent: IntentInspect})
+	env.expectError(env.do("POST", "/v1/interrupts/"+inspect, "", `{"resumeValue":{}}`), 403, CodeForbidden)
+	// Expired.
+	expired := env.srv.tokens.sign(tokenClaims{RunID: "r_1", NodeID: "wait", InterruptID: "int_7", Exp: env.now.Add(-time.Second).Unix(), Intent: IntentResolve})
+	env.expectError(env.do("POST", "/v1/interrupts/"+expired, "", `{"resumeValue":{}}`), 410, CodeInterruptExpired)
+	if len(run.signals) != 0 {
+		t.Fatal("a bad token reached the workflow")
+	}
+	// Correlation mismatch: the workflow's check answers 422.
+	run.check = workflows.ResolveCheck{Status: 422, Code: CodeValidation, Message: "correlation orderId mismatch"}
+	env.expectError(env.do("POST", "/v1/interrupts/"+tok, "", `{"resumeValue":{"orderId":"different-order"}}`), 422, CodeValidation)
+	// Resolve, then replay.
+	run.check = workflows.ResolveCheck{OK: true, RunStatus: "running"}
+	rec = env.do("POST", "/v1/interrupts/"+tok, "", `{"resumeValue":{"orderId":"fixture-order-1","status":"completed"}}`)
+	if rec.Code != 200 {
+		t.Fatalf("token resolve: %d %s", rec.Code, rec.Body)
+	}
+	req := run.signals[0].(workflows.ResolveRequest)
+	if req.InterruptID != "int_7" || req.NodeID != "wait" || req.Via != "token" || req.ResolvedBy != "token" {
+		t.Errorf("signal %+v", req)
+	}
+	env.expectError(env.do("POST", "/v1/interrupts/"+tok, "", `{"resumeValue":{"orderId":"fixture-order-1"}}`), 409, CodeInterruptResolved)
+	env.expectError(env.do("GET", "/v1/interrupts/"+tok, "", ""), 409, CodeInterruptResolved)
+	if len(run.signals) != 1 {
+		t.Error("replayed token reached the workflow")
+	}
+}
+
+func TestTokenRotation(t *testing.T) {
+	old := newTokenSigner("k0", []byte("old"), nil)
+	tok := old.sign(tokenClaims{RunID: "r", NodeID: "n", InterruptID: "i", Exp: 100, Intent: IntentResolve})
+	cur := newTokenSigner("k1", []byte("new"), map[string][]byte{"k0": []byte("old")})
+	if _, err := cur.verify(tok, time.Unix(50, 0)); err != nil {
+		t.Errorf("old-key token rejected: %v", err)
+	}
+	if _, err := newTokenSigner("k1", []byte("new"), nil).verify(tok, time.Unix(50, 0)); err != errTokenUnknown {
+		t.Errorf("retired key accepted: %v", err)
+	}
+	if _, err := cur.verify(tok, time.Unix(100, 0)); err != errTokenExpired {
+		t.Errorf("expiry: %v", err)
+	}
+}
+
+func TestFork(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_src", WorkflowID: "conformance-noop", Status: "completed", Tags: []string{"t"}}, events: noopEvents("r_src")})
+	env.expectError(env.do("POST", "/v1/runs/r_src:fork", fullKey, `{"mode":"branch","fromSeq":1}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_src:fork", fullKey, `{"mode":"replay","runOptionsOverlay":{"x":1}}`), 400, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_src:fork", fullKey, `{"mode":"replay","fromSeq":9}`), 422, CodeValidation)
+	env.expectError(env.do("POST", "/v1/runs/r_src:fork", otherKey, `{"mode":"replay"}`), 404, CodeNotFound)
+	env.expectError(env.do("POST", "/v1/runs/r_src:fork", lowKey, `{"mode":"replay"}`), 403, CodeForbidden)
+	rec := env.do("POST", "/v1/runs/r_src:fork", fullKey, `{"mode":"replay"}`)
+	if rec.Code != 201 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	got := decode[map[string]any](t, rec.Body.Bytes())
+	if got["sourceRunId"] != "r_src" || got["mode"] != "replay" || got["fromSeq"].(float64) != 0 {
+		t.Errorf("body %v", got)
+	}
+	r := env.ft.get(got["runId"].(string))
+	if r.input.Fork == nil || r.input.Fork.SourceRunID != "r_src" || len(r.input.Fork.Events) != 4 || string(r.input.Inputs) != `{"k":1}` {
+		t.Errorf("fork input %+v", r.input)
+	}
+	if !strings.Contains(r.opts.StaticSummary, "fork of r_src") {
+		t.Errorf("summary %q", r.opts.StaticSummary)
+	}
+}
+
+func TestGetWorkflowAndHealth(t *testing.T) {
+	env := newTestEnv(t)
+	rec := env.do("GET", "/v1/workflows/conformance-identity", fullKey, "")
+	if rec.Code != 200 {
+		t.Fatalf("%d", rec.Code)
+	}
+	validateSchema(t, "workflow-definition.schema.json", rec.Body.Bytes())
+	env.expectError(env.do("GET", "/v1/workflows/nope", fullKey, ""), 404, CodeNotFound)
+	env.expectError(env.do("GET", "/v1/workflows/conformance-identity", "", ""), 401, CodeUnauthenticated)
+	if rec := env.do("GET", "/healthz", "", ""); rec.Code != 200 {
+		t.Errorf("healthz %d", rec.Code)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_MAX_BODY_BYTES": "2048", "WOP_TOKEN_TTL": "1h"}
+	cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil || cfg.MaxRequestBodyBytes != 2048 || cfg.TokenTTL != time.Hour || len(cfg.Keys) != 1 {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	env["WOP_MAX_BODY_BYTES"] = "lots"
+	if _, err := ConfigFromEnv(func(k string) string { return env[k] }); err == nil {
+		t.Error("bad number accepted")
+	}
+	delete(env, "WOP_MAX_BODY_BYTES")
+	delete(env, "WOP_TOKEN_SECRET")
+	if _, err := ConfigFromEnv(func(k string) string { return env[k] }); err == nil {
+		t.Error("missing token secret accepted")
+	}
+}
+
+func TestRunIDs(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	a, b := newRunID(now), newRunID(now.Add(time.Millisecond))
+	if len(a) != 28 || a >= b {
+		t.Errorf("ids %q %q not time-ordered", a, b)
+	}
+	ids := []string{newRunID(now), newRunID(now), newRunID(now)}
+	sort.Strings(ids)
+	if ids[0] == ids[1] || ids[1] == ids[2] {
+		t.Error("random part repeats")
+	}
+}

@@ -1,0 +1,295 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// jsonValue is a converter.EncodedValue holding a Go value.
+type jsonValue struct{ v any }
+
+func (j jsonValue) HasValue() bool { return j.v != nil }
+func (j jsonValue) Get(ptr any) error {
+	b, err := json.Marshal(j.v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, ptr)
+}
+
+// fakeRun is the state of one run the fake Temporal holds.
+type fakeRun struct {
+	snap    workflows.Snapshot
+	events  []workflows.Event
+	check   workflows.ResolveCheck
+	input   workflows.RunInput
+	opts    client.StartWorkflowOptions
+	signals []any
+	// onSignal runs when a signal arrives (e.g. to append events).
+	onSignal func(r *fakeRun, name string, arg any)
+}
+
+// fakeTemporal answers the mock client's calls from in-memory runs.
+type fakeTemporal struct {
+	mu     sync.Mutex
+	runs   map[string]*fakeRun
+	starts int
+}
+
+func newFakeTemporal(t *testing.T) (*fakeTemporal, *mocks.Client) {
+	ft := &fakeTemporal{runs: map[string]*fakeRun{}}
+	mc := mocks.NewClient(t)
+	mc.On("QueryWorkflow", mock.Anything, mock.Anything, "", mock.Anything).Return(
+		func(_ context.Context, id, _ string, q string, _ ...any) (converter.EncodedValue, error) {
+			return ft.query(id, q, nil)
+		}).Maybe()
+	mc.On("QueryWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id, _ string, q string, args ...any) (converter.EncodedValue, error) {
+			return ft.query(id, q, args)
+		}).Maybe()
+	mc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+			return nil, ft.start(o, args[0].(workflows.RunInput))
+		}).Maybe()
+	mc.On("SignalWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id, _ string, name string, arg any) error {
+			return ft.signal(id, name, arg)
+		}).Maybe()
+	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", true, mock.Anything).Return(endedIterator{}).Maybe()
+	mc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(
+		(*workflowservice.DescribeWorkflowExecutionResponse)(nil), serviceerror.NewNotFound("closed")).Maybe()
+	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
+	return ft, mc
+}
+
+// endedIterator is a history iterator of a closed workflow with nothing new.
+type endedIterator struct{}
+
+func (endedIterator) HasNext() bool { return false }
+func (endedIterator) Next() (*historypb.HistoryEvent, error) {
+	return nil, io.EOF
+}
+
+func (ft *fakeTemporal) add(r *fakeRun) *fakeRun {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if r.snap.Owner.Tenant == "" {
+		r.snap.Owner.Tenant = "default"
+	}
+	if r.snap.WorkflowID == "" {
+		r.snap.WorkflowID = "conformance-noop"
+	}
+	r.snap.LastSequence = int64(len(r.events)) - 1
+	ft.runs[r.snap.RunID] = r
+	return r
+}
+
+func (ft *fakeTemporal) get(id string) *fakeRun {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return ft.runs[id]
+}
+
+func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue, error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	r, ok := ft.runs[id]
+	if !ok {
+		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
+	}
+	switch q {
+	case workflows.SnapshotQuery:
+		return jsonValue{r.snap}, nil
+	case workflows.EventsQuery:
+		req := args[0].(workflows.EventsRequest)
+		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1}
+		for _, ev := range r.events {
+			if ev.Sequence > req.After {
+				page.Events = append(page.Events, ev)
+			}
+			if isTerminalEvent(ev.Type) {
+				page.Terminal = true
+			}
+		}
+		return jsonValue{page}, nil
+	case workflows.ValidateResolveQuery:
+		return jsonValue{r.check}, nil
+	}
+	return nil, fmt.Errorf("unknown query %s", q)
+}
+
+func (ft *fakeTemporal) start(o client.StartWorkflowOptions, in workflows.RunInput) error {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if _, ok := ft.runs[o.ID]; ok {
+		return serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "rid")
+	}
+	ft.starts++
+	ft.runs[o.ID] = &fakeRun{input: in, opts: o, snap: workflows.Snapshot{
+		RunID: in.RunID, WorkflowID: in.Definition.ID, Status: workflows.StatusRunning,
+		Owner: in.Owner, RequestDigest: in.RequestDigest, LastSequence: -1,
+	}}
+	return nil
+}
+
+func (ft *fakeTemporal) signal(id, name string, arg any) error {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	r, ok := ft.runs[id]
+	if !ok {
+		return serviceerror.NewNotFound("workflow not found")
+	}
+	r.signals = append(r.signals, arg)
+	if r.onSignal != nil {
+		r.onSignal(r, name, arg)
+	}
+	return nil
+}
+
+// ev builds an event of run id.
+func ev(runID string, seq int64, typ string, payload string) workflows.Event {
+	if payload == "" {
+		payload = "{}"
+	}
+	return workflows.Event{
+		EventID: fmt.Sprintf("evt-%s-%d", runID, seq), RunID: runID, Type: typ, Sequence: seq,
+		Payload: json.RawMessage(payload), Timestamp: "2026-01-01T00:00:00Z",
+	}
+}
+
+// Test keys.
+const (
+	fullKey    = "wop_full_secret"
+	otherKey   = "wop_other_tenant"
+	lowKey     = "wop_low_scope"
+	tokenSecrt = "token-secret-for-tests"
+)
+
+type testEnv struct {
+	t   *testing.T
+	ft  *fakeTemporal
+	mc  *mocks.Client
+	srv *Server
+	cat *fakeCatalog
+	now time.Time
+}
+
+func newTestEnv(t *testing.T, mut ...func(*Config)) *testEnv {
+	t.Helper()
+	ft, mc := newFakeTemporal(t)
+	cat := testCatalog(t)
+	env := &testEnv{t: t, ft: ft, mc: mc, cat: cat, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	cfg := Config{
+		Keys: []Key{
+			{ID: "full", Secret: fullKey, Tenant: "default", Scopes: AllScopes},
+			{ID: "other", Secret: otherKey, Tenant: "tenant-b", Scopes: AllScopes},
+			{ID: "low", Secret: lowKey, Tenant: "default", Scopes: []string{ScopeRunsRead}},
+		},
+		TokenSecret: []byte(tokenSecrt),
+		PublicURL:   "http://host.test",
+		Now:         func() time.Time { return env.now },
+		KeepAlive:   50 * time.Millisecond,
+	}
+	for _, m := range mut {
+		m(&cfg)
+	}
+	srv, err := newServer(cfg, mc, cat, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	env.srv = srv
+	return env
+}
+
+// do sends a request through the handler. body may be a string or nil.
+func (env *testEnv) do(method, path, key string, body string, hdr ...string) *httptest.ResponseRecorder {
+	env.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	env.srv.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// expectError asserts an error status and code, validating the envelope schema.
+func (env *testEnv) expectError(rec *httptest.ResponseRecorder, status int, code string) envelope {
+	env.t.Helper()
+	if rec.Code != status {
+		env.t.Fatalf("status = %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	e := validateEnvelope(env.t, rec.Body.Bytes())
+	if e.Error != code {
+		env.t.Fatalf("error = %q, want %q; body %s", e.Error, code, rec.Body)
+	}
+	if e.Message == "" {
+		env.t.Fatalf("empty message: %s", rec.Body)
+	}
+	return e
+}
+
+// fakeCatalog serves a few fixture-like definitions.
+type fakeCatalog struct {
+	defs map[string]*workflows.Definition
+}
+
+func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
+	d, ok := c.defs[id]
+	return d, ok
+}
+func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
+func (c *fakeCatalog) Fixtures() []string {
+	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
+}
+
+func testCatalog(t *testing.T) *fakeCatalog {
+	t.Helper()
+	def := func(id string, vars ...workflows.Variable) *workflows.Definition {
+		return &workflows.Definition{ID: id, Name: id, Version: "1.0",
+			Nodes: []workflows.Node{{ID: "a", TypeID: "core.noop", Name: "A", Position: json.RawMessage(`{"x":0,"y":0}`),
+				Config: json.RawMessage(`{}`), Inputs: map[string]json.RawMessage{}}},
+			Edges:     []workflows.Edge{},
+			Triggers:  []json.RawMessage{json.RawMessage(`{"id":"manual","type":"manual","enabled":true}`)},
+			Variables: vars, Metadata: json.RawMessage(`{}`), Settings: json.RawMessage(`{}`)}
+	}
+	return &fakeCatalog{defs: map[string]*workflows.Definition{
+		"conformance-noop":       def("conformance-noop"),
+		"conformance-approval":   def("conformance-approval"),
+		"conformance-identity":   def("conformance-identity", workflows.Variable{Name: "payload", Type: "object", Required: true}),
+		"conformance-idempotent": def("conformance-idempotent", workflows.Variable{Name: "nonce", Type: "string"}),
+	}}
+}
