@@ -64,6 +64,13 @@ type RunInput struct {
 	Fork *ForkSource `json:"fork,omitempty"`
 	// Carried is set when the run continued as new; readers never see the chain.
 	Carried json.RawMessage `json:"carried,omitempty"`
+	// Definitions holds the definitions the run's core.subWorkflow nodes start, by id
+	// (transitively), so a child run needs no catalog.
+	Definitions map[string]*Definition `json:"definitions,omitempty"`
+	// ContinueAsNewAfterEvents, when > 0, makes the run continue as new at its next
+	// safe point once an execution has appended that many events (tests use a small
+	// value; production relies on Temporal's suggestion).
+	ContinueAsNewAfterEvents int `json:"continueAsNewAfterEvents,omitempty"`
 }
 
 // ForkSource describes the run a replay fork re-folds.

@@ -1,10 +1,19 @@
 package workflows
 
 import (
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"path"
 	"sort"
+	"strings"
 
 	"github.com/wop-dev/wop/packs"
 )
+
+//go:embed fixtures/*.json
+var fixtureFS embed.FS
 
 // Catalog is the set of workflow definitions a host serves: the packs of the packs
 // folder (each as a workflow of its own, id = pack id) and, when seeded, the OpenWOP
@@ -21,13 +30,102 @@ type CatalogOptions struct {
 	SeedFixtures bool
 }
 
-// NewCatalog builds the catalog.
+// NewCatalog builds the catalog. A pack whose id collides with a fixture, or two packs
+// with one id, is an error.
 func NewCatalog(opts CatalogOptions) (*Catalog, error) {
 	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]*packs.Pack{}}
+	if opts.SeedFixtures {
+		fx, err := LoadFixtures()
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range fx {
+			c.defs[d.ID] = d
+			c.fixtures = append(c.fixtures, d.ID)
+		}
+		sort.Strings(c.fixtures)
+	}
 	for _, p := range opts.Packs {
+		if p == nil {
+			continue
+		}
+		if _, dup := c.packs[p.ID]; dup {
+			return nil, fmt.Errorf("catalog: two packs have the id %q", p.ID)
+		}
+		if _, dup := c.defs[p.ID]; dup {
+			return nil, fmt.Errorf("catalog: pack id %q collides with a workflow definition", p.ID)
+		}
 		c.packs[p.ID] = p
+		d := PackDefinition(p)
+		d.Normalize()
+		if d.Channels == nil {
+			d.Channels = map[string]Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}}
+		}
+		c.defs[p.ID] = d
 	}
 	return c, nil
+}
+
+// LoadFixtures returns the embedded conformance fixture definitions, sorted by id.
+func LoadFixtures() ([]*Definition, error) {
+	entries, err := fs.ReadDir(fixtureFS, "fixtures")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded fixtures: %w", err)
+	}
+	var out []*Definition
+	for _, e := range entries {
+		b, err := fixtureFS.ReadFile(path.Join("fixtures", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read fixture %s: %w", e.Name(), err)
+		}
+		var d Definition
+		if err := json.Unmarshal(b, &d); err != nil {
+			return nil, fmt.Errorf("parse fixture %s: %w", e.Name(), err)
+		}
+		if d.ID+".json" != e.Name() {
+			return nil, fmt.Errorf("fixture file %s holds definition %q; name the file after the id", e.Name(), d.ID)
+		}
+		d.Normalize()
+		out = append(out, &d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Normalize fills the members the definition schema requires but a definition may
+// leave out (empty edges/triggers/variables, metadata, settings, node position, config
+// and inputs), so a served definition validates.
+func (d *Definition) Normalize() {
+	if d.Edges == nil {
+		d.Edges = []Edge{}
+	}
+	if d.Triggers == nil {
+		d.Triggers = []json.RawMessage{}
+	}
+	if d.Variables == nil {
+		d.Variables = []Variable{}
+	}
+	if len(d.Metadata) == 0 || string(d.Metadata) == "null" {
+		d.Metadata = json.RawMessage(`{}`)
+	}
+	if len(d.Settings) == 0 || string(d.Settings) == "null" {
+		d.Settings = json.RawMessage(`{}`)
+	}
+	for i := range d.Nodes {
+		n := &d.Nodes[i]
+		if len(n.Position) == 0 || string(n.Position) == "null" {
+			n.Position = json.RawMessage(fmt.Sprintf(`{"x":%d,"y":0}`, i*200))
+		}
+		if len(n.Config) == 0 || string(n.Config) == "null" {
+			n.Config = json.RawMessage(`{}`)
+		}
+		if n.Inputs == nil {
+			n.Inputs = map[string]json.RawMessage{}
+		}
+		if n.Name == "" {
+			n.Name = n.ID
+		}
+	}
 }
 
 // Definition returns the definition with the given id.
@@ -54,3 +152,129 @@ func (c *Catalog) IDs() []string {
 
 // Fixtures lists the seeded conformance fixture ids, sorted.
 func (c *Catalog) Fixtures() []string { return append([]string(nil), c.fixtures...) }
+
+// RunRequest is what the API knows when it starts a run.
+type RunRequest struct {
+	RunID         string
+	WorkflowID    string
+	Inputs        json.RawMessage
+	Owner         Owner
+	Tags          []string
+	Metadata      json.RawMessage
+	Configurable  json.RawMessage
+	RequestDigest string
+}
+
+// NewRunInput builds the RunInput of a run of definition req.WorkflowID: the
+// definition, the definitions its core.subWorkflow nodes start (transitively), and the
+// packs its pack nodes run with their hashes. It checks the inputs against the
+// definition's variables (required ones present, declared types respected) and
+// returns an error whose message names the offending field.
+func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
+	def, ok := c.defs[req.WorkflowID]
+	if !ok {
+		return nil, fmt.Errorf("unknown workflowId %q", req.WorkflowID)
+	}
+	if err := CheckInputs(def, req.Inputs); err != nil {
+		return nil, err
+	}
+	in := &RunInput{
+		RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
+		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest,
+	}
+	seen := map[string]bool{def.ID: true}
+	queue := []*Definition{def}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for _, n := range d.Nodes {
+			var cfg struct {
+				WorkflowID string `json:"workflowId"`
+				Pack       string `json:"pack"`
+			}
+			_ = json.Unmarshal(n.Config, &cfg)
+			switch n.TypeID {
+			case "core.subWorkflow":
+				if seen[cfg.WorkflowID] {
+					continue
+				}
+				child, ok := c.defs[cfg.WorkflowID]
+				if !ok {
+					return nil, fmt.Errorf("definition %q: node %q starts unknown workflow %q", d.ID, n.ID, cfg.WorkflowID)
+				}
+				seen[cfg.WorkflowID] = true
+				if in.Definitions == nil {
+					in.Definitions = map[string]*Definition{}
+				}
+				in.Definitions[child.ID] = child
+				queue = append(queue, child)
+			case PackNodeType:
+				p, ok := c.packs[cfg.Pack]
+				if !ok {
+					return nil, fmt.Errorf("definition %q: node %q runs unknown pack %q", d.ID, n.ID, cfg.Pack)
+				}
+				if in.Packs == nil {
+					in.Packs, in.PackHashes = map[string]*packs.Pack{}, map[string]string{}
+				}
+				in.Packs[p.ID] = p
+				in.PackHashes[p.ID] = p.Hash
+			}
+		}
+	}
+	return in, nil
+}
+
+// CheckInputs validates run inputs against a definition's declared variables.
+func CheckInputs(def *Definition, inputs json.RawMessage) error {
+	vals := map[string]json.RawMessage{}
+	if len(inputs) > 0 && string(inputs) != "null" {
+		if err := json.Unmarshal(inputs, &vals); err != nil {
+			return fmt.Errorf("inputs must be a JSON object")
+		}
+	}
+	for _, v := range def.Variables {
+		raw, ok := vals[v.Name]
+		if !ok || string(raw) == "null" {
+			if v.Required && len(v.DefaultValue) == 0 {
+				return fmt.Errorf("inputs.%s is required", v.Name)
+			}
+			continue
+		}
+		var x any
+		_ = json.Unmarshal(raw, &x)
+		okType := true
+		switch v.Type {
+		case "string":
+			_, okType = x.(string)
+		case "number":
+			_, okType = x.(float64)
+		case "boolean":
+			_, okType = x.(bool)
+		case "object":
+			_, okType = x.(map[string]any)
+		case "array":
+			_, okType = x.([]any)
+		}
+		if !okType {
+			return fmt.Errorf("inputs.%s must be of type %s", v.Name, v.Type)
+		}
+	}
+	return nil
+}
+
+// RunSummary is a one-line static summary for the run's Temporal workflow (the API
+// passes it as client.StartWorkflowOptions.StaticSummary).
+func RunSummary(in *RunInput) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "OpenWOP run of %s", in.Definition.ID)
+	for _, id := range sortedKeys(in.Packs) {
+		fmt.Fprintf(&b, " · pack %s@%s", id, in.Packs[id].Version)
+	}
+	if in.Owner.Tenant != "" {
+		fmt.Fprintf(&b, " · tenant %s", in.Owner.Tenant)
+	}
+	if in.ParentRunID != "" {
+		fmt.Fprintf(&b, " · child of %s", in.ParentRunID)
+	}
+	return b.String()
+}

@@ -26,9 +26,9 @@ type Node struct {
 	ID       string                     `json:"id"`
 	TypeID   string                     `json:"typeId"`
 	Name     string                     `json:"name"`
-	Position json.RawMessage            `json:"position,omitempty"`
-	Config   json.RawMessage            `json:"config,omitempty"`
-	Inputs   map[string]json.RawMessage `json:"inputs,omitempty"` // port -> PortValue
+	Position json.RawMessage            `json:"position"`
+	Config   json.RawMessage            `json:"config"`
+	Inputs   map[string]json.RawMessage `json:"inputs"` // port -> PortValue
 	Disabled bool                       `json:"disabled,omitempty"`
 }
 

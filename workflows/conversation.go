@@ -1,0 +1,807 @@
+package workflows
+
+// This file holds the RFC 0005 conversation machinery and the seam through which an
+// agent (core.conversationGate's simple agent, or a PromptPack pack in pack*.go) takes
+// part in a conversation. The seam is a contract: see conversationAgent.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+)
+
+// Turn is one conversation turn (schemas/conversation-turn.schema.json). Agent turns
+// carry SpeakerID. Content is any JSON value; agents reply with {"text", "state"}.
+type Turn struct {
+	MessageID string          `json:"messageId"`
+	From      string          `json:"from"`
+	To        string          `json:"to,omitempty"`
+	GroupID   string          `json:"groupId,omitempty"`
+	Content   json.RawMessage `json:"content"`
+	Ts        int64           `json:"ts"`
+	Role      string          `json:"role"`
+	TurnIndex int             `json:"turnIndex"`
+	SpeakerID string          `json:"speakerId,omitempty"`
+}
+
+// Turn roles.
+const (
+	RoleUser   = "user"
+	RoleAgent  = "agent"
+	RoleSystem = "system"
+)
+
+// Participant is one member of a conversation's speaking roster (RFC 0101).
+type Participant struct {
+	AgentID string `json:"agentId"`
+	Name    string `json:"name,omitempty"`
+}
+
+// ConversationResolve is RFC 0005's resume value for a conversation:
+// {"operation":"exchange"|"close","turn":{…},"outcome":…}. A resume value that is not
+// such an object is a bare reply: the host builds the user turn from it.
+type ConversationResolve struct {
+	Operation string          `json:"operation"`
+	Turn      json.RawMessage `json:"turn,omitempty"`
+	Outcome   json.RawMessage `json:"outcome,omitempty"`
+}
+
+// InjectedEvent is a resolve of an agent's own pending interrupt whose resume value
+// carries an "event" field (a PromptPack `orchestration: external` state's on_event).
+type InjectedEvent struct {
+	Event      string          `json:"event"`
+	Context    json.RawMessage `json:"context,omitempty"`
+	Raw        json.RawMessage `json:"-"` // the whole resume value
+	ResolvedBy string          `json:"-"`
+}
+
+// ---------------------------------------------------------------------------------
+// The agent seam.
+// ---------------------------------------------------------------------------------
+
+// conversationAgent is the contract between the conversation host (this file) and an
+// agent that answers a conversation. The host owns the event log, turn numbering,
+// messageIds, validation of client turns, de-duplication, the conversation timeout,
+// the pending interrupts' lifecycle, continue-as-new and fork replay. The agent owns
+// what it says and its own state.
+//
+// All methods run in workflow code (deterministic: no I/O, no time.Now, no map ranges
+// without sorted keys); they may execute activities and timers through ctx. The host
+// calls them one at a time from the run's main coroutine; resolves that arrive while a
+// method runs are queued and delivered afterwards in arrival order.
+//
+//   - Open is called once when the node is entered (not again after continue-as-new,
+//     and not on a fork replay). It calls no model. Its opening configures the
+//     conversation: the agent id, roster, turn content schema, timeout, the initial
+//     (turn 0, role system) content, and optionally a first user message that the host
+//     records as turn 1 and immediately passes to Reply.
+//   - Reply is called for every accepted user turn (already recorded as
+//     conversation.exchanged). The returned agentReply becomes the agent's turn, and
+//     may close the conversation or raise/clear the agent's own interrupt.
+//   - CheckInject validates an InjectedEvent without side effects (it serves the API's
+//     synchronous check; return an error for an unknown event). Inject applies it.
+//     Injected events reach the agent only while it has its own interrupt pending.
+//   - Transcript answers activities.TranscriptQuery for keys that start with the node
+//     id ("<nodeId>", "<nodeId>/…" or "<nodeId>:…").
+//   - Status fills Snapshot.Pack (nil when the agent is not a pack).
+//   - Save returns the agent's state for continue-as-new; the factory receives it back
+//     as saved (nil on a fresh start).
+//
+// Optional: an agent that also implements turnObserver is shown every turn the host
+// re-folds from the source log on a fork replay (no Reply is called then), so it can
+// rebuild its state — e.g. a pack reads recorded model results from c.SourceEvents()
+// instead of calling a model again.
+type conversationAgent interface {
+	Open(ctx workflow.Context, c *conversation) (opening, error)
+	Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error)
+	CheckInject(c *conversation, ev InjectedEvent) error
+	Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error)
+	Transcript(ref activities.TranscriptRef) ([]activities.Message, error)
+	Status() *PackStatus
+	Save() (json.RawMessage, error)
+}
+
+// turnObserver is implemented by agents that rebuild state from replayed turns.
+type turnObserver interface {
+	Observe(ctx workflow.Context, c *conversation, t Turn)
+}
+
+// agentFactory builds the agent of node n. saved is the agent's Save() output after a
+// continue-as-new, else nil. c is the node's conversation (ID, NodeID set).
+type agentFactory func(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error)
+
+// agentFactories maps node type ids to agent factories. It is filled by init functions
+// of this package only (code, not configuration), so it is the same on every replay.
+var agentFactories = map[string]agentFactory{}
+
+// registerAgent makes typeID a conversation node type served by f. The pack engine
+// registers "vendor.wop.pack" from workflows/pack*.go.
+func registerAgent(typeID string, f agentFactory) { agentFactories[typeID] = f }
+
+// opening configures a conversation when the agent opens it.
+type opening struct {
+	// AgentID drives the conversation: conversation.opened.agentId, the `from` and
+	// default `speakerId` of agent turns. It must match ^[A-Za-z0-9._~:-]{1,128}$
+	// (e.g. "host:support").
+	AgentID string
+	// Title of the conversation (conversation.start data).
+	Title string
+	// InitialContent is turn 0 (role system). Nil means {"text": InitialText}.
+	InitialText    string
+	InitialContent json.RawMessage
+	// Participants, when set, is the speaking roster: client agent turns must name one
+	// of them as speakerId. The host adds AgentID to it when missing.
+	Participants []Participant
+	// Schema validates the content of client turns.
+	Schema json.RawMessage
+	// TimeoutMs bounds the whole conversation (0 = none). On expiry the host closes it
+	// with outcome null and a system final turn, and the node fails interrupt_timeout.
+	TimeoutMs int64
+	// FirstUserText, when set, is recorded as user turn 1 and answered at once.
+	FirstUserText string
+	// AutoResume: the host appends AutoReply as one agent turn and closes the
+	// conversation without any client call (conformance mockAutoResume).
+	AutoResume bool
+	AutoReply  agentReply
+}
+
+// agentReply is what an agent answers.
+type agentReply struct {
+	// Text and State become the turn content {"text": Text, "state": State} (State
+	// omitted when empty); Content, when set, is used verbatim instead.
+	Text    string
+	State   string
+	Content json.RawMessage
+	// SpeakerID of the turn; defaults to the opening's AgentID.
+	SpeakerID string
+	// Silent: no agent turn is recorded (e.g. an injected event into a non-terminal
+	// state, or a gate that only records client turns).
+	Silent bool
+	// Raise raises the agent's own interrupt on the node (replacing a pending one);
+	// Clear removes a pending one without a resolution. While it is pending the run is
+	// waiting-external (for external-event) and resolves whose value has an "event"
+	// field go to Inject.
+	Raise *agentInterrupt
+	Clear bool
+	// Close ends the conversation after the turn above.
+	Close *closeRequest
+}
+
+// agentInterrupt is an interrupt an agent raises next to its conversation.
+type agentInterrupt struct {
+	Kind         string          // default "external-event"
+	EventType    string          // external-event data.eventType
+	Correlation  json.RawMessage // external-event data.correlation (default {})
+	Data         json.RawMessage // data for other kinds (verbatim)
+	ResumeSchema json.RawMessage
+	TimeoutMs    int64
+	Describe     string // words for the Temporal UI
+}
+
+// closeRequest ends a conversation.
+type closeRequest struct {
+	// Outcome is conversation.closed.outcome (nil = null). Ignored when Error is set.
+	Outcome json.RawMessage
+	// FinalText is the text of the system final turn (default "Conversation closed.").
+	FinalText string
+	// Error fails the node (and the run) after closing, e.g. max_visits_exceeded,
+	// budget_exhausted or a provider failure; the outcome is then null.
+	Error *RunError
+}
+
+// ---------------------------------------------------------------------------------
+// Host services an agent may use (methods on *conversation).
+// ---------------------------------------------------------------------------------
+
+// conversation is one RFC 0005 conversation of a node.
+type conversation struct {
+	ID           string          `json:"id"`
+	NodeID       string          `json:"nodeId"`
+	AgentID      string          `json:"agentId"`
+	Title        string          `json:"title,omitempty"`
+	Channel      string          `json:"channel"`
+	Participants []Participant   `json:"participants,omitempty"`
+	Schema       json.RawMessage `json:"schema,omitempty"`
+	Turns        []Turn          `json:"turns"`
+	Closed       bool            `json:"closed"`
+	Outcome      json.RawMessage `json:"outcome,omitempty"`
+	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
+	LastEventID  string          `json:"lastEventId,omitempty"`
+
+	r       *runner
+	node    *Node
+	it      *interrupt // the conversation's interrupt
+	agentIt *interrupt // the agent's own interrupt, if any
+}
+
+// Emit appends an arbitrary run event (e.g. agent.toolCalled, agent.handoff,
+// provider.usage) on the conversation's node and returns its eventId. typ must be a
+// RunEventType of schemas/run-event.schema.json; causation may be "".
+func (c *conversation) Emit(typ string, payload any, causation string) string {
+	return c.r.emit(typ, c.NodeID, payload, causation)
+}
+
+// SetPackAttributes keeps the WopPackId / WopPackState search attributes current.
+func (c *conversation) SetPackAttributes(packID, state string) {
+	_ = workflow.UpsertTypedSearchAttributes(c.r.ctx, SAPackID.ValueSet(packID), SAPackState.ValueSet(state))
+}
+
+// SetDetails replaces the workflow's current details (Temporal UI) with text; an
+// empty text restores the host's description of the pending interrupts.
+func (c *conversation) SetDetails(text string) {
+	if text == "" {
+		c.r.describePending()
+		return
+	}
+	c.r.setDetails(text)
+}
+
+// Input is the run's input (definition, packs, pack hashes, inputs, owner).
+func (c *conversation) Input() *RunInput { return &c.r.in }
+
+// Node is the conversation's node.
+func (c *conversation) Node() *Node { return c.node }
+
+// Now is the workflow clock in ms since the epoch.
+func (c *conversation) Now() int64 { return workflow.Now(c.r.ctx).UnixMilli() }
+
+// Replaying reports whether the run is a fork replay.
+func (c *conversation) Replaying() bool { return c.r.in.Fork != nil }
+
+// SourceEvents returns the source run's events of this node on a fork replay (nil
+// otherwise), so an agent can reuse recorded results (model replies, tool results).
+func (c *conversation) SourceEvents() []Event {
+	if c.r.in.Fork == nil {
+		return nil
+	}
+	var out []Event
+	for _, e := range c.r.in.Fork.Events {
+		if e.NodeID == c.NodeID {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// NextTurnIndex is the index the next turn gets.
+func (c *conversation) NextTurnIndex() int { return len(c.Turns) }
+
+// ---------------------------------------------------------------------------------
+// Host side.
+// ---------------------------------------------------------------------------------
+
+var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9._~:-]{1,128}$`)
+
+func (c *conversation) messageID(index int, role string) string {
+	return fmt.Sprintf("%s:%d:%s", c.ID, index, role)
+}
+
+func (c *conversation) hasMessage(id string) bool {
+	for _, t := range c.Turns {
+		if t.MessageID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conversation) inRoster(id string) bool {
+	for _, p := range c.Participants {
+		if p.AgentID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// record appends a turn and its event.
+func (c *conversation) record(t Turn) {
+	c.Turns = append(c.Turns, t)
+	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
+		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
+	}, c.LastEventID)
+	c.refreshExchangeData()
+}
+
+// refreshExchangeData keeps the pending interrupt's data in the
+// conversation.exchange shape with the next turn index.
+func (c *conversation) refreshExchangeData() {
+	if c.it == nil {
+		return
+	}
+	d := map[string]any{"conversationId": c.ID, "prompt": "Your message", "turnIndex": c.NextTurnIndex()}
+	if len(c.Schema) > 0 {
+		d["outcomeSchema"] = c.Schema
+	}
+	c.it.Kind = "conversation.exchange"
+	c.it.Data = mustJSON(d)
+}
+
+func (c *conversation) agentTurn(rep agentReply) Turn {
+	content := rep.Content
+	if len(content) == 0 {
+		body := map[string]string{"text": rep.Text}
+		if rep.State != "" {
+			body["state"] = rep.State
+		}
+		content = mustJSON(body)
+	}
+	speaker := orDefault(rep.SpeakerID, c.AgentID)
+	idx := c.NextTurnIndex()
+	return Turn{MessageID: c.messageID(idx, RoleAgent), From: speaker, Content: content, Ts: c.Now(), Role: RoleAgent, TurnIndex: idx, SpeakerID: speaker}
+}
+
+func (c *conversation) systemTurn(text string) Turn {
+	idx := c.NextTurnIndex()
+	return Turn{MessageID: c.messageID(idx, RoleSystem), From: "system", Content: mustJSON(map[string]string{"text": text}), Ts: c.Now(), Role: RoleSystem, TurnIndex: idx}
+}
+
+// close records the final turn and conversation.closed, then resolves the
+// conversation's interrupt (interrupt.resolved → node.resumed).
+func (c *conversation) close(final Turn, outcome json.RawMessage, req ResolveRequest) {
+	if len(outcome) == 0 {
+		outcome = json.RawMessage("null")
+	}
+	c.Turns = append(c.Turns, final)
+	c.Closed = true
+	c.Outcome = outcome
+	c.LastEventID = c.r.emit(EvConversationClosed, c.NodeID, map[string]any{
+		"conversationId": c.ID, "turnIndex": final.TurnIndex, "finalTurn": final, "outcome": outcome,
+	}, c.LastEventID)
+	if c.agentIt != nil {
+		c.r.settle(c.agentIt)
+		c.agentIt = nil
+	}
+	if c.it != nil {
+		it := c.it
+		c.r.settle(it)
+		value := mustJSON(map[string]any{"operation": "close", "outcome": outcome})
+		resolved := c.r.emitResolved(it, req, value)
+		c.r.emitResumed(it, value, resolved)
+		c.it = nil
+	}
+}
+
+// conversationAction is a validated conversation resolve.
+type conversationAction struct {
+	Op      string          `json:"op"` // exchange | close
+	Turn    *Turn           `json:"turn,omitempty"`
+	Outcome json.RawMessage `json:"outcome,omitempty"`
+}
+
+// checkConversationResolve validates a resolve of the conversation interrupt: both
+// resume shapes, the turn rules, the roster, the content schema, duplicates.
+func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest) (json.RawMessage, string, ResolveCheck) {
+	c := it.conv
+	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
+		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+	}
+	if c.Closed {
+		return bad("conversation %s is closed", c.ID)
+	}
+	var cr ConversationResolve
+	var probe map[string]json.RawMessage
+	isResolve := json.Unmarshal(req.ResumeValue, &probe) == nil && probe["operation"] != nil
+	act := conversationAction{Op: "exchange"}
+	if isResolve {
+		if err := json.Unmarshal(req.ResumeValue, &cr); err != nil {
+			return bad("resumeValue is not a ConversationResolve: %v", err)
+		}
+		switch cr.Operation {
+		case "exchange":
+			if len(cr.Turn) == 0 {
+				return bad("an exchange needs a turn")
+			}
+		case "close":
+			act.Op = "close"
+			act.Outcome = cr.Outcome
+		default:
+			return bad("operation must be exchange or close, got %q", cr.Operation)
+		}
+		if len(cr.Turn) > 0 {
+			t, check := r.checkClientTurn(c, cr.Turn, req, act.Op == "close")
+			if !check.OK {
+				return nil, "", check
+			}
+			act.Turn = t
+		}
+	} else {
+		if len(req.ResumeValue) == 0 {
+			return bad("resumeValue is required")
+		}
+		if err := r.validateAgainst(c.Schema, req.ResumeValue); err != nil {
+			return bad("reply does not match the conversation's schema: %v", err)
+		}
+		idx := c.NextTurnIndex()
+		t := Turn{MessageID: c.messageID(idx, RoleUser), From: orDefault(req.ResolvedBy, "user"), Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: RoleUser, TurnIndex: idx}
+		act.Turn = &t
+	}
+	status := StatusWaitingApproval
+	if act.Op == "close" {
+		status = StatusRunning
+	}
+	return mustJSON(act), status, ResolveCheck{OK: true}
+}
+
+// checkClientTurn validates a client-supplied turn and completes it (turnIndex,
+// messageId, ts).
+func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, closing bool) (*Turn, ResolveCheck) {
+	bad := func(format string, args ...any) (*Turn, ResolveCheck) {
+		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return bad("turn must be a JSON object: %v", err)
+	}
+	var t Turn
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return bad("turn is malformed: %v", err)
+	}
+	if _, ok := fields["content"]; !ok {
+		return bad("turn.content is required")
+	}
+	switch t.Role {
+	case RoleUser, RoleAgent, RoleSystem:
+	case "":
+		t.Role = RoleUser
+	default:
+		return bad("turn.role must be user, agent or system, got %q", t.Role)
+	}
+	if t.From == "" {
+		if t.Role == RoleAgent {
+			return bad("turn.from is required on agent turns")
+		}
+		t.From = orDefault(req.ResolvedBy, t.Role)
+	}
+	if t.Role == RoleAgent {
+		if t.SpeakerID == "" {
+			return bad("turn.speakerId is required on agent turns")
+		}
+		if len(c.Participants) > 0 && !c.inRoster(t.SpeakerID) {
+			return bad("speaker %q is not a participant of conversation %s", t.SpeakerID, c.ID)
+		}
+	}
+	idx := c.NextTurnIndex()
+	if _, ok := fields["turnIndex"]; ok && t.TurnIndex != idx {
+		if t.MessageID != "" && c.hasMessage(t.MessageID) {
+			return nil, ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
+		}
+		return bad("turn.turnIndex must be %d (the next turn), got %d", idx, t.TurnIndex)
+	}
+	t.TurnIndex = idx
+	if t.MessageID == "" {
+		t.MessageID = c.messageID(idx, t.Role)
+	}
+	if c.hasMessage(t.MessageID) {
+		return nil, ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
+	}
+	if _, ok := fields["ts"]; !ok {
+		t.Ts = req.ReceivedAtMs
+	}
+	if t.Ts < 0 {
+		return bad("turn.ts must be >= 0")
+	}
+	if len(t.Content) == 0 {
+		t.Content = json.RawMessage("null")
+	}
+	if err := r.validateAgainst(c.Schema, t.Content); err != nil {
+		return bad("turn content does not match the conversation's schema: %v", err)
+	}
+	_ = closing
+	return &t, ResolveCheck{OK: true}
+}
+
+// checkAgentResolve validates a resolve of an agent's own interrupt.
+func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
+	ev, err := parseInjected(req)
+	if err == nil {
+		if it.Kind == "external-event" {
+			if v, check := r.checkExternal(it, req); !check.OK {
+				return v, check
+			}
+		}
+		if a := r.agents[it.NodeID]; a != nil {
+			err = a.CheckInject(r.convOf(it.NodeID), ev)
+		}
+	}
+	if err != nil {
+		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: err.Error()}
+	}
+	return req.ResumeValue, ResolveCheck{OK: true}
+}
+
+func parseInjected(req ResolveRequest) (InjectedEvent, error) {
+	var ev InjectedEvent
+	if err := json.Unmarshal(req.ResumeValue, &ev); err != nil || ev.Event == "" {
+		return ev, fmt.Errorf(`resumeValue must be {"event": "<name>", "context": …}`)
+	}
+	ev.Raw = req.ResumeValue
+	ev.ResolvedBy = req.ResolvedBy
+	return ev, nil
+}
+
+func (r *runner) convOf(nodeID string) *conversation {
+	for i := len(r.convs) - 1; i >= 0; i-- {
+		if r.convs[i].NodeID == nodeID {
+			return r.convs[i]
+		}
+	}
+	return nil
+}
+
+// channels folds every conversation's turns through the message reducer (idempotent
+// on messageId) into the channel each conversation writes (default "conversation").
+func (r *runner) channels() map[string]json.RawMessage {
+	if len(r.convs) == 0 {
+		return nil
+	}
+	byName := map[string][]Turn{}
+	var names []string
+	seen := map[string]bool{}
+	for _, c := range r.convs {
+		if _, ok := byName[c.Channel]; !ok {
+			names = append(names, c.Channel)
+			byName[c.Channel] = []Turn{}
+		}
+		for _, t := range c.Turns {
+			if seen[c.Channel+"\x00"+t.MessageID] {
+				continue
+			}
+			seen[c.Channel+"\x00"+t.MessageID] = true
+			byName[c.Channel] = append(byName[c.Channel], t)
+		}
+	}
+	out := make(map[string]json.RawMessage, len(names))
+	for _, n := range names {
+		out[n] = mustJSON(byName[n])
+	}
+	return out
+}
+
+// ---------------------------------------------------------------------------------
+// The conversation node.
+// ---------------------------------------------------------------------------------
+
+// execConversationNode runs a conversation node (core.conversationGate or an agent
+// node type) from opening to close.
+func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	factory, ok := agentFactories[n.TypeID]
+	if !ok {
+		return nil, failNode("capability_not_provided", "node %q has type %q, which has no conversation agent", n.ID, n.TypeID)
+	}
+	c := r.convOf(n.ID)
+	resumed := c != nil && !c.Closed // continued as new inside this conversation
+	if !resumed {
+		c = &conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []Turn{}}
+	}
+	c.r, c.node = r, n
+	var saved json.RawMessage
+	if resumed && r.carried != nil {
+		saved = r.carried.AgentStates[n.ID]
+	}
+	agent, err := factory(r.ctx, c, n, saved)
+	if err != nil {
+		return nil, failNode("validation_error", "node %q: %v", n.ID, err)
+	}
+	r.agents[n.ID] = agent
+	if !resumed {
+		if src := r.forkSourceConversation(n.ID); src != nil {
+			return r.replayConversation(c, agent, src)
+		}
+		op, err := agent.Open(r.ctx, c)
+		if err != nil {
+			return nil, agentFailure(n.ID, err)
+		}
+		if err := r.openConversation(c, op); err != nil {
+			return nil, err
+		}
+		if op.AutoResume {
+			if !op.AutoReply.Silent {
+				c.record(c.agentTurn(op.AutoReply))
+			}
+			cl := op.AutoReply.Close
+			if cl == nil {
+				cl = &closeRequest{Outcome: mustJSON(map[string]string{"summary": "mock conversation completed"}), FinalText: "Conversation closed by the host mock."}
+			}
+			return r.finishClose(c, cl, ResolveRequest{ResolvedBy: "host:mock"})
+		}
+		if op.FirstUserText != "" {
+			idx := c.NextTurnIndex()
+			t := Turn{MessageID: c.messageID(idx, RoleUser), From: orDefault(r.in.Owner.Principal, "user"), Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: RoleUser, TurnIndex: idx}
+			c.record(t)
+			rep, err := agent.Reply(r.ctx, c, t)
+			if err != nil {
+				return nil, agentFailure(n.ID, err)
+			}
+			if out, done, err := r.applyReply(c, rep); done || err != nil {
+				return out, err
+			}
+		}
+	}
+	return r.converse(c, agent)
+}
+
+// openConversation raises the conversation interrupt and emits conversation.opened.
+func (r *runner) openConversation(c *conversation, op opening) error {
+	if op.AgentID == "" {
+		op.AgentID = "host:" + c.NodeID
+	}
+	if !agentIDPattern.MatchString(op.AgentID) {
+		return failNode("validation_error", "conversation agent id %q must match %s", op.AgentID, agentIDPattern)
+	}
+	c.AgentID = op.AgentID
+	c.Title = orDefault(op.Title, "Conversation at "+c.NodeID)
+	c.Schema = op.Schema
+	c.TimeoutMs = op.TimeoutMs
+	if len(op.Participants) > 0 {
+		c.Participants = append([]Participant(nil), op.Participants...)
+		if !c.inRoster(c.AgentID) {
+			c.Participants = append([]Participant{{AgentID: c.AgentID}}, c.Participants...)
+		}
+	}
+	for _, p := range c.Participants {
+		if !agentIDPattern.MatchString(p.AgentID) {
+			return failNode("validation_error", "participant id %q must match %s", p.AgentID, agentIDPattern)
+		}
+	}
+	r.convs = append(r.convs, c)
+	start := map[string]any{"conversationId": c.ID, "title": c.Title}
+	it := r.raise(c.NodeID, interruptSpec{Kind: "conversation.start", Data: start, TimeoutMs: op.TimeoutMs, Reason: "conversation-input",
+		Describe: fmt.Sprintf("Conversation %q (%s) with %s is open; send a message to continue.", c.Title, c.ID, c.AgentID)})
+	it.conv = c
+	c.it = it
+	content := op.InitialContent
+	if len(content) == 0 {
+		content = mustJSON(map[string]string{"text": orDefault(op.InitialText, c.Title)})
+	}
+	t0 := Turn{MessageID: c.messageID(0, RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: RoleSystem, TurnIndex: 0}
+	c.Turns = append(c.Turns, t0)
+	opened := map[string]any{"conversationId": c.ID, "agentId": c.AgentID, "initialTurn": t0}
+	if len(c.Schema) > 0 {
+		opened["schema"] = c.Schema
+	}
+	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
+	c.refreshExchangeData()
+	return nil
+}
+
+// converse is the conversation loop: one resolve at a time, in arrival order.
+func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]json.RawMessage, error) {
+	for {
+		if err := r.maybeContinueAsNew(); err != nil {
+			return nil, err
+		}
+		req, target, value, timedOut, err := r.nextResolve(c.NodeID)
+		if err != nil {
+			return nil, err
+		}
+		if timedOut != nil {
+			why := fmt.Sprintf("Conversation timed out after %d ms without being closed.", c.TimeoutMs)
+			code := "interrupt_timeout"
+			if timedOut.agent {
+				why = fmt.Sprintf("The %s wait of the conversation timed out after %d ms.", timedOut.Kind, timedOut.TimeoutMs)
+			}
+			c.close(c.systemTurn(why), nil, ResolveRequest{ResolvedBy: "system"})
+			return nil, failNode(code, "%s", why)
+		}
+		if target.agent {
+			ev, _ := parseInjected(req)
+			c.agentIt = nil
+			r.settle(target)
+			resolved := r.emitResolved(target, req, value)
+			_ = resolved
+			rep, err := agent.Inject(r.ctx, c, ev)
+			if err != nil {
+				return nil, agentFailure(c.NodeID, err)
+			}
+			if out, done, err := r.applyReply(c, rep); done || err != nil {
+				return out, err
+			}
+			continue
+		}
+		var act conversationAction
+		if err := json.Unmarshal(value, &act); err != nil {
+			return nil, fmt.Errorf("decode conversation action: %w", err)
+		}
+		if act.Turn != nil && act.Turn.Ts == 0 && req.ReceivedAtMs == 0 {
+			act.Turn.Ts = c.Now()
+		}
+		if act.Op == "close" {
+			final := c.systemTurn("Conversation closed by " + orDefault(req.ResolvedBy, "the client") + ".")
+			if act.Turn != nil {
+				final = *act.Turn
+			}
+			c.close(final, act.Outcome, req)
+			return r.conversationOutputs(c), nil
+		}
+		c.record(*act.Turn)
+		if act.Turn.Role != RoleUser {
+			continue
+		}
+		rep, err := agent.Reply(r.ctx, c, *act.Turn)
+		if err != nil {
+			return nil, agentFailure(c.NodeID, err)
+		}
+		if out, done, err := r.applyReply(c, rep); done || err != nil {
+			return out, err
+		}
+	}
+}
+
+// applyReply records an agent reply and applies its interrupt and close requests.
+func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.RawMessage, bool, error) {
+	if !rep.Silent && (rep.Text != "" || len(rep.Content) > 0) {
+		c.record(c.agentTurn(rep))
+	}
+	if rep.Clear && c.agentIt != nil {
+		r.settle(c.agentIt)
+		c.agentIt = nil
+	}
+	if rep.Raise != nil && rep.Close == nil {
+		if c.agentIt != nil {
+			r.settle(c.agentIt)
+		}
+		ai := rep.Raise
+		kind := orDefault(ai.Kind, "external-event")
+		var data any = ai.Data
+		if kind == "external-event" {
+			corr := orJSON(ai.Correlation, "{}")
+			data = map[string]any{"eventType": orDefault(ai.EventType, "agent.event"), "correlation": corr}
+		}
+		c.agentIt = r.raise(c.NodeID, interruptSpec{Kind: kind, Data: data, ResumeSchema: ai.ResumeSchema, TimeoutMs: ai.TimeoutMs, Agent: true,
+			Describe: orDefault(ai.Describe, "The agent waits for an injected event {event, context}.")})
+	}
+	if rep.Close != nil {
+		out, err := r.finishClose(c, rep.Close, ResolveRequest{ResolvedBy: c.AgentID})
+		return out, true, err
+	}
+	return nil, false, nil
+}
+
+// finishClose closes the conversation on the agent's request.
+func (r *runner) finishClose(c *conversation, cl *closeRequest, req ResolveRequest) (map[string]json.RawMessage, error) {
+	outcome := cl.Outcome
+	if cl.Error != nil {
+		outcome = nil
+	}
+	text := cl.FinalText
+	if text == "" {
+		text = "Conversation closed."
+		if cl.Error != nil {
+			text = "Conversation closed: " + cl.Error.Message
+		}
+	}
+	c.close(c.systemTurn(text), outcome, req)
+	if cl.Error != nil {
+		return nil, &nodeError{*cl.Error}
+	}
+	return r.conversationOutputs(c), nil
+}
+
+func (r *runner) conversationOutputs(c *conversation) map[string]json.RawMessage {
+	return map[string]json.RawMessage{"conversationId": mustJSON(c.ID), "outcome": orJSON(c.Outcome, "null"), "turnCount": mustJSON(len(c.Turns))}
+}
+
+// agentFailure turns an agent error into a node failure: a non-retryable activity
+// application error keeps its type as the code.
+func agentFailure(nodeID string, err error) error {
+	if errors.Is(err, errCancelled) || temporal.IsCanceledError(err) {
+		return errCancelled
+	}
+	var ne *nodeError
+	if errors.As(err, &ne) {
+		return ne
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() != "" {
+		return failNode("agent_error", "agent of node %q failed (%s): %v", nodeID, appErr.Type(), err)
+	}
+	return failNode("agent_error", "agent of node %q failed: %v", nodeID, err)
+}

@@ -1,0 +1,168 @@
+package workflows
+
+import (
+	"encoding/json"
+	"sort"
+)
+
+// Fork replay (RunInput.Fork, mode "replay"): the new run executes the same definition
+// but takes every human decision from the source log instead of waiting for one:
+//   - approval gates get one resolve per recorded approval.received (votes included);
+//   - other interrupts get their recorded interrupt.resolved resume values;
+//   - conversation nodes re-fold the recorded conversation.* events verbatim (same
+//     conversationId, turns, messageIds, ts and outcome) without calling the agent's
+//     Open or Reply, so no model is called and the channels are byte-identical to the
+//     source's. Agents that implement turnObserver see each replayed turn, and
+//     conversation.SourceEvents exposes the node's recorded events (agent.*,
+//     provider.usage, …) to them. A source conversation that never closed continues
+//     live after the recorded turns.
+// FromSeq is recorded on the run but the replay always re-folds from sequence 0.
+
+// forkIndex holds the recorded resolutions of the source run.
+type forkIndex struct {
+	resolves map[string][]ResolveRequest // nodeId → recorded resolves, in log order
+	convs    map[string][]Event          // nodeId → recorded conversation.* events
+}
+
+func newForkIndex(f *ForkSource) *forkIndex {
+	fi := &forkIndex{resolves: map[string][]ResolveRequest{}, convs: map[string][]Event{}}
+	approvalNodes := map[string]bool{}
+	convNodes := map[string]bool{}
+	for _, e := range f.Events {
+		switch e.Type {
+		case EvApprovalRequested:
+			approvalNodes[e.NodeID] = true
+		case EvConversationOpened:
+			convNodes[e.NodeID] = true
+		}
+	}
+	for _, e := range f.Events {
+		switch {
+		case convNodes[e.NodeID]:
+			if e.Type == EvConversationOpened || e.Type == EvConversationExchanged || e.Type == EvConversationClosed {
+				fi.convs[e.NodeID] = append(fi.convs[e.NodeID], e)
+			}
+		case approvalNodes[e.NodeID] && e.Type == EvApprovalReceived:
+			var p map[string]json.RawMessage
+			if json.Unmarshal(e.Payload, &p) != nil {
+				continue
+			}
+			var action, by string
+			_ = json.Unmarshal(p["action"], &action)
+			_ = json.Unmarshal(p["decidedBy"], &by)
+			if action == "timeout" {
+				continue
+			}
+			v := map[string]json.RawMessage{"action": p["action"]}
+			for _, k := range []string{"decidedBy", "feedback", "refineFeedback", "editedArtifactData", "comment"} {
+				if p[k] != nil {
+					v[k] = p[k]
+				}
+			}
+			if by != "" {
+				v["voter"] = mustJSON(by)
+			}
+			fi.resolves[e.NodeID] = append(fi.resolves[e.NodeID], ResolveRequest{RequestID: "fork:" + e.EventID, NodeID: e.NodeID, ResumeValue: mustJSON(v), ResolvedBy: by, Via: "fork"})
+		case !approvalNodes[e.NodeID] && e.Type == EvInterruptResolved:
+			var p struct {
+				ResumeValue json.RawMessage `json:"resumeValue"`
+				ResolvedBy  string          `json:"resolvedBy"`
+			}
+			if json.Unmarshal(e.Payload, &p) != nil {
+				continue
+			}
+			fi.resolves[e.NodeID] = append(fi.resolves[e.NodeID], ResolveRequest{RequestID: "fork:" + e.EventID, NodeID: e.NodeID, ResumeValue: p.ResumeValue, ResolvedBy: p.ResolvedBy, Via: "fork"})
+		}
+	}
+	return fi
+}
+
+// next pops the next recorded resolve for nodeID while the node has a pending
+// (non-conversation) interrupt.
+func (fi *forkIndex) next(r *runner, nodeID string) (ResolveRequest, bool) {
+	q := fi.resolves[nodeID]
+	if len(q) == 0 {
+		return ResolveRequest{}, false
+	}
+	pending := false
+	for _, it := range r.pending {
+		if it.NodeID == nodeID && it.conv == nil && !it.agent {
+			pending = true
+		}
+	}
+	if !pending {
+		return ResolveRequest{}, false
+	}
+	fi.resolves[nodeID] = q[1:]
+	return q[0], true
+}
+
+// forkSourceConversation returns the recorded conversation events of nodeID.
+func (r *runner) forkSourceConversation(nodeID string) []Event {
+	if r.forkIdx == nil {
+		return nil
+	}
+	return r.forkIdx.convs[nodeID]
+}
+
+// replayConversation re-folds a recorded conversation (see the comment at the top).
+func (r *runner) replayConversation(c *conversation, agent conversationAgent, src []Event) (map[string]json.RawMessage, error) {
+	var opened struct {
+		ConversationID string          `json:"conversationId"`
+		AgentID        string          `json:"agentId"`
+		InitialTurn    Turn            `json:"initialTurn"`
+		Schema         json.RawMessage `json:"schema"`
+	}
+	if err := json.Unmarshal(src[0].Payload, &opened); err != nil {
+		return nil, failNode("replay_failed", "source conversation.opened of node %q is unreadable: %v", c.NodeID, err)
+	}
+	c.ID = opened.ConversationID
+	c.AgentID = orDefault(opened.AgentID, "host:"+c.NodeID)
+	c.Title = "Replay of " + opened.ConversationID
+	c.Schema = opened.Schema
+	r.convs = append(r.convs, c)
+	it := r.raise(c.NodeID, interruptSpec{Kind: "conversation.start", Data: map[string]any{"conversationId": c.ID, "title": c.Title}, Reason: "conversation-input",
+		Describe: "Replaying conversation " + c.ID + " from the source run."})
+	it.conv = c
+	c.it = it
+	c.Turns = append(c.Turns, opened.InitialTurn)
+	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
+	c.refreshExchangeData()
+	obs, _ := agent.(turnObserver)
+	if obs != nil {
+		obs.Observe(r.ctx, c, opened.InitialTurn)
+	}
+	for _, e := range src[1:] {
+		switch e.Type {
+		case EvConversationExchanged:
+			var p struct {
+				Turn Turn `json:"turn"`
+			}
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
+			}
+			c.Turns = append(c.Turns, p.Turn)
+			c.LastEventID = r.emit(EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
+			c.refreshExchangeData()
+			if obs != nil {
+				obs.Observe(r.ctx, c, p.Turn)
+			}
+		case EvConversationClosed:
+			var p struct {
+				FinalTurn Turn            `json:"finalTurn"`
+				Outcome   json.RawMessage `json:"outcome"`
+			}
+			if err := json.Unmarshal(e.Payload, &p); err != nil {
+				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
+			}
+			if obs != nil {
+				obs.Observe(r.ctx, c, p.FinalTurn)
+			}
+			c.close(p.FinalTurn, p.Outcome, ResolveRequest{ResolvedBy: "replay"})
+			return r.conversationOutputs(c), nil
+		}
+	}
+	return r.converse(c, agent)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

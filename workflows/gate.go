@@ -1,0 +1,108 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+)
+
+// gateConfig is core.conversationGate's config.
+type gateConfig struct {
+	// Lifecycle "open-exchange-close" with MockAutoResume runs the whole conversation
+	// host-side (the conformance mock).
+	Lifecycle      string          `json:"lifecycle,omitempty"`
+	MockAutoResume bool            `json:"mockAutoResume,omitempty"`
+	Title          string          `json:"title,omitempty"`
+	InitialPrompt  string          `json:"initialPrompt,omitempty"`
+	AgentID        string          `json:"agentId,omitempty"`
+	Participants   []Participant   `json:"participants,omitempty"`
+	Schema         json.RawMessage `json:"schema,omitempty"`
+	TimeoutMs      int64           `json:"timeoutMs,omitempty"`
+	// Reply "echo" answers every user turn with {"text": "echo: <text>"}; the default
+	// records client turns only.
+	Reply   string `json:"reply,omitempty"`
+	Channel string `json:"channel,omitempty"`
+}
+
+// gateAgent is core.conversationGate's simple agent.
+type gateAgent struct {
+	cfg gateConfig
+}
+
+func init() {
+	registerAgent("core.conversationGate", func(_ workflow.Context, c *conversation, n *Node, _ json.RawMessage) (conversationAgent, error) {
+		var cfg gateConfig
+		if len(n.Config) > 0 {
+			if err := json.Unmarshal(n.Config, &cfg); err != nil {
+				return nil, fmt.Errorf("core.conversationGate config: %w", err)
+			}
+		}
+		if cfg.Channel != "" {
+			c.Channel = cfg.Channel
+		}
+		return &gateAgent{cfg: cfg}, nil
+	})
+}
+
+// Open implements conversationAgent.
+func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
+	op := opening{
+		AgentID:      orDefault(g.cfg.AgentID, "host:"+c.NodeID),
+		Title:        g.cfg.Title,
+		InitialText:  orDefault(g.cfg.InitialPrompt, "Conversation opened."),
+		Participants: g.cfg.Participants,
+		Schema:       g.cfg.Schema,
+		TimeoutMs:    g.cfg.TimeoutMs,
+	}
+	if g.cfg.MockAutoResume {
+		op.AutoResume = true
+		op.AutoReply = agentReply{Text: "Mock reply from the host.", Close: &closeRequest{
+			Outcome:   mustJSON(map[string]string{"summary": "mock conversation completed"}),
+			FinalText: "Conversation closed by the host mock.",
+		}}
+	}
+	return op, nil
+}
+
+// Reply implements conversationAgent.
+func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user Turn) (agentReply, error) {
+	if g.cfg.Reply != "echo" {
+		return agentReply{Silent: true}, nil
+	}
+	var body struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(user.Content, &body) != nil || body.Text == "" {
+		var s string
+		if json.Unmarshal(user.Content, &s) == nil {
+			body.Text = s
+		} else {
+			body.Text = string(user.Content)
+		}
+	}
+	return agentReply{Text: "echo: " + body.Text}, nil
+}
+
+// CheckInject implements conversationAgent: the gate raises no interrupt of its own.
+func (g *gateAgent) CheckInject(*conversation, InjectedEvent) error {
+	return fmt.Errorf("core.conversationGate accepts no injected events")
+}
+
+// Inject implements conversationAgent.
+func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (agentReply, error) {
+	return agentReply{Silent: true}, nil
+}
+
+// Transcript implements conversationAgent: the gate keeps no model transcript.
+func (g *gateAgent) Transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
+	return []activities.Message{}, nil
+}
+
+// Status implements conversationAgent.
+func (g *gateAgent) Status() *PackStatus { return nil }
+
+// Save implements conversationAgent: the gate is stateless beyond its config.
+func (g *gateAgent) Save() (json.RawMessage, error) { return nil, nil }

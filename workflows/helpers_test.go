@@ -1,0 +1,140 @@
+package workflows
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// testRun drives one run in the SDK test environment.
+type testRun struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+	in  RunInput
+}
+
+func newTestRun(t *testing.T, in RunInput) *testRun {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(startOpts(in.RunID))
+	Register(env, nil)
+	return &testRun{t: t, env: env, in: in}
+}
+
+func fixtureInput(t *testing.T, id, inputs string) RunInput {
+	t.Helper()
+	cat, err := NewCatalog(CatalogOptions{SeedFixtures: true})
+	require.NoError(t, err)
+	var raw json.RawMessage
+	if inputs != "" {
+		raw = json.RawMessage(inputs)
+	}
+	in, err := cat.NewRunInput(RunRequest{RunID: "run-" + id, WorkflowID: id, Inputs: raw, Owner: Owner{Tenant: "t1", Principal: "key_test"}})
+	require.NoError(t, err)
+	return *in
+}
+
+// at schedules f after d of workflow time.
+func (tr *testRun) at(d time.Duration, f func()) { tr.env.RegisterDelayedCallback(f, d) }
+
+func (tr *testRun) resolve(nodeID string, value string) {
+	tr.env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: nodeID, ResumeValue: json.RawMessage(value), ResolvedBy: "key_test"})
+}
+
+func (tr *testRun) resolveReq(req ResolveRequest) { tr.env.SignalWorkflow(ResolveSignal, req) }
+
+func (tr *testRun) check(req ResolveRequest) ResolveCheck {
+	tr.t.Helper()
+	v, err := tr.env.QueryWorkflow(ValidateResolveQuery, req)
+	require.NoError(tr.t, err)
+	var c ResolveCheck
+	require.NoError(tr.t, v.Get(&c))
+	return c
+}
+
+func (tr *testRun) snapshot() Snapshot {
+	tr.t.Helper()
+	v, err := tr.env.QueryWorkflow(SnapshotQuery)
+	require.NoError(tr.t, err)
+	var s Snapshot
+	require.NoError(tr.t, v.Get(&s))
+	return s
+}
+
+func (tr *testRun) events() []Event {
+	tr.t.Helper()
+	v, err := tr.env.QueryWorkflow(EventsQuery, EventsRequest{After: -1})
+	require.NoError(tr.t, err)
+	var p EventsPage
+	require.NoError(tr.t, v.Get(&p))
+	return p.Events
+}
+
+// execute runs the workflow to its end and returns the final snapshot.
+func (tr *testRun) execute() Snapshot {
+	tr.t.Helper()
+	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
+	require.True(tr.t, tr.env.IsWorkflowCompleted(), "workflow did not complete")
+	require.NoError(tr.t, tr.env.GetWorkflowError())
+	var s Snapshot
+	require.NoError(tr.t, tr.env.GetWorkflowResult(&s))
+	evs := tr.events()
+	checkEventLog(tr.t, tr.in.RunID, evs)
+	recordForSchemaCheck(tr.t, evs)
+	return s
+}
+
+func types(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+func ofType(evs []Event, typ string) []Event {
+	var out []Event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func payload(t *testing.T, e Event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(e.Payload, &m))
+	return m
+}
+
+// checkEventLog asserts the log invariants: sequence from 0 without gaps, ids, one
+// terminal event and it is last, causation ids name earlier events.
+func checkEventLog(t *testing.T, runID string, evs []Event) {
+	t.Helper()
+	require.NotEmpty(t, evs)
+	ids := map[string]bool{}
+	terminals := 0
+	for i, e := range evs {
+		require.Equal(t, int64(i), e.Sequence, "sequence gap at %d", i)
+		require.Equal(t, EventID(runID, int64(i)), e.EventID)
+		require.Equal(t, runID, e.RunID)
+		_, err := time.Parse(time.RFC3339, e.Timestamp)
+		require.NoError(t, err)
+		if e.CausationID != "" {
+			require.True(t, ids[e.CausationID], "event %d (%s) names a causation %s that is not earlier", i, e.Type, e.CausationID)
+		}
+		ids[e.EventID] = true
+		switch e.Type {
+		case EvRunCompleted, EvRunFailed, EvRunCancelled:
+			terminals++
+			require.Equal(t, len(evs)-1, i, "terminal event %s is not last", e.Type)
+		}
+	}
+	require.Equal(t, 1, terminals)
+}

@@ -1,0 +1,802 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// interrupt is one pending interrupt of the run.
+type interrupt struct {
+	PendingInterrupt
+	requestedEvent string // eventId of interrupt.requested
+	suspendedEvent string // eventId of node.suspended
+	agent          bool   // raised by a conversation agent next to its conversation
+	conv           *conversation
+	approval       *approvalData
+	votes          []approvalVote
+	describe       string
+	timedOut       bool
+	stopTimer      func()
+}
+
+func (it *interrupt) cancelTimer() {
+	if it.stopTimer != nil {
+		it.stopTimer()
+		it.stopTimer = nil
+	}
+}
+
+type approvalVote struct {
+	Voter  string `json:"voter"`
+	Action string `json:"action"`
+}
+
+// interruptSpec describes an interrupt to raise.
+type interruptSpec struct {
+	Kind         string
+	Data         any
+	ResumeSchema json.RawMessage
+	TimeoutMs    int64
+	Reason       string // node.suspended reason, e.g. "conversation-input"
+	Describe     string // words for the Temporal UI's current details
+	Agent        bool
+}
+
+// legacyKinds are the kinds node.suspended / interrupt.resolved may name.
+var legacyKinds = map[string]bool{"approval": true, "clarification": true, "external-event": true, "custom": true}
+
+// InterruptID returns the deterministic interrupt id for an interrupt key.
+func InterruptID(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "int_" + hex.EncodeToString(sum[:])[:24]
+}
+
+// raise suspends node nodeID on a new interrupt: node.suspended, then
+// interrupt.requested (the InterruptPayload), with a durable timer when TimeoutMs > 0.
+func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
+	count := r.counts[nodeID]
+	r.counts[nodeID] = count + 1
+	key := fmt.Sprintf("%s:%s:%d", r.in.RunID, nodeID, count)
+	now := workflow.Now(r.ctx)
+	it := &interrupt{PendingInterrupt: PendingInterrupt{
+		NodeID:       nodeID,
+		InterruptID:  InterruptID(key),
+		Kind:         spec.Kind,
+		Key:          key,
+		Data:         mustJSON(spec.Data),
+		ResumeSchema: spec.ResumeSchema,
+		TimeoutMs:    spec.TimeoutMs,
+		RequestedAt:  formatTime(now),
+	}, agent: spec.Agent, describe: spec.Describe}
+	if spec.TimeoutMs > 0 {
+		it.ExpiresAt = formatTime(now.Add(time.Duration(spec.TimeoutMs) * time.Millisecond))
+	}
+	susp := map[string]any{"nodeId": nodeID, "interruptId": it.InterruptID, "key": key}
+	if legacyKinds[spec.Kind] {
+		susp["kind"] = spec.Kind
+	}
+	if spec.Reason != "" {
+		susp["reason"] = spec.Reason
+	}
+	it.suspendedEvent = r.emit(EvNodeSuspended, nodeID, susp, "")
+	req := map[string]any{"kind": spec.Kind, "key": key, "data": it.Data}
+	if len(spec.ResumeSchema) > 0 {
+		req["resumeSchema"] = spec.ResumeSchema
+	}
+	if spec.TimeoutMs > 0 {
+		req["timeoutMs"] = spec.TimeoutMs
+	}
+	it.requestedEvent = r.emit(EvInterruptRequested, nodeID, req, it.suspendedEvent)
+	r.pending = append(r.pending, it)
+	r.currentNode = nodeID
+	r.startTimer(it)
+	r.refreshStatus()
+	r.describePending()
+	return it
+}
+
+// startTimer arms the interrupt's durable timeout timer (from its ExpiresAt, so a
+// continued run re-arms the remaining time only).
+func (r *runner) startTimer(it *interrupt) {
+	if it.ExpiresAt == "" {
+		return
+	}
+	exp, err := time.Parse(time.RFC3339Nano, it.ExpiresAt)
+	if err != nil {
+		return
+	}
+	d := exp.Sub(workflow.Now(r.ctx))
+	if d <= 0 {
+		it.timedOut = true
+		return
+	}
+	tctx, cancel := workflow.WithCancel(r.ctx)
+	it.stopTimer = cancel
+	f := workflow.NewTimer(tctx, d)
+	workflow.Go(tctx, func(g workflow.Context) {
+		if f.Get(g, nil) == nil {
+			it.timedOut = true
+		}
+	})
+}
+
+// settle removes a resolved (or timed-out) interrupt from the pending list.
+func (r *runner) settle(it *interrupt) {
+	it.cancelTimer()
+	for i, p := range r.pending {
+		if p == it {
+			r.pending = append(r.pending[:i], r.pending[i+1:]...)
+			break
+		}
+	}
+	r.resolvedIDs[it.InterruptID] = true
+	if !it.agent && it.conv == nil {
+		r.resolvedNodes[it.NodeID] = true
+	}
+	r.refreshStatus()
+	r.describePending()
+}
+
+// emitResolved appends interrupt.resolved for it.
+func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawMessage) string {
+	p := map[string]any{
+		"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value),
+		"resolvedAt": formatTime(workflow.Now(r.ctx)),
+	}
+	if legacyKinds[it.Kind] {
+		p["kind"] = it.Kind
+	}
+	if req.ResolvedBy != "" {
+		p["resolvedBy"] = req.ResolvedBy
+	}
+	return r.emit(EvInterruptResolved, it.NodeID, p, it.requestedEvent)
+}
+
+// emitResumed appends node.resumed, caused by cause.
+func (r *runner) emitResumed(it *interrupt, value json.RawMessage, cause string) string {
+	return r.emit(EvNodeResumed, it.NodeID, map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value)}, cause)
+}
+
+// nextResolve waits for the next valid resolve addressed to one of node's pending
+// interrupts, in arrival order. Invalid and duplicate signals are dropped (the API has
+// already answered them from ValidateResolveQuery). It returns the request, its target
+// interrupt and the normalized value, or the interrupt that timed out.
+func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interrupt, value json.RawMessage, timedOut *interrupt, err error) {
+	for {
+		if r.forkIdx != nil {
+			if freq, ok := r.forkIdx.next(r, nodeID); ok {
+				r.inbox = append([]ResolveRequest{freq}, r.inbox...)
+			}
+		}
+		_, err = r.await(0, func() bool {
+			if len(r.inbox) > 0 {
+				return true
+			}
+			for _, it := range r.pending {
+				if it.NodeID == nodeID && it.timedOut {
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			return req, nil, nil, nil, err
+		}
+		if len(r.inbox) == 0 {
+			for _, it := range r.pending {
+				if it.NodeID == nodeID && it.timedOut {
+					return req, nil, nil, it, nil
+				}
+			}
+			continue
+		}
+		req = r.inbox[0]
+		r.inbox = r.inbox[1:]
+		check, res := r.checkResolve(req)
+		if !check.OK {
+			workflow.GetLogger(r.ctx).Info("Ignoring a resolve the workflow rejects", "nodeId", req.NodeID, "code", check.Code, "message", check.Message)
+			continue
+		}
+		if res.target.NodeID != nodeID {
+			continue
+		}
+		if req.RequestID != "" {
+			r.applied[req.RequestID] = true
+		}
+		return req, res.target, res.value, nil, nil
+	}
+}
+
+// resolution is what checkResolve found for an acceptable request.
+type resolution struct {
+	target *interrupt
+	value  json.RawMessage // normalized resume value
+}
+
+func reject(status int, code, format string, args ...any) (ResolveCheck, *resolution) {
+	return ResolveCheck{OK: false, Status: status, Code: code, Message: fmt.Sprintf(format, args...)}, nil
+}
+
+// checkResolve is the one validation of a ResolveRequest, used by ValidateResolveQuery
+// (the API's synchronous answer) and by the workflow before it applies a signal. It
+// changes nothing.
+func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
+	if req.NodeID == "" {
+		return reject(http.StatusBadRequest, "validation_error", "nodeId is required")
+	}
+	if r.terminal || r.cancelReq != nil {
+		if r.status == StatusCancelled || r.cancelReq != nil {
+			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
+		}
+		if r.resolvedNodes[req.NodeID] {
+			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
+		}
+		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, r.status)
+	}
+	if req.RequestID != "" && r.applied[req.RequestID] {
+		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
+	}
+	var cands []*interrupt
+	for _, it := range r.pending {
+		if it.NodeID == req.NodeID {
+			cands = append(cands, it)
+		}
+	}
+	if req.InterruptID != "" {
+		var found *interrupt
+		for _, it := range cands {
+			if it.InterruptID == req.InterruptID {
+				found = it
+			}
+		}
+		if found == nil {
+			if r.resolvedIDs[req.InterruptID] {
+				return reject(http.StatusConflict, "interrupt_already_resolved", "interrupt %s was already resolved", req.InterruptID)
+			}
+			return reject(http.StatusNotFound, "interrupt_not_found", "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)
+		}
+		cands = []*interrupt{found}
+	}
+	if len(cands) == 0 {
+		for _, c := range r.convs {
+			if c.NodeID == req.NodeID && c.Closed {
+				return reject(http.StatusBadRequest, "validation_error", "conversation %s is closed", c.ID)
+			}
+		}
+		if r.resolvedNodes[req.NodeID] {
+			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
+		}
+		return reject(http.StatusNotFound, "interrupt_not_found", "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
+	}
+	target := cands[0]
+	if len(cands) > 1 {
+		// An agent's own wait and its conversation share the node: a value carrying an
+		// "event" field goes to the agent's wait, anything else to the conversation.
+		var probe map[string]json.RawMessage
+		_ = json.Unmarshal(req.ResumeValue, &probe)
+		for _, it := range cands {
+			if it.agent == (probe["event"] != nil) {
+				target = it
+			}
+		}
+	}
+	var (
+		value  json.RawMessage
+		check  ResolveCheck
+		status = StatusRunning
+	)
+	switch {
+	case target.conv != nil:
+		value, status, check = r.checkConversationResolve(target, req)
+	case target.agent:
+		value, check = r.checkAgentResolve(target, req)
+		status = StatusWaitingApproval
+	case target.Kind == "approval":
+		value, status, check = r.checkApproval(target, req)
+	case target.Kind == "clarification":
+		value, check = r.checkClarification(target, req)
+	case target.Kind == "external-event":
+		value, check = r.checkExternal(target, req)
+	default:
+		value, check = req.ResumeValue, ResolveCheck{OK: true}
+	}
+	if !check.OK {
+		return check, nil
+	}
+	if len(target.ResumeSchema) > 0 && target.conv == nil {
+		if err := r.validateAgainst(target.ResumeSchema, req.ResumeValue); err != nil {
+			return reject(http.StatusBadRequest, "validation_error", "resumeValue does not match the interrupt's resumeSchema: %v", err)
+		}
+	}
+	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value}
+}
+
+// ---- approval ----
+
+// approvalData is the ApprovalData of an approval interrupt.
+type approvalData struct {
+	ArtifactID        string          `json:"artifactId"`
+	ArtifactType      string          `json:"artifactType"`
+	Title             string          `json:"title"`
+	Description       string          `json:"description,omitempty"`
+	ArtifactData      json.RawMessage `json:"artifactData,omitempty"`
+	Actions           []string        `json:"actions"`
+	RequiredApprovals int             `json:"requiredApprovals,omitempty"`
+	ApproversList     []string        `json:"approversList,omitempty"`
+	RejectionPolicy   string          `json:"rejectionPolicy,omitempty"`
+}
+
+// approvalResume is an ApprovalResume (plus the legacy decision and the suite's voter).
+type approvalResume struct {
+	Action             string          `json:"action"`
+	Decision           string          `json:"decision,omitempty"`
+	Feedback           string          `json:"feedback,omitempty"`
+	RefineFeedback     json.RawMessage `json:"refineFeedback,omitempty"`
+	EditedArtifactData json.RawMessage `json:"editedArtifactData,omitempty"`
+	DecidedBy          string          `json:"decidedBy,omitempty"`
+	DecidedAt          string          `json:"decidedAt,omitempty"`
+	Comment            string          `json:"comment,omitempty"`
+	Voter              string          `json:"voter,omitempty"`
+}
+
+// normalizeApproval parses a resume value, mapping the legacy `decision` field.
+func normalizeApproval(raw json.RawMessage) (approvalResume, error) {
+	var v approvalResume
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, fmt.Errorf("resumeValue must be an object with an action: %w", err)
+	}
+	if v.Action == "" && v.Decision != "" {
+		switch v.Decision {
+		case "approved", "approve", "accept":
+			v.Action = "accept"
+		case "rejected", "reject":
+			if v.Feedback != "" {
+				v.Action = "refine"
+				v.RefineFeedback = mustJSON(map[string]string{"scope": "whole", "text": v.Feedback})
+			} else {
+				v.Action = "reject"
+			}
+		default:
+			return v, fmt.Errorf("unknown legacy decision %q", v.Decision)
+		}
+	}
+	v.Decision = ""
+	return v, nil
+}
+
+func (v approvalResume) voter(req ResolveRequest) string {
+	switch {
+	case v.Voter != "":
+		return v.Voter
+	case v.DecidedBy != "":
+		return v.DecidedBy
+	case req.ResolvedBy != "":
+		return req.ResolvedBy
+	default:
+		return "anonymous"
+	}
+}
+
+func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (json.RawMessage, string, ResolveCheck) {
+	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
+		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+	}
+	v, err := normalizeApproval(req.ResumeValue)
+	if err != nil {
+		return bad("%v", err)
+	}
+	allowed := false
+	for _, a := range it.approval.Actions {
+		if a == v.Action {
+			allowed = true
+		}
+	}
+	if !allowed {
+		return bad("action %q is not allowed here; allowed actions: %s", v.Action, strings.Join(it.approval.Actions, ", "))
+	}
+	if v.Action == "refine" && len(v.RefineFeedback) == 0 {
+		return bad("action refine needs refineFeedback")
+	}
+	if v.Action == "edit-accept" && len(v.EditedArtifactData) == 0 {
+		return bad("action edit-accept needs editedArtifactData")
+	}
+	voter := v.voter(req)
+	if len(it.approval.ApproversList) > 0 && v.Action != "ask" {
+		listed := false
+		for _, a := range it.approval.ApproversList {
+			listed = listed || a == voter
+		}
+		if !listed {
+			return nil, "", ResolveCheck{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf("%q is not in the approvers list of node %q", voter, it.NodeID)}
+		}
+	}
+	for _, vote := range it.votes {
+		if vote.Voter == voter {
+			return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("%q has already voted at node %q", voter, it.NodeID)}
+		}
+	}
+	status := StatusRunning
+	if v.Action == "ask" {
+		status = StatusWaitingApproval
+	} else if accepts, rejects := tally(it, v.Action); !quorumDecided(it.approval, accepts, rejects) {
+		status = StatusWaitingApproval
+	}
+	if v.DecidedBy == "" && v.Action != "ask" {
+		v.DecidedBy = voter
+	}
+	return mustJSON(v), status, ResolveCheck{OK: true}
+}
+
+// tally counts accepting and rejecting votes including a prospective one.
+func tally(it *interrupt, next string) (accepts, rejects int) {
+	count := func(a string) {
+		switch a {
+		case "accept", "edit-accept", "refine":
+			accepts++
+		case "reject":
+			rejects++
+		}
+	}
+	for _, v := range it.votes {
+		count(v.Action)
+	}
+	count(next)
+	return
+}
+
+// quorumDecided reports whether the gate is decided (granted or rejected).
+func quorumDecided(d *approvalData, accepts, rejects int) bool {
+	return accepts >= d.required() || rejected(d, rejects)
+}
+
+func rejected(d *approvalData, rejects int) bool {
+	if d.RejectionPolicy == "majority" {
+		return rejects*2 > d.required()
+	}
+	return rejects > 0
+}
+
+func (d *approvalData) required() int {
+	if d.RequiredApprovals < 1 {
+		return 1
+	}
+	return d.RequiredApprovals
+}
+
+// approvalConfig is core.approvalGate's config (also core.interrupt data for kind
+// approval).
+type approvalConfig struct {
+	approvalData
+	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+}
+
+// execApprovalGate suspends on an approval interrupt until quorum, rejection or timeout.
+func execApprovalGate(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	var cfg approvalConfig
+	if len(n.Config) > 0 {
+		if err := json.Unmarshal(n.Config, &cfg); err != nil {
+			return nil, failNode("validation_error", "core.approvalGate config: %v", err)
+		}
+	}
+	return runApproval(r, n, cfg.approvalData, cfg.TimeoutMs, cfg.ResumeSchema)
+}
+
+func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSchema json.RawMessage) (map[string]json.RawMessage, error) {
+	if d.ArtifactID == "" {
+		d.ArtifactID = n.ID
+	}
+	if d.ArtifactType == "" {
+		d.ArtifactType = "workflow-node"
+	}
+	if d.Title == "" {
+		d.Title = "Approve " + n.ID
+		if n.Name != "" {
+			d.Title = n.Name
+		}
+	}
+	if len(d.Actions) == 0 {
+		d.Actions = []string{"accept", "reject"}
+	}
+	words := fmt.Sprintf("Approval %q: actions %s", d.Title, strings.Join(d.Actions, "/"))
+	if d.required() > 1 {
+		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), orDefault(d.RejectionPolicy, "single-veto"))
+	}
+	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + "."})
+	it.approval = &d
+	legacy := map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
+	if d.RequiredApprovals > 0 {
+		legacy["requiredApprovals"] = d.RequiredApprovals
+	}
+	if len(d.ApproversList) > 0 {
+		legacy["approversList"] = d.ApproversList
+	}
+	r.emit(EvApprovalRequested, n.ID, legacy, it.requestedEvent)
+	for {
+		req, _, value, timedOut, err := r.nextResolve(n.ID)
+		if err != nil {
+			return nil, err
+		}
+		if timedOut != nil {
+			r.settle(it)
+			r.emit(EvApprovalReceived, n.ID, map[string]any{"nodeId": n.ID, "action": "timeout", "decidedAt": formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
+			return nil, failNode("interrupt_timeout", "approval at node %q timed out after %d ms", n.ID, timeoutMs)
+		}
+		var v approvalResume
+		_ = json.Unmarshal(value, &v)
+		if v.Action == "ask" {
+			continue // Q&A does not end the suspension
+		}
+		received := map[string]any{"nodeId": n.ID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
+		if v.Feedback != "" {
+			received["feedback"] = v.Feedback
+		}
+		if v.Comment != "" {
+			received["comment"] = v.Comment
+		}
+		if len(v.RefineFeedback) > 0 {
+			received["refineFeedback"] = v.RefineFeedback
+		}
+		if len(v.EditedArtifactData) > 0 {
+			received["editedArtifactData"] = v.EditedArtifactData
+		}
+		accepts, rejects := tally(it, v.Action)
+		it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
+		if !quorumDecided(&d, accepts, rejects) {
+			r.emit(EvApprovalReceived, n.ID, received, it.requestedEvent)
+			r.describePending()
+			continue
+		}
+		r.settle(it)
+		resolved := r.emitResolved(it, req, value)
+		recv := r.emit(EvApprovalReceived, n.ID, received, resolved)
+		r.emitResumed(it, value, recv)
+		if rejected(&d, rejects) {
+			return nil, failNode("approval_rejected", "approval at node %q was rejected", n.ID)
+		}
+		votes := make([]approvalVote, len(it.votes))
+		copy(votes, it.votes)
+		return map[string]json.RawMessage{"action": mustJSON(v.Action), "decision": value, "votes": mustJSON(votes)}, nil
+	}
+}
+
+// legacyActions maps actions to approval.requested's enum (edit-accept → edit).
+func legacyActions(actions []string) []string {
+	out := make([]string, 0, len(actions))
+	for _, a := range actions {
+		if a == "edit-accept" {
+			a = "edit"
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// ---- clarification ----
+
+type clarificationQuestion struct {
+	ID       string          `json:"id"`
+	Question string          `json:"question"`
+	Schema   json.RawMessage `json:"schema,omitempty"`
+}
+
+type clarificationData struct {
+	Questions   []clarificationQuestion `json:"questions"`
+	ContextType string                  `json:"contextType,omitempty"`
+}
+
+type clarificationConfig struct {
+	clarificationData
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+}
+
+// normalizeAnswers accepts {answers:{id:value}} and {answers:[{id,answer}]}.
+func normalizeAnswers(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	var v struct {
+		Answers json.RawMessage `json:"answers"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || len(v.Answers) == 0 {
+		return nil, fmt.Errorf("resumeValue must be an object with answers")
+	}
+	obj := map[string]json.RawMessage{}
+	if json.Unmarshal(v.Answers, &obj) == nil {
+		return obj, nil
+	}
+	var arr []struct {
+		ID     string          `json:"id"`
+		Answer json.RawMessage `json:"answer"`
+	}
+	if err := json.Unmarshal(v.Answers, &arr); err != nil {
+		return nil, fmt.Errorf("answers must be an object keyed by question id or an array of {id, answer}")
+	}
+	for _, a := range arr {
+		if a.ID == "" {
+			return nil, fmt.Errorf("every answer needs an id")
+		}
+		obj[a.ID] = a.Answer
+	}
+	return obj, nil
+}
+
+func (r *runner) checkClarification(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
+	answers, err := normalizeAnswers(req.ResumeValue)
+	if err == nil {
+		var d clarificationData
+		_ = json.Unmarshal(it.Data, &d)
+		for _, q := range d.Questions {
+			a, ok := answers[q.ID]
+			if !ok {
+				err = fmt.Errorf("question %q is not answered", q.ID)
+				break
+			}
+			if verr := r.validateAgainst(q.Schema, a); verr != nil {
+				err = fmt.Errorf("answer to %q: %v", q.ID, verr)
+				break
+			}
+		}
+	}
+	if err != nil {
+		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: err.Error()}
+	}
+	return mustJSON(answers), ResolveCheck{OK: true}
+}
+
+// execClarificationGate suspends on a clarification interrupt.
+func execClarificationGate(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	var cfg clarificationConfig
+	if len(n.Config) > 0 {
+		if err := json.Unmarshal(n.Config, &cfg); err != nil {
+			return nil, failNode("validation_error", "core.clarificationGate config: %v", err)
+		}
+	}
+	return runClarification(r, n, cfg.clarificationData, cfg.TimeoutMs)
+}
+
+func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) (map[string]json.RawMessage, error) {
+	if len(d.Questions) == 0 {
+		return nil, failNode("validation_error", "clarification at node %q declares no questions", n.ID)
+	}
+	qs := make([]string, 0, len(d.Questions))
+	for _, q := range d.Questions {
+		qs = append(qs, fmt.Sprintf("%s: %q", q.ID, q.Question))
+	}
+	it := r.raise(n.ID, interruptSpec{Kind: "clarification", Data: d, TimeoutMs: timeoutMs, Describe: "Questions " + strings.Join(qs, "; ") + "."})
+	r.emit(EvClarificationRequested, n.ID, map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "questions": d.Questions}, it.requestedEvent)
+	req, _, answers, timedOut, err := r.nextResolve(n.ID)
+	if err != nil {
+		return nil, err
+	}
+	if timedOut != nil {
+		r.settle(it)
+		return nil, failNode("interrupt_timeout", "clarification at node %q timed out after %d ms", n.ID, timeoutMs)
+	}
+	r.settle(it)
+	resolved := r.emitResolved(it, req, req.ResumeValue)
+	p := map[string]any{"nodeId": n.ID, "answers": answers}
+	if req.ResolvedBy != "" {
+		p["answeredBy"] = req.ResolvedBy
+	}
+	cr := r.emit(EvClarificationResolved, n.ID, p, resolved)
+	r.emitResumed(it, req.ResumeValue, cr)
+	return map[string]json.RawMessage{"answers": answers}, nil
+}
+
+// ---- generic interrupt (external-event, custom, …) ----
+
+type externalData struct {
+	EventType   string                     `json:"eventType"`
+	Correlation map[string]json.RawMessage `json:"correlation"`
+}
+
+func (r *runner) checkExternal(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
+	var d externalData
+	_ = json.Unmarshal(it.Data, &d)
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal(req.ResumeValue, &got); err != nil {
+		return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: "the external event must be a JSON object"}
+	}
+	keys := make([]string, 0, len(d.Correlation))
+	for k := range d.Correlation {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, ok := got[k]
+		if !ok {
+			return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: fmt.Sprintf("correlation key %q is missing from the event", k),
+				Details: mustJSON(map[string]string{"field": k})}
+		}
+		if !jsonEqual(v, d.Correlation[k]) {
+			return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: fmt.Sprintf("correlation key %q does not match: want %s, got %s", k, canonical(d.Correlation[k]), canonical(v)),
+				Details: mustJSON(map[string]string{"field": k})}
+		}
+	}
+	return req.ResumeValue, ResolveCheck{OK: true}
+}
+
+// interruptConfig is core.interrupt's config.
+type interruptConfig struct {
+	Kind         string          `json:"kind"`
+	Data         json.RawMessage `json:"data"`
+	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+}
+
+// execInterrupt raises the interrupt its config describes.
+func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	var cfg interruptConfig
+	if err := json.Unmarshal(orJSON(n.Config, "{}"), &cfg); err != nil {
+		return nil, failNode("validation_error", "core.interrupt config: %v", err)
+	}
+	switch cfg.Kind {
+	case "approval":
+		var d approvalData
+		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
+		return runApproval(r, n, d, cfg.TimeoutMs, cfg.ResumeSchema)
+	case "clarification":
+		var d clarificationData
+		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
+		return runClarification(r, n, d, cfg.TimeoutMs)
+	case "external-event", "custom", "low-confidence":
+	case "":
+		cfg.Kind = "custom"
+	default:
+		return nil, failNode("validation_error", "core.interrupt at node %q: unsupported kind %q", n.ID, cfg.Kind)
+	}
+	data := orJSON(cfg.Data, "{}")
+	words := "Waiting for a resume value."
+	switch cfg.Kind {
+	case "external-event":
+		var d externalData
+		if err := json.Unmarshal(data, &d); err != nil || d.EventType == "" {
+			return nil, failNode("validation_error", "core.interrupt at node %q: external-event data needs eventType and correlation", n.ID)
+		}
+		if d.Correlation == nil {
+			data = mustJSON(map[string]any{"eventType": d.EventType, "correlation": map[string]any{}})
+		}
+		words = fmt.Sprintf("Waiting for external event %q with correlation %s.", d.EventType, canonical(mustJSON(d.Correlation)))
+	case "custom":
+		var d struct {
+			CustomKind string `json:"customKind"`
+		}
+		if json.Unmarshal(data, &d); d.CustomKind == "" {
+			return nil, failNode("validation_error", "core.interrupt at node %q: custom data needs customKind", n.ID)
+		}
+		words = fmt.Sprintf("Waiting for a %q resume value.", d.CustomKind)
+	}
+	it := r.raise(n.ID, interruptSpec{Kind: cfg.Kind, Data: data, TimeoutMs: cfg.TimeoutMs, ResumeSchema: cfg.ResumeSchema, Describe: words})
+	req, _, value, timedOut, err := r.nextResolve(n.ID)
+	if err != nil {
+		return nil, err
+	}
+	if timedOut != nil {
+		r.settle(it)
+		return nil, failNode("interrupt_timeout", "%s interrupt at node %q timed out after %d ms", cfg.Kind, n.ID, cfg.TimeoutMs)
+	}
+	r.settle(it)
+	resolved := r.emitResolved(it, req, value)
+	r.emitResumed(it, value, resolved)
+	return map[string]json.RawMessage{"resumeValue": value}, nil
+}
+
+func orJSON(raw json.RawMessage, def string) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(def)
+	}
+	return raw
+}
