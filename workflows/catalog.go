@@ -12,6 +12,14 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
+// packNodeType is the node type that runs a PromptPack pack as a conversation; its
+// config is {"pack": "<pack id>"}. The agent behind it lives in pack*.go.
+const packNodeType = "vendor.wop.pack"
+
+// ServedPackNodeID is the id of the single node of the definition a pack is served
+// as (workflowId = pack id).
+const ServedPackNodeID = "agent"
+
 //go:embed fixtures/*.json
 var fixtureFS embed.FS
 
@@ -56,12 +64,7 @@ func NewCatalog(opts CatalogOptions) (*Catalog, error) {
 			return nil, fmt.Errorf("catalog: pack id %q collides with a workflow definition", p.ID)
 		}
 		c.packs[p.ID] = p
-		d := PackDefinition(p)
-		d.Normalize()
-		if d.Channels == nil {
-			d.Channels = map[string]Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}}
-		}
-		c.defs[p.ID] = d
+		c.defs[p.ID] = servedPackDefinition(p)
 	}
 	return c, nil
 }
@@ -90,6 +93,29 @@ func LoadFixtures() ([]*Definition, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// servedPackDefinition is the workflow definition that serves pack p: one
+// vendor.wop.pack node with id "agent", a conversation channel, and an optional
+// "message" input (the first user turn).
+func servedPackDefinition(p *packs.Pack) *Definition {
+	name := orDefault(p.Name, p.ID)
+	d := &Definition{
+		ID:          p.ID,
+		Name:        name,
+		Version:     orDefault(p.Version, "1.0"),
+		Description: orDefault(p.Description, "PromptPack "+p.ID+" as a conversation"),
+		Nodes: []Node{{
+			ID: ServedPackNodeID, TypeID: packNodeType, Name: name,
+			Config: mustJSON(map[string]string{"pack": p.ID}),
+		}},
+		Triggers:  []json.RawMessage{json.RawMessage(`{"id":"manual","type":"manual","enabled":true}`)},
+		Variables: []Variable{{Name: "message", Type: "string", Description: "Optional first user message, answered at once."}},
+		Metadata:  mustJSON(map[string]any{"tags": []string{"promptpack"}}),
+		Channels:  map[string]Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}},
+	}
+	d.Normalize()
+	return d
 }
 
 // Normalize fills the members the definition schema requires but a definition may
@@ -208,7 +234,7 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 				}
 				in.Definitions[child.ID] = child
 				queue = append(queue, child)
-			case PackNodeType:
+			case packNodeType:
 				p, ok := c.packs[cfg.Pack]
 				if !ok {
 					return nil, fmt.Errorf("definition %q: node %q runs unknown pack %q", d.ID, n.ID, cfg.Pack)
