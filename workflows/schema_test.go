@@ -58,11 +58,14 @@ func loadSchemas() {
 		v1 + "agent-ref.schema.json", v1 + "prompt-ref.schema.json", v1 + "prompt-kind.schema.json",
 		v1 + "orchestrator-decision.schema.json", v1 + "channel-written-payload.schema.json",
 		v1 + "credential-reference.schema.json", v1 + "compensation-policy.schema.json",
-		v2 + "part.schema.json", v2 + "run-event-payloads.schema.json", v2 + "agent-ref.schema.json",
+		v2 + "part.schema.json", v2 + "agent-ref.schema.json",
 		v2 + "orchestrator-decision.schema.json", v2 + "credential-reference.schema.json", v2 + "compensation-policy.schema.json",
 	} {
 		_ = c.AddResource(stub, map[string]any{})
 	}
+	// Not copied (see the README); the v2 conversation schema aliases its exchanged
+	// payload to a $def in it.
+	_ = c.AddResource(v2+"run-event-payloads.schema.json", map[string]any{"$defs": map[string]any{"conversationExchanged": map[string]any{}}})
 	schemaComp = c
 }
 

@@ -1,0 +1,197 @@
+package workflows
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestApprovalAcceptEventSequence(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-approval", ""))
+	var waiting Snapshot
+	var badAction, unknownNode, ok ResolveCheck
+	tr.at(time.Second, func() {
+		waiting = tr.snapshot()
+		badAction = tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"maybe"}`)})
+		unknownNode = tr.check(ResolveRequest{NodeID: "no-such-node", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+		ok = tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+		// An invalid signal is ignored by the workflow; the valid one after it applies.
+		tr.resolve("gate", `{"action":"maybe"}`)
+		tr.resolve("gate", `{"action":"accept"}`)
+	})
+	s := tr.execute()
+	require.Equal(t, StatusWaitingApproval, waiting.Status)
+	require.Equal(t, "gate", waiting.CurrentNodeID)
+	require.NotNil(t, waiting.Interrupt)
+	require.Equal(t, "run-conformance-approval:gate:0", waiting.Interrupt.Key)
+	require.Equal(t, InterruptID("run-conformance-approval:gate:0"), waiting.Interrupt.InterruptID)
+	require.Equal(t, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error"}, ResolveCheck{Status: badAction.Status, Code: badAction.Code})
+	require.Equal(t, http.StatusNotFound, unknownNode.Status)
+	require.Equal(t, "interrupt_not_found", unknownNode.Code)
+	require.True(t, ok.OK)
+	require.Equal(t, StatusRunning, ok.RunStatus)
+	require.Equal(t, StatusCompleted, s.Status)
+	evs := tr.events()
+	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvApprovalRequested,
+		EvInterruptResolved, EvApprovalReceived, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+	require.Equal(t, evs[3].EventID, evs[5].CausationID, "interrupt.resolved is caused by interrupt.requested")
+	require.Equal(t, evs[6].EventID, evs[7].CausationID)
+	require.Equal(t, "key_test", payload(t, evs[6])["decidedBy"])
+	// After the run: resolving again is a conflict, an unknown node is terminal.
+	again := tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+	require.Equal(t, http.StatusConflict, again.Status)
+	require.Equal(t, "interrupt_already_resolved", again.Code)
+}
+
+func TestApprovalRejectFailsRun(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-approval", ""))
+	tr.at(time.Second, func() { tr.resolve("gate", `{"decision":"rejected"}`) })
+	s := tr.execute()
+	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, "approval_rejected", s.Error.Code)
+	recv := ofType(tr.events(), EvApprovalReceived)
+	require.Len(t, recv, 1)
+	require.Equal(t, "reject", payload(t, recv[0])["action"])
+	require.Len(t, ofType(tr.events(), EvNodeFailed), 1)
+}
+
+func TestApprovalTimeout(t *testing.T) {
+	in := fixtureInput(t, "conformance-approval", "")
+	def := *in.Definition
+	def.Nodes = []Node{def.Nodes[0]}
+	def.Nodes[0].Config = json.RawMessage(`{"actions":["accept","reject"],"timeoutMs":3600000}`)
+	in.Definition = &def
+	tr := newTestRun(t, in)
+	var waiting Snapshot
+	tr.at(time.Minute, func() { waiting = tr.snapshot() })
+	s := tr.execute()
+	require.NotEmpty(t, waiting.Interrupt.ExpiresAt)
+	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, "interrupt_timeout", s.Error.Code)
+	recv := ofType(tr.events(), EvApprovalReceived)
+	require.Equal(t, "timeout", payload(t, recv[0])["action"])
+}
+
+func TestQuorumAcceptsAfterThreeVoters(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-quorum", ""))
+	var after2 Snapshot
+	var dupVoter ResolveCheck
+	tr.at(time.Second, func() {
+		tr.resolve("gate", `{"action":"accept","voter":"approver-1"}`)
+		tr.resolve("gate", `{"action":"accept","voter":"approver-2"}`)
+	})
+	tr.at(2*time.Second, func() {
+		after2 = tr.snapshot()
+		dupVoter = tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept","voter":"approver-2"}`)})
+		tr.resolve("gate", `{"action":"accept","voter":"approver-2"}`) // ignored duplicate vote
+		tr.resolve("gate", `{"action":"accept","voter":"approver-3"}`)
+	})
+	s := tr.execute()
+	require.Equal(t, StatusWaitingApproval, after2.Status)
+	require.Equal(t, http.StatusConflict, dupVoter.Status)
+	require.Equal(t, StatusCompleted, s.Status)
+	require.Len(t, ofType(tr.events(), EvApprovalReceived), 3)
+	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
+}
+
+func TestQuorumMajorityRejects(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-quorum", ""))
+	tr.at(time.Second, func() {
+		tr.resolve("gate", `{"action":"reject","voter":"approver-1"}`)
+		tr.resolve("gate", `{"action":"reject","voter":"approver-2"}`)
+	})
+	s := tr.execute()
+	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, "approval_rejected", s.Error.Code)
+}
+
+func TestClarificationObjectAndArrayAnswers(t *testing.T) {
+	for name, answers := range map[string]string{"object": `{"answers":{"q1":"blue"}}`, "array": `{"answers":[{"id":"q1","answer":"blue"}]}`} {
+		t.Run(name, func(t *testing.T) {
+			tr := newTestRun(t, fixtureInput(t, "conformance-clarification", ""))
+			var waiting Snapshot
+			var missing ResolveCheck
+			tr.at(time.Second, func() {
+				waiting = tr.snapshot()
+				missing = tr.check(ResolveRequest{NodeID: "ask", ResumeValue: json.RawMessage(`{"answers":{"q2":"x"}}`)})
+				tr.resolve("ask", answers)
+			})
+			s := tr.execute()
+			require.Equal(t, StatusWaitingInput, waiting.Status)
+			require.Equal(t, "ask", waiting.CurrentNodeID)
+			require.Equal(t, http.StatusBadRequest, missing.Status)
+			require.Equal(t, StatusCompleted, s.Status)
+			evs := tr.events()
+			require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvClarificationRequested,
+				EvInterruptResolved, EvClarificationResolved, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+			require.Equal(t, map[string]any{"q1": "blue"}, payload(t, evs[6])["answers"])
+		})
+	}
+}
+
+func TestExternalEventMatchAndMismatch(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-external-event", ""))
+	var waiting, afterBad Snapshot
+	var mismatch, missing ResolveCheck
+	tr.at(time.Second, func() {
+		waiting = tr.snapshot()
+		mismatch = tr.check(ResolveRequest{NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"different-order","status":"completed"}`)})
+		missing = tr.check(ResolveRequest{NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"fixture-order-1"}`)})
+		tr.resolve("wait", `{"orderId":"different-order","status":"completed"}`)
+	})
+	tr.at(2*time.Second, func() {
+		afterBad = tr.snapshot()
+		tr.resolve("wait", `{"orderId":"fixture-order-1","status":"completed","externalReference":"conformance-test-123"}`)
+	})
+	s := tr.execute()
+	require.Equal(t, StatusWaitingExternal, waiting.Status)
+	require.Equal(t, "external-event", waiting.Interrupt.Kind)
+	require.Equal(t, http.StatusUnprocessableEntity, mismatch.Status)
+	require.Equal(t, "validation_error", mismatch.Code)
+	require.Equal(t, http.StatusUnprocessableEntity, missing.Status)
+	require.Equal(t, StatusWaitingExternal, afterBad.Status)
+	require.Equal(t, StatusCompleted, s.Status)
+	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
+}
+
+func TestExternalEventTimeout(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-external-event", ""))
+	s := tr.execute()
+	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, "interrupt_timeout", s.Error.Code)
+	require.Equal(t, "wait", payload(t, tr.events()[len(tr.events())-1])["failedNodeId"])
+}
+
+func TestCancelInvalidatesPendingInterrupt(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-approval", ""))
+	tr.at(time.Second, func() { tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "conformance-cleanup"}) })
+	s := tr.execute()
+	require.Equal(t, StatusCancelled, s.Status)
+	require.Nil(t, s.Interrupt)
+	c := tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+	require.Equal(t, http.StatusGone, c.Status)
+	require.Equal(t, "interrupt_cancelled", c.Code)
+}
+
+func TestCustomInterruptResumeSchema(t *testing.T) {
+	def := &Definition{ID: "custom", Name: "c", Version: "1", Nodes: []Node{{ID: "n", TypeID: "core.interrupt", Config: json.RawMessage(
+		`{"kind":"custom","data":{"customKind":"pick"},"resumeSchema":{"type":"object","required":["choice"],"properties":{"choice":{"enum":["a","b"]}}}}`)}}}
+	def.Normalize()
+	tr := newTestRun(t, RunInput{RunID: "run-custom", Definition: def})
+	var bad ResolveCheck
+	var waiting Snapshot
+	tr.at(time.Second, func() {
+		waiting = tr.snapshot()
+		bad = tr.check(ResolveRequest{NodeID: "n", ResumeValue: json.RawMessage(`{"choice":"z"}`)})
+		tr.resolve("n", `{"choice":"z"}`)
+		tr.resolve("n", `{"choice":"b"}`)
+	})
+	s := tr.execute()
+	require.Equal(t, StatusWaitingInput, waiting.Status)
+	require.Equal(t, http.StatusBadRequest, bad.Status)
+	require.Equal(t, StatusCompleted, s.Status)
+	require.JSONEq(t, `{"choice":"b"}`, string(s.Variables["resumeValue"]))
+}
