@@ -1,0 +1,536 @@
+package workflows
+
+// This file is the PromptPack conversation node (node type vendor.wop.pack): it serves
+// the conversation seam of conversation.go with the Level-2 engine of package engine.
+// The engine decides; this file supplies its effects (model and tool activities,
+// workflow.Now, the run event log) and maps its outcomes onto the conversation.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/packs"
+)
+
+// PackNodeType is the node type that runs a PromptPack as an RFC 0005 conversation.
+// Its config is PackNodeConfig; the pack itself travels in RunInput.Packs.
+const PackNodeType = "vendor.wop.pack"
+
+// PackNodeID is the id of the single node of the definition PackDefinition builds.
+const PackNodeID = "agent"
+
+// PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}.
+type PackNodeConfig struct {
+	Pack string `json:"pack"`
+}
+
+// PackDefinition is the workflow a pack is served as (workflowId = pack id): one
+// vendor.wop.pack node that holds the whole conversation. Callers normalise it.
+func PackDefinition(p *packs.Pack) *Definition {
+	return &Definition{
+		ID:          p.ID,
+		Name:        orDefault(p.Name, p.ID),
+		Version:     p.Version,
+		Description: p.Description,
+		Nodes: []Node{{
+			ID:     PackNodeID,
+			TypeID: PackNodeType,
+			Name:   orDefault(p.Name, p.ID),
+			Config: mustJSON(PackNodeConfig{Pack: p.ID}),
+		}},
+	}
+}
+
+// Activity names of the model round and the tool call ((*activities.Activities).ModelRound
+// and .ToolCall), scheduled by name so the workflow does not depend on the worker's
+// method set.
+const (
+	modelRoundActivity = "ModelRound"
+	toolCallActivity   = "ToolCall"
+)
+
+// EventTypePackEvent is the eventType of the external-event interrupt a pack raises
+// while it waits in an `orchestration: external` state.
+const EventTypePackEvent = "promptpack.event"
+
+func init() {
+	registerAgent(PackNodeType, newPackAgent)
+}
+
+// packAgent is the conversation agent of a vendor.wop.pack node.
+type packAgent struct {
+	pack   *packs.Pack
+	nodeID string
+	m      *engine.Machine
+	// replay holds the source run's recorded model and tool results on a fork replay.
+	replay *packReplay
+}
+
+func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
+	var cfg PackNodeConfig
+	if len(n.Config) > 0 {
+		if err := json.Unmarshal(n.Config, &cfg); err != nil {
+			return nil, fmt.Errorf("%s config must be {\"pack\": \"<id>\"}: %w", PackNodeType, err)
+		}
+	}
+	if cfg.Pack == "" {
+		return nil, fmt.Errorf("%s node %q: config.pack is required", PackNodeType, n.ID)
+	}
+	in := c.Input()
+	p := in.Packs[cfg.Pack]
+	if p == nil {
+		return nil, fmt.Errorf("%s node %q: pack %q is not part of the run's input", PackNodeType, n.ID, cfg.Pack)
+	}
+	if p.Hash == "" {
+		p.Hash = in.PackHashes[p.ID] // Hash is not serialised with the pack
+	}
+	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: runVars(in.Inputs)}
+	a := &packAgent{pack: p, nodeID: n.ID}
+	var err error
+	if len(saved) > 0 && string(saved) != "null" {
+		var st engine.State
+		if err := json.Unmarshal(saved, &st); err != nil {
+			return nil, fmt.Errorf("restore pack %q state: %w", p.ID, err)
+		}
+		a.m, err = engine.Resume(ecfg, st)
+	} else {
+		a.m, err = engine.Start(ecfg, workflow.Now(ctx))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Replaying() {
+		a.replay = newPackReplay(c.SourceEvents())
+	}
+	return a, nil
+}
+
+// runVars decodes the run's inputs as template variables.
+func runVars(raw json.RawMessage) map[string]any {
+	vars := map[string]any{}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &vars) // non-object inputs carry no variables
+	}
+	return vars
+}
+
+// agentID is the id events use for the pack in a state: "<packId>:<state>".
+func (a *packAgent) agentID(state string) string { return a.pack.ID + ":" + state }
+
+// Open implements conversationAgent: turn 0 names the pack and its entry state; a
+// "message" input is the first user turn.
+func (a *packAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
+	st := a.m.CurrentState()
+	op := opening{
+		AgentID: a.pack.ID,
+		Title:   a.pack.Name,
+		InitialContent: mustJSON(map[string]string{
+			"text":  fmt.Sprintf("Conversation with %s (pack %s v%s), starting in state %s.", a.pack.Name, a.pack.ID, a.pack.Version, st),
+			"pack":  a.pack.ID,
+			"state": st,
+		}),
+	}
+	var in struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if raw := c.Input().Inputs; len(raw) > 0 && json.Unmarshal(raw, &in) == nil && len(in.Message) > 0 {
+		op.FirstUserText = turnText(in.Message)
+	}
+	a.publish(c)
+	return op, nil
+}
+
+// turnText extracts the text of a turn's content: {"text": …}, a JSON string, or the
+// raw JSON.
+func turnText(content json.RawMessage) string {
+	var body struct {
+		Text *string `json:"text"`
+	}
+	if json.Unmarshal(content, &body) == nil && body.Text != nil {
+		return *body.Text
+	}
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s
+	}
+	return string(content)
+}
+
+// Reply implements conversationAgent: one engine turn per user message.
+func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error) {
+	if a.m.Status() != engine.StatusAwaitingUser && a.m.Status() != engine.StatusAwaitingEvent {
+		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
+	}
+	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
+	if err != nil {
+		return agentReply{}, err
+	}
+	return a.reply(c, res, false), nil
+}
+
+// CheckInject implements conversationAgent.
+func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
+	return a.m.CanInject(ev.Event)
+}
+
+// Inject implements conversationAgent: the event moves the state machine; a terminal
+// target's prompt tells the user the outcome.
+func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error) {
+	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
+	if err != nil {
+		return agentReply{}, err
+	}
+	return a.reply(c, res, true), nil
+}
+
+// injectedContext is the text of an injected event's context (a JSON string, or the
+// raw JSON of any other value).
+func injectedContext(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// reply maps a TurnResult onto the conversation.
+func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool) agentReply {
+	rep := agentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
+		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State})}
+	// An injected event into a non-terminal state runs no round: nothing to say.
+	if injected && len(res.Segments) == 0 && !res.Done() {
+		rep.Silent = true
+	}
+	switch res.Status {
+	case engine.StatusAwaitingEvent:
+		if c.agentIt == nil || len(res.Transitions) > 0 {
+			rep.Raise = a.externalInterrupt(res.Awaiting)
+		}
+	case engine.StatusAwaitingUser:
+		rep.Clear = c.agentIt != nil
+	case engine.StatusCompleted:
+		st := a.m.State()
+		rep.Close = &closeRequest{
+			Outcome: mustJSON(map[string]any{
+				"pack": a.pack.ID, "finalState": res.State, "status": res.Status, "reply": res.Reply, "artifacts": orEmpty(st.Artifacts),
+			}),
+			FinalText: fmt.Sprintf("The %s workflow completed in state %s.", a.pack.Name, res.State),
+		}
+	default: // max_visits_exceeded, budget_exhausted, failed
+		code := res.ErrorCode
+		if code == "" {
+			code = res.Status
+		}
+		rep.Close = &closeRequest{
+			Error:     &RunError{Code: code, Message: res.ErrorMessage},
+			FinalText: fmt.Sprintf("Conversation closed: %s (%s).", res.ErrorMessage, code),
+		}
+	}
+	if rep.Close != nil && res.Reply == "" {
+		rep.Silent = true // nothing was said: only the system final turn
+	}
+	a.publish(c)
+	return rep
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// externalInterrupt is the interrupt a pack raises in an external state: resolving it
+// with {"event", "context"} injects the event.
+func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
+	events := []string{}
+	state := a.m.CurrentState()
+	if w != nil {
+		events, state = w.Events, w.State
+	}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"event":   map[string]any{"type": "string", "enum": events},
+			"context": map[string]any{"type": "string"},
+		},
+		"required": []string{"event"},
+	}
+	return &agentInterrupt{
+		Kind:         "external-event",
+		EventType:    EventTypePackEvent,
+		ResumeSchema: mustJSON(schema),
+		Describe: fmt.Sprintf("Pack %s waits in external state %s for one of the events %s; resolve with {\"event\": …, \"context\": …}.",
+			a.pack.ID, state, strings.Join(events, ", ")),
+	}
+}
+
+// publish keeps the search attributes and the current details current.
+func (a *packAgent) publish(c *conversation) {
+	st := a.m.State()
+	c.SetPackAttributes(a.pack.ID, st.CurrentState)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Pack %s v%s in state **%s** (%s). Visits %d", a.pack.ID, a.pack.Version, st.CurrentState, st.Status, st.TotalVisits)
+	if bud := a.budget(); bud != nil && bud.MaxTotalVisits > 0 {
+		fmt.Fprintf(&b, "/%d", bud.MaxTotalVisits)
+	}
+	fmt.Fprintf(&b, ", tool calls %d", st.TotalToolCalls)
+	if bud := a.budget(); bud != nil && bud.MaxToolCalls > 0 {
+		fmt.Fprintf(&b, "/%d", bud.MaxToolCalls)
+	}
+	fmt.Fprintf(&b, ", model rounds %d, tokens %d in / %d out.", st.ModelRounds, st.Usage.InputTokens, st.Usage.OutputTokens)
+	if w := a.m.Awaiting(); w != nil {
+		fmt.Fprintf(&b, " Waiting for an injected event: %s.", strings.Join(w.Events, ", "))
+	}
+	c.SetDetails(b.String())
+}
+
+func (a *packAgent) budget() *packs.Budget {
+	if a.pack.Workflow != nil && a.pack.Workflow.Engine != nil {
+		return a.pack.Workflow.Engine.Budget
+	}
+	return nil
+}
+
+// Transcript implements conversationAgent: model rounds read the engine's transcript.
+func (a *packAgent) Transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
+	if ref.Key != a.nodeID {
+		return nil, fmt.Errorf("pack node %q has no transcript %q", a.nodeID, ref.Key)
+	}
+	if ref.From < 0 || ref.To > a.m.TranscriptLen() || ref.From > ref.To {
+		return nil, fmt.Errorf("pack node %q: transcript range [%d, %d) is outside [0, %d)", a.nodeID, ref.From, ref.To, a.m.TranscriptLen())
+	}
+	return a.m.Transcript(ref.From, ref.To), nil
+}
+
+// Status implements conversationAgent.
+func (a *packAgent) Status() *PackStatus {
+	st := a.m.State()
+	return &PackStatus{
+		PackID:       a.pack.ID,
+		PackVersion:  a.pack.Version,
+		PackHash:     a.pack.Hash,
+		NodeID:       a.nodeID,
+		State:        st.CurrentState,
+		Status:       st.Status,
+		Visits:       st.VisitCounts,
+		TotalVisits:  st.TotalVisits,
+		ToolCalls:    st.TotalToolCalls,
+		ModelRounds:  st.ModelRounds,
+		InputTokens:  st.Usage.InputTokens,
+		OutputTokens: st.Usage.OutputTokens,
+		Budget:       a.budget(),
+		Artifacts:    st.Artifacts,
+	}
+}
+
+// Save implements conversationAgent: the engine state is carried across continue-as-new.
+func (a *packAgent) Save() (json.RawMessage, error) {
+	raw, err := json.Marshal(a.m.State())
+	if err != nil {
+		return nil, fmt.Errorf("save pack %q state: %w", a.pack.ID, err)
+	}
+	return raw, nil
+}
+
+// runtime builds the engine Runtime of one turn.
+func (a *packAgent) runtime(ctx workflow.Context, c *conversation) *packRuntime {
+	return &packRuntime{ctx: ctx, c: c, a: a}
+}
+
+// ---- the engine's Runtime ----
+
+// packRuntime implements engine.Runtime with activities, workflow.Now and run events.
+type packRuntime struct {
+	ctx workflow.Context
+	c   *conversation
+	a   *packAgent
+	// silent drops events (fork replay re-folds without re-emitting).
+	silent bool
+}
+
+// activityError carries the error type of a failed activity as the engine's error code.
+type activityError struct {
+	code string
+	err  error
+}
+
+func (e *activityError) Error() string     { return e.err.Error() }
+func (e *activityError) Unwrap() error     { return e.err }
+func (e *activityError) ErrorCode() string { return e.code }
+func newActivityError(err error) error     { return &activityError{code: activityErrorCode(err), err: err} }
+func activityErrorCode(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() != "" {
+		return appErr.Type()
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return "activity_timeout"
+	}
+	return ""
+}
+
+// Model implements engine.Runtime: one ModelRound activity (or, on a fork replay, the
+// source run's recorded result).
+func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	var out activities.ModelRoundResult
+	recorded := false
+	if rt.a.replay != nil {
+		var r *activities.ModelRoundResult
+		if r, recorded = rt.a.replay.model(in.Round); recorded {
+			out = *r
+		} else {
+			rt.a.replay = nil // past the recorded rounds: the run goes on live
+		}
+	}
+	if !recorded {
+		opts := modelRoundOptions(in.Provider)
+		opts.Summary = fmt.Sprintf("%s · round %d · %s · %d tools", in.State, in.Round, in.Provider, len(in.Tools))
+		actx := workflow.WithActivityOptions(rt.ctx, opts)
+		if err := workflow.ExecuteActivity(actx, modelRoundActivity, in).Get(actx, &out); err != nil {
+			if temporal.IsCanceledError(err) {
+				return nil, err
+			}
+			return nil, newActivityError(err)
+		}
+	}
+	// The round as the model answered it, so a fork replay can reuse it.
+	rt.emit("agent.decided", map[string]any{
+		"agentId": rt.a.agentID(in.State),
+		"decision": packRoundRecord{
+			Kind: "model_round", Round: in.Round, State: in.State, Text: out.Text, ToolCalls: out.ToolCalls,
+			Provider: out.Provider, Model: out.Model, Usage: out.Usage, FinishReason: out.FinishReason,
+		},
+	})
+	return &out, nil
+}
+
+// Tools implements engine.Runtime: the batch's ToolCall activities run concurrently;
+// results come back in call order.
+func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
+	out := make([]*activities.ToolCallResult, len(calls))
+	futures := make([]workflow.Future, len(calls))
+	for i, in := range calls {
+		if rt.a.replay != nil {
+			if r, ok := rt.a.replay.tool(in.CallID); ok {
+				out[i] = r
+				continue
+			}
+		}
+		opts := toolCallOptions()
+		opts.Summary = fmt.Sprintf("%s · round %d · %s", in.State, in.Round, in.Tool)
+		actx := workflow.WithActivityOptions(rt.ctx, opts)
+		futures[i] = workflow.ExecuteActivity(actx, toolCallActivity, in)
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		var r activities.ToolCallResult
+		if err := f.Get(rt.ctx, &r); err != nil {
+			if temporal.IsCanceledError(err) {
+				return nil, err
+			}
+			return nil, newActivityError(fmt.Errorf("tool %s (call %s): %w", calls[i].Tool, calls[i].CallID, err))
+		}
+		out[i] = &r
+	}
+	return out, nil
+}
+
+// Now implements engine.Runtime.
+func (rt *packRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
+
+// Emit implements engine.Runtime: engine events become OpenWOP run events.
+func (rt *packRuntime) Emit(ev engine.Event) {
+	a := rt.a
+	switch ev.Kind {
+	case engine.EventTransition:
+		t := ev.Transition
+		p := map[string]any{
+			"fromAgentId": a.agentID(t.From), "toAgentId": a.agentID(t.To), "reason": t.Event,
+			"event": t.Event, "context": t.Context, "origin": t.Origin, "fromState": t.From, "toState": t.To,
+			"visits": t.Visits, "totalVisits": t.TotalVisits, "toolCalls": t.ToolCalls, "transitions": t.Transitions,
+		}
+		if t.Redirected {
+			p["redirected"], p["originalTarget"] = true, t.OriginalTarget
+		}
+		if len(t.HostExtras) > 0 {
+			p["hostExtras"] = t.HostExtras
+		}
+		rt.emit("agent.handoff", p)
+	case engine.EventModelRound:
+		r := ev.Round
+		provider, model := orDefault(r.Provider, "unknown"), orDefault(r.Model, "unknown")
+		rt.emit("provider.usage", map[string]any{
+			"provider": provider, "model": model, "inputTokens": r.InputTokens, "outputTokens": r.OutputTokens,
+			"totalTokens": r.InputTokens + r.OutputTokens, "nodeId": a.nodeID,
+		})
+	case engine.EventToolCall:
+		t := ev.ToolCall
+		rt.emit("agent.toolCalled", map[string]any{
+			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "inputs": t.Args, "round": t.Round, "system": t.System,
+		})
+	case engine.EventToolResult:
+		t := ev.ToolResult
+		status := "ok"
+		if t.IsError {
+			status = "error"
+		}
+		rt.emit("agent.toolReturned", map[string]any{
+			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "outcome": t.Content, "status": status, "round": t.Round,
+		})
+	case engine.EventMaxVisits:
+		mv := ev.MaxVisits
+		rt.emit("workflow.loopback-limit", map[string]any{
+			"nodeId": a.nodeID, "iterations": max(mv.VisitCount, 1), "limit": mv.MaxVisits, "state": mv.OriginalTarget,
+			"fromState": mv.From, "event": mv.Event, "redirectedTo": mv.RedirectedTo, "terminated": mv.Terminated,
+		})
+	case engine.EventBudgetExhausted:
+		b := ev.Budget
+		kind, limit, observed := "loop-iterations", b.Max, b.Current
+		if b.Limit == engine.LimitWallTime {
+			kind, limit, observed = "run-duration", b.Max*1000, b.Current*1000
+		}
+		rt.emit("cap.breached", map[string]any{
+			"kind": kind, "limit": limit, "observed": observed, "nodeId": a.nodeID,
+			"budget": b.Limit, "state": ev.State, "transitions": b.Transitions,
+		})
+	case engine.EventValidator:
+		v := ev.Validator
+		workflow.GetLogger(rt.ctx).Info("Validator enforced", "pack", a.pack.ID, "state", ev.State, "validator", v.Type, "action", v.Action, "reason", v.Reason)
+	}
+}
+
+func (rt *packRuntime) emit(typ string, payload any) {
+	if rt.silent {
+		return
+	}
+	rt.c.Emit(typ, payload, "")
+}
+
+// packRoundRecord is the decision of an agent.decided event: one model round as the
+// model answered it.
+type packRoundRecord struct {
+	Kind         string                `json:"kind"` // "model_round"
+	Round        int                   `json:"round"`
+	State        string                `json:"state"`
+	Text         string                `json:"text,omitempty"`
+	ToolCalls    []activities.ToolCall `json:"toolCalls,omitempty"`
+	Provider     string                `json:"provider"`
+	Model        string                `json:"model"`
+	Usage        activities.Usage      `json:"usage"`
+	FinishReason string                `json:"finishReason,omitempty"`
+}

@@ -1,0 +1,401 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/packs"
+)
+
+// scriptedModel stands in for the ModelRound and ToolCall activities: it plays the
+// pack's <pack>.mock.yaml by round index (checking expect_state) and records every
+// input it receives.
+type scriptedModel struct {
+	mu      sync.Mutex
+	scripts map[string]*packs.MockScript
+	rounds  []activities.ModelRoundInput
+	tools   []activities.ToolCallInput
+	// failIfCalled makes every model round fail the test (fork replay).
+	failIfCalled bool
+	t            *testing.T
+}
+
+func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rounds = append(s.rounds, in)
+	if s.failIfCalled {
+		s.t.Errorf("model round %d in state %q was called on a fork replay", in.Round, in.State)
+	}
+	sc := s.scripts[in.PackID]
+	if sc == nil || in.Round >= len(sc.Rounds) {
+		return &activities.ModelRoundResult{Text: sc.Default, Provider: "mock", Model: "scripted-mock"}, nil
+	}
+	e := sc.Rounds[in.Round]
+	if e.ExpectState != "" && e.ExpectState != in.State {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("round %d: expected state %q, got %q", in.Round, e.ExpectState, in.State), activities.ErrTypeMockMismatch, nil)
+	}
+	if e.Error != "" {
+		return nil, temporal.NewNonRetryableApplicationError(e.Error, activities.ErrTypeMockFailure, nil)
+	}
+	out := &activities.ModelRoundResult{Text: e.Text, Provider: "mock", Model: "scripted-mock",
+		Usage: activities.Usage{InputTokens: 100, OutputTokens: 20}}
+	for i, c := range e.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, activities.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})
+	}
+	return out, nil
+}
+
+func (s *scriptedModel) tool(_ context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tools = append(s.tools, in)
+	res, ok := s.scripts[in.PackID].ToolResults[in.Tool]
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError("no executor for "+in.Tool, activities.ErrTypeUnknownTool, nil)
+	}
+	return &activities.ToolCallResult{Content: res}, nil
+}
+
+// packRun prepares a run of an example pack (or a pack given as YAML) with the
+// scripted activities registered.
+func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *scriptedModel) {
+	t.Helper()
+	var p *packs.Pack
+	var script *packs.MockScript
+	if yamlSrc == "" {
+		l, diags, err := packs.LoadFile(filepath.Join("..", "packs", name+".yaml"))
+		require.NoError(t, err, "%s", diags)
+		p, script = l.Pack, l.Mock
+	} else {
+		var diags packs.Diagnostics
+		var err error
+		p, diags, err = packs.Parse(name+".yaml", []byte(yamlSrc))
+		require.NoError(t, err, "%s", diags)
+		script, diags, err = packs.ParseMock(name+".mock.yaml", []byte(mockSrc))
+		require.NoError(t, err, "%s", diags)
+	}
+	cat, err := NewCatalog(CatalogOptions{Packs: []*packs.Pack{p}})
+	require.NoError(t, err)
+	var raw json.RawMessage
+	if inputs != "" {
+		raw = json.RawMessage(inputs)
+	}
+	in, err := cat.NewRunInput(RunRequest{RunID: "run-" + p.ID, WorkflowID: p.ID, Inputs: raw, Owner: Owner{Tenant: "t1", Principal: "key_test"}})
+	require.NoError(t, err)
+	tr := newTestRun(t, *in)
+	sm := &scriptedModel{scripts: map[string]*packs.MockScript{p.ID: script}, t: t}
+	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: modelRoundActivity})
+	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: toolCallActivity})
+	return tr, sm
+}
+
+// finish runs the workflow to its end, checks the log invariants and returns the
+// final snapshot (failed runs return a snapshot too).
+func (tr *testRun) finish() Snapshot {
+	tr.t.Helper()
+	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
+	require.True(tr.t, tr.env.IsWorkflowCompleted(), "workflow did not complete")
+	require.NoError(tr.t, tr.env.GetWorkflowError())
+	var s Snapshot
+	require.NoError(tr.t, tr.env.GetWorkflowResult(&s))
+	checkEventLog(tr.t, tr.in.RunID, tr.events())
+	return s
+}
+
+func (tr *testRun) say(text string) {
+	tr.resolve(PackNodeID, mustJSONString(map[string]string{"text": text}))
+}
+
+func mustJSONString(v any) string { return string(mustJSON(v)) }
+
+// turns returns the conversation turns recorded in the log, in order.
+func turnsOf(t *testing.T, evs []Event) []Turn {
+	var out []Turn
+	for _, e := range ofType(evs, EvConversationExchanged) {
+		var p struct {
+			Turn Turn `json:"turn"`
+		}
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		out = append(out, p.Turn)
+	}
+	return out
+}
+
+func contentOf(t *testing.T, turn Turn) map[string]string {
+	var m map[string]string
+	require.NoError(t, json.Unmarshal(turn.Content, &m))
+	return m
+}
+
+// TestPackSupportConversation drives the support pack: the first message comes from
+// the run's inputs, the second is the worked example of promptpack-workflow.md §14.
+func TestPackSupportConversation(t *testing.T) {
+	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	var mid Snapshot
+	var transcript []activities.Message
+	tr.at(time.Minute, func() {
+		mid = tr.snapshot()
+		v, err := tr.env.QueryWorkflow(TranscriptQuery, activities.TranscriptRef{RunID: tr.in.RunID, Key: PackNodeID, From: 0, To: 2})
+		require.NoError(t, err)
+		require.NoError(t, v.Get(&transcript))
+		tr.say("It's ACC-12345. What's my balance?")
+	})
+	final := tr.finish()
+	evs := tr.events()
+
+	// After turn 1 the run waits for the user in verifying.
+	require.Equal(t, StatusWaitingApproval, mid.Status)
+	require.NotNil(t, mid.Pack)
+	require.Equal(t, "verifying", mid.Pack.State)
+	require.Equal(t, 1, mid.Pack.ModelRounds)
+	require.Len(t, transcript, 2)
+	require.Equal(t, activities.RoleUser, transcript[0].Role)
+	require.Equal(t, "Hi, I have a question about my account.", transcript[0].Text)
+
+	require.Equal(t, StatusCompleted, final.Status)
+	require.NotNil(t, final.Pack)
+	require.Equal(t, "resolution", final.Pack.State)
+	require.Equal(t, map[string]int{"verifying": 1, "triage": 1, "resolution": 1}, final.Pack.Visits)
+	require.Equal(t, 4, final.Pack.ToolCalls)
+	require.Equal(t, 6, final.Pack.ModelRounds)
+	require.Equal(t, 600, final.Pack.InputTokens)
+
+	turns := turnsOf(t, evs)
+	require.Len(t, turns, 4) // user, agent, user, agent (turn 0 is in conversation.opened)
+	require.Equal(t, []string{RoleUser, RoleAgent, RoleUser, RoleAgent}, []string{turns[0].Role, turns[1].Role, turns[2].Role, turns[3].Role})
+	for i, turn := range turns {
+		require.Equal(t, i+1, turn.TurnIndex)
+	}
+	require.Equal(t, "support", turns[1].SpeakerID)
+	last := contentOf(t, turns[3])
+	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", last["text"])
+	require.Equal(t, "resolution", last["state"])
+
+	opened := ofType(evs, EvConversationOpened)
+	require.Len(t, opened, 1)
+	var op struct {
+		AgentID     string `json:"agentId"`
+		InitialTurn Turn   `json:"initialTurn"`
+	}
+	require.NoError(t, json.Unmarshal(opened[0].Payload, &op))
+	require.Equal(t, "support", op.AgentID)
+	require.Equal(t, RoleSystem, op.InitialTurn.Role)
+	require.Contains(t, string(op.InitialTurn.Content), "verifying")
+
+	handoffs := ofType(evs, "agent.handoff")
+	require.Len(t, handoffs, 2)
+	h := payload(t, handoffs[0])
+	require.Equal(t, "support:verifying", h["fromAgentId"])
+	require.Equal(t, "support:triage", h["toAgentId"])
+	require.Equal(t, "AccountVerified", h["event"])
+	require.EqualValues(t, 2, h["totalVisits"])
+	require.Len(t, ofType(evs, "provider.usage"), 6)
+	require.Len(t, ofType(evs, "agent.toolCalled"), 4)
+	require.Len(t, ofType(evs, "agent.toolReturned"), 4)
+
+	// Model rounds got a reference to the transcript, never the transcript itself.
+	require.Len(t, sm.rounds, 6)
+	for i, r := range sm.rounds {
+		require.Equal(t, i, r.Round)
+		require.Equal(t, PackNodeID, r.Transcript.Key)
+		require.Equal(t, tr.in.RunID, r.Transcript.RunID)
+	}
+	require.Equal(t, "triage", sm.rounds[3].State)
+	require.Equal(t, 7, sm.rounds[3].Transcript.From, "triage is transient: its context starts at the copied user message")
+	require.Equal(t, 8, sm.rounds[3].Transcript.To)
+	require.Len(t, sm.tools, 2)
+	require.Equal(t, []string{"verify_account", "get_balance"}, []string{sm.tools[0].Tool, sm.tools[1].Tool})
+
+	closed := ofType(evs, EvConversationClosed)
+	require.Len(t, closed, 1)
+	var cl struct {
+		Outcome map[string]any `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal(closed[0].Payload, &cl))
+	require.Equal(t, "resolution", cl.Outcome["finalState"])
+	require.Equal(t, EvRunCompleted, evs[len(evs)-1].Type)
+}
+
+// TestPackRefundExternalWait waits two weeks (test clock) in an external state, then a
+// reviewer's resolve injects Approved and the terminal prompt tells the user.
+func TestPackRefundExternalWait(t *testing.T) {
+	tr, sm := packRun(t, "refund", "", "", `{"message":"Hi, I'd like a refund, my jacket arrived torn."}`)
+	var waiting Snapshot
+	var badCheck, goodCheck ResolveCheck
+	var start time.Time
+	tr.at(time.Second, func() {
+		start = tr.env.Now()
+		tr.say("It's order ORD-1042.")
+	})
+	tr.at(time.Hour, func() {
+		waiting = tr.snapshot()
+		badCheck = tr.check(ResolveRequest{NodeID: PackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResumeValue: json.RawMessage(`{"event":"Refunded"}`)})
+		goodCheck = tr.check(ResolveRequest{NodeID: PackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResumeValue: json.RawMessage(`{"event":"Approved","context":"x"}`)})
+	})
+	var end time.Time
+	tr.at(14*24*time.Hour, func() {
+		end = tr.env.Now()
+		tr.resolveReq(ResolveRequest{NodeID: PackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResolvedBy: "finance",
+			ResumeValue: json.RawMessage(`{"event":"Approved","context":"Approved 89.90 USD, ref APR-7731"}`)})
+	})
+	final := tr.finish()
+	require.GreaterOrEqual(t, end.Sub(start), 13*24*time.Hour)
+
+	require.Equal(t, StatusWaitingExternal, waiting.Status)
+	require.Equal(t, "awaiting_approval", waiting.Pack.State)
+	require.Equal(t, "awaiting_event", waiting.Pack.Status)
+	require.NotNil(t, waiting.Interrupt)
+	require.Equal(t, "external-event", waiting.Interrupt.Kind)
+	require.Contains(t, string(waiting.Interrupt.ResumeSchema), `"Approved","Rejected"`)
+	require.False(t, badCheck.OK)
+	require.Contains(t, badCheck.Message, "valid events: Approved, Rejected")
+	require.True(t, goodCheck.OK, "%+v", goodCheck)
+
+	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, "refunded", final.Pack.State)
+	evs := tr.events()
+	turns := turnsOf(t, evs)
+	lastAgent := contentOf(t, turns[len(turns)-1])
+	require.True(t, strings.HasPrefix(lastAgent["text"], "Good news: your refund of $89.90"), lastAgent["text"])
+	require.Len(t, sm.rounds, 5)
+	require.Equal(t, "issue_refund", sm.tools[1].Tool)
+	var args map[string]string
+	require.NoError(t, json.Unmarshal(sm.tools[1].Args, &args))
+	require.Equal(t, "APR-7731", args["approval_reference"])
+	handoffs := ofType(evs, "agent.handoff")
+	require.Equal(t, "external", payload(t, handoffs[len(handoffs)-1])["origin"])
+}
+
+const loopPackYAML = `id: loop
+name: Loop
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  plan: { id: plan, name: Plan, version: 1.0.0, system_template: "Plan." }
+  build: { id: build, name: Build, version: 1.0.0, system_template: "Build. {{workflow_context}}" }
+  done: { id: done, name: Done, version: 1.0.0, system_template: "Done." }
+workflow:
+  version: 2
+  entry: plan
+  states:
+    plan: { prompt_task: plan, control: agent, max_visits: 2, on_event: { Build: build } }
+    build: { prompt_task: build, control: agent, on_event: { Replan: plan, Finish: done } }
+    done: { prompt_task: done, terminal: true }
+`
+
+const loopMock = `rounds:
+  - expect_state: plan
+    text: Planning.
+    tool_calls: [{ name: workflow__transition, args: { event: Build, context: "v1" } }]
+  - expect_state: build
+    tool_calls: [{ name: workflow__transition, args: { event: Replan, context: "again" } }]
+  - expect_state: plan
+    text: Planning again.
+    tool_calls: [{ name: workflow__transition, args: { event: Build, context: "v2" } }]
+  - expect_state: build
+    tool_calls: [{ name: workflow__transition, args: { event: Replan, context: "third" } }]
+`
+
+// TestPackMaxVisitsEndsRun: an all-agent loop stopped by max_visits closes the
+// conversation with a system turn and fails the run max_visits_exceeded.
+func TestPackMaxVisitsEndsRun(t *testing.T) {
+	tr, sm := packRun(t, "loop", loopPackYAML, loopMock, `{"message":"go"}`)
+	final := tr.finish()
+	require.Equal(t, StatusFailed, final.Status)
+	evs := tr.events()
+	require.Len(t, sm.rounds, 4)
+	failed := ofType(evs, EvRunFailed)
+	require.Len(t, failed, 1)
+	require.Contains(t, string(failed[0].Payload), "max_visits_exceeded")
+	lim := ofType(evs, "workflow.loopback-limit")
+	require.Len(t, lim, 1)
+	require.Equal(t, true, payload(t, lim[0])["terminated"])
+	closed := ofType(evs, EvConversationClosed)
+	require.Len(t, closed, 1)
+	var cl struct {
+		FinalTurn Turn            `json:"finalTurn"`
+		Outcome   json.RawMessage `json:"outcome"`
+	}
+	require.NoError(t, json.Unmarshal(closed[0].Payload, &cl))
+	require.Equal(t, "null", string(cl.Outcome))
+	require.Equal(t, RoleSystem, cl.FinalTurn.Role)
+	require.Contains(t, string(cl.FinalTurn.Content), "max_visits")
+	// The text said before the failure still reached the user.
+	turns := turnsOf(t, evs)
+	require.Equal(t, "Planning.\n\nPlanning again.", contentOf(t, turns[len(turns)-1])["text"])
+	snap := tr.snapshot()
+	require.Equal(t, StatusFailed, snap.Status)
+	require.Equal(t, "max_visits_exceeded", snap.Error.Code)
+}
+
+// TestPackBudgetEndsRun: the same loop under a visit budget ends budget_exhausted.
+func TestPackBudgetEndsRun(t *testing.T) {
+	src := strings.Replace(loopPackYAML, "  entry: plan\n", "  entry: plan\n  engine: { budget: { max_total_visits: 3 } }\n", 1)
+	tr, _ := packRun(t, "loop", src, loopMock, `{"message":"go"}`)
+	require.Equal(t, StatusFailed, tr.finish().Status)
+	evs := tr.events()
+	caps := ofType(evs, "cap.breached")
+	require.Len(t, caps, 1)
+	p := payload(t, caps[0])
+	require.Equal(t, "max_total_visits", p["budget"])
+	require.EqualValues(t, 3, p["limit"])
+	require.Equal(t, "budget_exhausted", tr.snapshot().Error.Code)
+}
+
+// TestPackModelFailure: a permanent model error closes the conversation and fails the
+// run with the activity's error type as the code.
+func TestPackModelFailure(t *testing.T) {
+	tr, _ := packRun(t, "loop", loopPackYAML, "rounds:\n  - error: provider rejected the key\n", `{"message":"go"}`)
+	require.Equal(t, StatusFailed, tr.finish().Status)
+	snap := tr.snapshot()
+	require.Equal(t, activities.ErrTypeMockFailure, snap.Error.Code)
+	closed := ofType(tr.events(), EvConversationClosed)
+	require.Len(t, closed, 1)
+	require.Contains(t, string(closed[0].Payload), "provider rejected the key")
+}
+
+// TestPackMissingVariables: a required variable without a value fails the run at start.
+func TestPackMissingVariables(t *testing.T) {
+	src := strings.Replace(loopPackYAML, `system_template: "Plan." }`,
+		`system_template: "Plan for {{customer}}.", variables: [{ name: customer, type: string, required: true }] }`, 1)
+	tr, sm := packRun(t, "loop", src, loopMock, `{"message":"go"}`)
+	require.Equal(t, StatusFailed, tr.finish().Status)
+	require.Contains(t, tr.snapshot().Error.Message, `required variable "customer" is missing`)
+	require.Empty(t, sm.rounds)
+}
+
+// TestPackForkReplay re-runs a finished support conversation as a fork: no model or
+// tool is called and the conversation channel is identical.
+func TestPackForkReplay(t *testing.T) {
+	tr, _ := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	tr.at(time.Minute, func() { tr.say("It's ACC-12345. What's my balance?") })
+	src := tr.finish()
+	srcEvents := tr.events()
+
+	in := tr.in
+	in.RunID = "run-support-fork"
+	in.Fork = &ForkSource{SourceRunID: tr.in.RunID, Events: srcEvents}
+	fork, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	fork.in = in
+	fork.env.SetStartWorkflowOptions(startOpts(in.RunID))
+	sm.failIfCalled = true
+	out := fork.finish()
+	require.Empty(t, sm.rounds)
+	require.Empty(t, sm.tools)
+	require.Equal(t, src.Channels, out.Channels)
+	require.Equal(t, src.Pack.Visits, out.Pack.Visits)
+	require.Equal(t, "resolution", out.Pack.State)
+}
