@@ -236,6 +236,9 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		if r.status == StatusCancelled || r.cancelReq != nil {
 			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
+		if c := r.convOf(req.NodeID); c != nil && c.Closed {
+			return reject(http.StatusBadRequest, "validation_error", "conversation %s is closed", c.ID)
+		}
 		if r.resolvedNodes[req.NodeID] {
 			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
 		}

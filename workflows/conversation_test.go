@@ -1,0 +1,215 @@
+package workflows
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
+)
+
+func TestConversationMockLifecycle(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-conversation-lifecycle", ""))
+	s := tr.execute()
+	require.Equal(t, StatusCompleted, s.Status)
+	evs := tr.events()
+	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvConversationOpened,
+		EvConversationExchanged, EvConversationClosed, EvInterruptResolved, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+	require.Equal(t, evs[2].EventID, evs[4].CausationID, "conversation.opened is caused by node.suspended")
+	require.Equal(t, evs[4].EventID, evs[5].CausationID)
+	require.Equal(t, evs[5].EventID, evs[6].CausationID)
+	require.Equal(t, evs[7].EventID, evs[8].CausationID, "node.resumed is caused by interrupt.resolved")
+	convID := "run-conformance-conversation-lifecycle:convo:0"
+	for _, e := range evs[4:7] {
+		require.Equal(t, convID, payload(t, e)["conversationId"])
+	}
+	var turns []Turn
+	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
+	require.Len(t, turns, 3)
+	for i, tn := range turns {
+		require.Equal(t, i, tn.TurnIndex)
+		require.Equal(t, convID+":"+[]string{"0:system", "1:agent", "2:system"}[i], tn.MessageID)
+	}
+	require.Empty(t, ofType(evs, EvClarificationRequested))
+}
+
+func councilResolve(tr *testRun, id, value string) ResolveRequest {
+	return ResolveRequest{RequestID: id, NodeID: "convo", ResumeValue: json.RawMessage(value), ResolvedBy: "alice", ReceivedAtMs: 1718900000000}
+}
+
+func TestConversationWithRealResolves(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-conversation-council", ""))
+	checks := map[string]ResolveCheck{}
+	var mid Snapshot
+	dupTurn := `{"operation":"exchange","turn":{"messageId":"m-1","role":"user","from":"bob","content":{"text":"second"},"ts":5}}`
+	tr.at(time.Second, func() {
+		mid = tr.snapshot()
+		tr.resolveReq(councilResolve(tr, "r1", `{"text":"hello"}`)) // bare reply
+		tr.resolveReq(councilResolve(tr, "r2", dupTurn))
+		tr.resolveReq(councilResolve(tr, "r3", dupTurn)) // same messageId: applied once
+	})
+	tr.at(2*time.Second, func() {
+		checks["dup"] = tr.check(councilResolve(tr, "r9", dupTurn))
+		checks["schema"] = tr.check(councilResolve(tr, "r4", `{"operation":"exchange","turn":{"role":"user","content":{"nope":1}}}`))
+		checks["bareSchema"] = tr.check(councilResolve(tr, "r4b", `"just text"`))
+		checks["noSpeaker"] = tr.check(councilResolve(tr, "r5", `{"operation":"exchange","turn":{"role":"agent","from":"host:advisor-cfo","content":{"text":"x"}}}`))
+		checks["offRoster"] = tr.check(councilResolve(tr, "r6", `{"operation":"exchange","turn":{"role":"agent","from":"host:x","speakerId":"host:x","content":{"text":"x"}}}`))
+		checks["badOp"] = tr.check(councilResolve(tr, "r7", `{"operation":"shout","turn":{}}`))
+		checks["agentOK"] = tr.check(councilResolve(tr, "r8", `{"operation":"exchange","turn":{"role":"agent","from":"host:advisor-cto","speakerId":"host:advisor-cto","content":{"text":"ship it"}}}`))
+		// Rejected signals change nothing.
+		tr.resolveReq(councilResolve(tr, "r4", `{"operation":"exchange","turn":{"role":"user","content":{"nope":1}}}`))
+		tr.resolveReq(councilResolve(tr, "r6", `{"operation":"exchange","turn":{"role":"agent","from":"host:x","speakerId":"host:x","content":{"text":"x"}}}`))
+		tr.resolveReq(councilResolve(tr, "r8", `{"operation":"exchange","turn":{"role":"agent","from":"host:advisor-cto","speakerId":"host:advisor-cto","content":{"text":"ship it"}}}`))
+		tr.resolveReq(councilResolve(tr, "r10", `{"operation":"close","outcome":{"decision":"ship"}}`))
+		tr.resolveReq(councilResolve(tr, "r11", `{"text":"too late"}`)) // after close: ignored
+	})
+	s := tr.execute()
+	require.Equal(t, StatusWaitingApproval, mid.Status)
+	require.Equal(t, "conversation.exchange", mid.Interrupt.Kind)
+	for name, want := range map[string]int{"dup": http.StatusConflict, "schema": 400, "bareSchema": 400, "noSpeaker": 400, "offRoster": 400, "badOp": 400} {
+		require.False(t, checks[name].OK, name)
+		require.Equal(t, want, checks[name].Status, name)
+	}
+	require.True(t, checks["agentOK"].OK)
+	require.Equal(t, StatusWaitingApproval, checks["agentOK"].RunStatus)
+	require.Equal(t, StatusCompleted, s.Status)
+
+	var turns []Turn
+	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
+	var got []string
+	for i, tn := range turns {
+		require.Equal(t, i, tn.TurnIndex, "turnIndex strictly increases")
+		got = append(got, tn.Role+":"+string(tn.Content))
+	}
+	require.Equal(t, []string{
+		`system:{"text":"Conversation opened."}`,
+		`user:{"text":"hello"}`, `agent:{"text":"echo: hello"}`,
+		`user:{"text":"second"}`, `agent:{"text":"echo: second"}`,
+		`agent:{"text":"ship it"}`,
+		`system:{"text":"Conversation closed by alice."}`,
+	}, got)
+	require.Equal(t, "m-1", turns[3].MessageID)
+	require.Equal(t, int64(5), turns[3].Ts)
+	require.Equal(t, int64(1718900000000), turns[1].Ts, "a bare reply's ts is the API's receipt time")
+	require.Equal(t, "host:chair", turns[2].SpeakerID)
+	closed := ofType(tr.events(), EvConversationClosed)
+	require.Len(t, closed, 1)
+	require.JSONEq(t, `{"decision":"ship"}`, string(mustJSON(payload(t, closed[0])["outcome"])))
+	after := tr.check(councilResolve(tr, "r12", `{"text":"again"}`))
+	require.Equal(t, http.StatusBadRequest, after.Status, "exchange after close is a validation error")
+	require.Equal(t, "validation_error", after.Code)
+}
+
+func TestConversationTimeoutTwoWeeks(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-conversation-council", ""))
+	tr.at(time.Hour, func() { tr.resolveReq(councilResolve(tr, "r1", `{"text":"still there?"}`)) })
+	start := tr.env.Now()
+	s := tr.execute()
+	require.GreaterOrEqual(t, tr.env.Now().Sub(start), 14*24*time.Hour-time.Second)
+	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, "interrupt_timeout", s.Error.Code)
+	closed := ofType(tr.events(), EvConversationClosed)
+	require.Len(t, closed, 1)
+	p := payload(t, closed[0])
+	require.Nil(t, p["outcome"])
+	require.Contains(t, p, "outcome")
+	final := p["finalTurn"].(map[string]any)
+	require.Equal(t, "system", final["role"])
+	require.Contains(t, final["content"].(map[string]any)["text"], "timed out")
+}
+
+func TestConversationMessagesWhileBusyAreAppliedInOrder(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-conversation-council", ""))
+	tr.at(time.Second, func() {
+		for i := 0; i < 6; i++ {
+			tr.resolveReq(councilResolve(tr, "m"+string(rune('a'+i)), `{"text":"msg `+string(rune('a'+i))+`"}`))
+		}
+		tr.resolveReq(councilResolve(tr, "close", `{"operation":"close"}`))
+	})
+	s := tr.execute()
+	var turns []Turn
+	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
+	require.Len(t, turns, 1+12+1)
+	for i := 0; i < 6; i++ {
+		require.JSONEq(t, `{"text":"msg `+string(rune('a'+i))+`"}`, string(turns[1+2*i].Content))
+	}
+}
+
+func TestContinueAsNewKeepsRunIDEventsAndTurns(t *testing.T) {
+	in := fixtureInput(t, "conformance-conversation-council", "")
+	in.ContinueAsNewAfterEvents = 8
+	tr := newTestRun(t, in)
+	tr.at(time.Second, func() {
+		tr.resolveReq(councilResolve(tr, "a", `{"text":"one"}`))
+		tr.resolveReq(councilResolve(tr, "b", `{"text":"two"}`))
+	})
+	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
+	require.True(t, tr.env.IsWorkflowCompleted())
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, tr.env.GetWorkflowError(), &can)
+	var next RunInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, in.RunID, next.RunID)
+	require.NotEmpty(t, next.Carried)
+
+	tr2 := newTestRun(t, next)
+	tr2.in.ContinueAsNewAfterEvents = 0
+	var mid Snapshot
+	var dup ResolveCheck
+	tr2.at(time.Second, func() {
+		mid = tr2.snapshot()
+		dup = tr2.check(councilResolve(tr2, "a", `{"text":"one"}`))
+		tr2.resolveReq(councilResolve(tr2, "c", `{"text":"three"}`))
+		tr2.resolveReq(councilResolve(tr2, "d", `{"operation":"close"}`))
+	})
+	s := tr2.execute()
+	require.Equal(t, StatusWaitingApproval, mid.Status)
+	require.Equal(t, "convo", mid.CurrentNodeID)
+	require.Equal(t, http.StatusConflict, dup.Status, "applied request ids survive continue-as-new")
+	require.Equal(t, StatusCompleted, s.Status)
+	evs := tr2.events()
+	require.Equal(t, EvRunStarted, evs[0].Type)
+	require.Len(t, ofType(evs, EvRunStarted), 1)
+	require.Len(t, ofType(evs, EvConversationOpened), 1)
+	var turns []Turn
+	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
+	var texts []string
+	for _, tn := range turns {
+		texts = append(texts, string(tn.Content))
+	}
+	require.Equal(t, []string{`{"text":"Conversation opened."}`, `{"text":"one"}`, `{"text":"echo: one"}`, `{"text":"two"}`, `{"text":"echo: two"}`,
+		`{"text":"three"}`, `{"text":"echo: three"}`, `{"text":"Conversation closed by alice."}`}, texts)
+}
+
+func TestForkReplayReproducesChannels(t *testing.T) {
+	src := newTestRun(t, fixtureInput(t, "conformance-conversation-replay", ""))
+	srcSnap := src.execute()
+	in := fixtureInput(t, "conformance-conversation-replay", "")
+	in.RunID = "run-fork-1"
+	in.Fork = &ForkSource{SourceRunID: srcSnap.RunID, Events: src.events()}
+	fork := newTestRun(t, in)
+	fork.env.SetStartTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // a different clock
+	s := fork.execute()
+	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, string(mustJSON(srcSnap.Channels)), string(mustJSON(s.Channels)))
+}
+
+func TestForkReplayReusesApprovals(t *testing.T) {
+	src := newTestRun(t, fixtureInput(t, "conformance-interrupt-quorum", ""))
+	src.at(time.Second, func() {
+		for _, v := range []string{"v1", "v2", "v3"} {
+			src.resolve("gate", `{"action":"accept","voter":"`+v+`"}`)
+		}
+	})
+	require.Equal(t, StatusCompleted, src.execute().Status)
+	in := fixtureInput(t, "conformance-interrupt-quorum", "")
+	in.RunID = "run-fork-2"
+	in.Fork = &ForkSource{SourceRunID: "run-conformance-interrupt-quorum", Events: src.events()}
+	fork := newTestRun(t, in)
+	s := fork.execute() // no resolve is sent: the recorded votes are re-folded
+	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, types(src.events()), types(fork.events()))
+}
