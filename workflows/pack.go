@@ -22,31 +22,11 @@ import (
 
 // PackNodeType is the node type that runs a PromptPack as an RFC 0005 conversation.
 // Its config is PackNodeConfig; the pack itself travels in RunInput.Packs.
-const PackNodeType = "vendor.wop.pack"
-
-// PackNodeID is the id of the single node of the definition PackDefinition builds.
-const PackNodeID = "agent"
+const PackNodeType = packNodeType
 
 // PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}.
 type PackNodeConfig struct {
 	Pack string `json:"pack"`
-}
-
-// PackDefinition is the workflow a pack is served as (workflowId = pack id): one
-// vendor.wop.pack node that holds the whole conversation. Callers normalise it.
-func PackDefinition(p *packs.Pack) *Definition {
-	return &Definition{
-		ID:          p.ID,
-		Name:        orDefault(p.Name, p.ID),
-		Version:     p.Version,
-		Description: p.Description,
-		Nodes: []Node{{
-			ID:     PackNodeID,
-			TypeID: PackNodeType,
-			Name:   orDefault(p.Name, p.ID),
-			Config: mustJSON(PackNodeConfig{Pack: p.ID}),
-		}},
-	}
 }
 
 // Activity names of the model round and the tool call ((*activities.Activities).ModelRound

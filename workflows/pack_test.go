@@ -12,7 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
@@ -116,7 +118,7 @@ func (tr *testRun) finish() Snapshot {
 }
 
 func (tr *testRun) say(text string) {
-	tr.resolve(PackNodeID, mustJSONString(map[string]string{"text": text}))
+	tr.resolve(ServedPackNodeID, mustJSONString(map[string]string{"text": text}))
 }
 
 func mustJSONString(v any) string { return string(mustJSON(v)) }
@@ -148,7 +150,7 @@ func TestPackSupportConversation(t *testing.T) {
 	var transcript []activities.Message
 	tr.at(time.Minute, func() {
 		mid = tr.snapshot()
-		v, err := tr.env.QueryWorkflow(TranscriptQuery, activities.TranscriptRef{RunID: tr.in.RunID, Key: PackNodeID, From: 0, To: 2})
+		v, err := tr.env.QueryWorkflow(TranscriptQuery, activities.TranscriptRef{RunID: tr.in.RunID, Key: ServedPackNodeID, From: 0, To: 2})
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&transcript))
 		tr.say("It's ACC-12345. What's my balance?")
@@ -210,7 +212,7 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Len(t, sm.rounds, 6)
 	for i, r := range sm.rounds {
 		require.Equal(t, i, r.Round)
-		require.Equal(t, PackNodeID, r.Transcript.Key)
+		require.Equal(t, ServedPackNodeID, r.Transcript.Key)
 		require.Equal(t, tr.in.RunID, r.Transcript.RunID)
 	}
 	require.Equal(t, "triage", sm.rounds[3].State)
@@ -242,13 +244,13 @@ func TestPackRefundExternalWait(t *testing.T) {
 	})
 	tr.at(time.Hour, func() {
 		waiting = tr.snapshot()
-		badCheck = tr.check(ResolveRequest{NodeID: PackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResumeValue: json.RawMessage(`{"event":"Refunded"}`)})
-		goodCheck = tr.check(ResolveRequest{NodeID: PackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResumeValue: json.RawMessage(`{"event":"Approved","context":"x"}`)})
+		badCheck = tr.check(ResolveRequest{NodeID: ServedPackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResumeValue: json.RawMessage(`{"event":"Refunded"}`)})
+		goodCheck = tr.check(ResolveRequest{NodeID: ServedPackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResumeValue: json.RawMessage(`{"event":"Approved","context":"x"}`)})
 	})
 	var end time.Time
 	tr.at(14*24*time.Hour, func() {
 		end = tr.env.Now()
-		tr.resolveReq(ResolveRequest{NodeID: PackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResolvedBy: "finance",
+		tr.resolveReq(ResolveRequest{NodeID: ServedPackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResolvedBy: "finance",
 			ResumeValue: json.RawMessage(`{"event":"Approved","context":"Approved 89.90 USD, ref APR-7731"}`)})
 	})
 	final := tr.finish()
@@ -398,4 +400,33 @@ func TestPackForkReplay(t *testing.T) {
 	require.Equal(t, src.Channels, out.Channels)
 	require.Equal(t, src.Pack.Visits, out.Pack.Visits)
 	require.Equal(t, "resolution", out.Pack.State)
+}
+
+// TestPackContinueAsNew continues the run as new between turns: the engine state
+// travels in the carried state, and the next turn goes on where the first left off
+// (model round indexes, visits and tokens continue; nothing is asked twice).
+func TestPackContinueAsNew(t *testing.T) {
+	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	tr.in.ContinueAsNewAfterEvents = 1
+	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, tr.env.GetWorkflowError(), &can)
+	var next RunInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotEmpty(t, next.Carried)
+	require.Len(t, sm.rounds, 1)
+
+	next.ContinueAsNewAfterEvents = 0
+	tr2, sm2 := packRun(t, "support", "", "", "")
+	tr2.in = next
+	tr2.at(time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
+	final := tr2.finish()
+	require.Equal(t, StatusCompleted, final.Status)
+	require.Len(t, sm2.rounds, 5)
+	require.Equal(t, 1, sm2.rounds[0].Round, "the script cursor continues after continue-as-new")
+	require.Equal(t, 6, final.Pack.ModelRounds)
+	require.Equal(t, 600, final.Pack.InputTokens)
+	turns := turnsOf(t, tr2.events())
+	require.Len(t, turns, 4)
+	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turns[3])["text"])
 }
