@@ -245,6 +245,10 @@ func (m *Machine) State() State {
 // Status is the current run status.
 func (m *Machine) Status() string { return m.st.Status }
 
+// Closed reports whether the run has ended (completed, max_visits_exceeded,
+// budget_exhausted or failed); Turn and Inject then return ErrClosed.
+func (m *Machine) Closed() bool { return isClosed(m.st.Status) }
+
 // CurrentState is the name of the current workflow state.
 func (m *Machine) CurrentState() string { return m.st.CurrentState }
 

@@ -118,6 +118,11 @@ func (a *packAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 			"state": st,
 		}),
 	}
+	// max_wall_time_sec is also a durable timer on the whole conversation, so an idle
+	// conversation ends when its budget does (the host closes it interrupt_timeout).
+	if b := a.budget(); b != nil && b.MaxWallTimeSec > 0 {
+		op.TimeoutMs = int64(b.MaxWallTimeSec) * 1000
+	}
 	var in struct {
 		Message json.RawMessage `json:"message"`
 	}
@@ -146,7 +151,7 @@ func turnText(content json.RawMessage) string {
 
 // Reply implements conversationAgent: one engine turn per user message.
 func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error) {
-	if a.m.Status() != engine.StatusAwaitingUser && a.m.Status() != engine.StatusAwaitingEvent {
+	if a.m.Closed() {
 		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))

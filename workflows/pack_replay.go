@@ -123,7 +123,7 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
 			if json.Unmarshal(e.Payload, &p) != nil {
 				continue
 			}
-			if p.Turn.Role == RoleUser && a.m.Status() != "" {
+			if p.Turn.Role == RoleUser && !a.m.Closed() {
 				if _, err := a.m.Turn(a.runtime(ctx, c), turnText(p.Turn.Content)); err != nil {
 					workflow.GetLogger(ctx).Warn("Fork replay: the pack could not fold a recorded user turn", "node", a.nodeID, "error", err)
 				}

@@ -430,3 +430,32 @@ func TestPackContinueAsNew(t *testing.T) {
 	require.Len(t, turns, 4)
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turns[3])["text"])
 }
+
+const chatPackYAML = `id: chat
+name: Chat
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  chat: { id: chat, name: Chat, version: 1.0.0, system_template: "Chat." }
+  done: { id: done, name: Done, version: 1.0.0, system_template: "Bye." }
+workflow:
+  version: 2
+  entry: chat
+  engine: { budget: { max_wall_time_sec: 300 } }
+  states:
+    chat: { prompt_task: chat, on_event: { Done: done } }
+    done: { prompt_task: done, terminal: true }
+`
+
+// TestPackWallTimeTimer: max_wall_time_sec is a durable timer; an idle conversation
+// closes when it fires, with a system turn saying why.
+func TestPackWallTimeTimer(t *testing.T) {
+	tr, sm := packRun(t, "chat", chatPackYAML, "rounds:\n  - text: Hello!\n", `{"message":"hi"}`)
+	final := tr.finish()
+	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, "interrupt_timeout", final.Error.Code)
+	require.Len(t, sm.rounds, 1)
+	closed := ofType(tr.events(), EvConversationClosed)
+	require.Len(t, closed, 1)
+	require.Contains(t, string(closed[0].Payload), "timed out after 300000 ms")
+}
