@@ -542,7 +542,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 		Round:      m.st.ModelRounds,
 		Provider:   provider,
 		System:     system,
-		Tools:      m.toolSpecs(s, prompt),
+		Tools:      m.toolSpecs(s),
 		ToolChoice: choice,
 		Parameters: params,
 		Transcript: activities.TranscriptRef{

@@ -98,7 +98,7 @@ func artifactSpec(names []string) activities.ToolSpec {
 // toolSpecs is the tool set of a round in state s: the prompt's tools minus the
 // blocklist, plus workflow__transition (when offered) and workflow__set_artifact (when
 // some state declares artifacts), sorted by name.
-func (m *Machine) toolSpecs(s *packs.State, prompt *packs.Prompt) []activities.ToolSpec {
+func (m *Machine) toolSpecs(s *packs.State) []activities.ToolSpec {
 	var specs []activities.ToolSpec
 	for _, tool := range m.cfg.Pack.PromptTools(s.PromptTask) {
 		specs = append(specs, activities.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
@@ -129,7 +129,7 @@ func jsonResult(v any) *activities.ToolCallResult {
 func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Prompt, pol policy, calls []activities.ToolCall) bool {
 	offered := map[string]bool{}
 	var names []string
-	for _, sp := range m.toolSpecs(s, prompt) {
+	for _, sp := range m.toolSpecs(s) {
 		offered[sp.Name] = true
 		names = append(names, sp.Name)
 	}
