@@ -3,7 +3,6 @@ package packs
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,27 +18,43 @@ import (
 // diagnostics only. The exit code is 0 when there are no errors, 1 when there are, and 2 for
 // a usage problem.
 func ValidateCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("wop pack validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print diagnostics as a JSON array")
-	fs.Usage = func() {
+	usage := func() {
 		fmt.Fprintln(stderr, "usage: wop pack validate [--json] PATH...")
 		fmt.Fprintln(stderr, "Checks PromptPack files (schema, references, RFC 0014 rules) and the mock scripts beside them.")
 		fmt.Fprintln(stderr, "PATH is a pack file (.yaml, .yml, .json), a mock script (<pack>.mock.yaml) or a folder.")
-		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "  --json   print the diagnostics as a JSON array instead of text")
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	// Flags may come before or after the paths (`wop pack validate packs/*.yaml --json`);
+	// "--" ends them.
+	var (
+		asJSON bool
+		paths  []string
+	)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			paths = append(paths, args[i+1:]...)
+			i = len(args)
+		case a == "--json" || a == "-json":
+			asJSON = true
+		case a == "-h" || a == "--help" || a == "-help":
+			usage()
 			return 0
+		case strings.HasPrefix(a, "-") && a != "-":
+			fmt.Fprintf(stderr, "wop pack validate: unknown flag %s\n", a)
+			usage()
+			return 2
+		default:
+			paths = append(paths, a)
 		}
-		return 2
 	}
-	if fs.NArg() == 0 {
-		fs.Usage()
+	if len(paths) == 0 {
+		usage()
 		return 2
 	}
 
-	files, diags, err := collectPackFiles(fs.Args())
+	files, diags, err := collectPackFiles(paths)
 	if err != nil {
 		fmt.Fprintf(stderr, "wop pack validate: %v\n", err)
 		return 2
@@ -67,7 +82,7 @@ func ValidateCommand(args []string, stdout, stderr io.Writer) int {
 	diags = diags.dedupe()
 	errs, warns := len(diags.Errors()), len(diags.Warnings())
 
-	if *asJSON {
+	if asJSON {
 		if diags == nil {
 			diags = Diagnostics{}
 		}

@@ -81,7 +81,7 @@ func TestValidateCommandBrokenCopy(t *testing.T) {
 	}
 
 	// --json prints only the array, with the same position.
-	code, out, _ = runValidate("--json", path)
+	code, out, _ = runValidate(path, "--json")
 	if code != 1 {
 		t.Errorf("--json exit %d, want 1", code)
 	}
@@ -127,8 +127,11 @@ func TestValidateCommandUsage(t *testing.T) {
 	if code, _, stderr := runValidate(); code != 2 || !strings.Contains(stderr, "usage: wop pack validate") {
 		t.Errorf("no args: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, _ := runValidate("--bogus", "x"); code != 2 {
-		t.Errorf("unknown flag: exit %d", code)
+	if code, _, stderr := runValidate("x.yaml", "--bogus"); code != 2 || !strings.Contains(stderr, "unknown flag --bogus") {
+		t.Errorf("unknown flag: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := runValidate("-h"); code != 0 || !strings.Contains(stderr, "--json") {
+		t.Errorf("-h: exit %d, stderr %q", code, stderr)
 	}
 	if code, _, stderr := runValidate(filepath.Join(t.TempDir(), "missing.yaml")); code != 2 || !strings.Contains(stderr, "no such file or folder") {
 		t.Errorf("missing file: exit %d, stderr %q", code, stderr)
