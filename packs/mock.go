@@ -236,7 +236,8 @@ func (d *mockDecoder) toolCall(n *node, path string) MockToolCall {
 // CheckMock cross-checks a mock script against its pack: every scripted tool call must name
 // a tool of the pack or a workflow system tool (errors), every expect_state must name a
 // state (errors); a call the expected state's prompt does not offer, a transition event the
-// expected state does not have, and tool_results for unknown tools are warnings.
+// expected state does not have, a called tool without tool_results, and tool_results for
+// unknown tools are warnings.
 func CheckMock(p *Pack, m *MockScript) Diagnostics {
 	if p == nil || m == nil {
 		return nil
@@ -246,6 +247,7 @@ func CheckMock(p *Pack, m *MockScript) Diagnostics {
 		diags = append(diags, Diagnostic{File: m.file, Line: line, Col: col, Severity: sev, Path: path, Message: fmt.Sprintf(format, args...)})
 	}
 	hasArtifacts := len(p.ArtifactNames()) > 0
+	warnedNoResult := map[string]bool{}
 	for i, r := range m.Rounds {
 		path := fmt.Sprintf("rounds[%d]", i)
 		var st *State
@@ -291,6 +293,10 @@ func CheckMock(p *Pack, m *MockScript) Diagnostics {
 					}
 					add(SeverityError, tc.line, tc.col, cpath+".name", "%s", msg)
 					continue
+				}
+				if _, ok := m.ToolResults[tc.Name]; !ok && !warnedNoResult[tc.Name] {
+					warnedNoResult[tc.Name] = true
+					add(SeverityWarning, tc.line, tc.col, cpath, "tool_results has no entry for %q, so a mock tool executor has no result to return", tc.Name)
 				}
 				if st != nil && st.PromptTask != "" {
 					offered := false

@@ -171,9 +171,11 @@ tool_results:
 		`s.mock.yaml:2:5: error: rounds[0].expect_state: expects state "verifyng", which pack "support" does not have (did you mean "verifying"?)`,
 		`s.mock.yaml:6:9: error: rounds[1].tool_calls[0].name: calls tool "verify_acount", which pack "support" does not declare (did you mean "verify_account"?)`,
 		`s.mock.yaml:7:9: warning: rounds[1].tool_calls[1]: state "verifying" (prompt "verifying") does not offer tool "get_balance"; the call will get an error result`,
+		`s.mock.yaml:7:9: warning: rounds[1].tool_calls[1]: tool_results has no entry for "get_balance", so a mock tool executor has no result to return`,
 		`s.mock.yaml:8:9: warning: rounds[1].tool_calls[2]: event "Escalate" is not an event of state "verifying" (events: AccountVerified); the call will get an error result`,
 		`s.mock.yaml:11:9: warning: rounds[2].tool_calls[0]: state "resolution" does not offer workflow__transition (it is terminal or external); the call will get an error result`,
 		`s.mock.yaml:12:9: error: rounds[2].tool_calls[1]: calls workflow__set_artifact, but no state of pack "support" declares artifacts`,
+		`s.mock.yaml:13:18: warning: rounds[3].tool_calls[0]: tool_results has no entry for "create_handoff_ticket", so a mock tool executor has no result to return`,
 		`s.mock.yaml:16:3: warning: tool_results.teleport: result for tool "teleport", which pack "support" does not declare`,
 	}
 	if got.String() != strings.Join(want, "\n") {

@@ -368,8 +368,8 @@ func describeValue(n *node) string {
 	switch n.kind {
 	case kindString:
 		s := n.str
-		if len(s) > 60 {
-			s = s[:57] + "..."
+		if r := []rune(s); len(r) > 60 {
+			s = string(r[:57]) + "..."
 		}
 		return strconv.Quote(s)
 	case kindNumber:

@@ -48,6 +48,12 @@ func semanticDiagnostics(file string, root *node, p *Pack) Diagnostics {
 	if p.TemplateEngine.Syntax != "{{variable}}" {
 		c.warnAt(toks("template_engine", "syntax"), "template syntax %q is not supported; this runtime renders {{variable}} placeholders only", p.TemplateEngine.Syntax)
 	}
+	for i, f := range p.TemplateEngine.Features {
+		switch f {
+		case "conditionals", "loops", "filters":
+			c.warnAt(toks("template_engine", "features", strconv.Itoa(i)), "template feature %q is not supported by this runtime; such markup is left in the prompt as written", f)
+		}
+	}
 	c.checkTools()
 	c.checkPrompts()
 	c.checkWorkflow()
