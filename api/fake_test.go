@@ -55,7 +55,7 @@ type fakeTemporal struct {
 	starts int
 }
 
-func newFakeTemporal(t *testing.T) (*fakeTemporal, *mocks.Client) {
+func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	ft := &fakeTemporal{runs: map[string]*fakeRun{}}
 	mc := mocks.NewClient(t)
 	mc.On("QueryWorkflow", mock.Anything, mock.Anything, "", mock.Anything).Return(
@@ -185,7 +185,7 @@ const (
 )
 
 type testEnv struct {
-	t   *testing.T
+	t   testing.TB
 	ft  *fakeTemporal
 	mc  *mocks.Client
 	srv *Server
@@ -193,7 +193,7 @@ type testEnv struct {
 	now time.Time
 }
 
-func newTestEnv(t *testing.T, mut ...func(*Config)) *testEnv {
+func newTestEnv(t testing.TB, mut ...func(*Config)) *testEnv {
 	t.Helper()
 	ft, mc := newFakeTemporal(t)
 	cat := testCatalog(t)
@@ -276,7 +276,16 @@ func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
 }
 
-func testCatalog(t *testing.T) *fakeCatalog {
+func (c *fakeCatalog) NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error) {
+	def, ok := c.defs[req.WorkflowID]
+	if !ok {
+		return nil, fmt.Errorf("unknown workflowId %q", req.WorkflowID)
+	}
+	return &workflows.RunInput{RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
+		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest}, nil
+}
+
+func testCatalog(t testing.TB) *fakeCatalog {
 	t.Helper()
 	def := func(id string, vars ...workflows.Variable) *workflows.Definition {
 		return &workflows.Definition{ID: id, Name: id, Version: "1.0",

@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -226,35 +225,6 @@ func definitionJSON(def *workflows.Definition) []byte {
 	return out
 }
 
-// packsFor collects the packs a definition's nodes reference: the pack whose id is the
-// definition id (a pack served as a workflow) and any node config naming a packId.
-func (s *Server) packsFor(def *workflows.Definition) (map[string]*packs.Pack, map[string]string) {
-	ids := map[string]bool{def.ID: true}
-	for _, n := range def.Nodes {
-		var cfg struct {
-			PackID string `json:"packId"`
-			Pack   string `json:"pack"`
-		}
-		if len(n.Config) > 0 && json.Unmarshal(n.Config, &cfg) == nil {
-			ids[cfg.PackID], ids[cfg.Pack] = true, true
-		}
-	}
-	var ps map[string]*packs.Pack
-	var hashes map[string]string
-	for id := range ids {
-		if id == "" {
-			continue
-		}
-		if p, ok := s.cat.Pack(id); ok {
-			if ps == nil {
-				ps, hashes = map[string]*packs.Pack{}, map[string]string{}
-			}
-			ps[id], hashes[id] = p, p.Hash
-		}
-	}
-	return ps, hashes
-}
-
 func (s *Server) handleCreateRun(c echo.Context) error {
 	p := principalOf(c)
 	body, err := s.readBody(c)
@@ -288,14 +258,15 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		digest = requestDigest(p.Tenant, req)
 		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00POST /v1/runs\x00" + idemKey)))
 	}
-	in := workflows.RunInput{
-		RunID: runID, Definition: def, Inputs: req.Inputs,
+	in, err := s.cat.NewRunInput(workflows.RunRequest{
+		RunID: runID, WorkflowID: def.ID, Inputs: req.Inputs,
 		Owner: workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID},
-		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable,
-		RequestDigest: digest,
+		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
+	})
+	if err != nil {
+		return badRequest("%v", err)
 	}
-	in.Packs, in.PackHashes = s.packsFor(def)
-	_, err = s.startRun(c.Request().Context(), in, idemKey != "")
+	_, err = s.startRun(c.Request().Context(), *in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if idemKey != "" && errors.As(err, &already) {
 		return s.idempotentReplay(c, p, runID, digest)
@@ -315,7 +286,7 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 // WorkflowExecutionAlreadyStarted when the derived runId exists (running or closed),
 // and the caller compares digests. (USE_EXISTING would hide whether the run is new:
 // the SDK does not surface the server's "started" flag.)
-func (s *Server) startRun(ctx context.Context, in workflows.RunInput, idempotent bool) (client.WorkflowRun, error) {
+func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.WorkflowRun, error) {
 	opts := client.StartWorkflowOptions{
 		ID:                                       in.RunID,
 		TaskQueue:                                workflows.TaskQueue,
@@ -325,17 +296,13 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput, idempotent
 		StaticSummary:                            runSummary(in),
 		TypedSearchAttributes:                    searchAttributes(in),
 	}
-	_ = idempotent
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
 }
 
 func runSummary(in workflows.RunInput) string {
-	s := in.Definition.ID + " · tenant " + in.Owner.Tenant
+	s := workflows.RunSummary(&in)
 	if in.Fork != nil {
 		s += " · fork of " + in.Fork.SourceRunID
-	}
-	if in.ParentRunID != "" {
-		s += " · child of " + in.ParentRunID
 	}
 	return s
 }
@@ -552,14 +519,16 @@ func (s *Server) handleFork(c echo.Context) error {
 	if !ok {
 		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run's workflow %q is no longer served", snap.WorkflowID)
 	}
-	in := workflows.RunInput{
-		RunID: newRunID(s.cfg.Now()), Definition: def, Inputs: runInputsOf(page.Events),
+	in, err := s.cat.NewRunInput(workflows.RunRequest{
+		RunID: newRunID(s.cfg.Now()), WorkflowID: def.ID, Inputs: runInputsOf(page.Events),
 		Owner: workflows.Owner{Tenant: snap.Owner.Tenant, Principal: p.KeyID},
 		Tags:  snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable,
-		Fork: &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: page.Events},
+	})
+	if err != nil {
+		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run cannot be replayed: %v", err)
 	}
-	in.Packs, in.PackHashes = s.packsFor(def)
-	if _, err := s.startRun(ctx, in, false); err != nil {
+	in.Fork = &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: page.Events}
+	if _, err := s.startRun(ctx, *in); err != nil {
 		return fmt.Errorf("starting fork of %s: %w", id, err)
 	}
 	s.log.Info("Run forked", "runId", in.RunID, "sourceRunId", id, "fromSeq", from)

@@ -40,7 +40,7 @@ var (
 
 // validateSchema validates doc (JSON bytes) against the named schema file, optionally
 // at a JSON pointer fragment ("run-event-payloads.schema.json#/$defs/runStarted").
-func validateSchema(t *testing.T, loc string, doc []byte) {
+func validateSchema(t testing.TB, loc string, doc []byte) {
 	t.Helper()
 	if _, err := os.Stat(schemaDir); err != nil {
 		t.Skipf("schema folder %s is absent; response bodies not validated", schemaDir)
@@ -72,7 +72,7 @@ func validateSchema(t *testing.T, loc string, doc []byte) {
 
 // validateEnvelope checks an error body against error-envelope.schema.json and
 // returns its decoded form.
-func validateEnvelope(t *testing.T, body []byte) envelope {
+func validateEnvelope(t testing.TB, body []byte) envelope {
 	t.Helper()
 	validateSchema(t, "error-envelope.schema.json", body)
 	var e envelope

@@ -64,6 +64,7 @@ type catalogView interface {
 	Definition(id string) (*workflows.Definition, bool)
 	Pack(id string) (*packs.Pack, bool)
 	Fixtures() []string
+	NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error)
 }
 
 // New builds the API server.
