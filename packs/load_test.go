@@ -326,3 +326,29 @@ func TestDiagnosticsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestTemplateWarningPositions(t *testing.T) {
+	head := "id: a\nname: A\nversion: 1.0.0\ntemplate_engine: { version: v1, syntax: \"{{variable}}\" }\nprompts:\n  p:\n    id: p\n    name: P\n    version: 1.0.0\n"
+	tests := []struct {
+		name, file, src, want string
+	}{
+		{"plain", "a.yaml", head + "    system_template: Hi {{nme}}\n", "a.yaml:10:25: warning: prompts.p.system_template: {{nme}} names no declared variable"},
+		{"double quoted", "a.yaml", head + "    system_template: \"Hi {{nme}}\"\n", "a.yaml:10:26: warning"},
+		{"escaped: start of the value", "a.yaml", head + "    system_template: \"Hi\\t{{nme}}\"\n", "a.yaml:10:22: warning"},
+		{"literal block, second line", "a.yaml", head + "    system_template: |\n      Hi.\n        Then {{nme}}\n", "a.yaml:12:14: warning"},
+		{"folded: start of the value", "a.yaml", head + "    system_template: >\n      Hi.\n      Then {{nme}}\n", "a.yaml:10:22: warning"},
+		{"json", "a.json", `{"id":"a","name":"A","version":"1.0.0","template_engine":{"version":"v1","syntax":"{{variable}}"},` + "\n" +
+			`"prompts":{"p":{"id":"p","name":"P","version":"1.0.0","system_template":"Hi {{nme}}"}}}`, "a.json:2:77: warning"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags, err := Parse(tt.file, []byte(tt.src))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if len(diags) != 1 || !strings.HasPrefix(diags[0].String(), tt.want) {
+				t.Errorf("diagnostics = %s\nwant prefix %s", diags, tt.want)
+			}
+		})
+	}
+}

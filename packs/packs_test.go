@@ -12,14 +12,16 @@ import (
 )
 
 // want is one expected diagnostic, declared in a testdata file by a trailing comment
-// "# want: <severity>@<col> <message fragment>" on the line the diagnostic must point at.
+// "# want: <severity>@<col> <message fragment>" on the line the diagnostic must point at,
+// or "# want: <severity>@<line>:<col> ..." where that line cannot hold a comment (inside a
+// block scalar).
 type want struct {
 	line, col int
 	severity  string
 	fragment  string
 }
 
-var wantRe = regexp.MustCompile(`# want: (error|warning)@(\d+) (.*?)\s*$`)
+var wantRe = regexp.MustCompile(`# want: (error|warning)@(?:(\d+):)?(\d+) (.*?)\s*$`)
 
 // readWants extracts the expectations of a testdata file. Several may share a line,
 // separated by " # want: ".
@@ -47,8 +49,12 @@ func readWants(t *testing.T, path string) []want {
 			if m == nil {
 				t.Fatalf("%s:%d: malformed want marker %q", path, line, part)
 			}
-			col, _ := strconv.Atoi(m[2])
-			out = append(out, want{line: line, col: col, severity: m[1], fragment: m[3]})
+			at := line
+			if m[2] != "" {
+				at, _ = strconv.Atoi(m[2])
+			}
+			col, _ := strconv.Atoi(m[3])
+			out = append(out, want{line: at, col: col, severity: m[1], fragment: m[4]})
 		}
 	}
 	return out

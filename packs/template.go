@@ -505,19 +505,30 @@ func jsonKind(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// templateRefs lists the variable references of a prompt's template after expanding the
-// fragments it includes, for load-time checks. Fragment cycles are reported in cyc.
-func templateRefs(p *Pack, tmpl string) (refs []ref, nonRefs []string, cyc string) {
-	var visit func(s string, depth int, chain []string)
-	visit = func(s string, depth int, chain []string) {
-		for _, body := range placeholders(s) {
-			rf, ok := parseRef(body)
-			if !ok {
-				nonRefs = append(nonRefs, body)
-				continue
+// placeholderAt is a placeholder found in a prompt's template, directly or inside a
+// fragment it includes. off is the byte offset, in the prompt's own template, of the
+// placeholder itself or of the fragment include that brought it in.
+type placeholderAt struct {
+	body  string
+	rf    ref
+	isRef bool
+	off   int
+}
+
+// templateRefs lists the placeholders of a prompt's template after expanding the fragments
+// it includes, for load-time checks. A fragment cycle is described in cyc.
+func templateRefs(p *Pack, tmpl string) (out []placeholderAt, cyc string) {
+	var visit func(s string, depth int, chain []string, site int)
+	visit = func(s string, depth int, chain []string, site int) {
+		for _, loc := range placeholderRe.FindAllStringSubmatchIndex(s, -1) {
+			body := s[loc[2]:loc[3]]
+			off := site
+			if site < 0 {
+				off = loc[0]
 			}
-			refs = append(refs, rf)
-			if rf.root != nsFragments || len(rf.segs) != 1 || rf.segs[0].isIdx {
+			rf, ok := parseRef(body)
+			out = append(out, placeholderAt{body: body, rf: rf, isRef: ok, off: off})
+			if !ok || rf.root != nsFragments || len(rf.segs) != 1 || rf.segs[0].isIdx {
 				continue
 			}
 			name := rf.segs[0].key
@@ -531,11 +542,11 @@ func templateRefs(p *Pack, tmpl string) (refs []ref, nonRefs []string, cyc strin
 				}
 				continue
 			}
-			visit(frag, depth+1, append(chain, name))
+			visit(frag, depth+1, append(chain, name), off)
 		}
 	}
-	visit(tmpl, 0, nil)
-	return refs, nonRefs, cyc
+	visit(tmpl, 0, nil, -1)
+	return out, cyc
 }
 
 func containsString(ss []string, s string) bool {

@@ -25,6 +25,13 @@ type node struct {
 	b         bool
 	fields    []field // objects, in source order
 	items     []*node // arrays
+
+	// How a string was written, so positions inside it can be computed (see offsetPos):
+	// verbatim strings appear in the source exactly as their value, shifted by quoteCols;
+	// literal block scalars (|) have their content from line+1 on, indented by blockIndent.
+	verbatim    bool
+	quoteCols   int
+	blockIndent int
 }
 
 type field struct {
@@ -224,7 +231,7 @@ func parseYAMLTree(data []byte) (*node, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, yamlSyntaxError(err)
 	}
-	c := &yamlConv{active: map[*yaml.Node]bool{}}
+	c := &yamlConv{active: map[*yaml.Node]bool{}, lines: strings.Split(string(data), "\n")}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -245,6 +252,7 @@ func yamlSyntaxError(err error) error {
 }
 
 type yamlConv struct {
+	lines  []string // source lines, to measure the indentation of block scalars
 	count  int
 	active map[*yaml.Node]bool // alias targets being expanded (cycle guard)
 }
@@ -287,7 +295,11 @@ func (c *yamlConv) conv(y *yaml.Node, depth int) (*node, error) {
 		}
 		return n, nil
 	case yaml.ScalarNode:
-		return yamlScalar(y)
+		n, err := yamlScalar(y)
+		if err == nil && n.kind == kindString {
+			c.markStringStyle(y, n)
+		}
+		return n, err
 	}
 	return nil, &parseError{line: y.Line, col: y.Column, msg: "unsupported YAML node"}
 }
@@ -344,6 +356,60 @@ func (c *yamlConv) mapping(y *yaml.Node, depth int) (*node, error) {
 		}
 	}
 	return n, nil
+}
+
+// markStringStyle records how a YAML string was written, for positions inside it.
+func (c *yamlConv) markStringStyle(y *yaml.Node, n *node) {
+	switch {
+	case y.Style&yaml.LiteralStyle != 0:
+		for i := y.Line; i < len(c.lines); i++ { // lines[y.Line] is the line after the header
+			if l := c.lines[i]; strings.TrimSpace(l) != "" {
+				n.blockIndent = len(l) - len(strings.TrimLeft(l, " "))
+				break
+			}
+		}
+	case y.Style&yaml.FoldedStyle != 0 || strings.Contains(y.Value, "\n"):
+	default:
+		// A one-line string is verbatim when the source shows exactly its value (no
+		// escapes), possibly inside quotes.
+		quote := ""
+		switch {
+		case y.Style&yaml.DoubleQuotedStyle != 0:
+			quote = `"`
+		case y.Style&yaml.SingleQuotedStyle != 0:
+			quote = "'"
+		}
+		if y.Line < 1 || y.Line > len(c.lines) {
+			return
+		}
+		src := []rune(c.lines[y.Line-1])
+		if y.Column < 1 || y.Column > len(src) {
+			return
+		}
+		if strings.HasPrefix(string(src[y.Column-1:]), quote+y.Value+quote) {
+			n.verbatim, n.quoteCols = true, len(quote)
+		}
+	}
+}
+
+// offsetPos returns the source position of byte offset k of a string value, or the
+// value's own position when it cannot be known (folded or escaped strings).
+func (n *node) offsetPos(k int) (line, col int) {
+	if n == nil || n.kind != kindString || k < 0 || k > len(n.str) {
+		if n == nil {
+			return 0, 0
+		}
+		return n.line, n.col
+	}
+	before := n.str[:k]
+	switch {
+	case n.blockIndent > 0:
+		nl := strings.LastIndexByte(before, '\n')
+		return n.line + 1 + strings.Count(before, "\n"), n.blockIndent + 1 + utf8.RuneCountInString(before[nl+1:])
+	case n.verbatim:
+		return n.line, n.col + n.quoteCols + utf8.RuneCountInString(before)
+	}
+	return n.line, n.col
 }
 
 func yamlScalar(y *yaml.Node) (*node, error) {
@@ -558,6 +624,8 @@ func (p *jsonParser) value(depth int) (*node, error) {
 			return nil, err
 		}
 		n.kind, n.str = kindString, s
+		n.verbatim = !bytes.ContainsRune(p.data[start:p.off], '\\')
+		n.quoteCols = 1
 		return n, nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		for p.off < len(p.data) && strings.IndexByte("+-0123456789.eE", p.data[p.off]) >= 0 {

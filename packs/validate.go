@@ -136,10 +136,12 @@ func (c *checker) checkVariableRules(vt []string, v Variable) {
 	}
 }
 
-// checkTemplate checks the placeholders of a prompt's template (with its fragments expanded).
+// checkTemplate checks the placeholders of a prompt's template (with its fragments
+// expanded), each reported at its own line and column where the source allows.
 func (c *checker) checkTemplate(key string, pr *Prompt) {
 	at := toks("prompts", key, "system_template")
-	refs, nonRefs, cyc := templateRefs(c.p, pr.SystemTemplate)
+	tmplNode := c.root.lookupTokens(at)
+	phs, cyc := templateRefs(c.p, pr.SystemTemplate)
 	if cyc != "" {
 		c.errorAt(at, "fragments include each other in a cycle (%s)", cyc)
 	}
@@ -148,58 +150,53 @@ func (c *checker) checkTemplate(key string, pr *Prompt) {
 		declared[v.Name] = true
 	}
 	reported := map[string]bool{}
-	once := func(k string) bool {
-		if reported[k] {
-			return false
-		}
-		reported[k] = true
-		return true
-	}
-	for _, body := range nonRefs {
-		if once("!" + body) {
-			c.warnAt(at, "{{%s}} is not a variable reference; only {{name}}, dot paths and [i] indexes are supported, so it is left as written", body)
-		}
-	}
 	statesUsing := c.statesUsing(key)
-	for _, rf := range refs {
+	for _, ph := range phs {
+		warn := func(dedupeKey, format string, args ...any) {
+			if reported[dedupeKey] {
+				return
+			}
+			reported[dedupeKey] = true
+			line, col := tmplNode.offsetPos(ph.off)
+			c.diags = append(c.diags, Diagnostic{File: c.file, Line: line, Col: col, Severity: SeverityWarning,
+				Path: dotPath(at...), Message: fmt.Sprintf(format, args...)})
+		}
+		rf := ph.rf
 		switch {
+		case !ph.isRef:
+			warn("!"+ph.body, "{{%s}} is not a variable reference; only {{name}}, dot paths and [i] indexes are supported, so it is left as written", ph.body)
 		case rf.root == varWorkflowContext && len(rf.segs) == 0:
 		case rf.root == nsFragments:
 			if len(rf.segs) != 1 || rf.segs[0].isIdx {
-				if once(rf.raw) {
-					c.warnAt(at, "{{%s}} is not a valid fragment reference; write {{fragments.<name>}}", rf.raw)
-				}
+				warn(rf.raw, "{{%s}} is not a valid fragment reference; write {{fragments.<name>}}", rf.raw)
 				continue
 			}
-			if _, ok := c.p.Fragments[rf.segs[0].key]; !ok && once(rf.raw) {
+			if _, ok := c.p.Fragments[rf.segs[0].key]; !ok {
 				msg := fmt.Sprintf("{{%s}} names no fragment; it renders as an empty string", rf.raw)
 				if s := suggest(rf.segs[0].key, sortedKeys(c.p.Fragments)); s != "" {
 					msg += fmt.Sprintf(" (did you mean fragments.%s?)", s)
 				}
-				c.warnAt(at, "%s", msg)
+				warn(rf.raw, "%s", msg)
 			}
 		case rf.root == nsArtifacts:
 			if len(rf.segs) == 0 || rf.segs[0].isIdx {
-				if once(rf.raw) {
-					c.warnAt(at, "{{%s}} is not a valid artifact reference; write {{artifacts.<name>}}", rf.raw)
-				}
+				warn(rf.raw, "{{%s}} is not a valid artifact reference; write {{artifacts.<name>}}", rf.raw)
 				continue
 			}
 			name := rf.segs[0].key
 			if !containsString(c.p.ArtifactNames(), name) {
-				if once(rf.raw) {
-					c.warnAt(at, "{{%s}} names an artifact no workflow state declares; it renders as an empty string", rf.raw)
-				}
+				warn(rf.raw, "{{%s}} names an artifact no workflow state declares; it renders as an empty string", rf.raw)
 				continue
 			}
 			for _, sn := range statesUsing {
-				if c.p.Workflow.States[sn].Artifacts[name] == nil && once(sn+"\x00"+name) {
+				if c.p.Workflow.States[sn].Artifacts[name] == nil && !reported[sn+"\x00"+name] {
+					reported[sn+"\x00"+name] = true
 					c.warnAtKey(toks("workflow", "states", sn), "state %q runs prompt %q, which reads {{artifacts.%s}}, but the state declares no artifact %q (RFC 0009)", sn, key, name, name)
 				}
 			}
 		default:
-			if !declared[rf.root] && once(rf.root) {
-				c.warnAt(at, "{{%s}} names no declared variable of prompt %q; it renders as an empty string unless the run supplies %q", rf.raw, key, rf.root)
+			if !declared[rf.root] {
+				warn(rf.root, "{{%s}} names no declared variable of prompt %q; it renders as an empty string unless the run supplies %q", rf.raw, key, rf.root)
 			}
 		}
 	}
