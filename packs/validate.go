@@ -318,8 +318,9 @@ func pascalHint(ev string) string {
 	return b.String()
 }
 
-// successors returns a state's outgoing edges (on_event targets, then on_max_visits), sorted
-// and deduplicated, restricted to existing states.
+// successors returns the states a state can lead to: its on_event targets (unless it is
+// terminal: true) and its on_max_visits redirect (when it has max_visits), sorted,
+// deduplicated and restricted to existing states.
 func (c *checker) successors(sn string) []string {
 	w := c.p.Workflow
 	st := w.States[sn]
@@ -331,7 +332,7 @@ func (c *checker) successors(sn string) []string {
 			}
 		}
 	}
-	if _, ok := w.States[st.OnMaxVisits]; ok && st.OnMaxVisits != "" {
+	if _, ok := w.States[st.OnMaxVisits]; ok && st.MaxVisits > 0 { // the redirect needs a cap
 		set[st.OnMaxVisits] = true
 	}
 	return sortedKeys(set)
