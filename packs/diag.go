@@ -125,6 +125,7 @@ type DiagnosticsError struct {
 	Diags Diagnostics
 }
 
+// Error returns the first error diagnostic and how many more there are.
 func (e *DiagnosticsError) Error() string {
 	errs := e.Diags.Errors()
 	if len(errs) == 0 {

@@ -286,6 +286,7 @@ type VariableError struct {
 	Problems []string
 }
 
+// Error joins every problem into one message.
 func (e *VariableError) Error() string {
 	if len(e.Problems) == 1 {
 		return "invalid run variables: " + e.Problems[0]
