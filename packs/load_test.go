@@ -2,6 +2,7 @@ package packs
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -350,5 +351,31 @@ func TestTemplateWarningPositions(t *testing.T) {
 				t.Errorf("diagnostics = %s\nwant prefix %s", diags, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseConcurrently(t *testing.T) {
+	data, err := os.ReadFile("code-fix.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := Parse("code-fix.yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			p, _, err := Parse("code-fix.yaml", data)
+			if err == nil && p.Hash != want.Hash {
+				err = fmt.Errorf("hash %s != %s", p.Hash, want.Hash)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
