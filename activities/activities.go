@@ -1,5 +1,243 @@
 package activities
 
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// heartbeatEvery is how often a running model round heartbeats. It is well below
+// every HeartbeatTimeout that ModelRoundOptions sets.
+const heartbeatEvery = 5 * time.Second
+
+// TranscriptSource reads the messages a TranscriptRef points at.
+type TranscriptSource interface {
+	Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error)
+}
+
+// ClientTranscripts reads transcripts by querying the run's workflow
+// (TranscriptQuery), which is the only owner of a run's messages.
+type ClientTranscripts struct {
+	Client client.Client
+}
+
+// Transcript implements TranscriptSource.
+func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
+	if c.Client == nil {
+		return nil, errors.New("transcript source has no Temporal client")
+	}
+	v, err := c.Client.QueryWorkflow(ctx, ref.RunID, "", TranscriptQuery, ref)
+	if err != nil {
+		return nil, fmt.Errorf("query %s on run %s (transcript %q [%d,%d)): %w", TranscriptQuery, ref.RunID, ref.Key, ref.From, ref.To, err)
+	}
+	var msgs []Message
+	if err := v.Get(&msgs); err != nil {
+		return nil, fmt.Errorf("decode transcript of run %s: %w", ref.RunID, err)
+	}
+	return msgs, nil
+}
+
+// ToolFunc executes one tool call. A failure the model should see (bad arguments, a
+// business error) is a result with IsError; a returned error fails the activity
+// attempt and is retried by Temporal.
+type ToolFunc func(ctx context.Context, in ToolCallInput) (*ToolCallResult, error)
+
+// Config holds the dependencies of the activities.
+type Config struct {
+	// Providers maps a logical provider key to its provider; DefaultProviderKey is the
+	// primary. Nil or empty means a single scripted mock as the default. A
+	// *MockProvider without Scripts receives MockScripts.
+	Providers map[string]Provider
+	// MockScripts maps a pack id to its mock script (<pack>.mock.yaml). They drive the
+	// mock provider and serve as the fallback tool executor (tool_results).
+	MockScripts map[string]*packs.MockScript
+	// Transcripts reads a round's messages; required. Use ClientTranscripts in a worker.
+	Transcripts TranscriptSource
+	// Tools maps a tool name to its executor. Optional.
+	Tools map[string]ToolFunc
+	// Logger receives activity logs; nil discards them. Activities also log through
+	// the Temporal activity logger.
+	Logger *slog.Logger
+}
+
 // Activities carries the dependencies of every activity of the host. Its exported
 // methods are the activities; register the instance with worker.RegisterActivity.
-type Activities struct{}
+type Activities struct {
+	providers   map[string]Provider
+	scripts     map[string]*packs.MockScript
+	transcripts TranscriptSource
+	tools       map[string]ToolFunc
+	logger      *slog.Logger
+}
+
+// New checks cfg and builds the activities.
+func New(cfg Config) (*Activities, error) {
+	if cfg.Transcripts == nil {
+		return nil, errors.New("activities: Config.Transcripts is required (use ClientTranscripts{Client: c} in a worker)")
+	}
+	providers := make(map[string]Provider, len(cfg.Providers)+1)
+	for key, p := range cfg.Providers {
+		if p == nil {
+			return nil, fmt.Errorf("activities: provider %q is nil", key)
+		}
+		if m, ok := p.(*MockProvider); ok && m.Scripts == nil {
+			p = &MockProvider{Scripts: cfg.MockScripts}
+		}
+		providers[key] = p
+	}
+	if len(providers) == 0 {
+		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts}
+	}
+	if providers[DefaultProviderKey] == nil {
+		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Activities{
+		providers:   providers,
+		scripts:     cfg.MockScripts,
+		transcripts: cfg.Transcripts,
+		tools:       cfg.Tools,
+		logger:      logger,
+	}, nil
+}
+
+// provider resolves a logical provider key. An empty key, or a key no provider is
+// configured for, uses the default provider: a pack that names a logical provider
+// (RFC 0012) runs on the worker's primary model unless that key is configured.
+func (a *Activities) provider(key string) (Provider, string, error) {
+	if key == "" {
+		key = DefaultProviderKey
+	}
+	if p, ok := a.providers[key]; ok {
+		return p, key, nil
+	}
+	if p, ok := a.providers[DefaultProviderKey]; ok {
+		return p, DefaultProviderKey, nil
+	}
+	return nil, key, nonRetryable(ErrTypeUnknownProvider, "no model provider is configured for key %q", key)
+}
+
+// ModelRound runs one model round: it reads the round's transcript through its
+// reference (the transcript never travels in the activity input, so history stays
+// flat), calls the provider and returns the text, tool calls, usage and model. It
+// heartbeats while the provider works. Permanent failures are non-retryable
+// application errors typed with the ErrType* constants.
+func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*ModelRoundResult, error) {
+	p, key, err := a.provider(in.Provider)
+	if err != nil {
+		return nil, err
+	}
+	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "provider", p.Name(), "providerKey", key)
+
+	msgs, err := a.transcripts.Transcript(ctx, in.Transcript)
+	if err != nil {
+		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
+	}
+
+	stop := heartbeat(ctx, in)
+	start := time.Now()
+	res, err := p.Complete(ctx, &Request{Input: in, Messages: msgs})
+	stop()
+	if err != nil {
+		log.Warn("Model round failed", "error", err, "elapsed", time.Since(start).Round(time.Millisecond))
+		return nil, err
+	}
+	if res.Provider == "" {
+		res.Provider = p.Name()
+	}
+	log.Info("Model round done", "model", res.Model, "toolCalls", len(res.ToolCalls),
+		"inputTokens", res.Usage.InputTokens, "outputTokens", res.Usage.OutputTokens, "elapsed", time.Since(start).Round(time.Millisecond))
+	return res, nil
+}
+
+// heartbeat records a heartbeat now and every heartbeatEvery until the returned stop
+// is called. Outside an activity context it does nothing.
+func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	detail := fmt.Sprintf("model round %d in state %s", in.Round, in.State)
+	activity.RecordHeartbeat(ctx, detail)
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, detail)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// ToolCall runs one tool call. The executor is, in order: the ToolFunc registered for
+// the tool; else the pack's mock tool_results entry for the tool (every call of the
+// tool returns it); else no executor exists and the result is an IsError result
+// telling the model that no executor is configured for the tool on this host, so the
+// model can carry on without it. Arguments and results are not logged (they may hold
+// user data); the log says which executor ran.
+func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
+	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
+	if fn := a.tools[in.Tool]; fn != nil {
+		res, err := fn(ctx, in)
+		if err != nil {
+			log.Warn("Tool call failed", "executor", "registered", "error", err)
+			return nil, fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
+		}
+		if res == nil {
+			res = &ToolCallResult{}
+		}
+		res.Content = jsonContent(res.Content)
+		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
+		return res, nil
+	}
+	if script := a.scripts[in.PackID]; script != nil {
+		if out, ok := script.ToolResults[in.Tool]; ok {
+			log.Info("Tool call done", "executor", "mock")
+			return &ToolCallResult{Content: jsonContent(out)}, nil
+		}
+	}
+	log.Warn("Tool call has no executor", "executor", "none")
+	content, _ := json.Marshal(map[string]string{
+		"error": fmt.Sprintf("no executor is configured for tool %q on this host; the call was not run", in.Tool),
+	})
+	return &ToolCallResult{Content: content, IsError: true}, nil
+}
+
+// jsonContent returns raw as valid JSON: null for empty, a JSON string for text that
+// is not JSON.
+func jsonContent(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(`null`)
+	}
+	if json.Valid(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
+}

@@ -1,6 +1,3 @@
-// Package activities holds every activity of the host: model rounds against a provider
-// (OpenAI, Anthropic, any OpenAI-compatible endpoint, or the scripted mock) and tool
-// calls. All I/O of a run happens here; workflow code only schedules these activities.
 package activities
 
 import "encoding/json"
@@ -125,4 +122,11 @@ const (
 	ErrTypeUnknownProvider = "UnknownProvider"     // no provider configured for the key
 	ErrTypeUnknownTool     = "UnknownTool"         // no executor for the tool
 	ErrTypeBadResponse     = "ModelMalformedResponse"
+)
+
+// Error types of retryable application errors raised by activities. They are retried
+// by the activity's RetryPolicy; NextRetryDelay honours the provider's Retry-After.
+const (
+	ErrTypeRateLimited = "ModelRateLimited" // 429 from the provider
+	ErrTypeUnavailable = "ModelUnavailable" // 5xx, 408, 409, or the provider unreachable
 )

@@ -1,0 +1,203 @@
+package activities
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// fakeTranscripts serves transcripts from memory and records the references asked for.
+type fakeTranscripts struct {
+	mu   sync.Mutex
+	msgs map[string][]Message // by transcript key
+	refs []TranscriptRef
+	err  error
+}
+
+func (f *fakeTranscripts) Transcript(_ context.Context, ref TranscriptRef) ([]Message, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refs = append(f.refs, ref)
+	if f.err != nil {
+		return nil, f.err
+	}
+	all := f.msgs[ref.Key]
+	to := min(ref.To, len(all))
+	from := min(ref.From, to)
+	return all[from:to], nil
+}
+
+func newTestActivities(t *testing.T, cfg Config) (*Activities, *testsuite.TestActivityEnvironment) {
+	t.Helper()
+	a, err := New(cfg)
+	require.NoError(t, err)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	return a, env
+}
+
+func TestNewRequiresTranscripts(t *testing.T) {
+	_, err := New(Config{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Transcripts")
+
+	_, err = New(Config{Transcripts: &fakeTranscripts{}, Providers: map[string]Provider{"fast": &MockProvider{}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"default"`)
+}
+
+func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
+	src := &fakeTranscripts{msgs: map[string][]Message{
+		"conv": {
+			{Role: RoleUser, Text: "hello, I want my balance"}, // outside [From, To): must not be seen
+			{Role: RoleAssistant, Text: "hi"},
+			{Role: RoleUser, Text: "close my account"},
+		},
+	}}
+	scripts := map[string]*packs.MockScript{"bank": {Rounds: []packs.MockRound{
+		{ExpectState: "verifying", ExpectUser: "close", Text: "Closing.",
+			ToolCalls: []packs.MockToolCall{{Name: "close_account", Args: json.RawMessage(`{"id":"A1"}`)}}},
+	}}}
+	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
+
+	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 0,
+		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
+	val, err := env.ExecuteActivity(a.ModelRound, in)
+	require.NoError(t, err)
+	var res ModelRoundResult
+	require.NoError(t, val.Get(&res))
+	assert.Equal(t, "Closing.", res.Text)
+	require.Len(t, res.ToolCalls, 1)
+	assert.Equal(t, "call_0_0_close_account", res.ToolCalls[0].ID)
+	assert.Equal(t, ProviderMock, res.Provider)
+	assert.Equal(t, []TranscriptRef{in.Transcript}, src.refs)
+
+	// The same script with a window that ends before "close my account" fails the expectation.
+	in.Transcript = TranscriptRef{RunID: "run-1", Key: "conv", From: 0, To: 2}
+	_, err = env.ExecuteActivity(a.ModelRound, in)
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%T %v", err, err)
+	assert.Equal(t, ErrTypeMockMismatch, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+}
+
+func TestModelRoundActivityTranscriptFailureIsRetryable(t *testing.T) {
+	src := &fakeTranscripts{err: errors.New("query timed out")}
+	a, env := newTestActivities(t, Config{Transcripts: src})
+	_, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{RunID: "r", PackID: "p", Round: 4})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "query timed out")
+	assert.Contains(t, err.Error(), "read transcript")
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		assert.False(t, appErr.NonRetryable())
+	}
+}
+
+// recordingProvider answers a fixed result and records the requests it saw.
+type recordingProvider struct {
+	name string
+	mu   sync.Mutex
+	reqs []*Request
+}
+
+func (p *recordingProvider) Name() string { return p.name }
+func (p *recordingProvider) Complete(_ context.Context, req *Request) (*ModelRoundResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reqs = append(p.reqs, req)
+	return &ModelRoundResult{Text: "from " + p.name, Model: "m"}, nil
+}
+
+func TestModelRoundActivityProviderSelection(t *testing.T) {
+	def := &recordingProvider{name: "openai"}
+	fast := &recordingProvider{name: "anthropic"}
+	src := &fakeTranscripts{msgs: map[string][]Message{"k": {{Role: RoleUser, Text: "hi"}}}}
+	a, env := newTestActivities(t, Config{Transcripts: src, Providers: map[string]Provider{DefaultProviderKey: def, "fast": fast}})
+
+	for key, want := range map[string]string{"": "from openai", "default": "from openai", "fast": "from anthropic", "unknown": "from openai"} {
+		val, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{Provider: key, Transcript: TranscriptRef{Key: "k", To: 1}})
+		require.NoError(t, err, key)
+		var res ModelRoundResult
+		require.NoError(t, val.Get(&res))
+		assert.Equal(t, want, res.Text, key)
+		assert.NotEmpty(t, res.Provider, "the provider's canonical name is filled in")
+	}
+	require.Len(t, fast.reqs, 1)
+	assert.Equal(t, []Message{{Role: RoleUser, Text: "hi"}}, fast.reqs[0].Messages)
+}
+
+func TestToolCallActivityExecutors(t *testing.T) {
+	var got ToolCallInput
+	tools := map[string]ToolFunc{
+		"lookup": func(_ context.Context, in ToolCallInput) (*ToolCallResult, error) {
+			got = in
+			return &ToolCallResult{Content: json.RawMessage(`{"found":true}`)}, nil
+		},
+		"plain": func(context.Context, ToolCallInput) (*ToolCallResult, error) {
+			return &ToolCallResult{Content: json.RawMessage(`not json`), IsError: true}, nil
+		},
+		"broken": func(context.Context, ToolCallInput) (*ToolCallResult, error) {
+			return nil, errors.New("database down")
+		},
+	}
+	scripts := map[string]*packs.MockScript{"bank": {ToolResults: map[string]json.RawMessage{
+		"verify_account": json.RawMessage(`{"ok":true}`),
+		"lookup":         json.RawMessage(`{"from":"mock"}`), // a registered executor wins
+	}}}
+	var logs bytes.Buffer
+	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, Tools: tools, MockScripts: scripts,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+
+	run := func(pack, tool string) (*ToolCallResult, error) {
+		val, err := env.ExecuteActivity(a.ToolCall, ToolCallInput{RunID: "r", PackID: pack, Tool: tool, CallID: "call_0_0_" + tool,
+			Args: json.RawMessage(`{"secret_arg":"s3cr3t"}`)})
+		if err != nil {
+			return nil, err
+		}
+		var res ToolCallResult
+		require.NoError(t, val.Get(&res))
+		return &res, nil
+	}
+
+	res, err := run("bank", "lookup")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"found":true}`, string(res.Content))
+	assert.False(t, res.IsError)
+	assert.Equal(t, "call_0_0_lookup", got.CallID)
+
+	res, err = run("bank", "plain")
+	require.NoError(t, err)
+	assert.JSONEq(t, `"not json"`, string(res.Content), "non-JSON content becomes a JSON string")
+	assert.True(t, res.IsError)
+
+	res, err = run("bank", "verify_account")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"ok":true}`, string(res.Content))
+	assert.False(t, res.IsError)
+
+	res, err = run("other-pack", "verify_account")
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, string(res.Content), `no executor is configured for tool \"verify_account\"`)
+
+	_, err = run("bank", "broken")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "database down")
+
+	assert.NotContains(t, logs.String(), "s3cr3t", "tool arguments are not logged")
+	assert.Contains(t, logs.String(), `"executor":"mock"`)
+}

@@ -1,0 +1,73 @@
+// Package activities holds every activity of the host: model rounds against a provider
+// (OpenAI, Anthropic, any OpenAI-compatible endpoint, or the scripted mock) and tool
+// calls. All I/O of a run happens here; workflow code only schedules these activities.
+//
+// # Activities
+//
+// Register one *Activities (built with New) on the worker. Its two activities are:
+//
+//   - ModelRound(ModelRoundInput) → ModelRoundResult. The input carries a
+//     TranscriptRef, not the transcript: the activity reads the messages through
+//     Config.Transcripts (ClientTranscripts queries the run's workflow with
+//     TranscriptQuery), so a run's history grows by a constant amount per round. The
+//     provider is chosen by the input's logical provider key; an empty or unknown key
+//     uses DefaultProviderKey. The round heartbeats while the provider works.
+//   - ToolCall(ToolCallInput) → ToolCallResult. The executor is the ToolFunc
+//     registered for the tool, else the pack's mock tool_results entry, else none: the
+//     result is then an IsError result that tells the model no executor is configured
+//     for the tool on this host (the run goes on; the model can answer without it).
+//
+// Workflows schedule them with ModelRoundOptions(provider) and ToolCallOptions(), and
+// set ActivityOptions.Summary from ModelRoundSummary / ToolCallSummary.
+//
+// # Errors
+//
+// Failures are Temporal application errors whose Type is one of the ErrType*
+// constants:
+//
+//	HTTP 400, 404, 422, other 4xx   ModelBadRequest          non-retryable
+//	HTTP 401, 403                   ModelAuthentication      non-retryable, message never shows the key
+//	HTTP 429                        ModelRateLimited         retried; NextRetryDelay = Retry-After(-Ms)
+//	HTTP 408, 409, 5xx, no answer   ModelUnavailable         retried; NextRetryDelay = Retry-After if sent
+//	2xx that is not a completion    ModelMalformedResponse   non-retryable
+//	mock expect_state/expect_user   MockScriptMismatch       non-retryable
+//	mock round with error:          MockScriptedFailure      non-retryable
+//	mock script exhausted + fail    MockScriptExhausted      non-retryable
+//
+// The SDKs' own retries are disabled (max retries 0): Temporal retries the activity,
+// so every attempt shows in the run's history and in the Temporal UI, backs off by the
+// activity's RetryPolicy, and a long Retry-After does not keep an attempt open.
+//
+// # Configuration
+//
+// ProvidersFromEnv reads only the worker's environment (never workflow input):
+//
+//	Variable                        Meaning
+//	WOP_MODEL_PROVIDER              mock | openai | anthropic | openai-compatible. Unset: openai if
+//	                                OPENAI_API_KEY is set, else anthropic if ANTHROPIC_API_KEY is set,
+//	                                else openai-compatible if WOP_OPENAI_COMPATIBLE_BASE_URL is set,
+//	                                else mock (the scripted mock, <pack>.mock.yaml).
+//	WOP_MODEL                       Model name. Defaults: openai gpt-4o-mini, anthropic
+//	                                claude-sonnet-4-5; required for openai-compatible.
+//	OPENAI_API_KEY                  Key for openai (required with it).
+//	OPENAI_BASE_URL                 Optional base URL for openai (default https://api.openai.com/v1/).
+//	ANTHROPIC_API_KEY               Key for anthropic (required with it).
+//	ANTHROPIC_BASE_URL              Optional base URL for anthropic (default https://api.anthropic.com/).
+//	WOP_OPENAI_COMPATIBLE_BASE_URL  Base URL of an OpenAI-compatible endpoint, e.g.
+//	                                http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM),
+//	                                http://localhost:4000 (LiteLLM). Required for openai-compatible.
+//	WOP_OPENAI_COMPATIBLE_API_KEY   Optional key for that endpoint (sent as a Bearer token).
+//
+// Keys stay inside the provider values: their String and LogValue methods print
+// "[REDACTED]", errors never include them (a provider's error text is scrubbed of
+// the key and of fragments of it), and they never reach workflow input, history,
+// events or logs. The SDKs are built so that they read nothing from the process
+// environment themselves.
+//
+// Sampling parameters (packs.Parameters) map as follows: temperature, top_p →
+// both; max_tokens → max_completion_tokens (OpenAI), max_tokens (compatible endpoints,
+// Anthropic; Anthropic defaults to 4096 because the field is required);
+// frequency_penalty, presence_penalty → OpenAI and compatible only; top_k → Anthropic
+// only. Tool choice "none" offers no tools at all; "required" is OpenAI's "required"
+// and Anthropic's "any".
+package activities

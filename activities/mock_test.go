@@ -1,0 +1,149 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// balanceScript is the worked example of promptpack-workflow.md §12.
+func balanceScript() *packs.MockScript {
+	return &packs.MockScript{
+		Default: "OK.",
+		Rounds: []packs.MockRound{
+			{ExpectState: "verifying", ExpectUser: "balance", Text: "Let me check that account.",
+				ToolCalls: []packs.MockToolCall{{Name: "verify_account", Args: json.RawMessage(`{"account_id":"ACC-12345"}`)}}},
+			{ExpectState: "verifying", ToolCalls: []packs.MockToolCall{
+				{Name: "workflow__transition", Args: json.RawMessage(`{"event":"AccountVerified","context":"wants balance"}`)},
+				{Name: "note"},
+			}},
+			{ExpectState: "resolution", Error: "provider exploded"},
+		},
+		ToolResults: map[string]json.RawMessage{"verify_account": json.RawMessage(`{"ok":true}`)},
+	}
+}
+
+func mockReq(state string, round int, msgs ...Message) *Request {
+	return &Request{
+		Input:    ModelRoundInput{RunID: "run-1", PackID: "bank", State: state, Round: round, System: "You are a bank."},
+		Messages: msgs,
+	}
+}
+
+func appErrType(t *testing.T, err error) (string, bool) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "want an application error, got %T: %v", err, err)
+	return appErr.Type(), appErr.NonRetryable()
+}
+
+func TestMockFollowsScriptInOrder(t *testing.T) {
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
+	user := Message{Role: RoleUser, Text: "what is my balance?"}
+
+	r0, err := p.Complete(context.Background(), mockReq("verifying", 0, user))
+	require.NoError(t, err)
+	assert.Equal(t, "Let me check that account.", r0.Text)
+	require.Len(t, r0.ToolCalls, 1)
+	assert.Equal(t, ToolCall{ID: "call_0_0_verify_account", Name: "verify_account", Args: json.RawMessage(`{"account_id":"ACC-12345"}`)}, r0.ToolCalls[0])
+	assert.Equal(t, "tool_calls", r0.FinishReason)
+	assert.Equal(t, ProviderMock, r0.Provider)
+	assert.Equal(t, MockModel, r0.Model)
+	// Synthetic usage: ceil(chars/4). Input = system + user text; output = text + tool name + args.
+	assert.Equal(t, (len("You are a bank.")+len(user.Text)+3)/4, r0.Usage.InputTokens)
+	assert.Equal(t, (len(r0.Text)+len("verify_account")+len(`{"account_id":"ACC-12345"}`)+3)/4, r0.Usage.OutputTokens)
+
+	r1, err := p.Complete(context.Background(), mockReq("verifying", 1, user))
+	require.NoError(t, err)
+	assert.Empty(t, r1.Text)
+	require.Len(t, r1.ToolCalls, 2)
+	assert.Equal(t, "call_1_0_workflow__transition", r1.ToolCalls[0].ID)
+	assert.Equal(t, "call_1_1_note", r1.ToolCalls[1].ID)
+	assert.JSONEq(t, `{}`, string(r1.ToolCalls[1].Args), "missing args become an empty object")
+}
+
+func TestMockExpectStateMismatch(t *testing.T) {
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
+	_, err := p.Complete(context.Background(), mockReq("triage", 1))
+	require.Error(t, err)
+	typ, nonRetryable := appErrType(t, err)
+	assert.Equal(t, ErrTypeMockMismatch, typ)
+	assert.True(t, nonRetryable)
+	for _, want := range []string{"round 1", `"verifying"`, `"triage"`, `"bank"`} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestMockExpectUser(t *testing.T) {
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
+
+	// Only the latest user message counts.
+	_, err := p.Complete(context.Background(), mockReq("verifying", 0,
+		Message{Role: RoleUser, Text: "my balance please"},
+		Message{Role: RoleAssistant, Text: "sure"},
+		Message{Role: RoleUser, Text: "actually, close my account"}))
+	require.Error(t, err)
+	typ, nonRetryable := appErrType(t, err)
+	assert.Equal(t, ErrTypeMockMismatch, typ)
+	assert.True(t, nonRetryable)
+	assert.Contains(t, err.Error(), `"balance"`)
+	assert.Contains(t, err.Error(), "close my account")
+
+	_, err = p.Complete(context.Background(), mockReq("verifying", 0, Message{Role: RoleSystem, Text: "balance"}))
+	require.Error(t, err)
+	typ, _ = appErrType(t, err)
+	assert.Equal(t, ErrTypeMockMismatch, typ)
+	assert.Contains(t, err.Error(), "no user message")
+}
+
+func TestMockScriptedError(t *testing.T) {
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
+	_, err := p.Complete(context.Background(), mockReq("resolution", 2))
+	require.Error(t, err)
+	typ, nonRetryable := appErrType(t, err)
+	assert.Equal(t, ErrTypeMockFailure, typ)
+	assert.True(t, nonRetryable)
+	assert.Contains(t, err.Error(), "provider exploded")
+}
+
+func TestMockExhausted(t *testing.T) {
+	script := balanceScript()
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
+
+	res, err := p.Complete(context.Background(), mockReq("anything", 3))
+	require.NoError(t, err)
+	assert.Equal(t, "OK.", res.Text)
+	assert.Equal(t, "stop", res.FinishReason)
+
+	script.Default = ""
+	res, err = p.Complete(context.Background(), mockReq("anything", 7))
+	require.NoError(t, err)
+	assert.Contains(t, res.Text, `"bank"`)
+	assert.Contains(t, res.Text, "exhausted")
+
+	script.FailWhenExhausted = true
+	_, err = p.Complete(context.Background(), mockReq("anything", 3))
+	require.Error(t, err)
+	typ, nonRetryable := appErrType(t, err)
+	assert.Equal(t, ErrTypeMockExhausted, typ)
+	assert.True(t, nonRetryable)
+	assert.Contains(t, err.Error(), "round 3")
+	assert.Contains(t, err.Error(), "3 rounds")
+}
+
+func TestMockWithoutScript(t *testing.T) {
+	p := &MockProvider{}
+	res, err := p.Complete(context.Background(), mockReq("triage", 0))
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(res.Text, `"bank"`) && strings.Contains(res.Text, `"triage"`), res.Text)
+	assert.Empty(t, res.ToolCalls)
+	assert.Positive(t, res.Usage.OutputTokens)
+}

@@ -1,0 +1,111 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// Canonical provider ids, as reported in ModelRoundResult.Provider and accepted by
+// WOP_MODEL_PROVIDER and ModelRoundOptions.
+const (
+	ProviderMock             = "mock"
+	ProviderOpenAI           = "openai"
+	ProviderAnthropic        = "anthropic"
+	ProviderOpenAICompatible = "openai-compatible"
+)
+
+// DefaultProviderKey is the logical provider key of the primary provider; a round
+// whose key is empty or not configured uses it.
+const DefaultProviderKey = "default"
+
+// Provider is one model backend behind a provider-neutral interface
+// (promptpack-workflow.md §5.3). Implementations must be safe for concurrent use, must
+// not retry on their own (Temporal retries the activity), and must return errors
+// built with the ErrType* constants so the workflow can tell permanent from transient
+// failures. They must never put their credentials into an error, a log or a result.
+type Provider interface {
+	// Name is the canonical provider id: mock, openai, anthropic, openai-compatible.
+	Name() string
+	// Complete runs one model round over the request's transcript.
+	Complete(ctx context.Context, req *Request) (*ModelRoundResult, error)
+}
+
+// Request is one model round as a provider sees it: the activity input plus the
+// transcript the activity fetched through the input's TranscriptRef.
+type Request struct {
+	Input    ModelRoundInput
+	Messages []Message
+}
+
+// parameters decodes the prompt's sampling parameters (packs.Parameters as JSON).
+// Absent or null parameters are the zero value.
+func (r *Request) parameters() (packs.Parameters, error) {
+	var p packs.Parameters
+	if len(r.Input.Parameters) == 0 || string(r.Input.Parameters) == "null" {
+		return p, nil
+	}
+	if err := json.Unmarshal(r.Input.Parameters, &p); err != nil {
+		return p, nonRetryable(ErrTypeBadRequest, "prompt %q: parameters are not valid packs.Parameters JSON: %v", r.Input.Prompt, err)
+	}
+	return p, nil
+}
+
+// offeredTools returns the tools to declare to the model: none when the tool choice
+// is "none" (the model then cannot call any), else all of them.
+func (r *Request) offeredTools() []ToolSpec {
+	if r.Input.ToolChoice == "none" {
+		return nil
+	}
+	return r.Input.Tools
+}
+
+// callID returns the tool-call id a provider did not supply, in the mock's
+// deterministic form call_<round>_<i>_<name>.
+func callID(round, i int, name string) string {
+	return fmt.Sprintf("call_%d_%d_%s", round, i, name)
+}
+
+// objectArgs returns raw tool-call arguments as a JSON object. Empty arguments are
+// {}; arguments that are not a JSON object (models occasionally emit broken JSON)
+// are kept verbatim under "_raw_arguments" so the tool, or the workflow's schema
+// check, can answer the model with an error instead of failing the round.
+func objectArgs(raw string) json.RawMessage {
+	if raw == "" {
+		return json.RawMessage(`{}`)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &obj); err == nil && obj != nil {
+		return json.RawMessage(raw)
+	}
+	b, _ := json.Marshal(map[string]string{"_raw_arguments": raw})
+	return b
+}
+
+// schemaObject decodes a tool's JSON Schema; an empty schema is an object with no
+// properties.
+func schemaObject(name string, raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, nonRetryable(ErrTypeBadRequest, "tool %q: parameters are not a JSON Schema object", name)
+	}
+	return m, nil
+}
+
+// toolResultText is the text of a tool-result message as sent to a provider that has
+// no error flag (OpenAI chat completions): error results are marked.
+func toolResultText(m Message) string {
+	text := m.Text
+	if text == "" {
+		text = "{}"
+	}
+	if m.IsError {
+		return "ERROR: " + text
+	}
+	return text
+}
