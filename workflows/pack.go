@@ -29,14 +29,6 @@ type PackNodeConfig struct {
 	Pack string `json:"pack"`
 }
 
-// Activity names of the model round and the tool call ((*activities.Activities).ModelRound
-// and .ToolCall), scheduled by name so the workflow does not depend on the worker's
-// method set.
-const (
-	modelRoundActivity = "ModelRound"
-	toolCallActivity   = "ToolCall"
-)
-
 // EventTypePackEvent is the eventType of the external-event interrupt a pack raises
 // while it waits in an `orchestration: external` state.
 const EventTypePackEvent = "promptpack.event"
@@ -52,6 +44,9 @@ type packAgent struct {
 	m      *engine.Machine
 	// replay holds the source run's recorded model and tool results on a fork replay.
 	replay *packReplay
+	// lastProvider is the canonical provider id of the latest round, which picks the
+	// activity options of the next one.
+	lastProvider string
 }
 
 func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
@@ -381,16 +376,18 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		}
 	}
 	if !recorded {
-		opts := modelRoundOptions(in.Provider)
-		opts.Summary = fmt.Sprintf("%s · round %d · %s · %d tools", in.State, in.Round, in.Provider, len(in.Tools))
+		opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
+		opts.Summary = activities.ModelRoundSummary(in)
 		actx := workflow.WithActivityOptions(rt.ctx, opts)
-		if err := workflow.ExecuteActivity(actx, modelRoundActivity, in).Get(actx, &out); err != nil {
+		var acts *activities.Activities
+		if err := workflow.ExecuteActivity(actx, acts.ModelRound, in).Get(actx, &out); err != nil {
 			if temporal.IsCanceledError(err) {
 				return nil, err
 			}
 			return nil, newActivityError(err)
 		}
 	}
+	rt.a.lastProvider = out.Provider
 	// The round as the model answered it, so a fork replay can reuse it.
 	rt.emit("agent.decided", map[string]any{
 		"agentId": rt.a.agentID(in.State),
@@ -414,10 +411,11 @@ func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.To
 				continue
 			}
 		}
-		opts := toolCallOptions()
-		opts.Summary = fmt.Sprintf("%s · round %d · %s", in.State, in.Round, in.Tool)
+		opts := activities.ToolCallOptions()
+		opts.Summary = activities.ToolCallSummary(in)
 		actx := workflow.WithActivityOptions(rt.ctx, opts)
-		futures[i] = workflow.ExecuteActivity(actx, toolCallActivity, in)
+		var acts *activities.Activities
+		futures[i] = workflow.ExecuteActivity(actx, acts.ToolCall, in)
 	}
 	for i, f := range futures {
 		if f == nil {

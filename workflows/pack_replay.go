@@ -2,49 +2,10 @@ package workflows
 
 import (
 	"encoding/json"
-	"time"
-
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
 )
-
-// Activity options of the pack node. Model rounds retry transient provider failures
-// (rate limits, 5xx) with backoff; permanent ones (bad request, authentication, a mock
-// script mismatch) fail the round at once. Tool calls are short and retried likewise.
-
-// modelRoundOptions are the options of a ModelRound activity for a provider key.
-func modelRoundOptions(_ string) workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:    time.Second,
-			BackoffCoefficient: 2,
-			MaximumInterval:    time.Minute,
-			MaximumAttempts:    6,
-			NonRetryableErrorTypes: []string{
-				activities.ErrTypeBadRequest, activities.ErrTypeAuth, activities.ErrTypeMockMismatch,
-				activities.ErrTypeMockExhausted, activities.ErrTypeMockFailure, activities.ErrTypeUnknownProvider,
-				activities.ErrTypeBadResponse,
-			},
-		},
-	}
-}
-
-// toolCallOptions are the options of a ToolCall activity.
-func toolCallOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeUnknownTool},
-		},
-	}
-}
 
 // ---- fork replay ----
 

@@ -99,8 +99,8 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 	require.NoError(t, err)
 	tr := newTestRun(t, *in)
 	sm := &scriptedModel{scripts: map[string]*packs.MockScript{p.ID: script}, t: t}
-	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: modelRoundActivity})
-	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: toolCallActivity})
+	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: "ModelRound"})
+	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: "ToolCall"})
 	return tr, sm
 }
 
