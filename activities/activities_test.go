@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -200,4 +202,24 @@ func TestToolCallActivityExecutors(t *testing.T) {
 
 	assert.NotContains(t, logs.String(), "s3cr3t", "tool arguments are not logged")
 	assert.Contains(t, logs.String(), `"executor":"mock"`)
+}
+
+func TestModelRoundHeartbeats(t *testing.T) {
+	src := &fakeTranscripts{}
+	a, env := newTestActivities(t, Config{Transcripts: src})
+	var mu sync.Mutex
+	var beats []string
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		var d string
+		_ = details.Get(&d)
+		mu.Lock()
+		beats = append(beats, d)
+		mu.Unlock()
+	})
+	_, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{PackID: "p", State: "triage", Round: 3})
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, beats)
+	assert.Equal(t, "model round 3 in state triage", beats[0])
 }

@@ -1,0 +1,297 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeAPI fakes the endpoints wop chat uses and records what it receives.
+type fakeAPI struct {
+	t         *testing.T
+	mu        sync.Mutex
+	workflows map[string]bool
+	snapshot  map[string]any
+	startErr  int // status to answer POST /v1/runs with, 0 for success
+	// streams[i] is what the i-th events connection sends; a stream may wait for a
+	// posted message before it starts.
+	streams  []fakeStream
+	conns    []http.Header
+	posts    []map[string]any
+	postPath []string
+	posted   chan struct{}
+	auth     []string
+}
+
+type fakeStream struct {
+	waitForPost bool
+	events      []map[string]any
+}
+
+func newFakeAPI(t *testing.T) (*fakeAPI, *httptest.Server) {
+	f := &fakeAPI{t: t, workflows: map[string]bool{}, posted: make(chan struct{}, 10)}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+func envelope(w http.ResponseWriter, status int, code, msg string, details map[string]any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	body := map[string]any{"error": code, "message": msg}
+	if details != nil {
+		body["details"] = details
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	f.mu.Unlock()
+	path := r.URL.Path
+	switch {
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/workflows/"):
+		if f.workflows[strings.TrimPrefix(path, "/v1/workflows/")] {
+			_ = json.NewEncoder(w).Encode(map[string]any{"workflowId": strings.TrimPrefix(path, "/v1/workflows/")})
+			return
+		}
+		envelope(w, 404, "not_found", "no such workflow", nil)
+	case r.Method == http.MethodPost && path == "/v1/runs":
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.posts = append(f.posts, body)
+		f.postPath = append(f.postPath, path)
+		f.mu.Unlock()
+		if f.startErr != 0 {
+			envelope(w, f.startErr, "forbidden", "the key lacks runs:create", map[string]any{"scopeRequired": "runs:create"})
+			return
+		}
+		w.WriteHeader(201)
+		_ = json.NewEncoder(w).Encode(map[string]any{"runId": "r1", "status": "running", "eventsUrl": "/v1/runs/r1/events"})
+	case r.Method == http.MethodGet && strings.HasSuffix(path, "/events"):
+		f.serveEvents(w, r)
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/v1/runs/"):
+		id := strings.TrimPrefix(path, "/v1/runs/")
+		f.mu.Lock()
+		snap := f.snapshot
+		f.mu.Unlock()
+		if snap == nil || snap["runId"] != id {
+			envelope(w, 404, "not_found", "no such run", nil)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(snap)
+	case r.Method == http.MethodPost && strings.Contains(path, "/interrupts/"):
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.posts = append(f.posts, body)
+		f.postPath = append(f.postPath, path)
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"runId": "r1", "nodeId": "pack", "status": "waiting-approval"})
+		f.posted <- struct{}{}
+	default:
+		envelope(w, 404, "not_found", "unexpected "+r.Method+" "+path, nil)
+	}
+}
+
+func (f *fakeAPI) serveEvents(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.conns = append(f.conns, r.Header.Clone())
+	n := len(f.conns) - 1
+	var st fakeStream
+	if n < len(f.streams) {
+		st = f.streams[n]
+	}
+	f.mu.Unlock()
+	assert.Equal(f.t, "debug", r.URL.Query().Get("streamMode"))
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	w.(http.Flusher).Flush()
+	if st.waitForPost {
+		select {
+		case <-f.posted:
+		case <-r.Context().Done():
+			return
+		case <-time.After(5 * time.Second):
+			return
+		}
+	}
+	_, _ = io.WriteString(w, ":keepalive\n\n")
+	for _, ev := range st.events {
+		b, _ := json.Marshal(ev)
+		_, _ = fmt.Fprintf(w, "id: %v\nevent: %v\ndata: %s\n\n", ev["sequence"], ev["type"], b)
+	}
+	w.(http.Flusher).Flush()
+}
+
+func ev(seq int, typ string, payload map[string]any) map[string]any {
+	return map[string]any{"eventId": fmt.Sprintf("evt-r1-%d", seq), "runId": "r1", "sequence": seq, "type": typ,
+		"timestamp": "2026-11-30T07:00:00Z", "nodeId": "pack", "payload": payload}
+}
+
+func turnPayload(idx int, role, from string, content any) map[string]any {
+	t := map[string]any{"messageId": fmt.Sprintf("r1:pack:0:%d:%s", idx, role), "from": from, "role": role,
+		"turnIndex": idx, "ts": 1, "content": content}
+	if role == "agent" {
+		t["speakerId"] = from
+	}
+	return map[string]any{"conversationId": "r1:pack:0", "turnIndex": idx, "turn": t}
+}
+
+func init() { reconnectDelay = 10 * time.Millisecond }
+
+func TestChatStartsRunAndConverses(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.workflows["support"] = true
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack"}
+	f.streams = []fakeStream{
+		{events: []map[string]any{ // the first connection drops after the opening
+			ev(0, "run.started", map[string]any{"workflowId": "support"}),
+			ev(1, "node.suspended", map[string]any{"nodeId": "pack", "interruptId": "i1"}),
+			ev(2, "conversation.opened", map[string]any{"conversationId": "r1:pack:0", "initialTurn": map[string]any{
+				"messageId": "m0", "from": "system", "role": "system", "turnIndex": 0, "ts": 1,
+				"content": map[string]any{"text": "Conversation with pack support, state verifying."}}}),
+		}},
+		{waitForPost: true, events: []map[string]any{
+			ev(3, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "what is my balance?"})),
+			ev(4, "conversation.exchanged", turnPayload(2, "agent", "support:verifying", map[string]any{"text": "Let me check that account."})),
+			ev(5, "agent.handoff", map[string]any{"fromState": "verifying", "toState": "triage", "event": "AccountVerified", "origin": "agent"}),
+			ev(6, "conversation.exchanged", turnPayload(3, "agent", "support:resolution", "Your balance is $42.00.")),
+			ev(7, "conversation.closed", map[string]any{"conversationId": "r1:pack:0", "turnIndex": 4,
+				"finalTurn": map[string]any{"role": "system", "from": "system", "content": nil}}),
+			ev(8, "run.completed", map[string]any{"outputs": map[string]any{}}),
+		}},
+	}
+
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), []string{"--api", srv.URL, "support"},
+			envOf(map[string]string{EnvAPIKey: "wop-key-1"}), stdinR, &out, &errOut)
+	}()
+	_, err := io.WriteString(stdinW, "what is my balance?\n")
+	require.NoError(t, err)
+
+	select {
+	case code := <-done:
+		assert.Equal(t, ExitOK, code, "stderr: %s", errOut.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("chat did not end; stdout so far: %q", out.String())
+	}
+
+	assert.Equal(t, strings.Join([]string{
+		"Started run r1 of support. Type a message and press Enter; /quit leaves.",
+		"· Conversation with pack support, state verifying.",
+		"support:verifying: Let me check that account.",
+		"── state verifying → triage (AccountVerified)",
+		"support:resolution: Your balance is $42.00.",
+		"· The conversation is closed.",
+		"· Run completed.",
+		"",
+	}, "\n"), out.String())
+	assert.Empty(t, errOut.String())
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.posts, 2)
+	assert.Equal(t, map[string]any{"workflowId": "support"}, f.posts[0])
+	assert.Equal(t, "/v1/runs/r1/interrupts/pack", f.postPath[1])
+	assert.Equal(t, map[string]any{"resumeValue": map[string]any{"operation": "exchange",
+		"turn": map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "what is my balance?"}}}}, f.posts[1])
+	require.Len(t, f.conns, 2)
+	assert.Empty(t, f.conns[0].Get("Last-Event-ID"))
+	assert.Equal(t, "2", f.conns[1].Get("Last-Event-ID"), "the reconnect resumes after the last event seen")
+	assert.Equal(t, "text/event-stream", f.conns[0].Get("Accept"))
+	for _, a := range f.auth {
+		assert.Equal(t, "Bearer wop-key-1", a)
+	}
+}
+
+func TestChatAttachesToFailedRun(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "failed"}
+	f.streams = []fakeStream{{events: []map[string]any{
+		ev(0, "run.started", map[string]any{"workflowId": "support"}),
+		ev(1, "run.failed", map[string]any{"error": map[string]any{"code": "budget_exhausted", "message": "the run used its 10 tool calls"}}),
+	}}}
+	var out, errOut bytes.Buffer
+	stdinR, stdinW := io.Pipe()
+	defer stdinW.Close()
+	code := run(context.Background(), []string{"--api", srv.URL + "/", "r1"}, envOf(nil), stdinR, &out, &errOut)
+	assert.Equal(t, ExitFailed, code)
+	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves.\n"+
+		"· Run failed: the run used its 10 tool calls (budget_exhausted).\n", out.String())
+	assert.Empty(t, f.posts, "attaching starts nothing")
+}
+
+func TestChatPrintsAPIErrorsReadably(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.workflows["support"] = true
+	f.startErr = 403
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"support"}, envOf(map[string]string{EnvAPIURL: srv.URL}), strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, ExitFailed, code)
+	assert.Equal(t, `wop chat: could not start a run of support: the key lacks runs:create (HTTP 403, forbidden) details: {"scopeRequired":"runs:create"}; the key lacks the scope this needs`+"\n", errOut.String())
+	assert.Empty(t, out.String())
+}
+
+func TestChatUnknownTarget(t *testing.T) {
+	_, srv := newFakeAPI(t)
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "nope"}, envOf(nil), strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, ExitFailed, code)
+	assert.Contains(t, errOut.String(), `"nope" is neither a workflow nor a run`)
+}
+
+func TestChatMessageWhenRunIsNotWaitingAndQuit(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "running"}
+	f.streams = []fakeStream{{waitForPost: true}} // never sends: the chat must leave on /quit
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "r1"}, envOf(nil),
+		strings.NewReader("hello\n\n/quit\nnot sent\n"), &out, &errOut)
+	assert.Equal(t, ExitOK, code)
+	assert.Equal(t, "wop chat: the run is not waiting for a message (status running); your message was not sent\n", errOut.String())
+	assert.Empty(t, f.posts)
+}
+
+func TestChatUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, ExitUsage, run(context.Background(), nil, envOf(nil), strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), "Usage: wop chat")
+	errOut.Reset()
+	assert.Equal(t, ExitUsage, run(context.Background(), []string{"--api", "localhost:8080", "x"}, envOf(nil), strings.NewReader(""), &out, &errOut))
+	assert.Contains(t, errOut.String(), "not an http(s) URL")
+}
+
+func TestReadSSE(t *testing.T) {
+	body := ": keepalive\n\nid: 5\nevent: a\ndata: {\"x\":\ndata: 1}\n\nid: 6\ndata: two\r\n\r\nevent: ignored-without-data\n\n"
+	var got []event
+	require.NoError(t, readSSE(strings.NewReader(body), func(e event) bool {
+		got = append(got, e)
+		return false
+	}))
+	require.Len(t, got, 2)
+	assert.Equal(t, event{id: "5", typ: "a", data: []byte("{\"x\":\n1}")}, got[0])
+	assert.Equal(t, "6", got[1].id)
+	assert.Equal(t, "two", string(got[1].data))
+}
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
