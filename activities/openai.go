@@ -127,6 +127,9 @@ func (p *OpenAIProvider) params(req *Request) (openai.ChatCompletionNewParams, e
 		case RoleUser:
 			params.Messages = append(params.Messages, openai.UserMessage(m.Text))
 		case RoleAssistant:
+			if m.Text == "" && len(m.ToolCalls) == 0 {
+				continue // the API rejects an assistant message with neither content nor tool calls
+			}
 			var a openai.ChatCompletionAssistantMessageParam
 			if m.Text != "" {
 				a.Content.OfString = openai.String(m.Text)

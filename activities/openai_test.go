@@ -58,7 +58,7 @@ func TestOpenAIPlainText(t *testing.T) {
 	p := NewOpenAIProvider(testOpenAIKey, "gpt-test", ws.URL+"/v1")
 	res, err := p.Complete(context.Background(), &Request{
 		Input:    ModelRoundInput{System: "Be brief.", Round: 0},
-		Messages: []Message{{Role: RoleUser, Text: "hi"}},
+		Messages: []Message{{Role: RoleUser, Text: "hi"}, {Role: RoleAssistant}},
 	})
 	require.NoError(t, err)
 	assert.Equal(t, &ModelRoundResult{Text: "Hello there.", Provider: ProviderOpenAI, Model: "gpt-test-2025",
