@@ -1,0 +1,213 @@
+package tests
+
+// End-to-end conversations with the example packs (packs/support.yaml, refund.yaml),
+// driven over the REST API against the embedded Temporal server, with the real
+// activities and the scripted mock model. The mock's expect_user checks read the
+// transcript through the run's TranscriptQuery, so a passing script also proves that
+// model rounds see the right messages.
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+// packNode is the node of a served pack's one-node definition.
+const packNode = workflows.ServedPackNodeID
+
+// pkCreate starts a conversation with a pack and returns the run id.
+func pkCreate(t *testing.T, c *apiClient, pack string, inputs map[string]any) string {
+	t.Helper()
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": pack, "inputs": inputs})
+	require.Equal(t, http.StatusCreated, status, "create a %s run: %v", pack, body)
+	id, _ := body["runId"].(string)
+	require.NotEmpty(t, id)
+	return id
+}
+
+// pkSnapshot decodes GET /v1/runs/{id}.
+func pkSnapshot(t *testing.T, c *apiClient, id string) workflows.Snapshot {
+	t.Helper()
+	status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+id, nil, map[string]string{"Authorization": "Bearer " + c.Key})
+	require.Equal(t, http.StatusOK, status, "snapshot: %s", raw)
+	var s workflows.Snapshot
+	require.NoError(t, json.Unmarshal(raw, &s), "snapshot: %s", raw)
+	return s
+}
+
+// pkWait polls the snapshot until pred holds.
+func pkWait(t *testing.T, c *apiClient, id, what string, pred func(workflows.Snapshot) bool) workflows.Snapshot {
+	t.Helper()
+	var last workflows.Snapshot
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		last = pkSnapshot(t, c, id)
+		assert.True(ct, pred(last), "run %s is not %s yet: status %s, pack %+v", id, what, last.Status, last.Pack)
+	}, 30*time.Second, 100*time.Millisecond)
+	return last
+}
+
+// pkRounds waits until the pack has run n model rounds and waits again.
+func pkRounds(t *testing.T, c *apiClient, id string, n int, status string) workflows.Snapshot {
+	t.Helper()
+	return pkWait(t, c, id, status, func(s workflows.Snapshot) bool {
+		return s.Pack != nil && s.Pack.ModelRounds >= n && s.Status == status
+	})
+}
+
+// pkSay sends a user message to the pack's conversation.
+func pkSay(t *testing.T, c *apiClient, id, text string) {
+	t.Helper()
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"text": text}})
+	require.True(t, status >= 200 && status < 300, "send %q: %d %v", text, status, body)
+}
+
+// pkEvents reads the whole event log.
+func pkEvents(t *testing.T, c *apiClient, id string) []workflows.Event {
+	t.Helper()
+	status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+id+"/events", nil, map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
+	require.Equal(t, http.StatusOK, status, "events: %s", raw)
+	var page struct {
+		Events []workflows.Event `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &page))
+	return page.Events
+}
+
+func pkOfType(evs []workflows.Event, typ string) []workflows.Event {
+	var out []workflows.Event
+	for _, e := range evs {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// pkTurns returns the conversation turns recorded as conversation.exchanged.
+func pkTurns(t *testing.T, evs []workflows.Event) []workflows.Turn {
+	t.Helper()
+	var out []workflows.Turn
+	for _, e := range pkOfType(evs, workflows.EvConversationExchanged) {
+		var p struct {
+			Turn workflows.Turn `json:"turn"`
+		}
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		out = append(out, p.Turn)
+	}
+	return out
+}
+
+func pkText(t *testing.T, turn workflows.Turn) string {
+	t.Helper()
+	var body struct {
+		Text string `json:"text"`
+	}
+	require.NoError(t, json.Unmarshal(turn.Content, &body))
+	return body.Text
+}
+
+// TestPackSupportConversationE2E is the worked example of promptpack-workflow.md §14 over
+// HTTP: the first message rides in the run's inputs, the second passes three states
+// in one turn and completes the run.
+func TestPackSupportConversationE2E(t *testing.T) {
+	c := startStack(t)
+	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	s := pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	require.Equal(t, "verifying", s.Pack.State)
+
+	pkSay(t, c, id, "It's ACC-12345. What's my balance?")
+	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed })
+	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	require.Equal(t, "resolution", s.Pack.State)
+	require.Equal(t, map[string]int{"verifying": 1, "triage": 1, "resolution": 1}, s.Pack.Visits)
+	require.Equal(t, 6, s.Pack.ModelRounds)
+	require.Equal(t, 4, s.Pack.ToolCalls)
+	require.Positive(t, s.Pack.InputTokens)
+
+	evs := pkEvents(t, c, id)
+	turns := pkTurns(t, evs)
+	require.Len(t, turns, 4)
+	require.Equal(t, "support", turns[3].SpeakerID)
+	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", pkText(t, turns[3]))
+	require.Len(t, pkOfType(evs, "agent.handoff"), 2)
+	require.Len(t, pkOfType(evs, "provider.usage"), 6)
+	require.Len(t, pkOfType(evs, "agent.toolCalled"), 4)
+	require.Len(t, pkOfType(evs, workflows.EvConversationClosed), 1)
+	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
+
+	// The Temporal UI sees the pack and its state as search attributes, and every
+	// activity carries a summary.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	desc, err := c.Stack.Client().DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Contains(t, string(sa["WopPackId"].GetData()), "support")
+	require.Contains(t, string(sa["WopPackState"].GetData()), "resolution")
+	hist := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	summaries := 0
+	for hist.HasNext() {
+		ev, err := hist.Next()
+		require.NoError(t, err)
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			require.NotNil(t, ev.GetUserMetadata().GetSummary(), "activity %s has no summary", a.GetActivityType().GetName())
+			summaries++
+		}
+	}
+	require.Equal(t, 8, summaries, "6 model rounds and 2 tool calls")
+}
+
+// TestPackRefundExternalEventE2E files a refund, waits in the external state, and lets
+// a reviewer's resolve inject the decision; the terminal prompt tells the customer.
+func TestPackRefundExternalEventE2E(t *testing.T) {
+	c := startStack(t)
+	id := pkCreate(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
+	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	pkSay(t, c, id, "It's order ORD-1042.")
+	s := pkRounds(t, c, id, 3, workflows.StatusWaitingExternal)
+	require.Equal(t, "awaiting_approval", s.Pack.State)
+	require.NotNil(t, s.Interrupt)
+	require.Equal(t, "external-event", s.Interrupt.Kind)
+
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
+		map[string]any{"resumeValue": map[string]any{"event": "Refunded", "context": "no such event"}})
+	require.Contains(t, []int{400, 422}, status, "an unknown event is refused: %v", body)
+	assert.Contains(t, body["message"], "Approved, Rejected")
+
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
+		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
+	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
+	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed })
+	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	require.Equal(t, "refunded", s.Pack.State)
+	turns := pkTurns(t, pkEvents(t, c, id))
+	last := pkText(t, turns[len(turns)-1])
+	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
+}
+
+// TestPackSurvivesWorkerRestartE2E stops the worker mid-conversation, sends the next
+// message while no worker runs, and starts it again: the turn is answered once.
+func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
+	c := startPrivateStack(t, stackOptions{DataDir: t.TempDir()})
+	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+
+	c.Stack.StopWorker()
+	pkSay(t, c, id, "It's ACC-12345. What's my balance?")
+	require.NoError(t, c.Stack.StartWorker())
+
+	s := pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed })
+	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	turns := pkTurns(t, pkEvents(t, c, id))
+	require.Len(t, turns, 4, "no turn lost or duplicated")
+	require.Equal(t, 6, s.Pack.ModelRounds)
+}
