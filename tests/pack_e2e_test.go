@@ -125,7 +125,9 @@ func TestPackSupportConversationE2E(t *testing.T) {
 	require.Equal(t, "verifying", s.Pack.State)
 
 	pkSay(t, c, id, "It's ACC-12345. What's my balance?")
-	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed })
+	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
+		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+	})
 	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
 	require.Equal(t, "resolution", s.Pack.State)
 	require.Equal(t, map[string]int{"verifying": 1, "triage": 1, "resolution": 1}, s.Pack.Visits)
@@ -186,7 +188,9 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
-	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed })
+	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
+		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+	})
 	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
 	require.Equal(t, "refunded", s.Pack.State)
 	turns := pkTurns(t, pkEvents(t, c, id))
@@ -205,7 +209,9 @@ func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
 	pkSay(t, c, id, "It's ACC-12345. What's my balance?")
 	require.NoError(t, c.Stack.StartWorker())
 
-	s := pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed })
+	s := pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
+		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+	})
 	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
 	turns := pkTurns(t, pkEvents(t, c, id))
 	require.Len(t, turns, 4, "no turn lost or duplicated")
