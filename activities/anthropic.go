@@ -23,6 +23,10 @@ const DefaultAnthropicBaseURL = "https://api.anthropic.com/"
 // (the messages API requires the field).
 const DefaultAnthropicMaxTokens = 4096
 
+// continueCue is the user message sent to Anthropic when a transcript has no user
+// message to start with.
+const continueCue = "(continue)"
+
 // AnthropicProvider calls the messages API with tool use, through the official SDK.
 // As for OpenAI, the SDK's own retries are disabled in favour of Temporal's.
 type AnthropicProvider struct {
@@ -152,6 +156,12 @@ func (p *AnthropicProvider) params(req *Request) (anthropic.MessageNewParams, []
 		}
 	}
 
+	// The messages API needs at least one message and a user message first; a round
+	// with an empty transcript (a terminal prompt after a context reset) or one that
+	// opens with the agent's greeting gets a neutral user cue.
+	if len(turns) == 0 || !turns[0].user {
+		turns = append([]turn{{user: true, blocks: []anthropic.ContentBlockParamUnion{anthropic.NewTextBlock(continueCue)}}}, turns...)
+	}
 	for _, t := range turns {
 		if t.user {
 			params.Messages = append(params.Messages, anthropic.NewUserMessage(t.blocks...))

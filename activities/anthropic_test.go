@@ -123,3 +123,20 @@ func TestAnthropicErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestAnthropicTranscriptStartsWithUser(t *testing.T) {
+	ws := newWireServer(t,
+		wireResponse{status: 200, body: anthropicBody(`[{"type":"text","text":"a"}]`, "end_turn")},
+		wireResponse{status: 200, body: anthropicBody(`[{"type":"text","text":"b"}]`, "end_turn")})
+	p := NewAnthropicProvider(testAnthropicKey, "claude-test", ws.URL)
+	_, err := p.Complete(context.Background(), &Request{Input: ModelRoundInput{System: "s"}})
+	require.NoError(t, err)
+	_, err = p.Complete(context.Background(), &Request{Messages: []Message{{Role: RoleAssistant, Text: "Welcome!"}, {Role: RoleUser, Text: "hi"}}})
+	require.NoError(t, err)
+	reqs := ws.got()
+	require.Len(t, reqs, 2)
+	assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"(continue)"}]}]`, jsonOf(t, reqs[0].Body["messages"]))
+	assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"(continue)"}]},
+		{"role":"assistant","content":[{"type":"text","text":"Welcome!"}]},
+		{"role":"user","content":[{"type":"text","text":"hi"}]}]`, jsonOf(t, reqs[1].Body["messages"]))
+}
