@@ -1,0 +1,323 @@
+// Package bench is `wop bench`: it measures what a conversation turn costs on this
+// host against what the same turn costs on bare Temporal, on the same server, in the
+// same process and the same run.
+//
+// It starts the whole host in-process through internal/stack (or uses the Temporal
+// server at TEMPORAL_ADDRESS), serves one pack of its own, bench-echo, whose every turn
+// is one scripted mock model round, and runs these workloads:
+//
+//   - floor: a minimal workflow on its own task queue (same server, same client) that
+//     receives a signal, runs one no-op activity and makes the result visible to a
+//     query; timed from the signal to the visible result. Its reader waits the way the
+//     API's event reader waits: a query, then the history long poll, then a query on
+//     every wake.
+//   - exchange: one turn through the API: POST of an exchange to
+//     /v1/runs/{id}/interrupts/agent until the agent's reply event is read from the
+//     long poll GET /v1/runs/{id}/events/poll.
+//   - throughput of both with Concurrency conversations for a fixed time.
+//   - history: the bytes of Temporal history (HistorySizeBytes of
+//     DescribeWorkflowExecution, read when the workflow has nothing pending) that turn 5
+//     and the last turn of one long conversation add.
+//   - idle: RSS growth of this process after opening IdleRuns conversations that then
+//     wait for a human.
+//
+// It prints a table and, as its last line, one JSON object (Result).
+package bench
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/worker"
+)
+
+// PackID is the id of the pack the bench talks to.
+const PackID = "bench-echo"
+
+//go:embed testdata/packs
+var packFiles embed.FS
+
+// Options configure Run. Zero counts take the defaults of the full or quick run.
+type Options struct {
+	// Quick uses the small counts of QuickOptions for the zero fields.
+	Quick bool
+	// Samples is the number of timed turns of each latency workload.
+	Samples int
+	// Warmup turns of each workload run before timing starts.
+	Warmup int
+	// TurnsPerConversation rotates the latency workloads onto a fresh conversation
+	// (and a fresh floor workflow) after this many turns, so the latency figures are of
+	// conversations of realistic length rather than of one ever-growing one.
+	TurnsPerConversation int
+	// Concurrency is the number of concurrent conversations of the throughput workloads.
+	Concurrency int
+	// Duration is how long each throughput workload runs.
+	Duration time.Duration
+	// HistoryTurns is the length of the long conversation; the bench reports the
+	// history added by turn HistoryEarlyTurn and by turn HistoryTurns.
+	HistoryTurns     int
+	HistoryEarlyTurn int
+	// IdleRuns is the number of conversations opened for the idle-memory workload.
+	IdleRuns int
+	// DataDir holds the embedded server's SQLite file. Empty uses a temporary folder
+	// (removed afterwards), as `wop dev` uses a file; Memory keeps it in memory instead.
+	DataDir string
+	Memory  bool
+	// TemporalAddress and Namespace, when set, use that Temporal server instead of the
+	// embedded one.
+	TemporalAddress string
+	Namespace       string
+	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
+	// and a heap profile taken at its end.
+	CPUProfile string
+	MemProfile string
+	// Logger receives the host's logs (nil discards them).
+	Logger *slog.Logger
+}
+
+// FullOptions are the counts of a full run.
+func FullOptions() Options {
+	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
+		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000}
+}
+
+// QuickOptions are the counts of a --quick run (within 60 s on 2 cores).
+func QuickOptions() Options {
+	return Options{Quick: true, Samples: 50, Warmup: 5, TurnsPerConversation: 25, Concurrency: 50,
+		Duration: 8 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 300}
+}
+
+// withDefaults fills the zero counts from the quick or full defaults.
+func (o Options) withDefaults() Options {
+	d := FullOptions()
+	if o.Quick {
+		d = QuickOptions()
+	}
+	set := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&o.Samples, d.Samples)
+	set(&o.Warmup, d.Warmup)
+	set(&o.TurnsPerConversation, d.TurnsPerConversation)
+	set(&o.Concurrency, d.Concurrency)
+	set(&o.HistoryTurns, d.HistoryTurns)
+	set(&o.HistoryEarlyTurn, d.HistoryEarlyTurn)
+	set(&o.IdleRuns, d.IdleRuns)
+	if o.Duration <= 0 {
+		o.Duration = d.Duration
+	}
+	if o.HistoryEarlyTurn > o.HistoryTurns {
+		o.HistoryEarlyTurn = o.HistoryTurns
+	}
+	return o
+}
+
+// Result is the JSON object printed as the last line.
+type Result struct {
+	FloorP50Ms          float64 `json:"floor_p50_ms"`
+	FloorP99Ms          float64 `json:"floor_p99_ms"`
+	ExchangeP50Ms       float64 `json:"exchange_p50_ms"`
+	ExchangeP99Ms       float64 `json:"exchange_p99_ms"`
+	RatioP50            float64 `json:"ratio_p50"`
+	TurnsPerS           float64 `json:"turns_per_s"`
+	FloorTurnsPerS      float64 `json:"floor_turns_per_s"`
+	HistoryBytesTurn5   int64   `json:"history_bytes_turn5"`
+	HistoryBytesTurn200 int64   `json:"history_bytes_turn200"`
+	IdleRuns            int     `json:"idle_runs"`
+	IdleRSSMB           float64 `json:"idle_rss_mb"`
+}
+
+// bench is one run's state.
+type bench struct {
+	opts  Options
+	out   io.Writer
+	st    *stack.Stack
+	tc    client.Client
+	api   *apiClient
+	runID string // prefix of the floor workflow ids
+	// openRuns are the host runs to end when the server is external.
+	mu       sync.Mutex
+	openRuns []string
+	stopFns  []func()
+}
+
+// Run starts the stack, runs every workload, prints the table and the JSON line to
+// stdout, and stops the stack.
+func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
+	opts = opts.withDefaults()
+	if opts.CPUProfile != "" {
+		f, err := os.Create(opts.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("create CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("start CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	b := &bench{opts: opts, out: stdout, runID: randomHex(4)}
+	if err := b.start(ctx); err != nil {
+		return err
+	}
+	defer b.stop()
+
+	mode := "full"
+	if opts.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(stdout, "wop bench (%s): Temporal %s, %d CPUs, GOMAXPROCS %d\n", mode, b.where(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs\n\n",
+		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns)
+
+	var res Result
+	steps := []struct {
+		name string
+		run  func(context.Context, *Result) error
+	}{
+		{"latency", b.latency},
+		{"throughput", b.throughput},
+		{"history", b.history},
+		{"idle", b.idle},
+	}
+	for _, s := range steps {
+		t0 := time.Now()
+		if err := s.run(ctx, &res); err != nil {
+			return fmt.Errorf("bench %s: %w", s.name, err)
+		}
+		slog.Debug("bench step done", "step", s.name, "took", time.Since(t0))
+	}
+	if res.FloorP50Ms > 0 {
+		res.RatioP50 = round(res.ExchangeP50Ms/res.FloorP50Ms, 3)
+	}
+	if opts.MemProfile != "" {
+		if err := writeHeapProfile(opts.MemProfile); err != nil {
+			return err
+		}
+	}
+	b.table(&res)
+	line, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	fmt.Fprintf(stdout, "%s\n", line)
+	return nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create heap profile: %w", err)
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		return fmt.Errorf("write heap profile: %w", err)
+	}
+	return nil
+}
+
+func (b *bench) where() string {
+	if b.opts.TemporalAddress != "" {
+		return "at " + b.opts.TemporalAddress
+	}
+	if b.opts.Memory {
+		return "embedded (SQLite in memory)"
+	}
+	return "embedded (SQLite file)"
+}
+
+// start writes the bench pack to a folder of its own and starts the stack and the
+// floor worker.
+func (b *bench) start(ctx context.Context) error {
+	tmp, err := os.MkdirTemp("", "wop-bench-")
+	if err != nil {
+		return fmt.Errorf("create a temporary folder: %w", err)
+	}
+	cleanupTmp := func() { _ = os.RemoveAll(tmp) }
+	packsDir := filepath.Join(tmp, "packs")
+	if err := writePacks(packsDir); err != nil {
+		cleanupTmp()
+		return err
+	}
+	dataDir := b.opts.DataDir
+	if dataDir == "" && !b.opts.Memory && b.opts.TemporalAddress == "" {
+		dataDir = filepath.Join(tmp, "data")
+	}
+	if b.opts.Memory {
+		dataDir = ""
+	}
+	key := randomHex(16)
+	wcfg := worker.DefaultConfig()
+	wcfg.PacksDir = packsDir
+	wcfg.ShutdownTimeout = time.Second
+	logger := b.opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	st, err := stack.Start(sctx, stack.Options{
+		DataDir:         dataDir,
+		TemporalAddress: b.opts.TemporalAddress,
+		Namespace:       b.opts.Namespace,
+		API: api.Config{
+			Keys:        []api.Key{{ID: "bench", Secret: key, Tenant: "bench", Scopes: api.AllScopes}},
+			TokenSecret: []byte(randomHex(32)),
+		},
+		Worker:         wcfg,
+		Logger:         logger,
+		ServerLogLevel: slog.LevelError,
+	})
+	if err != nil {
+		cleanupTmp()
+		return fmt.Errorf("start the host: %w", err)
+	}
+	fw, err := startFloorWorker(st.Client())
+	if err != nil {
+		st.Stop()
+		cleanupTmp()
+		return err
+	}
+	b.st, b.tc = st, st.Client()
+	b.api = newAPIClient(st.APIURL(), key, b.opts.Concurrency+8)
+	b.stopFns = append(b.stopFns, fw.Stop, b.api.close, st.Stop, cleanupTmp)
+	return nil
+}
+
+// writePacks copies the embedded bench packs into dir.
+func writePacks(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create packs folder: %w", err)
+	}
+	return fs.WalkDir(packFiles, "testdata/packs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := packFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, d.Name()), data, 0o644); err != nil {
+			return fmt.Errorf("write bench pack %s: %w", d.Name(), err)
+		}
+		return nil
+	})
+}

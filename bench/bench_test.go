@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+func TestBenchPackLoadsWithoutDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, writePacks(dir))
+	loaded, diags, err := packs.LoadDir(dir)
+	require.NoError(t, err, "diagnostics: %v", diags)
+	assert.Empty(t, diags, "the bench pack should load cleanly")
+	require.Len(t, loaded, 1)
+	assert.Equal(t, PackID, loaded[0].Pack.ID)
+	require.NotNil(t, loaded[0].Pack.Workflow)
+	assert.Equal(t, "chat", loaded[0].Pack.Workflow.Entry)
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	ms := func(vs ...int) []time.Duration {
+		out := make([]time.Duration, len(vs))
+		for i, v := range vs {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	samples := ms(9, 1, 8, 2, 7, 3, 6, 4, 5, 10)
+	assert.Equal(t, 5.0, percentile(samples, 50))
+	assert.Equal(t, 10.0, percentile(samples, 99))
+	assert.Equal(t, 1.0, percentile(samples, 0))
+	assert.Equal(t, 0.0, percentile(nil, 50))
+	assert.Equal(t, ms(9, 1, 8, 2, 7, 3, 6, 4, 5, 10), samples, "the input is not reordered")
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	full := Options{}.withDefaults()
+	assert.Equal(t, 200, full.Samples)
+	assert.Equal(t, 200, full.HistoryTurns)
+	assert.Equal(t, 1000, full.IdleRuns)
+	assert.Equal(t, 50, full.Concurrency)
+	quick := Options{Quick: true, IdleRuns: 7}.withDefaults()
+	assert.Equal(t, 50, quick.Samples)
+	assert.Equal(t, 40, quick.HistoryTurns)
+	assert.Equal(t, 7, quick.IdleRuns, "a set count is kept")
+	assert.Equal(t, 3, Options{HistoryTurns: 3}.withDefaults().HistoryEarlyTurn, "the early turn is within the conversation")
+}
+
+func TestCommandRejectsBadFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, Command([]string{"--samples=x"}, &out, &errOut))
+	assert.Equal(t, 2, Command([]string{"extra"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "unexpected argument")
+	assert.Equal(t, 0, Command([]string{"-h"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "usage: wop bench")
+}
+
+// TestRunPrintsEveryFigure runs the whole bench with tiny counts against the embedded
+// stack and checks the last line: every key present, finite and non-zero where a
+// figure must be. It checks no speed.
+func TestRunPrintsEveryFigure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	err := Run(ctx, Options{
+		Samples: 3, Warmup: 1, TurnsPerConversation: 2, Concurrency: 3, Duration: time.Second,
+		HistoryTurns: 6, HistoryEarlyTurn: 5, IdleRuns: 5, Memory: true,
+	}, &out)
+	require.NoError(t, err, "output:\n%s", out.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	var got map[string]float64
+	require.NoError(t, json.Unmarshal([]byte(last), &got), "last line: %s", last)
+	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
+		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs"} {
+		v, ok := got[k]
+		if assert.True(t, ok, "key %s in %s", k, last) {
+			assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s is finite", k)
+			assert.Greater(t, v, 0.0, "%s > 0", k)
+		}
+	}
+	v, ok := got["idle_rss_mb"]
+	assert.True(t, ok, "key idle_rss_mb in %s", last)
+	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
+	assert.Equal(t, 5.0, got["idle_runs"])
+	assert.Len(t, got, 11, "exactly the documented keys: %s", last)
+	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])
+	assert.GreaterOrEqual(t, got["exchange_p99_ms"], got["exchange_p50_ms"])
+	assert.Contains(t, out.String(), "ratio p50", "the table precedes the JSON line")
+}

@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Command is `wop bench`: it parses args, runs the bench and returns the exit code
+// (0 on success, 1 when a workload fails, 2 on bad flags). TEMPORAL_ADDRESS and
+// TEMPORAL_NAMESPACE select an external Temporal server.
+func Command(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("wop bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: wop bench [--quick] [flags]")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "Measures a conversation turn through this host against Temporal's own floor on the")
+		fmt.Fprintln(stderr, "same server, with the scripted mock model, and prints a table and one JSON line.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	var o Options
+	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes within a minute on 2 cores")
+	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 50)")
+	fs.IntVar(&o.Concurrency, "concurrency", 0, "concurrent conversations of the throughput workloads (default 50)")
+	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 8s)")
+	fs.IntVar(&o.HistoryTurns, "turns", 0, "turns of the long conversation whose history is measured (default 200, quick 40)")
+	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 300)")
+	fs.StringVar(&o.DataDir, "data", "", "keep the embedded server's SQLite file in this `folder` (default: a temporary one)")
+	fs.BoolVar(&o.Memory, "memory", false, "keep the embedded server's database in memory instead of a file")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
+	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
+	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "wop bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	o.TemporalAddress = os.Getenv("TEMPORAL_ADDRESS")
+	o.Namespace = os.Getenv("TEMPORAL_NAMESPACE")
+	if *verbose {
+		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Run(ctx, o, stdout); err != nil {
+		fmt.Fprintf(stderr, "wop bench: %v\n", err)
+		return 1
+	}
+	return 0
+}

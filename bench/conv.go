@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// apiClient talks to the host's HTTP API as a conversation client does.
+type apiClient struct {
+	base string
+	key  string
+	http *http.Client
+}
+
+func newAPIClient(base, key string, conns int) *apiClient {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = conns * 2
+	tr.MaxIdleConnsPerHost = conns * 2
+	return &apiClient{base: base, key: key, http: &http.Client{Transport: tr, Timeout: 90 * time.Second}}
+}
+
+func (a *apiClient) close() { a.http.CloseIdleConnections() }
+
+// call sends a JSON request and decodes a JSON answer into out (when non-nil). A status
+// other than want is an error carrying the body.
+func (a *apiClient) call(ctx context.Context, method, path string, body any, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read body: %w", method, path, err)
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: status %d, want %d: %.300s", method, path, resp.StatusCode, want, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// event is the part of an OpenWOP run event the bench reads.
+type event struct {
+	Type     string `json:"type"`
+	Sequence int64  `json:"sequence"`
+	Payload  struct {
+		Turn struct {
+			Role string `json:"role"`
+		} `json:"turn"`
+	} `json:"payload"`
+}
+
+type eventsPage struct {
+	Events     []event `json:"events"`
+	IsComplete bool    `json:"isComplete"`
+}
+
+// conv is one conversation with a bench-echo run, driven over HTTP.
+type conv struct {
+	api     *apiClient
+	runID   string
+	lastSeq int64
+	turns   int
+}
+
+// benchNode is the node id of a pack served as a workflow of its own.
+const benchNode = "agent"
+
+// openConv starts a run of pack and waits until its conversation is open.
+func openConv(ctx context.Context, api *apiClient, pack string) (*conv, error) {
+	var created struct {
+		RunID string `json:"runId"`
+	}
+	if err := api.call(ctx, http.MethodPost, "/v1/runs", map[string]any{"workflowId": pack}, http.StatusCreated, &created); err != nil {
+		return nil, fmt.Errorf("start a run of %s: %w", pack, err)
+	}
+	c := &conv{api: api, runID: created.RunID, lastSeq: -1}
+	if _, err := c.waitFor(ctx, func(e event) bool { return e.Type == "conversation.opened" }); err != nil {
+		return nil, fmt.Errorf("run %s: wait for conversation.opened: %w", c.runID, err)
+	}
+	return c, nil
+}
+
+// waitFor long-polls the run's events until one matches, and returns it. Every event
+// read moves the cursor.
+func (c *conv) waitFor(ctx context.Context, match func(event) bool) (event, error) {
+	for {
+		// lastSequence=0 means "from the start" to the API; the cursor is -1 only
+		// before the first event, when that is what we want.
+		path := "/v1/runs/" + c.runID + "/events/poll?timeout=30"
+		if c.lastSeq >= 0 {
+			path += "&lastSequence=" + strconv.FormatInt(c.lastSeq, 10)
+		}
+		var page eventsPage
+		if err := c.api.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page); err != nil {
+			return event{}, err
+		}
+		for _, e := range page.Events {
+			if e.Sequence <= c.lastSeq {
+				continue
+			}
+			c.lastSeq = e.Sequence
+			if match(e) {
+				return e, nil
+			}
+		}
+		if page.IsComplete {
+			return event{}, fmt.Errorf("run %s ended (last sequence %d)", c.runID, c.lastSeq)
+		}
+		if err := ctx.Err(); err != nil {
+			return event{}, err
+		}
+	}
+}
+
+// exchange posts one user message and waits until the agent's reply is readable. It
+// returns the time from the start of the POST to the reply event read from the API.
+func (c *conv) exchange(ctx context.Context) (time.Duration, error) {
+	c.turns++
+	body := map[string]any{"resumeValue": map[string]any{
+		"operation": "exchange",
+		"turn":      map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "message " + strconv.Itoa(c.turns)}},
+	}}
+	start := time.Now()
+	if err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil); err != nil {
+		return 0, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
+	}
+	if _, err := c.waitFor(ctx, func(e event) bool {
+		return e.Type == "conversation.exchanged" && e.Payload.Turn.Role == "agent"
+	}); err != nil {
+		return 0, fmt.Errorf("run %s turn %d: wait for the agent's reply: %w", c.runID, c.turns, err)
+	}
+	return time.Since(start), nil
+}
+
+// closeConv closes the conversation (the run then completes).
+func (c *conv) closeConv(ctx context.Context) error {
+	body := map[string]any{"resumeValue": map[string]any{"operation": "close"}}
+	return c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
+}

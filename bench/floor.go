@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The floor: the least a conversational turn can cost on Temporal. A workflow waits
+// for a signal, runs one no-op activity and makes the result visible to a query. It
+// runs on a worker of its own task queue on the same server and client as the host.
+const (
+	floorTaskQueue    = "wop-bench-floor"
+	floorWorkflowName = "WopBenchFloor"
+	floorActivityName = "WopBenchFloorNoop"
+	floorSignal       = "turn"
+	floorQuery        = "done"
+	floorStopSignal   = "stop"
+)
+
+// floorWorkflow answers every "turn" signal (its turn number) with one activity and
+// publishes the last finished turn through the "done" query. It ends on "stop".
+func floorWorkflow(ctx workflow.Context) (int, error) {
+	done := 0
+	if err := workflow.SetQueryHandler(ctx, floorQuery, func() (int, error) { return done, nil }); err != nil {
+		return 0, err
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second})
+	turns := workflow.GetSignalChannel(ctx, floorSignal)
+	stop := workflow.GetSignalChannel(ctx, floorStopSignal)
+	stopped := false
+	for !stopped {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(turns, func(c workflow.ReceiveChannel, _ bool) {
+			var n int
+			c.Receive(ctx, &n)
+			var out int
+			if err := workflow.ExecuteActivity(ctx, floorActivityName, n).Get(ctx, &out); err == nil {
+				done = out
+			}
+		})
+		sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			stopped = true
+		})
+		sel.Select(ctx)
+	}
+	return done, nil
+}
+
+// floorActivity is the no-op activity: it returns its input.
+func floorActivity(_ context.Context, n int) (int, error) { return n, nil }
+
+// startFloorWorker starts the floor's worker on its own task queue.
+func startFloorWorker(c client.Client) (sdkworker.Worker, error) {
+	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(floorWorkflow, workflow.RegisterOptions{Name: floorWorkflowName})
+	w.RegisterActivityWithOptions(floorActivity, activity.RegisterOptions{Name: floorActivityName})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start the floor worker on task queue %q: %w", floorTaskQueue, err)
+	}
+	return w, nil
+}
+
+// floorConv is one floor "conversation": a floor workflow and its turn counter.
+type floorConv struct {
+	c    client.Client
+	id   string
+	turn int
+}
+
+func startFloor(ctx context.Context, c client.Client, id string) (*floorConv, error) {
+	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour,
+	}, floorWorkflowName)
+	if err != nil {
+		return nil, fmt.Errorf("start floor workflow %s: %w", id, err)
+	}
+	f := &floorConv{c: c, id: id}
+	// The first workflow task has run once the query answers; a turn measured before
+	// that would include the workflow's start.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := f.done(ctx); err == nil {
+			return f, nil
+		} else if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("floor workflow %s never answered its query: %w", id, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (f *floorConv) done(ctx context.Context) (int, error) {
+	v, err := f.c.QueryWorkflow(ctx, f.id, "", floorQuery)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := v.Get(&n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// exchange sends the next turn and waits until the query shows it finished. The reader
+// waits exactly as the host API's event reader does (api/events.go): query; when the
+// result is not there yet, follow the workflow's history with the server's long poll and
+// query again on every wake. It returns the time from the signal to the visible result.
+func (f *floorConv) exchange(ctx context.Context) (time.Duration, error) {
+	f.turn++
+	want := f.turn
+	start := time.Now()
+	if err := f.c.SignalWorkflow(ctx, f.id, "", floorSignal, want); err != nil {
+		return 0, fmt.Errorf("signal floor workflow %s: %w", f.id, err)
+	}
+	if n, err := f.done(ctx); err != nil {
+		return 0, fmt.Errorf("query floor workflow %s: %w", f.id, err)
+	} else if n >= want {
+		return time.Since(start), nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		it := f.c.GetWorkflowHistory(wctx, f.id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			if _, err := it.Next(); err != nil {
+				return
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	for {
+		select {
+		case <-wake:
+		case <-ended:
+			return 0, fmt.Errorf("floor workflow %s: history ended before turn %d finished", f.id, want)
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		n, err := f.done(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("query floor workflow %s: %w", f.id, err)
+		}
+		if n >= want {
+			return time.Since(start), nil
+		}
+	}
+}
+
+func (f *floorConv) stop(ctx context.Context) {
+	_ = f.c.SignalWorkflow(ctx, f.id, "", floorStopSignal, nil)
+}

@@ -1,0 +1,301 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+// turnTimeout bounds one measured turn; a turn that takes longer is a failure of the
+// run, not a sample.
+const turnTimeout = time.Minute
+
+// latency measures single turns, one at a time, alternating floor and exchange so both
+// see the same machine load.
+func (b *bench) latency(ctx context.Context, res *Result) error {
+	var fl, ex []time.Duration
+	var f *floorConv
+	var c *conv
+	total := b.opts.Warmup + b.opts.Samples
+	for i := 0; i < total; i++ {
+		if i%b.opts.TurnsPerConversation == 0 {
+			if f != nil {
+				f.stop(ctx)
+			}
+			var err error
+			if f, err = startFloor(ctx, b.tc, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i)); err != nil {
+				return err
+			}
+			if c, err = b.openConv(ctx); err != nil {
+				return err
+			}
+		}
+		tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+		df, err := f.exchange(tctx)
+		if err == nil {
+			var de time.Duration
+			de, err = c.exchange(tctx)
+			if i >= b.opts.Warmup {
+				fl, ex = append(fl, df), append(ex, de)
+			}
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	if f != nil {
+		f.stop(ctx)
+	}
+	res.FloorP50Ms, res.FloorP99Ms = percentile(fl, 50), percentile(fl, 99)
+	res.ExchangeP50Ms, res.ExchangeP99Ms = percentile(ex, 50), percentile(ex, 99)
+	return nil
+}
+
+// turner is one turn of a conversation (floor or host).
+type turner func(context.Context) (time.Duration, error)
+
+// throughput runs Concurrency conversations of each kind, every one turn after turn,
+// for Duration, and counts the turns that finished within it.
+func (b *bench) throughput(ctx context.Context, res *Result) error {
+	floors := make([]turner, b.opts.Concurrency)
+	err := parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
+		f, err := startFloor(ctx, b.tc, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i))
+		if err != nil {
+			return err
+		}
+		floors[i] = f.exchange
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n, err := b.timedTurns(ctx, floors)
+	if err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	res.FloorTurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
+
+	hosts := make([]turner, b.opts.Concurrency)
+	err = parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
+		c, err := b.openConv(ctx)
+		if err != nil {
+			return err
+		}
+		hosts[i] = c.exchange
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	n, err = b.timedTurns(ctx, hosts)
+	if err != nil {
+		return fmt.Errorf("exchange: %w", err)
+	}
+	res.TurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
+	return nil
+}
+
+// timedTurns runs every turner in a loop of its own for Duration and returns how many
+// turns finished before it was over. Turns still in flight then are awaited (so the
+// next workload starts on a quiet host) but not counted.
+func (b *bench) timedTurns(ctx context.Context, ts []turner) (int, error) {
+	var done atomic.Int64
+	deadline := time.Now().Add(b.opts.Duration)
+	err := parallel(ctx, len(ts), len(ts), func(ctx context.Context, i int) error {
+		for time.Now().Before(deadline) {
+			tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+			_, err := ts[i](tctx)
+			cancel()
+			if err != nil {
+				return err
+			}
+			if time.Now().Before(deadline) {
+				done.Add(1)
+			}
+		}
+		return nil
+	})
+	return int(done.Load()), err
+}
+
+// history measures the history bytes turn HistoryEarlyTurn and turn HistoryTurns of one
+// conversation add.
+func (b *bench) history(ctx context.Context, res *Result) error {
+	c, err := b.openConv(ctx)
+	if err != nil {
+		return err
+	}
+	for turn := 1; turn <= b.opts.HistoryTurns; turn++ {
+		measure := turn == b.opts.HistoryEarlyTurn || turn == b.opts.HistoryTurns
+		var before historySize
+		if measure {
+			if before, err = settledHistory(ctx, b.tc, c.runID); err != nil {
+				return err
+			}
+		}
+		tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+		_, err := c.exchange(tctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if !measure {
+			continue
+		}
+		after, err := settledHistory(ctx, b.tc, c.runID)
+		if err != nil {
+			return err
+		}
+		delta, err := historyDelta(ctx, b.tc, c.runID, before, after)
+		if err != nil {
+			return err
+		}
+		if turn == b.opts.HistoryEarlyTurn {
+			res.HistoryBytesTurn5 = delta
+		}
+		if turn == b.opts.HistoryTurns {
+			res.HistoryBytesTurn200 = delta
+		}
+	}
+	return nil
+}
+
+// idle opens IdleRuns conversations that then wait, and reports the RSS growth.
+func (b *bench) idle(ctx context.Context, res *Result) error {
+	before, err := rssBytes()
+	if err != nil {
+		return err
+	}
+	err = parallel(ctx, b.opts.IdleRuns, 16, func(ctx context.Context, _ int) error {
+		_, err := b.openConv(ctx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	after, err := rssBytes()
+	if err != nil {
+		return err
+	}
+	res.IdleRuns = b.opts.IdleRuns
+	res.IdleRSSMB = round(float64(after-before)/(1<<20), 1)
+	return nil
+}
+
+// openConv opens a bench-echo conversation and remembers it for clean-up.
+func (b *bench) openConv(ctx context.Context) (*conv, error) {
+	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+	defer cancel()
+	c, err := openConv(tctx, b.api, PackID)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.openRuns = append(b.openRuns, c.runID)
+	b.mu.Unlock()
+	return c, nil
+}
+
+// stop ends what the bench left running on an external server (the embedded one is
+// discarded as a whole) and stops the stack.
+func (b *bench) stop() {
+	if b.opts.TemporalAddress != "" && b.tc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_ = parallel(ctx, len(b.openRuns), 16, func(ctx context.Context, i int) error {
+			_ = b.tc.TerminateWorkflow(ctx, b.openRuns[i], "", "wop bench finished")
+			return nil
+		})
+		cancel()
+	}
+	for _, f := range b.stopFns {
+		f()
+	}
+}
+
+// table prints the readable summary.
+func (b *bench) table(r *Result) {
+	o := b.opts
+	tw := tabwriter.NewWriter(b.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "workload\tfigure\ttarget\t")
+	fmt.Fprintf(tw, "floor turn (signal → activity → query)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorP50Ms, r.FloorP99Ms)
+	fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms)
+	fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ 1.5 %s\t\n", r.RatioP50, mark(r.RatioP50 <= 1.5))
+	fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\t%.1f turns/s\t\t\n", o.Concurrency, o.Duration, r.FloorTurnsPerS)
+	fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ 0.7 × floor %s\t\n",
+		o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), mark(r.TurnsPerS >= 0.7*r.FloorTurnsPerS))
+	fmt.Fprintf(tw, "history added by turn %d\t%d bytes\t\t\n", o.HistoryEarlyTurn, r.HistoryBytesTurn5)
+	fmt.Fprintf(tw, "history added by turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.HistoryTurns, r.HistoryBytesTurn200,
+		safeDiv(float64(r.HistoryBytesTurn200), float64(r.HistoryBytesTurn5)), o.HistoryEarlyTurn, mark(float64(r.HistoryBytesTurn200) <= 1.2*float64(r.HistoryBytesTurn5)))
+	fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
+		mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
+	_ = tw.Flush()
+	fmt.Fprintln(b.out)
+}
+
+func mark(ok bool) string {
+	if ok {
+		return "(met)"
+	}
+	return "(MISSED)"
+}
+
+func safeDiv(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// parallel runs f(i) for i in [0, n) with at most width at once; the first error
+// cancels the rest and is returned.
+func parallel(parent context.Context, n, width int, f func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  atomic.Int64
+	)
+	for w := 0; w < min(width, n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := f(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		return parent.Err()
+	}
+	return first
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+func randomHex(n int) string {
+	buf := make([]byte, n)
+	if _, err := rand.Read(buf); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(buf)
+}

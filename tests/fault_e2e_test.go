@@ -1,0 +1,784 @@
+package tests
+
+// The fault suite: conversations driven over HTTP against the embedded stack while
+// parts of it fail (the worker, the API, the whole process), while clients repeat and
+// race their exchanges, and while the model fails for good. Every case ends by reading
+// the run's whole event log and checking it (checkLog): every accepted user turn
+// exactly once and in order, sequences 0..n without gaps, one terminal event, last.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// faultPacksDir holds the suite's packs: fault-echo answers every message with one
+// mock round; fault-fail's second round fails permanently.
+const faultPacksDir = "testdata/faultpacks"
+
+// faultNode is the node id of a pack served as a workflow of its own.
+const faultNode = "agent"
+
+// startFaultStack starts a private stack serving the fault packs; dataDir "" is in
+// memory.
+func startFaultStack(t *testing.T, dataDir string) *apiClient {
+	t.Helper()
+	key := randomHex(16)
+	opts := harnessOptions(dataDir, key)
+	opts.Worker.PacksDir = faultPacksDir
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := stack.Start(ctx, opts)
+	require.NoError(t, err, "start the fault stack")
+	t.Cleanup(st.Stop)
+	return newAPIClient(t, st, key)
+}
+
+// ---- the event log and its check ----
+
+type faultTurn struct {
+	MessageID string          `json:"messageId"`
+	Role      string          `json:"role"`
+	TurnIndex int             `json:"turnIndex"`
+	Content   json.RawMessage `json:"content"`
+}
+
+func (t *faultTurn) text() string {
+	var c struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(t.Content, &c) == nil && c.Text != "" {
+		return c.Text
+	}
+	return string(t.Content)
+}
+
+type faultEvent struct {
+	EventID  string `json:"eventId"`
+	Type     string `json:"type"`
+	Sequence int64  `json:"sequence"`
+	Payload  struct {
+		Turn        *faultTurn `json:"turn"`
+		InitialTurn *faultTurn `json:"initialTurn"`
+		FinalTurn   *faultTurn `json:"finalTurn"`
+		Error       *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	} `json:"payload"`
+}
+
+// faultLog reads the run's whole event log (JSON form of GET /v1/runs/{id}/events).
+func faultLog(t *testing.T, c *apiClient, runID string) []faultEvent {
+	t.Helper()
+	status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+runID+"/events", nil,
+		map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
+	require.Equal(t, http.StatusOK, status, "events of %s: %s", runID, raw)
+	var page struct {
+		Events []faultEvent `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &page), "events of %s", runID)
+	return page.Events
+}
+
+func isTerminalType(typ string) bool {
+	return typ == "run.completed" || typ == "run.failed" || typ == "run.cancelled"
+}
+
+// logCheck says what a log must show besides the invariants every log has.
+type logCheck struct {
+	// Accepted are the texts of the user turns the API accepted. Ordered: they must
+	// appear in exactly this order; otherwise in any order (each exactly once).
+	Accepted []string
+	Ordered  bool
+	// Replies: every user turn is answered by one agent turn before the next user turn
+	// (except the last when LastUnanswered is set).
+	Replies        bool
+	LastUnanswered bool
+	// Terminal is the run's terminal event type.
+	Terminal string
+}
+
+// checkLog checks the invariants of a conversation run's event log and returns the
+// user texts in log order.
+func checkLog(t *testing.T, evs []faultEvent, want logCheck) []string {
+	t.Helper()
+	require.NotEmpty(t, evs, "event log")
+	ids := map[string]bool{}
+	terminals := 0
+	for i, e := range evs {
+		assert.Equal(t, int64(i), e.Sequence, "event %d (%s) has sequence %d: gap or duplicate", i, e.Type, e.Sequence)
+		assert.False(t, ids[e.EventID], "eventId %s appears twice", e.EventID)
+		ids[e.EventID] = true
+		if isTerminalType(e.Type) {
+			terminals++
+		}
+	}
+	assert.Equal(t, 1, terminals, "exactly one terminal event")
+	assert.Equal(t, want.Terminal, evs[len(evs)-1].Type, "the terminal event is last")
+
+	// The conversation's turns: opened (turn 0), exchanged..., closed (final turn).
+	var turns []*faultTurn
+	opened, closed := 0, 0
+	for _, e := range evs {
+		switch e.Type {
+		case "conversation.opened":
+			opened++
+			turns = append(turns, e.Payload.InitialTurn)
+		case "conversation.exchanged":
+			assert.Zero(t, closed, "conversation.exchanged after conversation.closed (seq %d)", e.Sequence)
+			turns = append(turns, e.Payload.Turn)
+		case "conversation.closed":
+			closed++
+			turns = append(turns, e.Payload.FinalTurn)
+		}
+	}
+	assert.Equal(t, 1, opened, "one conversation.opened")
+	assert.Equal(t, 1, closed, "one conversation.closed")
+	msgIDs := map[string]bool{}
+	var users []string
+	for i, tr := range turns {
+		if !assert.NotNil(t, tr, "turn %d has a body", i) {
+			continue
+		}
+		assert.Equal(t, i, tr.TurnIndex, "turn indexes count 0..n in log order")
+		assert.False(t, msgIDs[tr.MessageID], "messageId %s appears twice", tr.MessageID)
+		msgIDs[tr.MessageID] = true
+		if tr.Role == "user" {
+			users = append(users, tr.text())
+		}
+	}
+	if want.Ordered {
+		assert.Equal(t, want.Accepted, users, "accepted user turns, once each, in order")
+	} else {
+		assert.ElementsMatch(t, want.Accepted, users, "accepted user turns, once each")
+	}
+	if want.Replies && len(turns) > 2 {
+		body := turns[1 : len(turns)-1] // between turn 0 and the final turn
+		for i := 0; i < len(body); i += 2 {
+			if !assert.Equal(t, "user", body[i].Role, "turn %d is a user turn", body[i].TurnIndex) {
+				break
+			}
+			if i+1 == len(body) {
+				assert.True(t, want.LastUnanswered, "user turn %d has no reply", body[i].TurnIndex)
+				break
+			}
+			assert.Equal(t, "agent", body[i+1].Role, "user turn %d is answered by the agent", body[i].TurnIndex)
+		}
+	}
+	return users
+}
+
+// ---- driving a conversation ----
+
+// faultConv is one conversation with a fault pack.
+type faultConv struct {
+	t     *testing.T
+	c     *apiClient
+	runID string
+}
+
+func openFaultConv(t *testing.T, c *apiClient, pack string) *faultConv {
+	t.Helper()
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": pack})
+	require.Equal(t, http.StatusCreated, status, "start a run of %s: %v", pack, body)
+	id, _ := body["runId"].(string)
+	require.NotEmpty(t, id)
+	fc := &faultConv{t: t, c: c, runID: id}
+	fc.waitEvents(20*time.Second, "conversation.opened", func(evs []faultEvent) bool {
+		return countType(evs, "conversation.opened") == 1
+	})
+	return fc
+}
+
+func exchangeBody(text, messageID string) map[string]any {
+	turn := map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": text}}
+	if messageID != "" {
+		turn["messageId"] = messageID
+	}
+	return map[string]any{"resumeValue": map[string]any{"operation": "exchange", "turn": turn}}
+}
+
+// send posts one exchange and returns the status.
+func (fc *faultConv) send(text, messageID string) (int, map[string]any) {
+	status, _, body := fc.c.do(http.MethodPost, "/v1/runs/"+fc.runID+"/interrupts/"+faultNode, exchangeBody(text, messageID))
+	return status, body
+}
+
+// say posts one exchange, requires it accepted and waits for the agent's reply.
+func (fc *faultConv) say(text string) {
+	fc.t.Helper()
+	before := fc.agentTurns()
+	status, body := fc.send(text, "")
+	require.Equal(fc.t, http.StatusOK, status, "exchange %q: %v", text, body)
+	fc.waitAgentTurns(before+1, 30*time.Second)
+}
+
+// sendFromGoroutine is send for goroutines other than the test's: it never calls
+// t.Fatal, and reports a transport failure as status 0.
+func (fc *faultConv) sendFromGoroutine(text, messageID string) int {
+	b, err := json.Marshal(exchangeBody(text, messageID))
+	if err != nil {
+		return 0
+	}
+	req, err := http.NewRequest(http.MethodPost, fc.c.BaseURL+"/v1/runs/"+fc.runID+"/interrupts/"+faultNode, strings.NewReader(string(b)))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+fc.c.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := fc.c.http.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (fc *faultConv) agentTurns() int {
+	return countAgentTurns(faultLog(fc.t, fc.c, fc.runID))
+}
+
+func (fc *faultConv) waitAgentTurns(n int, within time.Duration) {
+	fc.t.Helper()
+	fc.waitEvents(within, fmt.Sprintf("%d agent turns", n), func(evs []faultEvent) bool { return countAgentTurns(evs) >= n })
+}
+
+// waitEvents polls the run's log until ok holds.
+func (fc *faultConv) waitEvents(within time.Duration, what string, ok func([]faultEvent) bool) []faultEvent {
+	fc.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		evs := faultLog(fc.t, fc.c, fc.runID)
+		if ok(evs) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			fc.t.Fatalf("run %s: no %s within %s; log: %v", fc.runID, what, within, typesOf(evs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// close closes the conversation and waits for the run's terminal event.
+func (fc *faultConv) close() []faultEvent {
+	fc.t.Helper()
+	status, _, body := fc.c.do(http.MethodPost, "/v1/runs/"+fc.runID+"/interrupts/"+faultNode,
+		map[string]any{"resumeValue": map[string]any{"operation": "close"}})
+	require.Equal(fc.t, http.StatusOK, status, "close: %v", body)
+	return fc.waitTerminal(30 * time.Second)
+}
+
+func (fc *faultConv) waitTerminal(within time.Duration) []faultEvent {
+	fc.t.Helper()
+	return fc.waitEvents(within, "terminal event", func(evs []faultEvent) bool {
+		return len(evs) > 0 && isTerminalType(evs[len(evs)-1].Type)
+	})
+}
+
+func countType(evs []faultEvent, typ string) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func countAgentTurns(evs []faultEvent) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == "conversation.exchanged" && e.Payload.Turn != nil && e.Payload.Turn.Role == "agent" {
+			n++
+		}
+	}
+	return n
+}
+
+func typesOf(evs []faultEvent) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// ---- the cases ----
+
+// blockingProvider is a model that never answers: it signals entered and waits for its
+// context to end, as a slow provider does while its worker goes away.
+type blockingProvider struct{ entered chan struct{} }
+
+func (*blockingProvider) Name() string { return activities.ProviderMock }
+
+func (p *blockingProvider) Complete(ctx context.Context, _ *activities.Request) (*activities.ModelRoundResult, error) {
+	select {
+	case p.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestFaultWorkerStopsMidModelRound stops the worker while a model round runs and
+// starts one again: the round is retried, the turn is answered once, and the
+// conversation goes on.
+func TestFaultWorkerStopsMidModelRound(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+	fc.say("first")
+
+	// Swap the host's worker for one whose model blocks, so the next round is caught
+	// in the middle.
+	tc := c.Stack.Client()
+	c.Stack.StopWorker()
+	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
+	acts, err := activities.New(activities.Config{
+		Providers:   map[string]activities.Provider{activities.DefaultProviderKey: blocker},
+		Transcripts: activities.ClientTranscripts{Client: tc},
+	})
+	require.NoError(t, err)
+	wcfg := c.Stack.Options().Worker
+	wcfg.ShutdownTimeout = 200 * time.Millisecond
+	bw := worker.New(tc, wcfg, acts)
+	require.NoError(t, bw.Start())
+	stopped := false
+	defer func() {
+		if !stopped {
+			bw.Stop()
+		}
+	}()
+
+	status, body := fc.send("second", "")
+	require.Equal(t, http.StatusOK, status, "exchange during the swap: %v", body)
+	select {
+	case <-blocker.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the model round never started on the blocking worker")
+	}
+	bw.Stop()
+	stopped = true
+	require.NoError(t, c.Stack.StartWorker(), "start the host's worker again")
+
+	// The retried round runs on the host's worker (the mock answers).
+	fc.waitAgentTurns(2, 60*time.Second)
+	fc.say("third")
+	evs := fc.close()
+	checkLog(t, evs, logCheck{Accepted: []string{"first", "second", "third"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+}
+
+// sseFrame is one event of an SSE stream.
+type sseFrame struct {
+	ID   int64
+	Type string
+	Data string
+}
+
+// readSSE reads frames from an SSE response until it ends, sending each on out.
+func readSSE(resp *http.Response, out chan<- sseFrame) error {
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64*1024), 4<<20)
+	var f sseFrame
+	hasID := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if hasID {
+				out <- f
+			}
+			f, hasID = sseFrame{}, false
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id:"):
+			n, err := strconv.ParseInt(strings.TrimSpace(line[3:]), 10, 64)
+			if err != nil {
+				return fmt.Errorf("bad SSE id line %q", line)
+			}
+			f.ID, hasID = n, true
+		case strings.HasPrefix(line, "event:"):
+			f.Type = strings.TrimSpace(line[6:])
+		case strings.HasPrefix(line, "data:"):
+			f.Data += strings.TrimSpace(line[5:])
+		}
+	}
+	return sc.Err()
+}
+
+// openSSE opens the run's event stream (every event: streamMode=debug), resuming after
+// lastEventID when it is >= 0.
+func openSSE(t *testing.T, c *apiClient, runID string, lastEventID int64) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.BaseURL+"/v1/runs/"+runID+"/events?streamMode=debug", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastEventID, 10))
+	}
+	resp, err := (&http.Client{}).Do(req)
+	require.NoError(t, err, "open the event stream")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "event stream status")
+	return resp
+}
+
+// TestFaultAPIRestartsUnderAnSSEReader restarts the API while a client reads the event
+// stream; the client reconnects with Last-Event-ID and, over both connections, sees
+// every event once, without a gap. The agent's reply to an exchange sent just before
+// the restart is written while no API runs.
+func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+
+	frames := make(chan sseFrame, 1024)
+	streamErr := make(chan error, 2)
+	go func() { streamErr <- readSSE(openSSE(t, c, fc.runID, -1), frames) }()
+
+	var got []sseFrame
+	collect := func(until func() bool, within time.Duration) {
+		t.Helper()
+		deadline := time.After(within)
+		for !until() {
+			select {
+			case f := <-frames:
+				got = append(got, f)
+			case <-deadline:
+				t.Fatalf("stream: timed out; frames so far: %d", len(got))
+			}
+		}
+	}
+	agentFrames := func() int {
+		n := 0
+		for _, f := range got {
+			if f.Type == "conversation.exchanged" && strings.Contains(f.Data, `"role":"agent"`) {
+				n++
+			}
+		}
+		return n
+	}
+	fc.say("before the restart")
+	collect(func() bool { return agentFrames() >= 1 }, 20*time.Second)
+
+	// The next exchange is accepted, then the API goes away before the reply.
+	status, body := fc.send("across the restart", "")
+	require.Equal(t, http.StatusOK, status, "exchange: %v", body)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	require.NoError(t, c.Stack.StopAPI(ctx), "stop the API")
+	cancel()
+	select {
+	case err := <-streamErr:
+		t.Logf("first stream ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream did not end when the API stopped")
+	}
+	// Drain what the first connection delivered.
+	for drained := false; !drained; {
+		select {
+		case f := <-frames:
+			got = append(got, f)
+		default:
+			drained = true
+		}
+	}
+	require.NotEmpty(t, got, "frames before the restart")
+	// Let the reply land while no API runs.
+	require.Eventually(t, func() bool {
+		v, err := c.Stack.Client().QueryWorkflow(context.Background(), fc.runID, "", workflows.EventsQuery, workflows.EventsRequest{After: -1})
+		if err != nil {
+			return false
+		}
+		var page struct {
+			Events []faultEvent `json:"events"`
+		}
+		return v.Get(&page) == nil && countAgentTurns(page.Events) >= 2
+	}, 30*time.Second, 50*time.Millisecond, "the reply is written while the API is down")
+	require.NoError(t, c.Stack.StartAPI(), "start the API again")
+
+	last := got[len(got)-1].ID
+	go func() { streamErr <- readSSE(openSSE(t, c, fc.runID, last), frames) }()
+	collect(func() bool { return agentFrames() >= 2 }, 20*time.Second)
+	fc.say("after the restart")
+	evs := fc.close()
+	collect(func() bool { return len(got) > 0 && isTerminalType(got[len(got)-1].Type) }, 20*time.Second)
+
+	for i, f := range got {
+		if !assert.Equal(t, int64(i), f.ID, "frame %d (%s): SSE ids over both connections count 0..n", i, f.Type) {
+			break
+		}
+	}
+	assert.Len(t, got, len(evs), "the stream delivered the whole log")
+	checkLog(t, evs, logCheck{Accepted: []string{"before the restart", "across the restart", "after the restart"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+}
+
+// TestFaultSameExchangeTwiceIsAppliedOnce sends one exchange twice with the same
+// messageId, one after the other and then concurrently.
+func TestFaultSameExchangeTwiceIsAppliedOnce(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+
+	status, body := fc.send("once", "msg-once")
+	require.Equal(t, http.StatusOK, status, "first send: %v", body)
+	status, body = fc.send("once", "msg-once")
+	assert.Contains(t, []int{http.StatusOK, http.StatusConflict}, status, "a repeated messageId is acknowledged or refused as already recorded: %v", body)
+	fc.waitAgentTurns(1, 30*time.Second)
+
+	var wg sync.WaitGroup
+	statuses := make([]int, 2)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = fc.sendFromGoroutine("twice at once", "msg-race")
+		}()
+	}
+	wg.Wait()
+	assert.Contains(t, statuses, http.StatusOK, "one of the two is accepted: %v", statuses)
+	fc.waitAgentTurns(2, 30*time.Second)
+	evs := fc.close()
+	checkLog(t, evs, logCheck{Accepted: []string{"once", "twice at once"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+}
+
+// TestFaultDifferentExchangesRace sends two different exchanges at the same time: both
+// are applied, each once, one after the other.
+func TestFaultDifferentExchangesRace(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+	texts := []string{"left", "right"}
+	statuses := make([]int, len(texts))
+	var wg sync.WaitGroup
+	for i, text := range texts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = fc.sendFromGoroutine(text, "")
+		}()
+	}
+	wg.Wait()
+	var accepted []string
+	for i, s := range statuses {
+		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, s, "exchange %q", texts[i])
+		if s == http.StatusOK {
+			accepted = append(accepted, texts[i])
+		}
+	}
+	require.NotEmpty(t, accepted)
+	fc.waitAgentTurns(len(accepted), 30*time.Second)
+	evs := fc.close()
+	checkLog(t, evs, logCheck{Accepted: accepted, Replies: true, Terminal: "run.completed"})
+}
+
+// TestFaultHundredConcurrentExchanges sends 100 exchanges to one conversation at once:
+// every accepted one appears exactly once, in a total order, each answered.
+func TestFaultHundredConcurrentExchanges(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+	const n = 100
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = fc.sendFromGoroutine(fmt.Sprintf("message %03d", i), "")
+		}()
+	}
+	wg.Wait()
+	var accepted []string
+	other := map[int]int{}
+	for i, s := range statuses {
+		if s == http.StatusOK {
+			accepted = append(accepted, fmt.Sprintf("message %03d", i))
+		} else {
+			other[s]++
+		}
+	}
+	t.Logf("%d of %d accepted; other statuses: %v", len(accepted), n, other)
+	for s := range other {
+		assert.Contains(t, []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
+			"a refused exchange is refused with a status a client can act on")
+	}
+	require.NotEmpty(t, accepted)
+	fc.waitAgentTurns(len(accepted), 120*time.Second)
+	evs := fc.close()
+	checkLog(t, evs, logCheck{Accepted: accepted, Replies: true, Terminal: "run.completed"})
+}
+
+// TestFaultModelFailsPermanently scripts the second model round to fail for good: the
+// run fails with a clear error, the conversation is closed with a system turn, and
+// nothing is left waiting.
+func TestFaultModelFailsPermanently(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-fail")
+	fc.say("hello")
+	status, body := fc.send("this one fails", "")
+	require.Equal(t, http.StatusOK, status, "exchange: %v", body)
+	evs := fc.waitTerminal(60 * time.Second)
+	checkLog(t, evs, logCheck{Accepted: []string{"hello", "this one fails"}, Ordered: true, Replies: true, LastUnanswered: true, Terminal: "run.failed"})
+
+	var closedTurn *faultTurn
+	for _, e := range evs {
+		if e.Type == "conversation.closed" {
+			closedTurn = e.Payload.FinalTurn
+		}
+	}
+	require.NotNil(t, closedTurn)
+	assert.Equal(t, "system", closedTurn.Role, "the conversation is closed with a system turn")
+	assert.NotEmpty(t, closedTurn.text(), "the system turn says why")
+	failed := evs[len(evs)-1]
+	require.NotNil(t, failed.Payload.Error, "run.failed carries an error: %+v", failed)
+	assert.Contains(t, failed.Payload.Error.Message, "rejected the request for good", "the error names the cause")
+
+	_, _, snap := c.do(http.MethodGet, "/v1/runs/"+fc.runID, nil)
+	assert.Equal(t, "failed", snap["status"])
+	assert.Empty(t, snap["interrupts"], "no interrupt left pending")
+	assert.Nil(t, snap["interrupt"], "no interrupt left pending")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := c.Stack.Client().DescribeWorkflowExecution(ctx, fc.runID, "")
+	require.NoError(t, err)
+	assert.NotEqual(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the workflow is closed")
+	assert.Empty(t, d.GetPendingActivities(), "no activity left pending")
+
+	status, body = fc.send("too late", "")
+	assert.GreaterOrEqual(t, status, 400, "an exchange after the failure is refused: %v", body)
+	assert.Less(t, status, 500, "and not as a server error: %v", body)
+}
+
+// ---- kill -9 of the whole dev process ----
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// devProcess is a `wop dev` child process.
+type devProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startDev starts `wop dev` on dataDir with fixed ports and waits until its API
+// answers /healthz.
+func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort int, key string) *devProcess {
+	t.Helper()
+	logf, err := os.OpenFile(filepath.Join(dataDir, "..", "dev.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	cmd := exec.Command(bin, "dev",
+		"--data", dataDir,
+		"--http", fmt.Sprintf("127.0.0.1:%d", httpPort),
+		"--temporal-port", strconv.Itoa(temporalPort),
+		"--ui-port", strconv.Itoa(uiPort),
+		"--packs", faultPacksDir)
+	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error")
+	cmd.Env = append(cmd.Env, "TEMPORAL_ADDRESS=") // always the embedded server
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, cmd.Start(), "start wop dev")
+	p := &devProcess{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); _ = logf.Close(); close(p.done) }()
+	t.Cleanup(p.kill)
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/healthz", httpPort)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-p.done:
+			log, _ := os.ReadFile(filepath.Join(dataDir, "..", "dev.log"))
+			t.Fatalf("wop dev exited before it was ready:\n%s", log)
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("wop dev was not ready within 60s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *devProcess) kill() {
+	if p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// TestFaultDevProcessKilledMidConversation builds the wop binary, holds a conversation
+// with `wop dev`, kills it with SIGKILL, starts it again on the same data folder and
+// finishes the conversation.
+func TestFaultDevProcessKilledMidConversation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the wop binary")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "wop")
+	bctx, bcancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer bcancel()
+	build := exec.CommandContext(bctx, "go", "build", "-o", bin, "../cmd/wop")
+	if out, err := build.CombinedOutput(); err != nil {
+		if errors.Is(bctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("go build ./cmd/wop took longer than 8 minutes")
+		}
+		t.Fatalf("go build ./cmd/wop: %v\n%s", err, out)
+	}
+	dataDir := filepath.Join(tmp, "data")
+	require.NoError(t, os.MkdirAll(dataDir, 0o755))
+	key := "wop_test_" + randomHex(12)
+	httpPort, temporalPort, uiPort := freePort(t), freePort(t), freePort(t)
+
+	p := startDev(t, bin, dataDir, httpPort, temporalPort, uiPort, key)
+	c := &apiClient{t: t, BaseURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), Key: key, http: &http.Client{Timeout: 30 * time.Second}}
+	fc := openFaultConv(t, c, "fault-echo")
+	fc.say("before the kill")
+	// The next exchange is accepted; the process dies before or during its round.
+	status, body := fc.send("at the kill", "")
+	require.Equal(t, http.StatusOK, status, "exchange: %v", body)
+	p.kill()
+
+	startDev(t, bin, dataDir, httpPort, temporalPort, uiPort, key)
+	fc.waitAgentTurns(2, 60*time.Second)
+	fc.say("after the restart")
+	evs := fc.close()
+	checkLog(t, evs, logCheck{Accepted: []string{"before the kill", "at the kill", "after the restart"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+}
