@@ -7,7 +7,8 @@
 // (conversation turns with role "agent") and state changes (agent.handoff) as they
 // arrive, and sends every line typed on stdin as a conversation exchange to the node
 // the run is suspended on (POST /v1/runs/{id}/interrupts/{nodeId}). It ends when the
-// run ends, on end of input, or on /quit.
+// run ends, on /quit, or at end of input once the last message sent has its reply
+// (so `echo "hi" | wop chat pack` prints the answer). Leaving does not stop the run.
 package chat
 
 import (
@@ -82,17 +83,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &client{base: base.String(), key: *key, http: &http.Client{}}
-	s := &session{c: c, out: stdout, errOut: stderr}
+	s := &session{c: c, out: stdout, errOut: stderr, replied: make(chan struct{}, 1)}
 	return s.run(ctx, fs.Arg(0), stdin)
 }
 
 // session is one chat: the run it talks to and the terminal it prints on.
 type session struct {
-	c      *client
-	runID  string
-	mu     sync.Mutex // serialises writes to out and errOut
-	out    io.Writer
-	errOut io.Writer
+	c     *client
+	runID string
+	// replied receives a value when a reply (an agent or system turn) is shown.
+	replied chan struct{}
+	mu      sync.Mutex // serialises writes to out and errOut
+	out     io.Writer
+	errOut  io.Writer
 }
 
 func (s *session) printf(format string, args ...any) {
@@ -127,6 +130,7 @@ func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 	}()
 	lines := make(chan string)
 	go readLines(ctx, stdin, lines)
+	pending := false // a message was sent and its reply has not been shown
 
 	for {
 		select {
@@ -137,7 +141,22 @@ func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 			return r.code
 		case line, ok := <-lines:
 			if !ok {
-				return ExitOK
+				// End of input. With input piped in (echo hi | wop chat pack), wait for
+				// the answer to the last message before leaving.
+				if !pending {
+					return ExitOK
+				}
+				select {
+				case <-s.replied:
+					return ExitOK
+				case r := <-events:
+					if r.err != nil {
+						s.errorf("wop chat: %v\n", r.err)
+					}
+					return r.code
+				case <-ctx.Done():
+					return ExitOK
+				}
 			}
 			line = strings.TrimSpace(line)
 			switch {
@@ -146,8 +165,16 @@ func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 			case line == "/quit" || line == "/exit":
 				return ExitOK
 			}
+			// Forget replies to earlier messages before sending this one.
+			select {
+			case <-s.replied:
+			default:
+			}
 			if err := s.send(ctx, line); err != nil {
 				s.errorf("wop chat: %v\n", err)
+				pending = false
+			} else {
+				pending = true
 			}
 		case <-ctx.Done():
 			return ExitOK

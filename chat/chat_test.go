@@ -295,3 +295,18 @@ func TestReadSSE(t *testing.T) {
 func envOf(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
 }
+
+func TestChatPipedInputWaitsForTheReply(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.workflows["support"] = true
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack"}
+	f.streams = []fakeStream{{waitForPost: true, events: []map[string]any{
+		ev(0, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "hi"})),
+		ev(1, "conversation.exchanged", turnPayload(2, "agent", "support", map[string]any{"text": "Hello!"})),
+	}}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "support"}, envOf(nil), strings.NewReader("hi"), &out, &errOut)
+	assert.Equal(t, ExitOK, code, errOut.String())
+	assert.Equal(t, "Started run r1 of support. Type a message and press Enter; /quit leaves.\nsupport: Hello!\n", out.String())
+	require.Len(t, f.posts, 2)
+}

@@ -126,8 +126,18 @@ func (s *session) showTurn(t turn) {
 			who = "agent"
 		}
 		s.printf("%s: %s\n", who, text)
+		s.notifyReply()
 	case "system":
 		s.printf("· %s\n", text)
+		s.notifyReply()
+	}
+}
+
+// notifyReply records that a reply was shown, for a chat waiting on one.
+func (s *session) notifyReply() {
+	select {
+	case s.replied <- struct{}{}:
+	default:
 	}
 }
 
