@@ -132,12 +132,27 @@ func (c *conv) waitFor(ctx context.Context, match func(event) bool) (event, erro
 			}
 		}
 		if page.IsComplete {
-			return event{}, fmt.Errorf("run %s ended (last sequence %d)", c.runID, c.lastSeq)
+			return event{}, fmt.Errorf("run %s ended (last sequence %d)%s", c.runID, c.lastSeq, c.failure(ctx))
 		}
 		if err := ctx.Err(); err != nil {
 			return event{}, err
 		}
 	}
+}
+
+// failure describes the run's error, if it has one, for an error message.
+func (c *conv) failure(ctx context.Context) string {
+	var snap struct {
+		Status string `json:"status"`
+		Error  *struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := c.api.call(ctx, http.MethodGet, "/v1/runs/"+c.runID, nil, http.StatusOK, &snap); err != nil || snap.Error == nil {
+		return ""
+	}
+	return fmt.Sprintf(": %s: %s: %s", snap.Status, snap.Error.Code, snap.Error.Message)
 }
 
 // exchange posts one user message and waits until the agent's reply is readable. It
