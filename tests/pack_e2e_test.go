@@ -198,15 +198,25 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
 }
 
-// TestPackSurvivesWorkerRestartE2E stops the worker mid-conversation, sends the next
-// message while no worker runs, and starts it again: the turn is answered once.
+// TestPackSurvivesWorkerRestartE2E stops the worker mid-conversation and signals the next
+// message, twice with one request id, while no worker runs (the API validates resolves
+// with a query, which needs a worker, so the signal goes through the Temporal client).
+// Started again, the worker answers the turn exactly once.
 func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
 	c := startPrivateStack(t, stackOptions{DataDir: t.TempDir()})
 	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
 	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
 
 	c.Stack.StopWorker()
-	pkSay(t, c, id, "It's ACC-12345. What's my balance?")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := workflows.ResolveRequest{
+		RequestID: "msg-2", NodeID: packNode, ResolvedBy: "key_test", ReceivedAtMs: time.Now().UnixMilli(), Via: "rest",
+		ResumeValue: json.RawMessage(`{"text":"It's ACC-12345. What's my balance?"}`),
+	}
+	for range 2 {
+		require.NoError(t, c.Stack.Client().SignalWorkflow(ctx, id, "", workflows.ResolveSignal, req))
+	}
 	require.NoError(t, c.Stack.StartWorker())
 
 	s := pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
@@ -215,5 +225,6 @@ func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
 	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
 	turns := pkTurns(t, pkEvents(t, c, id))
 	require.Len(t, turns, 4, "no turn lost or duplicated")
+	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", pkText(t, turns[3]))
 	require.Equal(t, 6, s.Pack.ModelRounds)
 }
