@@ -98,7 +98,9 @@ type runner struct {
 	cancelReq     *CancelRequest
 
 	childRuns []ChildRun
-	convs     []*conversation // every conversation of the run, in opening order
+	childSeq  map[string]int64 // newest status sequence seen per child
+	statusSeq int64            // this run's status changes, reported to its parent
+	convs     []*conversation  // every conversation of the run, in opening order
 	agents    map[string]conversationAgent
 
 	details       string
@@ -125,6 +127,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 		resolvedIDs:   map[string]bool{},
 		applied:       map[string]bool{},
 		agents:        map[string]conversationAgent{},
+		childSeq:      map[string]int64{},
 		schemaCache:   map[string]*compiledSchema{},
 	}
 	if r.in.RunID == "" {
@@ -189,9 +192,9 @@ func (r *runner) setup() error {
 	})
 	workflow.Go(dctx, func(gctx workflow.Context) {
 		for {
-			var cr ChildRun
-			childCh.Receive(gctx, &cr)
-			r.updateChild(cr)
+			var cs childStatus
+			childCh.Receive(gctx, &cs)
+			r.updateChild(cs)
 		}
 	})
 	return nil
@@ -218,11 +221,11 @@ func (r *runner) drainSignals() {
 	}
 	childCh := workflow.GetSignalChannel(r.ctx, childStatusSignal)
 	for {
-		var cr ChildRun
-		if !childCh.ReceiveAsync(&cr) {
+		var cs childStatus
+		if !childCh.ReceiveAsync(&cs) {
 			break
 		}
-		r.updateChild(cr)
+		r.updateChild(cs)
 	}
 }
 
@@ -237,7 +240,20 @@ func (r *runner) requestCancel(req CancelRequest) {
 	r.setStatus(StatusCancelling)
 }
 
-func (r *runner) updateChild(cr ChildRun) {
+// childStatus is the payload of childStatusSignal. Signals from one child may arrive
+// out of order, so each carries the child's status sequence; stale ones are dropped.
+type childStatus struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+	Seq    int64  `json:"seq"`
+}
+
+func (r *runner) updateChild(cs childStatus) {
+	if cs.Seq <= r.childSeq[cs.RunID] {
+		return
+	}
+	r.childSeq[cs.RunID] = cs.Seq
+	cr := ChildRun{RunID: cs.RunID, Status: cs.Status}
 	if r.terminal {
 		for i := range r.childRuns {
 			if r.childRuns[i].RunID == cr.RunID {
@@ -685,7 +701,8 @@ func (r *runner) setStatus(s string) {
 		_ = workflow.UpsertTypedSearchAttributes(r.ctx, SAStatus.ValueSet(s), SAWaitingOn.ValueSet(waitingOn))
 	}
 	if changed && r.in.ParentRunID != "" {
-		cr := ChildRun{RunID: r.in.RunID, Status: s}
+		r.statusSeq++
+		cr := childStatus{RunID: r.in.RunID, Status: s, Seq: r.statusSeq}
 		dctx, _ := workflow.NewDisconnectedContext(r.ctx)
 		workflow.SignalExternalWorkflow(dctx, r.in.ParentRunID, "", childStatusSignal, cr)
 	}

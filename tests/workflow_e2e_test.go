@@ -1,0 +1,285 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// These tests drive the run workflow through the Temporal client of a real embedded
+// stack (start, signal, query), the same calls the API makes. With
+// WOP_RECORD_HISTORIES=1 they write each run's history to workflows/testdata, where
+// workflows.TestReplayRecordedHistories replays it.
+
+// wfStack starts one in-memory stack with the conformance fixtures seeded.
+func wfStack(t *testing.T) *stack.Stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := stack.Start(ctx, stack.Options{SeedFixtures: true, Worker: worker.Config{PacksDir: t.TempDir()},
+		API: api.Config{TokenSecret: []byte("workflow-e2e-token-secret-0123456789")}})
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// wfStart starts a run of a catalog definition the way the API does.
+func wfStart(t *testing.T, s *stack.Stack, runID, defID, inputs string, tweak func(*workflows.RunInput)) client.WorkflowRun {
+	t.Helper()
+	var raw json.RawMessage
+	if inputs != "" {
+		raw = json.RawMessage(inputs)
+	}
+	in, err := s.Catalog().NewRunInput(workflows.RunRequest{RunID: runID, WorkflowID: defID, Inputs: raw, Owner: workflows.Owner{Tenant: "t1", Principal: "key_e2e"}})
+	require.NoError(t, err)
+	if tweak != nil {
+		tweak(in)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	run, err := s.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: runID, TaskQueue: workflows.TaskQueue, StaticSummary: workflows.RunSummary(in),
+	}, workflows.RunWorkflowName, in)
+	require.NoError(t, err)
+	return run
+}
+
+func wfQuery(t *testing.T, s *stack.Stack, runID, name string, out any, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := s.Client().QueryWorkflow(ctx, runID, "", name, args...)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(out))
+}
+
+func wfSnapshot(t *testing.T, s *stack.Stack, runID string) workflows.Snapshot {
+	t.Helper()
+	var snap workflows.Snapshot
+	wfQuery(t, s, runID, workflows.SnapshotQuery, &snap)
+	return snap
+}
+
+func wfEvents(t *testing.T, s *stack.Stack, runID string) []workflows.Event {
+	t.Helper()
+	var p workflows.EventsPage
+	wfQuery(t, s, runID, workflows.EventsQuery, &p, workflows.EventsRequest{After: -1})
+	return p.Events
+}
+
+func wfTypes(evs []workflows.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+func wfWaitStatus(t *testing.T, s *stack.Stack, runID, status string) workflows.Snapshot {
+	t.Helper()
+	var snap workflows.Snapshot
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		v, err := s.Client().QueryWorkflow(ctx, runID, "", workflows.SnapshotQuery)
+		if !assert.NoError(c, err) {
+			return
+		}
+		assert.NoError(c, v.Get(&snap))
+		assert.Equal(c, status, snap.Status)
+	}, 15*time.Second, 50*time.Millisecond)
+	return snap
+}
+
+// wfResolve validates a resolve with the workflow's query, as the API does, and
+// signals it when the workflow accepts it.
+func wfResolve(t *testing.T, s *stack.Stack, runID string, req workflows.ResolveRequest) workflows.ResolveCheck {
+	t.Helper()
+	var check workflows.ResolveCheck
+	wfQuery(t, s, runID, workflows.ValidateResolveQuery, &check, req)
+	if check.OK {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, s.Client().SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req))
+	}
+	return check
+}
+
+func wfResult(t *testing.T, run client.WorkflowRun) workflows.Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var snap workflows.Snapshot
+	require.NoError(t, run.Get(ctx, &snap))
+	return snap
+}
+
+// wfRecord writes the history of every execution of the run (following the
+// continue-as-new chain from its first execution) to workflows/testdata when
+// WOP_RECORD_HISTORIES=1.
+func wfRecord(t *testing.T, s *stack.Stack, run client.WorkflowRun, name string) {
+	t.Helper()
+	if os.Getenv("WOP_RECORD_HISTORIES") != "1" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rid := run.GetFirstExecutionRunID()
+	for i := 0; rid != ""; i++ {
+		iter := s.Client().GetWorkflowHistory(ctx, run.GetID(), rid, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		var h historypb.History
+		rid = ""
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			require.NoError(t, err)
+			h.Events = append(h.Events, ev)
+			if can := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); can != nil {
+				rid = can.GetNewExecutionRunId()
+			}
+		}
+		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+		require.NoError(t, err)
+		file := filepath.Join("..", "workflows", "testdata", fmt.Sprintf("%s.%d.history.json", name, i))
+		require.NoError(t, os.WriteFile(file, b, 0o644))
+	}
+}
+
+func TestWorkflowE2EFixtures(t *testing.T) {
+	s := wfStack(t)
+	cases := []struct {
+		def, inputs, status string
+		types               []string
+	}{
+		{"conformance-noop", "", workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
+		{"conformance-identity", `{"payload":{"a":1}}`, workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
+		{"conformance-failure", "", workflows.StatusFailed, []string{"run.started", "node.started", "node.failed", "run.failed"}},
+		{"conformance-multi-node", "", workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "node.started", "node.completed", "node.started", "node.completed", "run.completed"}},
+		{"conformance-delay", `{"delayMs":200}`, workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
+		{"conformance-conversation-lifecycle", "", workflows.StatusCompleted, []string{"run.started", "node.started", "node.suspended", "interrupt.requested",
+			"conversation.opened", "conversation.exchanged", "conversation.closed", "interrupt.resolved", "node.resumed", "node.completed", "run.completed"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.def, func(t *testing.T) {
+			runID := "e2e-" + tc.def
+			run := wfStart(t, s, runID, tc.def, tc.inputs, nil)
+			snap := wfResult(t, run)
+			require.Equal(t, tc.status, snap.Status)
+			require.Equal(t, tc.types, wfTypes(wfEvents(t, s, runID)))
+			// Queries keep working on the closed workflow.
+			require.Equal(t, tc.status, wfSnapshot(t, s, runID).Status)
+			if tc.def == "conformance-identity" {
+				require.JSONEq(t, `{"a":1}`, string(snap.Variables["payload"]))
+			}
+			if tc.def == "conformance-failure" {
+				require.Equal(t, "conformance_test_failure", snap.Error.Code)
+			}
+			desc, err := s.Client().DescribeWorkflowExecution(context.Background(), runID, "")
+			require.NoError(t, err)
+			sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+			require.Contains(t, string(sa["WopStatus"].GetData()), tc.status)
+			require.Contains(t, string(sa["WopWorkflowId"].GetData()), tc.def)
+			wfRecord(t, s, run, tc.def)
+		})
+	}
+}
+
+func TestWorkflowE2EApprovalBySignals(t *testing.T) {
+	s := wfStack(t)
+	run := wfStart(t, s, "e2e-approval", "conformance-approval", "", nil)
+	w := wfWaitStatus(t, s, "e2e-approval", workflows.StatusWaitingApproval)
+	require.Equal(t, "gate", w.CurrentNodeID)
+	desc, err := s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
+	require.NoError(t, err)
+	require.Contains(t, string(desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["WopWaitingOn"].GetData()), "approval:gate")
+	bad := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r0", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"maybe"}`)})
+	require.Equal(t, 400, bad.Status)
+	nf := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r1", NodeID: "nope", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+	require.Equal(t, 404, nf.Status)
+	ok := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r2", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_e2e"})
+	require.True(t, ok.OK)
+	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
+	wfRecord(t, s, run, "conformance-approval")
+}
+
+func TestWorkflowE2EConversationAndContinueAsNew(t *testing.T) {
+	s := wfStack(t)
+	const id = "e2e-council"
+	run := wfStart(t, s, id, "conformance-conversation-council", "", func(in *workflows.RunInput) { in.ContinueAsNewAfterEvents = 6 })
+	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	for i, text := range []string{"one", "two", "three", "four"} {
+		c := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: fmt.Sprintf("m%d", i), NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: int64(1000 + i)})
+		require.True(t, c.OK, c.Message)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			v, err := s.Client().QueryWorkflow(ctx, id, "", workflows.SnapshotQuery)
+			if !assert.NoError(c, err) {
+				return
+			}
+			var snap workflows.Snapshot
+			assert.NoError(c, v.Get(&snap))
+			var turns []workflows.Turn
+			assert.NoError(c, json.Unmarshal(snap.Channels["conversation"], &turns))
+			assert.Len(c, turns, 1+2*(i+1))
+		}, 15*time.Second, 50*time.Millisecond)
+	}
+	rejected := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "bad", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"exchange","turn":{"content":{"nope":1}}}`)})
+	require.Equal(t, 400, rejected.Status)
+	require.True(t, wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "close", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"close","outcome":{"ok":true}}`)}).OK)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var snap workflows.Snapshot
+	// run.Get follows the continue-as-new chain to the last execution.
+	require.NoError(t, run.Get(ctx, &snap))
+	require.Equal(t, workflows.StatusCompleted, snap.Status)
+	evs := wfEvents(t, s, id)
+	for i, e := range evs {
+		require.Equal(t, int64(i), e.Sequence)
+	}
+	require.Equal(t, "run.started", evs[0].Type)
+	require.Equal(t, "run.completed", evs[len(evs)-1].Type)
+	var turns []workflows.Turn
+	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &turns))
+	require.Len(t, turns, 1+8+1)
+	desc, err := s.Client().DescribeWorkflowExecution(ctx, id, "")
+	require.NoError(t, err)
+	require.NotEqual(t, run.GetFirstExecutionRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the run continued as new at least once")
+	wfRecord(t, s, run, "conformance-conversation-council")
+}
+
+func TestWorkflowE2EParentChildCancel(t *testing.T) {
+	s := wfStack(t)
+	const id = "e2e-parent"
+	run := wfStart(t, s, id, "conformance-interrupt-parent-child-cancel", "", nil)
+	parent := wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	require.Len(t, parent.ChildRuns, 1)
+	childID := parent.ChildRuns[0].RunID
+	require.NoError(t, s.Client().SignalWorkflow(context.Background(), id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: "e2e", CancelledBy: "key_e2e"}))
+	require.Equal(t, workflows.StatusCancelled, wfResult(t, run).Status)
+	child := wfWaitStatus(t, s, childID, workflows.StatusCancelled)
+	require.Equal(t, id, child.ParentRunID)
+	cevs := wfEvents(t, s, childID)
+	last := cevs[len(cevs)-1]
+	require.Equal(t, "run.cancelled", last.Type)
+	require.Contains(t, string(last.Payload), `"reason":"parent-cancelled"`)
+	var check workflows.ResolveCheck
+	wfQuery(t, s, childID, workflows.ValidateResolveQuery, &check, workflows.ResolveRequest{NodeID: "child-gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+	require.Equal(t, 410, check.Status)
+	wfRecord(t, s, run, "conformance-interrupt-parent-child-cancel")
+}

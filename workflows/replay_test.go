@@ -1,0 +1,27 @@
+package workflows
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestReplayRecordedHistories replays every history recorded from real runs on the
+// embedded server (tests/workflow_e2e_test.go with WOP_RECORD_HISTORIES=1) against the
+// current workflow code: a change that breaks determinism for runs already in flight
+// fails here.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.history.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories in workflows/testdata; record them with WOP_RECORD_HISTORIES=1 go test ./tests -run TestWorkflowE2E")
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+		})
+	}
+}
