@@ -463,8 +463,8 @@ func (r *runner) variables() map[string]json.RawMessage {
 	if len(r.in.Inputs) > 0 {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(r.in.Inputs, &in) == nil {
-			for k, v := range in {
-				vars[k] = v
+			for _, k := range sortedKeys(in) {
+				vars[k] = in[k]
 			}
 		}
 	}
@@ -472,8 +472,8 @@ func (r *runner) variables() map[string]json.RawMessage {
 		if rec.State != "completed" {
 			continue
 		}
-		for k, v := range rec.Outputs {
-			vars[k] = v
+		for _, k := range sortedKeys(rec.Outputs) {
+			vars[k] = rec.Outputs[k]
 		}
 	}
 	return vars
@@ -518,8 +518,8 @@ func (r *runner) complete() (*Snapshot, error) {
 	}
 	for _, rec := range r.nodes {
 		if rec.State == "completed" && !hasOut[rec.NodeID] {
-			for k, v := range rec.Outputs {
-				outs[k] = v
+			for _, k := range sortedKeys(rec.Outputs) {
+				outs[k] = rec.Outputs[k]
 			}
 		}
 	}

@@ -1,0 +1,38 @@
+// Package workflows is the OpenWOP run workflow: one Temporal workflow per run
+// (WorkflowID = runId, type RunWorkflowName) that interprets an OpenWOP workflow
+// definition and is the single writer of the run's event log.
+//
+// # For callers (the API)
+//
+//   - Start: build the input with Catalog.NewRunInput, then ExecuteWorkflow with ID =
+//     runId, TaskQueue, and StaticSummary = RunSummary(in).
+//   - Read: SnapshotQuery → *Snapshot, EventsQuery(EventsRequest) → EventsPage. Both
+//     work on closed workflows; the workflow's result is its final Snapshot.
+//   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
+//     ResolveCheck (OK=false carries Status and Code: 404 interrupt_not_found, 400 or
+//     422 validation_error, 409 interrupt_already_resolved, 410 interrupt_cancelled);
+//     on OK signal ResolveSignal with the same request. Set RequestID (de-duplication)
+//     and ReceivedAtMs (the ts of a bare conversation reply). The workflow validates
+//     again and ignores what it rejects; signals are queued in arrival order.
+//   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow.
+//
+// # Decisions
+//
+//   - Cancelled and failed runs end with their terminal event and the workflow
+//     returns its Snapshot with a nil error: Temporal shows them Completed and
+//     WopStatus tells the OpenWOP status. See run.go.
+//   - Node execution is sequential in a deterministic topological order (ties by
+//     definition order). A node without incoming edges runs; otherwise an edge is
+//     taken when its source completed and its condition holds, and a node runs when
+//     at least one incoming edge is taken (all of them with triggerRule all_success);
+//     the others get node.skipped.
+//   - Interrupt keys are "<runId>:<nodeId>:<n>", ids InterruptID(key). Conversations
+//     are "<runId>:<nodeId>:0", messageIds "<conversationId>:<turnIndex>:<role>".
+//   - Event ids are "evt-<runId>-<sequence>" (a hash replaces the runId when the id
+//     would exceed 128 characters); timestamps come from workflow.Now.
+//   - History stays flat: events, turns and transcripts live in workflow memory and
+//     are read through queries; a run continues as new between conversation turns
+//     when Temporal suggests it, carrying its whole state (runId unchanged).
+//   - A fork replay (RunInput.Fork) re-folds recorded decisions and conversations;
+//     see fork.go.
+package workflows
