@@ -17,6 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/workflows"
 )
@@ -115,6 +118,24 @@ func pkText(t *testing.T, turn workflows.Turn) string {
 	return body.Text
 }
 
+// pkReplay fetches the run's Temporal history and replays it against the current
+// workflow code: the pack node must make the same decisions again (determinism).
+func pkReplay(t *testing.T, c *apiClient, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	it := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	hist := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
+	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of run %s (%d history events)", id, len(hist.Events))
+}
+
 // TestPackSupportConversationE2E is the worked example of promptpack-workflow.md §14 over
 // HTTP: the first message rides in the run's inputs, the second passes three states
 // in one turn and completes the run.
@@ -166,6 +187,7 @@ func TestPackSupportConversationE2E(t *testing.T) {
 		}
 	}
 	require.Equal(t, 8, summaries, "6 model rounds and 2 tool calls")
+	pkReplay(t, c, id)
 }
 
 // TestPackRefundExternalEventE2E files a refund, waits in the external state, and lets
@@ -196,6 +218,7 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	turns := pkTurns(t, pkEvents(t, c, id))
 	last := pkText(t, turns[len(turns)-1])
 	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
+	pkReplay(t, c, id)
 }
 
 // TestPackSurvivesWorkerRestartE2E stops the worker mid-conversation and signals the next
