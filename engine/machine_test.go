@@ -719,3 +719,29 @@ func TestRuntimeFailures(t *testing.T) {
 		t.Errorf("tool failure = %+v", res)
 	}
 }
+
+func TestHybridAndExternalTerminal(t *testing.T) {
+	p := mustPack(t, externalPack(t))
+	p.Workflow.States["approval"].Orchestration = "hybrid"
+	f := newFake(t, calls("", transition("NeedsApproval", "x")))
+	m := start(t, p, f)
+	res := mustTurn(t, m, f, "refund")
+	// A hybrid state is entered like an internal one: control user yields, and the
+	// transition tool stays available to the model; callers may inject too.
+	if res.Status != StatusAwaitingUser || res.State != "approval" || res.Awaiting != nil {
+		t.Fatalf("hybrid entry = %+v", res)
+	}
+	if err := m.CanInject("Approved"); err != nil {
+		t.Errorf("inject into hybrid: %v", err)
+	}
+
+	// An external state that is also terminal is a hand-off: no round runs in it.
+	p2 := mustPack(t, externalPack(t))
+	p2.Workflow.States["approval"].OnEvent = nil
+	f2 := newFake(t, calls("Handing you over.", transition("NeedsApproval", "x")))
+	m2 := start(t, p2, f2)
+	res = mustTurn(t, m2, f2, "refund")
+	if res.Status != StatusCompleted || res.State != "approval" || len(f2.rounds) != 1 || res.Reply != "Handing you over." {
+		t.Errorf("external terminal = %+v after %d rounds", res, len(f2.rounds))
+	}
+}

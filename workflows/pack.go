@@ -4,6 +4,17 @@ package workflows
 // the conversation seam of conversation.go with the Level-2 engine of package engine.
 // The engine decides; this file supplies its effects (model and tool activities,
 // workflow.Now, the run event log) and maps its outcomes onto the conversation.
+//
+// Engine events become run events: a transition is agent.handoff (agent ids
+// "<packId>:<state>"), each tool call agent.toolCalled / agent.toolReturned, each model
+// round provider.usage plus an agent.decided record of what the model answered (which
+// a fork replay reuses), max_visits workflow.loopback-limit, an exhausted budget
+// cap.breached. Validator actions go to the workflow log only.
+//
+// While the engine waits in an `orchestration: external` state the node raises an
+// external-event interrupt beside the conversation; resolving it with
+// {"event", "context"} injects the event. Hybrid states accept injected events in the
+// engine but raise no interrupt, so the API cannot reach them yet.
 
 import (
 	"encoding/json"
