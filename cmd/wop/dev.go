@@ -1,0 +1,245 @@
+//go:build !nodev
+
+package main
+
+// This file is the only path from the wop binary to the embedded Temporal server
+// (internal/stack imports internal/devserver, which imports go.temporal.io/server and
+// the UI server). Building with -tags nodev leaves it out: the binary keeps `wop worker`
+// and `wop api` and drops about 180 MB of server code.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/internal/devserver"
+	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/worker"
+)
+
+const hasEmbeddedServer = true
+
+var devCommand = command{"dev", "run everything in one process: Temporal + UI on SQLite, worker, API", runDev}
+
+// Files the dev command keeps in the data folder besides the Temporal database.
+const (
+	devKeyFile    = "api-key"
+	devSecretFile = "token-secret"
+)
+
+// devConfig is the resolved configuration of `wop dev`.
+type devConfig struct {
+	dataDir         string
+	httpAddr        string
+	temporalPort    int
+	uiPort          int
+	packsDir        string
+	logLevel        string
+	temporalLog     string
+	temporalAddress string
+}
+
+func runDev(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	started := time.Now()
+	cfg := devConfig{
+		dataDir:         envOr(env, "WOP_DATA", ".wop"),
+		httpAddr:        envOr(env, "WOP_HTTP", "127.0.0.1:8080"),
+		packsDir:        envOr(env, "WOP_PACKS", "packs"),
+		logLevel:        envOr(env, "WOP_LOG_LEVEL", "info"),
+		temporalLog:     envOr(env, "WOP_TEMPORAL_LOG_LEVEL", "warn"),
+		temporalAddress: strings.TrimSpace(env("TEMPORAL_ADDRESS")),
+	}
+	var err error
+	if cfg.temporalPort, err = envPort(env, "WOP_TEMPORAL_PORT", 7233); err != nil {
+		return fail(stderr, "dev", err)
+	}
+	if cfg.uiPort, err = envPort(env, "WOP_UI_PORT", 8233); err != nil {
+		return fail(stderr, "dev", err)
+	}
+
+	fs := newFlagSet("dev", "dev [flags]", stderr)
+	fs.StringVar(&cfg.dataDir, "data", cfg.dataDir, "data `folder` for the Temporal database and the dev key (env WOP_DATA)")
+	fs.StringVar(&cfg.httpAddr, "http", cfg.httpAddr, "API listen `address` (env WOP_HTTP)")
+	fs.IntVar(&cfg.temporalPort, "temporal-port", cfg.temporalPort, "Temporal gRPC `port` (env WOP_TEMPORAL_PORT)")
+	fs.IntVar(&cfg.uiPort, "ui-port", cfg.uiPort, "Temporal UI `port` (env WOP_UI_PORT)")
+	fs.StringVar(&cfg.packsDir, "packs", cfg.packsDir, "packs `folder` (env WOP_PACKS)")
+	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "log `level` of the host: debug, info, warn, error (env WOP_LOG_LEVEL)")
+	fs.StringVar(&cfg.temporalLog, "temporal-log-level", cfg.temporalLog, "log `level` of the embedded Temporal server (env WOP_TEMPORAL_LOG_LEVEL)")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, "dev", fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+
+	logger, err := newLogger(stderr, cfg.logLevel)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	var serverLevel slog.Level
+	if err := serverLevel.UnmarshalText([]byte(cfg.temporalLog)); err != nil {
+		return fail(stderr, "dev", fmt.Errorf("temporal log level %q: want debug, info, warn or error", cfg.temporalLog))
+	}
+
+	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+		return fail(stderr, "dev", fmt.Errorf("data folder %s is not writable: %w", cfg.dataDir, unwrapPath(err)))
+	}
+	key, keyFromFile, err := devSecret(env, "WOP_API_KEY", filepath.Join(cfg.dataDir, devKeyFile), "wop_dev_", 24)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	secret, _, err := devSecret(env, "WOP_TOKEN_SECRET", filepath.Join(cfg.dataDir, devSecretFile), "", 32)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	apiCfg, err := api.ConfigFromEnv(func(name string) string {
+		switch name {
+		case "WOP_API_KEY":
+			return key
+		case "WOP_TOKEN_SECRET":
+			return secret
+		}
+		return env(name)
+	})
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+
+	wcfg, err := worker.ConfigFromEnv(env)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	wcfg.PacksDir = cfg.packsDir
+	wcfg.Logger = logger
+
+	opts := stack.Options{
+		DataDir:        cfg.dataDir,
+		TemporalPort:   cfg.temporalPort,
+		UI:             true,
+		UIPort:         cfg.uiPort,
+		HTTPAddr:       cfg.httpAddr,
+		SeedFixtures:   true,
+		API:            apiCfg,
+		Worker:         wcfg,
+		Logger:         logger,
+		ServerLogLevel: serverLevel,
+	}
+	if cfg.temporalAddress != "" {
+		copts, err := worker.ClientOptionsFromEnv(env, logger)
+		if err != nil {
+			return fail(stderr, "dev", err)
+		}
+		opts.TemporalAddress = copts.HostPort
+		opts.TemporalClient = copts
+		opts.UI = false
+	}
+
+	st, err := stack.Start(ctx, opts)
+	if err != nil {
+		return fail(stderr, "dev", devStartError(err))
+	}
+	defer st.Stop()
+
+	keyNote := "from WOP_API_KEY"
+	if keyFromFile {
+		keyNote = "kept in " + filepath.Join(cfg.dataDir, devKeyFile)
+	}
+	fmt.Fprintf(stdout, "wop dev is ready in %.2fs\n", time.Since(started).Seconds())
+	fmt.Fprintf(stdout, "  API          %s\n", st.APIURL())
+	if u := st.UIURL(); u != "" {
+		fmt.Fprintf(stdout, "  Temporal UI  %s\n", u)
+	}
+	where := "embedded, data in " + cfg.dataDir
+	if cfg.temporalAddress != "" {
+		where = "external"
+	}
+	fmt.Fprintf(stdout, "  Temporal     %s (namespace %s, %s)\n", st.TemporalAddress(), st.Namespace(), where)
+	fmt.Fprintf(stdout, "  API key      %s (%s)\n", key, keyNote)
+	fmt.Fprintf(stdout, "  Packs        %d from %s\n", st.PackCount(), cfg.packsDir)
+	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
+	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
+
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "Stopping...")
+	st.Stop()
+	fmt.Fprintln(stdout, "Stopped.")
+	return 0
+}
+
+// devStartError turns the stack's start errors into the one line a developer needs.
+func devStartError(err error) error {
+	var port *devserver.PortInUseError
+	if errors.As(err, &port) {
+		hint := map[string]string{
+			"API":           "--http or WOP_HTTP",
+			"Temporal gRPC": "--temporal-port or WOP_TEMPORAL_PORT",
+			"Temporal UI":   "--ui-port or WOP_UI_PORT",
+		}[port.What]
+		if hint == "" {
+			return port
+		}
+		return fmt.Errorf("%v; is another wop dev running? Choose another port with %s", port, hint)
+	}
+	var locked *devserver.LockedError
+	if errors.As(err, &locked) {
+		return fmt.Errorf("%v (or set --data / WOP_DATA)", locked)
+	}
+	return err
+}
+
+// devSecret returns the value of env var name, or the content of file, or a new random
+// value (prefix + n random bytes in hex) written to file with mode 0600. fromFile
+// reports that the value came from (or went to) the file.
+func devSecret(env func(string) string, name, file, prefix string, n int) (value string, fromFile bool, err error) {
+	if v := strings.TrimSpace(env(name)); v != "" {
+		return v, false, nil
+	}
+	if raw, err := os.ReadFile(file); err == nil {
+		if v := strings.TrimSpace(string(raw)); v != "" {
+			return v, true, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", false, fmt.Errorf("read %s: %w", file, unwrapPath(err))
+	}
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", false, fmt.Errorf("generate %s: %w", name, err)
+	}
+	v := prefix + hex.EncodeToString(b)
+	if err := os.WriteFile(file, []byte(v+"\n"), 0o600); err != nil {
+		return "", false, fmt.Errorf("data folder %s is not writable: %w", filepath.Dir(file), unwrapPath(err))
+	}
+	return v, true, nil
+}
+
+// unwrapPath drops the *os.PathError wrapper, whose path the message already names.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// envPort reads a port number from env var name, or returns def.
+func envPort(env func(string) string, name string, def int) (int, error) {
+	v := strings.TrimSpace(env(name))
+	if v == "" {
+		return def, nil
+	}
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 0 || p > 65535 {
+		return 0, fmt.Errorf("%s=%q: want a port number", name, v)
+	}
+	return p, nil
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/wop-dev/wop/worker"
+)
+
+// runWorker is `wop worker`: the production worker process.
+func runWorker(ctx context.Context, args []string, env func(string) string, _, stderr io.Writer) int {
+	cfg, err := worker.ConfigFromEnv(env)
+	if err != nil {
+		return fail(stderr, "worker", err)
+	}
+	address := envOr(env, "TEMPORAL_ADDRESS", worker.DefaultTemporalAddress)
+	namespace := envOr(env, "TEMPORAL_NAMESPACE", client.DefaultNamespace)
+	logLevel := envOr(env, "WOP_LOG_LEVEL", "info")
+	ensureSA := false
+
+	fs := newFlagSet("worker", "worker [flags]", stderr)
+	cfg.RegisterFlags(fs)
+	fs.StringVar(&address, "address", address, "Temporal frontend `host:port` (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&logLevel, "log-level", logLevel, "log `level`: debug, info, warn, error (env WOP_LOG_LEVEL)")
+	fs.BoolVar(&ensureSA, "ensure-search-attributes", ensureSA, "register the host's search attributes on the namespace if missing (needs operator rights)")
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	logger, err := newLogger(stderr, logLevel)
+	if err != nil {
+		return fail(stderr, "worker", err)
+	}
+	cfg.Logger = logger
+
+	c, err := dial(ctx, env, address, namespace, logger)
+	if err != nil {
+		return fail(stderr, "worker", err)
+	}
+	defer c.Close()
+	if ensureSA {
+		if err := worker.EnsureSearchAttributes(ctx, c, namespace); err != nil {
+			return fail(stderr, "worker", err)
+		}
+	}
+	if err := worker.Run(ctx, c, cfg); err != nil {
+		return fail(stderr, "worker", err)
+	}
+	return 0
+}
+
+// dial connects to Temporal with the client options of the environment (TLS, API key),
+// the address and namespace overridden by flags.
+func dial(ctx context.Context, env func(string) string, address, namespace string, logger *slog.Logger) (client.Client, error) {
+	opts, err := worker.ClientOptionsFromEnv(env, logger)
+	if err != nil {
+		return nil, err
+	}
+	opts.HostPort, opts.Namespace = address, namespace
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Temporal at %s (namespace %s): %w", address, namespace, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Creates the host's namespace and registers the search attributes its runs keep
+# current (workflows/searchattrs.go; tests/compose_test.go checks the two agree).
+# Idempotent.
+set -eu
+
+NS="${TEMPORAL_NAMESPACE:-default}"
+ADDR="${TEMPORAL_ADDRESS:-temporal:7233}"
+SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopPackState WopWaitingOn"
+
+echo "Waiting for Temporal at $ADDR..."
+i=0
+until temporal operator cluster health --address "$ADDR" >/dev/null 2>&1; do
+  i=$((i + 1))
+  [ "$i" -ge 60 ] && { echo "Temporal at $ADDR is not healthy" >&2; exit 1; }
+  sleep 2
+done
+
+if ! temporal operator namespace describe --address "$ADDR" -n "$NS" >/dev/null 2>&1; then
+  temporal operator namespace create --address "$ADDR" -n "$NS" --retention 720h
+  echo "Created namespace $NS"
+fi
+
+existing="$(temporal operator search-attribute list --address "$ADDR" -n "$NS")"
+for sa in $SEARCH_ATTRIBUTES; do
+  if printf '%s\n' "$existing" | grep -qw "$sa"; then
+    echo "Search attribute $sa exists"
+  else
+    temporal operator search-attribute create --address "$ADDR" -n "$NS" --name "$sa" --type Keyword
+    echo "Registered search attribute $sa"
+  fi
+done
+echo "Namespace $NS is ready"

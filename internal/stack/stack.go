@@ -1,0 +1,327 @@
+// Package stack boots the whole host in one process: the embedded Temporal server (or a
+// connection to an external one), a Temporal client, the worker and the HTTP API. It is
+// what `wop dev`, the end-to-end test harness and `wop bench` start, so the three never
+// drift apart. Parts of a running stack can be stopped and started again (the worker,
+// the API), and a stopped stack can be started again on the same data folder.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/internal/devserver"
+	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// Options configure Start.
+type Options struct {
+	// DataDir holds the embedded server's SQLite file. Empty means in-memory.
+	DataDir string
+	// TemporalAddress, when set, dials that Temporal frontend instead of starting the
+	// embedded server. TemporalClient supplies TLS, credentials and the namespace.
+	TemporalAddress string
+	// TemporalClient are extra client options (ignored: HostPort and Logger).
+	TemporalClient client.Options
+	// Namespace defaults to "default" (or TemporalClient.Namespace).
+	Namespace string
+	// TemporalPort is the embedded server's gRPC port; 0 picks a free one.
+	TemporalPort int
+	// UI starts the Temporal Web UI of the embedded server on UIPort (0 = free port).
+	UI     bool
+	UIPort int
+	// HTTPAddr is the API's listen address. Default 127.0.0.1:0 (a free port).
+	HTTPAddr string
+	// SeedFixtures adds the OpenWOP conformance fixtures to the catalog.
+	SeedFixtures bool
+	// API configures the HTTP API. An empty PublicURL becomes the API's own URL.
+	API api.Config
+	// Worker configures the worker; its PacksDir is the packs folder the catalog and the
+	// activities load. A nil Worker.Logger uses Logger.
+	Worker worker.Config
+	// Logger receives the host's logs. Nil discards them.
+	Logger *slog.Logger
+	// ServerLogger receives the embedded Temporal server's logs (default Logger) at
+	// ServerLogLevel and up.
+	ServerLogger   *slog.Logger
+	ServerLogLevel slog.Level
+}
+
+// Stack is a running host.
+type Stack struct {
+	opts    Options
+	logger  *slog.Logger
+	server  *devserver.Server // nil when dialling an external Temporal
+	client  client.Client
+	catalog *workflows.Catalog
+	acts    *activities.Activities
+	packs   int
+
+	mu       sync.Mutex
+	worker   sdkworker.Worker
+	apiSrv   *api.Server
+	httpSrv  *http.Server
+	httpDone chan struct{}
+	apiAddr  string // the bound address, kept across StopAPI/StartAPI
+}
+
+// Start boots the stack and returns once the API accepts connections. On error every
+// part already started is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ServerLogger == nil {
+		opts.ServerLogger = opts.Logger
+	}
+	if opts.Worker.Logger == nil {
+		opts.Worker.Logger = opts.Logger
+	}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = "127.0.0.1:0"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = opts.TemporalClient.Namespace
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = client.DefaultNamespace
+	}
+	s := &Stack{opts: opts, logger: opts.Logger}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+
+	// The API port is checked first: a busy port should fail fast, before the server
+	// has spent time starting.
+	ln, err := net.Listen("tcp", opts.HTTPAddr)
+	if err != nil {
+		return nil, &devserver.PortInUseError{What: "API", Addr: opts.HTTPAddr, Err: err}
+	}
+	s.apiAddr = ln.Addr().String()
+
+	hostPort := opts.TemporalAddress
+	if hostPort == "" {
+		s.server, err = devserver.Start(ctx, devserver.Options{
+			DataDir:          opts.DataDir,
+			FrontendPort:     opts.TemporalPort,
+			UI:               opts.UI,
+			UIPort:           opts.UIPort,
+			Namespace:        opts.Namespace,
+			SearchAttributes: workflows.SearchAttributes,
+			Logger:           opts.ServerLogger,
+			LogLevel:         opts.ServerLogLevel,
+		})
+		if err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+		hostPort = s.server.FrontendAddress()
+	}
+
+	copts := opts.TemporalClient
+	copts.HostPort = hostPort
+	copts.Namespace = opts.Namespace
+	copts.Logger = worker.SDKLogger(opts.Logger)
+	s.client, err = client.DialContext(ctx, copts)
+	if err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
+	}
+	if s.server == nil {
+		// An external server may lack the host's search attributes (a test server, a
+		// fresh namespace). Registering needs operator rights, so failure only warns.
+		if err := worker.EnsureSearchAttributes(ctx, s.client, opts.Namespace); err != nil {
+			s.logger.Warn("Could not check the namespace's search attributes", "error", err)
+		}
+	}
+
+	loaded, err := worker.LoadPacks(opts.Worker.PacksDir, opts.Logger)
+	if err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	s.packs = len(loaded)
+	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if s.acts, err = worker.NewActivities(s.client, opts.Worker, loaded); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if err := s.StartWorker(); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	if err := s.serveAPI(ln); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartWorker starts a new worker (after StopWorker). It is a no-op when one runs.
+func (s *Stack) StartWorker() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worker != nil {
+		return nil
+	}
+	w := worker.New(s.client, s.opts.Worker, s.acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	s.worker = w
+	return nil
+}
+
+// StopWorker stops the worker; runs keep their state in Temporal and continue when a
+// worker polls again.
+func (s *Stack) StopWorker() {
+	s.mu.Lock()
+	w := s.worker
+	s.worker = nil
+	s.mu.Unlock()
+	if w != nil {
+		w.Stop()
+	}
+}
+
+// StartAPI serves the API again on the address it had before StopAPI, so its URL does
+// not change.
+func (s *Stack) StartAPI() error {
+	s.mu.Lock()
+	running := s.httpSrv != nil
+	addr := s.apiAddr
+	s.mu.Unlock()
+	if running {
+		return nil
+	}
+	var ln net.Listener
+	var err error
+	// The port was ours a moment ago; a connection in TIME_WAIT can delay the rebind
+	// briefly on some systems.
+	for i := 0; i < 50; i++ {
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		return &devserver.PortInUseError{What: "API", Addr: addr, Err: err}
+	}
+	return s.serveAPI(ln)
+}
+
+func (s *Stack) serveAPI(ln net.Listener) error {
+	cfg := s.opts.API
+	if cfg.PublicURL == "" {
+		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
+	apiSrv, err := api.New(cfg, s.client, s.catalog, s.logger)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("build API: %w", err)
+	}
+	httpSrv := &http.Server{
+		Handler:           apiSrv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.logger.Error("API server stopped", "error", err)
+		}
+	}()
+	s.mu.Lock()
+	s.apiSrv, s.httpSrv, s.httpDone = apiSrv, httpSrv, done
+	s.mu.Unlock()
+	return nil
+}
+
+// StopAPI stops accepting requests, waits for in-flight ones (bounded by ctx; long
+// polls and streams are cut when ctx ends) and stops the API's background work.
+func (s *Stack) StopAPI(ctx context.Context) error {
+	s.mu.Lock()
+	apiSrv, httpSrv, done := s.apiSrv, s.httpSrv, s.httpDone
+	s.apiSrv, s.httpSrv, s.httpDone = nil, nil, nil
+	s.mu.Unlock()
+	if httpSrv == nil {
+		return nil
+	}
+	// Stop the API's own background work first so streams end and Shutdown can drain.
+	errAPI := apiSrv.Shutdown(ctx)
+	errHTTP := httpSrv.Shutdown(ctx)
+	if errHTTP != nil {
+		_ = httpSrv.Close()
+	}
+	<-done
+	return errors.Join(errAPI, errHTTP)
+}
+
+// Stop stops the API, the worker, the client and the embedded server, in that order.
+// It is safe to call more than once and on a partly started stack.
+func (s *Stack) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.StopAPI(ctx); err != nil {
+		s.logger.Warn("API shutdown", "error", err)
+	}
+	s.StopWorker()
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+	if s.server != nil {
+		s.server.Stop()
+		s.server = nil
+	}
+}
+
+// APIURL is the base URL of the HTTP API, e.g. http://127.0.0.1:8080.
+func (s *Stack) APIURL() string { return "http://" + s.apiAddr }
+
+// UIURL is the Temporal Web UI's URL, or "" when it is off or Temporal is external.
+func (s *Stack) UIURL() string {
+	if s.server == nil {
+		return ""
+	}
+	return s.server.UIURL()
+}
+
+// TemporalAddress is the host:port of the Temporal frontend the stack uses.
+func (s *Stack) TemporalAddress() string {
+	if s.server != nil {
+		return s.server.FrontendAddress()
+	}
+	return s.opts.TemporalAddress
+}
+
+// Namespace is the Temporal namespace of the stack.
+func (s *Stack) Namespace() string { return s.opts.Namespace }
+
+// Client is the stack's Temporal client. It stays valid until Stop.
+func (s *Stack) Client() client.Client { return s.client }
+
+// Catalog is the catalog the API serves.
+func (s *Stack) Catalog() *workflows.Catalog { return s.catalog }
+
+// PackCount is the number of packs loaded from the packs folder.
+func (s *Stack) PackCount() int { return s.packs }
+
+// Options returns the options the stack was started with (after defaults), so a test
+// can start a new stack on the same data folder.
+func (s *Stack) Options() Options { return s.opts }

@@ -1,0 +1,205 @@
+// Package worker is the host's Temporal worker process: its configuration, the Temporal
+// client options (the variables the Temporal SDKs use), and the run loop that polls the
+// host's task queue with every workflow and activity registered.
+//
+// The production `wop worker` command and the in-process dev stack both build their
+// workers here, so the two never drift.
+package worker
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// Config configures a worker.
+type Config struct {
+	// PacksDir is the folder of PromptPack packs whose mock scripts and tools the
+	// activities serve. A missing folder means no packs.
+	PacksDir string
+	// MaxConcurrentActivities bounds activity executions in flight (0 = SDK default).
+	MaxConcurrentActivities int
+	// MaxConcurrentWorkflowTasks bounds workflow tasks in flight (0 = SDK default).
+	MaxConcurrentWorkflowTasks int
+	// ShutdownTimeout is how long a stopping worker waits for running activities.
+	ShutdownTimeout time.Duration
+	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
+	// Nil means the scripted mock, driven by the packs' mock scripts.
+	Providers map[string]activities.Provider `json:"-"`
+	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
+	// (for container health checks; the worker has no other port).
+	HealthAddr string
+	// Logger receives the worker's own logs. Nil discards them. It is not read from
+	// the environment.
+	Logger *slog.Logger `json:"-"`
+}
+
+// DefaultConfig returns the defaults ConfigFromEnv starts from.
+func DefaultConfig() Config {
+	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second}
+}
+
+// ConfigFromEnv reads the worker configuration from the environment:
+//
+//	WOP_PACKS                        packs folder (default "packs")
+//	WOP_WORKER_MAX_ACTIVITIES        concurrent activity executions (default: SDK default)
+//	WOP_WORKER_MAX_WORKFLOW_TASKS    concurrent workflow tasks (default: SDK default)
+//	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
+//	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//
+// and the model providers from the variables activities.ProvidersFromEnv reads
+// (WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if v := strings.TrimSpace(getenv("WOP_PACKS")); v != "" {
+		cfg.PacksDir = v
+	}
+	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
+	var errs []error
+	intVar := func(name string, dst *int) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	intVar("WOP_WORKER_MAX_ACTIVITIES", &cfg.MaxConcurrentActivities)
+	intVar("WOP_WORKER_MAX_WORKFLOW_TASKS", &cfg.MaxConcurrentWorkflowTasks)
+	if v := strings.TrimSpace(getenv("WOP_WORKER_SHUTDOWN_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("WOP_WORKER_SHUTDOWN_TIMEOUT=%q: want a duration such as 10s", v))
+		} else {
+			cfg.ShutdownTimeout = d
+		}
+	}
+	providers, err := activities.ProvidersFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.Providers = providers
+	return cfg, errors.Join(errs...)
+}
+
+// RegisterFlags adds flags that override the configuration; call it after
+// ConfigFromEnv so the environment provides the flag defaults.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.PacksDir, "packs", c.PacksDir, "packs `folder` (env WOP_PACKS)")
+	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
+		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
+	fs.IntVar(&c.MaxConcurrentWorkflowTasks, "max-workflow-tasks", c.MaxConcurrentWorkflowTasks,
+		"concurrent workflow tasks, 0 for the SDK default (env WOP_WORKER_MAX_WORKFLOW_TASKS)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
+		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
+		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
+}
+
+// New builds an SDK worker on workflows.TaskQueue with every workflow and the given
+// activities registered. The caller starts and stops it.
+func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
+		WorkerStopTimeout:                      cfg.ShutdownTimeout,
+	})
+	workflows.Register(w, acts)
+	return w
+}
+
+// Run builds the activities from the configuration, starts a worker and blocks until
+// ctx is done, then stops the worker. It returns an error only when the worker cannot
+// start (for example, Temporal is unreachable).
+func Run(ctx context.Context, c client.Client, cfg Config) error {
+	logger := cfg.logger()
+	loaded, err := LoadPacks(cfg.PacksDir, logger)
+	if err != nil {
+		return err
+	}
+	acts, err := NewActivities(c, cfg, loaded)
+	if err != nil {
+		return err
+	}
+	var health net.Listener
+	if cfg.HealthAddr != "" {
+		if health, err = net.Listen("tcp", cfg.HealthAddr); err != nil {
+			return fmt.Errorf("health address %s: %w", cfg.HealthAddr, err)
+		}
+	}
+	w := New(c, cfg, acts)
+	if err := w.Start(); err != nil {
+		if health != nil {
+			_ = health.Close()
+		}
+		return fmt.Errorf("start worker on task queue %q: %w", workflows.TaskQueue, err)
+	}
+	logger.Info("Worker started", "taskQueue", workflows.TaskQueue, "packsDir", cfg.PacksDir, "packs", len(loaded))
+	var hs *http.Server
+	if health != nil {
+		hs = &http.Server{Handler: healthHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(health) }()
+	}
+	<-ctx.Done()
+	logger.Info("Worker stopping")
+	if hs != nil {
+		_ = hs.Close()
+	}
+	w.Stop()
+	return nil
+}
+
+// healthHandler answers GET /healthz with 200 while the worker runs.
+func healthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	})
+	return mux
+}
+
+// NewActivities builds the host's activities: the configured model providers (the
+// scripted mock when none), the mock scripts of the loaded packs, and transcript reads
+// through queries on c.
+func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activities.Activities, error) {
+	scripts := map[string]*packs.MockScript{}
+	for _, l := range loaded {
+		if l.Mock != nil {
+			scripts[l.Pack.ID] = l.Mock
+		}
+	}
+	acts, err := activities.New(activities.Config{
+		Providers:   cfg.Providers,
+		MockScripts: scripts,
+		Transcripts: activities.ClientTranscripts{Client: c},
+		Logger:      cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build activities: %w", err)
+	}
+	return acts, nil
+}
+
+func (c Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
