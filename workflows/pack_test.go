@@ -459,3 +459,33 @@ func TestPackWallTimeTimer(t *testing.T) {
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "timed out after 300000 ms")
 }
+
+// TestPackForkReplayGoesLive forks a conversation that was still open: the recorded
+// turn is re-folded from the source's records, and the next message is answered live,
+// continuing the model round numbering where the source stopped.
+func TestPackForkReplayGoesLive(t *testing.T) {
+	tr, _ := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	var srcEvents []Event
+	tr.at(time.Minute, func() {
+		srcEvents = tr.events()
+		tr.env.CancelWorkflow()
+	})
+	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
+	require.NotEmpty(t, srcEvents)
+	require.Len(t, ofType(srcEvents, EvConversationClosed), 0)
+
+	in := tr.in
+	in.RunID = "run-support-fork-live"
+	in.Fork = &ForkSource{SourceRunID: tr.in.RunID, Events: srcEvents}
+	fork, sm := packRun(t, "support", "", "", "")
+	fork.in = in
+	fork.env.SetStartWorkflowOptions(startOpts(in.RunID))
+	fork.at(time.Minute, func() { fork.say("It's ACC-12345. What's my balance?") })
+	out := fork.finish()
+	require.Equal(t, StatusCompleted, out.Status)
+	require.Len(t, sm.rounds, 5, "round 0 comes from the source's record")
+	require.Equal(t, 1, sm.rounds[0].Round)
+	turns := turnsOf(t, fork.events())
+	require.Len(t, turns, 4)
+	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turns[3])["text"])
+}
