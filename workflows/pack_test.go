@@ -104,8 +104,8 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 	return tr, sm
 }
 
-// finish runs the workflow to its end, checks the log invariants and returns the
-// final snapshot (failed runs return a snapshot too).
+// finish runs the workflow to its end, checks the log invariants and the event
+// schemas, and returns the final snapshot (failed runs return a snapshot too).
 func (tr *testRun) finish() Snapshot {
 	tr.t.Helper()
 	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
@@ -113,7 +113,9 @@ func (tr *testRun) finish() Snapshot {
 	require.NoError(tr.t, tr.env.GetWorkflowError())
 	var s Snapshot
 	require.NoError(tr.t, tr.env.GetWorkflowResult(&s))
-	checkEventLog(tr.t, tr.in.RunID, tr.events())
+	evs := tr.events()
+	checkEventLog(tr.t, tr.in.RunID, evs)
+	recordForSchemaCheck(tr.t, evs) // every event and payload against the OpenWOP schemas
 	return s
 }
 
