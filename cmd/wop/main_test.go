@@ -1,0 +1,28 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestUnknownCommandAndHelp(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"nope"}, envMap(nil), &out, &errb); code != 2 {
+		t.Errorf("unknown command exit %d, want 2", code)
+	}
+	if !strings.Contains(errb.String(), `unknown command "nope"`) {
+		t.Errorf("stderr %q", errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"help"}, envMap(nil), &out, &errb); code != 0 {
+		t.Errorf("help exit %d", code)
+	}
+	for _, c := range []string{"dev", "worker", "api", "pack", "chat", "version"} {
+		if !strings.Contains(out.String(), "  "+c+" ") {
+			t.Errorf("help does not list %s:\n%s", c, out.String())
+		}
+	}
+}

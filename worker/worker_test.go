@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"crypto/tls"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestClientOptionsFromEnvDefaults(t *testing.T) {
+	opts, err := ClientOptionsFromEnv(env(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HostPort != DefaultTemporalAddress || opts.Namespace != client.DefaultNamespace {
+		t.Errorf("defaults: %q %q", opts.HostPort, opts.Namespace)
+	}
+	if opts.ConnectionOptions.TLS != nil || opts.Credentials != nil {
+		t.Error("no TLS and no credentials without TEMPORAL_API_KEY or certificates")
+	}
+}
+
+func TestClientOptionsFromEnvAPIKeyTurnsOnTLS(t *testing.T) {
+	opts, err := ClientOptionsFromEnv(env(map[string]string{
+		"TEMPORAL_ADDRESS":         "ns.acct.tmprl.cloud:7233",
+		"TEMPORAL_NAMESPACE":       "ns.acct",
+		"TEMPORAL_API_KEY":         "secret",
+		"TEMPORAL_TLS_SERVER_NAME": "ns.acct.tmprl.cloud",
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.HostPort != "ns.acct.tmprl.cloud:7233" || opts.Namespace != "ns.acct" {
+		t.Errorf("address/namespace: %q %q", opts.HostPort, opts.Namespace)
+	}
+	if opts.Credentials == nil {
+		t.Error("TEMPORAL_API_KEY must set credentials")
+	}
+	tc := opts.ConnectionOptions.TLS
+	if tc == nil || tc.ServerName != "ns.acct.tmprl.cloud" || tc.MinVersion != tls.VersionTLS12 {
+		t.Errorf("TLS config %+v", tc)
+	}
+}
+
+func TestClientOptionsFromEnvErrors(t *testing.T) {
+	for name, m := range map[string]map[string]string{
+		"cert without key": {"TEMPORAL_TLS_CERT": "/x.pem"},
+		"missing cert":     {"TEMPORAL_TLS_CERT": "/nope.pem", "TEMPORAL_TLS_KEY": "/nope.key"},
+		"missing CA":       {"TEMPORAL_TLS_CA": "/nope-ca.pem"},
+		"bad TLS flag":     {"TEMPORAL_TLS": "maybe"},
+	} {
+		if _, err := ClientOptionsFromEnv(env(m), nil); err == nil {
+			t.Errorf("%s: want an error", name)
+		}
+	}
+}
+
+func TestConfigFromEnvAndFlags(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(map[string]string{
+		"WOP_PACKS":                     "/srv/packs",
+		"WOP_WORKER_MAX_ACTIVITIES":     "7",
+		"WOP_WORKER_SHUTDOWN_TIMEOUT":   "3s",
+		"WOP_WORKER_HEALTH_ADDR":        "127.0.0.1:9",
+		"WOP_WORKER_MAX_WORKFLOW_TASKS": "",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PacksDir != "/srv/packs" || cfg.MaxConcurrentActivities != 7 || cfg.ShutdownTimeout != 3*time.Second || cfg.HealthAddr != "127.0.0.1:9" {
+		t.Errorf("from env: %+v", cfg)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse([]string{"-packs", "other", "-max-activities", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.PacksDir != "other" || cfg.MaxConcurrentActivities != 2 || cfg.ShutdownTimeout != 3*time.Second {
+		t.Errorf("flags override env: %+v", cfg)
+	}
+
+	_, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_MAX_ACTIVITIES": "lots", "WOP_WORKER_SHUTDOWN_TIMEOUT": "soon"}))
+	if err == nil || !strings.Contains(err.Error(), "WOP_WORKER_MAX_ACTIVITIES") || !strings.Contains(err.Error(), "WOP_WORKER_SHUTDOWN_TIMEOUT") {
+		t.Errorf("malformed values: %v", err)
+	}
+}
