@@ -3,9 +3,11 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -698,4 +700,45 @@ func TestRunIDs(t *testing.T) {
 	if ids[0] == ids[1] || ids[1] == ids[2] {
 		t.Error("random part repeats")
 	}
+}
+
+// Secrets never reach the request log; 5xx answers carry a correlation id, not the cause.
+func TestLoggingAndInternalErrors(t *testing.T) {
+	var logs strings.Builder
+	env := newTestEnv(t)
+	env.srv.log = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}})
+	env.do("GET", "/v1/runs/r_1", fullKey, "", "Idempotency-Key", "idem-secret-value")
+	env.do("POST", "/v1/runs", fullKey, `{"workflowId":"conformance-noop"}`, "Idempotency-Key", "idem-secret-value")
+	env.do("GET", "/v1/interrupts/"+env.srv.tokens.sign(tokenClaims{RunID: "r_1", NodeID: "n", InterruptID: "i", Exp: 1}), "", "")
+
+	env.ft.mu.Lock()
+	env.ft.runs["r_boom"] = nil // the fake answers a nil run with a Go error
+	env.ft.mu.Unlock()
+	rec := env.do("GET", "/v1/runs/r_boom", fullKey, "")
+	e := env.expectError(rec, 500, CodeInternal)
+	corr, _ := e.Details["correlationId"].(string)
+	if corr == "" || strings.Contains(e.Message, "nil run") {
+		t.Errorf("500 envelope %+v", e)
+	}
+	out := logs.String()
+	for _, secret := range []string{fullKey, "idem-secret-value", "eyJ"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("log contains %q:\n%s", secret, out)
+		}
+	}
+	if !strings.Contains(out, corr) || !strings.Contains(out, "nil run") || !strings.Contains(out, "route=/v1/runs/:runId") {
+		t.Errorf("log lacks the correlation id, cause or route:\n%s", out)
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

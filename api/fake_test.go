@@ -116,6 +116,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	if !ok {
 		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
 	}
+	if r == nil {
+		return nil, fmt.Errorf("nil run %s in the fake", id)
+	}
 	switch q {
 	case workflows.SnapshotQuery:
 		return jsonValue{r.snap}, nil
