@@ -36,6 +36,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +88,9 @@ type Options struct {
 	// and a heap profile taken at its end.
 	CPUProfile string
 	MemProfile string
+	// Only, when non-empty, runs just these workloads (latency, throughput, history,
+	// idle); the figures of the others stay zero. For profiling one workload.
+	Only []string
 	// Logger receives the host's logs (nil discards them).
 	Logger *slog.Logger
 }
@@ -183,7 +188,8 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	if opts.Quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(stdout, "wop bench (%s): Temporal %s, %d CPUs, GOMAXPROCS %d\n", mode, b.where(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(stdout, "wop bench (%s): Temporal %s, %d CPUs, GOMAXPROCS %d, load average %s\n",
+		mode, b.where(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
 	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs\n\n",
 		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns)
 
@@ -198,12 +204,16 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"idle", b.idle},
 	}
 	for _, s := range steps {
+		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
+			continue
+		}
 		t0 := time.Now()
 		if err := s.run(ctx, &res); err != nil {
 			return fmt.Errorf("bench %s: %w", s.name, err)
 		}
-		slog.Debug("bench step done", "step", s.name, "took", time.Since(t0))
+		fmt.Fprintf(stdout, "%-10s done in %5.1fs: %s\n", s.name, time.Since(t0).Seconds(), progress(s.name, &res))
 	}
+	fmt.Fprintln(stdout)
 	if res.FloorP50Ms > 0 {
 		res.RatioP50 = round(res.ExchangeP50Ms/res.FloorP50Ms, 3)
 	}
@@ -219,6 +229,34 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	}
 	fmt.Fprintf(stdout, "%s\n", line)
 	return nil
+}
+
+// loadAverage is the 1-minute load average of the machine ("?" where unknown): figures
+// taken on a machine busy with other work are not comparable.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(data)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// progress is the one-line summary of a finished step.
+func progress(step string, r *Result) string {
+	switch step {
+	case "latency":
+		return fmt.Sprintf("floor p50 %.1f ms, host p50 %.1f ms", r.FloorP50Ms, r.ExchangeP50Ms)
+	case "throughput":
+		return fmt.Sprintf("floor %.1f turns/s, host %.1f turns/s", r.FloorTurnsPerS, r.TurnsPerS)
+	case "history":
+		return fmt.Sprintf("%d and %d bytes", r.HistoryBytesTurn5, r.HistoryBytesTurn200)
+	case "idle":
+		return fmt.Sprintf("%.1f MB for %d runs", r.IdleRSSMB, r.IdleRuns)
+	}
+	return ""
 }
 
 func writeHeapProfile(path string) error {

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -37,6 +39,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Memory, "memory", false, "keep the embedded server's database in memory instead of a file")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, throughput, history, idle)")
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -47,6 +50,16 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "wop bench: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *only != "" {
+		for _, w := range strings.Split(*only, ",") {
+			w = strings.TrimSpace(w)
+			if !slices.Contains([]string{"latency", "throughput", "history", "idle"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, throughput, history, idle)\n", w)
+				return 2
+			}
+			o.Only = append(o.Only, w)
+		}
 	}
 	o.TemporalAddress = os.Getenv("TEMPORAL_ADDRESS")
 	o.Namespace = os.Getenv("TEMPORAL_NAMESPACE")

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,7 +18,18 @@ type apiClient struct {
 	base string
 	key  string
 	http *http.Client
+	// pollRetries counts long polls that failed (5xx or transport) and were repeated,
+	// as a client repeats a failed long poll.
+	pollRetries atomic.Int64
 }
+
+// statusError is an answer with an unexpected status.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e *statusError) Error() string { return e.msg }
 
 func newAPIClient(base, key string, conns int) *apiClient {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -56,7 +69,7 @@ func (a *apiClient) call(ctx context.Context, method, path string, body any, wan
 		return fmt.Errorf("%s %s: read body: %w", method, path, err)
 	}
 	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: status %d, want %d: %.300s", method, path, resp.StatusCode, want, raw)
+		return &statusError{status: resp.StatusCode, msg: fmt.Sprintf("%s %s: status %d, want %d: %.300s", method, path, resp.StatusCode, want, raw)}
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -120,6 +133,12 @@ func (c *conv) waitFor(ctx context.Context, match func(event) bool) (event, erro
 		}
 		var page eventsPage
 		if err := c.api.call(ctx, http.MethodGet, path, nil, http.StatusOK, &page); err != nil {
+			var se *statusError
+			if ctx.Err() == nil && (!errors.As(err, &se) || se.status >= 500) {
+				c.api.pollRetries.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
 			return event{}, err
 		}
 		for _, e := range page.Events {

@@ -2,12 +2,15 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -54,6 +57,17 @@ func floorWorkflow(ctx workflow.Context) (int, error) {
 	return done, nil
 }
 
+// retryable reports whether a failed call is worth repeating while ctx lasts.
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var unavailable *serviceerror.Unavailable
+	var exhausted *serviceerror.ResourceExhausted
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &unavailable) || errors.As(err, &exhausted) || errors.As(err, &deadline)
+}
+
 // floorActivity is the no-op activity: it returns its input.
 func floorActivity(_ context.Context, n int) (int, error) { return n, nil }
 
@@ -96,8 +110,17 @@ func startFloor(ctx context.Context, c client.Client, id string) (*floorConv, er
 	}
 }
 
+// done queries the last finished turn. A query that times out or finds the server
+// busy is asked again while ctx lasts: under load the server answers a query only
+// after the workflow task in flight, and one slow answer is a slow turn, not a failure.
 func (f *floorConv) done(ctx context.Context) (int, error) {
-	v, err := f.c.QueryWorkflow(ctx, f.id, "", floorQuery)
+	var v converter.EncodedValue
+	var err error
+	for {
+		if v, err = f.c.QueryWorkflow(ctx, f.id, "", floorQuery); err == nil || !retryable(ctx, err) {
+			break
+		}
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -236,6 +236,9 @@ func (b *bench) table(r *Result) {
 	fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
 		mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
 	_ = tw.Flush()
+	if n := b.api.pollRetries.Load(); n > 0 {
+		fmt.Fprintf(b.out, "\nnote: %d event long polls failed (5xx or connection) and were repeated\n", n)
+	}
 	fmt.Fprintln(b.out)
 }
 
