@@ -304,3 +304,25 @@ func RunSummary(in *RunInput) string {
 	}
 	return b.String()
 }
+
+// NewForkInput builds the RunInput of a `:fork` replay of a source run from the
+// source's event log: the definition and inputs its run.started recorded, and the log
+// itself as the recorded outcomes to re-fold (see fork.go).
+func (c *Catalog) NewForkInput(runID string, owner Owner, sourceRunID string, fromSeq int64, events []Event) (*RunInput, error) {
+	if len(events) == 0 || events[0].Type != EvRunStarted {
+		return nil, fmt.Errorf("source run %s has no run.started event to fork from", sourceRunID)
+	}
+	var started struct {
+		WorkflowID string          `json:"workflowId"`
+		Inputs     json.RawMessage `json:"inputs"`
+	}
+	if err := json.Unmarshal(events[0].Payload, &started); err != nil {
+		return nil, fmt.Errorf("source run %s: unreadable run.started: %w", sourceRunID, err)
+	}
+	in, err := c.NewRunInput(RunRequest{RunID: runID, WorkflowID: started.WorkflowID, Inputs: started.Inputs, Owner: owner})
+	if err != nil {
+		return nil, fmt.Errorf("fork of %s: %w", sourceRunID, err)
+	}
+	in.Fork = &ForkSource{SourceRunID: sourceRunID, FromSeq: fromSeq, Events: events}
+	return in, nil
+}

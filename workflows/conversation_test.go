@@ -187,10 +187,12 @@ func TestContinueAsNewKeepsRunIDEventsAndTurns(t *testing.T) {
 func TestForkReplayReproducesChannels(t *testing.T) {
 	src := newTestRun(t, fixtureInput(t, "conformance-conversation-replay", ""))
 	srcSnap := src.execute()
-	in := fixtureInput(t, "conformance-conversation-replay", "")
-	in.RunID = "run-fork-1"
-	in.Fork = &ForkSource{SourceRunID: srcSnap.RunID, Events: src.events()}
-	fork := newTestRun(t, in)
+	cat, err := NewCatalog(CatalogOptions{SeedFixtures: true})
+	require.NoError(t, err)
+	in, err := cat.NewForkInput("run-fork-1", Owner{Tenant: "t1"}, srcSnap.RunID, 0, src.events())
+	require.NoError(t, err)
+	require.Equal(t, "conformance-conversation-replay", in.Definition.ID)
+	fork := newTestRun(t, *in)
 	fork.env.SetStartTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // a different clock
 	s := fork.execute()
 	require.Equal(t, StatusCompleted, s.Status)
