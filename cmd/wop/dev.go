@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/bench"
 	"github.com/wop-dev/wop/internal/devserver"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
@@ -30,6 +31,10 @@ import (
 const hasEmbeddedServer = true
 
 var devCommand = command{"dev", "run everything in one process: Temporal + UI on SQLite, worker, API", runDev}
+
+var benchCommand = command{"bench", "measure host turn latency against Temporal's floor on an embedded server", func(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
+	return bench.Command(args, stdout, stderr)
+}}
 
 // Files the dev command keeps in the data folder besides the Temporal database.
 const (
@@ -192,7 +197,7 @@ func devStartError(err error) error {
 	}
 	var locked *devserver.LockedError
 	if errors.As(err, &locked) {
-		return fmt.Errorf("%v (or set --data / WOP_DATA)", locked)
+		return fmt.Errorf("the data folder's Temporal database is in use by another process (pid %s); stop it or choose another data folder with --data or WOP_DATA", locked.PID)
 	}
 	return err
 }

@@ -36,8 +36,8 @@ type command struct {
 	run     func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int
 }
 
-// commands lists the subcommands in help order. devCommand is defined in dev.go, which
-// is the only file that reaches the embedded Temporal server (see dev_nodev.go).
+// commands lists the subcommands in help order. devCommand and benchCommand are defined
+// in dev.go, the only file that reaches the embedded Temporal server (see dev_nodev.go).
 func commands() []command {
 	return []command{
 		devCommand,
@@ -45,6 +45,7 @@ func commands() []command {
 		{"api", "serve the HTTP API against a Temporal server (TEMPORAL_ADDRESS)", runAPI},
 		{"pack", "pack tools: `wop pack validate PATH...`", runPack},
 		{"chat", "hold a conversation with a run through the API", runChat},
+		benchCommand,
 		{"version", "print the version", runVersion},
 		{"healthcheck", "GET a URL, exit 0 on 2xx (container health checks)", runHealthcheck},
 	}
