@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
@@ -161,6 +162,11 @@ type bench struct {
 	mu       sync.Mutex
 	openRuns []string
 	stopFns  []func()
+	rpcs     *rpcCounter
+	// Calls of the throughput workloads and the turns they finished (all of them,
+	// also those that ended after the timed window).
+	floorRPCs, hostRPCs   map[string]int64
+	floorTurns, hostTurns int
 }
 
 // Run starts the stack, runs every workload, prints the table and the JSON line to
@@ -178,7 +184,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	b := &bench{opts: opts, out: stdout, runID: randomHex(4)}
+	b := &bench{opts: opts, out: stdout, runID: randomHex(4), rpcs: newRPCCounter()}
 	if err := b.start(ctx); err != nil {
 		return err
 	}
@@ -223,6 +229,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		}
 	}
 	b.table(&res)
+	printRPCs(stdout, b.floorRPCs, b.hostRPCs, b.floorTurns, b.hostTurns)
 	line, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -312,7 +319,10 @@ func (b *bench) start(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	var copts client.Options
+	copts.ConnectionOptions.DialOptions = []grpc.DialOption{b.rpcs.dialOption()}
 	st, err := stack.Start(sctx, stack.Options{
+		TemporalClient:  copts,
 		DataDir:         dataDir,
 		TemporalAddress: b.opts.TemporalAddress,
 		Namespace:       b.opts.Namespace,

@@ -76,10 +76,12 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	n, err := b.timedTurns(ctx, floors)
+	before := b.rpcs.snapshot()
+	n, all, err := b.timedTurns(ctx, floors)
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
+	b.floorRPCs, b.floorTurns = rpcDelta(before, b.rpcs.snapshot()), all
 	res.FloorTurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
 
 	hosts := make([]turner, b.opts.Concurrency)
@@ -94,19 +96,21 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	n, err = b.timedTurns(ctx, hosts)
+	before = b.rpcs.snapshot()
+	n, all, err = b.timedTurns(ctx, hosts)
 	if err != nil {
 		return fmt.Errorf("exchange: %w", err)
 	}
+	b.hostRPCs, b.hostTurns = rpcDelta(before, b.rpcs.snapshot()), all
 	res.TurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
 	return nil
 }
 
 // timedTurns runs every turner in a loop of its own for Duration and returns how many
-// turns finished before it was over. Turns still in flight then are awaited (so the
-// next workload starts on a quiet host) but not counted.
-func (b *bench) timedTurns(ctx context.Context, ts []turner) (int, error) {
-	var done atomic.Int64
+// turns finished before it was over, and how many finished in all. Turns still in
+// flight then are awaited (so the next workload starts on a quiet host) but not counted.
+func (b *bench) timedTurns(ctx context.Context, ts []turner) (int, int, error) {
+	var done, all atomic.Int64
 	deadline := time.Now().Add(b.opts.Duration)
 	err := parallel(ctx, len(ts), len(ts), func(ctx context.Context, i int) error {
 		for time.Now().Before(deadline) {
@@ -116,13 +120,14 @@ func (b *bench) timedTurns(ctx context.Context, ts []turner) (int, error) {
 			if err != nil {
 				return err
 			}
+			all.Add(1)
 			if time.Now().Before(deadline) {
 				done.Add(1)
 			}
 		}
 		return nil
 	})
-	return int(done.Load()), err
+	return int(done.Load()), int(all.Load()), err
 }
 
 // history measures the history bytes turn HistoryEarlyTurn and turn HistoryTurns of one
