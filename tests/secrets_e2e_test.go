@@ -1,0 +1,159 @@
+package tests
+
+// Secrets never enter workflow input, history, events or logs (DESIGN.md §6). This test
+// runs a pack conversation against a real provider client (the official OpenAI SDK)
+// pointed at a local server that speaks the OpenAI wire format, with a recognisable API
+// key, then searches everything the host recorded for that key: the whole Temporal
+// history of the run, the OpenWOP event log, the run snapshot and every log line the
+// host wrote.
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// lockedBuffer collects log output from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// writeDecodedPayloads appends the decoded bytes of every base64 "data" field of a
+// protojson tree (the payloads of a history event) to w.
+func writeDecodedPayloads(w *strings.Builder, node any) {
+	switch v := node.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if s, ok := child.(string); ok && k == "data" {
+				if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+					w.Write(dec)
+				}
+				continue
+			}
+			writeDecodedPayloads(w, child)
+		}
+	case []any:
+		for _, child := range v {
+			writeDecodedPayloads(w, child)
+		}
+	}
+}
+
+func TestSecretsStayOutOfHistoryEventsAndLogs(t *testing.T) {
+	const apiKey = "sk-wop-secret-7f3a9c1e5b2d4f60"
+
+	var calls atomic.Int32
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/chat/completions") || r.Method != http.MethodPost {
+			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer "+apiKey {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"bad key","type":"invalid_request_error"}}`)
+			return
+		}
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello, I can help with that."},"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":42,"completion_tokens":7,"total_tokens":49}}`)
+	}))
+	defer fake.Close()
+
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts := harnessOptions("", randomHex(16))
+	opts.Logger = logger
+	opts.Worker.Logger = logger
+	opts.Worker.Providers = map[string]activities.Provider{
+		"default": activities.NewOpenAIProvider(apiKey, "gpt-test", fake.URL+"/v1"),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := stack.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(st.Stop)
+	c := newAPIClient(t, st, opts.API.Keys[0].Secret)
+
+	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, what is my balance?"})
+	snap := pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	require.Equal(t, 1, snap.Pack.ModelRounds)
+	require.EqualValues(t, 1, calls.Load(), "the provider was called once, with the configured key")
+
+	evs := pkEvents(t, c, id)
+	turns := pkTurns(t, evs)
+	require.NotEmpty(t, turns)
+	require.Equal(t, "Hello, I can help with that.", pkText(t, turns[len(turns)-1]), "the reply came from the provider")
+
+	// Everything the host recorded about the run.
+	var recorded strings.Builder
+	it := st.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		raw, err := protojson.Marshal(ev)
+		require.NoError(t, err)
+		recorded.Write(raw)
+		// Payloads are base64 in protojson: search their decoded bytes too.
+		var tree any
+		require.NoError(t, json.Unmarshal(raw, &tree))
+		writeDecodedPayloads(&recorded, tree)
+		n++
+	}
+	require.Greater(t, n, 5, "the history holds the run")
+	history := recorded.String()
+	require.Contains(t, history, "gpt-test", "the history records the model round (sanity check of the search)")
+
+	rawEvents, err := json.Marshal(evs)
+	require.NoError(t, err)
+	status, _, rawSnap := c.doRaw(http.MethodGet, "/v1/runs/"+id, nil, map[string]string{"Authorization": "Bearer " + c.Key})
+	require.Equal(t, http.StatusOK, status)
+
+	st.Stop() // flush every log line before reading them
+	logText := logs.String()
+	require.NotEmpty(t, logText, "the host logged something to search")
+
+	for name, text := range map[string]string{
+		"temporal history": history,
+		"run events":       string(rawEvents),
+		"run snapshot":     string(rawSnap),
+		"host logs":        logText,
+	} {
+		require.NotContains(t, text, apiKey, "the provider key leaked into the %s", name)
+		require.NotContains(t, text, apiKey[len(apiKey)-12:], "a piece of the provider key leaked into the %s", name)
+		require.NotContains(t, text, "Bearer "+c.Key, "the API key leaked into the %s", name)
+	}
+}
