@@ -102,10 +102,12 @@ func FullOptions() Options {
 		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000}
 }
 
-// QuickOptions are the counts of a --quick run (within 60 s on 2 cores).
+// QuickOptions are the counts of a --quick run (within 60 s on 2 cores). A quick run
+// keeps the embedded server's database in memory unless DataDir is set: SQLite on a
+// file spends most of a turn in fsync, and a minute is not enough for it.
 func QuickOptions() Options {
-	return Options{Quick: true, Samples: 50, Warmup: 5, TurnsPerConversation: 25, Concurrency: 50,
-		Duration: 8 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 300}
+	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
+		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, Memory: true}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -128,6 +130,9 @@ func (o Options) withDefaults() Options {
 	set(&o.IdleRuns, d.IdleRuns)
 	if o.Duration <= 0 {
 		o.Duration = d.Duration
+	}
+	if o.Quick && o.DataDir == "" {
+		o.Memory = true
 	}
 	if o.HistoryEarlyTurn > o.HistoryTurns {
 		o.HistoryEarlyTurn = o.HistoryTurns
@@ -167,6 +172,7 @@ type bench struct {
 	// also those that ended after the timed window).
 	floorRPCs, hostRPCs   map[string]int64
 	floorTurns, hostTurns int
+	idleNote              string
 }
 
 // Run starts the stack, runs every workload, prints the table and the JSON line to
@@ -183,6 +189,10 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 			return fmt.Errorf("start CPU profile: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if opts.MemProfile != "" {
+		// A finer sampling than the default 512 KB, so small per-run allocations show.
+		runtime.MemProfileRate = 4096
 	}
 	b := &bench{opts: opts, out: stdout, runID: randomHex(4), rpcs: newRPCCounter()}
 	if err := b.start(ctx); err != nil {
@@ -266,6 +276,8 @@ func progress(step string, r *Result) string {
 	return ""
 }
 
+// writeHeapProfile writes the heap profile to path and the goroutine profile beside
+// it (path + ".goroutine"), which shows what every waiting run keeps running.
 func writeHeapProfile(path string) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -275,6 +287,14 @@ func writeHeapProfile(path string) error {
 	runtime.GC()
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		return fmt.Errorf("write heap profile: %w", err)
+	}
+	g, err := os.Create(path + ".goroutine")
+	if err != nil {
+		return fmt.Errorf("create goroutine profile: %w", err)
+	}
+	defer g.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(g, 1); err != nil {
+		return fmt.Errorf("write goroutine profile: %w", err)
 	}
 	return nil
 }

@@ -29,12 +29,12 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var o Options
-	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes within a minute on 2 cores")
-	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 50)")
+	fs.BoolVar(&o.Quick, "quick", false, "small counts and the database in memory: finishes within a minute on 2 cores")
+	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 40)")
 	fs.IntVar(&o.Concurrency, "concurrency", 0, "concurrent conversations of the throughput workloads (default 50)")
-	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 8s)")
+	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")
 	fs.IntVar(&o.HistoryTurns, "turns", 0, "turns of the long conversation whose history is measured (default 200, quick 40)")
-	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 300)")
+	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 200)")
 	fs.StringVar(&o.DataDir, "data", "", "keep the embedded server's SQLite file in this `folder` (default: a temporary one)")
 	fs.BoolVar(&o.Memory, "memory", false, "keep the embedded server's database in memory instead of a file")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")

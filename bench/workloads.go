@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -178,6 +179,9 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	g0 := runtime.NumGoroutine()
 	err = parallel(ctx, b.opts.IdleRuns, 16, func(ctx context.Context, _ int) error {
 		_, err := b.openConv(ctx)
 		return err
@@ -189,8 +193,17 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
+	var m1 runtime.MemStats
+	runtime.ReadMemStats(&m1)
+	g1 := runtime.NumGoroutine()
 	res.IdleRuns = b.opts.IdleRuns
 	res.IdleRSSMB = round(float64(after-before)/(1<<20), 1)
+	n := float64(b.opts.IdleRuns)
+	kb := func(a, b uint64) float64 { return (float64(a) - float64(b)) / 1024 / n }
+	rssKB := float64(after-before) / 1024 / n
+	heapKB, stackKB := kb(m1.HeapInuse, m0.HeapInuse), kb(m1.StackInuse, m0.StackInuse)
+	b.idleNote = fmt.Sprintf("per waiting run: %.1f KB RSS = %.1f KB Go heap in use + %.1f KB goroutine stacks + %.1f KB other (SQLite's own memory, heap kept by the runtime); %.1f goroutines",
+		rssKB, heapKB, stackKB, rssKB-heapKB-stackKB, float64(g1-g0)/n)
 	return nil
 }
 
@@ -241,6 +254,9 @@ func (b *bench) table(r *Result) {
 	fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
 		mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
 	_ = tw.Flush()
+	if b.idleNote != "" {
+		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)
+	}
 	if n := b.api.pollRetries.Load(); n > 0 {
 		fmt.Fprintf(b.out, "\nnote: %d event long polls failed (5xx or connection) and were repeated\n", n)
 	}
