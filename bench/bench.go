@@ -163,7 +163,7 @@ type bench struct {
 	tc    client.Client
 	api   *apiClient
 	runID string // prefix of the floor workflow ids
-	// openRuns are the host runs to end when the server is external.
+	// openRuns are the host runs and floor workflows to end when the server is external.
 	mu       sync.Mutex
 	openRuns []string
 	stopFns  []func()

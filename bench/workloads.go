@@ -30,7 +30,7 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 				f.stop(ctx)
 			}
 			var err error
-			if f, err = startFloor(ctx, b.tc, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i)); err != nil {
+			if f, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i)); err != nil {
 				return err
 			}
 			if c, err = b.openConv(ctx); err != nil {
@@ -67,7 +67,7 @@ type turner func(context.Context) (time.Duration, error)
 func (b *bench) throughput(ctx context.Context, res *Result) error {
 	floors := make([]turner, b.opts.Concurrency)
 	err := parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
-		f, err := startFloor(ctx, b.tc, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i))
+		f, err := b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i))
 		if err != nil {
 			return err
 		}
@@ -219,6 +219,18 @@ func (b *bench) openConv(ctx context.Context) (*conv, error) {
 	b.openRuns = append(b.openRuns, c.runID)
 	b.mu.Unlock()
 	return c, nil
+}
+
+// startFloor starts a floor workflow and remembers it for clean-up.
+func (b *bench) startFloor(ctx context.Context, id string) (*floorConv, error) {
+	f, err := startFloor(ctx, b.tc, id)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.openRuns = append(b.openRuns, id)
+	b.mu.Unlock()
+	return f, nil
 }
 
 // stop ends what the bench left running on an external server (the embedded one is

@@ -429,20 +429,36 @@ func readSSE(resp *http.Response, out chan<- sseFrame) error {
 }
 
 // openSSE opens the run's event stream (every event: streamMode=debug), resuming after
-// lastEventID when it is >= 0.
-func openSSE(t *testing.T, c *apiClient, runID string, lastEventID int64) *http.Response {
-	t.Helper()
+// lastEventID when it is >= 0. It runs on a goroutine of its own, so it reports
+// failures instead of calling t.Fatal.
+func openSSE(c *apiClient, runID string, lastEventID int64) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodGet, c.BaseURL+"/v1/runs/"+runID+"/events?streamMode=debug", nil)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, err
+	}
 	req.Header.Set("Authorization", "Bearer "+c.Key)
 	req.Header.Set("Accept", "text/event-stream")
 	if lastEventID >= 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastEventID, 10))
 	}
 	resp, err := (&http.Client{}).Do(req)
-	require.NoError(t, err, "open the event stream")
-	require.Equal(t, http.StatusOK, resp.StatusCode, "event stream status")
-	return resp
+	if err != nil {
+		return nil, fmt.Errorf("open the event stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("event stream status %d", resp.StatusCode)
+	}
+	return resp, nil
+}
+
+// streamSSE opens the stream and reads it to its end, sending frames on out.
+func streamSSE(c *apiClient, runID string, lastEventID int64, out chan<- sseFrame) error {
+	resp, err := openSSE(c, runID, lastEventID)
+	if err != nil {
+		return err
+	}
+	return readSSE(resp, out)
 }
 
 // TestFaultAPIRestartsUnderAnSSEReader restarts the API while a client reads the event
@@ -455,7 +471,7 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 
 	frames := make(chan sseFrame, 1024)
 	streamErr := make(chan error, 2)
-	go func() { streamErr <- readSSE(openSSE(t, c, fc.runID, -1), frames) }()
+	go func() { streamErr <- streamSSE(c, fc.runID, -1, frames) }()
 
 	var got []sseFrame
 	collect := func(until func() bool, within time.Duration) {
@@ -518,7 +534,7 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 	require.NoError(t, c.Stack.StartAPI(), "start the API again")
 
 	last := got[len(got)-1].ID
-	go func() { streamErr <- readSSE(openSSE(t, c, fc.runID, last), frames) }()
+	go func() { streamErr <- streamSSE(c, fc.runID, last, frames) }()
 	collect(func() bool { return agentFrames() >= 2 }, 20*time.Second)
 	fc.say("after the restart")
 	evs := fc.close()
