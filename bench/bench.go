@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/grpc"
 
 	"github.com/wop-dev/wop/api"
@@ -89,6 +90,11 @@ type Options struct {
 	// and a heap profile taken at its end.
 	CPUProfile string
 	MemProfile string
+	// WorkerCacheSize, when > 0, sets the SDK's sticky workflow cache size (process-wide)
+	// before the workers start: how many workflows a worker keeps in memory between
+	// their workflow tasks. The SDK's default is 10,000; a smaller cache trades idle
+	// memory for replays when an evicted conversation gets its next turn.
+	WorkerCacheSize int
 	// Only, when non-empty, runs just these workloads (latency, throughput, history,
 	// idle); the figures of the others stay zero. For profiling one workload.
 	Only []string
@@ -194,6 +200,9 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		// A finer sampling than the default 512 KB, so small per-run allocations show.
 		runtime.MemProfileRate = 4096
 	}
+	if opts.WorkerCacheSize > 0 {
+		sdkworker.SetStickyWorkflowCacheSize(opts.WorkerCacheSize)
+	}
 	b := &bench{opts: opts, out: stdout, runID: randomHex(4), rpcs: newRPCCounter()}
 	if err := b.start(ctx); err != nil {
 		return err
@@ -206,6 +215,9 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	}
 	fmt.Fprintf(stdout, "wop bench (%s): Temporal %s, %d CPUs, GOMAXPROCS %d, load average %s\n",
 		mode, b.where(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
+	if opts.WorkerCacheSize > 0 {
+		fmt.Fprintf(stdout, "worker cache: %d workflows\n", opts.WorkerCacheSize)
+	}
 	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs\n\n",
 		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns)
 
