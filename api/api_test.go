@@ -383,6 +383,24 @@ func TestEventsJSONAndPoll(t *testing.T) {
 	env.expectError(env.do("GET", "/v1/runs/r_x/events/poll", fullKey, ""), 404, CodeNotFound)
 }
 
+func TestPollRetriesQueriesTemporalDidNotAnswerInTime(t *testing.T) {
+	env := newTestEnv(t)
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1"), eventsTimeouts: 2})
+	rec := env.do("GET", "/v1/runs/r_1/events/poll?timeout=5", fullKey, "")
+	if rec.Code != 200 {
+		t.Fatalf("poll after two query timeouts: %d %s", rec.Code, rec.Body)
+	}
+	if got := decode[EventsResponse](t, rec.Body.Bytes()); len(got.Events) != 4 || !got.IsComplete {
+		t.Fatalf("poll after two query timeouts: %+v", got)
+	}
+	if run.eventsTimeouts != 0 {
+		t.Fatalf("the poll gave up before the query answered (%d timeouts left)", run.eventsTimeouts)
+	}
+	// A one-shot read does not wait: it reports the timeout as 503, never as a 500.
+	env.ft.get("r_1").eventsTimeouts = 1
+	env.expectError(env.do("GET", "/v1/runs/r_1/events", fullKey, "", "Accept", "application/json"), 503, CodeUnavailable)
+}
+
 func TestStreamModeValidatedFirst(t *testing.T) {
 	env := newTestEnv(t)
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1")})

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -165,6 +166,16 @@ func (f *follower) next(ctx context.Context, tick <-chan time.Time) (evs []workf
 	for {
 		page, err := f.s.events(ctx, f.runID, f.after)
 		if err != nil {
+			// A query Temporal could not answer in time (a busy worker) is retried while
+			// the reader still waits, instead of failing a long poll or a stream.
+			var apiErr *Error
+			if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable && ctx.Err() == nil {
+				select {
+				case <-time.After(100 * time.Millisecond):
+					continue
+				case <-ctx.Done():
+				}
+			}
 			return nil, false, false, err
 		}
 		if len(page.Events) > 0 {

@@ -46,6 +46,9 @@ type fakeRun struct {
 	signals []any
 	// onSignal runs when a signal arrives (e.g. to append events).
 	onSignal func(r *fakeRun, name string, arg any)
+	// eventsTimeouts makes that many EventsQuery calls fail the way a busy worker
+	// makes Temporal fail a query: with the server's DeadlineExceeded.
+	eventsTimeouts int
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
@@ -123,6 +126,10 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	case workflows.SnapshotQuery:
 		return jsonValue{r.snap}, nil
 	case workflows.EventsQuery:
+		if r.eventsTimeouts > 0 {
+			r.eventsTimeouts--
+			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
+		}
 		req := args[0].(workflows.EventsRequest)
 		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1}
 		for _, ev := range r.events {

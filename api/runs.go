@@ -370,10 +370,20 @@ func (s *Server) temporalErr(err error, runID string) error {
 	if errors.As(err, &inv) {
 		return notFound("run %q not found", runID)
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isTransient(err) {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "Temporal did not answer in time", Cause: err}
 	}
 	return fmt.Errorf("run %s: %w", runID, err)
+}
+
+// isTransient reports whether a Temporal call failed in a way a retry can mend: the
+// server's own deadline (a query the worker did not answer in time under load), an
+// unavailable or overloaded frontend.
+func isTransient(err error) bool {
+	var de *serviceerror.DeadlineExceeded
+	var un *serviceerror.Unavailable
+	var re *serviceerror.ResourceExhausted
+	return errors.As(err, &de) || errors.As(err, &un) || errors.As(err, &re)
 }
 
 func (s *Server) runParam(c echo.Context) (string, error) {
