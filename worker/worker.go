@@ -35,6 +35,11 @@ type Config struct {
 	MaxConcurrentActivities int
 	// MaxConcurrentWorkflowTasks bounds workflow tasks in flight (0 = SDK default).
 	MaxConcurrentWorkflowTasks int
+	// WorkflowCacheSize bounds the workflows kept in memory between their tasks (the
+	// SDK's sticky cache, process-wide; 0 = SDK default, 10,000). A conversation evicted
+	// from the cache costs nothing while it waits and is replayed from its history when
+	// its next message arrives.
+	WorkflowCacheSize int
 	// ShutdownTimeout is how long a stopping worker waits for running activities.
 	ShutdownTimeout time.Duration
 	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
@@ -59,6 +64,7 @@ func DefaultConfig() Config {
 //	WOP_WORKER_MAX_ACTIVITIES        concurrent activity executions (default: SDK default)
 //	WOP_WORKER_MAX_WORKFLOW_TASKS    concurrent workflow tasks (default: SDK default)
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
+//	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default: SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
 //
 // and the model providers from the variables activities.ProvidersFromEnv reads
@@ -82,6 +88,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	intVar("WOP_WORKER_MAX_ACTIVITIES", &cfg.MaxConcurrentActivities)
 	intVar("WOP_WORKER_MAX_WORKFLOW_TASKS", &cfg.MaxConcurrentWorkflowTasks)
+	intVar("WOP_WORKER_CACHE_SIZE", &cfg.WorkflowCacheSize)
 	if v := strings.TrimSpace(getenv("WOP_WORKER_SHUTDOWN_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -106,6 +113,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.MaxConcurrentWorkflowTasks, "max-workflow-tasks", c.MaxConcurrentWorkflowTasks,
 		"concurrent workflow tasks, 0 for the SDK default (env WOP_WORKER_MAX_WORKFLOW_TASKS)")
+	fs.IntVar(&c.WorkflowCacheSize, "workflow-cache", c.WorkflowCacheSize,
+		"workflows kept in memory between their tasks, 0 for the SDK default (env WOP_WORKER_CACHE_SIZE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
 		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
@@ -113,8 +122,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // New builds an SDK worker on workflows.TaskQueue with every workflow and the given
-// activities registered. The caller starts and stops it.
+// activities registered. The caller starts and stops it. A WorkflowCacheSize applies
+// to the whole process and only takes effect before the process's first worker starts.
 func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Worker {
+	if cfg.WorkflowCacheSize > 0 {
+		sdkworker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
+	}
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,

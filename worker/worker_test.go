@@ -67,24 +67,25 @@ func TestConfigFromEnvAndFlags(t *testing.T) {
 		"WOP_WORKER_SHUTDOWN_TIMEOUT":   "3s",
 		"WOP_WORKER_HEALTH_ADDR":        "127.0.0.1:9",
 		"WOP_WORKER_MAX_WORKFLOW_TASKS": "",
+		"WOP_WORKER_CACHE_SIZE":         "500",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.PacksDir != "/srv/packs" || cfg.MaxConcurrentActivities != 7 || cfg.ShutdownTimeout != 3*time.Second || cfg.HealthAddr != "127.0.0.1:9" {
+	if cfg.PacksDir != "/srv/packs" || cfg.MaxConcurrentActivities != 7 || cfg.ShutdownTimeout != 3*time.Second || cfg.HealthAddr != "127.0.0.1:9" || cfg.WorkflowCacheSize != 500 {
 		t.Errorf("from env: %+v", cfg)
 	}
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	if err := fs.Parse([]string{"-packs", "other", "-max-activities", "2"}); err != nil {
+	if err := fs.Parse([]string{"-packs", "other", "-max-activities", "2", "-workflow-cache", "50"}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.PacksDir != "other" || cfg.MaxConcurrentActivities != 2 || cfg.ShutdownTimeout != 3*time.Second {
+	if cfg.PacksDir != "other" || cfg.MaxConcurrentActivities != 2 || cfg.ShutdownTimeout != 3*time.Second || cfg.WorkflowCacheSize != 50 {
 		t.Errorf("flags override env: %+v", cfg)
 	}
 
-	_, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_MAX_ACTIVITIES": "lots", "WOP_WORKER_SHUTDOWN_TIMEOUT": "soon"}))
-	if err == nil || !strings.Contains(err.Error(), "WOP_WORKER_MAX_ACTIVITIES") || !strings.Contains(err.Error(), "WOP_WORKER_SHUTDOWN_TIMEOUT") {
+	_, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_MAX_ACTIVITIES": "lots", "WOP_WORKER_SHUTDOWN_TIMEOUT": "soon", "WOP_WORKER_CACHE_SIZE": "-1"}))
+	if err == nil || !strings.Contains(err.Error(), "WOP_WORKER_MAX_ACTIVITIES") || !strings.Contains(err.Error(), "WOP_WORKER_SHUTDOWN_TIMEOUT") || !strings.Contains(err.Error(), "WOP_WORKER_CACHE_SIZE") {
 		t.Errorf("malformed values: %v", err)
 	}
 }
