@@ -144,6 +144,10 @@ type opening struct {
 	// TimeoutMs bounds the whole conversation (0 = none). On expiry the host closes it
 	// with outcome null and a system final turn, and the node fails interrupt_timeout.
 	TimeoutMs int64
+	// TimeoutCode and TimeoutText, when set, replace the error code and the final
+	// turn's words of that expiry (a pack's wall-time budget is budget_exhausted).
+	TimeoutCode string
+	TimeoutText string
 	// FirstUserText, when set, is recorded as user turn 1 and answered at once.
 	FirstUserText string
 	// AutoResume: the host appends AutoReply as one agent turn and closes the
@@ -213,6 +217,8 @@ type conversation struct {
 	Closed       bool            `json:"closed"`
 	Outcome      json.RawMessage `json:"outcome,omitempty"`
 	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
+	TimeoutCode  string          `json:"timeoutCode,omitempty"`
+	TimeoutText  string          `json:"timeoutText,omitempty"`
 	LastEventID  string          `json:"lastEventId,omitempty"`
 
 	r       *runner
@@ -640,6 +646,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	c.Title = orDefault(op.Title, "Conversation at "+c.NodeID)
 	c.Schema = op.Schema
 	c.TimeoutMs = op.TimeoutMs
+	c.TimeoutCode, c.TimeoutText = op.TimeoutCode, op.TimeoutText
 	if len(op.Participants) > 0 {
 		c.Participants = append([]Participant(nil), op.Participants...)
 		if !c.inRoster(c.AgentID) {
@@ -687,6 +694,8 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			code := "interrupt_timeout"
 			if timedOut.agent {
 				why = fmt.Sprintf("The %s wait of the conversation timed out after %d ms.", timedOut.Kind, timedOut.TimeoutMs)
+			} else if c.TimeoutCode != "" {
+				code, why = c.TimeoutCode, orDefault(c.TimeoutText, why)
 			}
 			c.close(c.systemTurn(why), nil, ResolveRequest{ResolvedBy: "system"})
 			return nil, failNode(code, "%s", why)

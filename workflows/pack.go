@@ -125,9 +125,12 @@ func (a *packAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 		}),
 	}
 	// max_wall_time_sec is also a durable timer on the whole conversation, so an idle
-	// conversation ends when its budget does (the host closes it interrupt_timeout).
+	// conversation ends when its budget does: closed with a system turn that says so,
+	// and the run fails budget_exhausted (DESIGN.md §8).
 	if b := a.budget(); b != nil && b.MaxWallTimeSec > 0 {
 		op.TimeoutMs = int64(b.MaxWallTimeSec) * 1000
+		op.TimeoutCode = "budget_exhausted"
+		op.TimeoutText = fmt.Sprintf("The conversation's wall-time budget is exhausted (max_wall_time_sec %d).", b.MaxWallTimeSec)
 	}
 	var in struct {
 		Message json.RawMessage `json:"message"`

@@ -450,16 +450,18 @@ workflow:
 `
 
 // TestPackWallTimeTimer: max_wall_time_sec is a durable timer; an idle conversation
-// closes when it fires, with a system turn saying why.
+// closes when it fires, with a system turn saying why, and the run fails
+// budget_exhausted like any other exhausted budget.
 func TestPackWallTimeTimer(t *testing.T) {
 	tr, sm := packRun(t, "chat", chatPackYAML, "rounds:\n  - text: Hello!\n", `{"message":"hi"}`)
 	final := tr.finish()
 	require.Equal(t, StatusFailed, final.Status)
-	require.Equal(t, "interrupt_timeout", final.Error.Code)
+	require.Equal(t, "budget_exhausted", final.Error.Code)
 	require.Len(t, sm.rounds, 1)
 	closed := ofType(tr.events(), EvConversationClosed)
 	require.Len(t, closed, 1)
-	require.Contains(t, string(closed[0].Payload), "timed out after 300000 ms")
+	require.Contains(t, string(closed[0].Payload), "wall-time budget is exhausted (max_wall_time_sec 300)")
+	require.Contains(t, string(closed[0].Payload), `"outcome":null`)
 }
 
 // TestPackForkReplayGoesLive forks a conversation that was still open: the recorded
