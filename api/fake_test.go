@@ -142,7 +142,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 		}
 		return jsonValue{page}, nil
 	case workflows.ValidateResolveQuery:
-		return jsonValue{r.check}, nil
+		check := r.check
+		check.Tenant, check.CurrentStatus, check.LastSequence = r.snap.Owner.Tenant, r.snap.Status, int64(len(r.events))-1
+		return jsonValue{check}, nil
 	}
 	return nil, fmt.Errorf("unknown query %s", q)
 }

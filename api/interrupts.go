@@ -228,19 +228,12 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "request cancelled while waiting for a concurrent resolve", Cause: err}
 	}
 	defer unlock()
-	snap, err := s.snapshot(ctx, p, runID)
-	if err != nil {
-		return err
-	}
-	if snap.Status == workflows.StatusCancelled || snap.Status == workflows.StatusCancelling {
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
-	}
-	if rb.InterruptID != "" && findInterrupt(snap, &tokenClaims{NodeID: rb.NodeID, InterruptID: rb.InterruptID}) == nil {
-		return apiErr(http.StatusConflict, CodeInterruptResolved, "interrupt %s at node %s is no longer pending", rb.InterruptID, rb.NodeID)
-	}
-	tenant, resolvedBy := snap.Owner.Tenant, "token"
+	// One query answers everything before the signal: the workflow's own validation
+	// (unknown node, bad value, closed conversation, already resolved, cancelled run),
+	// the run's tenant, and the last event sequence the resolve's effect will follow.
+	tenant, resolvedBy := "", "token"
 	if p != nil {
-		resolvedBy = p.KeyID
+		tenant, resolvedBy = p.Tenant, p.KeyID
 	}
 	req := workflows.ResolveRequest{
 		RequestID: s.requestID(c, tenant, runID, rb.NodeID), NodeID: rb.NodeID, InterruptID: rb.InterruptID,
@@ -254,6 +247,12 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	if err := v.Get(&check); err != nil {
 		return fmt.Errorf("decoding the resolve check of run %s: %w", runID, err)
 	}
+	if p != nil && check.Tenant != p.Tenant {
+		return notFound("run %q not found", runID)
+	}
+	if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
+	}
 	if !check.OK {
 		return checkError(&check)
 	}
@@ -264,7 +263,7 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 		}
 		return s.temporalErr(err, runID)
 	}
-	s.awaitConsumed(ctx, runID, snap.LastSequence)
+	s.awaitConsumed(ctx, runID, check.LastSequence)
 	status := check.RunStatus
 	if status == "" {
 		status = workflows.StatusRunning

@@ -225,6 +225,11 @@ type ResolveCheck struct {
 	Details json.RawMessage `json:"details,omitempty"`
 	// RunStatus is the run status the API answers with after an accepted resolve.
 	RunStatus string `json:"runStatus,omitempty"`
+	// Tenant, CurrentStatus and LastSequence describe the run as the check saw it, so
+	// the API needs no second query for tenancy and for waiting on the resolve's effect.
+	Tenant        string `json:"tenant,omitempty"`
+	CurrentStatus string `json:"currentStatus,omitempty"`
+	LastSequence  int64  `json:"lastSequence"`
 }
 
 // CancelRequest is the payload of CancelSignal.

@@ -158,6 +158,7 @@ func (r *runner) setup() error {
 	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
 		check, _ := r.checkResolve(req)
+		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, int64(len(r.events))-1
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
