@@ -19,7 +19,7 @@ import (
 
 // heartbeatEvery is how often a running model round heartbeats. It is well below
 // every HeartbeatTimeout that ModelRoundOptions sets.
-const heartbeatEvery = 5 * time.Second
+var heartbeatEvery = 5 * time.Second
 
 // TranscriptSource reads the messages a TranscriptRef points at.
 type TranscriptSource interface {
@@ -164,14 +164,14 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	return res, nil
 }
 
-// heartbeat records a heartbeat now and every heartbeatEvery until the returned stop
-// is called. Outside an activity context it does nothing.
+// heartbeat records a heartbeat every heartbeatEvery until the returned stop is
+// called. A round that ends sooner sends none: a heartbeat costs a call to Temporal,
+// and the activity's completion says more. Outside an activity context it does nothing.
 func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
 	detail := fmt.Sprintf("model round %d in state %s", in.Round, in.State)
-	activity.RecordHeartbeat(ctx, detail)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

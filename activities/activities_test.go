@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -204,9 +205,25 @@ func TestToolCallActivityExecutors(t *testing.T) {
 	assert.Contains(t, logs.String(), `"executor":"mock"`)
 }
 
+// slowProvider answers after a delay, so a round lasts several heartbeat periods.
+type slowProvider struct{ delay time.Duration }
+
+func (p slowProvider) Name() string { return "slow" }
+func (p slowProvider) Complete(ctx context.Context, _ *Request) (*ModelRoundResult, error) {
+	select {
+	case <-time.After(p.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &ModelRoundResult{Text: "done", Provider: "slow", Model: "slow-1"}, nil
+}
+
 func TestModelRoundHeartbeats(t *testing.T) {
+	old := heartbeatEvery
+	heartbeatEvery = 10 * time.Millisecond
+	t.Cleanup(func() { heartbeatEvery = old })
 	src := &fakeTranscripts{}
-	a, env := newTestActivities(t, Config{Transcripts: src})
+	a, env := newTestActivities(t, Config{Transcripts: src, Providers: map[string]Provider{DefaultProviderKey: slowProvider{delay: 80 * time.Millisecond}}})
 	var mu sync.Mutex
 	var beats []string
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {

@@ -113,6 +113,24 @@ func (s *Server) events(ctx context.Context, runID string, after int64) (*workfl
 	return &page, nil
 }
 
+// eventsRetrying reads the events after a cursor like events, but retries a query
+// Temporal could not answer in time (a busy worker) while ctx lasts: a waiting reader
+// gets its events late rather than an error.
+func (s *Server) eventsRetrying(ctx context.Context, runID string, after int64) (*workflows.EventsPage, error) {
+	for {
+		page, err := s.events(ctx, runID, after)
+		var apiErr *Error
+		if err == nil || !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || ctx.Err() != nil {
+			return page, err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
 // historyWaker signals whenever the run's Temporal history grows. It follows the
 // history with the server's long poll (no polling loop of our own): every batch of new
 // history events means the workflow may have appended OpenWOP events.
@@ -153,6 +171,8 @@ type follower struct {
 	after  int64
 	waker  *historyWaker
 	parent context.Context
+	// readEmpty skips the first read: the caller already found nothing after the cursor.
+	readEmpty bool
 }
 
 func (s *Server) follow(ctx context.Context, runID string, after int64) *follower {
@@ -164,25 +184,20 @@ func (s *Server) follow(ctx context.Context, runID string, after int64) *followe
 // the terminal event or the workflow has closed.
 func (f *follower) next(ctx context.Context, tick <-chan time.Time) (evs []workflows.Event, terminal bool, ticked bool, err error) {
 	for {
-		page, err := f.s.events(ctx, f.runID, f.after)
-		if err != nil {
-			// A query Temporal could not answer in time (a busy worker) is retried while
-			// the reader still waits, instead of failing a long poll or a stream.
-			var apiErr *Error
-			if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable && ctx.Err() == nil {
-				select {
-				case <-time.After(100 * time.Millisecond):
-					continue
-				case <-ctx.Done():
-				}
+		if f.readEmpty {
+			// The caller has just read the log at the cursor and found nothing new.
+			f.readEmpty = false
+		} else {
+			page, err := f.s.eventsRetrying(ctx, f.runID, f.after)
+			if err != nil {
+				return nil, false, false, err
 			}
-			return nil, false, false, err
-		}
-		if len(page.Events) > 0 {
-			f.after = page.Events[len(page.Events)-1].Sequence
-		}
-		if len(page.Events) > 0 || page.Terminal {
-			return page.Events, page.Terminal, false, nil
+			if len(page.Events) > 0 {
+				f.after = page.Events[len(page.Events)-1].Sequence
+			}
+			if len(page.Events) > 0 || page.Terminal {
+				return page.Events, page.Terminal, false, nil
+			}
 		}
 		if f.waker == nil {
 			f.waker = f.s.newHistoryWaker(f.parent, f.runID)
@@ -413,14 +428,27 @@ func (s *Server) handlePoll(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.snapshot(ctx, principalOf(c), id); err != nil {
-		return err
-	}
+	// The first read answers the tenant check and, when events are there already, the
+	// poll itself; only an empty page waits on the run's history.
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	page, err := s.eventsRetrying(wctx, id, after)
+	if err != nil {
+		if wctx.Err() != nil && ctx.Err() == nil {
+			return c.JSON(http.StatusOK, EventsResponse{Events: []workflows.Event{}, IsComplete: false})
+		}
+		return err
+	}
+	if p := principalOf(c); p != nil && page.Tenant != p.Tenant {
+		return notFound("run %q not found", id)
+	}
+	if len(page.Events) > 0 || page.Terminal {
+		return c.JSON(http.StatusOK, EventsResponse{Events: page.Events, IsComplete: page.Terminal})
+	}
 	f := s.follow(wctx, id, after)
+	f.readEmpty = true
 	defer f.close()
 	evs, terminal, _, err := f.next(wctx, nil)
 	if err != nil {

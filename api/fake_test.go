@@ -131,7 +131,7 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
 		}
 		req := args[0].(workflows.EventsRequest)
-		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1}
+		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1, Tenant: r.snap.Owner.Tenant}
 		for _, ev := range r.events {
 			if ev.Sequence > req.After {
 				page.Events = append(page.Events, ev)

@@ -106,6 +106,8 @@ type EventsPage struct {
 	Events       []Event `json:"events"`
 	LastSequence int64   `json:"lastSequence"` // highest sequence in the log, -1 if empty
 	Terminal     bool    `json:"terminal"`     // the log holds the run's terminal event
+	// Tenant owns the run, so a reader can check access with this one query.
+	Tenant string `json:"tenant,omitempty"`
 }
 
 // Run statuses (RunSnapshot.status).

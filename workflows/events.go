@@ -102,7 +102,7 @@ func (r *runner) lastEventID(typ, nodeID string) string {
 
 // eventsPage answers EventsQuery.
 func (r *runner) eventsPage(req EventsRequest) EventsPage {
-	page := EventsPage{Events: []Event{}, LastSequence: int64(len(r.events)) - 1, Terminal: r.terminal}
+	page := EventsPage{Events: []Event{}, LastSequence: int64(len(r.events)) - 1, Terminal: r.terminal, Tenant: r.in.Owner.Tenant}
 	start := req.After + 1
 	if start < 0 {
 		start = 0
