@@ -10,6 +10,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/wop-dev/wop/workflows"
 )
@@ -119,8 +122,11 @@ func pkText(t *testing.T, turn workflows.Turn) string {
 }
 
 // pkReplay fetches the run's Temporal history and replays it against the current
-// workflow code: the pack node must make the same decisions again (determinism).
-func pkReplay(t *testing.T, c *apiClient, id string) {
+// workflow code: the pack node must make the same decisions again (determinism). With
+// WOP_RECORD_HISTORIES=1 it also writes the history to
+// workflows/testdata/pack-<name>.0.history.json, where
+// workflows.TestReplayRecordedHistories replays it on every test run.
+func pkReplay(t *testing.T, c *apiClient, id, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -134,6 +140,12 @@ func pkReplay(t *testing.T, c *apiClient, id string) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of run %s (%d history events)", id, len(hist.Events))
+	if os.Getenv("WOP_RECORD_HISTORIES") == "1" {
+		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)
+		require.NoError(t, err)
+		file := filepath.Join("..", "workflows", "testdata", "pack-"+name+".0.history.json")
+		require.NoError(t, os.WriteFile(file, b, 0o644))
+	}
 }
 
 // TestPackSupportConversationE2E is the worked example of promptpack-workflow.md §14 over
@@ -187,7 +199,7 @@ func TestPackSupportConversationE2E(t *testing.T) {
 		}
 	}
 	require.Equal(t, 8, summaries, "6 model rounds and 2 tool calls")
-	pkReplay(t, c, id)
+	pkReplay(t, c, id, "support")
 }
 
 // TestPackRefundExternalEventE2E files a refund, waits in the external state, and lets
@@ -218,7 +230,35 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	turns := pkTurns(t, pkEvents(t, c, id))
 	last := pkText(t, turns[len(turns)-1])
 	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
-	pkReplay(t, c, id)
+	pkReplay(t, c, id, "refund")
+}
+
+// TestPackCodeFixLoopE2E runs RFC 0014 Example 2: every state is control: agent, so after
+// the go-ahead the compile → test → fix loop runs to its terminal state within one turn,
+// bounded by max_visits, and one reply tells the user what happened.
+func TestPackCodeFixLoopE2E(t *testing.T) {
+	c := startStack(t)
+	id := pkCreate(t, c, "code-fix", map[string]any{"message": "The ledger build is red since the date parsing change. Can you fix it?"})
+	s := pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	require.Equal(t, "compile", s.Pack.State)
+
+	pkSay(t, c, id, "Yes, go ahead.")
+	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
+		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+	})
+	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	require.Equal(t, 2, s.Pack.Visits["fix"], "fix ran twice, below its max_visits")
+	require.Equal(t, 3, s.Pack.Visits["compile"])
+	require.Equal(t, 3, s.Pack.Visits["test"])
+
+	evs := pkEvents(t, c, id)
+	turns := pkTurns(t, evs)
+	require.Len(t, turns, 4, "two user turns, two agent replies: the loop ran inside one turn")
+	require.Equal(t, "agent", turns[3].Role)
+	require.NotEmpty(t, pkText(t, turns[3]))
+	require.Len(t, pkOfType(evs, "agent.handoff"), s.Pack.TotalVisits-1, "one handoff per transition")
+	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
+	pkReplay(t, c, id, "code-fix")
 }
 
 // TestPackSurvivesWorkerRestartE2E stops the worker mid-conversation and signals the next
