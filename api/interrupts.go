@@ -105,16 +105,12 @@ func keysWithin(m map[string]json.RawMessage, allowed []string) bool {
 }
 
 func (s *Server) handleResolve(c echo.Context) error {
-	id, err := s.runParam(c)
+	id, body, err := s.runAndBody(c)
 	if err != nil {
 		return err
 	}
 	node := c.Param("nodeId")
 	if err := validateID("nodeId", node); err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
 		return err
 	}
 	rb, err := decodeResolveBody(body, false)
@@ -126,11 +122,7 @@ func (s *Server) handleResolve(c echo.Context) error {
 }
 
 func (s *Server) handleResolveAlias(c echo.Context) error {
-	id, err := s.runParam(c)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
+	id, body, err := s.runAndBody(c)
 	if err != nil {
 		return err
 	}
@@ -144,16 +136,12 @@ func (s *Server) handleResolveAlias(c echo.Context) error {
 // handleResolveLegacy serves POST /v1/runs/{runId}/approvals/{nodeId} with a bare
 // ApprovalData body ({action, ...}), which becomes the resume value as a whole.
 func (s *Server) handleResolveLegacy(c echo.Context) error {
-	id, err := s.runParam(c)
+	id, body, err := s.runAndBody(c)
 	if err != nil {
 		return err
 	}
 	node := c.Param("nodeId")
 	if err := validateID("nodeId", node); err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
-	if err != nil {
 		return err
 	}
 	if body == nil {

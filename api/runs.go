@@ -386,6 +386,20 @@ func isTransient(err error) bool {
 	return errors.As(err, &de) || errors.As(err, &un) || errors.As(err, &re)
 }
 
+// runAndBody reads what every mutation on a run starts with: the validated run id and
+// the request body (nil when empty).
+func (s *Server) runAndBody(c echo.Context) (string, []byte, error) {
+	id, err := s.runParam(c)
+	if err != nil {
+		return "", nil, err
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, body, nil
+}
+
 func (s *Server) runParam(c echo.Context) (string, error) {
 	id := c.Param("runId")
 	if err := validateID("runId", id); err != nil {
@@ -429,11 +443,7 @@ func isTerminal(status string) bool {
 }
 
 func (s *Server) handleCancel(c echo.Context) error {
-	id, err := s.runParam(c)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
+	id, body, err := s.runAndBody(c)
 	if err != nil {
 		return err
 	}
@@ -479,11 +489,7 @@ type ForkRequest struct {
 }
 
 func (s *Server) handleFork(c echo.Context) error {
-	id, err := s.runParam(c)
-	if err != nil {
-		return err
-	}
-	body, err := s.readBody(c)
+	id, body, err := s.runAndBody(c)
 	if err != nil {
 		return err
 	}
