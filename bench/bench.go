@@ -41,8 +41,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wop-dev/wop/internal/devserver"
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/grpc"
 
 	"github.com/wop-dev/wop/api"
@@ -91,9 +91,9 @@ type Options struct {
 	CPUProfile string
 	MemProfile string
 	// WorkerCacheSize, when > 0, sets the SDK's sticky workflow cache size (process-wide)
-	// before the workers start: how many workflows a worker keeps in memory between
-	// their workflow tasks. The SDK's default is 10,000; a smaller cache trades idle
-	// memory for replays when an evicted conversation gets its next turn.
+	// of the bench's workers: how many workflows they keep in memory between their
+	// workflow tasks (default worker.DefaultWorkflowCacheSize). A smaller cache trades
+	// idle memory for replays when an evicted conversation gets its next turn.
 	WorkerCacheSize int
 	// Only, when non-empty, runs just these workloads (latency, throughput, history,
 	// idle); the figures of the others stay zero. For profiling one workload.
@@ -200,9 +200,6 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		// A finer sampling than the default 512 KB, so small per-run allocations show.
 		runtime.MemProfileRate = 4096
 	}
-	if opts.WorkerCacheSize > 0 {
-		sdkworker.SetStickyWorkflowCacheSize(opts.WorkerCacheSize)
-	}
 	b := &bench{opts: opts, out: stdout, runID: randomHex(4), rpcs: newRPCCounter()}
 	if err := b.start(ctx); err != nil {
 		return err
@@ -215,8 +212,10 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	}
 	fmt.Fprintf(stdout, "wop bench (%s): Temporal %s, %d CPUs, GOMAXPROCS %d, load average %s\n",
 		mode, b.where(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
-	if opts.WorkerCacheSize > 0 {
-		fmt.Fprintf(stdout, "worker cache: %d workflows\n", opts.WorkerCacheSize)
+	if opts.TemporalAddress == "" {
+		fmt.Fprintf(stdout, "worker cache: %d workflows; embedded server cache: %d workflows\n", b.cacheSize(), devserver.HistoryCacheSize)
+	} else {
+		fmt.Fprintf(stdout, "worker cache: %d workflows\n", b.cacheSize())
 	}
 	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs\n\n",
 		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns)
@@ -311,6 +310,14 @@ func writeHeapProfile(path string) error {
 	return nil
 }
 
+// cacheSize is the sticky workflow cache the bench's workers run with.
+func (b *bench) cacheSize() int {
+	if b.opts.WorkerCacheSize > 0 {
+		return b.opts.WorkerCacheSize
+	}
+	return worker.DefaultWorkflowCacheSize
+}
+
 func (b *bench) where() string {
 	if b.opts.TemporalAddress != "" {
 		return "at " + b.opts.TemporalAddress
@@ -343,6 +350,7 @@ func (b *bench) start(ctx context.Context) error {
 	}
 	key := randomHex(16)
 	wcfg := worker.DefaultConfig()
+	wcfg.WorkflowCacheSize = b.cacheSize()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
 	logger := b.opts.Logger

@@ -37,7 +37,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 200)")
 	fs.StringVar(&o.DataDir, "data", "", "keep the embedded server's SQLite file in this `folder` (default: a temporary one)")
 	fs.BoolVar(&o.Memory, "memory", false, "keep the embedded server's database in memory instead of a file")
-	fs.IntVar(&o.WorkerCacheSize, "worker-cache", 0, "sticky workflow cache size of the workers, 0 for the SDK default (10000)")
+	fs.IntVar(&o.WorkerCacheSize, "worker-cache", 0, "sticky workflow cache size of the workers (default 256, as wop worker)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
 	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, throughput, history, idle)")

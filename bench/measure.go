@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"time"
@@ -96,3 +97,34 @@ func historyDelta(ctx context.Context, c client.Client, id string, before, after
 	}
 	return d.GetWorkflowExecutionInfo().GetHistorySizeBytes() - before.bytes + after.bytes, nil
 }
+
+// idleSettle is how long the idle workload waits after its last opening before it reads
+// the memory, so work still in flight (workflow tasks, visibility and transfer tasks) is
+// not counted as what a waiting run holds.
+const idleSettle = 3 * time.Second
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// liveHeapBytes is the heap the last garbage collection found reachable (rssBytes runs
+// one just before): the objects themselves, without the free space of their spans.
+func liveHeapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -174,19 +174,61 @@ func (b *bench) history(ctx context.Context, res *Result) error {
 }
 
 // idle opens IdleRuns conversations that then wait, and reports the RSS growth.
+//
+// The process first opens a tenth as many conversations that are not counted: the first
+// burst of traffic a fresh process serves grows its heap, pools and connection buffers by
+// tens of megabytes whatever the number of runs, and the figure is what waiting
+// conversations hold. (In the full run the other workloads have already warmed the
+// process.) The RSS is read again half-way, so the table also shows the marginal cost
+// of one more waiting run.
 func (b *bench) idle(ctx context.Context, res *Result) error {
+	var mu sync.Mutex
+	var opened []*conv // of the measured openings, in the order they were opened
+	open := func(n int) error {
+		err := parallel(ctx, n, 16, func(ctx context.Context, _ int) error {
+			c, err := b.openConv(ctx)
+			if err == nil {
+				mu.Lock()
+				opened = append(opened, c)
+				mu.Unlock()
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		// Idle means settled: let the last workflow tasks, visibility updates and
+		// transfer tasks of the openings finish before reading the memory.
+		return sleepCtx(ctx, idleSettle)
+	}
+	if err := open(max(b.opts.IdleRuns/10, 1)); err != nil {
+		return err
+	}
+	opened = nil
+	if b.opts.MemProfile != "" {
+		// The heap before the workload, so `go tool pprof -base` shows what the
+		// waiting runs hold.
+		if err := writeHeapProfile(b.opts.MemProfile + ".idle-base"); err != nil {
+			return err
+		}
+	}
 	before, err := rssBytes()
 	if err != nil {
 		return err
 	}
 	var m0 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	live0 := liveHeapBytes()
 	g0 := runtime.NumGoroutine()
-	err = parallel(ctx, b.opts.IdleRuns, 16, func(ctx context.Context, _ int) error {
-		_, err := b.openConv(ctx)
+	half := b.opts.IdleRuns / 2
+	if err := open(half); err != nil {
 		return err
-	})
+	}
+	mid, err := rssBytes()
 	if err != nil {
+		return err
+	}
+	if err := open(b.opts.IdleRuns - half); err != nil {
 		return err
 	}
 	after, err := rssBytes()
@@ -195,6 +237,7 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	}
 	var m1 runtime.MemStats
 	runtime.ReadMemStats(&m1)
+	live1 := liveHeapBytes()
 	g1 := runtime.NumGoroutine()
 	res.IdleRuns = b.opts.IdleRuns
 	res.IdleRSSMB = round(float64(after-before)/(1<<20), 1)
@@ -202,8 +245,48 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	kb := func(a, b uint64) float64 { return (float64(a) - float64(b)) / 1024 / n }
 	rssKB := float64(after-before) / 1024 / n
 	heapKB, stackKB := kb(m1.HeapInuse, m0.HeapInuse), kb(m1.StackInuse, m0.StackInuse)
-	b.idleNote = fmt.Sprintf("per waiting run: %.1f KB RSS = %.1f KB Go heap in use + %.1f KB goroutine stacks + %.1f KB other (SQLite's own memory, heap kept by the runtime); %.1f goroutines",
-		rssKB, heapKB, stackKB, rssKB-heapKB-stackKB, float64(g1-g0)/n)
+	liveKB := (float64(live1) - float64(live0)) / 1024 / n
+	b.idleNote = fmt.Sprintf("per waiting run: %.1f KB RSS = %.1f KB Go heap in use (%.1f KB of it live objects) + %.1f KB goroutine stacks + %.1f KB other (SQLite's own memory, heap kept by the runtime); %.1f goroutines",
+		rssKB, heapKB, liveKB, stackKB, rssKB-heapKB-stackKB, float64(g1-g0)/n)
+	if rest := b.opts.IdleRuns - half; half > 0 && rest > 0 {
+		b.idleNote += fmt.Sprintf("\nRSS growth over the first %d runs %.1f MB, over the last %d runs %.1f MB (%.1f KB per run)",
+			half, float64(mid-before)/(1<<20), rest, float64(after-mid)/(1<<20), float64(after-mid)/1024/float64(rest))
+	}
+	return b.idleTurns(ctx, opened)
+}
+
+// idleTurns times a turn on the conversations opened last, which the worker's sticky
+// cache still holds, and on those opened first, which it has evicted when more runs
+// wait than it keeps: their turn replays the run's history first. Not a target; it
+// shows what the cache size trades.
+func (b *bench) idleTurns(ctx context.Context, opened []*conv) error {
+	const n = 5
+	if len(opened) < 2*n {
+		return nil
+	}
+	timeTurns := func(cs []*conv) (time.Duration, error) {
+		var total time.Duration
+		for _, c := range cs {
+			tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+			d, err := c.exchange(tctx)
+			cancel()
+			if err != nil {
+				return 0, err
+			}
+			total += d
+		}
+		return total / time.Duration(len(cs)), nil
+	}
+	warm, err := timeTurns(opened[len(opened)-n:])
+	if err != nil {
+		return err
+	}
+	cold, err := timeTurns(opened[:n])
+	if err != nil {
+		return err
+	}
+	b.idleNote += fmt.Sprintf("\nfirst turn of a waiting conversation (mean of %d): %.1f ms opened last (in the worker's cache of %d), %.1f ms opened first (evicted from it when more than %d wait: the turn replays the history)",
+		n, ms(warm), b.cacheSize(), ms(cold), b.cacheSize())
 	return nil
 }
 

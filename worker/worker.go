@@ -36,9 +36,9 @@ type Config struct {
 	// MaxConcurrentWorkflowTasks bounds workflow tasks in flight (0 = SDK default).
 	MaxConcurrentWorkflowTasks int
 	// WorkflowCacheSize bounds the workflows kept in memory between their tasks (the
-	// SDK's sticky cache, process-wide; 0 = SDK default, 10,000). A conversation evicted
-	// from the cache costs nothing while it waits and is replayed from its history when
-	// its next message arrives.
+	// SDK's sticky cache, process-wide; DefaultWorkflowCacheSize unless set, 0 = the
+	// SDK's own default of 10,000). A conversation evicted from the cache costs nothing
+	// while it waits and is replayed from its history when its next message arrives.
 	WorkflowCacheSize int
 	// ShutdownTimeout is how long a stopping worker waits for running activities.
 	ShutdownTimeout time.Duration
@@ -55,8 +55,20 @@ type Config struct {
 
 // DefaultConfig returns the defaults ConfigFromEnv starts from.
 func DefaultConfig() Config {
-	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second}
+	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second, WorkflowCacheSize: DefaultWorkflowCacheSize}
 }
+
+// DefaultWorkflowCacheSize is the default of Config.WorkflowCacheSize. The SDK keeps
+// 10,000 workflows, sized for short workflows that finish while cached; a run of this
+// host mostly waits for a person, and a cached run costs about 90 KB (wop bench's idle
+// figures), so the SDK's default would hold close to a gigabyte of conversations that
+// nobody is typing into. 256 keeps the conversations being worked on in memory (wop
+// bench drives 50 at once) for about 23 MB; one that falls out replays its history,
+// which continue-as-new keeps short, when its next message arrives.
+const DefaultWorkflowCacheSize = 256
+
+// sdkDefaultWorkflowCacheSize is the SDK's own default sticky cache size.
+const sdkDefaultWorkflowCacheSize = 10000
 
 // ConfigFromEnv reads the worker configuration from the environment:
 //
@@ -64,7 +76,7 @@ func DefaultConfig() Config {
 //	WOP_WORKER_MAX_ACTIVITIES        concurrent activity executions (default: SDK default)
 //	WOP_WORKER_MAX_WORKFLOW_TASKS    concurrent workflow tasks (default: SDK default)
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
-//	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default: SDK default)
+//	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
 //
 // and the model providers from the variables activities.ProvidersFromEnv reads
@@ -114,20 +126,30 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrentWorkflowTasks, "max-workflow-tasks", c.MaxConcurrentWorkflowTasks,
 		"concurrent workflow tasks, 0 for the SDK default (env WOP_WORKER_MAX_WORKFLOW_TASKS)")
 	fs.IntVar(&c.WorkflowCacheSize, "workflow-cache", c.WorkflowCacheSize,
-		"workflows kept in memory between their tasks, 0 for the SDK default (env WOP_WORKER_CACHE_SIZE)")
+		"workflows kept in memory between their tasks, 0 for the SDK's default of 10,000 (env WOP_WORKER_CACHE_SIZE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
 		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
 	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
 		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
 }
 
+// SetCacheSize sets the process-wide sticky workflow cache to c.WorkflowCacheSize. The
+// SDK sizes the cache when the process's first SDK worker starts, so a process that
+// also runs other SDK workers (the embedded Temporal server's own) calls this before
+// starting them; New calls it too.
+func (c Config) SetCacheSize() {
+	if c.WorkflowCacheSize > 0 {
+		sdkworker.SetStickyWorkflowCacheSize(c.WorkflowCacheSize)
+	} else {
+		sdkworker.SetStickyWorkflowCacheSize(sdkDefaultWorkflowCacheSize)
+	}
+}
+
 // New builds an SDK worker on workflows.TaskQueue with every workflow and the given
 // activities registered. The caller starts and stops it. A WorkflowCacheSize applies
 // to the whole process and only takes effect before the process's first worker starts.
 func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Worker {
-	if cfg.WorkflowCacheSize > 0 {
-		sdkworker.SetStickyWorkflowCacheSize(cfg.WorkflowCacheSize)
-	}
+	cfg.SetCacheSize()
 	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,

@@ -60,6 +60,20 @@ func TestClientOptionsFromEnvErrors(t *testing.T) {
 	}
 }
 
+func TestConfigDefaultCacheSize(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(map[string]string{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.WorkflowCacheSize != DefaultWorkflowCacheSize {
+		t.Errorf("WorkflowCacheSize = %d without WOP_WORKER_CACHE_SIZE, want %d", cfg.WorkflowCacheSize, DefaultWorkflowCacheSize)
+	}
+	cfg, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_CACHE_SIZE": "0"}))
+	if err != nil || cfg.WorkflowCacheSize != 0 {
+		t.Errorf("WOP_WORKER_CACHE_SIZE=0: got %d, %v; want 0 (the SDK's default)", cfg.WorkflowCacheSize, err)
+	}
+}
+
 func TestConfigFromEnvAndFlags(t *testing.T) {
 	cfg, err := ConfigFromEnv(env(map[string]string{
 		"WOP_PACKS":                     "/srv/packs",

@@ -171,31 +171,20 @@ func (r *runner) setup() error {
 	if r.in.Fork != nil {
 		r.forkIdx = newForkIndex(r.in.Fork)
 	}
-	// Signal receivers run on a disconnected context so they keep queueing while the
-	// run winds down after a Temporal cancellation.
+	// One coroutine receives every signal, on a disconnected context so it keeps
+	// queueing while the run winds down after a Temporal cancellation. It wakes when any
+	// of the three channels holds a signal and drains them in a fixed order (resolves,
+	// cancels, child statuses), so a waiting run costs one coroutine besides its main one.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	resolveCh := workflow.GetSignalChannel(ctx, ResolveSignal)
 	cancelCh := workflow.GetSignalChannel(ctx, CancelSignal)
 	childCh := workflow.GetSignalChannel(ctx, childStatusSignal)
 	workflow.Go(dctx, func(gctx workflow.Context) {
 		for {
-			var req ResolveRequest
-			resolveCh.Receive(gctx, &req)
-			r.inbox = append(r.inbox, req)
-		}
-	})
-	workflow.Go(dctx, func(gctx workflow.Context) {
-		for {
-			var req CancelRequest
-			cancelCh.Receive(gctx, &req)
-			r.requestCancel(req)
-		}
-	})
-	workflow.Go(dctx, func(gctx workflow.Context) {
-		for {
-			var cs childStatus
-			childCh.Receive(gctx, &cs)
-			r.updateChild(cs)
+			_ = workflow.Await(gctx, func() bool {
+				return resolveCh.Len() > 0 || cancelCh.Len() > 0 || childCh.Len() > 0
+			})
+			r.drainSignals()
 		}
 	})
 	return nil

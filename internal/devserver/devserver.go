@@ -225,6 +225,18 @@ func (s *Server) prepareDatabase() (*config.SQL, bool, error) {
 	return conf, existed, nil
 }
 
+// HistoryCacheSize is how many workflows' mutable state the embedded history service
+// keeps in memory (history.hostLevelCacheMaxSize; the server's default is 128,000, at
+// about 30 KB each). The dev server shares its process with the worker and the API and
+// reads SQLite on the same machine, where a miss costs a local read, so it keeps the
+// workflows being worked on, as many as the worker's sticky cache holds by default.
+const HistoryCacheSize = 256
+
+// xdcCacheBytes bounds the cache of serialized history events kept for cross-cluster
+// replication (history.xdcCacheMaxSizeBytes, 8 MB by default), which a single-cluster
+// dev server never reads.
+const xdcCacheBytes = 1 << 20
+
 func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.ServerOption {
 	ip := s.opts.IP
 	hostPort := func(port int) string { return net.JoinHostPort(ip, strconv.Itoa(port)) }
@@ -272,7 +284,8 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key():      true,
-		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8192,
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 HistoryCacheSize,
+		dynamicconfig.XDCCacheMaxSizeBytes.Key():                         xdcCacheBytes,
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 	}
 	for k, v := range s.opts.DynamicConfig {

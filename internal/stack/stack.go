@@ -114,6 +114,9 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 
 	hostPort := opts.TemporalAddress
 	if hostPort == "" {
+		// The embedded server runs SDK workers of its own, and the first SDK worker of
+		// the process sizes the sticky cache every worker shares.
+		opts.Worker.SetCacheSize()
 		s.server, err = devserver.Start(ctx, devserver.Options{
 			DataDir:          opts.DataDir,
 			FrontendPort:     opts.TemporalPort,
