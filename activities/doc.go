@@ -10,6 +10,9 @@
 //     TranscriptRef, not the transcript: the activity reads the messages through
 //     Config.Transcripts (ClientTranscripts queries the run's workflow with
 //     TranscriptQuery), so a run's history grows by a constant amount per round. The
+//     ref carries the messages added since the run's previous round and a digest of
+//     the whole transcript, so a TranscriptCache that kept the earlier messages answers
+//     without the query (the worker wraps ClientTranscripts in one). The
 //     provider is chosen by the input's logical provider key; an empty or unknown key
 //     uses DefaultProviderKey. The round heartbeats while the provider works.
 //   - ToolCall(ToolCallInput) → ToolCallResult. The executor is the ToolFunc

@@ -35,9 +35,11 @@ type ToolSpec struct {
 	Parameters  json.RawMessage `json:"parameters"` // JSON Schema object
 }
 
-// TranscriptRef points at the messages a model round must see, without carrying them:
-// the activity reads them from the run (a query on the run's workflow), so the history
-// of a run grows by a constant amount per round instead of by the whole transcript.
+// TranscriptRef points at the messages a model round must see, without carrying them
+// all: the activity reads them from the run (a query on the run's workflow), so the
+// history of a run grows by a constant amount per round instead of by the whole
+// transcript. Only the messages added since the run's previous round travel (Tail), so a
+// worker that keeps the transcript from earlier rounds (TranscriptCache) needs no query.
 type TranscriptRef struct {
 	RunID string `json:"runId"` // workflow id
 	// Key identifies one transcript of the run (a conversation, or one state's context
@@ -47,6 +49,11 @@ type TranscriptRef struct {
 	// transient state resets its context; messages are never rewritten.
 	From int `json:"from"`
 	To   int `json:"to"`
+	// Tail is messages [To-len(Tail), To) of the transcript (TranscriptTail), and Digest
+	// the TranscriptDigest of messages [0, To). Rounds scheduled before they existed, and
+	// queries, carry neither.
+	Tail   []Message `json:"tail,omitempty"`
+	Digest string    `json:"digest,omitempty"`
 }
 
 // TranscriptQuery is the name of the run workflow's query that answers a TranscriptRef

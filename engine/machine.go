@@ -547,6 +547,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 		Parameters: params,
 		Transcript: activities.TranscriptRef{
 			RunID: m.cfg.RunID, Key: m.cfg.NodeID, From: m.st.ContextStart, To: len(m.st.Transcript),
+			Tail: activities.TranscriptTail(m.st.Transcript), Digest: activities.TranscriptDigest(m.st.Transcript),
 		},
 	}, nil
 }

@@ -212,7 +212,7 @@ func healthHandler() http.Handler {
 
 // NewActivities builds the host's activities: the configured model providers (the
 // scripted mock when none), the mock scripts of the loaded packs, and transcript reads
-// through queries on c.
+// through queries on c, kept between a run's rounds in a TranscriptCache.
 func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activities.Activities, error) {
 	scripts := map[string]*packs.MockScript{}
 	for _, l := range loaded {
@@ -223,7 +223,9 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activi
 	acts, err := activities.New(activities.Config{
 		Providers:   cfg.Providers,
 		MockScripts: scripts,
-		Transcripts: activities.ClientTranscripts{Client: c},
+		// Rounds after a run's first on this worker append the messages their input
+		// carries to the transcript kept here, instead of querying the workflow.
+		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
 		Logger:      cfg.Logger,
 	})
 	if err != nil {

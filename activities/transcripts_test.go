@@ -1,0 +1,166 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// runTranscripts is a TranscriptSource serving one run's transcript, as the workflow's
+// query does, and recording what it was asked.
+type runTranscripts struct {
+	msgs  []Message
+	asked []TranscriptRef
+}
+
+func (s *runTranscripts) Transcript(_ context.Context, ref TranscriptRef) ([]Message, error) {
+	s.asked = append(s.asked, ref)
+	if ref.From < 0 || ref.To > len(s.msgs) || ref.From > ref.To {
+		return nil, errors.New("range out of bounds")
+	}
+	return append([]Message(nil), s.msgs[ref.From:ref.To]...), nil
+}
+
+// roundRef is the TranscriptRef the workflow schedules a round with.
+func roundRef(msgs []Message, from int) TranscriptRef {
+	return TranscriptRef{RunID: "r1", Key: "agent", From: from, To: len(msgs), Tail: TranscriptTail(msgs), Digest: TranscriptDigest(msgs)}
+}
+
+func texts(msgs []Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "%s:%s|", m.Role, m.Text)
+	}
+	return b.String()
+}
+
+func TestTranscriptCacheAnswersLaterRoundsFromTheTail(t *testing.T) {
+	src := &runTranscripts{msgs: []Message{{Role: RoleUser, Text: "hi"}}}
+	c := NewTranscriptCache(src, 0)
+	ctx := context.Background()
+
+	got, err := c.Transcript(ctx, roundRef(src.msgs, 0))
+	if err != nil || texts(got) != texts(src.msgs) {
+		t.Fatalf("round 1: %q, %v", texts(got), err)
+	}
+	if len(src.asked) != 1 || src.asked[0].From != 0 || src.asked[0].To != 1 {
+		t.Fatalf("round 1 asks the workflow for [0, 1): %+v", src.asked)
+	}
+
+	// The run adds the reply and the next user message; round 2 carries them as tail.
+	src.msgs = append(src.msgs, Message{Role: RoleAssistant, Text: "hello"}, Message{Role: RoleUser, Text: "order 42?"})
+	ref := roundRef(src.msgs, 0)
+	if len(ref.Tail) != 2 {
+		t.Fatalf("tail = %q, want the reply and the new message", texts(ref.Tail))
+	}
+	got, err = c.Transcript(ctx, ref)
+	if err != nil || texts(got) != texts(src.msgs) {
+		t.Fatalf("round 2: %q, %v; want %q", texts(got), err, texts(src.msgs))
+	}
+	if len(src.asked) != 1 {
+		t.Fatalf("round 2 asked the workflow: %+v", src.asked)
+	}
+	// A retry of round 2 and a round whose context starts later are answered too.
+	got, err = c.Transcript(ctx, TranscriptRef{RunID: "r1", Key: "agent", From: 1, To: 3, Tail: ref.Tail, Digest: ref.Digest})
+	if err != nil || texts(got) != texts(src.msgs[1:]) {
+		t.Fatalf("retry from 1: %q, %v", texts(got), err)
+	}
+	if hits, misses := c.Stats(); hits != 2 || misses != 1 || len(src.asked) != 1 {
+		t.Fatalf("hits %d misses %d asked %d, want 2, 1, 1", hits, misses, len(src.asked))
+	}
+}
+
+func TestTranscriptCacheAsksWhenItsCopyIsNotTheRuns(t *testing.T) {
+	src := &runTranscripts{msgs: []Message{{Role: RoleUser, Text: "hi"}, {Role: RoleAssistant, Text: "hello"}}}
+	c := NewTranscriptCache(src, 0)
+	ctx := context.Background()
+	if _, err := c.Transcript(ctx, roundRef(src.msgs, 0)); err != nil {
+		t.Fatal(err)
+	}
+	// The run was reset in Temporal and went another way: same length before the tail,
+	// different messages. The digest catches it and the workflow answers.
+	src.msgs = []Message{{Role: RoleUser, Text: "hi"}, {Role: RoleAssistant, Text: "something else"}, {Role: RoleUser, Text: "next"}}
+	ref := roundRef(src.msgs, 0)
+	ref.Tail = ref.Tail[1:] // only "next": the cached two messages would precede it
+	got, err := c.Transcript(ctx, ref)
+	if err != nil || texts(got) != texts(src.msgs) {
+		t.Fatalf("after a reset: %q, %v; want %q", texts(got), err, texts(src.msgs))
+	}
+	if len(src.asked) != 2 {
+		t.Fatalf("asked %d times, want 2 (the digest did not match the cached copy)", len(src.asked))
+	}
+	// A round that carries no digest (scheduled before digests) goes to the workflow as is.
+	plain := TranscriptRef{RunID: "r1", Key: "agent", From: 1, To: 2}
+	if got, err := c.Transcript(ctx, plain); err != nil || len(got) != 1 {
+		t.Fatalf("plain ref: %v, %v", got, err)
+	}
+	if last := src.asked[len(src.asked)-1]; last.From != 1 || last.To != 2 || last.Digest != "" {
+		t.Fatalf("plain ref asked as %+v", last)
+	}
+	// A workflow error reaches the caller.
+	if _, err := c.Transcript(ctx, TranscriptRef{RunID: "r1", Key: "agent", To: 9, Digest: "x"}); err == nil {
+		t.Fatal("want the workflow's error for an out-of-range transcript")
+	}
+}
+
+func TestTranscriptCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	big := strings.Repeat("x", 1000)
+	srcs := map[string]*runTranscripts{}
+	multi := sourceFunc(func(ctx context.Context, ref TranscriptRef) ([]Message, error) {
+		return srcs[ref.RunID].Transcript(ctx, ref)
+	})
+	c := NewTranscriptCache(multi, 2500) // room for two transcripts of about 1.1 KB
+	for _, run := range []string{"a", "b", "c"} {
+		srcs[run] = &runTranscripts{msgs: []Message{{Role: RoleUser, Text: big}}}
+		ref := roundRef(srcs[run].msgs, 0)
+		ref.RunID = run
+		if _, err := c.Transcript(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := func(run string) int {
+		ref := roundRef(srcs[run].msgs, 0)
+		ref.RunID = run
+		n := len(srcs[run].asked)
+		if _, err := c.Transcript(ctx, ref); err != nil {
+			t.Fatal(err)
+		}
+		return len(srcs[run].asked) - n
+	}
+	if again("c") != 0 || again("b") != 0 {
+		t.Error("the two most recent transcripts should be cached")
+	}
+	if again("a") != 1 {
+		t.Error("the oldest transcript should have been evicted")
+	}
+}
+
+type sourceFunc func(context.Context, TranscriptRef) ([]Message, error)
+
+func (f sourceFunc) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
+	return f(ctx, ref)
+}
+
+func TestTranscriptTail(t *testing.T) {
+	msgs := []Message{
+		{Role: RoleUser, Text: "hi"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "1", Name: "lookup"}}},
+		{Role: RoleTool, ToolCallID: "1", Text: "{}"},
+	}
+	if got := texts(TranscriptTail(msgs)); got != "assistant:|tool:{}|" {
+		t.Errorf("tail = %q, want from the last assistant message", got)
+	}
+	if got := TranscriptTail(msgs[:1]); len(got) != 1 {
+		t.Errorf("first round: tail = %v, want the whole transcript", got)
+	}
+	long := []Message{{Role: RoleUser, Text: strings.Repeat("y", maxTailBytes)}}
+	if got := TranscriptTail(long); got != nil {
+		t.Errorf("a tail over %d bytes travels not: got %d messages", maxTailBytes, len(got))
+	}
+	if TranscriptDigest(msgs) == TranscriptDigest(msgs[:2]) || TranscriptDigest(msgs) != TranscriptDigest(append([]Message(nil), msgs...)) {
+		t.Error("the digest must follow the messages, and only them")
+	}
+}
