@@ -401,6 +401,20 @@ func TestPollRetriesQueriesTemporalDidNotAnswerInTime(t *testing.T) {
 	env.expectError(env.do("GET", "/v1/runs/r_1/events", fullKey, "", "Accept", "application/json"), 503, CodeUnavailable)
 }
 
+func TestResolveAsksAgainWhenTemporalDidNotAnswerInTime(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: "r_1", WorkflowID: "conformance-approval", Status: "waiting-approval", CurrentNodeID: "gate",
+			Interrupt: &workflows.PendingInterrupt{NodeID: "gate", InterruptID: "int_1", Kind: "approval", RequestedAt: "2026-01-01T00:00:00Z"}},
+		check:         workflows.ResolveCheck{OK: true, RunStatus: "running"},
+		checkTimeouts: 2,
+	})
+	rec := env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	if rec.Code != 200 || r.checkTimeouts != 0 || len(r.signals) != 1 {
+		t.Fatalf("resolve after two validation timeouts: %d %s (timeouts left %d, signals %d)", rec.Code, rec.Body, r.checkTimeouts, len(r.signals))
+	}
+}
+
 func TestStreamModeValidatedFirst(t *testing.T) {
 	env := newTestEnv(t)
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1")})

@@ -49,6 +49,8 @@ type fakeRun struct {
 	// eventsTimeouts makes that many EventsQuery calls fail the way a busy worker
 	// makes Temporal fail a query: with the server's DeadlineExceeded.
 	eventsTimeouts int
+	// checkTimeouts does the same to that many ValidateResolveQuery calls.
+	checkTimeouts int
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
@@ -142,6 +144,10 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 		}
 		return jsonValue{page}, nil
 	case workflows.ValidateResolveQuery:
+		if r.checkTimeouts > 0 {
+			r.checkTimeouts--
+			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
+		}
 		check := r.check
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.snap.Owner.Tenant, r.snap.Status, int64(len(r.events))-1
 		return jsonValue{check}, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/workflows"
 )
@@ -227,7 +228,7 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 		RequestID: s.requestID(c, tenant, runID, rb.NodeID), NodeID: rb.NodeID, InterruptID: rb.InterruptID,
 		ResumeValue: rb.ResumeValue, ResolvedBy: resolvedBy, ReceivedAtMs: s.cfg.Now().UnixMilli(), Via: via,
 	}
-	v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.ValidateResolveQuery, req)
+	v, err := s.validateResolve(ctx, runID, req)
 	if err != nil {
 		return s.temporalErr(err, runID)
 	}
@@ -259,6 +260,28 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	s.log.Info("Interrupt resolved", "runId", runID, "nodeId", rb.NodeID, "via", via, "requestId", req.RequestID)
 	return c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": rb.NodeID, "status": status})
 }
+
+// validateResolve asks the workflow to check req. A query Temporal could not deliver in
+// time is asked again while validateBudget lasts: it has no effect, and the usual cause
+// is passing — a worker that just stopped still holds the run in its sticky queue until
+// the server falls back to the run's task queue. The client waits rather than gets 503.
+func (s *Server) validateResolve(ctx context.Context, runID string, req workflows.ResolveRequest) (converter.EncodedValue, error) {
+	deadline := time.Now().Add(validateBudget)
+	for {
+		v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.ValidateResolveQuery, req)
+		if err == nil || !isTransient(err) && !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// validateBudget bounds how long a resolve keeps asking a workflow that does not answer.
+const validateBudget = 30 * time.Second
 
 // awaitConsumed waits (bounded) until the run's log grows past lastSeq, which is how
 // the workflow acknowledges a resolve it applied.
