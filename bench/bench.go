@@ -19,7 +19,8 @@
 //     DescribeWorkflowExecution, read when the workflow has nothing pending) that turn 5
 //     and the last turn of one long conversation add.
 //   - idle: RSS growth of this process after opening IdleRuns conversations that then
-//     wait for a human.
+//     wait for a human. It runs first, so the other workloads have not grown the heap
+//     it is measured against; its conversations stay open while they run.
 //
 // It prints a table and, as its last line, one JSON object (Result).
 package bench
@@ -225,10 +226,10 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		name string
 		run  func(context.Context, *Result) error
 	}{
+		{"idle", b.idle},
 		{"latency", b.latency},
 		{"throughput", b.throughput},
 		{"history", b.history},
-		{"idle", b.idle},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
