@@ -11,6 +11,10 @@ import (
 // FuzzParse feeds arbitrary bytes to the pack and mock parsers, as YAML and as JSON. They
 // must never panic, must report errors as diagnostics, and a pack that loads must hash
 // deterministically and render every prompt without panicking.
+//
+// Run it with -fuzzminimizetime 1s (see the README): the seeds are whole packs, and
+// minimizing each new interesting input of several kilobytes for the default 60 s leaves
+// no time for fuzzing.
 func FuzzParse(f *testing.F) {
 	seeds, _ := filepath.Glob("*.yaml")
 	more, _ := filepath.Glob("testdata/packs/*")
