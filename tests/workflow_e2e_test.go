@@ -126,8 +126,24 @@ func wfResult(t *testing.T, run client.WorkflowRun) workflows.Snapshot {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var snap workflows.Snapshot
-	require.NoError(t, run.Get(ctx, &snap))
+	if err := run.Get(ctx, &snap); err != nil {
+		// A failed or cancelled run closes with an error that carries its snapshot.
+		s, ok := workflows.SnapshotFromError(err)
+		require.True(t, ok, "run result: %v", err)
+		return *s
+	}
 	return snap
+}
+
+// temporalStatus is the Temporal close status a run with OpenWOP status st ends with.
+func temporalStatus(st string) enumspb.WorkflowExecutionStatus {
+	switch st {
+	case workflows.StatusFailed:
+		return enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+	case workflows.StatusCancelled:
+		return enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
+	}
+	return enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 }
 
 // wfRecord writes the history of every execution of the run (following the
@@ -191,6 +207,7 @@ func TestWorkflowE2EFixtures(t *testing.T) {
 			}
 			desc, err := s.Client().DescribeWorkflowExecution(context.Background(), runID, "")
 			require.NoError(t, err)
+			require.Equal(t, temporalStatus(tc.status), desc.GetWorkflowExecutionInfo().GetStatus(), "Temporal's close status follows the run's")
 			sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 			require.Contains(t, string(sa["WopStatus"].GetData()), tc.status)
 			require.Contains(t, string(sa["WopWorkflowId"].GetData()), tc.def)
@@ -273,6 +290,12 @@ func TestWorkflowE2EParentChildCancel(t *testing.T) {
 	require.NoError(t, s.Client().SignalWorkflow(context.Background(), id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: "e2e", CancelledBy: "key_e2e"}))
 	require.Equal(t, workflows.StatusCancelled, wfResult(t, run).Status)
 	child := wfWaitStatus(t, s, childID, workflows.StatusCancelled)
+	for _, runID := range []string{id, childID} {
+		require.Eventually(t, func() bool {
+			desc, err := s.Client().DescribeWorkflowExecution(context.Background(), runID, "")
+			return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
+		}, 30*time.Second, 50*time.Millisecond, "run %s closes as Canceled in Temporal", runID)
+	}
 	require.Equal(t, id, child.ParentRunID)
 	cevs := wfEvents(t, s, childID)
 	last := cevs[len(cevs)-1]

@@ -18,9 +18,9 @@
 //
 // # Decisions
 //
-//   - Cancelled and failed runs end with their terminal event and the workflow
-//     returns its Snapshot with a nil error: Temporal shows them Completed and
-//     WopStatus tells the OpenWOP status. See run.go.
+//   - Cancelled and failed runs end with their terminal event, then close Canceled
+//     and Failed in Temporal with their Snapshot in the error's details
+//     (SnapshotFromError); WopStatus tells the OpenWOP status. See run.go.
 //   - Node execution is sequential in a deterministic topological order (ties by
 //     definition order). A node without incoming edges runs; otherwise an edge is
 //     taken when its source completed and its condition holds, and a node runs when

@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 )
 
@@ -74,14 +76,29 @@ func (tr *testRun) events() []Event {
 	return p.Events
 }
 
+// finalSnapshot returns the snapshot a finished run returned, or closed with when it
+// failed or was cancelled; the Temporal close status must match the run's status.
+func finalSnapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) Snapshot {
+	t.Helper()
+	if err := env.GetWorkflowError(); err != nil {
+		snap, ok := SnapshotFromError(err)
+		require.True(t, ok, "the workflow failed without a final snapshot: %v", err)
+		var ce *temporal.CanceledError
+		require.Equal(t, snap.Status == StatusCancelled, errors.As(err, &ce), "a cancelled run closes as Canceled, a failed one as Failed: %v", err)
+		return *snap
+	}
+	var s Snapshot
+	require.NoError(t, env.GetWorkflowResult(&s))
+	require.Equal(t, StatusCompleted, s.Status, "a run that returns normally completed")
+	return s
+}
+
 // execute runs the workflow to its end and returns the final snapshot.
 func (tr *testRun) execute() Snapshot {
 	tr.t.Helper()
 	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
 	require.True(tr.t, tr.env.IsWorkflowCompleted(), "workflow did not complete")
-	require.NoError(tr.t, tr.env.GetWorkflowError())
-	var s Snapshot
-	require.NoError(tr.t, tr.env.GetWorkflowResult(&s))
+	s := finalSnapshot(tr.t, tr.env)
 	evs := tr.events()
 	checkEventLog(tr.t, tr.in.RunID, evs)
 	recordForSchemaCheck(tr.t, evs)

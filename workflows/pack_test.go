@@ -110,9 +110,7 @@ func (tr *testRun) finish() Snapshot {
 	tr.t.Helper()
 	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
 	require.True(tr.t, tr.env.IsWorkflowCompleted(), "workflow did not complete")
-	require.NoError(tr.t, tr.env.GetWorkflowError())
-	var s Snapshot
-	require.NoError(tr.t, tr.env.GetWorkflowResult(&s))
+	s := finalSnapshot(tr.t, tr.env)
 	evs := tr.events()
 	checkEventLog(tr.t, tr.in.RunID, evs)
 	recordForSchemaCheck(tr.t, evs) // every event and payload against the OpenWOP schemas

@@ -12,13 +12,20 @@ import (
 // TestReplayRecordedHistories replays every history recorded from real runs on the
 // embedded server (tests/workflow_e2e_test.go with WOP_RECORD_HISTORIES=1) against the
 // current workflow code: a change that breaks determinism for runs already in flight
-// fails here.
+// fails here. testdata/earlier keeps histories recorded by earlier workflow code whose
+// current recordings differ (failed and cancelled runs closing as Completed, model
+// rounds without a transcript tail), so both paths stay replayable.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.history.json"))
 	require.NoError(t, err)
+	earlier, err := filepath.Glob(filepath.Join("testdata", "earlier", "*.history.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, earlier, "no histories in workflows/testdata/earlier")
+	files = append(files, earlier...)
 	require.NotEmpty(t, files, "no recorded histories in workflows/testdata; record them with WOP_RECORD_HISTORIES=1 go test ./tests -run TestWorkflowE2E")
 	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
+		name, _ := filepath.Rel("testdata", f)
+		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))

@@ -14,15 +14,18 @@ import (
 	"github.com/wop-dev/wop/activities"
 )
 
-// Cancellation and Temporal status (a decision): an OpenWOP run that is cancelled — by
-// CancelSignal, by Temporal cancellation (the UI's Cancel button, a parent's cascade)
-// — ends with run.cancelled as its last event and the workflow then RETURNS NORMALLY
-// with the final Snapshot (Status "cancelled"). Temporal therefore shows the execution
-// as Completed, and WopStatus="cancelled" is the filter for cancelled runs. Returning
-// normally keeps the result and the queries readable and makes the event log, not the
-// Temporal close status, the single source of truth. Failed runs likewise return their
-// Snapshot with Status "failed" and a nil error (Temporal "Completed"), for the same
-// reason; only a bug in the workflow itself surfaces as a Temporal failure.
+// Cancellation, failure and Temporal status (a decision): the event log is the run's
+// source of truth, and its last event is run.completed, run.failed or run.cancelled.
+// Temporal's close status says the same, so operators can filter on it in the UI:
+//   - a completed run returns its final Snapshot (Temporal: Completed);
+//   - a failed run returns a non-retryable ApplicationError whose type is the OpenWOP
+//     error code and whose details are the final Snapshot (Temporal: Failed);
+//   - a cancelled run — by CancelSignal, or by Temporal cancellation (the UI's Cancel
+//     button, a parent's cascade) — returns a CanceledError whose details are the final
+//     Snapshot (Temporal: Canceled).
+// SnapshotFromError reads the Snapshot back from either error. Runs that ended before
+// this (without the closeStatusVersion marker) returned their Snapshot with a nil error
+// and show Completed; WopStatus is the filter that works for both.
 
 // childStatusSignal carries a ChildRun from a child run to its parent whenever the
 // child's status changes, so the parent can report its child's waiting status.
@@ -136,7 +139,52 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
-	return r.run()
+	snap, err := r.run()
+	if err != nil || snap == nil {
+		return snap, err
+	}
+	return r.close(snap)
+}
+
+// closeStatusVersion is the workflow.GetVersion change id of failed and cancelled runs
+// closing as Failed and Canceled in Temporal rather than Completed.
+const closeStatusVersion = "close-status"
+
+// close returns the workflow's result for the final snapshot: the snapshot itself, or,
+// for a failed or cancelled run, the error that closes the execution with that status
+// and carries the snapshot.
+func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
+	if snap.Status != StatusFailed && snap.Status != StatusCancelled {
+		return snap, nil
+	}
+	if workflow.GetVersion(r.ctx, closeStatusVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return snap, nil
+	}
+	if snap.Status == StatusCancelled {
+		return nil, temporal.NewCanceledError(snap)
+	}
+	code, msg := "run_failed", "the run failed"
+	if snap.Error != nil {
+		code, msg = orDefault(snap.Error.Code, code), orDefault(snap.Error.Message, msg)
+	}
+	return nil, temporal.NewNonRetryableApplicationError(msg, code, nil, snap)
+}
+
+// SnapshotFromError returns the final Snapshot a failed or cancelled run closed with
+// (see close), unwrapping a child workflow's error; ok is false for any other error.
+func SnapshotFromError(err error) (snap *Snapshot, ok bool) {
+	// Details decode into a *Snapshot: from payloads, and from the values the SDK's
+	// test environment keeps as they were (a *Snapshot).
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&snap) == nil && snap != nil && snap.Status == StatusFailed {
+		return snap, true
+	}
+	snap = nil
+	var ce *temporal.CanceledError
+	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&snap) == nil && snap != nil && snap.Status == StatusCancelled {
+		return snap, true
+	}
+	return nil, false
 }
 
 // setup registers queries and signal receivers before anything blocks, and restores a

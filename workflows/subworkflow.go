@@ -65,6 +65,9 @@ func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[str
 	)
 	workflow.Go(r.ctx, func(g workflow.Context) {
 		resErr = fut.Get(g, &result)
+		if snap, ok := SnapshotFromError(resErr); ok {
+			result, resErr = *snap, nil // a child that failed or was cancelled
+		}
 		done = true
 	})
 	if _, err := r.await(0, func() bool { return done }); err != nil {
