@@ -196,7 +196,7 @@ func (s *Server) lockRun(ctx context.Context, runID string) (func(), error) {
 func (s *Server) requestID(c echo.Context, tenant, runID, nodeID string) string {
 	if k := c.Request().Header.Get(HeaderIdempotencyKey); k != "" {
 		sum := sha256.Sum256([]byte("openwop:resolve\x00" + tenant + "\x00" + runID + "\x00" + nodeID + "\x00" + k))
-		return "idem-" + hex.EncodeToString(sum[:16])
+		return workflows.IdempotentRequestPrefix + hex.EncodeToString(sum[:16])
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -239,6 +239,10 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	if p != nil && check.Tenant != p.Tenant {
 		return notFound("run %q not found", runID)
 	}
+	if check.Replayed {
+		// The same Idempotency-Key again: the first request was accepted; answer as then.
+		return c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": rb.NodeID, "status": orRunning(check.RunStatus)})
+	}
 	if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
 		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
 	}
@@ -253,12 +257,16 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 		return s.temporalErr(err, runID)
 	}
 	s.awaitConsumed(ctx, runID, check.LastSequence)
-	status := check.RunStatus
-	if status == "" {
-		status = workflows.StatusRunning
-	}
 	s.log.Info("Interrupt resolved", "runId", runID, "nodeId", rb.NodeID, "via", via, "requestId", req.RequestID)
-	return c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": rb.NodeID, "status": status})
+	return c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": rb.NodeID, "status": orRunning(check.RunStatus)})
+}
+
+// orRunning is a resolve's answered run status, running when the check named none.
+func orRunning(status string) string {
+	if status == "" {
+		return workflows.StatusRunning
+	}
+	return status
 }
 
 // validateResolve asks the workflow to check req. A query Temporal could not deliver in

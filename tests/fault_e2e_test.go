@@ -577,6 +577,43 @@ func TestFaultSameExchangeTwiceIsAppliedOnce(t *testing.T) {
 	checkLog(t, evs, logCheck{Accepted: []string{"once", "twice at once"}, Ordered: true, Replies: true, Terminal: "run.completed"})
 }
 
+// TestFaultExchangeRepeatedWithIdempotencyKey sends one exchange three times with the
+// same Idempotency-Key, as a client retrying after a lost response does: every attempt
+// gets 200, the turn is applied once, and nothing more reaches the run's history.
+func TestFaultExchangeRepeatedWithIdempotencyKey(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+	headers := map[string]string{"Authorization": "Bearer " + c.Key, "Content-Type": "application/json", "Idempotency-Key": "retry-1"}
+	path := "/v1/runs/" + fc.runID + "/interrupts/" + faultNode
+	status, _, raw := c.doRaw(http.MethodPost, path, exchangeBody("only once", ""), headers)
+	require.Equal(t, http.StatusOK, status, "first attempt: %s", raw)
+	fc.waitAgentTurns(1, 30*time.Second)
+	signals := func() int {
+		n := 0
+		it := c.Stack.Client().GetWorkflowHistory(context.Background(), fc.runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			require.NoError(t, err)
+			if ev.GetWorkflowExecutionSignaledEventAttributes() != nil {
+				n++
+			}
+		}
+		return n
+	}
+	before := signals()
+	for i := 0; i < 2; i++ {
+		status, _, raw = c.doRaw(http.MethodPost, path, exchangeBody("only once", ""), headers)
+		require.Equal(t, http.StatusOK, status, "repeated attempt %d: %s", i+1, raw)
+		var body map[string]string
+		require.NoError(t, json.Unmarshal(raw, &body))
+		require.Equal(t, fc.runID, body["runId"])
+	}
+	require.Equal(t, before, signals(), "a repeated request sends no signal")
+	fc.say("next")
+	evs := fc.close()
+	checkLog(t, evs, logCheck{Accepted: []string{"only once", "next"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+}
+
 // TestFaultDifferentExchangesRace sends two different exchanges at the same time: both
 // are applied, each once, one after the other.
 func TestFaultDifferentExchangesRace(t *testing.T) {

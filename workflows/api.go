@@ -232,6 +232,10 @@ type ResolveCheck struct {
 	Tenant        string `json:"tenant,omitempty"`
 	CurrentStatus string `json:"currentStatus,omitempty"`
 	LastSequence  int64  `json:"lastSequence"`
+	// Replayed is true (with OK) when the run already received a request with this
+	// RequestID — a resolve repeated with the same Idempotency-Key: the API answers as
+	// it did the first time and sends nothing.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // CancelRequest is the payload of CancelSignal.

@@ -205,7 +205,12 @@ func (r *runner) setup() error {
 		return fmt.Errorf("register %s: %w", TranscriptQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		check, _ := r.checkResolve(req)
+		var check ResolveCheck
+		if r.received(req.RequestID) {
+			check = ResolveCheck{OK: true, Replayed: true, RunStatus: r.status}
+		} else {
+			check, _ = r.checkResolve(req)
+		}
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, int64(len(r.events))-1
 		return check, nil
 	}); err != nil {
@@ -237,6 +242,28 @@ func (r *runner) setup() error {
 	})
 	return nil
 }
+
+// received reports whether a resolve with this request id (derived from an
+// Idempotency-Key) was applied or is waiting in the inbox. Ids of keyless requests are
+// random, so only keyed ones ever match.
+func (r *runner) received(requestID string) bool {
+	if !strings.HasPrefix(requestID, IdempotentRequestPrefix) {
+		return false
+	}
+	if r.applied[requestID] {
+		return true
+	}
+	for _, q := range r.inbox {
+		if q.RequestID == requestID {
+			return true
+		}
+	}
+	return false
+}
+
+// IdempotentRequestPrefix starts the RequestID of a resolve sent with an
+// Idempotency-Key (the API derives the rest from the key).
+const IdempotentRequestPrefix = "idem-"
 
 // drainSignals moves every buffered signal into the run's state without blocking
 // (before continue-as-new, so nothing is lost).
