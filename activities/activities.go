@@ -142,6 +142,14 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 		return nil, err
 	}
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "provider", p.Name(), "providerKey", key)
+	if mn, ok := p.(modelNamer); ok && len(in.ModelOverrides) > 0 {
+		if ov, ok := in.ModelOverrides[mn.ModelName()]; ok {
+			if in, err = ov.apply(in); err != nil {
+				return nil, nonRetryable(ErrTypeBadRequest, "model round %d of run %s: model_overrides[%q]: %v", in.Round, in.RunID, mn.ModelName(), err)
+			}
+			log = log.With("modelOverride", mn.ModelName())
+		}
+	}
 
 	msgs, err := a.transcripts.Transcript(ctx, in.Transcript)
 	if err != nil {

@@ -240,3 +240,47 @@ func TestModelRoundHeartbeats(t *testing.T) {
 	require.NotEmpty(t, beats)
 	assert.Equal(t, "model round 3 in state triage", beats[0])
 }
+
+// namedModelProvider is a recordingProvider that names its model.
+type namedModelProvider struct {
+	recordingProvider
+	model string
+}
+
+func (p *namedModelProvider) ModelName() string { return p.model }
+
+func TestModelRoundAppliesTheOverrideOfItsModel(t *testing.T) {
+	src := &fakeTranscripts{msgs: map[string][]Message{"k": {{Role: RoleUser, Text: "hi"}}}}
+	in := ModelRoundInput{
+		System: "BASE", Parameters: json.RawMessage(`{"temperature":0.2,"max_tokens":100}`),
+		Transcript: TranscriptRef{Key: "k", To: 1},
+		ModelOverrides: map[string]ModelOverride{
+			"gpt-wrap":    {Prefix: "P|", Suffix: "|S", Parameters: json.RawMessage(`{"temperature":0.9}`)},
+			"gpt-replace": {System: "FULL", Prefix: "ignored"},
+		},
+	}
+	for model, want := range map[string]struct{ system, params string }{
+		"gpt-wrap":    {"P|BASE|S", `{"max_tokens":100,"temperature":0.9}`},
+		"gpt-replace": {"FULL", `{"temperature":0.2,"max_tokens":100}`},
+		"other-model": {"BASE", `{"temperature":0.2,"max_tokens":100}`},
+	} {
+		p := &namedModelProvider{recordingProvider: recordingProvider{name: "openai"}, model: model}
+		a, env := newTestActivities(t, Config{Transcripts: src, Providers: map[string]Provider{DefaultProviderKey: p}})
+		if _, err := env.ExecuteActivity(a.ModelRound, in); err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		got := p.reqs[0].Input
+		if got.System != want.system || string(got.Parameters) != want.params {
+			t.Errorf("%s: system %q parameters %s; want %q %s", model, got.System, got.Parameters, want.system, want.params)
+		}
+	}
+	// A provider that does not name its model gets the prompt as written.
+	plain := &recordingProvider{name: "mock"}
+	a, env := newTestActivities(t, Config{Transcripts: src, Providers: map[string]Provider{DefaultProviderKey: plain}})
+	if _, err := env.ExecuteActivity(a.ModelRound, in); err != nil {
+		t.Fatal(err)
+	}
+	if plain.reqs[0].Input.System != "BASE" {
+		t.Errorf("system %q, want the base", plain.reqs[0].Input.System)
+	}
+}

@@ -265,3 +265,7 @@ func (p *AnthropicProvider) result(req *Request, msg *anthropic.Message) (*Model
 	res.Text = strings.Join(texts, "\n\n")
 	return res, nil
 }
+
+// ModelName is the model the provider calls; a round applies the prompt's
+// model_overrides entry of that name.
+func (p *AnthropicProvider) ModelName() string { return p.Model }

@@ -245,3 +245,7 @@ func redactedKey(k string) string {
 	}
 	return "[REDACTED]"
 }
+
+// ModelName is the model the provider calls; a round applies the prompt's
+// model_overrides entry of that name.
+func (p *OpenAIProvider) ModelName() string { return p.Model }

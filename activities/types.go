@@ -1,6 +1,10 @@
 package activities
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+)
 
 // Message is one provider-neutral transcript entry (promptpack-workflow.md §5.3).
 type Message struct {
@@ -78,7 +82,54 @@ type ModelRoundInput struct {
 	ToolChoice string          `json:"toolChoice,omitempty"` // auto | required | none
 	Parameters json.RawMessage `json:"parameters,omitempty"` // packs.Parameters as JSON
 	Transcript TranscriptRef   `json:"transcript"`
+	// ModelOverrides are the prompt's model_overrides by model name, templates rendered
+	// (packs.RenderOverrides). The round applies the one named after its provider's model.
+	ModelOverrides map[string]ModelOverride `json:"modelOverrides,omitempty"`
 }
+
+// ModelOverride is what a prompt's model_overrides entry changes for one model: a full
+// system prompt that replaces System, or a prefix and suffix around it, and parameters
+// merged over Parameters (PromptPack §3, model_overrides).
+type ModelOverride struct {
+	System     string          `json:"system,omitempty"`
+	Prefix     string          `json:"prefix,omitempty"`
+	Suffix     string          `json:"suffix,omitempty"`
+	Parameters json.RawMessage `json:"parameters,omitempty"` // packs.Parameters as JSON
+}
+
+// apply returns in changed by the override: System replaced, or wrapped by Prefix and
+// Suffix; each parameter the override sets replaces the prompt's.
+func (o ModelOverride) apply(in ModelRoundInput) (ModelRoundInput, error) {
+	if o.System != "" {
+		in.System = o.System
+	} else {
+		in.System = o.Prefix + in.System + o.Suffix
+	}
+	if len(o.Parameters) == 0 {
+		return in, nil
+	}
+	merged := map[string]json.RawMessage{}
+	if len(in.Parameters) > 0 {
+		if err := json.Unmarshal(in.Parameters, &merged); err != nil {
+			return in, fmt.Errorf("prompt parameters: %w", err)
+		}
+	}
+	var over map[string]json.RawMessage
+	if err := json.Unmarshal(o.Parameters, &over); err != nil {
+		return in, fmt.Errorf("override parameters: %w", err)
+	}
+	maps.Copy(merged, over)
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return in, err
+	}
+	in.Parameters = b
+	return in, nil
+}
+
+// modelNamer is a provider that knows the model it calls, so a round can apply the
+// prompt's model_overrides entry for it.
+type modelNamer interface{ ModelName() string }
 
 // Usage is the token usage of one round.
 type Usage struct {

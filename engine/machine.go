@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/wop-dev/wop/activities"
@@ -524,6 +526,10 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 			return activities.ModelRoundInput{}, fmt.Errorf("encode parameters of prompt %q: %w", s.PromptTask, err)
 		}
 	}
+	overrides, err := m.modelOverrides(s.PromptTask)
+	if err != nil {
+		return activities.ModelRoundInput{}, err
+	}
 	provider := prompt.Provider
 	if provider == "" {
 		provider = "default" // RFC 0012: the primary LLM
@@ -549,7 +555,31 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 			RunID: m.cfg.RunID, Key: m.cfg.NodeID, From: m.st.ContextStart, To: len(m.st.Transcript),
 			Tail: activities.TranscriptTail(m.st.Transcript), Digest: activities.TranscriptDigest(m.st.Transcript),
 		},
+		ModelOverrides: overrides,
 	}, nil
+}
+
+// modelOverrides renders the prompt's model_overrides for the round; the activity
+// applies the entry of its provider's model, which only the worker knows.
+func (m *Machine) modelOverrides(promptKey string) (map[string]activities.ModelOverride, error) {
+	ovs, err := packs.RenderOverrides(m.cfg.Pack, promptKey, m.cfg.Vars, packs.RuntimeVars{
+		WorkflowContext: m.st.LastContext, Artifacts: m.st.Artifacts,
+	})
+	if err != nil || len(ovs) == 0 {
+		return nil, err
+	}
+	out := make(map[string]activities.ModelOverride, len(ovs))
+	for _, model := range slices.Sorted(maps.Keys(ovs)) {
+		ov := ovs[model]
+		o := activities.ModelOverride{System: ov.SystemTemplate, Prefix: ov.Prefix, Suffix: ov.Suffix}
+		if ov.Parameters != nil {
+			if o.Parameters, err = json.Marshal(ov.Parameters); err != nil {
+				return nil, fmt.Errorf("encode model_overrides[%q] parameters of prompt %q: %w", model, promptKey, err)
+			}
+		}
+		out[model] = o
+	}
+	return out, nil
 }
 
 // errorCode returns the code of an error that carries one, else def.

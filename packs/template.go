@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -97,12 +99,72 @@ func placeholders(tmpl string) []string {
 // default renders as "", and a required one is an error. Placeholders that are not
 // variable references (such as "{{#if x}}") are left as written.
 func Render(p *Pack, promptKey string, vars map[string]any, rt RuntimeVars) (string, error) {
+	r, err := newRenderer(p, promptKey, vars, rt)
+	if err != nil {
+		return "", err
+	}
+	return r.expand(p.Prompts[promptKey].SystemTemplate, 0)
+}
+
+// ModelOverride is one entry of a prompt's model_overrides: for that model, a full
+// system template that replaces the base, or a prefix and suffix around it, and
+// parameters merged over the prompt's.
+type ModelOverride struct {
+	SystemTemplate string      `json:"system_template,omitempty"`
+	Prefix         string      `json:"system_template_prefix,omitempty"`
+	Suffix         string      `json:"system_template_suffix,omitempty"`
+	Parameters     *Parameters `json:"parameters,omitempty"`
+}
+
+// Overrides decodes the prompt's model_overrides (model name → override); nil when it
+// has none.
+func (pr *Prompt) Overrides() (map[string]ModelOverride, error) {
+	if len(pr.ModelOverrides) == 0 {
+		return nil, nil
+	}
+	var m map[string]ModelOverride
+	if err := json.Unmarshal(pr.ModelOverrides, &m); err != nil {
+		return nil, fmt.Errorf("model_overrides of prompt %q: %w", pr.ID, err)
+	}
+	return m, nil
+}
+
+// RenderOverrides returns the prompt's model_overrides with their templates rendered
+// with the same variables as Render; nil when the prompt has none.
+func RenderOverrides(p *Pack, promptKey string, vars map[string]any, rt RuntimeVars) (map[string]ModelOverride, error) {
+	r, err := newRenderer(p, promptKey, vars, rt)
+	if err != nil {
+		return nil, err
+	}
+	ovs, err := p.Prompts[promptKey].Overrides()
+	if err != nil || len(ovs) == 0 {
+		return nil, err
+	}
+	out := make(map[string]ModelOverride, len(ovs))
+	for _, model := range slices.Sorted(maps.Keys(ovs)) { // the first error is always the same
+		ov := ovs[model]
+		var ro ModelOverride
+		for _, f := range []struct {
+			dst  *string
+			tmpl string
+		}{{&ro.SystemTemplate, ov.SystemTemplate}, {&ro.Prefix, ov.Prefix}, {&ro.Suffix, ov.Suffix}} {
+			if *f.dst, err = r.expand(f.tmpl, 0); err != nil {
+				return nil, fmt.Errorf("model_overrides[%q]: %w", model, err)
+			}
+		}
+		ro.Parameters = ov.Parameters
+		out[model] = ro
+	}
+	return out, nil
+}
+
+func newRenderer(p *Pack, promptKey string, vars map[string]any, rt RuntimeVars) (*renderer, error) {
 	if p == nil {
-		return "", errors.New("render: nil pack")
+		return nil, errors.New("render: nil pack")
 	}
 	pr := p.Prompts[promptKey]
 	if pr == nil {
-		return "", fmt.Errorf("render: pack %q has no prompt %q", p.ID, promptKey)
+		return nil, fmt.Errorf("render: pack %q has no prompt %q", p.ID, promptKey)
 	}
 	r := &renderer{pack: p, prompt: promptKey, vars: map[string]any{}, rt: rt, declared: map[string]Variable{}}
 	for k, v := range vars {
@@ -116,12 +178,12 @@ func Render(p *Pack, promptKey string, vars map[string]any, rt RuntimeVars) (str
 		if len(v.Default) > 0 {
 			d, err := decodeJSONValue(v.Default)
 			if err != nil {
-				return "", fmt.Errorf("render prompt %q: default of variable %q: %w", promptKey, v.Name, err)
+				return nil, fmt.Errorf("render prompt %q: default of variable %q: %w", promptKey, v.Name, err)
 			}
 			r.vars[v.Name] = d
 		}
 	}
-	return r.expand(pr.SystemTemplate, 0)
+	return r, nil
 }
 
 type renderer struct {

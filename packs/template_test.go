@@ -348,3 +348,38 @@ func TestStateHelpers(t *testing.T) {
 		t.Errorf("UsedPromptKeys = %v", got)
 	}
 }
+
+func TestRenderOverrides(t *testing.T) {
+	src := strings.Replace(templatePack, `    system_template: "Hi {{name}}"`, `    system_template: "Hi {{name}}"
+    model_overrides:
+      gpt-4o:
+        system_template_prefix: "[{{company}}] "
+        system_template_suffix: " {{fragments.sign}}"
+        parameters: { temperature: 0.1 }
+      claude-x:
+        system_template: "Hello {{name}}, from {{workflow_context}}"`, 1)
+	p, diags, err := Parse("t.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, diags)
+	}
+	got, err := RenderOverrides(p, "main", map[string]any{"name": "Ada"}, RuntimeVars{WorkflowContext: "triage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := got["gpt-4o"]; o.Prefix != "[Acme] " || o.Suffix != " -- Acme team" || o.SystemTemplate != "" || o.Parameters == nil || *o.Parameters.Temperature != 0.1 {
+		t.Errorf("gpt-4o: %+v", o)
+	}
+	if o := got["claude-x"]; o.SystemTemplate != "Hello Ada, from triage" || o.Prefix != "" {
+		t.Errorf("claude-x: %+v", o)
+	}
+	if _, err := RenderOverrides(p, "main", nil, RuntimeVars{}); err == nil || !strings.Contains(err.Error(), `required variable "name"`) {
+		t.Errorf("a missing variable fails the overrides too: %v", err)
+	}
+	plain, _, err := Parse("t.yaml", []byte(templatePack))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RenderOverrides(plain, "main", map[string]any{"name": "Ada"}, RuntimeVars{}); err != nil || got != nil {
+		t.Errorf("a prompt without model_overrides: %v, %v", got, err)
+	}
+}
