@@ -27,6 +27,9 @@ type carriedState struct {
 	Convs         []*conversation                       `json:"convs,omitempty"`
 	AgentStates   map[string]json.RawMessage            `json:"agentStates,omitempty"`
 	Generation    int                                   `json:"generation"`
+	// TriggerRules is the trigger-rules version the run started with (0: the earlier
+	// reading; states carried before the field existed are such runs).
+	TriggerRules int `json:"triggerRules,omitempty"`
 }
 
 // carriedInterrupt is a pending interrupt across continue-as-new.
@@ -79,6 +82,9 @@ func (r *runner) carry() (json.RawMessage, error) {
 		Events: r.events, Status: r.status, StartedAt: formatTime(r.startedAt), Nodes: r.nodes,
 		Outputs: r.outputs, Counts: r.counts, Inbox: r.inbox, Cancel: r.cancelReq,
 		ChildRuns: r.childRuns, Convs: r.convs, AgentStates: map[string]json.RawMessage{},
+	}
+	if !r.legacyTriggerRules {
+		st.TriggerRules = 1
 	}
 	if r.carried != nil {
 		st.Generation = r.carried.Generation + 1

@@ -23,9 +23,9 @@
 //     (SnapshotFromError); WopStatus tells the OpenWOP status. See run.go.
 //   - Node execution is sequential in a deterministic topological order (ties by
 //     definition order). A node without incoming edges runs; otherwise an edge is
-//     taken when its source completed and its condition holds, and a node runs when
-//     at least one incoming edge is taken (all of them with triggerRule all_success);
-//     the others get node.skipped.
+//     taken when its source completed and its condition holds, and the node's
+//     triggerRule decides (all_success by default; see shouldRun); nodes that do not
+//     run get node.skipped.
 //   - Interrupt keys are "<runId>:<nodeId>:<n>", ids InterruptID(key). Conversations
 //     are "<runId>:<nodeId>:0", messageIds "<conversationId>:<turnIndex>:<role>".
 //   - Event ids are "evt-<runId>-<sequence>" (a hash replaces the runId when the id

@@ -2,11 +2,13 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 )
 
 func startOpts(id string) client.StartWorkflowOptions {
@@ -135,4 +137,47 @@ func TestEdgeConditionsSkipBranches(t *testing.T) {
 	}
 	require.Equal(t, []string{"src", "gold", "zero", "re"}, completed)
 	require.Equal(t, []string{"silver"}, skipped)
+}
+
+// TestTriggerRules joins a branch that is taken (gold) and one that is skipped (silver)
+// under every trigger rule, and a join whose edges name no rule (all_success).
+func TestTriggerRules(t *testing.T) {
+	type tc struct {
+		rule   string
+		legacy bool // a run started before the trigger-rules change (replaying without its marker)
+	}
+	for c, wantJoin := range map[tc]bool{
+		{"", false}: false, {"all_success", false}: false, {"any_success", false}: true,
+		{"all_complete", false}: true, {"none_failed", false}: true, {"any_failed", false}: false,
+		{"", true}: true, {"all_success", true}: false, {"all_complete", true}: true, {"any_failed", true}: true,
+	} {
+		rule := c.rule
+		t.Run(fmt.Sprintf("rule=%s,legacy=%v", rule, c.legacy), func(t *testing.T) {
+			def := &Definition{ID: "join", Name: "j", Version: "1",
+				Nodes: []Node{
+					{ID: "src", TypeID: "core.identity", Inputs: map[string]json.RawMessage{"payload": json.RawMessage(`{"type":"static","value":{"kind":"gold"}}`)}},
+					{ID: "gold", TypeID: "core.noop"}, {ID: "silver", TypeID: "core.noop"}, {ID: "join", TypeID: "core.noop"},
+				},
+				Edges: []Edge{
+					{ID: "e1", SourceNodeID: "src", TargetNodeID: "gold", Condition: json.RawMessage(`{"type":"equals","left":"payload.kind","right":"gold"}`)},
+					{ID: "e2", SourceNodeID: "src", TargetNodeID: "silver", Condition: json.RawMessage(`{"type":"equals","left":"payload.kind","right":"silver"}`)},
+					{ID: "e3", SourceNodeID: "gold", TargetNodeID: "join", TriggerRule: rule},
+					{ID: "e4", SourceNodeID: "silver", TargetNodeID: "join", TriggerRule: rule},
+				}}
+			def.Normalize()
+			tr := newTestRun(t, RunInput{RunID: "run-join", Definition: def})
+			if c.legacy {
+				tr.env.OnGetVersion(triggerRulesVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			s := tr.execute()
+			require.Equal(t, StatusCompleted, s.Status)
+			ran := false
+			for _, e := range tr.events() {
+				if e.Type == EvNodeCompleted && e.NodeID == "join" {
+					ran = true
+				}
+			}
+			require.Equal(t, wantJoin, ran, "join under %q", rule)
+		})
+	}
 }
