@@ -132,6 +132,9 @@ func (pr *Prompt) Overrides() (map[string]ModelOverride, error) {
 // RenderOverrides returns the prompt's model_overrides with their templates rendered
 // with the same variables as Render; nil when the prompt has none.
 func RenderOverrides(p *Pack, promptKey string, vars map[string]any, rt RuntimeVars) (map[string]ModelOverride, error) {
+	if p != nil && p.Prompts[promptKey] != nil && len(p.Prompts[promptKey].ModelOverrides) == 0 {
+		return nil, nil // most prompts: no renderer to build
+	}
 	r, err := newRenderer(p, promptKey, vars, rt)
 	if err != nil {
 		return nil, err
