@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/worker"
 )
 
 // The floor: the least a conversational turn can cost on Temporal. A workflow waits
@@ -73,7 +75,8 @@ func floorActivity(_ context.Context, n int) (int, error) { return n, nil }
 
 // startFloorWorker starts the floor's worker on its own task queue.
 func startFloorWorker(c client.Client) (sdkworker.Worker, error) {
-	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{})
+	// Tuned as the host's worker is, so the two differ only by what a turn does.
+	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: worker.DefaultWorkflowTaskPollers})
 	w.RegisterWorkflowWithOptions(floorWorkflow, workflow.RegisterOptions{Name: floorWorkflowName})
 	w.RegisterActivityWithOptions(floorActivity, activity.RegisterOptions{Name: floorActivityName})
 	if err := w.Start(); err != nil {
