@@ -257,6 +257,22 @@ func (fc *faultConv) sendFromGoroutine(text, messageID string) int {
 	return resp.StatusCode
 }
 
+// sendAtOnce posts one exchange per text, all at the same time (each from its own
+// goroutine, with messageID when non-empty), and returns their statuses in text order.
+func (fc *faultConv) sendAtOnce(texts []string, messageID string) []int {
+	statuses := make([]int, len(texts))
+	var wg sync.WaitGroup
+	for i, text := range texts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = fc.sendFromGoroutine(text, messageID)
+		}()
+	}
+	wg.Wait()
+	return statuses
+}
+
 func (fc *faultConv) agentTurns() int {
 	return countAgentTurns(faultLog(fc.t, fc.c, fc.runID))
 }
@@ -561,16 +577,7 @@ func TestFaultSameExchangeTwiceIsAppliedOnce(t *testing.T) {
 	assert.Contains(t, []int{http.StatusOK, http.StatusConflict}, status, "a repeated messageId is acknowledged or refused as already recorded: %v", body)
 	fc.waitAgentTurns(1, 30*time.Second)
 
-	var wg sync.WaitGroup
-	statuses := make([]int, 2)
-	for i := range statuses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = fc.sendFromGoroutine("twice at once", "msg-race")
-		}()
-	}
-	wg.Wait()
+	statuses := fc.sendAtOnce([]string{"twice at once", "twice at once"}, "msg-race")
 	assert.Contains(t, statuses, http.StatusOK, "one of the two is accepted: %v", statuses)
 	fc.waitAgentTurns(2, 30*time.Second)
 	evs := fc.close()
@@ -620,16 +627,7 @@ func TestFaultDifferentExchangesRace(t *testing.T) {
 	c := startFaultStack(t, "")
 	fc := openFaultConv(t, c, "fault-echo")
 	texts := []string{"left", "right"}
-	statuses := make([]int, len(texts))
-	var wg sync.WaitGroup
-	for i, text := range texts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = fc.sendFromGoroutine(text, "")
-		}()
-	}
-	wg.Wait()
+	statuses := fc.sendAtOnce(texts, "")
 	var accepted []string
 	for i, s := range statuses {
 		require.Contains(t, []int{http.StatusOK, http.StatusConflict}, s, "exchange %q", texts[i])
@@ -649,21 +647,16 @@ func TestFaultHundredConcurrentExchanges(t *testing.T) {
 	c := startFaultStack(t, "")
 	fc := openFaultConv(t, c, "fault-echo")
 	const n = 100
-	statuses := make([]int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			statuses[i] = fc.sendFromGoroutine(fmt.Sprintf("message %03d", i), "")
-		}()
+	texts := make([]string, n)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("message %03d", i)
 	}
-	wg.Wait()
+	statuses := fc.sendAtOnce(texts, "")
 	var accepted []string
 	other := map[int]int{}
 	for i, s := range statuses {
 		if s == http.StatusOK {
-			accepted = append(accepted, fmt.Sprintf("message %03d", i))
+			accepted = append(accepted, texts[i])
 		} else {
 			other[s]++
 		}

@@ -61,6 +61,17 @@ func pkWait(t *testing.T, c *apiClient, id, what string, pred func(workflows.Sna
 	return last
 }
 
+// pkCompleted waits until the run has ended and requires that it completed (a failure
+// is reported with its error rather than waited out).
+func pkCompleted(t *testing.T, c *apiClient, id string) workflows.Snapshot {
+	t.Helper()
+	s := pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
+		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+	})
+	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	return s
+}
+
 // pkRounds waits until the pack has run n model rounds and waits again.
 func pkRounds(t *testing.T, c *apiClient, id string, n int, status string) workflows.Snapshot {
 	t.Helper()
@@ -158,10 +169,7 @@ func TestPackSupportConversationE2E(t *testing.T) {
 	require.Equal(t, "verifying", s.Pack.State)
 
 	pkSay(t, c, id, "It's ACC-12345. What's my balance?")
-	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
-	})
-	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	s = pkCompleted(t, c, id)
 	require.Equal(t, "resolution", s.Pack.State)
 	require.Equal(t, map[string]int{"verifying": 1, "triage": 1, "resolution": 1}, s.Pack.Visits)
 	require.Equal(t, 6, s.Pack.ModelRounds)
@@ -222,10 +230,7 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
-	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
-	})
-	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	s = pkCompleted(t, c, id)
 	require.Equal(t, "refunded", s.Pack.State)
 	turns := pkTurns(t, pkEvents(t, c, id))
 	last := pkText(t, turns[len(turns)-1])
@@ -243,10 +248,7 @@ func TestPackCodeFixLoopE2E(t *testing.T) {
 	require.Equal(t, "compile", s.Pack.State)
 
 	pkSay(t, c, id, "Yes, go ahead.")
-	s = pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
-	})
-	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	s = pkCompleted(t, c, id)
 	require.Equal(t, 2, s.Pack.Visits["fix"], "fix ran twice, below its max_visits")
 	require.Equal(t, 3, s.Pack.Visits["compile"])
 	require.Equal(t, 3, s.Pack.Visits["test"])
@@ -282,10 +284,7 @@ func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
 	}
 	require.NoError(t, c.Stack.StartWorker())
 
-	s := pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
-	})
-	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	s := pkCompleted(t, c, id)
 	turns := pkTurns(t, pkEvents(t, c, id))
 	require.Len(t, turns, 4, "no turn lost or duplicated")
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", pkText(t, turns[3]))
