@@ -115,6 +115,28 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// memSample is the process's memory at one moment of the idle workload.
+type memSample struct {
+	rss        int64
+	mem        runtime.MemStats
+	live       uint64
+	goroutines int
+}
+
+// takeMemSample reads the RSS after a collection (rssBytes), then the Go heap figures
+// of that collection.
+func takeMemSample() (memSample, error) {
+	var m memSample
+	var err error
+	if m.rss, err = rssBytes(); err != nil {
+		return m, err
+	}
+	runtime.ReadMemStats(&m.mem)
+	m.live = liveHeapBytes()
+	m.goroutines = runtime.NumGoroutine()
+	return m, nil
+}
+
 // liveHeapBytes is the heap the last garbage collection found reachable (rssBytes runs
 // one just before): the objects themselves, without the free space of their spans.
 func liveHeapBytes() uint64 {
