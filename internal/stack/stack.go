@@ -56,6 +56,9 @@ type Options struct {
 	// ServerLogLevel and up.
 	ServerLogger   *slog.Logger
 	ServerLogLevel slog.Level
+	// ServerDynamicConfig adds or overrides the embedded server's dynamic config by key
+	// (tests lower Temporal's limits with it); ignored with an external Temporal.
+	ServerDynamicConfig map[string]any
 }
 
 // Stack is a running host.
@@ -126,6 +129,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			SearchAttributes: workflows.SearchAttributes,
 			Logger:           opts.ServerLogger,
 			LogLevel:         opts.ServerLogLevel,
+			DynamicConfig:    opts.ServerDynamicConfig,
 		})
 		if err != nil {
 			_ = ln.Close()
