@@ -81,6 +81,10 @@ func TestFileDatabaseIsLockedAndGainsMissingSearchAttributes(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, DBFileName)); err != nil {
 		t.Fatalf("database file: %v", err)
 	}
+	// The file runs in WAL mode (FileAttributes): commits append to the log beside it.
+	if _, err := os.Stat(filepath.Join(dir, DBFileName+"-wal")); err != nil {
+		t.Fatalf("write-ahead log: %v", err)
+	}
 
 	// A second server on the same folder must refuse to start.
 	_, err = Start(ctx, Options{DataDir: dir})

@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/server/common/metrics"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
@@ -59,6 +60,9 @@ type Options struct {
 	// ServerDynamicConfig adds or overrides the embedded server's dynamic config by key
 	// (tests lower Temporal's limits with it); ignored with an external Temporal.
 	ServerDynamicConfig map[string]any
+	// ServerMetrics receives the embedded server's own metrics (wop bench breaks a turn
+	// down with them); ignored with an external Temporal.
+	ServerMetrics metrics.Handler
 }
 
 // Stack is a running host.
@@ -130,6 +134,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			Logger:           opts.ServerLogger,
 			LogLevel:         opts.ServerLogLevel,
 			DynamicConfig:    opts.ServerDynamicConfig,
+			MetricsHandler:   opts.ServerMetrics,
 		})
 		if err != nil {
 			_ = ln.Close()
