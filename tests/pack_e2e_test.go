@@ -188,7 +188,8 @@ func TestPackSupportConversationE2E(t *testing.T) {
 	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
 
 	// The Temporal UI sees the pack and its state as search attributes, and every
-	// activity carries a summary.
+	// activity carries a summary (the mock's rounds after the first are local
+	// activities: their markers carry it).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(ctx, id, "")
@@ -203,6 +204,10 @@ func TestPackSupportConversationE2E(t *testing.T) {
 		require.NoError(t, err)
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			require.NotNil(t, ev.GetUserMetadata().GetSummary(), "activity %s has no summary", a.GetActivityType().GetName())
+			summaries++
+		}
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+			require.NotNil(t, ev.GetUserMetadata().GetSummary(), "local activity marker %d has no summary", ev.GetEventId())
 			summaries++
 		}
 	}

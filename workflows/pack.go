@@ -58,6 +58,8 @@ type packAgent struct {
 	// lastProvider is the canonical provider id of the latest round, which picks the
 	// activity options of the next one.
 	lastProvider string
+	// notLocal is set once the worker refused a local round (see localRound).
+	notLocal bool
 }
 
 func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
@@ -376,8 +378,9 @@ func activityErrorCode(err error) string {
 	return ""
 }
 
-// Model implements engine.Runtime: one ModelRound activity (or, on a fork replay, the
-// source run's recorded result).
+// Model implements engine.Runtime: one ModelRound activity, a local one after a round
+// the scripted mock answered (localRound), or, on a fork replay, the source run's
+// recorded result.
 func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
 	var out activities.ModelRoundResult
 	recorded := false
@@ -390,11 +393,17 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		}
 	}
 	if !recorded {
-		opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
-		opts.Summary = activities.ModelRoundSummary(in)
-		actx := workflow.WithActivityOptions(rt.ctx, opts)
-		var acts *activities.Activities
-		if err := workflow.ExecuteActivity(actx, acts.ModelRound, in).Get(actx, &out); err != nil {
+		local, ok, err := rt.localRound(in)
+		if ok {
+			out = local
+		} else if err == nil {
+			opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
+			opts.Summary = activities.ModelRoundSummary(in)
+			actx := workflow.WithActivityOptions(rt.ctx, opts)
+			var acts *activities.Activities
+			err = workflow.ExecuteActivity(actx, acts.ModelRound, in).Get(actx, &out)
+		}
+		if err != nil {
 			if temporal.IsCanceledError(err) {
 				return nil, err
 			}

@@ -30,6 +30,11 @@ type scriptedModel struct {
 	tools   []activities.ToolCallInput
 	// failIfCalled makes every model round fail the test (fork replay).
 	failIfCalled bool
+	// local lists the rounds that ran as ModelRoundLocal, localRefused the attempts it
+	// refused because refuseLocal is set (a worker whose model is not the scripted mock).
+	local        []int
+	localRefused int
+	refuseLocal  bool
 	t            *testing.T
 }
 
@@ -58,6 +63,23 @@ func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) 
 		out.ToolCalls = append(out.ToolCalls, activities.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})
 	}
 	return out, nil
+}
+
+// modelLocal is the ModelRoundLocal the workflow runs after a round the mock answered:
+// the same script, and the transcript must arrive whole.
+func (s *scriptedModel) modelLocal(ctx context.Context, in activities.LocalModelRoundInput) (*activities.ModelRoundResult, error) {
+	if got, want := len(in.Messages), in.Round.Transcript.To-in.Round.Transcript.From; got != want {
+		s.t.Errorf("local model round %d: %d transcript messages, want %d", in.Round.Round, got, want)
+	}
+	s.mu.Lock()
+	if s.refuseLocal {
+		s.localRefused++
+		s.mu.Unlock()
+		return nil, temporal.NewNonRetryableApplicationError("not the scripted mock", activities.ErrTypeNotLocal, nil)
+	}
+	s.local = append(s.local, in.Round.Round)
+	s.mu.Unlock()
+	return s.model(ctx, in.Round)
 }
 
 func (s *scriptedModel) tool(_ context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
@@ -100,6 +122,7 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 	tr := newTestRun(t, *in)
 	sm := &scriptedModel{scripts: map[string]*packs.MockScript{p.ID: script}, t: t}
 	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: "ModelRound"})
+	tr.env.RegisterActivityWithOptions(sm.modelLocal, activity.RegisterOptions{Name: "ModelRoundLocal"})
 	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: "ToolCall"})
 	return tr, sm
 }
@@ -429,6 +452,35 @@ func TestPackContinueAsNew(t *testing.T) {
 	turns := turnsOf(t, tr2.events())
 	require.Len(t, turns, 4)
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turns[3])["text"])
+}
+
+// TestPackMockRoundsRunLocally: once the scripted mock has answered a round, the node's
+// next rounds run as the ModelRoundLocal local activity, with the whole transcript in
+// their input; the run's outcome is the one the activity rounds give.
+func TestPackMockRoundsRunLocally(t *testing.T) {
+	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	tr.at(time.Minute, func() { tr.say("It's ACC-12345. What's my balance?") })
+	final := tr.finish()
+	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, 6, final.Pack.ModelRounds)
+	require.Equal(t, []int{1, 2, 3, 4, 5}, sm.local, "round 0 learns the provider; the rest run locally")
+	require.Len(t, sm.rounds, 6)
+	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turnsOf(t, tr.events())[3])["text"])
+}
+
+// TestPackLocalRoundRefusedFallsBack: a worker whose model is not the scripted mock
+// refuses the local round; the round runs as the ModelRound activity, and the node does
+// not ask for a local round again.
+func TestPackLocalRoundRefusedFallsBack(t *testing.T) {
+	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
+	sm.refuseLocal = true
+	tr.at(time.Minute, func() { tr.say("It's ACC-12345. What's my balance?") })
+	final := tr.finish()
+	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, 6, final.Pack.ModelRounds)
+	require.Empty(t, sm.local)
+	require.Equal(t, 1, sm.localRefused)
+	require.Len(t, sm.rounds, 6, "every round ran once, as an activity")
 }
 
 const chatPackYAML = `id: chat

@@ -14,7 +14,8 @@ import (
 // current workflow code: a change that breaks determinism for runs already in flight
 // fails here. testdata/earlier keeps histories recorded by earlier workflow code whose
 // current recordings differ (failed and cancelled runs closing as Completed, model
-// rounds without a transcript tail), so both paths stay replayable.
+// rounds without a transcript tail, the scripted mock's rounds as activities rather than
+// local activities: *-activity-rounds), so both paths stay replayable.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.history.json"))
 	require.NoError(t, err)

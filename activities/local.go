@@ -1,0 +1,66 @@
+package activities
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// ErrTypeNotLocal is the failure of ModelRoundLocal when the round's provider is not the
+// scripted mock: the workflow then runs the round as the ModelRound activity.
+const ErrTypeNotLocal = "ModelRoundNotLocal"
+
+// LocalModelRoundInput is the input of ModelRoundLocal: the round and the messages of its
+// transcript, [Round.Transcript.From, Round.Transcript.To). A local activity's input is
+// never written to the workflow's history (only its result is), so the transcript
+// travels whole instead of being read back from the workflow, which could not answer a
+// query while the workflow task that runs the local activity is in flight.
+type LocalModelRoundInput struct {
+	Round    ModelRoundInput `json:"round"`
+	Messages []Message       `json:"messages"`
+}
+
+// ModelRoundLocal runs a model round answered by the scripted mock as a local activity:
+// inside the workflow task that asks for it, on the worker that runs the workflow,
+// without the activity task's round trips through Temporal (scheduled, started,
+// completed, and a workflow task to read the result). Any other provider gets the
+// non-retryable ErrTypeNotLocal: a real model call is always an activity of its own,
+// with its own timeouts, retries and heartbeats.
+func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInput) (*ModelRoundResult, error) {
+	p, key, err := a.provider(in.Round.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := p.(*MockProvider); !ok {
+		return nil, nonRetryable(ErrTypeNotLocal, "provider %q (key %q) is not the scripted mock: model round %d of run %s runs as an activity",
+			p.Name(), key, in.Round.Round, in.Round.RunID)
+	}
+	ref := in.Round.Transcript
+	if want := ref.To - ref.From; len(in.Messages) != want {
+		return nil, nonRetryable(ErrTypeBadRequest, "model round %d of run %s: %d transcript messages for [%d, %d)",
+			in.Round.Round, in.Round.RunID, len(in.Messages), ref.From, ref.To)
+	}
+	local := *a
+	local.transcripts = inlineTranscript(in.Messages)
+	return local.ModelRound(ctx, in.Round)
+}
+
+// inlineTranscript is the transcript a LocalModelRoundInput carries.
+type inlineTranscript []Message
+
+// Transcript implements TranscriptSource.
+func (t inlineTranscript) Transcript(context.Context, TranscriptRef) ([]Message, error) {
+	return []Message(t), nil
+}
+
+// LocalModelRoundOptions are the local activity options of ModelRoundLocal: the scripted
+// mock's (ModelRoundOptions(ProviderMock)) without a heartbeat, which local activities
+// do not have.
+func LocalModelRoundOptions(summary string) workflow.LocalActivityOptions {
+	o := ModelRoundOptions(ProviderMock)
+	return workflow.LocalActivityOptions{
+		StartToCloseTimeout: o.StartToCloseTimeout,
+		RetryPolicy:         o.RetryPolicy,
+		Summary:             summary,
+	}
+}

@@ -1,0 +1,57 @@
+package activities
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// TestModelRoundLocalUsesTheInlineTranscript: the scripted mock answers a local round
+// from the messages in its input, without reading the transcript source (the workflow
+// could not answer that query while its task runs the local activity).
+func TestModelRoundLocalUsesTheInlineTranscript(t *testing.T) {
+	src := &fakeTranscripts{}
+	scripts := map[string]*packs.MockScript{"bank": {Rounds: []packs.MockRound{
+		{}, {ExpectState: "verifying", ExpectUser: "close", Text: "Closing."},
+	}}}
+	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
+	in := LocalModelRoundInput{
+		Round: ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
+			Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}},
+		Messages: []Message{{Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "close my account"}},
+	}
+	val, err := env.ExecuteActivity(a.ModelRoundLocal, in)
+	require.NoError(t, err)
+	var res ModelRoundResult
+	require.NoError(t, val.Get(&res))
+	assert.Equal(t, "Closing.", res.Text)
+	assert.Equal(t, ProviderMock, res.Provider)
+	assert.Empty(t, src.refs, "a local round never reads the transcript source")
+
+	// Messages that do not cover [From, To) are a bad request, not a guess.
+	in.Messages = in.Messages[:1]
+	_, err = env.ExecuteActivity(a.ModelRoundLocal, in)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%T %v", err, err)
+	assert.Equal(t, ErrTypeBadRequest, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+}
+
+// TestModelRoundLocalRefusesRealProviders: only the scripted mock runs locally; any
+// other provider (even one that calls itself "mock") is refused, non-retryably, and
+// never called.
+func TestModelRoundLocalRefusesRealProviders(t *testing.T) {
+	p := &recordingProvider{name: ProviderMock}
+	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, Providers: map[string]Provider{DefaultProviderKey: p}})
+	_, err := env.ExecuteActivity(a.ModelRoundLocal, LocalModelRoundInput{Round: ModelRoundInput{RunID: "r", PackID: "p", Round: 2}})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%T %v", err, err)
+	assert.Equal(t, ErrTypeNotLocal, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+	assert.Empty(t, p.reqs, "the provider was not called")
+}
