@@ -60,6 +60,8 @@ type packAgent struct {
 	lastProvider string
 	// notLocal is set once the worker refused a local round (see localRound).
 	notLocal bool
+	// publishedState is the state the node's search attributes last showed.
+	publishedState string
 }
 
 func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
@@ -275,7 +277,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 // publish keeps the search attributes and the current details current.
 func (a *packAgent) publish(c *conversation) {
 	st := a.m.State()
-	c.SetPackAttributes(a.pack.ID, st.CurrentState)
+	a.setPackAttributes(c, st.CurrentState)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pack %s v%s in state **%s** (%s). Visits %d", a.pack.ID, a.pack.Version, st.CurrentState, st.Status, st.TotalVisits)
 	if bud := a.budget(); bud != nil && bud.MaxTotalVisits > 0 {

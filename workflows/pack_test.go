@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -512,6 +513,26 @@ func TestPackWallTimeTimer(t *testing.T) {
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "wall-time budget is exhausted (max_wall_time_sec 300)")
 	require.Contains(t, string(closed[0].Payload), `"outcome":null`)
+}
+
+// TestPackStateAttributeSetOnChange: WopPackState is upserted when the pack's state
+// changes, not at every turn (each upsert is a history event and a visibility write).
+func TestPackStateAttributeSetOnChange(t *testing.T) {
+	tr, sm := packRun(t, "chat", chatPackYAML, "rounds:\n  - text: Hello!\n", `{"message":"hi"}`)
+	var states []string
+	tr.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
+		if sa, ok := args.Get(0).(temporal.SearchAttributes); ok {
+			if v, ok := sa.GetKeyword(SAPackState); ok {
+				states = append(states, v)
+			}
+		}
+	})
+	for i := 1; i <= 3; i++ {
+		tr.at(time.Duration(i)*time.Minute, func() { tr.say(fmt.Sprintf("message %d", i)) })
+	}
+	tr.finish()
+	require.Len(t, sm.rounds, 4, "the opening message and three more")
+	require.Equal(t, []string{"chat"}, states, "one upsert for the one state of four turns")
 }
 
 // TestPackForkReplayGoesLive forks a conversation that was still open: the recorded

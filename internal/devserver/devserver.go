@@ -98,6 +98,7 @@ type Server struct {
 	frontend string
 	uiURL    string
 	dbPath   string
+	dyn      *dynamicConfig
 }
 
 // Start starts the server and returns when the namespace answers DescribeNamespace and
@@ -313,7 +314,6 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 	conf.PublicClient.HostPort = hostPort(p.frontend)
 
 	dyn := dynamicconfig.StaticClient{
-		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key():      true,
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 HistoryCacheSize,
 		dynamicconfig.XDCCacheMaxSizeBytes.Key():                         xdcCacheBytes,
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
@@ -321,6 +321,7 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 	for k, v := range s.opts.DynamicConfig {
 		dyn[dynamicconfig.MakeKey(k)] = v
 	}
+	s.dyn = &dynamicConfig{values: dyn}
 
 	logger := serverLogger{out: s.opts.Logger, level: s.level}
 	opts := []temporal.ServerOption{
@@ -337,7 +338,7 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
 			return authorization.NewNoopClaimMapper()
 		}),
-		temporal.WithDynamicConfigClient(dyn),
+		temporal.WithDynamicConfigClient(s.dyn),
 	}
 	if s.opts.MetricsHandler != nil {
 		opts = append(opts, temporal.WithCustomMetricsHandler(s.opts.MetricsHandler))
@@ -444,6 +445,7 @@ func (s *Server) addMissingSearchAttributes(ctx context.Context, ops operatorser
 	if len(missing) == 0 {
 		return nil
 	}
+	s.dyn.forceSearchAttributeReads()
 	if _, err := ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace:        s.opts.Namespace,
 		SearchAttributes: missing,
