@@ -7,13 +7,17 @@
 // is one scripted mock model round, and runs these workloads:
 //
 //   - floor: a minimal workflow on its own task queue (same server, same client) that
-//     receives a signal, runs one no-op activity and makes the result visible to a
-//     query; timed from the signal to the visible result. Its reader waits the way the
-//     API's event reader waits: a query, then the history long poll, then a query on
-//     every wake.
+//     receives a signal, runs one no-op local activity (the host runs the scripted
+//     mock's rounds as local activities) and makes the result visible to a query;
+//     timed from the signal to the visible result. Its reader waits the way the API's
+//     event reader waits: a query, then the history long poll, then a query on every
+//     wake. The activity floor is the same with an activity task, what a turn on a
+//     real model costs Temporal.
 //   - exchange: one turn through the API: POST of an exchange to
 //     /v1/runs/{id}/interrupts/agent until the agent's reply event is read from the
 //     long poll GET /v1/runs/{id}/events/poll.
+//   - breakdown: turns of the floor and of the host, each alone, step by step: the
+//     event times of the workflow's history and the embedded server's own timers.
 //   - throughput of both with Concurrency conversations for a fixed time.
 //   - history: the bytes of Temporal history (HistorySizeBytes of
 //     DescribeWorkflowExecution, read when the workflow has nothing pending) that turn 5
@@ -44,6 +48,7 @@ import (
 
 	"github.com/wop-dev/wop/internal/devserver"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/metrics"
 	"google.golang.org/grpc"
 
 	"github.com/wop-dev/wop/api"
@@ -79,6 +84,8 @@ type Options struct {
 	HistoryEarlyTurn int
 	// IdleRuns is the number of conversations opened for the idle-memory workload.
 	IdleRuns int
+	// BreakdownTurns is the number of turns of each kind the breakdown workload times.
+	BreakdownTurns int
 	// DataDir holds the embedded server's SQLite file. Empty uses a temporary folder
 	// (removed afterwards), as `wop dev` uses a file; Memory keeps it in memory instead.
 	DataDir string
@@ -106,15 +113,14 @@ type Options struct {
 // FullOptions are the counts of a full run.
 func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
-		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000}
+		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, BreakdownTurns: 30}
 }
 
-// QuickOptions are the counts of a --quick run (within 60 s on 2 cores). A quick run
-// keeps the embedded server's database in memory unless DataDir is set: SQLite on a
-// file spends most of a turn in fsync, and a minute is not enough for it.
+// QuickOptions are the counts of a --quick run (about a minute on 2 cores), on a
+// SQLite file like the full run.
 func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
-		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, Memory: true}
+		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, BreakdownTurns: 20}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -138,19 +144,28 @@ func (o Options) withDefaults() Options {
 	if o.Duration <= 0 {
 		o.Duration = d.Duration
 	}
-	if o.Quick && o.DataDir == "" {
-		o.Memory = true
-	}
+	set(&o.BreakdownTurns, d.BreakdownTurns)
 	if o.HistoryEarlyTurn > o.HistoryTurns {
 		o.HistoryEarlyTurn = o.HistoryTurns
 	}
 	return o
 }
 
+// The targets the table marks as met or missed (no test asserts them). The latency
+// targets are for the embedded server on a SQLite file, 2 cores; the ratio is to the
+// floor measured in the same run with the same settings.
+const (
+	TargetHostP50Ms = 40.0 // host turn p50
+	TargetRatio     = 1.1  // host turn p50 / floor turn p50
+	TargetTurnsPerS = 60.0 // host turns per second with Concurrency (50) conversations
+)
+
 // Result is the JSON object printed as the last line.
 type Result struct {
 	FloorP50Ms          float64 `json:"floor_p50_ms"`
 	FloorP99Ms          float64 `json:"floor_p99_ms"`
+	FloorActivityP50Ms  float64 `json:"floor_activity_p50_ms"`
+	FloorActivityP99Ms  float64 `json:"floor_activity_p99_ms"`
 	ExchangeP50Ms       float64 `json:"exchange_p50_ms"`
 	ExchangeP99Ms       float64 `json:"exchange_p99_ms"`
 	RatioP50            float64 `json:"ratio_p50"`
@@ -180,6 +195,10 @@ type bench struct {
 	floorRPCs, hostRPCs   map[string]int64
 	floorTurns, hostTurns int
 	idleNote              string
+	// metrics records the embedded server's metrics (nil with an external server);
+	// breakdowns are what the breakdown workload found.
+	metrics    *serverMetrics
+	breakdowns []*kindBreakdown
 }
 
 // Run starts the stack, runs every workload, prints the table and the JSON line to
@@ -228,6 +247,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	}{
 		{"idle", b.idle},
 		{"latency", b.latency},
+		{"breakdown", b.breakdown},
 		{"throughput", b.throughput},
 		{"history", b.history},
 	}
@@ -251,6 +271,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		}
 	}
 	b.table(&res)
+	printBreakdown(stdout, b.breakdowns)
 	printRPCs(stdout, b.floorRPCs, b.hostRPCs, b.floorTurns, b.hostTurns)
 	line, err := json.Marshal(res)
 	if err != nil {
@@ -277,7 +298,9 @@ func loadAverage() string {
 func progress(step string, r *Result) string {
 	switch step {
 	case "latency":
-		return fmt.Sprintf("floor p50 %.1f ms, host p50 %.1f ms", r.FloorP50Ms, r.ExchangeP50Ms)
+		return fmt.Sprintf("floor p50 %.1f ms, host p50 %.1f ms, activity floor p50 %.1f ms", r.FloorP50Ms, r.ExchangeP50Ms, r.FloorActivityP50Ms)
+	case "breakdown":
+		return "printed below the table"
 	case "throughput":
 		return fmt.Sprintf("floor %.1f turns/s, host %.1f turns/s", r.FloorTurnsPerS, r.TurnsPerS)
 	case "history":
@@ -362,7 +385,13 @@ func (b *bench) start(ctx context.Context) error {
 	defer cancel()
 	var copts client.Options
 	copts.ConnectionOptions.DialOptions = []grpc.DialOption{b.rpcs.dialOption()}
+	var serverMetrics metrics.Handler
+	if b.opts.TemporalAddress == "" {
+		b.metrics = newServerMetrics()
+		serverMetrics = b.metrics.handler()
+	}
 	st, err := stack.Start(sctx, stack.Options{
+		ServerMetrics:   serverMetrics,
 		TemporalClient:  copts,
 		DataDir:         dataDir,
 		TemporalAddress: b.opts.TemporalAddress,

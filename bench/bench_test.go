@@ -51,8 +51,9 @@ func TestOptionsDefaults(t *testing.T) {
 	assert.Equal(t, 50, full.Concurrency)
 	quick := Options{Quick: true, IdleRuns: 7}.withDefaults()
 	assert.Equal(t, 40, quick.Samples)
-	assert.True(t, quick.Memory, "a quick run keeps the database in memory")
-	assert.False(t, Options{Quick: true, DataDir: "x"}.withDefaults().Memory, "unless a data folder is given")
+	assert.False(t, quick.Memory, "a quick run uses a SQLite file, as the full run does")
+	assert.Equal(t, 20, quick.BreakdownTurns)
+	assert.Equal(t, 30, full.BreakdownTurns)
 	assert.Equal(t, 40, quick.HistoryTurns)
 	assert.Equal(t, 7, quick.IdleRuns, "a set count is kept")
 	assert.Equal(t, 3, Options{HistoryTurns: 3}.withDefaults().HistoryEarlyTurn, "the early turn is within the conversation")
@@ -79,14 +80,14 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	var out bytes.Buffer
 	err := Run(ctx, Options{
 		Samples: 3, Warmup: 1, TurnsPerConversation: 2, Concurrency: 3, Duration: time.Second,
-		HistoryTurns: 6, HistoryEarlyTurn: 5, IdleRuns: 5, Memory: true,
+		HistoryTurns: 6, HistoryEarlyTurn: 5, IdleRuns: 5, Memory: true, BreakdownTurns: 2,
 	}, &out)
 	require.NoError(t, err, "output:\n%s", out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := lines[len(lines)-1]
 	var got map[string]float64
 	require.NoError(t, json.Unmarshal([]byte(last), &got), "last line: %s", last)
-	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
+	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "floor_activity_p50_ms", "floor_activity_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
 		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs"} {
 		v, ok := got[k]
 		if assert.True(t, ok, "key %s in %s", k, last) {
@@ -98,8 +99,11 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
 	assert.Equal(t, 5.0, got["idle_runs"])
-	assert.Len(t, got, 11, "exactly the documented keys: %s", last)
+	assert.Len(t, got, 13, "exactly the documented keys: %s", last)
 	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])
 	assert.GreaterOrEqual(t, got["exchange_p99_ms"], got["exchange_p50_ms"])
 	assert.Contains(t, out.String(), "ratio p50", "the table precedes the JSON line")
+	// The breakdown names the steps of a turn from the history and the server's timers.
+	assert.Contains(t, out.String(), "→ WorkflowTaskCompleted")
+	assert.Contains(t, out.String(), "persistence_latency history UpdateWorkflowExecution")
 }

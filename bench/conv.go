@@ -101,6 +101,8 @@ type conv struct {
 	runID   string
 	lastSeq int64
 	turns   int
+	// onPosted, when set, is called when an exchange's POST is answered.
+	onPosted func()
 }
 
 // benchNode is the node id of a pack served as a workflow of its own.
@@ -185,6 +187,9 @@ func (c *conv) exchange(ctx context.Context) (time.Duration, error) {
 	start := time.Now()
 	if err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil); err != nil {
 		return 0, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
+	}
+	if c.onPosted != nil {
+		c.onPosted()
 	}
 	if _, err := c.waitFor(ctx, func(e event) bool {
 		return e.Type == "conversation.exchanged" && e.Payload.Turn.Role == "agent"

@@ -20,6 +20,9 @@ import (
 // The floor: the least a conversational turn can cost on Temporal. A workflow waits
 // for a signal, runs one no-op activity and makes the result visible to a query. It
 // runs on a worker of its own task queue on the same server and client as the host.
+// The reference floor runs its activity as a local activity, as the host runs the
+// scripted mock's rounds; the activity floor runs it as an activity task, as the host
+// runs a real model's.
 const (
 	floorTaskQueue    = "wop-bench-floor"
 	floorWorkflowName = "WopBenchFloor"
@@ -29,14 +32,16 @@ const (
 	floorStopSignal   = "stop"
 )
 
-// floorWorkflow answers every "turn" signal (its turn number) with one activity and
-// publishes the last finished turn through the "done" query. It ends on "stop".
-func floorWorkflow(ctx workflow.Context) (int, error) {
+// floorWorkflow answers every "turn" signal (its turn number) with one activity, a
+// local one when local is set, and publishes the last finished turn through the "done"
+// query. It ends on "stop".
+func floorWorkflow(ctx workflow.Context, local bool) (int, error) {
 	done := 0
 	if err := workflow.SetQueryHandler(ctx, floorQuery, func() (int, error) { return done, nil }); err != nil {
 		return 0, err
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second})
+	ctx = workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second})
 	turns := workflow.GetSignalChannel(ctx, floorSignal)
 	stop := workflow.GetSignalChannel(ctx, floorStopSignal)
 	stopped := false
@@ -45,8 +50,12 @@ func floorWorkflow(ctx workflow.Context) (int, error) {
 		sel.AddReceive(turns, func(c workflow.ReceiveChannel, _ bool) {
 			var n int
 			c.Receive(ctx, &n)
+			f := workflow.ExecuteActivity
+			if local {
+				f = workflow.ExecuteLocalActivity
+			}
 			var out int
-			if err := workflow.ExecuteActivity(ctx, floorActivityName, n).Get(ctx, &out); err == nil {
+			if err := f(ctx, floorActivityName, n).Get(ctx, &out); err == nil {
 				done = out
 			}
 		})
@@ -92,10 +101,10 @@ type floorConv struct {
 	turn int
 }
 
-func startFloor(ctx context.Context, c client.Client, id string) (*floorConv, error) {
+func startFloor(ctx context.Context, c client.Client, id string, local bool) (*floorConv, error) {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour,
-	}, floorWorkflowName)
+	}, floorWorkflowName, local)
 	if err != nil {
 		return nil, fmt.Errorf("start floor workflow %s: %w", id, err)
 	}

@@ -16,20 +16,25 @@ import (
 // run, not a sample.
 const turnTimeout = time.Minute
 
-// latency measures single turns, one at a time, alternating floor and exchange so both
-// see the same machine load.
+// latency measures single turns, one at a time, alternating the floor, the host and
+// the activity floor so all three see the same machine load.
 func (b *bench) latency(ctx context.Context, res *Result) error {
-	var fl, ex []time.Duration
-	var f *floorConv
+	var fl, ex, fa []time.Duration
+	var f, fact *floorConv
 	var c *conv
 	total := b.opts.Warmup + b.opts.Samples
 	for i := 0; i < total; i++ {
 		if i%b.opts.TurnsPerConversation == 0 {
-			if f != nil {
-				f.stop(ctx)
+			for _, old := range []*floorConv{f, fact} {
+				if old != nil {
+					old.stop(ctx)
+				}
 			}
 			var err error
-			if f, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i)); err != nil {
+			if f, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i), true); err != nil {
+				return err
+			}
+			if fact, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-act-%d", b.runID, i), false); err != nil {
 				return err
 			}
 			if c, err = b.openConv(ctx); err != nil {
@@ -37,24 +42,30 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 			}
 		}
 		tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+		var df, de, da time.Duration
 		df, err := f.exchange(tctx)
 		if err == nil {
-			var de time.Duration
 			de, err = c.exchange(tctx)
-			if i >= b.opts.Warmup {
-				fl, ex = append(fl, df), append(ex, de)
-			}
+		}
+		if err == nil {
+			da, err = fact.exchange(tctx)
 		}
 		cancel()
 		if err != nil {
 			return err
 		}
+		if i >= b.opts.Warmup {
+			fl, ex, fa = append(fl, df), append(ex, de), append(fa, da)
+		}
 	}
-	if f != nil {
-		f.stop(ctx)
+	for _, old := range []*floorConv{f, fact} {
+		if old != nil {
+			old.stop(ctx)
+		}
 	}
 	res.FloorP50Ms, res.FloorP99Ms = percentile(fl, 50), percentile(fl, 99)
 	res.ExchangeP50Ms, res.ExchangeP99Ms = percentile(ex, 50), percentile(ex, 99)
+	res.FloorActivityP50Ms, res.FloorActivityP99Ms = percentile(fa, 50), percentile(fa, 99)
 	return nil
 }
 
@@ -62,16 +73,19 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 type turner func(context.Context) (time.Duration, error)
 
 // throughput runs Concurrency conversations of each kind, every one turn after turn,
-// for Duration, and counts the turns that finished within it.
+// for Duration, and counts the turns that finished within it. Each conversation has
+// had one turn before the timed window: the figure is of conversations under way, as
+// the latency workload's are after their warm-up (a conversation's first model round
+// is an activity; the scripted mock's later rounds are local activities).
 func (b *bench) throughput(ctx context.Context, res *Result) error {
 	floors := make([]turner, b.opts.Concurrency)
 	err := parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
-		f, err := b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i))
+		f, err := b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i), true)
 		if err != nil {
 			return err
 		}
 		floors[i] = f.exchange
-		return nil
+		return warmTurn(ctx, f.exchange)
 	})
 	if err != nil {
 		return err
@@ -91,7 +105,7 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 			return err
 		}
 		hosts[i] = c.exchange
-		return nil
+		return warmTurn(ctx, c.exchange)
 	})
 	if err != nil {
 		return err
@@ -104,6 +118,14 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 	b.hostRPCs, b.hostTurns = rpcDelta(before, b.rpcs.snapshot()), all
 	res.TurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
 	return nil
+}
+
+// warmTurn runs one untimed turn.
+func warmTurn(ctx context.Context, t turner) error {
+	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+	defer cancel()
+	_, err := t(tctx)
+	return err
 }
 
 // timedTurns runs every turner in a loop of its own for Duration and returns how many
@@ -301,8 +323,8 @@ func (b *bench) openConv(ctx context.Context) (*conv, error) {
 }
 
 // startFloor starts a floor workflow and remembers it for clean-up.
-func (b *bench) startFloor(ctx context.Context, id string) (*floorConv, error) {
-	f, err := startFloor(ctx, b.tc, id)
+func (b *bench) startFloor(ctx context.Context, id string, local bool) (*floorConv, error) {
+	f, err := startFloor(ctx, b.tc, id, local)
 	if err != nil {
 		return nil, err
 	}
@@ -333,12 +355,14 @@ func (b *bench) table(r *Result) {
 	o := b.opts
 	tw := tabwriter.NewWriter(b.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tfigure\ttarget\t")
-	fmt.Fprintf(tw, "floor turn (signal → activity → query)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorP50Ms, r.FloorP99Ms)
-	fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms)
-	fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ 1.5 %s\t\n", r.RatioP50, mark(r.RatioP50 <= 1.5))
+	fmt.Fprintf(tw, "floor turn (signal → local activity → query)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorP50Ms, r.FloorP99Ms)
+	fmt.Fprintf(tw, "floor turn with an activity task\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorActivityP50Ms, r.FloorActivityP99Ms)
+	fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\tp50 ≤ %.0f ms %s\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms,
+		TargetHostP50Ms, mark(r.ExchangeP50Ms > 0 && r.ExchangeP50Ms <= TargetHostP50Ms))
+	fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
 	fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\t%.1f turns/s\t\t\n", o.Concurrency, o.Duration, r.FloorTurnsPerS)
-	fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ 0.7 × floor %s\t\n",
-		o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), mark(r.TurnsPerS >= 0.7*r.FloorTurnsPerS))
+	fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ %.0f turns/s %s\t\n",
+		o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), TargetTurnsPerS, mark(r.TurnsPerS >= TargetTurnsPerS))
 	fmt.Fprintf(tw, "history added by turn %d\t%d bytes\t\t\n", o.HistoryEarlyTurn, r.HistoryBytesTurn5)
 	fmt.Fprintf(tw, "history added by turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.HistoryTurns, r.HistoryBytesTurn200,
 		safeDiv(float64(r.HistoryBytesTurn200), float64(r.HistoryBytesTurn5)), o.HistoryEarlyTurn, mark(float64(r.HistoryBytesTurn200) <= 1.2*float64(r.HistoryBytesTurn5)))
