@@ -198,7 +198,8 @@ func eventName(t enumspb.EventType) string {
 // serverTimers are the server metrics the breakdown prints, by key prefix, in order.
 var serverTimers = []string{
 	"service_latency frontend ",
-	"persistence_latency history ",
+	"persistence_latency ",
+	"visibility_persistence_latency ",
 	"task_latency_load history ",
 	"task_latency_queue history ",
 	"syncmatch_latency matching ",

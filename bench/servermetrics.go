@@ -23,13 +23,14 @@ type serverMetrics struct {
 
 // keptTimers are the timer names serverMetrics records.
 var keptTimers = map[string]bool{
-	"service_latency":               true,
-	"persistence_latency":           true,
-	"task_latency_load":             true,
-	"task_latency_queue":            true,
-	"syncmatch_latency":             true,
-	"workflow_task_query_latency":   true,
-	"direct_query_dispatch_latency": true,
+	"service_latency":                true,
+	"persistence_latency":            true,
+	"visibility_persistence_latency": true,
+	"task_latency_load":              true,
+	"task_latency_queue":             true,
+	"syncmatch_latency":              true,
+	"workflow_task_query_latency":    true,
+	"direct_query_dispatch_latency":  true,
 }
 
 func newServerMetrics() *serverMetrics { return &serverMetrics{timers: map[string][]time.Duration{}} }
