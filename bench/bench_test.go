@@ -88,13 +88,24 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	var got map[string]float64
 	require.NoError(t, json.Unmarshal([]byte(last), &got), "last line: %s", last)
 	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "floor_activity_p50_ms", "floor_activity_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
-		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs"} {
+		"history_bytes_turn5", "history_bytes_turn200", "idle_runs"} {
 		v, ok := got[k]
 		if assert.True(t, ok, "key %s in %s", k, last) {
 			assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s is finite", k)
 			assert.Greater(t, v, 0.0, "%s > 0", k)
 		}
 	}
+	// The throughput figures count the turns that finish within one second, which a
+	// busy machine may not give; that turns ran at all shows in the calls per turn,
+	// printed only when both workloads finished turns.
+	for _, k := range []string{"turns_per_s", "floor_turns_per_s"} {
+		v, ok := got[k]
+		if assert.True(t, ok, "key %s in %s", k, last) {
+			assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s is finite", k)
+			assert.GreaterOrEqual(t, v, 0.0, "%s >= 0", k)
+		}
+	}
+	assert.Contains(t, out.String(), "Temporal calls per turn during the throughput workloads")
 	v, ok := got["idle_rss_mb"]
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
