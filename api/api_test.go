@@ -415,6 +415,23 @@ func TestResolveAsksAgainWhenTemporalDidNotAnswerInTime(t *testing.T) {
 	}
 }
 
+// TestResolveAsksAgainWhenTheQueryWasCancelled: a validation query handed to the poll
+// of a worker that is stopping comes back Canceled from the server; the resolve asks
+// again (the next worker answers) instead of answering 500.
+func TestResolveAsksAgainWhenTheQueryWasCancelled(t *testing.T) {
+	env := newTestEnv(t)
+	r := env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: "r_1", WorkflowID: "conformance-approval", Status: "waiting-approval", CurrentNodeID: "gate",
+			Interrupt: &workflows.PendingInterrupt{NodeID: "gate", InterruptID: "int_1", Kind: "approval", RequestedAt: "2026-01-01T00:00:00Z"}},
+		check:        workflows.ResolveCheck{OK: true, RunStatus: "running"},
+		checkCancels: 1,
+	})
+	rec := env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	if rec.Code != 200 || r.checkCancels != 0 || len(r.signals) != 1 {
+		t.Fatalf("resolve after a cancelled validation query: %d %s (cancels left %d, signals %d)", rec.Code, rec.Body, r.checkCancels, len(r.signals))
+	}
+}
+
 func TestStreamModeValidatedFirst(t *testing.T) {
 	env := newTestEnv(t)
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: noopEvents("r_1")})

@@ -51,6 +51,9 @@ type fakeRun struct {
 	eventsTimeouts int
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
+	// checkCancels makes that many ValidateResolveQuery calls fail the way a query
+	// handed to the poll of a stopping worker fails: Canceled, from the server.
+	checkCancels int
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
@@ -147,6 +150,10 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 		if r.checkTimeouts > 0 {
 			r.checkTimeouts--
 			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
+		}
+		if r.checkCancels > 0 {
+			r.checkCancels--
+			return nil, serviceerror.NewCanceled("context canceled")
 		}
 		check := r.check
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.snap.Owner.Tenant, r.snap.Status, int64(len(r.events))-1

@@ -272,12 +272,15 @@ func orRunning(status string) string {
 // validateResolve asks the workflow to check req. A query Temporal could not deliver in
 // time is asked again while validateBudget lasts: it has no effect, and the usual cause
 // is passing — a worker that just stopped still holds the run in its sticky queue until
-// the server falls back to the run's task queue. The client waits rather than gets 503.
+// the server falls back to the run's task queue, and a query handed to a poll the
+// stopping worker cancels comes back Canceled. The client waits rather than gets an error.
 func (s *Server) validateResolve(ctx context.Context, runID string, req workflows.ResolveRequest) (converter.EncodedValue, error) {
 	deadline := time.Now().Add(validateBudget)
 	for {
 		v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.ValidateResolveQuery, req)
-		if err == nil || !isTransient(err) && !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(deadline) {
+		var cancelled *serviceerror.Canceled
+		retry := isTransient(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &cancelled)
+		if err == nil || !retry || ctx.Err() != nil || time.Now().After(deadline) {
 			return v, err
 		}
 		select {
