@@ -194,7 +194,9 @@ type bench struct {
 	// also those that ended after the timed window).
 	floorRPCs, hostRPCs   map[string]int64
 	floorTurns, hostTurns int
-	idleNote              string
+	// CPU time this process used during each throughput workload.
+	floorCPU, hostCPU time.Duration
+	idleNote          string
 	// metrics records the embedded server's metrics (nil with an external server);
 	// breakdowns are what the breakdown workload found.
 	metrics    *serverMetrics
@@ -273,6 +275,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	b.table(&res)
 	printBreakdown(stdout, b.breakdowns)
 	printRPCs(stdout, b.floorRPCs, b.hostRPCs, b.floorTurns, b.hostTurns)
+	printCPU(stdout, b.floorCPU, b.hostCPU, b.floorTurns, b.hostTurns)
 	line, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)

@@ -6,9 +6,11 @@ import (
 	"io"
 	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 )
@@ -76,4 +78,16 @@ func printRPCs(w io.Writer, floor, host map[string]int64, floorTurns, hostTurns 
 	fmt.Fprintf(w, "  %-40s %6s %6s\n", "method", "floor", "host")
 	fmt.Fprint(w, b.String())
 	fmt.Fprintf(w, "  %-40s %6.2f %6.2f\n\n", "total", ft, ht)
+}
+
+// printCPU prints the CPU time per turn of both throughput workloads: what a turn costs
+// the whole process (server, worker, API and the bench's clients), which bounds the
+// turns per second of a machine whatever else it runs.
+func printCPU(w io.Writer, floor, host time.Duration, floorTurns, hostTurns int) {
+	if floorTurns == 0 || hostTurns == 0 || floor <= 0 || host <= 0 {
+		return
+	}
+	f, h := ms(floor)/float64(floorTurns), ms(host)/float64(hostTurns)
+	fmt.Fprintf(w, "CPU per turn during the throughput workloads (this whole process): floor %.1f ms, host %.1f ms; %d cores give at most %.0f and %.0f turns/s\n\n",
+		f, h, runtime.NumCPU(), float64(runtime.NumCPU())*1000/f, float64(runtime.NumCPU())*1000/h)
 }

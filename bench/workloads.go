@@ -90,12 +90,13 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	before := b.rpcs.snapshot()
+	before, cpu := b.rpcs.snapshot(), cpuTime()
 	n, all, err := b.timedTurns(ctx, floors)
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 	b.floorRPCs, b.floorTurns = rpcDelta(before, b.rpcs.snapshot()), all
+	b.floorCPU = cpuTime() - cpu
 	res.FloorTurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
 
 	hosts := make([]turner, b.opts.Concurrency)
@@ -110,12 +111,13 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 	if err != nil {
 		return err
 	}
-	before = b.rpcs.snapshot()
+	before, cpu = b.rpcs.snapshot(), cpuTime()
 	n, all, err = b.timedTurns(ctx, hosts)
 	if err != nil {
 		return fmt.Errorf("exchange: %w", err)
 	}
 	b.hostRPCs, b.hostTurns = rpcDelta(before, b.rpcs.snapshot()), all
+	b.hostCPU = cpuTime() - cpu
 	res.TurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
 	return nil
 }
