@@ -306,3 +306,33 @@ func TestWorkflowE2EParentChildCancel(t *testing.T) {
 	require.Equal(t, 410, check.Status)
 	wfRecord(t, s, run, "conformance-interrupt-parent-child-cancel")
 }
+
+// TestWorkflowE2EPackContinueAsNew drives the support pack through a continue-as-new
+// between its two user turns: the second execution restores the engine from the
+// carried state and its model rounds read the transcript the first one wrote. Its
+// histories are the corpus's pack run that continued as new.
+func TestWorkflowE2EPackContinueAsNew(t *testing.T) {
+	c := startStack(t)
+	s := c.Stack
+	id := "e2e-pack-can-" + randomHex(4)
+	run := wfStart(t, s, id, "support", `{"message":"Hi, I have a question about my account."}`, func(in *workflows.RunInput) {
+		in.ContinueAsNewAfterEvents = 4
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		desc, err := s.Client().DescribeWorkflowExecution(context.Background(), id, "")
+		if assert.NoError(c, err) {
+			assert.NotEqual(c, run.GetFirstExecutionRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the run continued as new after its first turn")
+		}
+	}, 15*time.Second, 50*time.Millisecond)
+	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	c1 := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "idem-m1", NodeID: packNode, ResumeValue: json.RawMessage(`{"text":"It's ACC-12345. What's my balance?"}`), ReceivedAtMs: 1000})
+	require.True(t, c1.OK, c1.Message)
+	snap := wfResult(t, run)
+	require.Equal(t, workflows.StatusCompleted, snap.Status, "error: %+v", snap.Error)
+	require.Equal(t, 6, snap.Pack.ModelRounds)
+	evs := wfEvents(t, s, id)
+	for i, e := range evs {
+		require.Equal(t, int64(i), e.Sequence)
+	}
+	wfRecord(t, s, run, "pack-support-continued")
+}
