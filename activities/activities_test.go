@@ -85,7 +85,9 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	require.Len(t, res.ToolCalls, 1)
 	assert.Equal(t, "call_0_0_close_account", res.ToolCalls[0].ID)
 	assert.Equal(t, ProviderMock, res.Provider)
-	assert.Equal(t, []TranscriptRef{in.Transcript}, src.refs)
+	want := in.Transcript
+	want.MaxBytes, want.MaxMessages = DefaultContextBytes, DefaultContextMessages // the round's budget
+	assert.Equal(t, []TranscriptRef{want}, src.refs)
 
 	// The same script with a window that ends before "close my account" fails the expectation.
 	in.Transcript = TranscriptRef{RunID: "run-1", Key: "conv", From: 0, To: 2}

@@ -214,7 +214,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 	case engine.StatusAwaitingUser:
 		rep.Clear = c.agentIt != nil
 	case engine.StatusCompleted:
-		st := a.m.State()
+		st := a.m.Counters()
 		rep.Close = &closeRequest{
 			Outcome: mustJSON(map[string]any{
 				"pack": a.pack.ID, "finalState": res.State, "status": res.Status, "reply": res.Reply, "artifacts": orEmpty(st.Artifacts),
@@ -272,7 +272,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 
 // publish keeps the search attributes and the current details current.
 func (a *packAgent) publish(c *conversation) {
-	st := a.m.State()
+	st := a.m.Counters()
 	c.SetPackAttributes(a.pack.ID, st.CurrentState)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pack %s v%s in state **%s** (%s). Visits %d", a.pack.ID, a.pack.Version, st.CurrentState, st.Status, st.TotalVisits)
@@ -297,20 +297,23 @@ func (a *packAgent) budget() *packs.Budget {
 	return nil
 }
 
-// Transcript implements conversationAgent: model rounds read the engine's transcript.
-func (a *packAgent) Transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
-	if ref.Key != a.nodeID {
-		return nil, fmt.Errorf("pack node %q has no transcript %q", a.nodeID, ref.Key)
+// TranscriptPage implements conversationAgent: model rounds read the engine's
+// transcript, the messages this execution holds.
+func (a *packAgent) TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
+	if req.Key != a.nodeID {
+		return activities.TranscriptPage{}, fmt.Errorf("pack node %q has no transcript %q", a.nodeID, req.Key)
 	}
-	if ref.From < 0 || ref.To > a.m.TranscriptLen() || ref.From > ref.To {
-		return nil, fmt.Errorf("pack node %q: transcript range [%d, %d) is outside [0, %d)", a.nodeID, ref.From, ref.To, a.m.TranscriptLen())
+	n := a.m.TranscriptLen()
+	if req.From < 0 || req.To > n || req.From > req.To {
+		return activities.TranscriptPage{}, fmt.Errorf("pack node %q: transcript range [%d, %d) is outside [0, %d)", a.nodeID, req.From, req.To, n)
 	}
-	return a.m.Transcript(ref.From, ref.To), nil
+	msgs, start := a.m.TranscriptPage(req.From, req.To, req.MaxBytes)
+	return activities.TranscriptPage{Messages: msgs, Start: start, Base: a.m.TranscriptBase(), Len: n}, nil
 }
 
 // Status implements conversationAgent.
 func (a *packAgent) Status() *PackStatus {
-	st := a.m.State()
+	st := a.m.Counters()
 	return &PackStatus{
 		PackID:       a.pack.ID,
 		PackVersion:  a.pack.Version,
@@ -329,9 +332,10 @@ func (a *packAgent) Status() *PackStatus {
 	}
 }
 
-// Save implements conversationAgent: the engine state is carried across continue-as-new.
+// Save implements conversationAgent: the engine state is carried across
+// continue-as-new, its transcript cut to the latest round's messages (Checkpoint).
 func (a *packAgent) Save() (json.RawMessage, error) {
-	raw, err := json.Marshal(a.m.State())
+	raw, err := json.Marshal(a.m.Checkpoint())
 	if err != nil {
 		return nil, fmt.Errorf("save pack %q state: %w", a.pack.ID, err)
 	}

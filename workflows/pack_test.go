@@ -419,6 +419,7 @@ func TestPackContinueAsNew(t *testing.T) {
 	next.ContinueAsNewAfterEvents = 0
 	tr2, sm2 := packRun(t, "support", "", "", "")
 	tr2.in = next
+	tr2.prev = tr
 	tr2.at(time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
 	final := tr2.finish()
 	require.Equal(t, StatusCompleted, final.Status)
