@@ -29,8 +29,8 @@ const (
 
 // Query names.
 const (
-	SnapshotQuery   = "openwop.snapshot"         // () -> Snapshot
-	EventsQuery     = "openwop.events"           // (EventsRequest) -> EventsPage
+	SnapshotQuery       = "openwop.snapshot"             // () -> Snapshot
+	EventsQuery         = "openwop.events"               // (EventsRequest) -> EventsPage
 	TranscriptQuery     = activities.TranscriptQuery     // (activities.TranscriptRef) -> []activities.Message
 	TranscriptPageQuery = activities.TranscriptPageQuery // (activities.TranscriptPageRequest) -> activities.TranscriptPage
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without

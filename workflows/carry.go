@@ -67,10 +67,10 @@ type carriedState struct {
 	Shape int `json:"shape,omitempty"`
 	// Events is the whole log in the earlier shape; nil in the bounded one, where Base
 	// is the sequence of the next event and the log lives in the executions (Segments).
-	Events      []Event             `json:"events,omitempty"`
-	Base        int64               `json:"base,omitempty"`
-	LastEventID string              `json:"lastEventId,omitempty"`
-	NodeEvents  map[string]string   `json:"nodeEvents,omitempty"` // newest eventId per node
+	Events      []Event              `json:"events,omitempty"`
+	Base        int64                `json:"base,omitempty"`
+	LastEventID string               `json:"lastEventId,omitempty"`
+	NodeEvents  map[string]string    `json:"nodeEvents,omitempty"` // newest eventId per node
 	Segments    []activities.Segment `json:"segments,omitempty"`
 
 	Status        string                                `json:"status"`

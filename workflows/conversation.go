@@ -221,14 +221,14 @@ type conversation struct {
 	Participants []Participant   `json:"participants,omitempty"`
 	Schema       json.RawMessage `json:"schema,omitempty"`
 	// Turns are the newest turns, TurnCount-len(Turns) to TurnCount-1.
-	Turns     []Turn `json:"turns"`
-	TurnCount int    `json:"turnCount,omitempty"`
-	Closed    bool   `json:"closed"`
-	Outcome      json.RawMessage `json:"outcome,omitempty"`
-	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
-	TimeoutCode  string          `json:"timeoutCode,omitempty"`
-	TimeoutText  string          `json:"timeoutText,omitempty"`
-	LastEventID  string          `json:"lastEventId,omitempty"`
+	Turns       []Turn          `json:"turns"`
+	TurnCount   int             `json:"turnCount,omitempty"`
+	Closed      bool            `json:"closed"`
+	Outcome     json.RawMessage `json:"outcome,omitempty"`
+	TimeoutMs   int64           `json:"timeoutMs,omitempty"`
+	TimeoutCode string          `json:"timeoutCode,omitempty"`
+	TimeoutText string          `json:"timeoutText,omitempty"`
+	LastEventID string          `json:"lastEventId,omitempty"`
 
 	r       *runner
 	node    *Node
