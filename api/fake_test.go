@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	querypb "go.temporal.io/api/query/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -51,13 +55,79 @@ type fakeRun struct {
 	eventsTimeouts int
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
+	// stuck makes every query fail the way Temporal fails a query of a workflow whose
+	// workflow task keeps failing; TerminateWorkflow ends that (terminated).
+	stuck      bool
+	terminated string // the termination reason, once terminated
+	// eventQueries counts EventsQuery calls.
+	eventQueries int
+	// live makes the history long poll of the run wait for bump (one history event per
+	// bump) instead of ending at once, as for a workflow that is still running.
+	live  bool
+	bumps int
+}
+
+// bump appends events to a live run and wakes its history long polls.
+func (ft *fakeTemporal) bump(id string, evs ...workflows.Event) {
+	ft.mu.Lock()
+	r := ft.runs[id]
+	r.events = append(r.events, evs...)
+	r.snap.LastSequence = int64(len(r.events)) - 1
+	r.bumps++
+	ft.mu.Unlock()
+	ft.wake()
+}
+
+// wake wakes the waiting history iterators.
+func (ft *fakeTemporal) wake() {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.changed != nil {
+		close(ft.changed)
+	}
+	ft.changed = make(chan struct{})
+}
+
+// waitIterator is the history long poll of a live run: one event per bump.
+type waitIterator struct {
+	ctx  context.Context
+	ft   *fakeTemporal
+	id   string
+	seen int
+}
+
+func (w *waitIterator) HasNext() bool {
+	for {
+		w.ft.mu.Lock()
+		r := w.ft.runs[w.id]
+		if w.ft.changed == nil {
+			w.ft.changed = make(chan struct{})
+		}
+		ch := w.ft.changed
+		more := r.bumps > w.seen
+		w.ft.mu.Unlock()
+		if more {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-w.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (w *waitIterator) Next() (*historypb.HistoryEvent, error) {
+	w.seen++
+	return &historypb.HistoryEvent{}, nil
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
 type fakeTemporal struct {
-	mu     sync.Mutex
-	runs   map[string]*fakeRun
-	starts int
+	mu      sync.Mutex
+	runs    map[string]*fakeRun
+	starts  int
+	changed chan struct{} // closed by wake
 }
 
 func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
@@ -71,6 +141,34 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		func(_ context.Context, id, _ string, q string, args ...any) (converter.EncodedValue, error) {
 			return ft.query(id, q, args)
 		}).Maybe()
+	mc.On("QueryWorkflowWithOptions", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
+			if r := ft.get(req.WorkflowID); r != nil && r.terminated != "" && req.QueryRejectCondition != enumspb.QUERY_REJECT_CONDITION_NONE {
+				return &client.QueryWorkflowWithOptionsResponse{QueryRejected: &querypb.QueryRejected{Status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}}, nil
+			}
+			v, err := ft.query(req.WorkflowID, req.QueryType, req.Args)
+			if err != nil {
+				return nil, err
+			}
+			return &client.QueryWorkflowWithOptionsResponse{QueryResult: v}, nil
+		}).Maybe()
+	mc.On("TerminateWorkflow", mock.Anything, mock.Anything, "", mock.Anything).Return(
+		func(_ context.Context, id, _ string, reason string, _ ...any) error {
+			ft.mu.Lock()
+			defer ft.mu.Unlock()
+			if r := ft.runs[id]; r != nil {
+				r.terminated, r.stuck = reason, false
+			}
+			return nil
+		}).Maybe()
+	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(
+		func(_ context.Context, id, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+			if r := ft.get(id); r != nil && r.terminated != "" {
+				return &closeIterator{ev: &historypb.HistoryEvent{Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{
+					WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{Reason: r.terminated}}}}
+			}
+			return endedIterator{}
+		}).Maybe()
 	mc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
 			return nil, ft.start(o, args[0].(workflows.RunInput))
@@ -79,11 +177,40 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		func(_ context.Context, id, _ string, name string, arg any) error {
 			return ft.signal(id, name, arg)
 		}).Maybe()
-	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", true, mock.Anything).Return(endedIterator{}).Maybe()
+	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", true, mock.Anything).Return(
+		func(ctx context.Context, id, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+			if r := ft.get(id); r != nil && r.live {
+				return &waitIterator{ctx: ctx, ft: ft, id: id}
+			}
+			return endedIterator{}
+		}).Maybe()
 	mc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(
-		(*workflowservice.DescribeWorkflowExecutionResponse)(nil), serviceerror.NewNotFound("closed")).Maybe()
+		func(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			r := ft.get(id)
+			if r == nil || !r.stuck {
+				return nil, serviceerror.NewNotFound("closed")
+			}
+			tenant, _ := converter.GetDefaultDataConverter().ToPayload(r.snap.Owner.Tenant)
+			return &workflowservice.DescribeWorkflowExecutionResponse{
+				WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+					Status:           enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+					SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{workflows.SATenant.GetName(): tenant}},
+				},
+				PendingWorkflowTask: &workflowpb.PendingWorkflowTaskInfo{Attempt: 7},
+			}, nil
+		}).Maybe()
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
 	return ft, mc
+}
+
+// closeIterator yields one close event.
+type closeIterator struct{ ev *historypb.HistoryEvent }
+
+func (c *closeIterator) HasNext() bool { return c.ev != nil }
+func (c *closeIterator) Next() (*historypb.HistoryEvent, error) {
+	ev := c.ev
+	c.ev = nil
+	return ev, nil
 }
 
 // endedIterator is a history iterator of a closed workflow with nothing new.
@@ -124,6 +251,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	if r == nil {
 		return nil, fmt.Errorf("nil run %s in the fake", id)
 	}
+	if r.stuck {
+		return nil, serviceerror.NewWorkflowNotReady("Unable to query workflow due to Workflow Task in failed state.")
+	}
 	switch q {
 	case workflows.SnapshotQuery:
 		return jsonValue{r.snap}, nil
@@ -132,11 +262,17 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 			r.eventsTimeouts--
 			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
 		}
+		r.eventQueries++
 		req := args[0].(workflows.EventsRequest)
 		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1, Tenant: r.snap.Owner.Tenant}
+		size := 0
 		for _, ev := range r.events {
-			if ev.Sequence > req.After {
-				page.Events = append(page.Events, ev)
+			if ev.Sequence > req.After && !page.More {
+				if size += workflows.EventBytes(&ev); len(page.Events) > 0 && size > req.MaxBytes {
+					page.More = true
+				} else {
+					page.Events = append(page.Events, ev)
+				}
 			}
 			if isTerminalEvent(ev.Type) {
 				page.Terminal = true

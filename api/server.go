@@ -37,6 +37,9 @@ type Server struct {
 	locksMu sync.Mutex
 	locks   map[string]*runLock
 
+	feedsMu sync.Mutex
+	feeds   map[string]*runFeed // one per run being read (feed.go)
+
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -98,6 +101,7 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
 		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
 		locks:   map[string]*runLock{},
+		feeds:   map[string]*runFeed{},
 		ctx:     ctx, cancel: cancel,
 	}
 	s.e = s.buildEcho()

@@ -103,3 +103,17 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	assert.GreaterOrEqual(t, got["exchange_p99_ms"], got["exchange_p50_ms"])
 	assert.Contains(t, out.String(), "ratio p50", "the table precedes the JSON line")
 }
+
+// TestCarriedStateStaysFlat runs the carried workload: what a run carries across
+// continue-as-new after turn 2000 of a conversation of 2 KB messages is within 1.2
+// times what it carries after turn 10.
+func TestCarriedStateStaysFlat(t *testing.T) {
+	early, late, err := carriedBytes(context.Background(), 10, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("carried_bytes_turn10 %d, carried_bytes_turn2000 %d (%.2f×)", early, late, float64(late)/float64(early))
+	if early <= 0 || float64(late) > 1.2*float64(early) {
+		t.Fatalf("carried %d bytes after turn 2000 against %d after turn 10", late, early)
+	}
+}

@@ -82,6 +82,9 @@ type stackOptions struct {
 	DataDir string
 	// Key is the API key; empty generates one.
 	Key string
+	// Tweak, when set, changes the stack's options before it starts (its own packs,
+	// lower Temporal limits, API limits).
+	Tweak func(*stack.Options)
 }
 
 // startPrivateStack starts a stack of its own for a test that stops or restarts parts of
@@ -94,7 +97,11 @@ func startPrivateStack(t *testing.T, o stackOptions) *apiClient {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, harnessOptions(o.DataDir, o.Key))
+	opts := harnessOptions(o.DataDir, o.Key)
+	if o.Tweak != nil {
+		o.Tweak(&opts)
+	}
+	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start private stack: %v", err)
 	}

@@ -76,11 +76,41 @@ func wfSnapshot(t *testing.T, s *stack.Stack, runID string) workflows.Snapshot {
 	return snap
 }
 
+// wfEvents reads the run's whole log with EventsQuery, as a reader of a run that
+// continued as new does: a cursor before the current execution's events is answered
+// by the earlier execution that holds it (queried by its run id), page by page.
 func wfEvents(t *testing.T, s *stack.Stack, runID string) []workflows.Event {
 	t.Helper()
-	var p workflows.EventsPage
-	wfQuery(t, s, runID, workflows.EventsQuery, &p, workflows.EventsRequest{After: -1})
-	return p.Events
+	page := func(exec string, after int64) workflows.EventsPage {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		v, err := s.Client().QueryWorkflow(ctx, runID, exec, workflows.EventsQuery, workflows.EventsRequest{After: after})
+		require.NoError(t, err)
+		var p workflows.EventsPage
+		require.NoError(t, v.Get(&p))
+		return p
+	}
+	out := []workflows.Event{}
+	after := int64(-1)
+	for {
+		p := page("", after)
+		for len(p.Events) == 0 && after+1 < p.FirstSequence {
+			require.NotEmpty(t, p.Earlier, "execution from %d names no earlier one", p.FirstSequence)
+			exec := p.Earlier[len(p.Earlier)-1].RunID
+			for _, sg := range p.Earlier {
+				if sg.FirstSequence <= after+1 {
+					exec = sg.RunID
+					break
+				}
+			}
+			p = page(exec, after)
+		}
+		out = append(out, p.Events...)
+		if len(p.Events) == 0 {
+			return out
+		}
+		after = p.Events[len(p.Events)-1].Sequence
+	}
 }
 
 func wfTypes(evs []workflows.Event) []string {

@@ -44,7 +44,7 @@ const (
 	resolvedWindow = 64
 	// maxCarriedInboxBytes bounds the queued resolves a run carries into its next
 	// execution; a larger queue is worked off first.
-	maxCarriedInboxBytes = 512 << 10
+	maxCarriedInboxBytes = 64 << 10
 	// maxCarriedBytes is the size at which a run fails rather than asks Temporal to
 	// continue it with a state Temporal would reject (its payload limit is 2 MB).
 	maxCarriedBytes = 1 << 20
