@@ -37,7 +37,10 @@ workflow:
   states:
     chat: { prompt_task: chat, on_event: { Done: done } }
     done: { prompt_task: chat, terminal: true }
-mock:
+`
+
+// longChatMock answers every round the same reply.
+const longChatMock = `mock:
   default: "Noted."
 `
 
@@ -61,6 +64,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	t.Parallel()
 	packs := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(packs, "long-chat.yaml"), []byte(longChatPack), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(packs, "long-chat.mock.yaml"), []byte(longChatMock), 0o644))
 	c := startPrivateStack(t, stackOptions{Tweak: func(o *stack.Options) {
 		o.Worker.PacksDir = packs
 		o.API.MaxTurnBytes = longTurnLimit
@@ -114,8 +118,15 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	}
 	t.Logf("%d executions; carried bytes: first %d, last %d", len(carried)+1, carried[0], carried[len(carried)-1])
 
+	// One more exchange over the API: the model still sees the conversation, reaching
+	// back into the executions before the current one.
+	last := fmt.Sprintf("one more after %d", len(sent))
+	pkSay(t, c, id, last)
+	sent = append(sent, last)
+	longWaitTurns(t, c, id, len(sent))
+
 	// Every event, read back page by page over the API.
-	evs := longReadAll(t, c, id)
+	evs := longReadAll(t, c, id, -1)
 	var users []string
 	for _, e := range pkOfType(evs, workflows.EvConversationExchanged) {
 		var p struct {
@@ -127,14 +138,6 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 		}
 	}
 	require.Equal(t, sent, users, "every user turn is in the log once, in order")
-
-	// One more exchange over the API: the model still sees the conversation, reaching
-	// back into the executions before the current one.
-	last := fmt.Sprintf("one more after %d", len(sent))
-	pkSay(t, c, id, last)
-	sent = append(sent, last)
-	longWaitTurns(t, c, id, len(sent))
-	evs = longReadAll(t, c, id)
 	usage := pkOfType(evs, "provider.usage")
 	seen := longSeenChars(t, usage)
 	want := longWindowChars(sent, "Noted.")
@@ -146,17 +149,19 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	snap := pkSnapshot(t, c, id)
 	require.Len(t, snap.Conversations, 1)
 	require.Equal(t, 1+2*len(sent), snap.Conversations[0].TurnCount)
-	var tail []workflows.Turn
-	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &tail))
-	require.Equal(t, snap.Conversations[0].TurnCount-len(tail), snap.Conversations[0].FirstTurnIndex)
-	require.Equal(t, last, pkText(t, tail[len(tail)-2]))
+	var newest []workflows.Turn
+	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &newest))
+	require.Equal(t, snap.Conversations[0].TurnCount-len(newest), snap.Conversations[0].FirstTurnIndex)
+	require.Equal(t, last, pkText(t, newest[len(newest)-2]))
 
 	// Cancel: the run ends cancelled, with its terminal event, and stays readable.
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+":cancel", map[string]any{"reason": "done"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	pkWait(t, c, id, "cancelled", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCancelled })
-	evs = longReadAll(t, c, id)
-	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
+	tail := longReadAll(t, c, id, evs[len(evs)-1].Sequence)
+	require.NotEmpty(t, tail)
+	require.Equal(t, workflows.EvRunCancelled, tail[len(tail)-1].Type)
+	evs = append(evs, tail...)
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.GetWorkflowExecutionInfo().GetStatus())
@@ -174,12 +179,11 @@ func longWaitTurns(t *testing.T, c *apiClient, id string, n int) {
 	}, 2*time.Minute, 100*time.Millisecond)
 }
 
-// longReadAll reads the whole log through GET /events with Accept: application/json,
-// one bounded page after the other.
-func longReadAll(t *testing.T, c *apiClient, id string) []workflows.Event {
+// longReadAll reads the log after the cursor through GET /events with Accept:
+// application/json, one bounded page after the other.
+func longReadAll(t *testing.T, c *apiClient, id string, after int64) []workflows.Event {
 	t.Helper()
 	var out []workflows.Event
-	after := int64(-1)
 	for pages := 0; ; pages++ {
 		status, _, raw := c.doRaw(http.MethodGet, fmt.Sprintf("/v1/runs/%s/events?afterSequence=%d", id, after), nil,
 			map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
@@ -245,7 +249,7 @@ func longSeenChars(t *testing.T, usage []workflows.Event) int {
 
 // longWindowChars is what the last round is entitled to: the newest messages of the
 // conversation (each user message and the reply to it) within the model's default
-// context budget, from a user message on.
+// context budget (bytes and messages), from a user message on.
 func longWindowChars(sent []string, reply string) int {
 	var msgs []activities.Message
 	for _, s := range sent[:len(sent)-1] {
@@ -256,7 +260,7 @@ func longWindowChars(sent []string, reply string) int {
 	start, size := len(msgs), 0
 	for start > 0 {
 		size += activities.MessageBytes(&msgs[start-1])
-		if size > activities.DefaultContextBytes {
+		if size > activities.DefaultContextBytes || len(msgs)-start+1 > activities.DefaultContextMessages {
 			break
 		}
 		start--
