@@ -203,7 +203,9 @@ func TestTranscriptPagesNameTheExecutionBefore(t *testing.T) {
 	tr2.in = next
 	tr2.prev = tr
 	var held activities.TranscriptPage
-	tr2.at(time.Minute, func() { held = page(tr2, activities.TranscriptPageRequest{Key: ServedPackNodeID, From: 0, To: 2, MaxBytes: 1 << 20}) })
+	tr2.at(time.Minute, func() {
+		held = page(tr2, activities.TranscriptPageRequest{Key: ServedPackNodeID, From: 0, To: 2, MaxBytes: 1 << 20})
+	})
 	tr2.at(2*time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
 	tr2.finish()
 	require.Equal(t, 1, held.Base, "the carried tail starts at the reply of the latest round")
