@@ -5,6 +5,7 @@ package tests
 // point where a run that carried its whole state across continue-as-new got stuck.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -299,4 +300,69 @@ func longHeldChars(t *testing.T, c *apiClient, id string) int {
 		to = page.Start
 	}
 	return chars
+}
+
+// TestManyStreamsShareOneReader opens 150 SSE streams on one conversation (more than
+// the API could serve when each stream queried the run on its own), sends an exchange,
+// and requires every stream to receive its events and the resolve to succeed.
+func TestManyStreamsShareOneReader(t *testing.T) {
+	t.Parallel()
+	// The per-key rate limit would refuse streams past its burst; lift it.
+	c := startPrivateStack(t, stackOptions{Tweak: func(o *stack.Options) { o.API.RateLimitPerSecond, o.API.RateLimitBurst = 1e6, 1e6 }})
+	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	s := pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	const streams = 150
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	type result struct {
+		status int
+		got    bool
+		err    error
+	}
+	results := make(chan result, streams)
+	opened := make(chan struct{}, streams)
+	for i := 0; i < streams; i++ {
+		go func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/v1/runs/"+id+"/events?streamMode=debug", nil)
+			if err != nil {
+				results <- result{err: err}
+				opened <- struct{}{}
+				return
+			}
+			req.Header.Set("Authorization", "Bearer "+c.Key)
+			req.Header.Set("Accept", "text/event-stream")
+			req.Header.Set("Last-Event-ID", fmt.Sprint(s.LastSequence))
+			resp, err := http.DefaultClient.Do(req)
+			opened <- struct{}{}
+			if err != nil {
+				results <- result{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				results <- result{status: resp.StatusCode}
+				return
+			}
+			sc := bufio.NewScanner(resp.Body)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			for sc.Scan() {
+				if line := sc.Text(); strings.HasPrefix(line, "data: ") && strings.Contains(line, `"role":"agent"`) && strings.Contains(line, "$42.00") {
+					results <- result{status: http.StatusOK, got: true}
+					return
+				}
+			}
+			results <- result{status: http.StatusOK, err: fmt.Errorf("the stream ended without the reply: %v", sc.Err())}
+		}()
+	}
+	for i := 0; i < streams; i++ {
+		<-opened
+	}
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"text": "It's ACC-12345. What's my balance?"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	for i := 0; i < streams; i++ {
+		r := <-results
+		require.NoError(t, r.err)
+		require.Equal(t, http.StatusOK, r.status)
+		require.True(t, r.got)
+	}
 }
