@@ -158,3 +158,68 @@ func TestOneFeedPerRun(t *testing.T) {
 		t.Fatalf("%d feeds for one run", n)
 	}
 }
+
+// TestEventsOfEarlierExecutions: a run that continued as new many times holds its
+// older events in closed executions; the API reads them from there, also when the
+// current execution names only the newest few (an older one names those before it).
+func TestEventsOfEarlierExecutions(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 1000 })
+	var evs []workflows.Event
+	for i := 0; i < 60; i++ {
+		typ := "node.started"
+		if i == 59 {
+			typ = "run.completed"
+		}
+		evs = append(evs, ev("r_1", int64(i), typ, `{"n":"`+strings.Repeat("x", 100)+`"}`))
+	}
+	var execs []fakeExec
+	for i := 0; i < 6; i++ {
+		execs = append(execs, fakeExec{runID: fmt.Sprintf("e%d", i), first: int64(10 * i)})
+	}
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: evs, execs: execs, links: 2})
+	var got []workflows.Event
+	after := int64(-1)
+	for pages := 0; pages < 100; pages++ {
+		rec := env.do("GET", fmt.Sprintf("/v1/runs/r_1/events?afterSequence=%d", after), fullKey, "", "Accept", "application/json")
+		if rec.Code != 200 {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		page := decode[EventsResponse](t, rec.Body.Bytes())
+		got = append(got, page.Events...)
+		if page.IsComplete {
+			break
+		}
+		if !page.HasMore {
+			t.Fatalf("page after %d: neither complete nor more", after)
+		}
+		after = page.Events[len(page.Events)-1].Sequence
+	}
+	if len(got) != 60 {
+		t.Fatalf("read %d events, want 60", len(got))
+	}
+	for i, e := range got {
+		if e.Sequence != int64(i) {
+			t.Fatalf("event %d has sequence %d", i, e.Sequence)
+		}
+	}
+}
+
+// TestForkOfALogTooLargeForItsInput: a replay fork carries the source log in its
+// workflow input; a log over maxForkSourceBytes is refused with a precise error
+// instead of a start Temporal would reject.
+func TestForkOfALogTooLargeForItsInput(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 64 << 10 })
+	evs := noopEvents("r_big")
+	big := strings.Repeat("y", 50<<10)
+	for i := 0; i < 30; i++ {
+		evs = append(evs[:len(evs)-1], ev("r_big", int64(len(evs)-1), "node.started", `{"blob":"`+big+`"}`), ev("r_big", int64(len(evs)), "run.completed", `{}`))
+	}
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_big", WorkflowID: "conformance-noop", Status: "completed"}, events: evs})
+	e := env.expectError(env.do("POST", "/v1/runs/r_big:fork", fullKey, `{"mode":"replay"}`), http.StatusUnprocessableEntity, CodePayloadTooLarge)
+	if e.Details["limit"] != "forkSourceLogBytes" {
+		t.Errorf("the error names the limit: %+v", e)
+	}
+	if env.ft.starts != 0 {
+		t.Fatal("a fork was started")
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -65,6 +66,17 @@ type fakeRun struct {
 	// bump) instead of ending at once, as for a workflow that is still running.
 	live  bool
 	bumps int
+	// execs, when set, splits the log over executions of the run (oldest first; each
+	// holds its events from first on): EventsQuery answers as that execution, naming at
+	// most links executions before it.
+	execs []fakeExec
+	links int
+}
+
+// fakeExec is one execution of a fake run that continued as new.
+type fakeExec struct {
+	runID string
+	first int64
 }
 
 // bump appends events to a live run and wakes its history long polls.
@@ -140,6 +152,10 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	mc.On("QueryWorkflow", mock.Anything, mock.Anything, "", mock.Anything, mock.Anything).Return(
 		func(_ context.Context, id, _ string, q string, args ...any) (converter.EncodedValue, error) {
 			return ft.query(id, q, args)
+		}).Maybe()
+	mc.On("QueryWorkflow", mock.Anything, mock.Anything, mock.MatchedBy(func(rid string) bool { return rid != "" }), mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id, rid string, q string, args ...any) (converter.EncodedValue, error) {
+			return ft.queryExec(id, rid, q, args)
 		}).Maybe()
 	mc.On("QueryWorkflowWithOptions", mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
@@ -264,6 +280,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 		}
 		r.eventQueries++
 		req := args[0].(workflows.EventsRequest)
+		if len(r.execs) > 0 {
+			return jsonValue{r.execPage(len(r.execs)-1, req)}, nil
+		}
 		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1, Tenant: r.snap.Owner.Tenant}
 		size := 0
 		for _, ev := range r.events {
@@ -455,4 +474,48 @@ func testCatalog(t testing.TB) *fakeCatalog {
 		"conformance-identity":   def("conformance-identity", workflows.Variable{Name: "payload", Type: "object", Required: true}),
 		"conformance-idempotent": def("conformance-idempotent", workflows.Variable{Name: "nonce", Type: "string"}),
 	}}
+}
+
+// queryExec answers a query addressed to one execution of a run (by its run id).
+func (ft *fakeTemporal) queryExec(id, rid, q string, args []any) (converter.EncodedValue, error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	r := ft.runs[id]
+	if r == nil || q != workflows.EventsQuery {
+		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
+	}
+	for i, x := range r.execs {
+		if x.runID == rid {
+			r.eventQueries++
+			return jsonValue{r.execPage(i, args[0].(workflows.EventsRequest))}, nil
+		}
+	}
+	return nil, serviceerror.NewNotFound("no execution " + rid)
+}
+
+// execPage is execution i's answer to an EventsQuery.
+func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsPage {
+	x := r.execs[i]
+	end := int64(len(r.events))
+	if i+1 < len(r.execs) {
+		end = r.execs[i+1].first
+	}
+	page := workflows.EventsPage{Events: []workflows.Event{}, LastSequence: end - 1, FirstSequence: x.first, Tenant: r.snap.Owner.Tenant}
+	for j := i - 1; j >= 0 && len(page.Earlier) < r.links; j-- {
+		page.Earlier = append(page.Earlier, activities.Segment{RunID: r.execs[j].runID, FirstSequence: r.execs[j].first})
+	}
+	if req.After+1 < x.first {
+		return page
+	}
+	size := 0
+	for s := req.After + 1; s < end; s++ {
+		ev := r.events[s]
+		if size += workflows.EventBytes(&ev); len(page.Events) > 0 && size > req.MaxBytes {
+			page.More = true
+			break
+		}
+		page.Events = append(page.Events, ev)
+		page.Terminal = isTerminalEvent(ev.Type)
+	}
+	return page
 }
