@@ -21,6 +21,9 @@
 //   - idle: RSS growth of this process after opening IdleRuns conversations that then
 //     wait for a human. It runs first, so the other workloads have not grown the heap
 //     it is measured against; its conversations stay open while they run.
+//   - carried: the continue-as-new input of one conversation of 2 KB messages after
+//     turn CarriedEarlyTurn and after turn CarriedTurns, in the SDK's workflow test
+//     environment (carried.go).
 //
 // It prints a table and, as its last line, one JSON object (Result).
 package bench
@@ -101,7 +104,7 @@ type Options struct {
 	// idle memory for replays when an evicted conversation gets its next turn.
 	WorkerCacheSize int
 	// Only, when non-empty, runs just these workloads (latency, throughput, history,
-	// idle); the figures of the others stay zero. For profiling one workload.
+	// idle, carried); the figures of the others stay zero. For profiling one workload.
 	Only []string
 	// Logger receives the host's logs (nil discards them).
 	Logger *slog.Logger
