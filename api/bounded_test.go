@@ -154,8 +154,10 @@ func TestOneFeedPerRun(t *testing.T) {
 	if after-before > 3 || before > 3 {
 		t.Fatalf("%d readers made %d events queries before the event and %d after it; one feed makes a few", readers, before, after-before)
 	}
-	if n := len(env.srv.feeds); n != 1 {
-		t.Fatalf("%d feeds for one run", n)
+	env.srv.feedsMu.Lock()
+	defer env.srv.feedsMu.Unlock()
+	if n := len(env.srv.feeds); n != 0 {
+		t.Fatalf("%d feeds left after the last reader", n)
 	}
 }
 

@@ -197,8 +197,6 @@ func (s *Server) readEventsRetrying(ctx context.Context, runID string, after int
 // pageBytes bounds one page of events (Config.EventsPageBytes).
 func (s *Server) pageBytes() int { return s.cfg.EventsPageBytes }
 
-func asAPIError(err error, target **Error) bool { return errors.As(err, target) }
-
 // EventsResponse is the JSON answer of the events and poll endpoints.
 type EventsResponse struct {
 	Events     []workflows.Event `json:"events"`

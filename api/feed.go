@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"sync"
 	"time"
 
@@ -17,14 +19,14 @@ import (
 // buffer that every waiting reader takes its events from. A reader whose cursor lies
 // before the buffer (a stream that resumes from an old Last-Event-ID, a new stream
 // reading the log from the start) catches up with paged queries of its own, then
-// joins the buffer. The feed stops feedLinger after its last reader leaves, at once
-// when the run has ended.
+// joins the buffer. The feed stops when its last reader leaves: a feed nobody reads
+// would keep querying the run on every history event, and those queries compete with
+// the ones resolves wait for.
 
-// Bounds of a feed.
+// Bounds of a feed's buffer.
 const (
 	feedBufferEvents = 1000
 	feedBufferBytes  = 2 << 20
-	feedLinger       = 10 * time.Second
 )
 
 // runFeed follows one run for every reader of it in this process.
@@ -41,7 +43,6 @@ type runFeed struct {
 	err      error // the feed stopped on this error
 	changed  chan struct{}
 	cancel   context.CancelFunc
-	linger   *time.Timer
 }
 
 // feed returns the run's feed, starting it when no reader has it (reading from the
@@ -63,10 +64,6 @@ func (s *Server) feed(runID string, after int64) *runFeed {
 	}
 	f.mu.Lock()
 	f.refs++
-	if f.linger != nil {
-		f.linger.Stop()
-		f.linger = nil
-	}
 	f.mu.Unlock()
 	return f
 }
@@ -78,22 +75,9 @@ func (f *runFeed) release() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.refs--
-	if f.refs > 0 {
-		return
-	}
-	if f.terminal || f.err != nil {
+	if f.refs == 0 {
 		f.stopLocked()
-		return
 	}
-	f.linger = time.AfterFunc(feedLinger, func() {
-		f.s.feedsMu.Lock()
-		defer f.s.feedsMu.Unlock()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.refs == 0 {
-			f.stopLocked()
-		}
-	})
 }
 
 // stopLocked removes the feed from the server and ends its goroutine (both locks held).
@@ -125,7 +109,7 @@ func (f *runFeed) run(ctx context.Context) {
 				return
 			}
 			var ae *Error
-			if asAPIError(err, &ae) && ae.Status == 503 {
+			if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
 				// Temporal did not answer in time: try again shortly.
 				select {
 				case <-time.After(200 * time.Millisecond):
@@ -138,7 +122,7 @@ func (f *runFeed) run(ctx context.Context) {
 			return
 		}
 		f.mu.Lock()
-		done := f.terminal
+		done := f.terminal || f.refs == 0
 		f.mu.Unlock()
 		if done {
 			return

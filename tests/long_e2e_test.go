@@ -79,7 +79,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	}})
 	start := time.Now()
 	id := pkCreate(t, c, "long-chat", map[string]any{})
-	pkWait(t, c, id, "open", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
+	longWaitStatus(t, c, id, workflows.StatusWaitingApproval)
 	var sent []string // the user messages, in order
 
 	// A turn over the limit is refused before anything is signalled.
@@ -147,7 +147,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	require.Greater(t, seen, held, "the last round saw messages of earlier executions (the current one holds %d characters)", held)
 
 	// The snapshot stays small and says where the older turns are.
-	snap := pkSnapshot(t, c, id)
+	snap := longSnapshot(t, c, id)
 	require.Len(t, snap.Conversations, 1)
 	require.Equal(t, 1+2*len(sent), snap.Conversations[0].TurnCount)
 	var newest []workflows.Turn
@@ -158,7 +158,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	// Cancel: the run ends cancelled, with its terminal event, and stays readable.
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+":cancel", map[string]any{"reason": "done"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	pkWait(t, c, id, "cancelled", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCancelled })
+	longWaitStatus(t, c, id, workflows.StatusCancelled)
 	tail := longReadAll(t, c, id, evs[len(evs)-1].Sequence)
 	require.NotEmpty(t, tail)
 	require.Equal(t, workflows.EvRunCancelled, tail[len(tail)-1].Type)
@@ -169,15 +169,51 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	t.Logf("%d turns, %d events, %d executions in %s", len(sent), len(evs), len(carried)+1, time.Since(start).Round(time.Second))
 }
 
-// longWaitTurns waits until the conversation has the replies to n user turns.
+// longWaitTurns waits until the conversation has the replies to n user turns. A busy
+// machine may make Temporal answer a read late (503): the wait reads again.
 func longWaitTurns(t *testing.T, c *apiClient, id string, n int) {
 	t.Helper()
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		s := pkSnapshot(t, c, id)
-		if assert.Len(ct, s.Conversations, 1) {
+		status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+id, nil, map[string]string{"Authorization": "Bearer " + c.Key})
+		if !assert.Equal(ct, http.StatusOK, status, "%s", raw) {
+			return
+		}
+		var s workflows.Snapshot
+		if assert.NoError(ct, json.Unmarshal(raw, &s)) && assert.Len(ct, s.Conversations, 1) {
 			assert.Equal(ct, 1+2*n, s.Conversations[0].TurnCount, "status %s, error %+v", s.Status, s.Error)
 		}
-	}, 2*time.Minute, 100*time.Millisecond)
+	}, 3*time.Minute, 100*time.Millisecond)
+}
+
+// longSnapshot reads the run's snapshot (longGet).
+func longSnapshot(t *testing.T, c *apiClient, id string) workflows.Snapshot {
+	t.Helper()
+	status, raw := longGet(t, c, "/v1/runs/"+id, map[string]string{"Authorization": "Bearer " + c.Key})
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var s workflows.Snapshot
+	require.NoError(t, json.Unmarshal(raw, &s))
+	return s
+}
+
+// longWaitStatus waits until the run has the status.
+func longWaitStatus(t *testing.T, c *apiClient, id, status string) {
+	t.Helper()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, status, longSnapshot(t, c, id).Status)
+	}, time.Minute, 100*time.Millisecond)
+}
+
+// longGet sends a GET as a client that reads again after a 503 (Temporal answered
+// late on a busy machine) would.
+func longGet(t *testing.T, c *apiClient, path string, headers map[string]string) (int, []byte) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		status, _, raw := c.doRaw(http.MethodGet, path, nil, headers)
+		if status != http.StatusServiceUnavailable || attempt == 5 {
+			return status, raw
+		}
+		time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+	}
 }
 
 // longReadAll reads the log after the cursor through GET /events with Accept:
@@ -186,7 +222,7 @@ func longReadAll(t *testing.T, c *apiClient, id string, after int64) []workflows
 	t.Helper()
 	var out []workflows.Event
 	for pages := 0; ; pages++ {
-		status, _, raw := c.doRaw(http.MethodGet, fmt.Sprintf("/v1/runs/%s/events?afterSequence=%d", id, after), nil,
+		status, raw := longGet(t, c, fmt.Sprintf("/v1/runs/%s/events?afterSequence=%d", id, after),
 			map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
 		require.Equal(t, http.StatusOK, status, "page %d: %s", pages, raw)
 		require.Less(t, len(raw), 2*longPageBytes, "page %d is %d bytes", pages, len(raw))
@@ -323,21 +359,29 @@ func TestManyStreamsShareOneReader(t *testing.T) {
 	opened := make(chan struct{}, streams)
 	for i := 0; i < streams; i++ {
 		go func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/v1/runs/"+id+"/events?streamMode=debug", nil)
-			if err != nil {
-				results <- result{err: err}
-				opened <- struct{}{}
-				return
+			// Like an EventSource, a stream that Temporal answered too late to open (503
+			// on a busy machine) is opened again.
+			var resp *http.Response
+			for attempt := 0; ; attempt++ {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/v1/runs/"+id+"/events?streamMode=debug", nil)
+				if err == nil {
+					req.Header.Set("Authorization", "Bearer "+c.Key)
+					req.Header.Set("Accept", "text/event-stream")
+					req.Header.Set("Last-Event-ID", fmt.Sprint(s.LastSequence))
+					resp, err = http.DefaultClient.Do(req)
+				}
+				if err != nil {
+					opened <- struct{}{}
+					results <- result{err: err}
+					return
+				}
+				if resp.StatusCode != http.StatusServiceUnavailable || attempt == 10 {
+					break
+				}
+				resp.Body.Close()
+				time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
 			}
-			req.Header.Set("Authorization", "Bearer "+c.Key)
-			req.Header.Set("Accept", "text/event-stream")
-			req.Header.Set("Last-Event-ID", fmt.Sprint(s.LastSequence))
-			resp, err := http.DefaultClient.Do(req)
 			opened <- struct{}{}
-			if err != nil {
-				results <- result{err: err}
-				return
-			}
 			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				results <- result{status: resp.StatusCode}
