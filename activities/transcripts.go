@@ -132,14 +132,14 @@ func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([
 		return nil, fmt.Errorf("transcript %q of run %s: range [%d, %d) is empty or negative", ref.Key, ref.RunID, ref.From, ref.To)
 	}
 	var (
-		msgs  []Message // messages [lo, ref.To)
-		lo    = ref.To
-		exec  string // the execution asked: "" is the run's current one
-		hops  int
-		limit = ref.MaxBytes
+		msgs     []Message // messages [lo, ref.To)
+		lo       = ref.To
+		exec     string // the execution asked: "" is the run's current one
+		hops     int
+		budgeted = ref.MaxBytes > 0 || ref.MaxMessages > 0
 	)
 	for lo > ref.From {
-		if limit > 0 {
+		if budgeted {
 			if start, ok := windowStart(msgs, lo, ref.From, ref.MaxBytes, ref.MaxMessages); ok {
 				return msgs[start-lo:], nil
 			}
