@@ -394,6 +394,9 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		}
 	}
 	if !recorded {
+		if err := checkActivityInput(in); err != nil {
+			return nil, err
+		}
 		opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
 		opts.Summary = activities.ModelRoundSummary(in)
 		actx := workflow.WithActivityOptions(rt.ctx, opts)
@@ -415,6 +418,23 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		},
 	})
 	return &out, nil
+}
+
+// maxActivityInputBytes bounds a model round's input: the rendered prompt, the tools
+// and the transcript tail. Inputs are small by construction (artifacts, replies and
+// tool arguments are bounded); one past this would be refused by Temporal, so the
+// round fails with payload_too_large instead.
+const maxActivityInputBytes = 1 << 20
+
+func checkActivityInput(in activities.ModelRoundInput) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return newActivityError(fmt.Errorf("encode the round's input: %w", err))
+	}
+	if len(b) > maxActivityInputBytes {
+		return &activityError{code: "payload_too_large", err: fmt.Errorf("the round's input is %d bytes, more than the %d a model round may take", len(b), maxActivityInputBytes)}
+	}
+	return nil
 }
 
 // Tools implements engine.Runtime: the batch's ToolCall activities run concurrently;

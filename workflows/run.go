@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -958,18 +957,18 @@ func (r *runner) transcriptPage(req activities.TranscriptPageRequest) (activitie
 }
 
 // transcript answers TranscriptQuery: messages [From, To), which this execution must
-// hold.
+// hold within one page (DefaultTranscriptPageBytes).
 func (r *runner) transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
 	a := r.agentFor(ref.Key)
 	if a == nil {
 		return nil, fmt.Errorf("run %s has no transcript %q", r.in.RunID, ref.Key)
 	}
-	page, err := a.TranscriptPage(activities.TranscriptPageRequest{Key: ref.Key, From: ref.From, To: ref.To, MaxBytes: math.MaxInt})
+	page, err := a.TranscriptPage(activities.TranscriptPageRequest{Key: ref.Key, From: ref.From, To: ref.To, MaxBytes: activities.DefaultTranscriptPageBytes})
 	if err != nil {
 		return nil, err
 	}
 	if page.Start != ref.From {
-		return nil, fmt.Errorf("run %s: this execution holds messages [%d, %d) of transcript %q, not [%d, %d); use %s", r.in.RunID, page.Base, page.Len, ref.Key, ref.From, ref.To, TranscriptPageQuery)
+		return nil, fmt.Errorf("run %s: messages [%d, %d) of transcript %q are not in one page of this execution (it holds [%d, %d)); use %s", r.in.RunID, ref.From, ref.To, ref.Key, page.Base, page.Len, TranscriptPageQuery)
 	}
 	return page.Messages, nil
 }
