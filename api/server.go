@@ -6,12 +6,14 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -28,7 +30,6 @@ type Server struct {
 	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
-	keys    *keyStore
 	limiter *rateLimiter
 	tokens  *tokenSigner
 	routes  []route
@@ -36,6 +37,14 @@ type Server struct {
 
 	locksMu sync.Mutex
 	locks   map[string]*runLock
+
+	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
+	// the keys file's, swapped whole on reload.
+	keys          atomic.Pointer[keyStore]
+	staticKeys    []keyEntry
+	keysMu        sync.Mutex
+	keysSum       [sha256.Size]byte // of the keys file content in use
+	keysFailedSum [sha256.Size]byte // of the last content that did not parse
 
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc
@@ -83,24 +92,29 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		logger = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	ks, err := newKeyStore(cfg.Keys)
-	if err != nil {
-		return nil, fmt.Errorf("api.New: %w", err)
-	}
 	if len(cfg.TokenSecret) == 0 {
 		return nil, errors.New("api.New: Config.TokenSecret is required to sign interrupt tokens")
 	}
-	// The secrets were hashed; drop the plain copies.
+	static := cfg.Keys
+	// The secrets are hashed by loadKeys; keep no plain copy.
 	cfg.Keys = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, tc: tc, cat: cat, log: logger, keys: ks,
+		cfg: cfg, tc: tc, cat: cat, log: logger,
 		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
 		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
 		locks:   map[string]*runLock{},
 		ctx:     ctx, cancel: cancel,
 	}
+	if err := s.loadKeys(static); err != nil {
+		cancel()
+		return nil, fmt.Errorf("api.New: %w", err)
+	}
 	s.e = s.buildEcho()
+	if cfg.KeysFile != "" {
+		s.wg.Add(1)
+		go s.watchKeys()
+	}
 	return s, nil
 }
 

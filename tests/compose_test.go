@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wop-dev/wop/workflows"
@@ -150,10 +151,23 @@ func TestComposeBootstrapRegistersTheSearchAttributes(t *testing.T) {
 	require.NoError(t, err)
 	m := regexp.MustCompile(`SEARCH_ATTRIBUTES="([^"]*)"`).FindSubmatch(raw)
 	require.NotNil(t, m, "script declares SEARCH_ATTRIBUTES")
-	got := strings.Fields(string(m[1]))
+	// Entries are NAME or NAME:TYPE, Keyword by default, as the CLI spells the types.
+	var got []string
+	for _, entry := range strings.Fields(string(m[1])) {
+		name, typ, ok := strings.Cut(entry, ":")
+		if !ok {
+			typ = "Keyword"
+		}
+		got = append(got, name+":"+typ)
+	}
+	cliType := map[enumspb.IndexedValueType]string{
+		enumspb.INDEXED_VALUE_TYPE_KEYWORD:  "Keyword",
+		enumspb.INDEXED_VALUE_TYPE_DATETIME: "Datetime",
+	}
 	want := make([]string, 0, len(workflows.SearchAttributes))
-	for name := range workflows.SearchAttributes {
-		want = append(want, name)
+	for name, typ := range workflows.SearchAttributes {
+		require.Contains(t, cliType, typ, "search attribute %s has a type the script cannot name yet", name)
+		want = append(want, name+":"+cliType[typ])
 	}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -824,7 +824,7 @@ func (r *runner) setStatus(s string) {
 	}
 	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
 		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, SAStatus.ValueSet(s), SAWaitingOn.ValueSet(waitingOn))
+		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, r.pending, r.terminal)...)
 	}
 	if changed && r.in.ParentRunID != "" {
 		r.statusSeq++

@@ -47,8 +47,8 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", err)
 	}
-	if len(apiCfg.Keys) == 0 {
-		logger.Warn("No API keys configured (WOP_API_KEY): every authenticated route answers 401")
+	if len(apiCfg.Keys) == 0 && apiCfg.KeysFile == "" {
+		logger.Warn("No API keys configured (WOP_API_KEY, WOP_KEYS_FILE): every authenticated route answers 401")
 	}
 
 	loaded, err := worker.LoadPacks(packsDir, logger)
@@ -75,6 +75,7 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 		_ = ln.Close()
 		return fail(stderr, "api", err)
 	}
+	defer onHangup(func() { _ = srv.ReloadKeys() })()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -154,6 +154,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", devStartError(err))
 	}
 	defer st.Stop()
+	defer onHangup(func() { _ = st.ReloadKeys() })()
 
 	keyNote := "from WOP_API_KEY"
 	if keyFromFile {

@@ -48,6 +48,11 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 			return fail(stderr, "worker", err)
 		}
 	}
+	if checked, err := worker.CheckSearchAttributes(ctx, c, namespace); err != nil {
+		return fail(stderr, "worker", err)
+	} else if !checked {
+		logger.Warn("Could not list the namespace's search attributes; make sure every Wop* attribute is registered", "namespace", namespace)
+	}
 	if err := worker.Run(ctx, c, cfg); err != nil {
 		return fail(stderr, "worker", err)
 	}
