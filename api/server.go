@@ -72,6 +72,7 @@ type route struct {
 type catalogView interface {
 	Definition(id string) (*workflows.Definition, bool)
 	Pack(id string) (*packs.Pack, bool)
+	PackIDs() []string
 	Fixtures() []string
 	NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error)
 }
@@ -199,7 +200,9 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/workflows", Scopes: []string{ScopeManifestRead}, Summary: "List the workflows served: packs and conformance fixtures", Handler: s.handleListWorkflows, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
@@ -209,6 +212,7 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/interrupts", Scopes: []string{ScopeApprovalsRespond}, Summary: "List the interrupts the caller may resolve; SSE with Accept: text/event-stream", Handler: s.handleListInterrupts, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200},
 		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},

@@ -43,7 +43,7 @@ func commands() []command {
 		devCommand,
 		{"worker", "run the worker against a Temporal server (TEMPORAL_ADDRESS)", runWorker},
 		{"api", "serve the HTTP API against a Temporal server (TEMPORAL_ADDRESS)", runAPI},
-		{"pack", "pack tools: `wop pack validate PATH...`", runPack},
+		{"pack", "pack tools: `wop pack validate PATH...`, `wop pack list`", runPack},
 		{"keys", "API keys of the keys file (WOP_KEYS_FILE): add, revoke, list", runKeys},
 		{"chat", "hold a conversation with a run through the API", runChat},
 		benchCommand,
