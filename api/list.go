@@ -139,7 +139,9 @@ func parseRunListQuery(q func(string) string, tenant string) (string, error) {
 		if err != nil {
 			return "", badRequest("%s %q must be an RFC 3339 time such as 2026-05-01T00:00:00Z", f.param, v).with("field", f.param)
 		}
-		ts := quote(t.UTC().Format(time.RFC3339Nano))
+		// Visibility stores keep milliseconds (SQLite's): compare at that precision, so
+		// a run created within the given millisecond is neither before nor after it.
+		ts := quote(t.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano))
 		// Runs started before WopCreatedAt existed have only Temporal's StartTime.
 		where = append(where, fmt.Sprintf("(WopCreatedAt %s %s OR (WopCreatedAt IS NULL AND StartTime %s %s))", f.op, ts, f.op, ts))
 	}

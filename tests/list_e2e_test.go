@@ -120,7 +120,10 @@ func TestListRunsE2E(t *testing.T) {
 	for _, id := range noops {
 		cfWaitTerminal(t, a, id)
 	}
+	// Creation times compare at millisecond precision: the runs before the cut and
+	// those after it are created in different milliseconds.
 	cut := time.Now().UTC()
+	require.Eventually(t, func() bool { return time.Since(cut) > 2*time.Millisecond }, time.Second, time.Millisecond)
 	approvals := []string{cfCreate(t, a, "conformance-approval", nil), cfCreate(t, a, "conformance-approval", nil)}
 	chat := cfCreate(t, a, "support", map[string]any{"message": "Hi, what is my balance?"})
 	other := cfCreate(t, k.B, "conformance-approval", nil)
