@@ -2,9 +2,13 @@ package api
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -77,6 +81,14 @@ type Config struct {
 	Version string
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// Metrics, when set, receives the wop_http_* request metrics, and MetricsHandler
+	// serves GET /metrics (the process's registry; see internal/telemetry). Without a
+	// handler /metrics answers 404.
+	Metrics        prometheus.Registerer
+	MetricsHandler http.Handler
+	// TracerProvider, when set, makes every request a span, child of the caller's
+	// traceparent when it sends one.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

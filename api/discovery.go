@@ -92,11 +92,15 @@ func (s *Server) openAPIDoc() map[string]any {
 			item = map[string]any{}
 			paths[r.Path] = item
 		}
+		ok := map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
+		if r.Produces != "" {
+			ok = map[string]any{r.Produces: map[string]any{"schema": map[string]any{"type": "string"}}}
+		}
 		op := map[string]any{
 			"summary":     r.Summary,
 			"operationId": operationID(r),
 			"responses": map[string]any{
-				itoa(r.OK): map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}},
+				itoa(r.OK): map[string]any{"description": "success", "content": ok},
 				"default":  map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
 			},
 		}

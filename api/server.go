@@ -30,6 +30,7 @@ type Server struct {
 	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
+	metrics *httpMetrics // nil without Config.Metrics
 	limiter *rateLimiter
 	tokens  *tokenSigner
 	routes  []route
@@ -66,6 +67,8 @@ type route struct {
 	Body string
 	// OK is the success status.
 	OK int
+	// Produces is the success content type ("" = application/json).
+	Produces string
 }
 
 // catalogView is what the API reads of the workflow catalog.
@@ -111,6 +114,14 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		cancel()
 		return nil, fmt.Errorf("api.New: %w", err)
 	}
+	if cfg.Metrics != nil {
+		m, err := newHTTPMetrics(cfg.Metrics)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("api.New: metrics: %w", err)
+		}
+		s.metrics = m
+	}
 	s.e = s.buildEcho()
 	if cfg.KeysFile != "" {
 		s.wg.Add(1)
@@ -123,6 +134,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Use(s.observe)
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogMethod: true, LogRoutePath: true, LogLatency: true, LogError: true,
 		HandleError: true,
@@ -192,6 +204,7 @@ func (s *Server) dispatchVerb(c echo.Context) error {
 	}
 	c.SetParamNames("runId")
 	c.SetParamValues(raw[:i])
+	c.Set(routeKey, "/v1/runs/:runId:"+r.Verb)
 	return s.requireAuth(r.Scopes...)(r.Handler)(c)
 }
 
@@ -200,6 +213,7 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
+		{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics of the process", Handler: s.handleMetrics, OK: 200, Produces: "text/plain"},
 		{Method: http.MethodGet, Path: "/v1/workflows", Scopes: []string{ScopeManifestRead}, Summary: "List the workflows served: packs and conformance fixtures", Handler: s.handleListWorkflows, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200},
@@ -220,7 +234,7 @@ func (s *Server) routeTable() []route {
 }
 
 // Handler returns the server's http.Handler.
-func (s *Server) Handler() http.Handler { return s.e }
+func (s *Server) Handler() http.Handler { return s.traced(s.e) }
 
 // Shutdown ends open event streams and waits for them to return (not the listener; the
 // caller owns it and should call its own Shutdown first or after).

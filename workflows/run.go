@@ -346,6 +346,7 @@ func (r *runner) run() (*Snapshot, error) {
 		r.initSearchAttributes()
 		r.setStatus(StatusRunning)
 		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
+		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
@@ -711,6 +712,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.countRunEnded(status)
 	return r.snapshot(), nil
 }
 

@@ -63,7 +63,14 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", fmt.Errorf("cannot listen on %s (set --http or WOP_HTTP): %w", httpAddr, err))
 	}
-	c, err := dial(ctx, env, address, namespace, logger)
+	tel, metrics, stopTelemetry, err := startTelemetry(ctx, "wop-api", env, logger)
+	if err != nil {
+		_ = ln.Close()
+		return fail(stderr, "api", err)
+	}
+	defer stopTelemetry()
+	apiCfg.Metrics, apiCfg.MetricsHandler, apiCfg.TracerProvider = tel.Registry, metrics, tel.TracerProvider()
+	c, err := dial(ctx, env, address, namespace, logger, tel.ClientOptions)
 	if err != nil {
 		_ = ln.Close()
 		return fail(stderr, "api", err)
