@@ -164,3 +164,17 @@ func TestListWorkflowsAndDiscoveryNameThePacks(t *testing.T) {
 	assert.Contains(t, rl["filters"], "status")
 	assert.Contains(t, disc, "promptPacks")
 }
+
+func TestInboxIsServedWithItsPolicy(t *testing.T) {
+	env := newTestEnv(t)
+	rec := env.do("GET", "/inbox", "", "")
+	require.Equal(t, 200, rec.Code)
+	assert.Contains(t, rec.Header().Get("Content-Type"), "text/html")
+	assert.Contains(t, rec.Header().Get("Content-Security-Policy"), "script-src 'self'")
+	assert.Contains(t, rec.Body.String(), `<script src="/inbox/app.js"`)
+	rec = env.do("GET", "/inbox/app.js", "", "")
+	require.Equal(t, 200, rec.Code)
+	assert.Contains(t, rec.Header().Get("Content-Type"), "javascript")
+	assert.Contains(t, rec.Body.String(), "/v1/interrupts")
+	env.expectError(env.do("GET", "/inbox/nothing.js", "", ""), 404, CodeNotFound)
+}

@@ -214,6 +214,8 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
 		{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics of the process", Handler: s.handleMetrics, OK: 200, Produces: "text/plain"},
+		{Method: http.MethodGet, Path: "/inbox", Summary: "The approvals inbox (a web page; sign in with an API key)", Handler: s.handleInbox, OK: 200, Produces: "text/html"},
+		{Method: http.MethodGet, Path: "/inbox/{asset}", Summary: "The inbox's script and style sheet", Handler: s.handleInboxAsset, OK: 200, Produces: "text/javascript"},
 		{Method: http.MethodGet, Path: "/v1/workflows", Scopes: []string{ScopeManifestRead}, Summary: "List the workflows served: packs and conformance fixtures", Handler: s.handleListWorkflows, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200},
