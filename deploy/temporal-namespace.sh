@@ -8,6 +8,17 @@ NS="${TEMPORAL_NAMESPACE:-default}"
 ADDR="${TEMPORAL_ADDRESS:-temporal:7233}"
 SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopPackState WopWaitingOn WopWaitingKind WopCreatedAt:Datetime"
 
+# With mutual TLS (deploy/compose.temporal-mtls.yml) the CLI presents the client
+# certificate the worker and the API use.
+temporal() {
+  if [ -n "${TEMPORAL_TLS_CERT:-}" ]; then
+    command temporal "$@" --tls-cert-path "$TEMPORAL_TLS_CERT" --tls-key-path "$TEMPORAL_TLS_KEY" \
+      --tls-ca-path "$TEMPORAL_TLS_CA" --tls-server-name "${TEMPORAL_TLS_SERVER_NAME:-temporal}"
+  else
+    command temporal "$@"
+  fi
+}
+
 echo "Waiting for Temporal at $ADDR..."
 i=0
 until temporal operator cluster health --address "$ADDR" >/dev/null 2>&1; do
