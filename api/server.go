@@ -1,7 +1,9 @@
 // Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
-// call becomes a Temporal call: a workflow start, a signal, a query or a cancel. The
-// API keeps no state of its own beyond in-memory rate-limit buckets and resolve locks:
-// runs, their event logs and idempotency digests live in the run workflows.
+// call becomes a Temporal call: a workflow start, a signal, a query or a cancel, and
+// listings read Temporal's visibility store. The API keeps no state of its own beyond
+// in-memory rate-limit buckets, resolve locks and the keys it read (keys.go): runs,
+// their event logs and idempotency digests live in the run workflows. It also serves
+// the approvals inbox (inbox.go) and the process's metrics.
 package api
 
 import (
