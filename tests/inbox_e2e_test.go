@@ -7,12 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 // chromiumPath finds a Chromium or Chrome binary: WOP_CHROMIUM, else the usual names
@@ -80,6 +83,19 @@ func TestInboxInChromium(t *testing.T) {
 	status, body := cfResolve(t, a, a.Key, refund, "agent", map[string]any{"resumeValue": map[string]any{"text": "It's order ORD-1042."}})
 	require.Equal(t, 200, status, "%v", body)
 	cfWaitStatus(t, a, refund, "waiting-external")
+	// An approval of a tool call whose arguments the approver may edit: the approval gate
+	// with data shaped like a consequential tool call's (name, arguments, action_scope).
+	// The API serves no such workflow, so it is started on Temporal directly.
+	tool := wfStart(t, a.Stack, "inbox-tool-"+randomHex(6), "conformance-approval", "", func(in *workflows.RunInput) {
+		d := *in.Definition
+		d.Nodes = append([]workflows.Node(nil), d.Nodes...)
+		d.Nodes[0].Config = json.RawMessage(`{"title": "Issue a refund", "description": "The assistant wants to refund order ORD-1042.",
+			"actions": ["accept", "reject", "edit-accept"],
+			"artifactData": {"toolName": "issue_refund", "arguments": {"order_id": "ORD-1042", "amount": 89.9, "currency": "USD"}, "action_scope": "write"}}`)
+		in.Definition = &d
+		in.Owner = workflows.Owner{Tenant: k.TenantA, Principal: "acme-ops"}
+	}).GetID()
+	cfWaitStatus(t, a, tool, "waiting-approval")
 
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(browser),
@@ -136,13 +152,31 @@ func TestInboxInChromium(t *testing.T) {
 		chromedp.WaitVisible(card(reject, "approval")),
 		chromedp.WaitVisible(card(chat, "conversation")),
 		chromedp.WaitVisible(card(refund, "external-event")),
+		chromedp.WaitVisible(card(tool, "approval")),
 	)
 	assert.Equal(t, "Approve the conformance run", text(card(approve, "approval", "h3")))
 	assert.Contains(t, text(card(chat, "conversation", ".turns")), "What is your account number?", "the conversation card shows the agent's last turn")
 	events := text(card(refund, "external-event", ".actions"))
 	assert.Contains(t, events, "Approved")
 	assert.Contains(t, events, "Rejected")
+	toolCall := strings.ToLower(text(card(tool, "approval", ".block")))
+	for _, want := range []string{"tool call", "issue_refund", "action scope: write", "order_id", "ord-1042", "amount", "89.9"} {
+		assert.Contains(t, toolCall, want, "the tool call block")
+	}
 	screenshot("inbox.png")
+
+	// Edit the tool call's arguments and approve them.
+	edited := `{"toolName":"issue_refund","arguments":{"order_id":"ORD-1042","amount":45,"currency":"USD"},"action_scope":"write"}`
+	run("edit and approve",
+		chromedp.Click(card(tool, "approval", `button[data-action="edit-accept"]`)),
+		chromedp.WaitVisible(card(tool, "approval", `textarea[name="edited"]`)),
+		chromedp.SetValue(card(tool, "approval", `textarea[name="edited"]`), edited),
+		chromedp.Click(card(tool, "approval", `button[data-submit="Approve edited"]`)),
+		chromedp.WaitNotPresent(card(tool, "approval")))
+	assert.Equal(t, "completed", cfWaitTerminal(t, a, tool)["status"])
+	got := approvalReceived(t, a, tool, "action", "editedArtifactData")
+	assert.Equal(t, "edit-accept", got["action"])
+	assert.JSONEq(t, edited, string(mustMarshal(t, got["editedArtifactData"])))
 
 	// Approve one approval.
 	run("approve",
@@ -185,6 +219,12 @@ func TestInboxInChromium(t *testing.T) {
 	assert.Equal(t, 1, remaining)
 	screenshot("inbox-after.png")
 	cfCancel(t, a, late)
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return b
 }
 
 // approvalReceived returns the named fields of the run's approval.received payload.
