@@ -741,7 +741,7 @@ func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort 
 		"--temporal-port", strconv.Itoa(temporalPort),
 		"--ui-port", strconv.Itoa(uiPort),
 		"--packs", faultPacksDir)
-	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error")
+	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error", "WOP_MOCK_STRICT=true")
 	cmd.Env = append(cmd.Env, "TEMPORAL_ADDRESS=") // always the embedded server
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

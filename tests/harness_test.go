@@ -119,11 +119,14 @@ func restartStack(t *testing.T, c *apiClient) *apiClient {
 }
 
 // harnessOptions are the options of every harness stack: free ports, the repository's
-// packs, seeded fixtures, one full-access key, quiet logs (WOP_TEST_LOG=1 for all).
+// packs, seeded fixtures, one full-access key, a strict scripted mock, quiet logs
+// (WOP_TEST_LOG=1 for all).
 func harnessOptions(dataDir, key string) stack.Options {
 	wcfg := worker.DefaultConfig()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
+	// The tests' scripts are acceptance oracles: a round off script fails the run.
+	wcfg.MockStrict = true
 	level := slog.LevelError
 	if os.Getenv("WOP_TEST_LOG") != "" {
 		level = slog.LevelDebug

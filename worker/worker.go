@@ -48,6 +48,9 @@ type Config struct {
 	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
+	// MockStrict makes the scripted mock fail a round that is off its script instead of
+	// answering the script's default (the project's tests set it).
+	MockStrict bool
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
 	// (for container health checks; the worker has no other port).
 	HealthAddr string
@@ -90,6 +93,7 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_MOCK_STRICT                  true: the scripted mock fails off-script rounds (default false)
 //
 // and the model providers from the variables activities.ProvidersFromEnv reads
 // (WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
@@ -121,6 +125,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		} else {
 			cfg.ShutdownTimeout = d
 		}
+	}
+	if v := strings.TrimSpace(getenv("WOP_MOCK_STRICT")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WOP_MOCK_STRICT=%q: want true or false", v))
+		}
+		cfg.MockStrict = b
 	}
 	providers, err := activities.ProvidersFromEnv(getenv)
 	if err != nil {
@@ -243,6 +254,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activi
 	acts, err := activities.New(activities.Config{
 		Providers:   cfg.Providers,
 		MockScripts: scripts,
+		MockStrict:  cfg.MockStrict,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),

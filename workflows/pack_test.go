@@ -21,13 +21,16 @@ import (
 )
 
 // scriptedModel stands in for the ModelRound and ToolCall activities: it plays the
-// pack's <pack>.mock.yaml by round index (checking expect_state) and records every
-// input it receives.
+// pack's <pack>.mock.yaml as the strict mock provider does (a round off script fails
+// MockScriptMismatch), reading user messages from the tail each round carries, and
+// records every input it receives.
 type scriptedModel struct {
 	mu      sync.Mutex
 	scripts map[string]*packs.MockScript
 	rounds  []activities.ModelRoundInput
 	tools   []activities.ToolCallInput
+	cursor  packs.MockCursor
+	user    packs.MockSeen // the latest user message so far
 	// failIfCalled makes every model round fail the test (fork replay).
 	failIfCalled bool
 	t            *testing.T
@@ -40,15 +43,24 @@ func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) 
 	if s.failIfCalled {
 		s.t.Errorf("model round %d in state %q was called on a fork replay", in.Round, in.State)
 	}
+	for _, m := range in.Transcript.Tail {
+		if m.Role == activities.RoleUser {
+			s.user.User, s.user.HasUser = m.Text, true
+		}
+	}
 	sc := s.scripts[in.PackID]
-	if sc == nil || in.Round >= len(sc.Rounds) {
+	seen := s.user
+	seen.State = in.State
+	ans, next := sc.Next(s.cursor, seen)
+	switch {
+	case ans.Exhausted:
 		return &activities.ModelRoundResult{Text: sc.Default, Provider: "mock", Model: "scripted-mock"}, nil
-	}
-	e := sc.Rounds[in.Round]
-	if e.ExpectState != "" && e.ExpectState != in.State {
+	case ans.Round == nil:
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("round %d: expected state %q, got %q", in.Round, e.ExpectState, in.State), activities.ErrTypeMockMismatch, nil)
+			fmt.Sprintf("round %d (line %d): %s", in.Round, ans.Line, ans.OffScript), activities.ErrTypeMockMismatch, nil)
 	}
+	s.cursor = next
+	e := ans.Round
 	if e.Error != "" {
 		return nil, temporal.NewNonRetryableApplicationError(e.Error, activities.ErrTypeMockFailure, nil)
 	}
@@ -59,6 +71,20 @@ func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) 
 	}
 	return out, nil
 }
+
+// resume moves the script past rounds a run played before this model saw it (a run
+// continued as new, a fork), as the mock provider works them out from the transcript.
+func (s *scriptedModel) resume(rounds ...packs.MockSeen) {
+	for _, r := range rounds {
+		for _, sc := range s.scripts {
+			_, s.cursor = sc.Next(s.cursor, r)
+		}
+		s.user = packs.MockSeen{User: r.User, HasUser: r.HasUser}
+	}
+}
+
+// greeted is round 0 of the support script: the greeting in state verifying.
+var greeted = packs.MockSeen{State: "verifying", User: "Hi, I have a question about my account.", HasUser: true}
 
 func (s *scriptedModel) tool(_ context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
 	s.mu.Lock()
@@ -418,6 +444,7 @@ func TestPackContinueAsNew(t *testing.T) {
 
 	next.ContinueAsNewAfterEvents = 0
 	tr2, sm2 := packRun(t, "support", "", "", "")
+	sm2.resume(greeted)
 	tr2.in = next
 	tr2.at(time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
 	final := tr2.finish()
@@ -480,6 +507,7 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	in.RunID = "run-support-fork-live"
 	in.Fork = &ForkSource{SourceRunID: tr.in.RunID, Events: srcEvents}
 	fork, sm := packRun(t, "support", "", "", "")
+	sm.resume(greeted)
 	fork.in = in
 	fork.env.SetStartWorkflowOptions(startOpts(in.RunID))
 	fork.at(time.Minute, func() { fork.say("It's ACC-12345. What's my balance?") })
