@@ -33,7 +33,9 @@ type scriptedModel struct {
 	user    packs.MockSeen // the latest user message so far
 	// failIfCalled makes every model round fail the test (fork replay).
 	failIfCalled bool
-	t            *testing.T
+	// fail, when set, is what every model round returns.
+	fail error
+	t    *testing.T
 }
 
 func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
@@ -42,6 +44,9 @@ func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) 
 	s.rounds = append(s.rounds, in)
 	if s.failIfCalled {
 		s.t.Errorf("model round %d in state %q was called on a fork replay", in.Round, in.State)
+	}
+	if s.fail != nil {
+		return nil, s.fail
 	}
 	for _, m := range in.Transcript.Tail {
 		if m.Role == activities.RoleUser {
@@ -389,10 +394,35 @@ func TestPackModelFailure(t *testing.T) {
 	tr, _ := packRun(t, "loop", loopPackYAML, "rounds:\n  - error: provider rejected the key\n", `{"message":"go"}`)
 	require.Equal(t, StatusFailed, tr.finish().Status)
 	snap := tr.snapshot()
-	require.Equal(t, activities.ErrTypeMockFailure, snap.Error.Code)
+	require.Equal(t, "mock_scripted_failure", snap.Error.Code)
 	closed := ofType(tr.events(), EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "provider rejected the key")
+}
+
+// TestPackFailureSpeaksOpenWOP: an activity's error type becomes a snake_case OpenWOP
+// code, and the message is the activity's own words without Temporal's wrapping.
+func TestPackFailureSpeaksOpenWOP(t *testing.T) {
+	for typ, code := range map[string]string{
+		activities.ErrTypeAuth:         "model_authentication",
+		activities.ErrTypeMockMismatch: "mock_script_mismatch",
+		activities.ErrTypeBadRequest:   "model_bad_request",
+		"SomethingUnknown":             "model_error",
+	} {
+		t.Run(typ, func(t *testing.T) {
+			tr, sm := packRun(t, "loop", loopPackYAML, loopMock, `{"message":"go"}`)
+			sm.fail = temporal.NewNonRetryableApplicationError("openai rejected the API key (HTTP 401)", typ, nil)
+			require.Equal(t, StatusFailed, tr.finish().Status)
+			snap := tr.snapshot()
+			require.Equal(t, code, snap.Error.Code)
+			require.Equal(t, `model round 0 in state "plan" failed: openai rejected the API key (HTTP 401)`, snap.Error.Message)
+			for _, e := range tr.events() {
+				for _, internal := range []string{"scheduledEventID", "activity error", typ + ","} {
+					require.NotContains(t, string(e.Payload), internal, "event %s", e.Type)
+				}
+			}
+		})
+	}
 }
 
 // TestPackMissingVariables: a required variable without a value fails the run at start.
