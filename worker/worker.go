@@ -145,6 +145,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // ConfigFromEnv so the environment provides the flag defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PacksDir, "packs", c.PacksDir, "packs `folder` (env WOP_PACKS)")
+	c.RegisterTuningFlags(fs)
+	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
+		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
+}
+
+// RegisterTuningFlags adds the flags that tune a running worker (concurrency, pollers,
+// cache, shutdown), which `wop dev` shares with `wop worker`.
+func (c *Config) RegisterTuningFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -155,8 +163,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"workflows kept in memory between their tasks, 0 for the SDK's default of 10,000 (env WOP_WORKER_CACHE_SIZE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
 		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
-		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
 }
 
 // SetCacheSize sets the process-wide sticky workflow cache to c.WorkflowCacheSize. The
