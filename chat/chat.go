@@ -387,16 +387,19 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 	s.mu.Lock()
 	s.sent = append(s.sent, text)
 	s.mu.Unlock()
+	// The indicator starts before the message leaves: the reply may be shown before
+	// the API has answered the post.
+	s.v.startThinking()
 	path := "/v1/runs/" + url.PathEscape(s.runID) + "/interrupts/" + url.PathEscape(conv.NodeID)
 	status, body, err := s.c.do(ctx, http.MethodPost, path, resume)
 	if err == nil && status/100 != 2 {
 		err = apiError("send your message", status, body)
 	}
 	if err != nil {
+		s.v.stopThinking()
 		s.forgetSent(text)
 		return err
 	}
-	s.v.startThinking()
 	return nil
 }
 

@@ -41,8 +41,11 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 		var p struct {
 			InitialTurn turn `json:"initialTurn"`
 		}
+		// The opening is no reply: an indicator running for a first message stays.
 		if json.Unmarshal(re.Payload, &p) == nil {
-			s.showTurn(p.InitialTurn)
+			if text := contentText(p.InitialTurn.Content); text != "" {
+				s.v.emit(kindSystem, "", "· "+text)
+			}
 		}
 	case "conversation.exchanged":
 		var p struct {
