@@ -375,3 +375,36 @@ func TestExampleMocksFollowTheirWorkflows(t *testing.T) {
 		t.Errorf("code-fix go-ahead = %v, want %v", got, want)
 	}
 }
+
+// TestCheckMockBranches: alternatives are checked like rounds; an alternative's
+// expect_state is the state of its first round.
+func TestCheckMockBranches(t *testing.T) {
+	p, _, err := Load("support.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := `rounds:
+  - one_of:
+      - expect_state: triage
+        tool_calls: [{ name: get_balance, args: {} }]
+      - expect_state: resolutoin
+        text: hi
+      - rounds:
+          - expect_state: verifying
+            tool_calls: [{ name: verify_acount, args: {} }]
+tool_results:
+  get_balance: {}
+`
+	m, diags, err := ParseMock("s.mock.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("ParseMock: %v\n%s", err, diags)
+	}
+	want := []string{
+		`s.mock.yaml:4:22: warning: rounds[0].one_of[0].rounds[0].tool_calls[0]: state "triage" (prompt "triage") does not offer tool "get_balance"; the call will get an error result`,
+		`s.mock.yaml:5:9: error: rounds[0].one_of[1].expect_state: expects state "resolutoin", which pack "support" does not have (did you mean "resolution"?)`,
+		`s.mock.yaml:9:26: error: rounds[0].one_of[2].rounds[0].tool_calls[0].name: calls tool "verify_acount", which pack "support" does not declare (did you mean "verify_account"?)`,
+	}
+	if got := CheckMock(p, m); got.String() != strings.Join(want, "\n") {
+		t.Errorf("CheckMock\n got:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}

@@ -167,8 +167,17 @@ func TestChatThroughAPseudoTerminal(t *testing.T) {
 	assert.Equal(t, workflows.StatusWaitingExternal, s.Status)
 	assert.Equal(t, 3, s.Pack.ModelRounds, "no round ran for the refused line")
 
-	// wop dev restarts under the chat.
-	c = restartStack(t, c)
+	// wop dev stops under the chat, which says so and keeps trying, then starts again.
+	opts = c.Stack.Options()
+	c.Stack.Stop()
+	term.waitFor("· Lost the connection to " + c.BaseURL + "; reconnecting…")
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel2()
+	st2, err := stack.Start(ctx2, opts)
+	require.NoError(t, err)
+	t.Cleanup(st2.Stop)
+	c = newAPIClient(t, st2, key)
+	term.waitFor("· Reconnected.")
 
 	// /say talks to the agent while the reviewer decides; the answer comes through the
 	// reconnected stream.
