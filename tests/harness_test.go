@@ -82,6 +82,11 @@ type stackOptions struct {
 	DataDir string
 	// Key is the API key; empty generates one.
 	Key string
+	// ForgivingMock lets the scripted mock answer off-script rounds (as wop dev does)
+	// instead of failing them.
+	ForgivingMock bool
+	// PacksDir replaces the repository's packs folder.
+	PacksDir string
 }
 
 // startPrivateStack starts a stack of its own for a test that stops or restarts parts of
@@ -94,7 +99,12 @@ func startPrivateStack(t *testing.T, o stackOptions) *apiClient {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, harnessOptions(o.DataDir, o.Key))
+	opts := harnessOptions(o.DataDir, o.Key)
+	opts.Worker.MockStrict = !o.ForgivingMock
+	if o.PacksDir != "" {
+		opts.Worker.PacksDir = o.PacksDir
+	}
+	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start private stack: %v", err)
 	}
