@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &client{base: base.String(), key: *key, http: &http.Client{}}
-	s := &session{c: c, v: newView(stdout, stderr, getenv), replied: make(chan struct{}, 1)}
+	s := &session{c: c, v: newView(stdout, stderr, getenv)}
 	return s.run(ctx, fs.Arg(0), stdin)
 }
 
@@ -106,21 +106,24 @@ type session struct {
 	c     *client
 	v     *view
 	runID string
-	// replied receives a value when a reply (an agent or system turn) is shown.
-	replied chan struct{}
 
 	mu sync.Mutex
 	// sent are the texts of messages this chat sent whose user turn has not come back
 	// yet: the terminal already shows them, so their turns are not printed again.
 	sent []string
+	// sends counts the messages sent; answered is the value sends had when a reply
+	// (an agent or system turn) was last shown after all their turns: the chat waits for
+	// answered == sends at the end of piped input.
+	sends, answered int
 	// lastSystem is the text of the last system turn shown (a failure's words are not
 	// repeated by the run's failure line).
 	lastSystem string
-	// history is the run's last event sequence when the chat attached; caughtUp closes
-	// once the events up to it are shown, so input that ends at once (wop chat r1
-	// </dev/null) still shows the conversation so far.
-	history  int64
-	caughtUp chan struct{}
+	// ended and endCode: the run's terminal event was shown, with the exit code of the
+	// run's outcome.
+	ended   bool
+	endCode int
+	// shown is the sequence of the last event shown (-1 before the first).
+	shown int64
 }
 
 func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
@@ -130,30 +133,27 @@ func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 		return ExitFailed
 	}
 	s.runID = runID
-	s.caughtUp = make(chan struct{})
-	if !started {
-		if snap, err := s.readSnapshot(ctx); err == nil {
-			s.history = snap.LastSequence
-		}
-	}
-	if s.history <= 0 {
-		close(s.caughtUp)
-	}
+	s.shown = -1
 	if started {
 		s.v.emit(kindSystem, "", fmt.Sprintf("Started run %s of %s. Type a message and press Enter; /quit leaves.", runID, target))
 	} else {
 		s.v.emit(kindSystem, "", fmt.Sprintf("Attached to run %s. Type a message and press Enter; /quit leaves.", runID))
 	}
-	code, ended := s.converse(ctx, stdin)
+	code := s.converse(ctx, stdin)
 	s.v.close()
-	if !ended {
-		s.v.emit(kindSystem, "", fmt.Sprintf("· Left run %s; it goes on. Attach again with: wop chat %s", s.runID, s.runID))
+	s.mu.Lock()
+	ended, endCode := s.ended, s.endCode
+	s.mu.Unlock()
+	if ended {
+		return endCode // the run's outcome, even when the input ended first
 	}
+	s.v.emit(kindSystem, "", fmt.Sprintf("· Left run %s; it goes on. Attach again with: wop chat %s", s.runID, s.runID))
 	return code
 }
 
-// converse runs the chat until the run ends (ended) or the user leaves.
-func (s *session) converse(ctx context.Context, stdin io.Reader) (code int, ended bool) {
+// converse runs the chat until the run ends or the user leaves, and returns the exit
+// code.
+func (s *session) converse(ctx context.Context, stdin io.Reader) int {
 	events := make(chan result, 1)
 	go func() {
 		r, err := s.follow(ctx)
@@ -162,15 +162,13 @@ func (s *session) converse(ctx context.Context, stdin io.Reader) (code int, ende
 	}()
 	lines := make(chan string)
 	go readLines(ctx, stdin, lines)
-	pending := false // a message was sent and its reply has not been shown
 	s.v.expectInput(true)
 
-	ended = true
-	finish := func(r result) (int, bool) {
+	finish := func(r result) int {
 		if r.err != nil {
 			s.v.emit(kindError, "", "wop chat: "+r.err.Error())
 		}
-		return r.code, r.ended()
+		return r.code
 	}
 	for {
 		select {
@@ -180,27 +178,15 @@ func (s *session) converse(ctx context.Context, stdin io.Reader) (code int, ende
 			s.v.lineEntered()
 			if !ok {
 				// End of input. With input piped in (echo hi | wop chat pack), wait for
-				// the answer to the last message before leaving; show the conversation
-				// so far in any case.
-				select {
-				case <-s.caughtUp:
-				case r := <-events:
+				// the answer to the last message sent, then for what the run did by
+				// then (a wait it raised, its end), and leave.
+				if r, ok := s.awaitReply(ctx, events); ok {
 					return finish(r)
-				case <-ctx.Done():
-					return ExitOK, false
-				case <-time.After(10 * time.Second):
 				}
-				if !pending {
-					return ExitOK, false
-				}
-				select {
-				case <-s.replied:
-					return ExitOK, false
-				case r := <-events:
+				if r, ok := s.catchUp(ctx, events); ok {
 					return finish(r)
-				case <-ctx.Done():
-					return ExitOK, false
 				}
+				return ExitOK
 			}
 			line = strings.TrimSpace(line)
 			say := false
@@ -209,36 +195,27 @@ func (s *session) converse(ctx context.Context, stdin io.Reader) (code int, ende
 				s.v.expectInput(true)
 				continue
 			case line == "/quit" || line == "/exit":
-				return ExitOK, false
+				return ExitOK
 			case strings.HasPrefix(line, "/say "):
 				line, say = strings.TrimSpace(strings.TrimPrefix(line, "/say ")), true
 			}
-			// Forget replies to earlier messages before sending this one.
-			select {
-			case <-s.replied:
-			default:
-			}
+			s.expectReply(line)
 			if err := s.send(ctx, line, say); err != nil {
 				s.v.emit(kindError, "", "wop chat: "+err.Error())
-				pending = false
 				s.v.expectInput(true)
-			} else {
-				pending = true
 			}
 		case <-ctx.Done():
-			return ExitOK, false
+			return ExitOK
 		}
 	}
 }
 
+// result is how following the run's events ended: the exit code, and why when the
+// chat could not follow the run.
 type result struct {
 	code int
 	err  error
-	// terminal: the run ended (not the chat's connection).
-	terminal bool
 }
-
-func (r result) ended() bool { return r.terminal }
 
 // readLines sends each line of r on lines and closes lines at end of input.
 func readLines(ctx context.Context, r io.Reader, lines chan<- string) {
@@ -356,6 +333,7 @@ func (s *session) readSnapshot(ctx context.Context) (*snapshot, error) {
 func (s *session) send(ctx context.Context, text string, say bool) error {
 	snap, err := s.readSnapshot(ctx)
 	if err != nil {
+		s.notSent(text)
 		return fmt.Errorf("%w; your message was not sent", err)
 	}
 	var conv, other *interrupt
@@ -367,6 +345,9 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 		case !it.isConversation() && other == nil:
 			other = it
 		}
+	}
+	if conv == nil || (other != nil && !say) {
+		s.notSent(text)
 	}
 	if conv == nil {
 		if other != nil {
@@ -384,9 +365,6 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 			"content": map[string]any{"text": text},
 		},
 	}}
-	s.mu.Lock()
-	s.sent = append(s.sent, text)
-	s.mu.Unlock()
 	// The indicator starts before the message leaves: the reply may be shown before
 	// the API has answered the post.
 	s.v.startThinking()
@@ -397,7 +375,7 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 	}
 	if err != nil {
 		s.v.stopThinking()
-		s.forgetSent(text)
+		s.notSent(text)
 		return err
 	}
 	return nil
@@ -424,6 +402,14 @@ func (s *session) ownEcho(text string) bool {
 	return s.forgetSent(text)
 }
 
+// notSent takes back a message that did not leave.
+func (s *session) notSent(text string) {
+	s.forgetSent(text)
+	s.mu.Lock()
+	s.sends--
+	s.mu.Unlock()
+}
+
 func (s *session) forgetSent(text string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -436,15 +422,73 @@ func (s *session) forgetSent(text string) bool {
 	return false
 }
 
-// markCaughtUp records that the events the run had when the chat attached are shown.
-func (s *session) markCaughtUp() {
+// expectReply records a message about to be sent (before it leaves: its reply may be
+// shown before the API answers the post).
+func (s *session) expectReply(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case <-s.caughtUp:
-	default:
-		close(s.caughtUp)
+	s.sent = append(s.sent, text)
+	s.sends++
+}
+
+// awaitReply waits until the reply to the last message sent is shown, polling; ok
+// reports that following the run ended first (r).
+func (s *session) awaitReply(ctx context.Context, events <-chan result) (r result, ok bool) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		done := s.answered == s.sends
+		s.mu.Unlock()
+		if done {
+			return result{}, false
+		}
+		select {
+		case r := <-events:
+			return r, true
+		case <-ctx.Done():
+			return result{}, false
+		case <-tick.C:
+		}
 	}
+}
+
+// catchUp waits until the chat has shown the events the run has now (at most 10 s), or
+// the run's end when it has ended; ok reports that following the run ended (r).
+func (s *session) catchUp(ctx context.Context, events <-chan result) (r result, ok bool) {
+	snap, err := s.readSnapshot(ctx)
+	if err != nil {
+		return result{}, false
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-events:
+			return r, true
+		case <-ctx.Done():
+			return result{}, false
+		case <-deadline:
+			return result{}, false
+		case <-tick.C:
+			s.mu.Lock()
+			shown := s.shown
+			s.mu.Unlock()
+			if !isTerminalStatus(snap.Status) && shown >= snap.LastSequence {
+				return result{}, false
+			}
+		}
+	}
+}
+
+// isTerminalStatus reports whether a run status is final.
+func isTerminalStatus(status string) bool {
+	switch status {
+	case "completed", "failed", "cancelled":
+		return true
+	}
+	return false
 }
 
 func orUnknown(s string) string {
@@ -482,14 +526,16 @@ func (s *session) follow(ctx context.Context) (result, error) {
 				lastID = ev.id
 			}
 			exit, terminal = s.show(ctx, ev)
-			if seq, err := strconv.ParseInt(ev.id, 10, 64); err == nil && seq >= s.history && !terminal {
-				s.markCaughtUp()
+			if seq, err := strconv.ParseInt(ev.id, 10, 64); err == nil {
+				s.mu.Lock()
+				s.shown = seq
+				s.mu.Unlock()
 			}
 			return terminal
 		})
 		switch {
 		case terminal:
-			return result{code: exit, terminal: true}, nil
+			return result{code: exit}, nil
 		case ctx.Err() != nil:
 			return result{code: ExitOK}, nil
 		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:

@@ -36,6 +36,13 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 	if typ == "" {
 		typ = ev.typ
 	}
+	defer func() {
+		if terminal {
+			s.mu.Lock()
+			s.ended, s.endCode = true, exit
+			s.mu.Unlock()
+		}
+	}()
 	switch typ {
 	case "conversation.opened":
 		var p struct {
@@ -267,12 +274,14 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// notifyReply records that a reply was shown, for a chat waiting on one.
+// notifyReply records that a reply was shown, for a chat waiting on one: a reply counts
+// once every message this chat sent is in the conversation, so it answers the last one.
 func (s *session) notifyReply() {
-	select {
-	case s.replied <- struct{}{}:
-	default:
+	s.mu.Lock()
+	if len(s.sent) == 0 {
+		s.answered = s.sends
 	}
+	s.mu.Unlock()
 	s.v.expectInput(true)
 }
 

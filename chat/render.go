@@ -93,8 +93,13 @@ func (v *view) emit(k kind, speaker, text string) {
 	switch k {
 	case kindAgent, kindUser:
 		lead := speaker + ": "
-		text = strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n"+strings.Repeat(" ", len([]rune(lead))))
-		line = v.paint(k, lead) + text
+		lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		for i := 1; i < len(lines); i++ {
+			if lines[i] != "" {
+				lines[i] = strings.Repeat(" ", len([]rune(lead))) + lines[i]
+			}
+		}
+		line = v.paint(k, lead) + strings.Join(lines, "\n")
 	default:
 		line = v.paint(k, text)
 	}

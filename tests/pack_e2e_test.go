@@ -316,8 +316,8 @@ func TestPackSupportFiveTurnsE2E(t *testing.T) {
 	agent := agentTexts(t, pkTurns(t, pkEvents(t, c, id)))
 	require.Len(t, agent, 5, "one reply per user turn")
 	assert.Contains(t, agent[1], "can't look accounts up by name")
-	assert.Contains(t, agent[2], "your account is verified")
-	assert.Contains(t, agent[3], "your account is verified", "the question waits at the same branch point")
+	assert.Contains(t, agent[2], "Your account ending 2345 is verified")
+	assert.Contains(t, agent[3], "I can tell you your current balance", "the question is answered at the branch point, which waits")
 	assert.Contains(t, agent[4], "ticket HT-20931")
 }
 
