@@ -72,8 +72,8 @@ type ModelRoundInput struct {
 	NodeID   string `json:"nodeId"`
 	State    string `json:"state"`  // workflow state the round runs in
 	Prompt   string `json:"prompt"` // prompt key (prompt_task)
-	// Round is the 0-based index of this model round within the run; the scripted mock
-	// consumes its script by this index.
+	// Round is the 0-based index of this model round within the run; tool-call ids are
+	// built from it (the scripted mock finds its place in the transcript instead).
 	Round int `json:"round"`
 	// Provider is the logical provider key (RFC 0012/0017), "default" when unset.
 	Provider   string          `json:"provider,omitempty"`

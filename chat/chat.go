@@ -135,9 +135,9 @@ func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 	s.runID = runID
 	s.shown = -1
 	if started {
-		s.v.emit(kindSystem, "", fmt.Sprintf("Started run %s of %s. Type a message and press Enter; /quit leaves.", runID, target))
+		s.v.emit(kindSystem, "", fmt.Sprintf("Started run %s of %s. Type a message and press Enter; /quit leaves, /help helps.", runID, target))
 	} else {
-		s.v.emit(kindSystem, "", fmt.Sprintf("Attached to run %s. Type a message and press Enter; /quit leaves.", runID))
+		s.v.emit(kindSystem, "", fmt.Sprintf("Attached to run %s. Type a message and press Enter; /quit leaves, /help helps.", runID))
 	}
 	code := s.converse(ctx, stdin)
 	s.v.close()
@@ -196,6 +196,10 @@ func (s *session) converse(ctx context.Context, stdin io.Reader) int {
 				continue
 			case line == "/quit" || line == "/exit":
 				return ExitOK
+			case line == "/help":
+				s.v.emit(kindSystem, "", "· Each line you type is a message to the agent. /say TEXT sends TEXT while the run waits for an external event or an approval; /quit leaves (the run goes on).")
+				s.v.expectInput(true)
+				continue
 			case strings.HasPrefix(line, "/say "):
 				line, say = strings.TrimSpace(strings.TrimPrefix(line, "/say ")), true
 			}

@@ -196,7 +196,7 @@ func TestChatStartsRunAndConverses(t *testing.T) {
 	}
 
 	assert.Equal(t, strings.Join([]string{
-		"Started run r1 of support. Type a message and press Enter; /quit leaves.",
+		"Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.",
 		"· Conversation with pack support, state verifying.",
 		"support:verifying: Let me check that account.",
 		"── state verifying → triage (AccountVerified)",
@@ -235,7 +235,7 @@ func TestChatAttachesToFailedRun(t *testing.T) {
 	defer stdinW.Close()
 	code := run(context.Background(), []string{"--api", srv.URL + "/", "r1"}, envOf(nil), stdinR, &out, &errOut)
 	assert.Equal(t, ExitFailed, code)
-	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves.\n"+
+	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves, /help helps.\n"+
 		"· Run r1 failed: the run used its 10 tool calls (budget_exhausted).\n", out.String())
 	assert.Empty(t, f.posts, "attaching starts nothing")
 }
@@ -268,7 +268,7 @@ func TestChatMessageWhenRunIsNotWaitingAndQuit(t *testing.T) {
 		strings.NewReader("hello\n\n/quit\nnot sent\n"), &out, &errOut)
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "wop chat: the run is not waiting for a message (status running); your message was not sent\n", errOut.String())
-	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves.\n"+
+	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves, /help helps.\n"+
 		"· Left run r1; it goes on. Attach again with: wop chat r1\n", out.String(), "the chat says which run it leaves")
 	assert.Empty(t, f.posts)
 }
@@ -311,7 +311,7 @@ func TestChatPipedInputWaitsForTheReply(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"--api", srv.URL, "support"}, envOf(nil), strings.NewReader("hi"), &out, &errOut)
 	assert.Equal(t, ExitOK, code, errOut.String())
-	assert.Equal(t, "Started run r1 of support. Type a message and press Enter; /quit leaves.\nsupport: Hello!\n"+
+	assert.Equal(t, "Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.\nsupport: Hello!\n"+
 		"· Left run r1; it goes on. Attach again with: wop chat r1\n", out.String())
 	require.Len(t, f.posts, 2)
 }
@@ -336,7 +336,7 @@ func TestChatReattachShowsTheWholeTranscript(t *testing.T) {
 	code := run(context.Background(), []string{"--api", srv.URL, "r1"}, envOf(nil), strings.NewReader(""), &out, &errOut)
 	assert.Equal(t, ExitFailed, code)
 	assert.Equal(t, strings.Join([]string{
-		"Attached to run r1. Type a message and press Enter; /quit leaves.",
+		"Attached to run r1. Type a message and press Enter; /quit leaves, /help helps.",
 		"you: hi",
 		"support: Hello!",
 		"         What is your account number?",
