@@ -313,6 +313,18 @@ func TestLoadDir(t *testing.T) {
 			t.Errorf("diagnostics = %s\nwant %s...", diags, want)
 		}
 	})
+	t.Run("YAML syntax errors point at their column", func(t *testing.T) {
+		for src, want := range map[string]string{
+			"a: b: c\n":               "x.yaml:1:5: error: YAML syntax error: mapping values are not allowed in this context",
+			"a:\n\tb: 1\n":            "x.yaml:2:1: error: YAML syntax error: found character that cannot start any token",
+			"a: 1\nb: { c: [1, 2 }\n": "x.yaml:2:9: error: YAML syntax error: did not find expected ',' or ']'",
+		} {
+			_, diags, err := Parse("x.yaml", []byte(src))
+			if err == nil || len(diags) != 1 || !strings.HasPrefix(diags[0].String(), want) {
+				t.Errorf("Parse(%q) = %s\nwant %s", src, diags, want)
+			}
+		}
+	})
 	t.Run("duplicate ids: the first file serves", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{"a.yaml": minimalPack("same"), "b.yaml": minimalPack("same")})

@@ -301,6 +301,27 @@ func problemColumn(line, problem string) int {
 		if i := strings.IndexByte(line, '\t'); i >= 0 {
 			return utf8.RuneCountInString(line[:i]) + 1
 		}
+	case strings.Contains(problem, "did not find expected ',' or"):
+		// An unclosed flow collection: point at its opening bracket.
+		var open []int
+	scan:
+		for i := 0; i < len(line); i++ {
+			switch c := line[i]; c {
+			case '[', '{':
+				open = append(open, i)
+			case ']', '}':
+				if len(open) == 0 {
+					break scan
+				}
+				if top := line[open[len(open)-1]]; (c == ']') != (top == '[') {
+					break scan // closed by the wrong bracket: the opener on top is unclosed
+				}
+				open = open[:len(open)-1]
+			}
+		}
+		if len(open) > 0 {
+			return utf8.RuneCountInString(line[:open[len(open)-1]]) + 1
+		}
 	case strings.Contains(problem, "mapping values are not allowed"):
 		if first := strings.Index(line, ": "); first >= 0 {
 			if second := strings.Index(line[first+2:], ":"); second >= 0 {
