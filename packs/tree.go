@@ -255,9 +255,17 @@ func yamlSyntaxError(data []byte, err error) error {
 		msg = m[2]
 	}
 	lines := strings.SplitAfter(string(data), "\n")
-	const maxTries = 2000
-	for n, tries := max(line, 1), 0; n <= len(lines) && tries < maxTries; n, tries = n+1, tries+1 {
-		if p := yamlProblem(strings.Join(lines[:n], "")); p == msg {
+	// The search re-parses growing prefixes; a budget of bytes parsed bounds it on
+	// large files (it then keeps yaml.v3's line).
+	budget := 16 << 20
+	start, end := max(line, 1), 0 // end: the length of lines[:n]
+	for i := 0; i < start-1 && i < len(lines); i++ {
+		end += len(lines[i])
+	}
+	for n := start; n <= len(lines) && budget > 0; n++ {
+		end += len(lines[n-1])
+		budget -= end
+		if yamlProblem(string(data[:end])) == msg {
 			line = n
 			break
 		}
