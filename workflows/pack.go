@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -401,11 +402,15 @@ func activityMessage(err error) string {
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {
-		kind := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(te.TimeoutType().String(), "TIMEOUT_TYPE_"), "_", "-"))
-		if te.TimeoutType() == 0 {
-			kind = strings.ToLower(te.TimeoutType().String())
+		// "StartToClose" reads as "start-to-close".
+		var kind strings.Builder
+		for i, r := range te.TimeoutType().String() {
+			if i > 0 && unicode.IsUpper(r) {
+				kind.WriteByte('-')
+			}
+			kind.WriteRune(unicode.ToLower(r))
 		}
-		return fmt.Sprintf("it timed out (%s timeout) after its retries", kind)
+		return fmt.Sprintf("it timed out (%s timeout)", kind.String())
 	}
 	var actErr *temporal.ActivityError
 	if errors.As(err, &actErr) && errors.Unwrap(actErr) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	enumspb "go.temporal.io/api/enums/v1"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -548,4 +549,10 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	turns := turnsOf(t, fork.events())
 	require.Len(t, turns, 4)
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turns[3])["text"])
+}
+
+func TestActivityMessageOfATimeout(t *testing.T) {
+	err := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	require.Equal(t, "it timed out (start-to-close timeout)", activityMessage(err))
+	require.Equal(t, "activity_timeout", activityErrorCode(err))
 }
