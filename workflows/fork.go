@@ -132,7 +132,11 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	if obs != nil {
 		obs.Observe(r.ctx, c, opened.InitialTurn)
 	}
+	folder, _ := agent.(replayFolder)
 	for _, e := range src[1:] {
+		if folder != nil {
+			folder.FoldBefore(r.ctx, c, e)
+		}
 		switch e.Type {
 		case EvConversationExchanged:
 			var p struct {
@@ -159,10 +163,38 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 				obs.Observe(r.ctx, c, p.FinalTurn)
 			}
 			c.close(p.FinalTurn, p.Outcome, ResolveRequest{ResolvedBy: "replay"})
+			if folder != nil {
+				folder.ReplayDone(r.ctx, c, true)
+			}
+			if ne := r.sourceNodeFailure(c.NodeID); ne != nil {
+				return nil, ne
+			}
 			return r.conversationOutputs(c), nil
 		}
 	}
+	if folder != nil {
+		folder.ReplayDone(r.ctx, c, false)
+	}
 	return r.converse(c, agent)
+}
+
+// sourceNodeFailure returns the failure the source run recorded for node nodeID
+// (node.failed), so a replayed conversation that closed with an error fails its node
+// as the source's did. Forks recorded before forkReplayVersion completed the node.
+func (r *runner) sourceNodeFailure(nodeID string) error {
+	for _, e := range r.in.Fork.Events {
+		if e.Type != EvNodeFailed || e.NodeID != nodeID {
+			continue
+		}
+		var p struct {
+			Error RunError `json:"error"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(forkReplayVersion) {
+			return nil
+		}
+		return &nodeError{p.Error}
+	}
+	return nil
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
