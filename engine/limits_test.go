@@ -3,9 +3,11 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/packs"
 )
 
 // unboundedLoop is an all-agent loop a <-> b with no max_visits and no budget: only the
@@ -187,5 +189,31 @@ func TestAcceptingAndInjectableStates(t *testing.T) {
 	}
 	if st := m.InjectableStates(); len(st["approval"]) == 0 || st[m.cfg.Pack.Workflow.Entry] != nil {
 		t.Errorf("injectable states = %v", st)
+	}
+}
+
+// The validator (package packs, which cannot import the engine) names the host's
+// default round limit in its loop warnings; it must be this one.
+func TestValidatorNamesTheDefaultRoundLimit(t *testing.T) {
+	src := `id: l
+name: L
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  p: { id: p, name: P, version: 1.0.0, system_template: Go. }
+workflow:
+  version: 2
+  entry: a
+  states:
+    a: { prompt_task: p, control: agent, on_event: { Next: b } }
+    b: { prompt_task: p, control: agent, on_event: { Next: a } }
+`
+	_, diags, err := packs.Parse("loop.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("WOP_MAX_ROUNDS_PER_TURN, %d by default", DefaultHostMaxRoundsPerTurn)
+	if !strings.Contains(diags.String(), want) {
+		t.Fatalf("no loop warning names %q:\n%s", want, diags)
 	}
 }
