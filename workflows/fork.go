@@ -15,7 +15,8 @@ import (
 //     source's. Agents that implement turnObserver see each replayed turn, and
 //     conversation.SourceEvents exposes the node's recorded events (agent.*,
 //     provider.usage, …) to them. A source conversation that never closed continues
-//     live after the recorded turns.
+//     live after the recorded turns; since forkReplayVersion a last user turn the
+//     source never answered is answered then (see pack_replay.go).
 // FromSeq is recorded on the run but the replay always re-folds from sequence 0.
 
 // forkIndex holds the recorded resolutions of the source run.
@@ -133,6 +134,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 		obs.Observe(r.ctx, c, opened.InitialTurn)
 	}
 	folder, _ := agent.(replayFolder)
+	last := opened.InitialTurn
 	for _, e := range src[1:] {
 		if folder != nil {
 			folder.FoldBefore(r.ctx, c, e)
@@ -146,6 +148,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
 			}
 			c.Turns = append(c.Turns, p.Turn)
+			last = p.Turn
 			c.LastEventID = r.emit(EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
 			c.refreshExchangeData()
 			if obs != nil {
@@ -174,6 +177,17 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	}
 	if folder != nil {
 		folder.ReplayDone(r.ctx, c, false)
+	}
+	if last.Role == RoleUser && r.changed(forkReplayVersion) {
+		// The source never answered its last user turn (cancelled mid-turn, or still
+		// working): it is answered now, as a live turn would be.
+		rep, err := agent.Reply(r.ctx, c, last)
+		if err != nil {
+			return nil, agentFailure(c.NodeID, err)
+		}
+		if out, done, err := r.applyReply(c, rep); done || err != nil {
+			return out, err
+		}
 	}
 	return r.converse(c, agent)
 }

@@ -23,8 +23,9 @@ package workflows
 //     re-folding the recorded conversation. A live continuation after a divergence
 //     closes the conversation with error replay_diverged instead of answering from an
 //     engine that left the recording.
-//   - Only the last user turn of a recording that ends unanswered (the source was
-//     cancelled or is still working) runs its missing rounds live.
+//   - The last user turn of a recording that ends unanswered (the source was cancelled
+//     mid-turn, or is still working) is answered live once the recording is re-folded,
+//     reusing the rounds and tool results the source recorded of it.
 // Forks recorded before keep the earlier fold (observeLegacy).
 
 import (
@@ -60,14 +61,16 @@ type packReplay struct {
 	used        map[int]bool   // recorded rounds the replay consumed
 	at          Event          // the source event being folded
 	last        *engine.TurnResult
-	trailing    bool // folding a last user turn the source never answered
-	live        bool // the recording is re-folded; the conversation goes on live
-	diverged    bool
+	// pendingSeq is the source sequence of a last user turn the source never answered
+	// (-1: none); the host answers it live after the fold, reusing what was recorded.
+	pendingSeq int64
+	live       bool // the recording is re-folded; the conversation goes on live
+	diverged   bool
 }
 
 func newPackReplay(src []Event) *packReplay {
 	pr := &packReplay{rounds: map[int]*activities.ModelRoundResult{}, tools: map[string]*activities.ToolCallResult{}, src: src,
-		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}}
+		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1}
 	for _, e := range src {
 		switch e.Type {
 		case "agent.decided":
@@ -134,15 +137,19 @@ func (rt *packRuntime) replayedModel(in activities.ModelRoundInput, out *activit
 		rt.a.replay = nil // past the recorded rounds: the run goes on live
 		return false, nil
 	}
+	r, ok := pr.model(in.Round)
 	if pr.live {
+		// Only the unanswered last turn reuses what the source recorded of it.
+		if ok && pr.pendingRound(in.Round) && pr.roundStates[in.Round] == in.State && !pr.used[in.Round] {
+			pr.used[in.Round] = true
+			*out = *r
+			return true, nil
+		}
 		return false, nil
 	}
-	r, ok := pr.model(in.Round)
 	switch {
 	case pr.diverged:
 		return false, &replayDivergedError{msg: "the fork replay has diverged from its source"}
-	case !ok && pr.trailing:
-		return false, nil // the source never answered this turn: it is answered now
 	case !ok:
 		return false, rt.diverge("extra", "agent.decided", pr.at,
 			"the replay needs model round %d in state %q, which the source run did not record", in.Round, in.State)
@@ -155,16 +162,21 @@ func (rt *packRuntime) replayedModel(in activities.ModelRoundInput, out *activit
 	return true, nil
 }
 
+// pendingRound reports whether recorded round n belongs to the unanswered last turn.
+func (pr *packReplay) pendingRound(n int) bool {
+	return pr.pendingSeq >= 0 && pr.roundEvents[n].Sequence > pr.pendingSeq
+}
+
 // replayedTool answers a tool call from the source run's record on a fork replay.
 func (rt *packRuntime) replayedTool(in activities.ToolCallInput) (*activities.ToolCallResult, bool, error) {
 	pr := rt.a.replay
-	if pr == nil || pr.v2 && pr.live {
+	if pr == nil || pr.v2 && pr.live && pr.pendingSeq < 0 {
 		return nil, false, nil
 	}
 	if r, ok := pr.tool(in.CallID); ok {
 		return r, true, nil
 	}
-	if !pr.v2 || pr.trailing {
+	if !pr.v2 || pr.live {
 		return nil, false, nil
 	}
 	return nil, false, rt.diverge("extra", "agent.toolReturned", pr.at,
@@ -296,9 +308,11 @@ func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event,
 		a.divergeAt(c, "extra", EvConversationExchanged, e, fmt.Sprintf("the source conversation goes on with turn %d, but the replay's pack has ended (%s)", t.TurnIndex, a.m.Status()))
 		return
 	}
-	pr.trailing = !pr.answeredLater()
+	if !pr.answeredLater() {
+		pr.pendingSeq = e.Sequence // answered live after the fold (replayConversation)
+		return
+	}
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(t.Content))
-	pr.trailing = false
 	if err != nil {
 		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("the replay's pack could not take turn %d: %v", t.TurnIndex, err))
 		return
@@ -386,7 +400,7 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 		return
 	}
 	for _, n := range slices.Sorted(maps.Keys(pr.rounds)) {
-		if !pr.used[n] {
+		if !pr.used[n] && !pr.pendingRound(n) {
 			a.divergeAt(c, "missing", "agent.decided", pr.roundEvents[n], fmt.Sprintf("the source recorded model round %d in state %q, which the replay never ran", n, pr.roundStates[n]))
 			break
 		}
