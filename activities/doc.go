@@ -19,6 +19,14 @@
 //     registered for the tool, else the pack's mock tool_results entry, else none: the
 //     result is then an IsError result that tells the model no executor is configured
 //     for the tool on this host (the run goes on; the model can answer without it).
+//     A registered executor's call heartbeats too.
+//
+// Heartbeats (every HeartbeatInterval, 1 s, from the first second on) are how a
+// running call learns that its run was cancelled: the answer to the next heartbeat
+// carries the cancellation and the SDK cancels the activity's context, which aborts
+// the provider's request. A worker must let them through (worker.Options.
+// MaxHeartbeatThrottleInterval = HeartbeatInterval; the SDK's own throttle is 80% of
+// the heartbeat timeout). A call shorter than a second sends none.
 //
 // Workflows schedule them with ModelRoundOptions(provider) and ToolCallOptions(), and
 // set ActivityOptions.Summary from ModelRoundSummary / ToolCallSummary.
