@@ -33,7 +33,7 @@
 //	HTTP 429                        ModelRateLimited         retried; NextRetryDelay = Retry-After(-Ms)
 //	HTTP 408, 409, 5xx, no answer   ModelUnavailable         retried; NextRetryDelay = Retry-After if sent
 //	2xx that is not a completion    ModelMalformedResponse   non-retryable
-//	mock expect_state/expect_user   MockScriptMismatch       non-retryable
+//	mock expect_* check failed      MockScriptMismatch       non-retryable
 //	mock round with error:          MockScriptedFailure      non-retryable
 //	mock script exhausted + fail    MockScriptExhausted      non-retryable
 //
