@@ -17,25 +17,36 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
+// LoadOptions tune LoadFile and Parse.
+type LoadOptions struct {
+	// Getenv reads the ${VAR} references of header and MCP environment values; nil
+	// means os.Getenv.
+	Getenv func(string) string
+	// UnsetIsWarning makes an unset ${VAR} a warning instead of an error, for checking
+	// a file away from the worker's environment (wop pack validate).
+	UnsetIsWarning bool
+}
+
 // LoadFile reads a bindings file into the set (see the package doc for its format).
-// ${VAR} references in header and MCP environment values are read with getenv (nil:
-// os.Getenv), once, now. Every problem is a diagnostic with file:line:col; when any is
-// an error the returned error is a *packs.DiagnosticsError and the set must not be used.
-func (s *Set) LoadFile(path string, getenv func(string) string) (packs.Diagnostics, error) {
+// ${VAR} references are read once, now. Every problem is a diagnostic with
+// file:line:col; when any is an error the returned error is a *packs.DiagnosticsError
+// and the set must not be used.
+func (s *Set) LoadFile(path string, opts LoadOptions) (packs.Diagnostics, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read tool bindings: %w", err)
 	}
-	return s.Parse(path, data, getenv)
+	return s.Parse(path, data, opts)
 }
 
 // Parse reads a bindings document into the set; filename is used in diagnostics. See
 // LoadFile.
-func (s *Set) Parse(filename string, data []byte, getenv func(string) string) (packs.Diagnostics, error) {
+func (s *Set) Parse(filename string, data []byte, opts LoadOptions) (packs.Diagnostics, error) {
+	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	d := &fileDecoder{file: filename, getenv: getenv, set: s}
+	d := &fileDecoder{file: filename, getenv: getenv, lenient: opts.UnsetIsWarning, set: s}
 	root, ok := d.parse(data)
 	if ok {
 		d.document(root)
@@ -51,10 +62,11 @@ func (s *Set) Parse(filename string, data []byte, getenv func(string) string) (p
 }
 
 type fileDecoder struct {
-	file   string
-	getenv func(string) string
-	set    *Set
-	diags  packs.Diagnostics
+	file    string
+	getenv  func(string) string
+	lenient bool // an unset ${VAR} is a warning
+	set     *Set
+	diags   packs.Diagnostics
 }
 
 func (d *fileDecoder) add(sev string, n *yaml.Node, path, format string, args ...any) {
@@ -250,6 +262,11 @@ func (d *fileDecoder) secrets(n *yaml.Node, path, what string) (map[string]Secre
 			continue
 		}
 		v, u, err := expand(raw, d.getenv)
+		var unset *unsetError
+		if errors.As(err, &unset) && d.lenient {
+			d.add(packs.SeverityWarning, f.valueNode, fp, "%v; the worker needs it", err)
+			err = nil
+		}
 		if err != nil {
 			d.errorf(f.valueNode, fp, "%v", err)
 			continue

@@ -210,7 +210,7 @@ func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in activities.ToolCall
 			return nil, ctx.Err()
 		}
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && !transportCode(werr.Code) {
 			return errorResult(map[string]any{"error": fmt.Sprintf("MCP server %s refused the call of %s: %s", b.Server, b.Tool, s.redact(werr.Message)), "code": werr.Code}), nil
 		}
 		s.mcp.drop(b.Server, cs)
@@ -225,6 +225,17 @@ func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in activities.ToolCall
 		return errorResult(map[string]any{"error": fmt.Sprintf("the result of %s is larger than %d KiB, more than a tool result may hold; ask for less", in.Tool, MaxResultBytes>>10)}), nil
 	}
 	return &activities.ToolCallResult{Content: content, IsError: isError}, nil
+}
+
+// transportCode reports whether a JSON-RPC error code says the call did not reach the
+// server's tool (the Go SDK's codes for a closed or rejecting connection, and an
+// internal error, which a retry may not meet) rather than that the server refused it.
+func transportCode(code int64) bool {
+	switch code {
+	case jsonrpc.CodeInternalError, -32001, -32003, -32004, -32005: // internal, unknown, client/server closing, rejected by transport
+		return true
+	}
+	return false
 }
 
 // mcpContent maps an MCP tool result to a tool result's content:

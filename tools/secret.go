@@ -55,11 +55,18 @@ func expand(s string, getenv func(string) string) (string, []string, error) {
 		}
 		v := getenv(name)
 		if v == "" {
-			err = fmt.Errorf("${%s} is not set in the worker's environment", name)
+			err = &unsetError{name: name}
 			return m
 		}
 		used = append(used, v)
 		return v
 	})
 	return out, used, err
+}
+
+// unsetError is a ${VAR} whose variable is not set.
+type unsetError struct{ name string }
+
+func (e *unsetError) Error() string {
+	return fmt.Sprintf("${%s} is not set in the worker's environment", e.name)
 }

@@ -401,3 +401,32 @@ func (s *Set) serverNames() []string {
 	defer s.mu.Unlock()
 	return slices.Sorted(maps.Keys(s.servers))
 }
+
+// Merge adds every binding and MCP server of other (bindings built in code) to the set.
+// The set gets its own connections; other is left as it is.
+func (s *Set) Merge(other *Set) error {
+	other.mu.Lock()
+	servers := maps.Clone(other.servers)
+	bindings := maps.Clone(other.bindings)
+	secrets := slices.Clone(other.secrets)
+	other.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if err := s.addMCPServer(name, *servers[name], nil); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(bindings)) {
+		b := *bindings[name]
+		if b.MCP != nil {
+			m := *b.MCP
+			b.MCP = &m
+		}
+		if err := s.add(name, b, nil); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.secrets = append(s.secrets, secrets...)
+	s.mu.Unlock()
+	return nil
+}
