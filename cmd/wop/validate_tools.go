@@ -16,8 +16,9 @@ import (
 )
 
 // runPackValidate is `wop pack validate [--json] [--tools FILE] PATH...`: the packs'
-// checks (packs.ValidateCommand), then, when a bindings file is given or a folder PATH
-// holds tools.yaml, the bindings' checks against those packs: the file's own
+// checks (packs.ValidateCommand), then, when a bindings file is given (--tools, or a
+// PATH named tools.yaml) or a folder PATH holds tools.yaml, the bindings' checks against
+// those packs: the file's own
 // diagnostics, which pack tools are bound to what, which are unbound (a warning), and
 // whether the parameters of MCP-bound tools match their servers (which it connects to).
 func runPackValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -45,6 +46,11 @@ func runPackValidate(ctx context.Context, args []string, stdout, stderr io.Write
 			paths = append(paths, a)
 		}
 		rest = append(rest, a)
+	}
+	for _, p := range paths {
+		if toolsFile == "" && isBindingsName(strings.ToLower(filepath.Base(p))) {
+			toolsFile = p // `wop pack validate packs/*.yaml` names it
+		}
 	}
 	if toolsFile == "" {
 		toolsFile = defaultToolsFile(paths)
