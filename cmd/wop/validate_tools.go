@@ -22,6 +22,13 @@ import (
 // diagnostics, which pack tools are bound to what, which are unbound (a warning), and
 // whether the parameters of MCP-bound tools match their servers (which it connects to).
 func runPackValidate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			code := packs.ValidateCommand([]string{a}, stdout, stderr)
+			fmt.Fprintln(stderr, "  --tools FILE   also check a tool bindings file against the packs (default: tools.yaml of a folder PATH)")
+			return code
+		}
+	}
 	var rest, paths []string
 	toolsFile, asJSON := "", false
 	for i := 0; i < len(args); i++ {
