@@ -35,4 +35,10 @@
 //     when Temporal suggests it, carrying its whole state (runId unchanged).
 //   - A fork replay (RunInput.Fork) re-folds recorded decisions and conversations;
 //     see fork.go.
+//   - A pack's tool calls are routed per batch by the RouteTools local activity (its
+//     recorded answer, not the worker's bindings, decides); activity-bound calls are
+//     scheduled on their binding's task queue, the others are ToolCall activities, and
+//     a call that fails after its retries is an error result for the model. Runs
+//     whose first tool batch predates this keep the ToolCall-only path
+//     (GetVersion "tool-routes"); see packtools.go.
 package workflows
