@@ -46,11 +46,7 @@ func (r *Report) Err() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	file := ""
-	if len(errs) > 0 {
-		file = errs[0].File
-	}
-	return &packs.DiagnosticsError{File: file, Diags: errs}
+	return &packs.DiagnosticsError{File: errs[0].File, Diags: errs}
 }
 
 // Check checks the set against the loaded packs: every pack tool is bound or not (a
