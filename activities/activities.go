@@ -75,6 +75,9 @@ type Config struct {
 	Transcripts TranscriptSource
 	// Tools maps a tool name to its executor. Optional.
 	Tools map[string]ToolFunc
+	// Bindings are the deployment's tool bindings (package tools): HTTP endpoints, MCP
+	// servers, Temporal activities and registered Go functions. Optional.
+	Bindings ToolBindings
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
@@ -87,6 +90,7 @@ type Activities struct {
 	scripts     map[string]*packs.MockScript
 	transcripts TranscriptSource
 	tools       map[string]ToolFunc
+	bindings    ToolBindings
 	logger      *slog.Logger
 }
 
@@ -120,6 +124,7 @@ func New(cfg Config) (*Activities, error) {
 		scripts:     cfg.MockScripts,
 		transcripts: cfg.Transcripts,
 		tools:       cfg.Tools,
+		bindings:    cfg.Bindings,
 		logger:      logger,
 	}, nil
 }
@@ -213,13 +218,17 @@ func heartbeat(ctx context.Context, detail string) (stop func()) {
 }
 
 // ToolCall runs one tool call. The executor is, in order: the ToolFunc registered for
-// the tool; else the pack's mock tool_results entry for the tool (every call of the
-// tool returns it); else no executor exists and the result is an IsError result
-// telling the model that no executor is configured for the tool on this host, so the
-// model can carry on without it. Arguments and results are not logged (they may hold
-// user data); the log says which executor ran.
+// the tool (Config.Tools); else the tool's binding on this worker (Config.Bindings:
+// HTTP, MCP, a Go function); else the pack's mock tool_results entry for the tool
+// (every call of the tool returns it); else no executor exists and the result is an
+// IsError result telling the model that no executor is configured for the tool on this
+// host, so the model can carry on without it. Arguments and results are not logged
+// (they may hold user data); the log says which executor ran.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = ToolIdempotencyKey("", in)
+	}
 	if fn := a.tools[in.Tool]; fn != nil {
 		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
 		res, err := fn(ctx, in)
@@ -234,6 +243,25 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 		res.Content = jsonContent(res.Content)
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
+	}
+	if a.bindings != nil {
+		start := time.Now()
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
+		res, ok, err := a.bindings.Execute(ctx, in)
+		stop()
+		if ok {
+			elapsed := time.Since(start).Round(time.Millisecond)
+			if err != nil {
+				log.Warn("Tool call failed", "executor", "binding", "error", err, "elapsed", elapsed)
+				return nil, err
+			}
+			if res == nil {
+				res = &ToolCallResult{}
+			}
+			res.Content = jsonContent(res.Content)
+			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
+			return res, nil
+		}
 	}
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {

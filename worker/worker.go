@@ -24,6 +24,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -49,6 +50,15 @@ type Config struct {
 	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
+	// ToolsFile is the tool bindings file (package tools): where pack tools run. Empty
+	// means <PacksDir>/tools.yaml when that exists, else no bindings.
+	ToolsFile string
+	// Tools holds bindings built in code, such as the Go functions of a custom worker
+	// binary (tools.Set.Add with tools.Typed); the bindings file adds to them.
+	Tools *tools.Set `json:"-"`
+	// Getenv reads the ${VAR} references of the bindings file (secrets in headers and
+	// MCP environments). Nil means os.Getenv; ConfigFromEnv sets the getenv it was given.
+	Getenv func(string) string `json:"-"`
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
 	// (for container health checks; the worker has no other port).
 	HealthAddr string
@@ -121,6 +131,7 @@ const sdkDefaultWorkflowCacheSize = 10000
 // ConfigFromEnv reads the worker configuration from the environment:
 //
 //	WOP_PACKS                        packs folder (default "packs")
+//	WOP_TOOLS                        tool bindings file (default <packs>/tools.yaml if it exists)
 //	WOP_WORKER_MAX_ACTIVITIES        concurrent activity executions (default: SDK default)
 //	WOP_WORKER_MAX_WORKFLOW_TASKS    concurrent workflow tasks (default: SDK default)
 //	WOP_WORKER_WORKFLOW_POLLERS      long polls for workflow tasks (default 8, 0 = SDK default)
@@ -137,6 +148,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if v := strings.TrimSpace(getenv("WOP_PACKS")); v != "" {
 		cfg.PacksDir = v
 	}
+	cfg.ToolsFile = strings.TrimSpace(getenv("WOP_TOOLS"))
+	cfg.Getenv = getenv
 	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
 	var errs []error
 	intVar := func(name string, dst *int) {
@@ -178,6 +191,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // ConfigFromEnv so the environment provides the flag defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PacksDir, "packs", c.PacksDir, "packs `folder` (env WOP_PACKS)")
+	fs.StringVar(&c.ToolsFile, "tools", c.ToolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -236,7 +250,13 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	acts, err := NewActivities(c, cfg, loaded)
+	bindings, report, err := LoadTools(ctx, cfg, loaded, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = bindings.Close() }()
+	LogTools(logger, bindings, report)
+	acts, err := NewActivities(c, cfg, loaded, bindings)
 	if err != nil {
 		return err
 	}
@@ -279,9 +299,10 @@ func healthHandler() http.Handler {
 }
 
 // NewActivities builds the host's activities: the configured model providers (the
-// scripted mock when none), the mock scripts of the loaded packs, and transcript reads
-// through queries on c, kept between a run's rounds in a TranscriptCache.
-func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activities.Activities, error) {
+// scripted mock when none), the mock scripts of the loaded packs, the tool bindings
+// (LoadTools; nil for none), and transcript reads through queries on c, kept between a
+// run's rounds in a TranscriptCache.
+func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings *tools.Set) (*activities.Activities, error) {
 	scripts := map[string]*packs.MockScript{}
 	for _, l := range loaded {
 		if l.Mock != nil {
@@ -294,6 +315,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activi
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
+		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
 	})
 	if err != nil {

@@ -42,4 +42,10 @@
 //   - RunInput.Limits are the host's per-turn limits of pack agent work, fixed at start.
 //   - Behaviour that changed for runs in flight is asked lazily with workflow.GetVersion
 //     (versions.go), where the new code would first act differently.
+//   - A pack's tool calls are routed per batch by the RouteTools local activity (its
+//     recorded answer, not the worker's bindings, decides); activity-bound calls are
+//     scheduled on their binding's task queue, the others are ToolCall activities, and
+//     a call that fails after its retries is an error result for the model. Runs
+//     whose first tool batch predates this keep the ToolCall-only path
+//     (GetVersion "tool-routes"); see packtools.go.
 package workflows

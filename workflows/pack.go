@@ -443,9 +443,20 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 	return &out, nil
 }
 
-// Tools implements engine.Runtime: the batch's ToolCall activities run concurrently;
-// results come back in call order. A cancel of the run cancels the calls in flight.
+// Tools implements engine.Runtime: the batch's tool calls run concurrently; results
+// come back in call order. Runs that began before tool bindings were routed keep the
+// ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
+// of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
+	if workflow.GetVersion(rt.ctx, toolRoutesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return rt.legacyTools(calls)
+	}
+	return rt.routedTools(calls)
+}
+
+// legacyTools runs every call as a ToolCall activity on the host's task queue; a call
+// that fails after its retries fails the turn.
+func (rt *packRuntime) legacyTools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
 	out := make([]*activities.ToolCallResult, len(calls))
 	futures := make([]workflow.Future, len(calls))
 	actx, cancel := workflow.WithCancel(rt.ctx)

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -110,7 +111,18 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 	sm := &scriptedModel{scripts: map[string]*packs.MockScript{p.ID: script}, t: t}
 	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: "ModelRound"})
 	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: "ToolCall"})
+	// Tool calls are routed by the real RouteTools: no bindings, so the host's ToolCall.
+	router, err := activities.New(activities.Config{Transcripts: noTranscripts{}, MockScripts: sm.scripts})
+	require.NoError(t, err)
+	tr.env.RegisterActivityWithOptions(router.RouteTools, activity.RegisterOptions{Name: "RouteTools"})
 	return tr, sm
+}
+
+// noTranscripts is the transcript source of activities that never run a model round.
+type noTranscripts struct{}
+
+func (noTranscripts) Transcript(context.Context, activities.TranscriptRef) ([]activities.Message, error) {
+	return nil, errors.New("no transcripts here")
 }
 
 // finish runs the workflow to its end, checks the log invariants and the event
