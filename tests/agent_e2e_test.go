@@ -271,7 +271,8 @@ func TestAgentEventRouting(t *testing.T) {
 	pkRounds(t, c, id, 3, workflows.StatusWaitingExternal)
 
 	status, resp := agResolve(t, c, id, map[string]any{"event": "Ship"})
-	require.Equal(t, http.StatusConflict, status, "%v", resp)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "no state takes Ship: %v", resp)
+	require.Equal(t, "validation_error", resp["error"])
 	require.Contains(t, resp["message"], `has no event "Ship"`)
 	status, resp = agResolve(t, c, id, map[string]any{"event": "Approve", "context": "approved by finance"})
 	require.Equal(t, http.StatusOK, status, "%v", resp)

@@ -275,8 +275,10 @@ func TestPackEventRouting(t *testing.T) {
 	it := externalOf(inHybrid)
 	require.NotNil(t, it, "the hybrid state raised its event interrupt")
 	require.Contains(t, string(it.ResumeSchema), `"Approve","Reopen"`)
-	require.Equal(t, CodeRunStateConflict, unknownCheck.Code)
+	require.Equal(t, "validation_error", unknownCheck.Code, "no state takes Ship")
+	require.Equal(t, http.StatusUnprocessableEntity, unknownCheck.Status)
 	require.Contains(t, unknownCheck.Message, `has no event "Ship"`)
+	require.Contains(t, unknownCheck.Message, "review (hybrid): Approve, Reopen")
 	require.True(t, hybridCheck.OK, "%+v", hybridCheck)
 
 	require.Equal(t, StatusCompleted, final.Status)

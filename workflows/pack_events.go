@@ -12,8 +12,9 @@ package workflows
 //     conversation opens.
 //   - An event sent while the pack is in a state that accepts none (or not that event)
 //     is refused with 409 run_state_conflict, naming the current state and every state
-//     that accepts events with its events; nothing is appended. It used to be taken for
-//     a bare chat reply, and the model answered it.
+//     that accepts events with its events; nothing is appended. An event no state
+//     accepts is 422 validation_error with the same words. Such an event used to be
+//     taken for a bare chat reply, and the model answered it.
 
 import (
 	"encoding/json"
@@ -68,8 +69,8 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 	return &check
 }
 
-// refuseEvent is the 409 of an event the pack cannot take now: why (from CanInject),
-// and which states accept which events.
+// refuseEvent is the refusal of an event the pack cannot take now (409, or 422 when no
+// state takes it): why (from CanInject), and which states accept which events.
 func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 	accepting := a.m.InjectableStates()
 	var where []string
@@ -90,9 +91,26 @@ func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 	} else {
 		msg += "; no state of the pack accepts injected events"
 	}
-	return ResolveCheck{Status: http.StatusConflict, Code: CodeRunStateConflict, Message: msg, Details: mustJSON(map[string]any{
+	status, code := http.StatusConflict, CodeRunStateConflict
+	if !declares(accepting, event) {
+		// No state would take it: the request is wrong, not its timing.
+		status, code = http.StatusUnprocessableEntity, "validation_error"
+	}
+	return ResolveCheck{Status: status, Code: code, Message: msg, Details: mustJSON(map[string]any{
 		"event": event, "state": a.m.CurrentState(), "orchestration": a.m.Orchestration(), "acceptingStates": accepting,
 	})}
+}
+
+// declares reports whether some state of accepting takes event.
+func declares(accepting map[string][]string, event string) bool {
+	for _, s := range sortedKeys(accepting) {
+		for _, e := range accepting[s] {
+			if e == event {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkPackInject validates an injection into a pack's event interrupt: an event the
