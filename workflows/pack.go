@@ -436,7 +436,7 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 	rt.a.lastProvider = out.Provider
 	// The round as the model answered it, so a fork replay can reuse it.
 	rt.emit("agent.decided", rt.decided(in, &out, recorded))
-	if recorded {
+	if recorded && rt.a.replay != nil && rt.a.replay.v2 {
 		rt.replayedRound = true
 		out.Usage = activities.Usage{} // spent by the source run, not by this one
 	}
