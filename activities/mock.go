@@ -16,8 +16,9 @@ const MockModel = "scripted-mock"
 // per model round (packs.MockScript.Play, docs/packs.md):
 //
 //   - A step's expect_state must equal the round's state, and one of its expect_user
-//     texts must be in the latest user message of the transcript; a one_of step plays
-//     its first alternative that matches.
+//     texts must be in the latest user message of the transcript, and its
+//     expect_tool_result in the latest tool result; a one_of step plays its first
+//     alternative that matches.
 //   - A round that does not match is off script. A strict mock (Strict, or strict: true
 //     in the script) fails it with a non-retryable ErrTypeMockMismatch naming the round,
 //     the expectation and what it got. Otherwise it answers the script's default, or a
@@ -127,8 +128,12 @@ func mockRounds(req *Request) []packs.MockSeen {
 			switch m.Role {
 			case RoleUser:
 				cur.User, cur.HasUser = m.Text, true
+			case RoleTool:
+				cur.ToolResult, cur.HasToolResult = m.Text, true
 			case RoleAssistant:
-				out = append(out, packs.MockSeen{State: m.State, User: cur.User, HasUser: cur.HasUser})
+				seen := cur
+				seen.State = m.State
+				out = append(out, seen)
 			}
 		}
 	}

@@ -38,9 +38,12 @@ type MockRound struct {
 	ExpectState string `json:"expect_state,omitempty"`
 	// ExpectUser, when set, lists text of which the latest user message must contain one
 	// (a case-insensitive substring match).
-	ExpectUser []string       `json:"expect_user,omitempty"`
-	Text       string         `json:"text,omitempty"`
-	ToolCalls  []MockToolCall `json:"tool_calls,omitempty"`
+	ExpectUser []string `json:"expect_user,omitempty"`
+	// ExpectToolResult, when set, is a substring the latest tool result of the transcript
+	// must contain: a check that a real tool's answer reached the model.
+	ExpectToolResult string         `json:"expect_tool_result,omitempty"`
+	Text             string         `json:"text,omitempty"`
+	ToolCalls        []MockToolCall `json:"tool_calls,omitempty"`
 	// Error, when set, makes this round fail permanently with this message (to test
 	// provider failures).
 	Error string `json:"error,omitempty"`
@@ -281,7 +284,7 @@ func (d *mockDecoder) answer(n *node, path string, r *MockRound) {
 
 func (d *mockDecoder) round(n *node, path string) MockRound {
 	r := MockRound{line: n.line, col: n.col}
-	if !d.object(n, path, "expect_state", "expect_user", "text", "tool_calls", "error", "one_of") {
+	if !d.object(n, path, "expect_state", "expect_user", "expect_tool_result", "text", "tool_calls", "error", "one_of") {
 		return r
 	}
 	if alts := n.get("one_of"); alts != nil {
@@ -312,6 +315,7 @@ func (d *mockDecoder) round(n *node, path string) MockRound {
 	}
 	r.ExpectState = d.str(n.get("expect_state"), path+".expect_state")
 	r.ExpectUser = d.expectUser(n.get("expect_user"), path+".expect_user")
+	r.ExpectToolResult = d.str(n.get("expect_tool_result"), path+".expect_tool_result")
 	d.answer(n, path, &r)
 	return r
 }

@@ -7,11 +7,15 @@ import (
 )
 
 // MockSeen is what a mock script sees of one model round: the workflow state the round
-// runs in and the latest user message of the transcript.
+// runs in, and the latest user message and tool result of the transcript.
 type MockSeen struct {
 	State   string
 	User    string
 	HasUser bool // false when the transcript has no user message yet
+	// ToolResult is the content of the latest tool result (HasToolResult false when the
+	// transcript has none).
+	ToolResult    string
+	HasToolResult bool
 }
 
 // MockCursor is a position in a mock script. The zero value is the start; Next returns
@@ -103,6 +107,9 @@ func enterStep(s *MockRound, seen MockSeen) (*MockRound, []int, string) {
 		if why := unmet(s.ExpectState, s.ExpectUser, seen); why != "" {
 			return nil, nil, why
 		}
+		if why := unmetToolResult(s.ExpectToolResult, seen); why != "" {
+			return nil, nil, why
+		}
 		return s, nil, ""
 	}
 	for ai := range s.OneOf {
@@ -135,6 +142,20 @@ func unmet(state string, user []string, seen MockSeen) string {
 		}
 	}
 	return fmt.Sprintf("expected the latest user message to contain %s but it is %q", quoteAny(user), truncateText(seen.User, 200))
+}
+
+// unmetToolResult says why the latest tool result does not contain want, or "" when it
+// does (or nothing is expected).
+func unmetToolResult(want string, seen MockSeen) string {
+	switch {
+	case want == "":
+		return ""
+	case !seen.HasToolResult:
+		return fmt.Sprintf("expected a tool result containing %q but the transcript has no tool result", want)
+	case !strings.Contains(seen.ToolResult, want):
+		return fmt.Sprintf("expected the latest tool result to contain %q but it is %q", want, truncateText(seen.ToolResult, 300))
+	}
+	return ""
 }
 
 // describeStep says what a step expects, for off-script notes and errors.

@@ -51,6 +51,7 @@ type devConfig struct {
 	temporalPort    int
 	uiPort          int
 	packsDir        string
+	toolsFile       string
 	logLevel        string
 	temporalLog     string
 	temporalAddress string
@@ -62,6 +63,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		dataDir:         envOr(env, "WOP_DATA", ".wop"),
 		httpAddr:        envOr(env, "WOP_HTTP", "127.0.0.1:8080"),
 		packsDir:        envOr(env, "WOP_PACKS", "packs"),
+		toolsFile:       envOr(env, "WOP_TOOLS", ""),
 		logLevel:        envOr(env, "WOP_LOG_LEVEL", "info"),
 		temporalLog:     envOr(env, "WOP_TEMPORAL_LOG_LEVEL", "warn"),
 		temporalAddress: strings.TrimSpace(env("TEMPORAL_ADDRESS")),
@@ -85,6 +87,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fs.IntVar(&cfg.temporalPort, "temporal-port", cfg.temporalPort, "Temporal gRPC `port` (env WOP_TEMPORAL_PORT)")
 	fs.IntVar(&cfg.uiPort, "ui-port", cfg.uiPort, "Temporal UI `port` (env WOP_UI_PORT)")
 	fs.StringVar(&cfg.packsDir, "packs", cfg.packsDir, "packs `folder` (env WOP_PACKS)")
+	fs.StringVar(&cfg.toolsFile, "tools", cfg.toolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
 	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "log `level` of the host: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.StringVar(&cfg.temporalLog, "temporal-log-level", cfg.temporalLog, "log `level` of the embedded Temporal server (env WOP_TEMPORAL_LOG_LEVEL)")
 	wcfg.RegisterTuningFlags(fs)
@@ -129,6 +132,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	}
 
 	wcfg.PacksDir = cfg.packsDir
+	wcfg.ToolsFile = cfg.toolsFile
 	wcfg.Logger = logger
 
 	// The packs are checked before the server starts: a broken pack is reported once,
@@ -199,6 +203,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	}
 	fmt.Fprintf(stdout, "  Packs        %s\n", packsLine)
 	fmt.Fprintf(stdout, "  Model        %s\n", modelLine(wcfg.Providers))
+	printTools(stdout, st.ToolsFile(), st.ToolsReport())
 	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
 
