@@ -80,6 +80,7 @@ type catalogView interface {
 	PackIDs() []string
 	Fixtures() []string
 	NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error)
+	Limits() workflows.TurnLimits
 }
 
 // New builds the API server.
