@@ -25,7 +25,7 @@ func TestPackListShowsThePacksServed(t *testing.T) {
 			t.Errorf("pack %+v", p)
 		}
 	}
-	if strings.Join(ids, ",") != "code-fix,refund,support" {
+	if strings.Join(ids, ",") != "code-fix,orders,refund,support" {
 		t.Errorf("packs %v", ids)
 	}
 	out.Reset()
