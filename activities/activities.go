@@ -16,9 +16,18 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
-// heartbeatEvery is how often a running model round heartbeats. It is well below
-// every HeartbeatTimeout that ModelRoundOptions sets.
-var heartbeatEvery = 5 * time.Second
+// HeartbeatInterval is how often a running model round or tool call heartbeats. A
+// heartbeat is also how an activity learns that the workflow cancelled it (the
+// server answers it with the cancellation, and the SDK then cancels the activity's
+// context), so a cancelled run stops the provider call in flight within about this
+// long. Workers must let heartbeats through this often: the SDK holds them back for
+// 80% of the HeartbeatTimeout unless worker.Options.MaxHeartbeatThrottleInterval is
+// lower (the host's worker sets it to HeartbeatInterval). A call that ends sooner sends
+// no heartbeat at all.
+const HeartbeatInterval = time.Second
+
+// heartbeatEvery is HeartbeatInterval; tests shorten it.
+var heartbeatEvery = HeartbeatInterval
 
 // TranscriptSource reads the messages a TranscriptRef points at: messages [From, To),
 // or, when the ref names a budget (MaxBytes, MaxMessages), the newest of them within it
@@ -41,10 +50,16 @@ type Config struct {
 	// MockScripts maps a pack id to its mock script (<pack>.mock.yaml). They drive the
 	// mock provider and serve as the fallback tool executor (tool_results).
 	MockScripts map[string]*packs.MockScript
+	// MockStrict makes the mock fail rounds that are off script instead of answering
+	// the script's default (tests set it; see MockProvider).
+	MockStrict bool
 	// Transcripts reads a round's messages; required. Use ClientTranscripts in a worker.
 	Transcripts TranscriptSource
 	// Tools maps a tool name to its executor. Optional.
 	Tools map[string]ToolFunc
+	// Bindings are the deployment's tool bindings (package tools): HTTP endpoints, MCP
+	// servers, Temporal activities and registered Go functions. Optional.
+	Bindings ToolBindings
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
@@ -63,6 +78,7 @@ type Activities struct {
 	scripts     map[string]*packs.MockScript
 	transcripts TranscriptSource
 	tools       map[string]ToolFunc
+	bindings    ToolBindings
 	logger      *slog.Logger
 	context     ContextBudget
 	maxResult   int
@@ -79,12 +95,12 @@ func New(cfg Config) (*Activities, error) {
 			return nil, fmt.Errorf("activities: provider %q is nil", key)
 		}
 		if m, ok := p.(*MockProvider); ok && m.Scripts == nil {
-			p = &MockProvider{Scripts: cfg.MockScripts}
+			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict}
 		}
 		providers[key] = p
 	}
 	if len(providers) == 0 {
-		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts}
+		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict}
 	}
 	if providers[DefaultProviderKey] == nil {
 		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))
@@ -98,6 +114,7 @@ func New(cfg Config) (*Activities, error) {
 		scripts:     cfg.MockScripts,
 		transcripts: cfg.Transcripts,
 		tools:       cfg.Tools,
+		bindings:    cfg.Bindings,
 		logger:      logger,
 		context:     cfg.Context.withDefaults(),
 		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
@@ -142,14 +159,25 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 
 	ref := in.Transcript
 	ref.MaxBytes, ref.MaxMessages = a.context.MaxBytes, a.context.MaxMessages
+	whole := false
+	if w, ok := p.(wholeTranscriptProvider); ok && w.wantsWholeTranscript(in.PackID) {
+		// The scripted mock plays its script over every round of the run: it reads the
+		// transcript from the start, past the context budget a real model gets.
+		ref.From, ref.MaxBytes, ref.MaxMessages, whole = 0, 0, 0, true
+	}
 	msgs, err := a.transcripts.Transcript(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
 	}
+	req := &Request{Input: in, Messages: msgs}
+	if whole {
+		from := min(in.Transcript.From, len(msgs))
+		req.Earlier, req.Messages = msgs[:from], msgs[from:]
+	}
 
-	stop := heartbeat(ctx, in)
+	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
-	res, err := p.Complete(ctx, &Request{Input: in, Messages: msgs})
+	res, err := p.Complete(ctx, req)
 	stop()
 	if err != nil {
 		log.Warn("Model round failed", "error", err, "elapsed", time.Since(start).Round(time.Millisecond))
@@ -166,14 +194,14 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	return res, nil
 }
 
-// heartbeat records a heartbeat every heartbeatEvery until the returned stop is
-// called. A round that ends sooner sends none: a heartbeat costs a call to Temporal,
-// and the activity's completion says more. Outside an activity context it does nothing.
-func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
+// heartbeat records a heartbeat with detail every heartbeatEvery until the returned
+// stop is called. A call that ends sooner sends none: a heartbeat costs a call to
+// Temporal, and the activity's completion says more. Outside an activity context it
+// does nothing.
+func heartbeat(ctx context.Context, detail string) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	detail := fmt.Sprintf("model round %d in state %s", in.Round, in.State)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -198,11 +226,12 @@ func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
 }
 
 // ToolCall runs one tool call. The executor is, in order: the ToolFunc registered for
-// the tool; else the pack's mock tool_results entry for the tool (every call of the
-// tool returns it); else no executor exists and the result is an IsError result
-// telling the model that no executor is configured for the tool on this host, so the
-// model can carry on without it. Arguments and results are not logged (they may hold
-// user data); the log says which executor ran.
+// the tool (Config.Tools); else the tool's binding on this worker (Config.Bindings:
+// HTTP, MCP, a Go function); else the pack's mock tool_results entry for the tool
+// (every call of the tool returns it); else no executor exists and the result is an
+// IsError result telling the model that no executor is configured for the tool on this
+// host, so the model can carry on without it. Arguments and results are not logged
+// (they may hold user data); the log says which executor ran.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
 	res, err := a.toolCall(ctx, in)
 	if err != nil {
@@ -214,8 +243,13 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 // toolCall runs one tool call with the executor ToolCall describes.
 func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = ToolIdempotencyKey("", in)
+	}
 	if fn := a.tools[in.Tool]; fn != nil {
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
 		res, err := fn(ctx, in)
+		stop()
 		if err != nil {
 			log.Warn("Tool call failed", "executor", "registered", "error", err)
 			return nil, fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
@@ -226,6 +260,25 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 		res.Content = jsonContent(res.Content)
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
+	}
+	if a.bindings != nil {
+		start := time.Now()
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
+		res, ok, err := a.bindings.Execute(ctx, in)
+		stop()
+		if ok {
+			elapsed := time.Since(start).Round(time.Millisecond)
+			if err != nil {
+				log.Warn("Tool call failed", "executor", "binding", "error", err, "elapsed", elapsed)
+				return nil, err
+			}
+			if res == nil {
+				res = &ToolCallResult{}
+			}
+			res.Content = jsonContent(res.Content)
+			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
+			return res, nil
+		}
 	}
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {

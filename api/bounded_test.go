@@ -96,15 +96,16 @@ func TestCancelEndsARunWhoseWorkflowCannotAnswer(t *testing.T) {
 		t.Errorf("the error says what to do: %q", e.Message)
 	}
 	env.expectError(env.do("POST", "/v1/runs/r_stuck:cancel", otherKey, `{}`), 404, CodeNotFound)
-	if run.terminated != "" {
+	if run.closed != nil {
 		t.Fatal("another tenant's cancel terminated the run")
 	}
 	rec = env.do("POST", "/v1/runs/r_stuck:cancel", fullKey, `{"reason":"stuck"}`)
 	if rec.Code != 200 || decode[map[string]string](t, rec.Body.Bytes())["status"] != workflows.StatusCancelled {
 		t.Fatalf("cancel of a stuck run: %d %s", rec.Code, rec.Body)
 	}
-	if !strings.HasPrefix(run.terminated, terminateReasonPrefix) || !strings.Contains(run.terminated, "stuck") {
-		t.Fatalf("termination reason %q", run.terminated)
+	reason := run.closed.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
+	if !strings.HasPrefix(reason, terminateReasonPrefix) || !strings.Contains(reason, "stuck") {
+		t.Fatalf("termination reason %q", reason)
 	}
 	rec = env.do("GET", "/v1/runs/r_stuck", fullKey, "")
 	if rec.Code != 200 || decode[workflows.Snapshot](t, rec.Body.Bytes()).Status != workflows.StatusCancelled {

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/workflows"
@@ -161,10 +164,36 @@ func segmentFor(segs []activities.Segment, seq int64) string {
 }
 
 // queryEvents asks one execution of the run (exec "" is the current one) for a page.
+// The current execution is asked on the condition that it did not close uncleanly: a
+// run Temporal closed without its own terminal event (terminated, timed out; closed.go)
+// is asked again without it, and its log is complete: nothing will ever be appended.
 func (s *Server) queryEvents(ctx context.Context, runID, exec string, req workflows.EventsRequest) (*workflows.EventsPage, error) {
-	v, err := s.tc.QueryWorkflow(ctx, runID, exec, workflows.EventsQuery, req)
+	var (
+		v        converter.EncodedValue
+		err      error
+		unclean  bool
+		closedAs enumspb.WorkflowExecutionStatus
+	)
+	if exec == "" {
+		var resp *client.QueryWorkflowWithOptionsResponse
+		resp, err = s.tc.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
+			WorkflowID: runID, QueryType: workflows.EventsQuery, Args: []any{req},
+			QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY,
+		})
+		if err == nil && resp.QueryRejected != nil {
+			unclean, closedAs = true, resp.QueryRejected.GetStatus()
+			v, err = s.tc.QueryWorkflow(ctx, runID, "", workflows.EventsQuery, req)
+		} else if err == nil {
+			v = resp.QueryResult
+		}
+	} else {
+		v, err = s.tc.QueryWorkflow(ctx, runID, exec, workflows.EventsQuery, req)
+	}
 	if err != nil {
 		return nil, s.temporalErr(err, runID)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("run %s returned no events page", runID)
 	}
 	var page workflows.EventsPage
 	if err := v.Get(&page); err != nil {
@@ -172,6 +201,9 @@ func (s *Server) queryEvents(ctx context.Context, runID, exec string, req workfl
 	}
 	if page.Events == nil {
 		page.Events = []workflows.Event{}
+	}
+	if unclean && closedAs != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		page.Terminal = true
 	}
 	return &page, nil
 }

@@ -57,9 +57,9 @@ type fakeRun struct {
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
 	// stuck makes every query fail the way Temporal fails a query of a workflow whose
-	// workflow task keeps failing; TerminateWorkflow ends that (terminated).
-	stuck      bool
-	terminated string // the termination reason, once terminated
+	// workflow task keeps failing; TerminateWorkflow ends that (closed with a
+	// WorkflowExecutionTerminated event).
+	stuck bool
 	// eventQueries counts EventsQuery calls.
 	eventQueries int
 	// live makes the history long poll of the run wait for bump (one history event per
@@ -71,6 +71,9 @@ type fakeRun struct {
 	// most links executions before it.
 	execs []fakeExec
 	links int
+	// closed, when set, is the event that closed the run in Temporal (signals then
+	// fail NotFound).
+	closed *historypb.HistoryEvent
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -159,31 +162,23 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		}).Maybe()
 	mc.On("QueryWorkflowWithOptions", mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
-			if r := ft.get(req.WorkflowID); r != nil && r.terminated != "" && req.QueryRejectCondition != enumspb.QUERY_REJECT_CONDITION_NONE {
-				return &client.QueryWorkflowWithOptionsResponse{QueryRejected: &querypb.QueryRejected{Status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}}, nil
-			}
-			v, err := ft.query(req.WorkflowID, req.QueryType, req.Args)
-			if err != nil {
-				return nil, err
-			}
-			return &client.QueryWorkflowWithOptionsResponse{QueryResult: v}, nil
+			return ft.queryWithOptions(req)
 		}).Maybe()
 	mc.On("TerminateWorkflow", mock.Anything, mock.Anything, "", mock.Anything).Return(
 		func(_ context.Context, id, _ string, reason string, _ ...any) error {
 			ft.mu.Lock()
 			defer ft.mu.Unlock()
 			if r := ft.runs[id]; r != nil {
-				r.terminated, r.stuck = reason, false
+				r.stuck = false
+				r.closed = &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+					Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{
+						WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{Reason: reason}}}
 			}
 			return nil
 		}).Maybe()
 	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(
 		func(_ context.Context, id, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
-			if r := ft.get(id); r != nil && r.terminated != "" {
-				return &closeIterator{ev: &historypb.HistoryEvent{Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{
-					WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{Reason: r.terminated}}}}
-			}
-			return endedIterator{}
+			return ft.closeIterator(id)
 		}).Maybe()
 	mc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
@@ -219,13 +214,43 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	return ft, mc
 }
 
-// closeIterator yields one close event.
-type closeIterator struct{ ev *historypb.HistoryEvent }
+// queryWithOptions answers a query with a reject condition: a run the fake closed
+// with a status other than Completed rejects NOT_COMPLETED_CLEANLY.
+func (ft *fakeTemporal) queryWithOptions(req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
+	ft.mu.Lock()
+	r := ft.runs[req.WorkflowID]
+	ft.mu.Unlock()
+	if r != nil && r.closed != nil && r.closed.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED &&
+		req.QueryRejectCondition == enumspb.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY {
+		return &client.QueryWorkflowWithOptionsResponse{QueryRejected: &querypb.QueryRejected{Status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}}, nil
+	}
+	v, err := ft.query(req.WorkflowID, req.QueryType, req.Args)
+	if err != nil {
+		return nil, err
+	}
+	return &client.QueryWorkflowWithOptionsResponse{QueryResult: v}, nil
+}
 
-func (c *closeIterator) HasNext() bool { return c.ev != nil }
-func (c *closeIterator) Next() (*historypb.HistoryEvent, error) {
-	ev := c.ev
-	c.ev = nil
+// closeIterator yields the close event of a run the fake closed, else nothing.
+func (ft *fakeTemporal) closeIterator(id string) client.HistoryEventIterator {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if r := ft.runs[id]; r != nil && r.closed != nil {
+		return &sliceIterator{evs: []*historypb.HistoryEvent{r.closed}}
+	}
+	return endedIterator{}
+}
+
+// sliceIterator yields the given events.
+type sliceIterator struct{ evs []*historypb.HistoryEvent }
+
+func (s *sliceIterator) HasNext() bool { return len(s.evs) > 0 }
+func (s *sliceIterator) Next() (*historypb.HistoryEvent, error) {
+	if len(s.evs) == 0 {
+		return nil, io.EOF
+	}
+	ev := s.evs[0]
+	s.evs = s.evs[1:]
 	return ev, nil
 }
 
@@ -273,6 +298,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	switch q {
 	case workflows.SnapshotQuery:
 		return jsonValue{r.snap}, nil
+	case workflows.RunBasisQuery:
+		in := r.input
+		return jsonValue{workflows.RunBasis{Definition: in.Definition, Definitions: in.Definitions, Packs: in.Packs, PackHashes: in.PackHashes, Limits: in.Limits}}, nil
 	case workflows.EventsQuery:
 		if r.eventsTimeouts > 0 {
 			r.eventsTimeouts--
@@ -328,7 +356,7 @@ func (ft *fakeTemporal) signal(id, name string, arg any) error {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	r, ok := ft.runs[id]
-	if !ok {
+	if !ok || r.closed != nil {
 		return serviceerror.NewNotFound("workflow not found")
 	}
 	r.signals = append(r.signals, arg)
@@ -445,6 +473,8 @@ func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	return d, ok
 }
 func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
+func (c *fakeCatalog) PackIDs() []string               { return nil }
+func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -295,7 +296,7 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            runSummary(in),
-		TypedSearchAttributes:                    searchAttributes(in),
+		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
 	}
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
 }
@@ -308,11 +309,12 @@ func runSummary(in workflows.RunInput) string {
 	return s
 }
 
-func searchAttributes(in workflows.RunInput) temporal.SearchAttributes {
+func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {
 	updates := []temporal.SearchAttributeUpdate{
 		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
 		workflows.SATenant.ValueSet(in.Owner.Tenant),
 		workflows.SAStatus.ValueSet(workflows.StatusPending),
+		workflows.SACreatedAt.ValueSet(now.UTC()),
 	}
 	if len(in.Packs) > 0 {
 		ids := make([]string, 0, len(in.Packs))
@@ -343,81 +345,23 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 	})
 }
 
-// snapshot queries the run's snapshot and enforces tenant isolation: a run of another
-// tenant is reported exactly like an unknown run. The query is rejected when the
-// workflow did not close cleanly; a run that failed or was cancelled is then asked
-// again, and one Temporal terminated (or timed out) reports a terminal status of its
-// own (terminatedStatus), since its log has no terminal event.
+// snapshot queries the run's snapshot (querySnapshot: a run Temporal closed without its
+// terminal event reports a status read from Temporal) and enforces tenant isolation: a
+// run of another tenant is reported exactly like an unknown run.
 func (s *Server) snapshot(ctx context.Context, p *principal, runID string) (*workflows.Snapshot, error) {
-	resp, err := s.tc.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
-		WorkflowID: runID, QueryType: workflows.SnapshotQuery,
-		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY,
-	})
+	snap, err := s.querySnapshot(ctx, runID)
 	if err != nil {
-		return nil, s.temporalErr(err, runID)
-	}
-	closed := enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
-	v := resp.QueryResult
-	if resp.QueryRejected != nil {
-		closed = resp.QueryRejected.GetStatus()
-		if v, err = s.tc.QueryWorkflow(ctx, runID, "", workflows.SnapshotQuery); err != nil {
-			return nil, s.temporalErr(err, runID)
-		}
-	}
-	var snap workflows.Snapshot
-	if v == nil {
-		return nil, fmt.Errorf("run %s: the snapshot query returned nothing", runID)
-	}
-	if err := v.Get(&snap); err != nil {
-		return nil, fmt.Errorf("decoding the snapshot of run %s: %w", runID, err)
+		return nil, err
 	}
 	if p != nil && snap.Owner.Tenant != p.Tenant {
 		return nil, notFound("run %q not found", runID)
 	}
-	if (closed == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED || closed == enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT) && !isTerminal(snap.Status) {
-		s.terminatedStatus(ctx, runID, closed, &snap)
-	}
-	return &snap, nil
+	return snap, nil
 }
 
 // terminateReasonPrefix starts the reason of a termination the API's cancel fallback
 // asked for, so the run reads as cancelled afterwards.
 const terminateReasonPrefix = "openwop: cancelled"
-
-// terminatedStatus gives a run Temporal ended without its terminal event a terminal
-// status: cancelled when the API's cancel fallback terminated it, failed otherwise
-// (run_terminated, e.g. a history limit; run_timed_out).
-func (s *Server) terminatedStatus(ctx context.Context, runID string, st enumspb.WorkflowExecutionStatus, snap *workflows.Snapshot) {
-	reason := ""
-	it := s.tc.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			break
-		}
-		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
-			reason = a.GetReason()
-		}
-	}
-	snap.Interrupt, snap.Interrupts = nil, nil
-	switch {
-	case st == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED && strings.HasPrefix(reason, terminateReasonPrefix):
-		snap.Status = workflows.StatusCancelled
-	case st == enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		snap.Status = workflows.StatusFailed
-		snap.Error = &workflows.RunError{Code: "run_terminated", Message: "Temporal terminated the run: " + orText(reason, "no reason given")}
-	default:
-		snap.Status = workflows.StatusFailed
-		snap.Error = &workflows.RunError{Code: "run_timed_out", Message: "the run's Temporal execution timed out"}
-	}
-}
-
-func orText(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
 
 // temporalErr maps Temporal client errors: unknown workflow → 404; the rest are
 // internal and logged by the error handler with a correlation id.
@@ -650,17 +594,13 @@ func (s *Server) handleFork(c echo.Context) error {
 	if from > last+1 {
 		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, last).with("field", "fromSeq")
 	}
-	def, ok := s.cat.Definition(snap.WorkflowID)
-	if !ok {
-		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run's workflow %q is no longer served", snap.WorkflowID)
-	}
-	in, err := s.cat.NewRunInput(workflows.RunRequest{
-		RunID: newRunID(s.cfg.Now()), WorkflowID: def.ID, Inputs: runInputsOf(events),
+	in, err := s.forkInput(ctx, id, snap, workflows.RunRequest{
+		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: runInputsOf(events),
 		Owner: workflows.Owner{Tenant: snap.Owner.Tenant, Principal: p.KeyID},
 		Tags:  snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable,
 	})
 	if err != nil {
-		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run cannot be replayed: %v", err)
+		return err
 	}
 	in.Fork = &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: events}
 	if _, err := s.startRun(ctx, *in); err != nil {

@@ -70,7 +70,7 @@ func carriedBytes(ctx context.Context, early, late int) (int, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	cat, err := worker.LoadCatalog(loaded, false)
+	cat, err := worker.LoadCatalog(loaded, false, worker.DefaultTurnLimits())
 	if err != nil {
 		return 0, 0, err
 	}

@@ -155,6 +155,9 @@ type opening struct {
 	TimeoutText string
 	// FirstUserText, when set, is recorded as user turn 1 and answered at once.
 	FirstUserText string
+	// Raise, when set, raises the agent's own interrupt as the conversation opens
+	// (before the first user turn), as agentReply.Raise does later.
+	Raise *agentInterrupt
 	// AutoResume: the host appends AutoReply as one agent turn and closes the
 	// conversation without any client call (conformance mockAutoResume).
 	AutoResume bool
@@ -370,6 +373,7 @@ func (c *conversation) inRoster(id string) bool {
 
 // record appends a turn and its event.
 func (c *conversation) record(t Turn) {
+	c.r.countTurn(c.Turns, t)
 	c.appendTurn(t)
 	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
@@ -574,7 +578,11 @@ func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawM
 				return v, check
 			}
 		}
-		if a := r.agents[it.NodeID]; a != nil {
+		if check, isPack := r.checkPackInject(it.NodeID, ev); isPack {
+			if !check.OK {
+				return nil, check
+			}
+		} else if a := r.agents[it.NodeID]; a != nil {
 			err = a.CheckInject(r.convOf(it.NodeID), ev)
 		}
 	}
@@ -690,6 +698,9 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 				cl = &closeRequest{Outcome: mustJSON(map[string]string{"summary": "mock conversation completed"}), FinalText: "Conversation closed by the host mock."}
 			}
 			return r.finishClose(c, cl, ResolveRequest{ResolvedBy: "host:mock"})
+		}
+		if op.Raise != nil {
+			_, _, _ = r.applyReply(c, agentReply{Silent: true, Raise: op.Raise})
 		}
 		if op.FirstUserText != "" {
 			idx := c.NextTurnIndex()
@@ -876,8 +887,9 @@ func (r *runner) conversationOutputs(c *conversation) map[string]json.RawMessage
 	return map[string]json.RawMessage{"conversationId": mustJSON(c.ID), "outcome": orJSON(c.Outcome, "null"), "turnCount": mustJSON(c.TurnCount)}
 }
 
-// agentFailure turns an agent error into a node failure: a non-retryable activity
-// application error keeps its type as the code.
+// agentFailure turns an agent error into a node failure: an activity's application error
+// lends its OpenWOP code (activities.ErrorCode) and its own message; anything else is
+// agent_error.
 func agentFailure(nodeID string, err error) error {
 	if errors.Is(err, errCancelled) || temporal.IsCanceledError(err) {
 		return errCancelled
@@ -888,7 +900,8 @@ func agentFailure(nodeID string, err error) error {
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
-		return failNode("agent_error", "agent of node %q failed (%s): %v", nodeID, appErr.Type(), err)
+		code := orDefault(activities.ErrorCode(appErr.Type()), "agent_error")
+		return failNode(code, "agent of node %q failed: %s", nodeID, activityMessage(err))
 	}
 	return failNode("agent_error", "agent of node %q failed: %v", nodeID, err)
 }

@@ -147,6 +147,11 @@ func (r *runner) settle(it *interrupt) {
 
 // emitResolved appends interrupt.resolved for it.
 func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawMessage) string {
+	if kind := WaitingKind(it.Kind); kind != WaitingConversation {
+		if at, err := time.Parse(time.RFC3339Nano, it.RequestedAt); err == nil {
+			r.recordHumanWait(kind, workflow.Now(r.ctx).Sub(at))
+		}
+	}
 	p := map[string]any{
 		"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value),
 		"resolvedAt": formatTime(workflow.Now(r.ctx)),
@@ -204,6 +209,10 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 		req = r.inbox[0]
 		r.inbox = r.inbox[1:]
 		check, res := r.checkResolve(req)
+		if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
+			r.legacyEventRouting = true
+			check, res = r.checkResolve(req)
+		}
 		if !check.OK {
 			workflow.GetLogger(r.ctx).Info("Ignoring a resolve the workflow rejects", "nodeId", req.NodeID, "code", check.Code, "message", check.Message)
 			continue
@@ -301,6 +310,9 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 	)
 	switch {
 	case target.conv != nil:
+		if refused := r.misroutedEvent(target, req); refused != nil {
+			return *refused, nil
+		}
 		value, status, check = r.checkConversationResolve(target, req)
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)

@@ -132,6 +132,11 @@ type runner struct {
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
 	legacyTriggerRules bool
+	// versions caches the answers of changed (versions.go).
+	versions map[string]workflow.Version
+	// legacyEventRouting is set for runs that take an event injected into a pack state
+	// that accepts none as a chat reply, as they did before eventRoutingVersion.
+	legacyEventRouting bool
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the
@@ -219,6 +224,9 @@ func (r *runner) setup() error {
 		return r.eventsPage(req), nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", EventsQuery, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, RunBasisQuery, func() (RunBasis, error) { return r.runBasis(), nil }); err != nil {
+		return fmt.Errorf("register %s: %w", RunBasisQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, TranscriptQuery, r.transcript); err != nil {
 		return fmt.Errorf("register %s: %w", TranscriptQuery, err)
@@ -364,6 +372,7 @@ func (r *runner) run() (*Snapshot, error) {
 		r.initSearchAttributes()
 		r.setStatus(StatusRunning)
 		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
+		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
@@ -717,6 +726,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.countRunEnded(status)
 	return r.snapshot(), nil
 }
 
@@ -830,7 +840,7 @@ func (r *runner) setStatus(s string) {
 	}
 	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
 		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, SAStatus.ValueSet(s), SAWaitingOn.ValueSet(waitingOn))
+		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, r.pending, r.terminal)...)
 	}
 	if changed && r.in.ParentRunID != "" {
 		r.statusSeq++
