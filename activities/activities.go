@@ -12,40 +12,28 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/packs"
 )
 
-// heartbeatEvery is how often a running model round heartbeats. It is well below
-// every HeartbeatTimeout that ModelRoundOptions sets.
-var heartbeatEvery = 5 * time.Second
+// HeartbeatInterval is how often a running model round or tool call heartbeats. A
+// heartbeat is also how an activity learns that the workflow cancelled it (the
+// server answers it with the cancellation, and the SDK then cancels the activity's
+// context), so a cancelled run stops the provider call in flight within about this
+// long. Workers must let heartbeats through this often: the SDK holds them back for
+// 80% of the HeartbeatTimeout unless worker.Options.MaxHeartbeatThrottleInterval is
+// lower (the host's worker sets it to HeartbeatInterval). A call that ends sooner sends
+// no heartbeat at all.
+const HeartbeatInterval = time.Second
 
-// TranscriptSource reads the messages a TranscriptRef points at.
+// heartbeatEvery is HeartbeatInterval; tests shorten it.
+var heartbeatEvery = HeartbeatInterval
+
+// TranscriptSource reads the messages a TranscriptRef points at: messages [From, To),
+// or, when the ref names a budget (MaxBytes, MaxMessages), the newest of them within it
+// (see ContextBudget).
 type TranscriptSource interface {
 	Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error)
-}
-
-// ClientTranscripts reads transcripts by querying the run's workflow
-// (TranscriptQuery), which is the only owner of a run's messages.
-type ClientTranscripts struct {
-	Client client.Client
-}
-
-// Transcript implements TranscriptSource.
-func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
-	if c.Client == nil {
-		return nil, errors.New("transcript source has no Temporal client")
-	}
-	v, err := c.Client.QueryWorkflow(ctx, ref.RunID, "", TranscriptQuery, ref)
-	if err != nil {
-		return nil, fmt.Errorf("query %s on run %s (transcript %q [%d,%d)): %w", TranscriptQuery, ref.RunID, ref.Key, ref.From, ref.To, err)
-	}
-	var msgs []Message
-	if err := v.Get(&msgs); err != nil {
-		return nil, fmt.Errorf("decode transcript of run %s: %w", ref.RunID, err)
-	}
-	return msgs, nil
 }
 
 // ToolFunc executes one tool call. A failure the model should see (bad arguments, a
@@ -62,13 +50,25 @@ type Config struct {
 	// MockScripts maps a pack id to its mock script (<pack>.mock.yaml). They drive the
 	// mock provider and serve as the fallback tool executor (tool_results).
 	MockScripts map[string]*packs.MockScript
+	// MockStrict makes the mock fail rounds that are off script instead of answering
+	// the script's default (tests set it; see MockProvider).
+	MockStrict bool
 	// Transcripts reads a round's messages; required. Use ClientTranscripts in a worker.
 	Transcripts TranscriptSource
 	// Tools maps a tool name to its executor. Optional.
 	Tools map[string]ToolFunc
+	// Bindings are the deployment's tool bindings (package tools): HTTP endpoints, MCP
+	// servers, Temporal activities and registered Go functions. Optional.
+	Bindings ToolBindings
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
+	// Context bounds the messages a model round sends its provider (zero fields: the
+	// defaults, DefaultContextBytes and DefaultContextMessages).
+	Context ContextBudget
+	// MaxResultBytes bounds a model reply and a tool result (DefaultMaxResultBytes when
+	// <= 0); see limits.go.
+	MaxResultBytes int
 }
 
 // Activities carries the dependencies of every activity of the host. Its exported
@@ -78,7 +78,10 @@ type Activities struct {
 	scripts     map[string]*packs.MockScript
 	transcripts TranscriptSource
 	tools       map[string]ToolFunc
+	bindings    ToolBindings
 	logger      *slog.Logger
+	context     ContextBudget
+	maxResult   int
 }
 
 // New checks cfg and builds the activities.
@@ -92,12 +95,12 @@ func New(cfg Config) (*Activities, error) {
 			return nil, fmt.Errorf("activities: provider %q is nil", key)
 		}
 		if m, ok := p.(*MockProvider); ok && m.Scripts == nil {
-			p = &MockProvider{Scripts: cfg.MockScripts}
+			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict}
 		}
 		providers[key] = p
 	}
 	if len(providers) == 0 {
-		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts}
+		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict}
 	}
 	if providers[DefaultProviderKey] == nil {
 		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))
@@ -111,7 +114,10 @@ func New(cfg Config) (*Activities, error) {
 		scripts:     cfg.MockScripts,
 		transcripts: cfg.Transcripts,
 		tools:       cfg.Tools,
+		bindings:    cfg.Bindings,
 		logger:      logger,
+		context:     cfg.Context.withDefaults(),
+		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
 	}, nil
 }
 
@@ -151,14 +157,27 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 		}
 	}
 
-	msgs, err := a.transcripts.Transcript(ctx, in.Transcript)
+	ref := in.Transcript
+	ref.MaxBytes, ref.MaxMessages = a.context.MaxBytes, a.context.MaxMessages
+	whole := false
+	if w, ok := p.(wholeTranscriptProvider); ok && w.wantsWholeTranscript(in.PackID) {
+		// The scripted mock plays its script over every round of the run: it reads the
+		// transcript from the start, past the context budget a real model gets.
+		ref.From, ref.MaxBytes, ref.MaxMessages, whole = 0, 0, 0, true
+	}
+	msgs, err := a.transcripts.Transcript(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
 	}
+	req := &Request{Input: in, Messages: msgs}
+	if whole {
+		from := min(in.Transcript.From, len(msgs))
+		req.Earlier, req.Messages = msgs[:from], msgs[from:]
+	}
 
-	stop := heartbeat(ctx, in)
+	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
-	res, err := p.Complete(ctx, &Request{Input: in, Messages: msgs})
+	res, err := p.Complete(ctx, req)
 	stop()
 	if err != nil {
 		log.Warn("Model round failed", "error", err, "elapsed", time.Since(start).Round(time.Millisecond))
@@ -167,19 +186,22 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	if res.Provider == "" {
 		res.Provider = p.Name()
 	}
+	if err := limitReply(res, a.maxResult, log); err != nil {
+		return nil, err
+	}
 	log.Info("Model round done", "model", res.Model, "toolCalls", len(res.ToolCalls),
 		"inputTokens", res.Usage.InputTokens, "outputTokens", res.Usage.OutputTokens, "elapsed", time.Since(start).Round(time.Millisecond))
 	return res, nil
 }
 
-// heartbeat records a heartbeat every heartbeatEvery until the returned stop is
-// called. A round that ends sooner sends none: a heartbeat costs a call to Temporal,
-// and the activity's completion says more. Outside an activity context it does nothing.
-func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
+// heartbeat records a heartbeat with detail every heartbeatEvery until the returned
+// stop is called. A call that ends sooner sends none: a heartbeat costs a call to
+// Temporal, and the activity's completion says more. Outside an activity context it
+// does nothing.
+func heartbeat(ctx context.Context, detail string) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	detail := fmt.Sprintf("model round %d in state %s", in.Round, in.State)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -204,15 +226,30 @@ func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
 }
 
 // ToolCall runs one tool call. The executor is, in order: the ToolFunc registered for
-// the tool; else the pack's mock tool_results entry for the tool (every call of the
-// tool returns it); else no executor exists and the result is an IsError result
-// telling the model that no executor is configured for the tool on this host, so the
-// model can carry on without it. Arguments and results are not logged (they may hold
-// user data); the log says which executor ran.
+// the tool (Config.Tools); else the tool's binding on this worker (Config.Bindings:
+// HTTP, MCP, a Go function); else the pack's mock tool_results entry for the tool
+// (every call of the tool returns it); else no executor exists and the result is an
+// IsError result telling the model that no executor is configured for the tool on this
+// host, so the model can carry on without it. Arguments and results are not logged
+// (they may hold user data); the log says which executor ran.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
+	res, err := a.toolCall(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return limitToolResult(res, a.maxResult), nil
+}
+
+// toolCall runs one tool call with the executor ToolCall describes.
+func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = ToolIdempotencyKey("", in)
+	}
 	if fn := a.tools[in.Tool]; fn != nil {
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
 		res, err := fn(ctx, in)
+		stop()
 		if err != nil {
 			log.Warn("Tool call failed", "executor", "registered", "error", err)
 			return nil, fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
@@ -223,6 +260,25 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 		res.Content = jsonContent(res.Content)
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
+	}
+	if a.bindings != nil {
+		start := time.Now()
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
+		res, ok, err := a.bindings.Execute(ctx, in)
+		stop()
+		if ok {
+			elapsed := time.Since(start).Round(time.Millisecond)
+			if err != nil {
+				log.Warn("Tool call failed", "executor", "binding", "error", err, "elapsed", elapsed)
+				return nil, err
+			}
+			if res == nil {
+				res = &ToolCallResult{}
+			}
+			res.Content = jsonContent(res.Content)
+			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
+			return res, nil
+		}
 	}
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {

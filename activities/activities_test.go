@@ -61,6 +61,24 @@ func TestNewRequiresTranscripts(t *testing.T) {
 	assert.Contains(t, err.Error(), `"default"`)
 }
 
+// TestModelRoundAsksForTheContextBudget: a provider that does not replay the whole
+// transcript (here a mock without rounds) reads only the round's window, within the
+// worker's context budget.
+func TestModelRoundAsksForTheContextBudget(t *testing.T) {
+	src := &fakeTranscripts{msgs: map[string][]Message{"conv": {
+		{Role: RoleUser, Text: "hello"}, {Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "again"},
+	}}}
+	scripts := map[string]*packs.MockScript{"bank": {Default: "Noted."}}
+	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
+	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "s", Round: 1,
+		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
+	_, err := env.ExecuteActivity(a.ModelRound, in)
+	require.NoError(t, err)
+	want := in.Transcript
+	want.MaxBytes, want.MaxMessages = DefaultContextBytes, DefaultContextMessages // the round's budget
+	assert.Equal(t, []TranscriptRef{want}, src.refs)
+}
+
 func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	src := &fakeTranscripts{msgs: map[string][]Message{
 		"conv": {
@@ -70,12 +88,12 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 		},
 	}}
 	scripts := map[string]*packs.MockScript{"bank": {Rounds: []packs.MockRound{
-		{ExpectState: "verifying", ExpectUser: "close", Text: "Closing.",
+		{ExpectState: "verifying", ExpectUser: []string{"close"}, Text: "Closing.",
 			ToolCalls: []packs.MockToolCall{{Name: "close_account", Args: json.RawMessage(`{"id":"A1"}`)}}},
 	}}}
-	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
+	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts, MockStrict: true})
 
-	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 0,
+	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
 		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
 	val, err := env.ExecuteActivity(a.ModelRound, in)
 	require.NoError(t, err)
@@ -83,12 +101,18 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	require.NoError(t, val.Get(&res))
 	assert.Equal(t, "Closing.", res.Text)
 	require.Len(t, res.ToolCalls, 1)
-	assert.Equal(t, "call_0_0_close_account", res.ToolCalls[0].ID)
+	assert.Equal(t, "call_1_0_close_account", res.ToolCalls[0].ID)
 	assert.Equal(t, ProviderMock, res.Provider)
-	assert.Equal(t, []TranscriptRef{in.Transcript}, src.refs)
+	// The mock reads the transcript from its start, without the context budget: where
+	// its script stands depends on every earlier round ("hi" was round 0, off script, so
+	// the script still waits).
+	whole := in.Transcript
+	whole.From = 0
+	assert.Equal(t, []TranscriptRef{whole}, src.refs)
 
 	// The same script with a window that ends before "close my account" fails the expectation.
 	in.Transcript = TranscriptRef{RunID: "run-1", Key: "conv", From: 0, To: 2}
+	in.Round = 1
 	_, err = env.ExecuteActivity(a.ModelRound, in)
 	require.Error(t, err)
 	var appErr *temporal.ApplicationError

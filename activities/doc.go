@@ -4,24 +4,46 @@
 //
 // # Activities
 //
-// Register one *Activities (built with New) on the worker. Its two activities are:
+// Register one *Activities (built with New) on the worker. Its activities are:
 //
 //   - ModelRound(ModelRoundInput) → ModelRoundResult. The input carries a
 //     TranscriptRef, not the transcript: the activity reads the messages through
-//     Config.Transcripts (ClientTranscripts queries the run's workflow with
-//     TranscriptQuery), so a run's history grows by a constant amount per round. The
-//     ref carries the messages added since the run's previous round and a digest of
-//     the whole transcript, so a TranscriptCache that kept the earlier messages answers
-//     without the query (the worker wraps ClientTranscripts in one). The
+//     Config.Transcripts (ClientTranscripts queries the run's executions with
+//     TranscriptPageQuery, walking back through those that continued as new), so a
+//     run's history grows by a constant amount per round. The round sees the newest
+//     messages of its range within Config.Context (384 KiB and 2,000 messages by
+//     default), from a user message on. The ref carries the messages added since the
+//     run's previous round and a rolling digest of the whole transcript, so a
+//     TranscriptCache that kept the earlier window answers without the query (the
+//     worker wraps ClientTranscripts in one). A reply over Config.MaxResultBytes
+//     (256 KiB) is cut visibly; see limits.go. The
 //     provider is chosen by the input's logical provider key; an empty or unknown key
 //     uses DefaultProviderKey. The round heartbeats while the provider works.
+//   - RouteTools(RouteToolsInput) → RouteToolsResult, a local activity: where each
+//     call of a tool batch runs (Config.Bindings, package tools; a registered ToolFunc;
+//     the mock; none) and how often it may be attempted (ToolAttempts: read tools are
+//     retried, write and external tools only when their binding is idempotent). Its
+//     recorded answer is how the workflow learns the bindings deterministically.
 //   - ToolCall(ToolCallInput) → ToolCallResult. The executor is the ToolFunc
-//     registered for the tool, else the pack's mock tool_results entry, else none: the
-//     result is then an IsError result that tells the model no executor is configured
-//     for the tool on this host (the run goes on; the model can answer without it).
+//     registered for the tool, else its binding on this worker (HTTP, MCP, Go), else
+//     the pack's mock tool_results entry, else none: the result is then an IsError
+//     result that tells the model no executor is configured for the tool on this host
+//     (the run goes on; the model can answer without it). Calls routed to an activity
+//     binding are scheduled by the workflow on the binding's task queue instead. Each
+//     call carries an IdempotencyKey (ToolIdempotencyKey), the same for its attempts.
+//     A registered executor's or binding's call heartbeats too.
+//     A result over Config.MaxResultBytes is replaced by a marked head of it.
 //
-// Workflows schedule them with ModelRoundOptions(provider) and ToolCallOptions(), and
-// set ActivityOptions.Summary from ModelRoundSummary / ToolCallSummary.
+// Heartbeats (every HeartbeatInterval, 1 s, from the first second on) are how a
+// running call learns that its run was cancelled: the answer to the next heartbeat
+// carries the cancellation and the SDK cancels the activity's context, which aborts
+// the provider's request. A worker must let them through (worker.Options.
+// MaxHeartbeatThrottleInterval = HeartbeatInterval; the SDK's own throttle is 80% of
+// the heartbeat timeout). A call shorter than a second sends none.
+//
+// Workflows schedule them with ModelRoundOptions(provider), RouteToolsOptions() and
+// ToolCallOptions() (with the route's attempts and timeout), and set
+// ActivityOptions.Summary from ModelRoundSummary / ToolCallSummary.
 //
 // # Errors
 //
@@ -33,9 +55,13 @@
 //	HTTP 429                        ModelRateLimited         retried; NextRetryDelay = Retry-After(-Ms)
 //	HTTP 408, 409, 5xx, no answer   ModelUnavailable         retried; NextRetryDelay = Retry-After if sent
 //	2xx that is not a completion    ModelMalformedResponse   non-retryable
-//	mock expect_state/expect_user   MockScriptMismatch       non-retryable
+//	strict mock, round off script   MockScriptMismatch       non-retryable
 //	mock round with error:          MockScriptedFailure      non-retryable
 //	mock script exhausted + fail    MockScriptExhausted      non-retryable
+//
+// A run failed by one of them reports the OpenWOP code ErrorCode(type) (model_bad_request,
+// model_authentication, ...) and the error's message; the types themselves are for
+// retry policies and the Temporal UI.
 //
 // The SDKs' own retries are disabled (max retries 0): Temporal retries the activity,
 // so every attempt shows in the run's history and in the Temporal UI, backs off by the

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 
 	"go.temporal.io/sdk/workflow"
 )
@@ -11,7 +12,8 @@ import (
 const ErrTypeNotLocal = "ModelRoundNotLocal"
 
 // LocalModelRoundInput is the input of ModelRoundLocal: the round and the messages of its
-// transcript, [Round.Transcript.From, Round.Transcript.To). A local activity's input is
+// transcript from the first, [0, Round.Transcript.To), which the scripted mock reads
+// whole (Request.Earlier). A local activity's input is
 // never written to the workflow's history (only its result is), so the transcript
 // travels whole instead of being read back from the workflow, which could not answer a
 // query while the workflow task that runs the local activity is in flight.
@@ -36,21 +38,30 @@ func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInpu
 			p.Name(), key, in.Round.Round, in.Round.RunID)
 	}
 	ref := in.Round.Transcript
-	if want := ref.To - ref.From; len(in.Messages) != want {
-		return nil, nonRetryable(ErrTypeBadRequest, "model round %d of run %s: %d transcript messages for [%d, %d)",
-			in.Round.Round, in.Round.RunID, len(in.Messages), ref.From, ref.To)
+	if len(in.Messages) != ref.To || ref.From < 0 || ref.From > ref.To {
+		return nil, nonRetryable(ErrTypeBadRequest, "model round %d of run %s: %d transcript messages for [0, %d) (from %d)",
+			in.Round.Round, in.Round.RunID, len(in.Messages), ref.To, ref.From)
 	}
 	local := *a
 	local.transcripts = inlineTranscript(in.Messages)
 	return local.ModelRound(ctx, in.Round)
 }
 
-// inlineTranscript is the transcript a LocalModelRoundInput carries.
+// inlineTranscript is the transcript a LocalModelRoundInput carries, from its first
+// message.
 type inlineTranscript []Message
 
-// Transcript implements TranscriptSource.
-func (t inlineTranscript) Transcript(context.Context, TranscriptRef) ([]Message, error) {
-	return []Message(t), nil
+// Transcript implements TranscriptSource: messages [From, To) of the carried ones,
+// within ref's budget when it has one (as a TranscriptSource answers an activity).
+func (t inlineTranscript) Transcript(_ context.Context, ref TranscriptRef) ([]Message, error) {
+	if ref.From < 0 || ref.From > ref.To || ref.To > len(t) {
+		return nil, fmt.Errorf("transcript range [%d, %d) is outside the %d messages carried", ref.From, ref.To, len(t))
+	}
+	msgs := t[:ref.To]
+	if start, ok := windowStart(msgs, 0, ref.From, ref.MaxBytes, ref.MaxMessages); ok {
+		return msgs[start:], nil
+	}
+	return msgs[ref.From:], nil
 }
 
 // LocalModelRoundOptions are the local activity options of ModelRoundLocal: the scripted

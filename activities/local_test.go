@@ -17,13 +17,13 @@ import (
 func TestModelRoundLocalUsesTheInlineTranscript(t *testing.T) {
 	src := &fakeTranscripts{}
 	scripts := map[string]*packs.MockScript{"bank": {Rounds: []packs.MockRound{
-		{}, {ExpectState: "verifying", ExpectUser: "close", Text: "Closing."},
+		{}, {ExpectState: "verifying", ExpectUser: []string{"close"}, Text: "Closing."},
 	}}}
 	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
 	in := LocalModelRoundInput{
 		Round: ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
 			Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}},
-		Messages: []Message{{Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "close my account"}},
+		Messages: []Message{{Role: RoleUser, Text: "hello"}, {Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "close my account"}},
 	}
 	val, err := env.ExecuteActivity(a.ModelRoundLocal, in)
 	require.NoError(t, err)
@@ -33,8 +33,8 @@ func TestModelRoundLocalUsesTheInlineTranscript(t *testing.T) {
 	assert.Equal(t, ProviderMock, res.Provider)
 	assert.Empty(t, src.refs, "a local round never reads the transcript source")
 
-	// Messages that do not cover [From, To) are a bad request, not a guess.
-	in.Messages = in.Messages[:1]
+	// Messages that do not cover [0, To) are a bad request, not a guess.
+	in.Messages = in.Messages[1:]
 	_, err = env.ExecuteActivity(a.ModelRoundLocal, in)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%T %v", err, err)

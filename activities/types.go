@@ -58,11 +58,57 @@ type TranscriptRef struct {
 	// queries, carry neither.
 	Tail   []Message `json:"tail,omitempty"`
 	Digest string    `json:"digest,omitempty"`
+	// MaxBytes and MaxMessages, when > 0, bound what a TranscriptSource returns: the
+	// newest messages of [From, To) within the bounds, starting at a user message
+	// (TranscriptBudget). The ModelRound activity sets them; the workflow does not.
+	MaxBytes    int `json:"maxBytes,omitempty"`
+	MaxMessages int `json:"maxMessages,omitempty"`
 }
 
 // TranscriptQuery is the name of the run workflow's query that answers a TranscriptRef
-// with the messages it points at ([]Message).
+// with the messages it points at ([]Message), when the execution it reaches holds them
+// all. Readers use TranscriptPageQuery, which also reaches earlier executions.
 const TranscriptQuery = "openwop.transcript"
+
+// TranscriptPageQuery is the name of the run workflow's query that answers a
+// TranscriptPageRequest with a TranscriptPage. It works on every execution of the run,
+// closed ones included (QueryWorkflow with that execution's run id).
+const TranscriptPageQuery = "openwop.transcript-page"
+
+// TranscriptPageRequest asks one execution of a run for messages [From, To) of a
+// transcript. The answer holds the newest of them that the execution has, at most
+// MaxBytes of them (DefaultTranscriptPageBytes when 0), and at least one.
+type TranscriptPageRequest struct {
+	Key      string `json:"key"`
+	From     int    `json:"from"`
+	To       int    `json:"to"`
+	MaxBytes int    `json:"maxBytes,omitempty"`
+}
+
+// TranscriptPage is one execution's answer to a TranscriptPageRequest: Messages are
+// [Start, Start+len(Messages)) of the transcript. The execution holds messages [Base,
+// Len); those before Base are held by earlier executions of the run, newest first in
+// Earlier (Earlier[0] is the execution this one continued).
+type TranscriptPage struct {
+	Messages []Message `json:"messages"`
+	Start    int       `json:"start"`
+	Base     int       `json:"base"`
+	Len      int       `json:"len"`
+	Earlier  []Segment `json:"earlier,omitempty"`
+}
+
+// DefaultTranscriptPageBytes bounds a TranscriptPage when its request names no bound.
+const DefaultTranscriptPageBytes = 1 << 20
+
+// Segment is a closed execution of a run that continued as new: its Temporal run id
+// and the run events it holds, [FirstSequence, LastSequence]. A run keeps the newest
+// of them in its state (workflows.MaxSegmentLinks) and every execution answers
+// queries, so earlier ones are found through the oldest execution a run knows of.
+type Segment struct {
+	RunID         string `json:"runId"`
+	FirstSequence int64  `json:"firstSequence"`
+	LastSequence  int64  `json:"lastSequence"`
+}
 
 // ModelRoundInput is the input of the ModelRound activity.
 type ModelRoundInput struct {
@@ -72,8 +118,8 @@ type ModelRoundInput struct {
 	NodeID   string `json:"nodeId"`
 	State    string `json:"state"`  // workflow state the round runs in
 	Prompt   string `json:"prompt"` // prompt key (prompt_task)
-	// Round is the 0-based index of this model round within the run; the scripted mock
-	// consumes its script by this index.
+	// Round is the 0-based index of this model round within the run; tool-call ids are
+	// built from it (the scripted mock finds its place in the transcript instead).
 	Round int `json:"round"`
 	// Provider is the logical provider key (RFC 0012/0017), "default" when unset.
 	Provider   string          `json:"provider,omitempty"`
@@ -159,6 +205,10 @@ type ToolCallInput struct {
 	CallID   string          `json:"callId"`
 	Tool     string          `json:"tool"`
 	Args     json.RawMessage `json:"args"`
+	// IdempotencyKey is the same for every attempt of this call (ToolIdempotencyKey); an
+	// HTTP binding sends it as the Idempotency-Key header. Calls scheduled before it
+	// existed carry none; the activity then derives one without the tenant.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // ToolCallResult is the result of one tool call. A tool that fails in a way the model
@@ -188,3 +238,23 @@ const (
 	ErrTypeRateLimited = "ModelRateLimited" // 429 from the provider
 	ErrTypeUnavailable = "ModelUnavailable" // 5xx, 408, 409, or the provider unreachable
 )
+
+// errorCodes maps the ErrType* application error types to the OpenWOP error codes
+// (snake_case) that a run failed by them reports in error.code. The types stay what
+// they are inside Temporal (retry policies name them); the run's error speaks OpenWOP.
+var errorCodes = map[string]string{
+	ErrTypeBadRequest:      "model_bad_request",
+	ErrTypeAuth:            "model_authentication",
+	ErrTypeMockMismatch:    "mock_script_mismatch",
+	ErrTypeMockExhausted:   "mock_script_exhausted",
+	ErrTypeMockFailure:     "mock_scripted_failure",
+	ErrTypeUnknownProvider: "unknown_provider",
+	ErrTypeUnknownTool:     "unknown_tool",
+	ErrTypeBadResponse:     "model_malformed_response",
+	ErrTypeRateLimited:     "model_rate_limited",
+	ErrTypeUnavailable:     "model_unavailable",
+}
+
+// ErrorCode returns the OpenWOP error code of an activity error type (one of the
+// ErrType* constants), or "" for a type it does not know.
+func ErrorCode(errType string) string { return errorCodes[errType] }

@@ -17,6 +17,8 @@ import (
 const (
 	CodeValidation            = "validation_error"
 	CodeUnauthenticated       = "unauthenticated"
+	CodeKeyRevoked            = "key_revoked"
+	CodeKeyExpired            = "key_expired"
 	CodeForbidden             = "forbidden"
 	CodeNotFound              = "not_found"
 	CodeInterruptNotFound     = "interrupt_not_found"
@@ -31,6 +33,7 @@ const (
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeInternal              = "internal_error"
 	CodeUnavailable           = "unavailable"
+	CodeRunTimeout            = "run_timeout" // RFC 0058: a run past its wall-clock limit
 )
 
 // Error is an API error rendered as the closed OpenWOP error envelope

@@ -211,6 +211,11 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	if len(bytes.TrimSpace(rb.ResumeValue)) == 0 {
 		rb.ResumeValue = json.RawMessage("null")
 	}
+	if n := int64(len(rb.ResumeValue)); n > s.cfg.MaxTurnBytes {
+		return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"the resume value is %d bytes; a turn holds at most %d bytes (maxTurnBytes, WOP_MAX_TURN_BYTES)", n, s.cfg.MaxTurnBytes).
+			with("limit", "maxTurnBytes").with("maxBytes", s.cfg.MaxTurnBytes).with("bytes", n)
+	}
 	ctx := c.Request().Context()
 	unlock, err := s.lockRun(ctx, runID)
 	if err != nil {
@@ -252,7 +257,7 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	if err := s.tc.SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return apiErr(http.StatusConflict, CodeInterruptResolved, "run %s finished before the resolve arrived", runID)
+			return s.closedResolveError(ctx, runID)
 		}
 		return s.temporalErr(err, runID)
 	}

@@ -91,13 +91,13 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 		return err
 	}
 	before, cpu := b.rpcs.snapshot(), cpuTime()
-	n, all, err := b.timedTurns(ctx, floors)
+	rate, all, err := b.timedTurns(ctx, floors)
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 	b.floorRPCs, b.floorTurns = rpcDelta(before, b.rpcs.snapshot()), all
 	b.floorCPU = cpuTime() - cpu
-	res.FloorTurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
+	res.FloorTurnsPerS = round(rate, 2)
 
 	hosts := make([]turner, b.opts.Concurrency)
 	err = parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
@@ -112,13 +112,13 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 		return err
 	}
 	before, cpu = b.rpcs.snapshot(), cpuTime()
-	n, all, err = b.timedTurns(ctx, hosts)
+	rate, all, err = b.timedTurns(ctx, hosts)
 	if err != nil {
 		return fmt.Errorf("exchange: %w", err)
 	}
 	b.hostRPCs, b.hostTurns = rpcDelta(before, b.rpcs.snapshot()), all
 	b.hostCPU = cpuTime() - cpu
-	res.TurnsPerS = round(float64(n)/b.opts.Duration.Seconds(), 1)
+	res.TurnsPerS = round(rate, 2)
 	return nil
 }
 
@@ -130,14 +130,17 @@ func warmTurn(ctx context.Context, t turner) error {
 	return err
 }
 
-// timedTurns runs every turner in a loop of its own for Duration and returns how many
-// turns finished before it was over, and how many finished in all. Turns still in
-// flight then are awaited (so the next workload starts on a quiet host) but not counted.
-func (b *bench) timedTurns(ctx context.Context, ts []turner) (int, int, error) {
-	var done, all atomic.Int64
-	deadline := time.Now().Add(b.opts.Duration)
+// timedTurns runs every turner in a loop of its own for Duration, each at least one
+// turn, and returns the turns finished per second: every turn that finished, over the
+// time from the start until the last one did (turns in flight at the deadline are
+// awaited and counted with the time they took, so a busy machine gives a low figure,
+// never zero), and how many finished in all.
+func (b *bench) timedTurns(ctx context.Context, ts []turner) (float64, int, error) {
+	var all atomic.Int64
+	start := time.Now()
+	deadline := start.Add(b.opts.Duration)
 	err := parallel(ctx, len(ts), len(ts), func(ctx context.Context, i int) error {
-		for time.Now().Before(deadline) {
+		for {
 			tctx, cancel := context.WithTimeout(ctx, turnTimeout)
 			_, err := ts[i](tctx)
 			cancel()
@@ -145,13 +148,13 @@ func (b *bench) timedTurns(ctx context.Context, ts []turner) (int, int, error) {
 				return err
 			}
 			all.Add(1)
-			if time.Now().Before(deadline) {
-				done.Add(1)
+			if !time.Now().Before(deadline) {
+				return nil
 			}
 		}
-		return nil
 	})
-	return int(done.Load()), int(all.Load()), err
+	n := int(all.Load())
+	return float64(n) / time.Since(start).Seconds(), n, err
 }
 
 // history measures the history bytes turn HistoryEarlyTurn and turn HistoryTurns of one
@@ -370,6 +373,9 @@ func (b *bench) table(r *Result) {
 		safeDiv(float64(r.HistoryBytesTurn200), float64(r.HistoryBytesTurn5)), o.HistoryEarlyTurn, mark(float64(r.HistoryBytesTurn200) <= 1.2*float64(r.HistoryBytesTurn5)))
 	fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
 		mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
+	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
+	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,
+		safeDiv(float64(r.CarriedBytesTurn2000), float64(r.CarriedBytesTurn10)), o.CarriedEarlyTurn, mark(float64(r.CarriedBytesTurn2000) <= 1.2*float64(r.CarriedBytesTurn10)))
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)

@@ -27,7 +27,8 @@ const modelRoundLocalName = "ModelRoundLocal"
 // previous round came from another provider (or there was none), the run started before
 // local rounds existed, or the worker's provider turned out not to be the scripted mock
 // (ModelRoundLocal refuses real providers; the node then stops trying until it continues
-// as new). Any other failure is the round's failure, as the activity's would be.
+// as new), or the transcript began in an earlier execution of the run. Any other
+// failure is the round's failure, as the activity's would be.
 func (rt *packRuntime) localRound(in activities.ModelRoundInput) (out activities.ModelRoundResult, ok bool, err error) {
 	a := rt.a
 	if a.lastProvider != activities.ProviderMock || a.notLocal {
@@ -36,12 +37,18 @@ func (rt *packRuntime) localRound(in activities.ModelRoundInput) (out activities
 	if workflow.GetVersion(rt.ctx, localRoundVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return out, false, nil
 	}
-	msgs, err := a.Transcript(in.Transcript)
-	if err != nil {
-		return out, false, err
+	// The scripted mock reads the whole transcript; messages appended by earlier
+	// executions of the run are no longer in the machine, so such a round is an activity
+	// (which reads them from the run).
+	if a.m.TranscriptBase() > 0 || in.Transcript.To > a.m.TranscriptLen() {
+		return out, false, nil
 	}
-	lctx := workflow.WithLocalActivityOptions(rt.ctx, activities.LocalModelRoundOptions(activities.ModelRoundSummary(in)))
-	err = workflow.ExecuteLocalActivity(lctx, modelRoundLocalName, activities.LocalModelRoundInput{Round: in, Messages: msgs}).Get(lctx, &out)
+	msgs := a.m.Transcript(0, in.Transcript.To)
+	lctx, cancel := workflow.WithCancel(rt.ctx)
+	lctx = workflow.WithLocalActivityOptions(lctx, activities.LocalModelRoundOptions(activities.ModelRoundSummary(in)))
+	f := workflow.ExecuteLocalActivity(lctx, modelRoundLocalName, activities.LocalModelRoundInput{Round: in, Messages: msgs})
+	rt.await(f, cancel)
+	err = f.Get(lctx, &out)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeNotLocal {
 		a.notLocal = true

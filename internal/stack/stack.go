@@ -22,6 +22,8 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/devserver"
+	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -51,6 +53,9 @@ type Options struct {
 	// Worker configures the worker; its PacksDir is the packs folder the catalog and the
 	// activities load. A nil Worker.Logger uses Logger.
 	Worker worker.Config
+	// Packs, when not nil, are the packs to serve, already loaded from Worker.PacksDir
+	// (wop dev checks them before it starts the server); nil loads the folder.
+	Packs []*packs.Loaded
 	// Logger receives the host's logs. Nil discards them.
 	Logger *slog.Logger
 	// ServerLogger receives the embedded Temporal server's logs (default Logger) at
@@ -74,6 +79,8 @@ type Stack struct {
 	catalog *workflows.Catalog
 	acts    *activities.Activities
 	packs   int
+	tools   *tools.Set
+	report  *tools.Report
 
 	mu       sync.Mutex
 	worker   sdkworker.Worker
@@ -160,17 +167,24 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}
 
-	loaded, err := worker.LoadPacks(opts.Worker.PacksDir, opts.Logger)
-	if err != nil {
-		_ = ln.Close()
-		return nil, err
+	loaded := opts.Packs
+	if loaded == nil {
+		if loaded, err = worker.LoadPacks(opts.Worker.PacksDir, opts.Logger); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
 	}
 	s.packs = len(loaded)
-	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures); err != nil {
+	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures, opts.Worker.TurnLimits); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
-	if s.acts, err = worker.NewActivities(s.client, opts.Worker, loaded); err != nil {
+	if s.tools, s.report, err = worker.LoadTools(ctx, opts.Worker, loaded, opts.Logger); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	worker.LogTools(opts.Logger, s.tools, s.report)
+	if s.acts, err = worker.NewActivities(s.client, opts.Worker, loaded, s.tools); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
@@ -289,10 +303,19 @@ func (s *Stack) StopAPI(ctx context.Context) error {
 func (s *Stack) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if s.server != nil {
+		s.server.Quiet() // the server would log the polls cancelled below as errors
+	}
 	if err := s.StopAPI(ctx); err != nil {
 		s.logger.Warn("API shutdown", "error", err)
 	}
 	s.StopWorker()
+	if s.tools != nil {
+		if err := s.tools.Close(); err != nil {
+			s.logger.Warn("Closing the tool bindings", "error", err)
+		}
+		s.tools = nil
+	}
 	if s.client != nil {
 		s.client.Close()
 		s.client = nil
@@ -301,6 +324,18 @@ func (s *Stack) Stop() {
 		s.server.Stop()
 		s.server = nil
 	}
+}
+
+// ReloadKeys reloads the API's keys file (api.Server.ReloadKeys); it does nothing
+// while the API is stopped or without a keys file.
+func (s *Stack) ReloadKeys() error {
+	s.mu.Lock()
+	apiSrv := s.apiSrv
+	s.mu.Unlock()
+	if apiSrv == nil {
+		return nil
+	}
+	return apiSrv.ReloadKeys()
 }
 
 // APIURL is the base URL of the HTTP API, e.g. http://127.0.0.1:8080.
@@ -330,6 +365,13 @@ func (s *Stack) Client() client.Client { return s.client }
 
 // Catalog is the catalog the API serves.
 func (s *Stack) Catalog() *workflows.Catalog { return s.catalog }
+
+// ToolsReport says which pack tools are bound, to what, and which are not (nil before
+// the stack loaded its packs).
+func (s *Stack) ToolsReport() *tools.Report { return s.report }
+
+// ToolsFile is the bindings file the worker loaded, or "" for none.
+func (s *Stack) ToolsFile() string { return s.opts.Worker.ToolsFilePath() }
 
 // PackCount is the number of packs loaded from the packs folder.
 func (s *Stack) PackCount() int { return s.packs }
