@@ -40,6 +40,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -97,6 +98,9 @@ type Options struct {
 	// (removed afterwards), as `wop dev` uses a file; Memory keeps it in memory instead.
 	DataDir string
 	Memory  bool
+	// DynamicConfig overrides the embedded server's dynamic config by key (A/B runs of
+	// a setting; see `wop bench --dynamic-config`).
+	DynamicConfig map[string]any
 	// TemporalAddress and Namespace, when set, use that Temporal server instead of the
 	// embedded one.
 	TemporalAddress string
@@ -254,6 +258,9 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		mode, b.where(), runtime.NumCPU(), runtime.GOMAXPROCS(0), loadAverage())
 	if opts.TemporalAddress == "" {
 		fmt.Fprintf(stdout, "worker cache: %d workflows; embedded server cache: %d workflows\n", b.cacheSize(), devserver.HistoryCacheSize)
+		for _, k := range slices.Sorted(maps.Keys(opts.DynamicConfig)) {
+			fmt.Fprintf(stdout, "dynamic config: %s = %v\n", k, opts.DynamicConfig[k])
+		}
 	} else {
 		fmt.Fprintf(stdout, "worker cache: %d workflows\n", b.cacheSize())
 	}
@@ -415,11 +422,12 @@ func (b *bench) start(ctx context.Context) error {
 		serverMetrics = b.metrics.handler()
 	}
 	st, err := stack.Start(sctx, stack.Options{
-		ServerMetrics:   serverMetrics,
-		TemporalClient:  copts,
-		DataDir:         dataDir,
-		TemporalAddress: b.opts.TemporalAddress,
-		Namespace:       b.opts.Namespace,
+		ServerMetrics:       serverMetrics,
+		ServerDynamicConfig: b.opts.DynamicConfig,
+		TemporalClient:      copts,
+		DataDir:             dataDir,
+		TemporalAddress:     b.opts.TemporalAddress,
+		Namespace:           b.opts.Namespace,
 		API: api.Config{
 			Keys:        []api.Key{{ID: "bench", Secret: key, Tenant: "bench", Scopes: api.AllScopes}},
 			TokenSecret: []byte(randomHex(32)),

@@ -10,8 +10,10 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Command is `wop bench`: it parses args, runs the bench and returns the exit code
@@ -41,6 +43,17 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
 	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried)")
+	fs.Func("dynamic-config", "override the embedded server's dynamic config: `key=value` (a number, true/false, a duration such as 10ms, or text; repeatable)", func(kv string) error {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want key=value, got %q", kv)
+		}
+		if o.DynamicConfig == nil {
+			o.DynamicConfig = map[string]any{}
+		}
+		o.DynamicConfig[k] = dynamicValue(v)
+		return nil
+	})
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,4 +87,22 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// dynamicValue reads a --dynamic-config value: an integer, a float, a bool, a
+// duration, or else the text itself.
+func dynamicValue(v string) any {
+	if i, err := strconv.Atoi(v); err == nil {
+		return i
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return f
+	}
+	if b, err := strconv.ParseBool(v); err == nil {
+		return b
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d
+	}
+	return v
 }

@@ -256,6 +256,15 @@ func FileAttributes() map[string]string {
 	return map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"}
 }
 
+// TransferQueueReadsPerSecond caps how often the history shard reads its transfer
+// queue (history.transferProcessorMaxPollRPS; Temporal's default is 20). The queue is
+// read when a transaction adds a task to it (a workflow task to dispatch, an activity to
+// schedule), so at 20 reads a second a turn waited up to 50 ms (30–40 ms at the median)
+// between its signal and the dispatch of the workflow task it asked for: most of a turn
+// on the embedded server. One shard serves every workflow here, and each read is one
+// small indexed SQLite query, so the cap only has to stay above the rate tasks arrive.
+const TransferQueueReadsPerSecond = 1000
+
 // HistoryCacheSize is how many workflows' mutable state the embedded history service
 // keeps in memory (history.hostLevelCacheMaxSize; the server's default is 128,000, at
 // about 30 KB each). The dev server shares its process with the worker and the API and
@@ -317,6 +326,7 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 HistoryCacheSize,
 		dynamicconfig.XDCCacheMaxSizeBytes.Key():                         xdcCacheBytes,
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():                  TransferQueueReadsPerSecond,
 	}
 	for k, v := range s.opts.DynamicConfig {
 		dyn[dynamicconfig.MakeKey(k)] = v
