@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -159,6 +161,26 @@ func TestOneFeedPerRun(t *testing.T) {
 	defer env.srv.feedsMu.Unlock()
 	if n := len(env.srv.feeds); n != 0 {
 		t.Fatalf("%d feeds left after the last reader", n)
+	}
+}
+
+// TestOnlyCompletedWorkflowTasksWakeReaders: the history events that may come with
+// new OpenWOP events are a completed workflow task and the execution's close; a signal
+// or a scheduled task does not make the feed query the run.
+func TestOnlyCompletedWorkflowTasksWakeReaders(t *testing.T) {
+	for _, et := range []enumspb.EventType{enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW} {
+		if !wakesReaders(et) {
+			t.Errorf("%s does not wake readers", et)
+		}
+	}
+	for _, et := range []enumspb.EventType{enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+		enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+		enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED} {
+		if wakesReaders(et) {
+			t.Errorf("%s wakes readers", et)
+		}
 	}
 }
 

@@ -137,7 +137,8 @@ func (w *waitIterator) HasNext() bool {
 
 func (w *waitIterator) Next() (*historypb.HistoryEvent, error) {
 	w.seen++
-	return &historypb.HistoryEvent{}, nil
+	// Workflow code appends events in a workflow task: its completion wakes readers.
+	return &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED}, nil
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.

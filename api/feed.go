@@ -20,8 +20,13 @@ import (
 // before the buffer (a stream that resumes from an old Last-Event-ID, a new stream
 // reading the log from the start) catches up with paged queries of its own, then
 // joins the buffer. The feed stops when its last reader leaves: a feed nobody reads
-// would keep querying the run on every history event, and those queries compete with
+// would keep querying the run on every workflow task, and those queries compete with
 // the ones resolves wait for.
+//
+// The feed queries the run only when its history shows a completed workflow task:
+// OpenWOP events are appended by workflow code, which runs in workflow tasks, and a
+// query sees the state the last completed one left. A signal, a scheduled or started
+// task, an activity's progress wake nobody.
 
 // Bounds of a feed's buffer.
 const (
@@ -271,9 +276,10 @@ func (f *follower) next(ctx context.Context, tick <-chan time.Time) (evs []workf
 	}
 }
 
-// historyWaker signals whenever the run's Temporal history grows. It follows the
-// history with the server's long poll (no polling loop of our own): every batch of new
-// history events means the workflow may have appended OpenWOP events.
+// historyWaker signals whenever the run's Temporal history shows a completed workflow
+// task (or the execution's close). It follows the history with the server's long poll
+// (no polling loop of our own); only workflow code appends OpenWOP events, and a
+// query sees them once the workflow task that appended them has completed.
 type historyWaker struct {
 	C      <-chan struct{} // one pending wake at most
 	Done   <-chan struct{} // closed when the history iterator ends (workflow closed or error)
@@ -290,8 +296,12 @@ func (s *Server) newHistoryWaker(ctx context.Context, runID string) *historyWake
 		defer close(done)
 		it := s.tc.GetWorkflowHistory(ctx, runID, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
+			ev, err := it.Next()
+			if err != nil {
 				return
+			}
+			if !wakesReaders(ev.GetEventType()) {
+				continue
 			}
 			select {
 			case wake <- struct{}{}:
@@ -303,6 +313,22 @@ func (s *Server) newHistoryWaker(ctx context.Context, runID string) *historyWake
 }
 
 func (w *historyWaker) Stop() { w.cancel() }
+
+// wakesReaders reports whether a history event may come with new OpenWOP events: a
+// completed workflow task, or the close of the execution.
+func wakesReaders(t enumspb.EventType) bool {
+	switch t {
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		return true
+	}
+	return false
+}
 
 func (s *Server) workflowRunning(ctx context.Context, runID string) bool {
 	d, err := s.tc.DescribeWorkflowExecution(ctx, runID, "")
