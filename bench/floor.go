@@ -167,8 +167,14 @@ func (f *floorConv) exchange(ctx context.Context) (time.Duration, error) {
 		defer close(ended)
 		it := f.c.GetWorkflowHistory(wctx, f.id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
+			ev, err := it.Next()
+			if err != nil {
 				return
+			}
+			// As the API's feed: only a completed workflow task can have changed
+			// what the query answers.
+			if ev.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				continue
 			}
 			select {
 			case wake <- struct{}{}:
