@@ -211,7 +211,7 @@ func TestPackSupportConversationE2E(t *testing.T) {
 			summaries++
 		}
 	}
-	require.Equal(t, 8, summaries, "6 model rounds and 2 tool calls")
+	require.Equal(t, 10, summaries, "6 model rounds, 2 tool calls and the 2 routings of them")
 	pkReplay(t, c, id, "support")
 }
 

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -55,7 +56,15 @@ func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activit
 			CallID: calls[i].CallID, Tool: calls[i].Tool, Effect: rt.a.pack.Tools[calls[i].Tool].Effect(),
 		})
 	}
-	lctx := workflow.WithLocalActivityOptions(rt.ctx, activities.RouteToolsOptions())
+	opts := activities.RouteToolsOptions()
+	names := make([]string, len(req.Calls))
+	for i, c := range req.Calls {
+		names[i] = c.Tool
+	}
+	// The Temporal UI shows it on the local activity's marker (metadata only: replay
+	// does not compare it).
+	opts.Summary = "route tool calls: " + strings.Join(names, ", ")
+	lctx := workflow.WithLocalActivityOptions(rt.ctx, opts)
 	var acts *activities.Activities
 	var routes activities.RouteToolsResult
 	if err := workflow.ExecuteLocalActivity(lctx, acts.RouteTools, req).Get(lctx, &routes); err != nil {
