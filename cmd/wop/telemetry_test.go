@@ -171,7 +171,9 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 			min    float64
 		}{
 			{"temporal_workflow_task_execution_latency_seconds", nil, 1},
-			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRound"}, 6},
+			// The scripted mock's first round is an activity, the next five local ones.
+			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRound"}, 1},
+			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 5},
 			{"wop_runs_started_total", map[string]string{"workflow_id": "support"}, 1},
 			{"wop_runs_ended_total", map[string]string{"workflow_id": "support", "status": "completed"}, 1},
 			{"wop_runs_ended_total", map[string]string{"workflow_id": "conformance-approval", "status": "completed"}, 1},

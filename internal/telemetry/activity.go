@@ -2,9 +2,11 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
 )
@@ -48,10 +50,16 @@ func (a *activityMetrics) ExecuteActivity(ctx context.Context, in *interceptor.E
 	}
 	m := activity.GetMetricsHandler(ctx)
 	switch activity.GetInfo(ctx).ActivityType.Name {
-	case "ModelRound":
+	case "ModelRound", "ModelRoundLocal":
+		if isNotLocal(err) {
+			break // a local round refused: the workflow runs it as the ModelRound activity
+		}
 		provider, model, outcome := "", "", "ok"
-		if mi, ok := input.(activities.ModelRoundInput); ok {
+		switch mi := input.(type) {
+		case activities.ModelRoundInput:
 			provider = mi.Provider
+		case activities.LocalModelRoundInput:
+			provider = mi.Round.Provider
 		}
 		if r, ok := res.(*activities.ModelRoundResult); ok && r != nil && err == nil {
 			provider, model = r.Provider, r.Model
@@ -101,4 +109,11 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// isNotLocal reports whether err is ModelRoundLocal's refusal of a provider that is not
+// the scripted mock.
+func isNotLocal(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeNotLocal
 }
