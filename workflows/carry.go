@@ -21,6 +21,7 @@ type carriedState struct {
 	ResolvedNodes []string                              `json:"resolvedNodes,omitempty"`
 	ResolvedIDs   []string                              `json:"resolvedIds,omitempty"`
 	Applied       []string                              `json:"applied,omitempty"`
+	Outcomes      []ResolveOutcome                      `json:"outcomes,omitempty"` // at most outcomeWindow
 	Inbox         []ResolveRequest                      `json:"inbox,omitempty"`
 	Cancel        *CancelRequest                        `json:"cancel,omitempty"`
 	ChildRuns     []ChildRun                            `json:"childRuns,omitempty"`
@@ -92,6 +93,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 	st.ResolvedNodes = sortedKeys(r.resolvedNodes)
 	st.ResolvedIDs = sortedKeys(r.resolvedIDs)
 	st.Applied = sortedKeys(r.applied)
+	st.Outcomes = r.outcomes.list
 	for _, it := range r.pending {
 		st.Pending = append(st.Pending, carriedInterrupt{
 			PendingInterrupt: it.PendingInterrupt, RequestedEvent: it.requestedEvent, SuspendedEvent: it.suspendedEvent,
@@ -141,6 +143,7 @@ func (r *runner) restore() error {
 	for _, k := range st.Applied {
 		r.applied[k] = true
 	}
+	r.outcomes.list = st.Outcomes
 	r.inbox = st.Inbox
 	r.cancelReq = st.Cancel
 	r.childRuns = st.ChildRuns

@@ -97,6 +97,7 @@ type runner struct {
 	resolvedNodes map[string]bool
 	resolvedIDs   map[string]bool
 	applied       map[string]bool // RequestIDs applied
+	outcomes      outcomeLog      // what the run did with recent requests, by RequestID
 	inbox         []ResolveRequest
 	cancelReq     *CancelRequest
 
@@ -209,13 +210,12 @@ func (r *runner) setup() error {
 		return fmt.Errorf("register %s: %w", TranscriptQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		var check ResolveCheck
-		if r.received(req.RequestID) {
-			check = ResolveCheck{OK: true, Replayed: true, RunStatus: r.status}
-		} else {
-			check, _ = r.checkResolve(req)
+		check, seen := r.requestState(req.RequestID)
+		if !seen {
+			check, _ = r.checkResolve(req, false)
 		}
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, int64(len(r.events))-1
+		check.Terminal = r.terminal
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
@@ -245,24 +245,6 @@ func (r *runner) setup() error {
 		}
 	})
 	return nil
-}
-
-// received reports whether a resolve with this request id (derived from an
-// Idempotency-Key) was applied or is waiting in the inbox. Ids of keyless requests are
-// random, so only keyed ones ever match.
-func (r *runner) received(requestID string) bool {
-	if !strings.HasPrefix(requestID, IdempotentRequestPrefix) {
-		return false
-	}
-	if r.applied[requestID] {
-		return true
-	}
-	for _, q := range r.inbox {
-		if q.RequestID == requestID {
-			return true
-		}
-	}
-	return false
 }
 
 // IdempotentRequestPrefix starts the RequestID of a resolve sent with an
@@ -711,6 +693,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.refuseQueued()
 	return r.snapshot(), nil
 }
 
