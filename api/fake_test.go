@@ -51,6 +51,10 @@ type fakeRun struct {
 	eventsTimeouts int
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
+	// outcomes is what the fake run did with each resolve signal, by request id: what
+	// check said when the signal arrived (unless noOutcome).
+	outcomes  map[string]workflows.ResolveOutcome
+	noOutcome bool
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
@@ -149,6 +153,11 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
 		}
 		check := r.check
+		if req, ok := args[0].(workflows.ResolveRequest); ok {
+			if o, seen := r.outcomes[req.RequestID]; seen {
+				check = workflows.ResolveCheck{OK: o.Applied, Replayed: true, Outcome: &o, RunStatus: o.RunStatus}
+			}
+		}
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.snap.Owner.Tenant, r.snap.Status, int64(len(r.events))-1
 		return jsonValue{check}, nil
 	}
@@ -177,6 +186,16 @@ func (ft *fakeTemporal) signal(id, name string, arg any) error {
 		return serviceerror.NewNotFound("workflow not found")
 	}
 	r.signals = append(r.signals, arg)
+	if req, ok := arg.(workflows.ResolveRequest); ok && name == workflows.ResolveSignal && !r.noOutcome {
+		if r.outcomes == nil {
+			r.outcomes = map[string]workflows.ResolveOutcome{}
+		}
+		o := workflows.ResolveOutcome{RequestID: req.RequestID, Applied: r.check.OK, RunStatus: r.check.RunStatus,
+			Status: r.check.Status, Code: r.check.Code, Message: r.check.Message}
+		if _, seen := r.outcomes[req.RequestID]; !seen {
+			r.outcomes[req.RequestID] = o
+		}
+	}
 	if r.onSignal != nil {
 		r.onSignal(r, name, arg)
 	}

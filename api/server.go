@@ -1,7 +1,8 @@
 // Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
 // call becomes a Temporal call: a workflow start, a signal, a query or a cancel. The
-// API keeps no state of its own beyond in-memory rate-limit buckets and resolve locks:
-// runs, their event logs and idempotency digests live in the run workflows.
+// API keeps no state of its own beyond in-memory rate-limit buckets: runs, their event
+// logs, idempotency digests and the outcomes of resolves live in the run workflows, so
+// any number of API processes serve the same runs.
 package api
 
 import (
@@ -30,12 +31,12 @@ type Server struct {
 	e       *echo.Echo
 	keys    *keyStore
 	limiter *rateLimiter
-	tokens  *tokenSigner
-	routes  []route
-	verbs   map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
-
-	locksMu sync.Mutex
-	locks   map[string]*runLock
+	// authFails and tokenRoutes are buckets per client address (authguard.go).
+	authFails   *rateLimiter
+	tokenRoutes *rateLimiter
+	tokens      *tokenSigner
+	routes      []route
+	verbs       map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
 
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc
@@ -57,6 +58,8 @@ type route struct {
 	Body string
 	// OK is the success status.
 	OK int
+	// Token marks the signed-token routes (rate-limited per client address).
+	Token bool
 }
 
 // catalogView is what the API reads of the workflow catalog.
@@ -95,10 +98,11 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, tc: tc, cat: cat, log: logger, keys: ks,
-		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
-		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
-		locks:   map[string]*runLock{},
-		ctx:     ctx, cancel: cancel,
+		limiter:     newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
+		tokens:      newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
+		authFails:   newRateLimiter(cfg.Guards.AuthFailuresPerSecond, cfg.Guards.AuthFailureBurst, cfg.Now),
+		tokenRoutes: newRateLimiter(cfg.Guards.TokenRoutePerSecond, cfg.Guards.TokenRouteBurst, cfg.Now),
+		ctx:         ctx, cancel: cancel,
 	}
 	s.e = s.buildEcho()
 	return s, nil
@@ -130,6 +134,7 @@ func (s *Server) buildEcho() *echo.Echo {
 		},
 	}))
 	e.Use(middleware.Recover())
+	e.Use(s.deadlines)
 
 	s.routes = s.routeTable()
 	s.verbs = map[string]route{}
@@ -140,7 +145,9 @@ func (s *Server) buildEcho() *echo.Echo {
 		}
 		var mw []echo.MiddlewareFunc
 		if r.Scopes != nil {
-			mw = append(mw, s.requireAuth(r.Scopes...))
+			mw = append(mw, s.authenticated(r.Scopes...))
+		} else if r.Token {
+			mw = append(mw, s.limitTokenRoute)
 		}
 		e.Add(r.Method, echoPath(r.Path), r.Handler, mw...)
 	}
@@ -177,7 +184,7 @@ func (s *Server) dispatchVerb(c echo.Context) error {
 	}
 	c.SetParamNames("runId")
 	c.SetParamValues(raw[:i])
-	return s.requireAuth(r.Scopes...)(r.Handler)(c)
+	return s.authenticated(r.Scopes...)(r.Handler)(c)
 }
 
 func (s *Server) routeTable() []route {
@@ -195,8 +202,8 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200},
-		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true},
+		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
 	}
 }

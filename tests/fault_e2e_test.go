@@ -827,4 +827,13 @@ func TestFaultDevProcessKilledMidConversation(t *testing.T) {
 	fc.say("after the restart")
 	evs := fc.close()
 	checkLog(t, evs, logCheck{Accepted: []string{"before the kill", "at the kill", "after the restart"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+
+	// wop dev shows its key masked, never whole, and keeps its data to its owner.
+	out, err := os.ReadFile(filepath.Join(tmp, "dev.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(out), key[:8]+"…"+key[len(key)-4:], "the key is shown masked")
+	assert.NotContains(t, string(out), key, "the whole key is never printed")
+	st, err := os.Stat(filepath.Join(dataDir, "temporal.db"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "temporal.db is its owner's only")
 }

@@ -7,13 +7,21 @@ package workflows
 // recent outcomes (outcomeWindow), carried across continue-as-new; a request older than
 // the window is answered from `applied` when it was applied.
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
 
 // outcomeWindow is how many request outcomes a run keeps (the newest ones).
 const outcomeWindow = 256
 
-// maxOutcomeMessage bounds the message kept with a refused request's outcome.
-const maxOutcomeMessage = 300
+// maxOutcomeMessage and maxOutcomeDetails bound what is kept of a refused request's
+// error (its message, its details object).
+const (
+	maxOutcomeMessage = 300
+	maxOutcomeDetails = 300
+)
 
 // ResolveOutcome is what the run did with one ResolveRequest.
 type ResolveOutcome struct {
@@ -24,9 +32,10 @@ type ResolveOutcome struct {
 	// RunStatus is the run status an applied request is answered with.
 	RunStatus string `json:"runStatus,omitempty"`
 	// Status, Code and Message say why a request was refused (HTTP status, OpenWOP code).
-	Status  int    `json:"status,omitempty"`
-	Code    string `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
+	Status  int             `json:"status,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"` // at most maxOutcomeDetails bytes
 }
 
 // outcomeLog is the bounded record of outcomes, oldest first.
@@ -52,7 +61,10 @@ func (l *outcomeLog) add(o ResolveOutcome) {
 		return
 	}
 	if len(o.Message) > maxOutcomeMessage {
-		o.Message = o.Message[:maxOutcomeMessage] + "…"
+		o.Message = strings.ToValidUTF8(o.Message[:maxOutcomeMessage], "") + "…"
+	}
+	if len(o.Details) > maxOutcomeDetails {
+		o.Details = nil
 	}
 	l.list = append(l.list, o)
 	if n := len(l.list) - outcomeWindow; n > 0 {
@@ -77,7 +89,7 @@ func (r *runner) recordRefused(req ResolveRequest, check ResolveCheck) {
 	if status < 400 || status > 599 {
 		status = http.StatusBadRequest
 	}
-	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Status: status, Code: check.Code, Message: check.Message})
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Status: status, Code: check.Code, Message: check.Message, Details: check.Details})
 }
 
 // refuseQueued refuses every request still waiting in the inbox of a run that has
@@ -113,7 +125,7 @@ func (r *runner) queued(requestID string) bool {
 // outcome, or that it is queued. ok is false for a request the run has not seen.
 func (r *runner) requestState(requestID string) (check ResolveCheck, ok bool) {
 	if o := r.outcomes.find(requestID); o != nil {
-		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Message: o.Message}
+		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details}
 		return check, true
 	}
 	if r.queued(requestID) {
