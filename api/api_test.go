@@ -831,3 +831,32 @@ func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
 		t.Errorf("details %v, %d signals", e.Details, len(r.signals))
 	}
 }
+
+// A resolve is answered with the run's recorded outcome; without one in time, 202
+// queued with the key that learns it later; a run that ends without applying it, 410.
+func TestResolveAnswersTheRunsOutcome(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 300 * time.Millisecond })
+	r := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_q", Status: "waiting-approval"},
+		check: workflows.ResolveCheck{OK: true, RunStatus: "running"}, noOutcome: true, open: true})
+	rec := env.do("POST", "/v1/runs/r_q/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	if rec.Code != 202 {
+		t.Fatalf("no outcome in time: %d %s", rec.Code, rec.Body)
+	}
+	q := decode[map[string]string](t, rec.Body.Bytes())
+	if q["status"] != "queued" || q["idempotencyKey"] == "" || q["requestId"] != r.signals[0].(workflows.ResolveRequest).RequestID {
+		t.Fatalf("202 body %v", q)
+	}
+	// The run applies it later; the same request again (its key) learns that, sends nothing.
+	env.ft.mu.Lock()
+	r.outcomes = map[string]workflows.ResolveOutcome{q["requestId"]: {RequestID: q["requestId"], Applied: true, RunStatus: "running"}}
+	env.ft.mu.Unlock()
+	rec = env.do("POST", "/v1/runs/r_q/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`, "Idempotency-Key", q["idempotencyKey"])
+	if rec.Code != 200 || rec.Header().Get(HeaderIdempotentReplay) != "true" || len(r.signals) != 1 {
+		t.Fatalf("repeat: %d %s (%d signals)", rec.Code, rec.Body, len(r.signals))
+	}
+	// A run that ends (its workflow closed) without applying the request: 410.
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_e", Status: "waiting-approval"},
+		check: workflows.ResolveCheck{OK: true}, noOutcome: true,
+		onSignal: func(r *fakeRun, _ string, _ any) { r.snap.Status = "cancelled" }})
+	env.expectError(env.do("POST", "/v1/runs/r_e/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+}

@@ -114,7 +114,7 @@ func (c Config) withDefaults() Config {
 //	WOP_RATE_BURST        burst per key (default 100)
 //	WOP_TOKEN_TTL         interrupt token lifetime from when it is served, a Go duration (default 24h)
 //	WOP_ALLOWED_HOSTS     hosts whose requests may name the callback URLs' base, without WOP_PUBLIC_URL
-//	WOP_RESOLVE_WAIT      how long a resolve waits for the run's outcome (default 30s)
+//	WOP_RESOLVE_WAIT      how long a resolve waits for the run's outcome (default 10s)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {

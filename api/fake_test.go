@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -55,6 +57,8 @@ type fakeRun struct {
 	// check said when the signal arrived (unless noOutcome).
 	outcomes  map[string]workflows.ResolveOutcome
 	noOutcome bool
+	// open makes DescribeWorkflowExecution report the workflow running.
+	open bool
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
@@ -85,7 +89,13 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		}).Maybe()
 	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", true, mock.Anything).Return(endedIterator{}).Maybe()
 	mc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(
-		(*workflowservice.DescribeWorkflowExecutionResponse)(nil), serviceerror.NewNotFound("closed")).Maybe()
+		func(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			if r := ft.get(id); r != nil && r.open {
+				return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+					Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}}, nil
+			}
+			return nil, serviceerror.NewNotFound("closed")
+		}).Maybe()
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
 	return ft, mc
 }
@@ -160,6 +170,15 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 		}
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.snap.Owner.Tenant, r.snap.Status, int64(len(r.events))-1
 		return jsonValue{check}, nil
+	case workflows.OutcomesQuery:
+		req := args[0].(workflows.OutcomesRequest)
+		page := workflows.OutcomesPage{Outcomes: []workflows.ResolveOutcome{}, Status: r.snap.Status, Terminal: isTerminal(r.snap.Status)}
+		for _, id := range req.RequestIDs {
+			if o, ok := r.outcomes[id]; ok {
+				page.Outcomes = append(page.Outcomes, o)
+			}
+		}
+		return jsonValue{page}, nil
 	}
 	return nil, fmt.Errorf("unknown query %s", q)
 }

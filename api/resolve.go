@@ -12,11 +12,12 @@ package api
 //     applied it, the run's 409/410/4xx when it refused it (a concurrent resolve or a
 //     cancel won), however many API processes sent requests at once.
 //
-// If no outcome arrives within Config.ResolveWait (30 s by default), the request is
-// not lost: Temporal holds it. The answer is 202 {status: "queued"} when the run has
-// it queued behind other work, else 503; both carry the request's idempotencyKey, and
-// repeating the request with that Idempotency-Key answers its outcome without applying
-// it twice.
+// If no outcome arrives within Guards.ResolveWait (10 s by default) — the run is busy,
+// e.g. in a long model round, and takes requests in turn — the request is not lost:
+// Temporal holds it. The answer is 202 {status: "queued", idempotencyKey}, and
+// repeating the request with that Idempotency-Key (generated when the caller sent
+// none) answers its outcome without applying it twice. The run's outcome window keeps
+// the last 256 requests.
 
 import (
 	"context"
@@ -36,7 +37,7 @@ import (
 )
 
 // DefaultResolveWait bounds how long a resolve waits for the run's outcome.
-const DefaultResolveWait = 30 * time.Second
+const DefaultResolveWait = 10 * time.Second
 
 // validateBudget bounds how long a resolve keeps asking a workflow that does not answer.
 const validateBudget = 30 * time.Second
@@ -147,77 +148,33 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 	return false, nil
 }
 
-// awaitOutcome follows the run's history until the run records req's outcome, the
-// run ends, or Config.ResolveWait passes.
+// awaitOutcome waits (Guards.ResolveWait at most) until the run records req's outcome
+// or ends, and answers with it. The request was signalled, so Temporal holds it: past
+// the wait the answer is 202 queued, with the Idempotency-Key that learns its outcome.
 func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
 	ctx := c.Request().Context()
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Guards.ResolveWait)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	var waker *historyWaker
-	defer func() {
-		if waker != nil {
-			waker.Stop()
+	res, ok := s.awaitRequest(wctx, runID, req.RequestID)
+	switch {
+	case ok && res.outcome != nil:
+		check := workflows.ResolveCheck{Outcome: res.outcome}
+		_, err := s.answerSeen(c, runID, req.NodeID, &check)
+		return err
+	case ok:
+		if res.status == workflows.StatusCancelled || res.status == workflows.StatusCancelling {
+			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
 		}
-	}()
-	pending, closed := false, false
-	for {
-		v, err := s.tc.QueryWorkflow(wctx, runID, "", workflows.ValidateResolveQuery, req)
-		if err == nil {
-			var check workflows.ResolveCheck
-			if err := v.Get(&check); err != nil {
-				return fmt.Errorf("decoding the resolve check of run %s: %w", runID, err)
-			}
-			if done, err := s.answerSeen(c, runID, req.NodeID, &check); done {
-				return err
-			}
-			pending = check.Pending
-			if closed || check.Terminal && !check.Pending {
-				// The run has ended without applying the request.
-				if check.OK || check.Status == 0 {
-					return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended before the resolve was applied", runID)
-				}
-				return checkError(&check)
-			}
-		} else if !isTransient(err) && !errors.Is(err, context.DeadlineExceeded) && wctx.Err() == nil {
-			return s.temporalErr(err, runID)
-		}
-		if waker == nil {
-			waker = s.newHistoryWaker(wctx, runID)
-		}
-		select {
-		case <-waker.C:
-		case <-waker.Done:
-			// The history ended: the run closed (ask once more, then answer), or it
-			// continued as new (follow the new history after a breath).
-			waker = nil
-			closed = !s.workflowRunning(wctx, runID) && wctx.Err() == nil
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-wctx.Done():
-			}
-		case <-wctx.Done():
-		}
-		if wctx.Err() != nil {
-			break
-		}
-	}
-	if ctx.Err() != nil {
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, orText(res.status, "closed"))
+	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	details := map[string]any{"requestId": req.RequestID, "idempotencyKey": key}
-	if pending {
-		// Temporal holds the request and the run will apply or refuse it in turn.
-		return c.JSON(http.StatusAccepted, map[string]any{
-			"runId": runID, "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
-		})
-	}
-	e := apiErr(http.StatusServiceUnavailable, CodeUnavailable,
-		"run %s has not taken the resolve within %s; it may still apply it: repeat the request with Idempotency-Key %q to learn its outcome without applying it twice", runID, s.cfg.Guards.ResolveWait, key)
-	e.Details = details
-	e.Header = http.Header{"Retry-After": []string{"1"}}
-	return e
+	return c.JSON(http.StatusAccepted, map[string]any{
+		"runId": runID, "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
+		"message": fmt.Sprintf("the run has the request queued behind its current work and will apply or refuse it in turn; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", key),
+	})
 }
 
 // validateResolve asks the workflow to check req. A query Temporal could not deliver in

@@ -35,6 +35,7 @@ type Server struct {
 	authFails   *rateLimiter
 	tokenRoutes *rateLimiter
 	tokens      *tokenSigner
+	watches     outcomeWatches
 	routes      []route
 	verbs       map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
 

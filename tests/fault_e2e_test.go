@@ -655,15 +655,18 @@ func TestFaultHundredConcurrentExchanges(t *testing.T) {
 	var accepted []string
 	other := map[int]int{}
 	for i, s := range statuses {
-		if s == http.StatusOK {
+		// 202: queued behind the turns before it for longer than the API waits; the run
+		// holds it and records it in turn.
+		if s == http.StatusOK || s == http.StatusAccepted {
 			accepted = append(accepted, texts[i])
-		} else {
+		}
+		if s != http.StatusOK {
 			other[s]++
 		}
 	}
 	t.Logf("%d of %d accepted; other statuses: %v", len(accepted), n, other)
 	for s := range other {
-		assert.Contains(t, []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
+		assert.Contains(t, []int{http.StatusAccepted, http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
 			"a refused exchange is refused with a status a client can act on")
 	}
 	require.NotEmpty(t, accepted)

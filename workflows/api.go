@@ -35,7 +35,25 @@ const (
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
+	// OutcomesQuery answers what the run did with several requests at once, so an API
+	// process waiting on many resolves of one run asks once per change of the run.
+	OutcomesQuery = "openwop.outcomes" // (OutcomesRequest) -> OutcomesPage
 )
+
+// OutcomesRequest asks for the outcomes of requests by RequestID.
+type OutcomesRequest struct {
+	RequestIDs []string `json:"requestIds"`
+}
+
+// OutcomesPage answers OutcomesQuery: the outcomes the run has recorded among the
+// requested ids (the others are queued or not yet received), and whether the run has
+// ended, after which a request without an outcome is never applied.
+type OutcomesPage struct {
+	Outcomes []ResolveOutcome `json:"outcomes"`
+	Queued   []string         `json:"queued,omitempty"`
+	Terminal bool             `json:"terminal,omitempty"`
+	Status   string           `json:"status"`
+}
 
 // Owner is the identity a run belongs to.
 type Owner struct {

@@ -138,3 +138,24 @@ func (r *runner) requestState(requestID string) (check ResolveCheck, ok bool) {
 	}
 	return ResolveCheck{}, false
 }
+
+// maxOutcomesAsked bounds the ids one OutcomesQuery answers.
+const maxOutcomesAsked = 1000
+
+// outcomesPage answers OutcomesQuery.
+func (r *runner) outcomesPage(req OutcomesRequest) OutcomesPage {
+	page := OutcomesPage{Outcomes: []ResolveOutcome{}, Terminal: r.terminal, Status: r.status}
+	for i, id := range req.RequestIDs {
+		if i == maxOutcomesAsked {
+			break
+		}
+		check, seen := r.requestState(id)
+		switch {
+		case check.Outcome != nil:
+			page.Outcomes = append(page.Outcomes, *check.Outcome)
+		case seen && check.Pending:
+			page.Queued = append(page.Queued, id)
+		}
+	}
+	return page
+}

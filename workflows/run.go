@@ -220,6 +220,11 @@ func (r *runner) setup() error {
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
 	}
+	if err := workflow.SetQueryHandler(ctx, OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) {
+		return r.outcomesPage(req), nil
+	}); err != nil {
+		return fmt.Errorf("register %s: %w", OutcomesQuery, err)
+	}
 	if len(r.in.Carried) > 0 {
 		if err := r.restore(); err != nil {
 			return err
