@@ -414,12 +414,14 @@ func (s *Server) temporalErr(err error, runID string) error {
 
 // isTransient reports whether a Temporal call failed in a way a retry can mend: the
 // server's own deadline (a query the worker did not answer in time under load), an
-// unavailable or overloaded frontend.
+// unavailable or overloaded frontend, or the server cancelling a query whose worker
+// went away (the caller's own cancellation is checked by the caller).
 func isTransient(err error) bool {
 	var de *serviceerror.DeadlineExceeded
 	var un *serviceerror.Unavailable
 	var re *serviceerror.ResourceExhausted
-	return errors.As(err, &de) || errors.As(err, &un) || errors.As(err, &re)
+	var ca *serviceerror.Canceled
+	return errors.As(err, &de) || errors.As(err, &un) || errors.As(err, &re) || errors.As(err, &ca)
 }
 
 // runAndBody reads what every mutation on a run starts with: the validated run id and
