@@ -17,9 +17,18 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
-// heartbeatEvery is how often a running model round heartbeats. It is well below
-// every HeartbeatTimeout that ModelRoundOptions sets.
-var heartbeatEvery = 5 * time.Second
+// HeartbeatInterval is how often a running model round or tool call heartbeats. A
+// heartbeat is also how an activity learns that the workflow cancelled it (the
+// server answers it with the cancellation, and the SDK then cancels the activity's
+// context), so a cancelled run stops the provider call in flight within about this
+// long. Workers must let heartbeats through this often: the SDK holds them back for
+// 80% of the HeartbeatTimeout unless worker.Options.MaxHeartbeatThrottleInterval is
+// lower (the host's worker sets it to HeartbeatInterval). A call that ends sooner sends
+// no heartbeat at all.
+const HeartbeatInterval = time.Second
+
+// heartbeatEvery is HeartbeatInterval; tests shorten it.
+var heartbeatEvery = HeartbeatInterval
 
 // TranscriptSource reads the messages a TranscriptRef points at.
 type TranscriptSource interface {
@@ -66,6 +75,9 @@ type Config struct {
 	Transcripts TranscriptSource
 	// Tools maps a tool name to its executor. Optional.
 	Tools map[string]ToolFunc
+	// Bindings are the deployment's tool bindings (package tools): HTTP endpoints, MCP
+	// servers, Temporal activities and registered Go functions. Optional.
+	Bindings ToolBindings
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
@@ -78,6 +90,7 @@ type Activities struct {
 	scripts     map[string]*packs.MockScript
 	transcripts TranscriptSource
 	tools       map[string]ToolFunc
+	bindings    ToolBindings
 	logger      *slog.Logger
 }
 
@@ -111,6 +124,7 @@ func New(cfg Config) (*Activities, error) {
 		scripts:     cfg.MockScripts,
 		transcripts: cfg.Transcripts,
 		tools:       cfg.Tools,
+		bindings:    cfg.Bindings,
 		logger:      logger,
 	}, nil
 }
@@ -156,7 +170,7 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
 	}
 
-	stop := heartbeat(ctx, in)
+	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
 	res, err := p.Complete(ctx, &Request{Input: in, Messages: msgs})
 	stop()
@@ -172,14 +186,14 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	return res, nil
 }
 
-// heartbeat records a heartbeat every heartbeatEvery until the returned stop is
-// called. A round that ends sooner sends none: a heartbeat costs a call to Temporal,
-// and the activity's completion says more. Outside an activity context it does nothing.
-func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
+// heartbeat records a heartbeat with detail every heartbeatEvery until the returned
+// stop is called. A call that ends sooner sends none: a heartbeat costs a call to
+// Temporal, and the activity's completion says more. Outside an activity context it
+// does nothing.
+func heartbeat(ctx context.Context, detail string) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	detail := fmt.Sprintf("model round %d in state %s", in.Round, in.State)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -204,15 +218,21 @@ func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
 }
 
 // ToolCall runs one tool call. The executor is, in order: the ToolFunc registered for
-// the tool; else the pack's mock tool_results entry for the tool (every call of the
-// tool returns it); else no executor exists and the result is an IsError result
-// telling the model that no executor is configured for the tool on this host, so the
-// model can carry on without it. Arguments and results are not logged (they may hold
-// user data); the log says which executor ran.
+// the tool (Config.Tools); else the tool's binding on this worker (Config.Bindings:
+// HTTP, MCP, a Go function); else the pack's mock tool_results entry for the tool
+// (every call of the tool returns it); else no executor exists and the result is an
+// IsError result telling the model that no executor is configured for the tool on this
+// host, so the model can carry on without it. Arguments and results are not logged
+// (they may hold user data); the log says which executor ran.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = ToolIdempotencyKey("", in)
+	}
 	if fn := a.tools[in.Tool]; fn != nil {
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
 		res, err := fn(ctx, in)
+		stop()
 		if err != nil {
 			log.Warn("Tool call failed", "executor", "registered", "error", err)
 			return nil, fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
@@ -223,6 +243,25 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 		res.Content = jsonContent(res.Content)
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
+	}
+	if a.bindings != nil {
+		start := time.Now()
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
+		res, ok, err := a.bindings.Execute(ctx, in)
+		stop()
+		if ok {
+			elapsed := time.Since(start).Round(time.Millisecond)
+			if err != nil {
+				log.Warn("Tool call failed", "executor", "binding", "error", err, "elapsed", elapsed)
+				return nil, err
+			}
+			if res == nil {
+				res = &ToolCallResult{}
+			}
+			res.Content = jsonContent(res.Content)
+			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
+			return res, nil
+		}
 	}
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {

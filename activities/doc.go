@@ -4,7 +4,7 @@
 //
 // # Activities
 //
-// Register one *Activities (built with New) on the worker. Its two activities are:
+// Register one *Activities (built with New) on the worker. Its activities are:
 //
 //   - ModelRound(ModelRoundInput) → ModelRoundResult. The input carries a
 //     TranscriptRef, not the transcript: the activity reads the messages through
@@ -15,13 +15,30 @@
 //     without the query (the worker wraps ClientTranscripts in one). The
 //     provider is chosen by the input's logical provider key; an empty or unknown key
 //     uses DefaultProviderKey. The round heartbeats while the provider works.
+//   - RouteTools(RouteToolsInput) → RouteToolsResult, a local activity: where each
+//     call of a tool batch runs (Config.Bindings, package tools; a registered ToolFunc;
+//     the mock; none) and how often it may be attempted (ToolAttempts: read tools are
+//     retried, write and external tools only when their binding is idempotent). Its
+//     recorded answer is how the workflow learns the bindings deterministically.
 //   - ToolCall(ToolCallInput) → ToolCallResult. The executor is the ToolFunc
-//     registered for the tool, else the pack's mock tool_results entry, else none: the
-//     result is then an IsError result that tells the model no executor is configured
-//     for the tool on this host (the run goes on; the model can answer without it).
+//     registered for the tool, else its binding on this worker (HTTP, MCP, Go), else
+//     the pack's mock tool_results entry, else none: the result is then an IsError
+//     result that tells the model no executor is configured for the tool on this host
+//     (the run goes on; the model can answer without it). Calls routed to an activity
+//     binding are scheduled by the workflow on the binding's task queue instead. Each
+//     call carries an IdempotencyKey (ToolIdempotencyKey), the same for its attempts.
+//     A registered executor's or binding's call heartbeats too.
 //
-// Workflows schedule them with ModelRoundOptions(provider) and ToolCallOptions(), and
-// set ActivityOptions.Summary from ModelRoundSummary / ToolCallSummary.
+// Heartbeats (every HeartbeatInterval, 1 s, from the first second on) are how a
+// running call learns that its run was cancelled: the answer to the next heartbeat
+// carries the cancellation and the SDK cancels the activity's context, which aborts
+// the provider's request. A worker must let them through (worker.Options.
+// MaxHeartbeatThrottleInterval = HeartbeatInterval; the SDK's own throttle is 80% of
+// the heartbeat timeout). A call shorter than a second sends none.
+//
+// Workflows schedule them with ModelRoundOptions(provider), RouteToolsOptions() and
+// ToolCallOptions() (with the route's attempts and timeout), and set
+// ActivityOptions.Summary from ModelRoundSummary / ToolCallSummary.
 //
 // # Errors
 //
@@ -33,7 +50,7 @@
 //	HTTP 429                        ModelRateLimited         retried; NextRetryDelay = Retry-After(-Ms)
 //	HTTP 408, 409, 5xx, no answer   ModelUnavailable         retried; NextRetryDelay = Retry-After if sent
 //	2xx that is not a completion    ModelMalformedResponse   non-retryable
-//	mock expect_state/expect_user   MockScriptMismatch       non-retryable
+//	mock expect_* check failed      MockScriptMismatch       non-retryable
 //	mock round with error:          MockScriptedFailure      non-retryable
 //	mock script exhausted + fail    MockScriptExhausted      non-retryable
 //

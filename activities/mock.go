@@ -16,10 +16,10 @@ const MockModel = "scripted-mock"
 // provider and the test oracle. Each pack's script (<pack>.mock.yaml) is consumed
 // strictly in order, one entry per model round, indexed by ModelRoundInput.Round:
 //
-//   - expect_state must equal the round's state, and expect_user must be a substring
-//     of the latest user message of the transcript; otherwise the round fails with a
-//     non-retryable ErrTypeMockMismatch naming the round, the expectation and what it
-//     got.
+//   - expect_state must equal the round's state, expect_user must be a substring
+//     of the latest user message of the transcript, and expect_tool_result a substring
+//     of its latest tool result; otherwise the round fails with a non-retryable
+//     ErrTypeMockMismatch naming the round, the expectation and what it got.
 //   - error fails the round with a non-retryable ErrTypeMockFailure.
 //   - text and tool_calls are the reply; tool-call ids are call_<round>_<i>_<name>.
 //   - Past the last entry the script answers its default text, or fails with
@@ -81,6 +81,19 @@ func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundRes
 					in.PackID, in.Round, at, in.State, entry.ExpectUser, truncate(latest, 200))
 			}
 		}
+		if entry.ExpectToolResult != "" {
+			latest, ok := latestToolResult(req.Messages)
+			if !ok {
+				return nil, nonRetryable(ErrTypeMockMismatch,
+					"mock script of pack %q, round %d%s (state %q): expected a tool result containing %q but the transcript has no tool result",
+					in.PackID, in.Round, at, in.State, entry.ExpectToolResult)
+			}
+			if !strings.Contains(latest, entry.ExpectToolResult) {
+				return nil, nonRetryable(ErrTypeMockMismatch,
+					"mock script of pack %q, round %d%s (state %q): expected the latest tool result to contain %q but it is %q",
+					in.PackID, in.Round, at, in.State, entry.ExpectToolResult, truncate(latest, 300))
+			}
+		}
 		if entry.Error != "" {
 			return nil, nonRetryable(ErrTypeMockFailure, "mock script of pack %q, round %d%s (state %q) fails as scripted: %s",
 				in.PackID, in.Round, at, in.State, entry.Error)
@@ -124,6 +137,16 @@ func scriptLocation(script *packs.MockScript, entry packs.MockRound) string {
 func latestUser(msgs []Message) (string, bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == RoleUser {
+			return msgs[i].Text, true
+		}
+	}
+	return "", false
+}
+
+// latestToolResult returns the content of the last tool result of the transcript.
+func latestToolResult(msgs []Message) (string, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleTool {
 			return msgs[i].Text, true
 		}
 	}

@@ -159,6 +159,10 @@ type ToolCallInput struct {
 	CallID   string          `json:"callId"`
 	Tool     string          `json:"tool"`
 	Args     json.RawMessage `json:"args"`
+	// IdempotencyKey is the same for every attempt of this call (ToolIdempotencyKey); an
+	// HTTP binding sends it as the Idempotency-Key header. Calls scheduled before it
+	// existed carry none; the activity then derives one without the tenant.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // ToolCallResult is the result of one tool call. A tool that fails in a way the model

@@ -69,6 +69,7 @@ type catalogView interface {
 	Pack(id string) (*packs.Pack, bool)
 	Fixtures() []string
 	NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error)
+	Limits() workflows.TurnLimits
 }
 
 // New builds the API server.

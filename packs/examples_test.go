@@ -28,7 +28,7 @@ func TestExamplePacksLoadCleanly(t *testing.T) {
 			t.Errorf("unexpected path %s", l.Path)
 		}
 	}
-	for _, id := range []string{"support", "code-fix", "refund"} {
+	for _, id := range []string{"support", "code-fix", "refund", "orders"} {
 		if !ids[id] {
 			t.Errorf("example pack %q not loaded", id)
 		}

@@ -124,6 +124,28 @@ func (p *Pack) ToolNames() []string {
 	return sortedKeys(p.Tools)
 }
 
+// Action scope effects (RFC 0013, Tool.action_scope.effect).
+const (
+	EffectRead     = "read"
+	EffectWrite    = "write"
+	EffectExternal = "external"
+)
+
+// Effect returns the tool's action_scope.effect ("read", "write" or "external"), or ""
+// when the tool declares none. An undeclared effect means unknown, not safe.
+func (t *Tool) Effect() string {
+	if t == nil || len(t.ActionScope) == 0 {
+		return ""
+	}
+	var scope struct {
+		Effect string `json:"effect"`
+	}
+	if json.Unmarshal(t.ActionScope, &scope) != nil {
+		return ""
+	}
+	return scope.Effect
+}
+
 // PromptTools returns the tools the prompt may call: its tools[] minus its tool_policy
 // blocklist, resolved to the pack's declarations and sorted by name. Names that are not
 // declared are skipped (validation reports them). It does not apply tool_choice: "none";
@@ -223,3 +245,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// Suggest returns the candidate closest to s by edit distance, for "did you mean"
+// hints, or "" when none is close.
+func Suggest(s string, candidates []string) string { return suggest(s, candidates) }

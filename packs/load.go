@@ -129,9 +129,24 @@ func isMockFile(name string) bool {
 	return strings.HasSuffix(l, ".mock.yaml") || strings.HasSuffix(l, ".mock.yml")
 }
 
-// isPackFile reports whether a file name looks like a pack file (YAML or JSON, not a mock).
+// BindingsFileNames are the file names of a packs folder that hold the deployment's tool
+// bindings (package tools), not a pack; the loader skips them.
+var BindingsFileNames = []string{"tools.yaml", "tools.yml"}
+
+// isBindingsFile reports whether a file name is a tool bindings file.
+func isBindingsFile(name string) bool {
+	for _, b := range BindingsFileNames {
+		if strings.EqualFold(name, b) {
+			return true
+		}
+	}
+	return false
+}
+
+// isPackFile reports whether a file name looks like a pack file (YAML or JSON, not a mock,
+// not the tool bindings file).
 func isPackFile(name string) bool {
-	if strings.HasPrefix(name, ".") || isMockFile(name) {
+	if strings.HasPrefix(name, ".") || isMockFile(name) || isBindingsFile(name) {
 		return false
 	}
 	switch strings.ToLower(filepath.Ext(name)) {
@@ -183,7 +198,8 @@ func loadFile(path string) (*Loaded, *node, Diagnostics, error) {
 }
 
 // LoadDir loads every pack in dir: files ending in .yaml, .yml or .json, except mock scripts
-// (*.mock.yaml, *.mock.yml) and hidden files; sub-folders are not read. Each pack's mock
+// (*.mock.yaml, *.mock.yml), the tool bindings file (tools.yaml) and hidden files;
+// sub-folders are not read. Each pack's mock
 // script is loaded and cross-checked. A missing or empty folder yields no packs and no error.
 //
 // Loading is all or nothing: when any pack or mock has errors, or two packs share an id,

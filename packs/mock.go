@@ -30,9 +30,12 @@ type MockRound struct {
 	// the round with a clear error, so the script doubles as an acceptance test.
 	ExpectState string `json:"expect_state,omitempty"`
 	// ExpectUser, when set, is a substring the latest user message must contain.
-	ExpectUser string         `json:"expect_user,omitempty"`
-	Text       string         `json:"text,omitempty"`
-	ToolCalls  []MockToolCall `json:"tool_calls,omitempty"`
+	ExpectUser string `json:"expect_user,omitempty"`
+	// ExpectToolResult, when set, is a substring the latest tool result of the transcript
+	// must contain: a check that a real tool's answer reached the model.
+	ExpectToolResult string         `json:"expect_tool_result,omitempty"`
+	Text             string         `json:"text,omitempty"`
+	ToolCalls        []MockToolCall `json:"tool_calls,omitempty"`
 	// Error, when set, makes this round fail permanently with this message (to test
 	// provider failures).
 	Error string `json:"error,omitempty"`
@@ -187,11 +190,12 @@ func (d *mockDecoder) script(root *node) *MockScript {
 
 func (d *mockDecoder) round(n *node, path string) MockRound {
 	r := MockRound{line: n.line, col: n.col}
-	if !d.object(n, path, "expect_state", "expect_user", "text", "tool_calls", "error") {
+	if !d.object(n, path, "expect_state", "expect_user", "expect_tool_result", "text", "tool_calls", "error") {
 		return r
 	}
 	r.ExpectState = d.str(n.get("expect_state"), path+".expect_state")
 	r.ExpectUser = d.str(n.get("expect_user"), path+".expect_user")
+	r.ExpectToolResult = d.str(n.get("expect_tool_result"), path+".expect_tool_result")
 	r.Text = d.str(n.get("text"), path+".text")
 	r.Error = d.str(n.get("error"), path+".error")
 	if tc := n.get("tool_calls"); tc != nil {

@@ -140,6 +140,9 @@ func collectPackFiles(paths []string) ([]string, Diagnostics, error) {
 			}
 			continue
 		}
+		if isBindingsFile(filepath.Base(p)) {
+			continue // the tool bindings file is not a pack (wop pack validate --tools checks it)
+		}
 		if isMockFile(filepath.Base(p)) {
 			pack, ok := packForMock(p)
 			if !ok {

@@ -26,11 +26,11 @@ func TestValidateCommandExamplesClean(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, stderr)
 	}
-	if out != "3 packs checked: 0 errors, 0 warnings\n" {
+	if out != "4 packs checked: 0 errors, 0 warnings\n" {
 		t.Errorf("output = %q", out)
 	}
 	code, out, _ = runValidate(".")
-	if code != 0 || out != "3 packs checked: 0 errors, 0 warnings\n" {
+	if code != 0 || out != "4 packs checked: 0 errors, 0 warnings\n" {
 		t.Errorf("folder: exit %d, output %q", code, out)
 	}
 }

@@ -42,10 +42,14 @@ var shared struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpStdioVar) == "1" {
+		os.Exit(serveMCPStdio()) // the test binary as an MCP tool server (tools_e2e_test.go)
+	}
 	code := m.Run()
 	if shared.stack != nil {
 		shared.stack.Stop()
 	}
+	stopAgentStack()
 	os.Exit(code)
 }
 
@@ -82,6 +86,14 @@ type stackOptions struct {
 	DataDir string
 	// Key is the API key; empty generates one.
 	Key string
+	// PacksDir replaces the repository's packs folder.
+	PacksDir string
+	// ToolsFile is the worker's tool bindings file, and Env the environment its ${VAR}
+	// references are read from.
+	ToolsFile string
+	Env       map[string]string
+	// Logger receives the host's logs instead of the harness's.
+	Logger *slog.Logger
 }
 
 // startPrivateStack starts a stack of its own for a test that stops or restarts parts of
@@ -94,7 +106,18 @@ func startPrivateStack(t *testing.T, o stackOptions) *apiClient {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, harnessOptions(o.DataDir, o.Key))
+	opts := harnessOptions(o.DataDir, o.Key)
+	if o.PacksDir != "" {
+		opts.Worker.PacksDir = o.PacksDir
+	}
+	opts.Worker.ToolsFile = o.ToolsFile
+	if o.Env != nil {
+		opts.Worker.Getenv = func(k string) string { return o.Env[k] }
+	}
+	if o.Logger != nil {
+		opts.Logger, opts.Worker.Logger = o.Logger, o.Logger
+	}
+	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start private stack: %v", err)
 	}

@@ -22,7 +22,9 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -48,18 +50,63 @@ type Config struct {
 	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
+	// ToolsFile is the tool bindings file (package tools): where pack tools run. Empty
+	// means <PacksDir>/tools.yaml when that exists, else no bindings.
+	ToolsFile string
+	// Tools holds bindings built in code, such as the Go functions of a custom worker
+	// binary (tools.Set.Add with tools.Typed); the bindings file adds to them.
+	Tools *tools.Set `json:"-"`
+	// Getenv reads the ${VAR} references of the bindings file (secrets in headers and
+	// MCP environments). Nil means os.Getenv; ConfigFromEnv sets the getenv it was given.
+	Getenv func(string) string `json:"-"`
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
 	// (for container health checks; the worker has no other port).
 	HealthAddr string
 	// Logger receives the worker's own logs. Nil discards them. It is not read from
 	// the environment.
 	Logger *slog.Logger `json:"-"`
+	// TurnLimits are the host's limits on the agent work of one user turn (model
+	// rounds and tool calls, counted across a pack's state changes; 0 = none). Every
+	// run carries the limits of the catalog that started it (LoadCatalog), so the
+	// process that starts runs (wop api, wop dev) must be given them.
+	TurnLimits workflows.TurnLimits
 }
 
 // DefaultConfig returns the defaults ConfigFromEnv starts from.
 func DefaultConfig() Config {
 	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second, WorkflowCacheSize: DefaultWorkflowCacheSize,
-		WorkflowTaskPollers: DefaultWorkflowTaskPollers}
+		WorkflowTaskPollers: DefaultWorkflowTaskPollers, TurnLimits: DefaultTurnLimits()}
+}
+
+// DefaultTurnLimits are the limits a host applies when WOP_MAX_ROUNDS_PER_TURN and
+// WOP_MAX_TOOL_CALLS_PER_TURN are unset: 25 model rounds and 50 tool calls per turn.
+func DefaultTurnLimits() workflows.TurnLimits {
+	return workflows.TurnLimits{MaxRounds: engine.DefaultHostMaxRoundsPerTurn, MaxToolCalls: engine.DefaultHostMaxToolCallsPerTurn}
+}
+
+// TurnLimitsFromEnv reads the host's per-turn limits:
+//
+//	WOP_MAX_ROUNDS_PER_TURN       model rounds one user turn may run (default 25, 0 = no limit)
+//	WOP_MAX_TOOL_CALLS_PER_TURN   tool calls one user turn may make (default 50, 0 = no limit)
+func TurnLimitsFromEnv(getenv func(string) string) (workflows.TurnLimits, error) {
+	lim := DefaultTurnLimits()
+	var errs []error
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"WOP_MAX_ROUNDS_PER_TURN", &lim.MaxRounds}, {"WOP_MAX_TOOL_CALLS_PER_TURN", &lim.MaxToolCalls}} {
+		raw := strings.TrimSpace(getenv(v.name))
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer (0 = no limit)", v.name, raw))
+			continue
+		}
+		*v.dst = n
+	}
+	return lim, errors.Join(errs...)
 }
 
 // DefaultWorkflowTaskPollers is the default of Config.WorkflowTaskPollers. Besides two
@@ -84,12 +131,15 @@ const sdkDefaultWorkflowCacheSize = 10000
 // ConfigFromEnv reads the worker configuration from the environment:
 //
 //	WOP_PACKS                        packs folder (default "packs")
+//	WOP_TOOLS                        tool bindings file (default <packs>/tools.yaml if it exists)
 //	WOP_WORKER_MAX_ACTIVITIES        concurrent activity executions (default: SDK default)
 //	WOP_WORKER_MAX_WORKFLOW_TASKS    concurrent workflow tasks (default: SDK default)
 //	WOP_WORKER_WORKFLOW_POLLERS      long polls for workflow tasks (default 8, 0 = SDK default)
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
+//	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
 //
 // and the model providers from the variables activities.ProvidersFromEnv reads
 // (WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
@@ -98,6 +148,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if v := strings.TrimSpace(getenv("WOP_PACKS")); v != "" {
 		cfg.PacksDir = v
 	}
+	cfg.ToolsFile = strings.TrimSpace(getenv("WOP_TOOLS"))
+	cfg.Getenv = getenv
 	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
 	var errs []error
 	intVar := func(name string, dst *int) {
@@ -122,6 +174,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.ShutdownTimeout = d
 		}
 	}
+	limits, err := TurnLimitsFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.TurnLimits = limits
 	providers, err := activities.ProvidersFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
@@ -134,6 +191,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 // ConfigFromEnv so the environment provides the flag defaults.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PacksDir, "packs", c.PacksDir, "packs `folder` (env WOP_PACKS)")
+	fs.StringVar(&c.ToolsFile, "tools", c.ToolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -174,6 +232,10 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
 		MaxConcurrentWorkflowTaskPollers:       pollers,
 		WorkerStopTimeout:                      cfg.ShutdownTimeout,
+		// A heartbeat is how a running activity learns it was cancelled; the SDK's own
+		// throttle (80% of the heartbeat timeout) would let a cancelled model round run
+		// on for up to 24 s.
+		MaxHeartbeatThrottleInterval: activities.HeartbeatInterval,
 	})
 	workflows.Register(w, acts)
 	return w
@@ -188,7 +250,13 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	acts, err := NewActivities(c, cfg, loaded)
+	bindings, report, err := LoadTools(ctx, cfg, loaded, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = bindings.Close() }()
+	LogTools(logger, bindings, report)
+	acts, err := NewActivities(c, cfg, loaded, bindings)
 	if err != nil {
 		return err
 	}
@@ -231,9 +299,10 @@ func healthHandler() http.Handler {
 }
 
 // NewActivities builds the host's activities: the configured model providers (the
-// scripted mock when none), the mock scripts of the loaded packs, and transcript reads
-// through queries on c, kept between a run's rounds in a TranscriptCache.
-func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activities.Activities, error) {
+// scripted mock when none), the mock scripts of the loaded packs, the tool bindings
+// (LoadTools; nil for none), and transcript reads through queries on c, kept between a
+// run's rounds in a TranscriptCache.
+func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings *tools.Set) (*activities.Activities, error) {
 	scripts := map[string]*packs.MockScript{}
 	for _, l := range loaded {
 		if l.Mock != nil {
@@ -246,6 +315,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded) (*activi
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
+		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
 	})
 	if err != nil {

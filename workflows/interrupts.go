@@ -236,23 +236,19 @@ type resolution struct {
 	noop bool
 }
 
-// integrityVersion is the workflow.GetVersion change id of the request integrity
-// rules (callers write user turns only, bounded turn fields, the host's messageId
-// namespace). A run asks for it only when a signalled request breaks a rule that the
-// earlier code did not have, so runs recorded before keep applying such requests and
-// every other history stays as it was.
-const integrityVersion = "request-integrity"
-
 // checkSignalled is checkResolve for a request the run received as a signal: one the
 // integrity rules refuse but the earlier rules accept is applied by runs that started
 // before the rules (their history has no integrityVersion marker at that point).
 func (r *runner) checkSignalled(req ResolveRequest) (ResolveCheck, *resolution) {
 	check, res := r.checkResolve(req, false)
+	if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
+		r.legacyEventRouting = true
+		check, res = r.checkResolve(req, false)
+	}
 	if check.OK {
 		return check, res
 	}
-	if lc, lres := r.checkResolve(req, true); lc.OK &&
-		workflow.GetVersion(r.ctx, integrityVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if lc, lres := r.checkResolve(req, true); lc.OK && !r.changed(integrityVersion) {
 		return lc, lres
 	}
 	return check, res
@@ -339,6 +335,9 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	)
 	switch {
 	case target.conv != nil:
+		if refused := r.misroutedEvent(target, req); refused != nil {
+			return *refused, nil
+		}
 		value, status, check = r.checkConversationResolve(target, req, legacy)
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)

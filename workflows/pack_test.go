@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -31,9 +32,15 @@ type scriptedModel struct {
 	// failIfCalled makes every model round fail the test (fork replay).
 	failIfCalled bool
 	t            *testing.T
+	// before, when set, runs first in every model round and tool call (outside the
+	// lock); it may block, e.g. until the round is cancelled.
+	before func(ctx context.Context, round int, tool string)
 }
 
-func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	if s.before != nil {
+		s.before(ctx, in.Round, "")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rounds = append(s.rounds, in)
@@ -60,7 +67,10 @@ func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) 
 	return out, nil
 }
 
-func (s *scriptedModel) tool(_ context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+func (s *scriptedModel) tool(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+	if s.before != nil {
+		s.before(ctx, in.Round, in.Tool)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tools = append(s.tools, in)
@@ -101,7 +111,18 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 	sm := &scriptedModel{scripts: map[string]*packs.MockScript{p.ID: script}, t: t}
 	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: "ModelRound"})
 	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: "ToolCall"})
+	// Tool calls are routed by the real RouteTools: no bindings, so the host's ToolCall.
+	router, err := activities.New(activities.Config{Transcripts: noTranscripts{}, MockScripts: sm.scripts})
+	require.NoError(t, err)
+	tr.env.RegisterActivityWithOptions(router.RouteTools, activity.RegisterOptions{Name: "RouteTools"})
 	return tr, sm
+}
+
+// noTranscripts is the transcript source of activities that never run a model round.
+type noTranscripts struct{}
+
+func (noTranscripts) Transcript(context.Context, activities.TranscriptRef) ([]activities.Message, error) {
+	return nil, errors.New("no transcripts here")
 }
 
 // finish runs the workflow to its end, checks the log invariants and the event

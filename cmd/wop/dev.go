@@ -49,6 +49,7 @@ type devConfig struct {
 	temporalPort    int
 	uiPort          int
 	packsDir        string
+	toolsFile       string
 	logLevel        string
 	temporalLog     string
 	temporalAddress string
@@ -60,6 +61,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		dataDir:         envOr(env, "WOP_DATA", ".wop"),
 		httpAddr:        envOr(env, "WOP_HTTP", "127.0.0.1:8080"),
 		packsDir:        envOr(env, "WOP_PACKS", "packs"),
+		toolsFile:       envOr(env, "WOP_TOOLS", ""),
 		logLevel:        envOr(env, "WOP_LOG_LEVEL", "info"),
 		temporalLog:     envOr(env, "WOP_TEMPORAL_LOG_LEVEL", "warn"),
 		temporalAddress: strings.TrimSpace(env("TEMPORAL_ADDRESS")),
@@ -78,6 +80,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fs.IntVar(&cfg.temporalPort, "temporal-port", cfg.temporalPort, "Temporal gRPC `port` (env WOP_TEMPORAL_PORT)")
 	fs.IntVar(&cfg.uiPort, "ui-port", cfg.uiPort, "Temporal UI `port` (env WOP_UI_PORT)")
 	fs.StringVar(&cfg.packsDir, "packs", cfg.packsDir, "packs `folder` (env WOP_PACKS)")
+	fs.StringVar(&cfg.toolsFile, "tools", cfg.toolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
 	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "log `level` of the host: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.StringVar(&cfg.temporalLog, "temporal-log-level", cfg.temporalLog, "log `level` of the embedded Temporal server (env WOP_TEMPORAL_LOG_LEVEL)")
 	if code := parseFlags(fs, args); code >= 0 {
@@ -125,6 +128,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", err)
 	}
 	wcfg.PacksDir = cfg.packsDir
+	wcfg.ToolsFile = cfg.toolsFile
 	wcfg.Logger = logger
 
 	opts := stack.Options{
@@ -171,6 +175,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fmt.Fprintf(stdout, "  Temporal     %s (namespace %s, %s)\n", st.TemporalAddress(), st.Namespace(), where)
 	fmt.Fprintf(stdout, "  API key      %s (%s)\n", maskSecret(key), keyNote)
 	fmt.Fprintf(stdout, "  Packs        %d from %s\n", st.PackCount(), cfg.packsDir)
+	printTools(stdout, st.ToolsFile(), st.ToolsReport())
 	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
 

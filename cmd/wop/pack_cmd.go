@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/chat"
-	"github.com/wop-dev/wop/packs"
 )
 
 // runPack is `wop pack <subcommand>`.
-func runPack(_ context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
+func runPack(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "help" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: wop pack validate [--json] PATH...")
+		fmt.Fprintln(stderr, "Usage: wop pack validate [--json] [--tools FILE] PATH...")
 		if len(args) == 0 {
 			return 2
 		}
@@ -23,7 +22,7 @@ func runPack(_ context.Context, args []string, _ func(string) string, stdout, st
 	}
 	switch args[0] {
 	case "validate":
-		return packs.ValidateCommand(args[1:], stdout, stderr)
+		return runPackValidate(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "wop pack: unknown subcommand %q (want validate)\n", args[0])
 	return 2

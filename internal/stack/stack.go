@@ -21,6 +21,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/devserver"
+	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -70,6 +71,8 @@ type Stack struct {
 	catalog *workflows.Catalog
 	acts    *activities.Activities
 	packs   int
+	tools   *tools.Set
+	report  *tools.Report
 
 	mu       sync.Mutex
 	worker   sdkworker.Worker
@@ -161,11 +164,16 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.packs = len(loaded)
-	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures); err != nil {
+	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures, opts.Worker.TurnLimits); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
-	if s.acts, err = worker.NewActivities(s.client, opts.Worker, loaded); err != nil {
+	if s.tools, s.report, err = worker.LoadTools(ctx, opts.Worker, loaded, opts.Logger); err != nil {
+		_ = ln.Close()
+		return nil, err
+	}
+	worker.LogTools(opts.Logger, s.tools, s.report)
+	if s.acts, err = worker.NewActivities(s.client, opts.Worker, loaded, s.tools); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
@@ -285,6 +293,12 @@ func (s *Stack) Stop() {
 		s.logger.Warn("API shutdown", "error", err)
 	}
 	s.StopWorker()
+	if s.tools != nil {
+		if err := s.tools.Close(); err != nil {
+			s.logger.Warn("Closing the tool bindings", "error", err)
+		}
+		s.tools = nil
+	}
 	if s.client != nil {
 		s.client.Close()
 		s.client = nil
@@ -322,6 +336,13 @@ func (s *Stack) Client() client.Client { return s.client }
 
 // Catalog is the catalog the API serves.
 func (s *Stack) Catalog() *workflows.Catalog { return s.catalog }
+
+// ToolsReport says which pack tools are bound, to what, and which are not (nil before
+// the stack loaded its packs).
+func (s *Stack) ToolsReport() *tools.Report { return s.report }
+
+// ToolsFile is the bindings file the worker loaded, or "" for none.
+func (s *Stack) ToolsFile() string { return s.opts.Worker.ToolsFilePath() }
 
 // PackCount is the number of packs loaded from the packs folder.
 func (s *Stack) PackCount() int { return s.packs }

@@ -1,0 +1,132 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/packs"
+)
+
+// fakeBindings binds "lookup" (HTTP-like, executed here) and "balance" (an activity).
+type fakeBindings struct {
+	executed []ToolCallInput
+}
+
+func (f *fakeBindings) Route(c ToolRouteCall) (ToolRoute, bool) {
+	switch c.Tool {
+	case "lookup":
+		return ToolRoute{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: ToolAttempts(c.Effect, false, 0), StartToCloseTimeout: 3 * time.Minute}, true
+	case "balance":
+		return ToolRoute{Kind: RouteActivity, Activity: &ActivityTarget{Type: "GetBalance", TaskQueue: "bank"}, MaxAttempts: ToolAttempts(c.Effect, false, 0)}, true
+	}
+	return ToolRoute{}, false
+}
+
+func (f *fakeBindings) Execute(_ context.Context, in ToolCallInput) (*ToolCallResult, bool, error) {
+	switch in.Tool {
+	case "lookup":
+		f.executed = append(f.executed, in)
+		return &ToolCallResult{Content: json.RawMessage(`{"from":"binding"}`)}, true, nil
+	case "flaky":
+		return nil, true, errors.New("the endpoint is down")
+	}
+	return nil, false, nil
+}
+
+func TestRouteTools(t *testing.T) {
+	scripts := map[string]*packs.MockScript{"bank": {ToolResults: map[string]json.RawMessage{
+		"verify": json.RawMessage(`{"ok":true}`), "lookup": json.RawMessage(`{"from":"mock"}`)}}}
+	goTools := map[string]ToolFunc{"note": func(context.Context, ToolCallInput) (*ToolCallResult, error) { return &ToolCallResult{}, nil }}
+	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, MockScripts: scripts, Tools: goTools, Bindings: &fakeBindings{}})
+	val, err := env.ExecuteActivity(a.RouteTools, RouteToolsInput{RunID: "r", PackID: "bank", Calls: []ToolRouteCall{
+		{CallID: "1", Tool: "lookup", Effect: "read"},
+		{CallID: "2", Tool: "lookup", Effect: "write"},
+		{CallID: "3", Tool: "balance", Effect: "read"},
+		{CallID: "4", Tool: "verify", Effect: "write"},
+		{CallID: "5", Tool: "missing"},
+		{CallID: "6", Tool: "note", Effect: "external"},
+	}})
+	require.NoError(t, err)
+	var res RouteToolsResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, []ToolRoute{
+		{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: DefaultToolAttempts, StartToCloseTimeout: 3 * time.Minute},
+		{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: 1, StartToCloseTimeout: 3 * time.Minute}, // a write is not retried
+		{Kind: RouteActivity, Activity: &ActivityTarget{Type: "GetBalance", TaskQueue: "bank"}, MaxAttempts: DefaultToolAttempts},
+		{Kind: RouteMock, Target: "mock tool_results", MaxAttempts: DefaultToolAttempts}, // the mock acts on nothing
+		{Kind: RouteNone, MaxAttempts: DefaultToolAttempts},
+		{Kind: RouteGo, Target: "Go function note", MaxAttempts: 1},
+	}, res.Routes)
+}
+
+func TestToolCallRunsTheBinding(t *testing.T) {
+	scripts := map[string]*packs.MockScript{"bank": {ToolResults: map[string]json.RawMessage{"lookup": json.RawMessage(`{"from":"mock"}`)}}}
+	b := &fakeBindings{}
+	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, MockScripts: scripts, Bindings: b})
+	in := ToolCallInput{RunID: "r", NodeID: "agent", PackID: "bank", Tool: "lookup", CallID: "call_0_0_lookup", Args: json.RawMessage(`{}`)}
+	val, err := env.ExecuteActivity(a.ToolCall, in)
+	require.NoError(t, err)
+	var res ToolCallResult
+	require.NoError(t, val.Get(&res))
+	assert.JSONEq(t, `{"from":"binding"}`, string(res.Content), "a binding wins over the mock's tool_results")
+	require.Len(t, b.executed, 1)
+	assert.Equal(t, ToolIdempotencyKey("", in), b.executed[0].IdempotencyKey, "a call scheduled without a key gets one")
+
+	_, err = env.ExecuteActivity(a.ToolCall, ToolCallInput{PackID: "bank", Tool: "flaky", CallID: "c"})
+	require.ErrorContains(t, err, "the endpoint is down", "a binding's error fails the attempt")
+}
+
+func TestToolAttempts(t *testing.T) {
+	assert.Equal(t, int32(DefaultToolAttempts), ToolAttempts("read", false, 0))
+	assert.Equal(t, int32(2), ToolAttempts("read", false, 2))
+	assert.Equal(t, int32(1), ToolAttempts("write", false, 9))
+	assert.Equal(t, int32(1), ToolAttempts("external", false, 0))
+	assert.Equal(t, int32(1), ToolAttempts("", false, 0), "an undeclared effect is not safe")
+	assert.Equal(t, int32(DefaultToolAttempts), ToolAttempts("external", true, 0))
+	assert.Equal(t, int32(3), ToolAttempts("write", true, 3))
+}
+
+func TestToolIdempotencyKey(t *testing.T) {
+	in := ToolCallInput{RunID: "r_1", NodeID: "agent", Round: 2, CallID: "call_2_0_lookup", Tool: "lookup", State: "a", Args: json.RawMessage(`{"x":1}`)}
+	k := ToolIdempotencyKey("acme", in)
+	assert.Len(t, k, 43)
+	same := in
+	same.State, same.Args = "b", json.RawMessage(`{"x":2}`) // attempts of one call share the key
+	assert.Equal(t, k, ToolIdempotencyKey("acme", same))
+	for name, other := range map[string]ToolCallInput{
+		"round": {RunID: "r_1", NodeID: "agent", Round: 3, CallID: "call_2_0_lookup", Tool: "lookup"},
+		"call":  {RunID: "r_1", NodeID: "agent", Round: 2, CallID: "call_2_1_lookup", Tool: "lookup"},
+		"run":   {RunID: "r_2", NodeID: "agent", Round: 2, CallID: "call_2_0_lookup", Tool: "lookup"},
+	} {
+		assert.NotEqual(t, k, ToolIdempotencyKey("acme", other), name)
+	}
+	assert.NotEqual(t, k, ToolIdempotencyKey("other-tenant", in))
+}
+
+func TestMockExpectToolResult(t *testing.T) {
+	script := &packs.MockScript{Rounds: []packs.MockRound{{ExpectToolResult: `"status":"shipped"`, Text: "It shipped."}}}
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
+
+	_, err := p.Complete(context.Background(), mockReq("s", 0, Message{Role: RoleUser, Text: "where?"}))
+	require.Error(t, err)
+	typ, _ := appErrType(t, err)
+	assert.Equal(t, ErrTypeMockMismatch, typ)
+	assert.Contains(t, err.Error(), "no tool result")
+
+	// Only the latest tool result counts.
+	_, err = p.Complete(context.Background(), mockReq("s", 0,
+		Message{Role: RoleTool, Text: `{"status":"shipped"}`},
+		Message{Role: RoleTool, Text: `{"error":"connection refused"}`}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `expected the latest tool result to contain "\"status\":\"shipped\"" but it is "{\"error\":\"connection refused\"}"`)
+
+	res, err := p.Complete(context.Background(), mockReq("s", 0, Message{Role: RoleTool, Text: `{"order":"ORD-1","status":"shipped"}`}))
+	require.NoError(t, err)
+	assert.Equal(t, "It shipped.", res.Text)
+}

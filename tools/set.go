@@ -1,0 +1,432 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wop-dev/wop/activities"
+)
+
+// Binding says where one tool runs. Exactly one of HTTP, Activity, MCP and Go is set.
+type Binding struct {
+	HTTP     *HTTPBinding
+	Activity *ActivityBinding
+	MCP      *MCPBinding
+	// Go is a function of a custom worker binary (see Typed).
+	Go activities.ToolFunc
+
+	// Idempotent says the target honours the call's idempotency key (the Idempotency-Key
+	// header of an HTTP binding, the ActivityID of an activity binding), so a write or
+	// external tool may be retried. Read tools are retried either way.
+	Idempotent bool
+	// MaxAttempts bounds the attempts of a call that may be retried; 0 means
+	// activities.DefaultToolAttempts.
+	MaxAttempts int
+	// Approval is "never" or "required" (a person approves each call first). Approvals
+	// are not available yet: a binding that requires one is refused.
+	Approval string
+
+	// Source is where the binding was declared ("file:line"), empty for code.
+	Source string
+	// pos is the binding's position in its file, for diagnostics.
+	pos position
+}
+
+// position is a place in a bindings file.
+type position struct {
+	file      string
+	line, col int
+}
+
+// HTTPBinding POSTs the call's arguments object as JSON to URL.
+type HTTPBinding struct {
+	URL string
+	// Headers are sent with every call; values may hold secrets from ${VAR}.
+	Headers map[string]Secret
+	// Timeout bounds one attempt (default DefaultHTTPTimeout).
+	Timeout time.Duration
+}
+
+// ActivityBinding is a Temporal activity of the deployment's own workers, in any SDK
+// language: the run workflow schedules Type on TaskQueue with the call's arguments
+// object as the single input; its result is the tool result.
+type ActivityBinding struct {
+	Type      string
+	TaskQueue string
+	// StartToCloseTimeout bounds one attempt (default DefaultActivityTimeout).
+	StartToCloseTimeout time.Duration
+	// ScheduleToCloseTimeout, when set, bounds the call with its retries and the time
+	// it waits for a worker; unset, the call waits for the queue's workers as long as
+	// the run lives.
+	ScheduleToCloseTimeout time.Duration
+	// HeartbeatTimeout, when set, fails an attempt that stops heartbeating.
+	HeartbeatTimeout time.Duration
+}
+
+// MCPBinding calls Tool on the MCP server named Server (Set.AddMCPServer).
+type MCPBinding struct {
+	Server string
+	Tool   string
+	// Timeout bounds one attempt (default DefaultMCPTimeout).
+	Timeout time.Duration
+}
+
+// MCPServer is an MCP server the worker connects to: a subprocess speaking stdio
+// (Command) or a streamable HTTP endpoint (URL).
+type MCPServer struct {
+	// Command is the program and its arguments. The subprocess gets only HOME, LOGNAME,
+	// PATH, SHELL, TERM, TMPDIR and USER from the worker's environment, plus Env.
+	Command []string
+	Env     map[string]Secret
+	// Dir is the subprocess's working folder (default: the worker's).
+	Dir string
+	// URL is a streamable HTTP endpoint, e.g. http://127.0.0.1:9000/mcp.
+	URL string
+	// Headers are sent with every HTTP request to URL; values may hold secrets.
+	Headers map[string]Secret
+
+	// Source is where the server was declared ("file:line"), empty for code.
+	Source string
+	pos    position
+}
+
+// Defaults of the bindings' timeouts.
+const (
+	DefaultHTTPTimeout     = 30 * time.Second
+	DefaultMCPTimeout      = 60 * time.Second
+	DefaultActivityTimeout = 2 * time.Minute
+	// MaxTimeout bounds the per-attempt timeouts a bindings file may set.
+	MaxTimeout = time.Hour
+)
+
+// MaxResultBytes bounds the result of one HTTP or MCP call: results travel through the
+// run's history and transcript, which Temporal keeps under 2 MB per payload.
+const MaxResultBytes = 256 << 10
+
+// Approval values of a binding.
+const (
+	ApprovalNever    = "never"
+	ApprovalRequired = "required"
+)
+
+// toolNamePattern is PromptPack's tool name pattern.
+var toolNamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// Set holds the tool bindings of one worker and executes the calls bound to HTTP
+// endpoints, MCP servers and Go functions. It implements activities.ToolBindings. Build
+// it with NewSet, add bindings with Add and LoadFile, and Close it when the worker
+// stops (it ends MCP subprocesses). It is safe for concurrent use once built.
+type Set struct {
+	mu       sync.Mutex
+	bindings map[string]*Binding
+	servers  map[string]*MCPServer
+	files    []string
+	secrets  []string
+
+	http *http.Client
+	mcp  *mcpPool
+}
+
+// NewSet returns an empty set.
+func NewSet() *Set {
+	s := &Set{bindings: map[string]*Binding{}, servers: map[string]*MCPServer{}}
+	s.http = &http.Client{
+		// A tool endpoint answers; it does not send the call (and its headers) elsewhere.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	s.mcp = newMCPPool(s)
+	return s
+}
+
+// Add binds a tool. The name must be a PromptPack tool name, bound once; the binding
+// must set exactly one of HTTP, Activity, MCP and Go, and an MCP binding must name a
+// server added before.
+func (s *Set) Add(name string, b Binding) error {
+	return s.add(name, b, secretsOf(b))
+}
+
+// add is Add with the values to redact from results and errors: the header values of a
+// binding built in code, the ${VAR} values of one read from a file.
+func (s *Set) add(name string, b Binding, secrets []string) error {
+	if !toolNamePattern.MatchString(name) {
+		return fmt.Errorf("tool name %q must match %s", name, toolNamePattern)
+	}
+	if strings.Contains(name, "__") {
+		return fmt.Errorf("tool name %q: names with a double underscore are system tools (workflow__transition, ...), which the host answers itself", name)
+	}
+	kinds := 0
+	for _, set := range []bool{b.HTTP != nil, b.Activity != nil, b.MCP != nil, b.Go != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return fmt.Errorf("tool %q: a binding sets exactly one of http, activity, mcp (or a Go function), not %d", name, kinds)
+	}
+	switch b.Approval {
+	case "", ApprovalNever:
+	case ApprovalRequired:
+		return fmt.Errorf("tool %q: approval: required is not available on this host yet, so the tool would run without the approval it asks for; remove the binding or set approval: never", name)
+	default:
+		return fmt.Errorf("tool %q: approval must be never or required, not %q", name, b.Approval)
+	}
+	if b.MaxAttempts < 0 {
+		return fmt.Errorf("tool %q: max_attempts must be at least 1", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if prev := s.bindings[name]; prev != nil {
+		where := ""
+		if prev.Source != "" {
+			where = " at " + prev.Source
+		}
+		return fmt.Errorf("tool %q is bound twice (first%s)", name, where)
+	}
+	if b.MCP != nil {
+		if s.servers[b.MCP.Server] == nil {
+			return fmt.Errorf("tool %q: MCP server %q is not declared (mcp_servers: %s)", name, b.MCP.Server, orNone(slices.Sorted(maps.Keys(s.servers))))
+		}
+		if b.MCP.Tool == "" {
+			b.MCP.Tool = name
+		}
+		if b.MCP.Timeout == 0 {
+			b.MCP.Timeout = DefaultMCPTimeout
+		}
+	}
+	if b.HTTP != nil && b.HTTP.Timeout == 0 {
+		b.HTTP.Timeout = DefaultHTTPTimeout
+	}
+	if b.Activity != nil && b.Activity.StartToCloseTimeout == 0 {
+		b.Activity.StartToCloseTimeout = DefaultActivityTimeout
+	}
+	cp := b
+	s.bindings[name] = &cp
+	s.secrets = append(s.secrets, secrets...)
+	return nil
+}
+
+// AddMCPServer declares an MCP server that MCP bindings may name.
+func (s *Set) AddMCPServer(name string, srv MCPServer) error {
+	var secrets []string
+	for _, v := range srv.Env {
+		secrets = append(secrets, v.Value())
+	}
+	for _, v := range srv.Headers {
+		secrets = append(secrets, v.Value())
+	}
+	return s.addMCPServer(name, srv, secrets)
+}
+
+func (s *Set) addMCPServer(name string, srv MCPServer, secrets []string) error {
+	if name == "" {
+		return errors.New("an MCP server needs a name")
+	}
+	if (len(srv.Command) > 0) == (srv.URL != "") {
+		return fmt.Errorf("MCP server %q: set exactly one of command (stdio) and url (streamable HTTP)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.servers[name] != nil {
+		return fmt.Errorf("MCP server %q is declared twice", name)
+	}
+	cp := srv
+	s.servers[name] = &cp
+	s.secrets = append(s.secrets, secrets...)
+	return nil
+}
+
+// secretsOf lists the header values of an HTTP binding built in code, which may be
+// secrets.
+func secretsOf(b Binding) []string {
+	var out []string
+	if b.HTTP != nil {
+		for _, v := range b.HTTP.Headers {
+			out = append(out, v.Value())
+		}
+	}
+	return out
+}
+
+// Names returns the bound tool names, sorted.
+func (s *Set) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.bindings))
+}
+
+// Binding returns the binding of a tool, or nil.
+func (s *Set) Binding(name string) *Binding {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bindings[name]
+}
+
+// Files returns the bindings files loaded into the set.
+func (s *Set) Files() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.files)
+}
+
+// Len is the number of bound tools.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bindings)
+}
+
+// Kind names the binding's kind: http, activity, mcp or go (the activities.Route*
+// constants).
+func (b *Binding) Kind() string {
+	switch {
+	case b.HTTP != nil:
+		return activities.RouteHTTP
+	case b.Activity != nil:
+		return activities.RouteActivity
+	case b.MCP != nil:
+		return activities.RouteMCP
+	default:
+		return activities.RouteGo
+	}
+}
+
+// Target describes where the binding runs, without secrets.
+func (b *Binding) Target() string {
+	switch {
+	case b.HTTP != nil:
+		return "POST " + b.HTTP.URL
+	case b.Activity != nil:
+		return fmt.Sprintf("activity %s on task queue %s", b.Activity.Type, b.Activity.TaskQueue)
+	case b.MCP != nil:
+		return fmt.Sprintf("MCP server %s, tool %s", b.MCP.Server, b.MCP.Tool)
+	default:
+		return "Go function"
+	}
+}
+
+// Route implements activities.ToolBindings.
+func (s *Set) Route(call activities.ToolRouteCall) (activities.ToolRoute, bool) {
+	b := s.Binding(call.Tool)
+	if b == nil {
+		return activities.ToolRoute{}, false
+	}
+	r := activities.ToolRoute{Kind: b.Kind(), Target: b.Target(), MaxAttempts: activities.ToolAttempts(call.Effect, b.Idempotent, b.MaxAttempts)}
+	switch {
+	case b.Activity != nil:
+		a := b.Activity
+		r.Activity = &activities.ActivityTarget{Type: a.Type, TaskQueue: a.TaskQueue, StartToCloseTimeout: a.StartToCloseTimeout,
+			ScheduleToCloseTimeout: a.ScheduleToCloseTimeout, HeartbeatTimeout: a.HeartbeatTimeout}
+	case b.HTTP != nil:
+		r.StartToCloseTimeout = callTimeout(b.HTTP.Timeout)
+	case b.MCP != nil:
+		r.StartToCloseTimeout = callTimeout(b.MCP.Timeout)
+	}
+	return r, true
+}
+
+// callTimeout is the ToolCall activity's StartToCloseTimeout for a binding whose
+// attempts take up to d: ToolCallOptions' unless d needs more.
+func callTimeout(d time.Duration) time.Duration {
+	if need := d + 30*time.Second; need > activities.ToolCallOptions().StartToCloseTimeout {
+		return need
+	}
+	return 0
+}
+
+// Execute implements activities.ToolBindings: it runs HTTP, MCP and Go bindings.
+// Activity bindings are scheduled by the workflow itself, so a ToolCall for one (from a
+// run started before bindings were routed) is not handled here.
+func (s *Set) Execute(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, bool, error) {
+	b := s.Binding(in.Tool)
+	if b == nil || b.Activity != nil {
+		return nil, false, nil
+	}
+	var (
+		res *activities.ToolCallResult
+		err error
+	)
+	switch {
+	case b.Go != nil:
+		res, err = b.Go(ctx, in)
+		if err != nil {
+			err = fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
+		}
+		return res, true, err
+	case b.HTTP != nil:
+		res, err = s.callHTTP(ctx, b.HTTP, in)
+	case b.MCP != nil:
+		res, err = s.callMCP(ctx, b.MCP, in)
+	}
+	return res, true, err
+}
+
+// redact removes every secret of the set from s.
+func (s *Set) redact(text string) string {
+	s.mu.Lock()
+	secrets := slices.Clone(s.secrets)
+	s.mu.Unlock()
+	return activities.Redactor(secrets...)(text)
+}
+
+// Close ends the set's MCP sessions and subprocesses.
+func (s *Set) Close() error {
+	return s.mcp.close()
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// server returns a declared MCP server, or nil.
+func (s *Set) server(name string) *MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.servers[name]
+}
+
+// serverNames returns the declared MCP servers' names, sorted.
+func (s *Set) serverNames() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Sorted(maps.Keys(s.servers))
+}
+
+// Merge adds every binding and MCP server of other (bindings built in code) to the set.
+// The set gets its own connections; other is left as it is.
+func (s *Set) Merge(other *Set) error {
+	other.mu.Lock()
+	servers := maps.Clone(other.servers)
+	bindings := maps.Clone(other.bindings)
+	secrets := slices.Clone(other.secrets)
+	other.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if err := s.addMCPServer(name, *servers[name], nil); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(bindings)) {
+		b := *bindings[name]
+		if b.MCP != nil {
+			m := *b.MCP
+			b.MCP = &m
+		}
+		if err := s.add(name, b, nil); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.secrets = append(s.secrets, secrets...)
+	s.mu.Unlock()
+	return nil
+}

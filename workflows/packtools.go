@@ -1,0 +1,197 @@
+package workflows
+
+// This file runs a pack's tool calls where the worker's bindings say (package tools).
+// The workflow never reads the bindings: the RouteTools local activity answers, for each
+// call of a batch, where it runs, and Temporal records that answer in the history. A
+// replay reads the recorded routes, so a binding changed while a run waits never breaks
+// it; the change applies from the run's next batch. A call routed to an activity binding
+// is scheduled here, on the binding's task queue, with the call's arguments object as
+// the single input; every other call is a ToolCall activity on the host's queue.
+//
+// A call whose activity fails after its retries becomes an error result the model reads
+// (it may try something else); only cancellation ends the turn.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+)
+
+// toolRoutesVersion is the workflow.GetVersion change id of routed tool calls. Runs
+// whose first tool batch ran before it take legacyTools until they continue as new.
+const toolRoutesVersion = "tool-routes"
+
+// routedTools routes the batch's live calls (a fork replay answers the others from the
+// source run's records) and runs them concurrently.
+func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
+	out := make([]*activities.ToolCallResult, len(calls))
+	var live []int
+	for i, in := range calls {
+		r, recorded, err := rt.replayedTool(in)
+		if err != nil {
+			return nil, err
+		}
+		if recorded {
+			out[i] = r
+			continue
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return out, nil
+	}
+	tenant := rt.c.Input().Owner.Tenant
+	req := activities.RouteToolsInput{RunID: calls[live[0]].RunID, PackID: rt.a.pack.ID}
+	for _, i := range live {
+		calls[i].IdempotencyKey = activities.ToolIdempotencyKey(tenant, calls[i])
+		req.Calls = append(req.Calls, activities.ToolRouteCall{
+			CallID: calls[i].CallID, Tool: calls[i].Tool, Effect: rt.a.pack.Tools[calls[i].Tool].Effect(),
+		})
+	}
+	lctx := workflow.WithLocalActivityOptions(rt.ctx, activities.RouteToolsOptions())
+	var acts *activities.Activities
+	var routes activities.RouteToolsResult
+	if err := workflow.ExecuteLocalActivity(lctx, acts.RouteTools, req).Get(lctx, &routes); err != nil {
+		if temporal.IsCanceledError(err) {
+			return nil, err
+		}
+		return nil, newActivityError(fmt.Errorf("route the tool calls: %w", err))
+	}
+	if len(routes.Routes) != len(live) {
+		return nil, newActivityError(fmt.Errorf("route the tool calls: %d calls got %d routes", len(live), len(routes.Routes)))
+	}
+
+	futures := make([]workflow.Future, len(live))
+	ids := map[string]bool{}
+	actx, cancel := workflow.WithCancel(rt.ctx) // a cancel of the run cancels the calls (pack_cancel.go)
+	for j, i := range live {
+		futures[j] = rt.startTool(actx, calls[i], routes.Routes[j], ids)
+	}
+	for j, i := range live {
+		rt.await(futures[j], cancel)
+		r, err := toolOutcome(rt.ctx, futures[j], calls[i], routes.Routes[j])
+		if err != nil {
+			return nil, rt.stoppedErr(err)
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// startTool schedules one call where its route says, on ctx.
+func (rt *packRuntime) startTool(ctx workflow.Context, in activities.ToolCallInput, route activities.ToolRoute, ids map[string]bool) workflow.Future {
+	summary := activities.ToolCallSummary(in)
+	if route.Target != "" {
+		summary += " · " + route.Target
+	}
+	if t := route.Activity; t != nil {
+		// The ActivityID is the call's idempotency key, so the team's activity reads
+		// it from its activity info; a provider that repeats a call id in one round
+		// gets a suffix rather than a clash.
+		id := in.IdempotencyKey
+		for n := 2; ids[id]; n++ {
+			id = fmt.Sprintf("%s-%d", in.IdempotencyKey, n)
+		}
+		ids[id] = true
+		opts := workflow.ActivityOptions{
+			ActivityID:             id,
+			TaskQueue:              t.TaskQueue,
+			StartToCloseTimeout:    t.StartToCloseTimeout,
+			ScheduleToCloseTimeout: t.ScheduleToCloseTimeout,
+			HeartbeatTimeout:       t.HeartbeatTimeout,
+			RetryPolicy: &temporal.RetryPolicy{
+				InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+				MaximumAttempts: max(route.MaxAttempts, 1),
+			},
+			Summary: summary,
+		}
+		if opts.StartToCloseTimeout == 0 && opts.ScheduleToCloseTimeout == 0 {
+			opts.StartToCloseTimeout = activities.ToolCallOptions().StartToCloseTimeout
+		}
+		args := in.Args
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), t.Type, args)
+	}
+	opts := activities.ToolCallOptions()
+	if route.StartToCloseTimeout > 0 {
+		opts.StartToCloseTimeout = route.StartToCloseTimeout
+	}
+	if route.MaxAttempts > 0 {
+		opts.RetryPolicy.MaximumAttempts = route.MaxAttempts
+	}
+	opts.Summary = summary
+	var acts *activities.Activities
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.ToolCall, in)
+}
+
+// toolOutcome waits for one call: its result, or an error result when its activity
+// failed after its retries. Only a cancellation is returned as an error.
+func toolOutcome(ctx workflow.Context, f workflow.Future, in activities.ToolCallInput, route activities.ToolRoute) (*activities.ToolCallResult, error) {
+	var err error
+	if route.Activity != nil {
+		var raw json.RawMessage
+		if err = f.Get(ctx, &raw); err == nil {
+			if len(raw) == 0 {
+				raw = json.RawMessage(`null`)
+			}
+			return &activities.ToolCallResult{Content: raw}, nil
+		}
+	} else {
+		var r activities.ToolCallResult
+		if err = f.Get(ctx, &r); err == nil {
+			return &r, nil
+		}
+	}
+	if temporal.IsCanceledError(err) {
+		return nil, err
+	}
+	msg := fmt.Sprintf("tool %s failed: %s", in.Tool, failureMessage(err))
+	var actErr *temporal.ActivityError
+	if errors.As(err, &actErr) && actErr.RetryState() == enumspb.RETRY_STATE_MAXIMUM_ATTEMPTS_REACHED && route.MaxAttempts > 1 {
+		msg += fmt.Sprintf(" (%d attempts)", route.MaxAttempts)
+	}
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return &activities.ToolCallResult{Content: b, IsError: true}, nil
+}
+
+// failureMessage is what the model reads of a failed tool activity: the application
+// error's message, or which timeout expired; never the activity's ids or worker.
+func failureMessage(err error) string {
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		kind := map[enumspb.TimeoutType]string{
+			enumspb.TIMEOUT_TYPE_START_TO_CLOSE:    "start-to-close",
+			enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START: "schedule-to-start",
+			enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE: "schedule-to-close",
+			enumspb.TIMEOUT_TYPE_HEARTBEAT:         "heartbeat",
+		}[te.TimeoutType()]
+		if kind == "" {
+			kind = "activity"
+		}
+		return "no result before its " + kind + " timeout"
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	var panicErr *temporal.PanicError
+	if errors.As(err, &panicErr) {
+		return "the tool's activity panicked: " + panicErr.Error()
+	}
+	var actErr *temporal.ActivityError
+	if errors.As(err, &actErr) {
+		if cause := errors.Unwrap(actErr); cause != nil {
+			return cause.Error()
+		}
+	}
+	return err.Error()
+}
