@@ -61,6 +61,8 @@ type route struct {
 	OK int
 	// Token marks the signed-token routes (rate-limited per client address).
 	Token bool
+	// Accepted marks the resolve routes, which may answer 202 queued (resolve.go).
+	Accepted bool
 }
 
 // catalogView is what the API reads of the workflow catalog.
@@ -201,11 +203,11 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events/poll", Scopes: []string{ScopeRunsRead}, Summary: "Long-poll run events", Handler: s.handlePoll, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200, Accepted: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200, Accepted: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200, Accepted: true},
 		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true},
-		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true},
+		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true, Accepted: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
 	}
 }
