@@ -2,9 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -14,29 +14,27 @@ import (
 	"github.com/wop-dev/wop/workflows"
 )
 
-// LoadPacks loads every pack of dir with its mock script. Warnings are logged; any error
-// fails the load with every diagnostic in the message, because serving a partial
-// packs folder would make runs depend on which file happened to be broken. A missing
-// folder yields no packs.
+// LoadPacks loads every pack of dir with its mock script (packs.LoadDir). Warnings are
+// logged; a pack file with errors (in itself or in its mock script) is left out and
+// logged once, as one error naming the file and listing its diagnostics, and the other
+// packs serve. Only a folder that cannot be read is an error. A missing folder yields
+// no packs.
 func LoadPacks(dir string, logger *slog.Logger) ([]*packs.Loaded, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	loaded, diags, err := packs.LoadDir(dir)
-	for _, d := range diags {
-		if !d.IsError() {
-			logger.Warn("Pack warning", "diagnostic", d.String())
-		}
+	for _, d := range diags.Warnings() {
+		logger.Warn("Pack warning", "diagnostic", d.String())
 	}
-	if err != nil {
-		var b strings.Builder
-		for _, d := range diags.Errors() {
-			b.WriteString("\n  ")
-			b.WriteString(d.String())
+	var de *packs.DirError
+	if errors.As(err, &de) {
+		for _, f := range de.Failed {
+			logger.Error("Pack not served", "file", f, "errors", de.FileDiagnostics(f).String())
 		}
-		return nil, fmt.Errorf("load packs from %s: %w%s", dir, err, b.String())
+		return loaded, nil
 	}
-	return loaded, nil
+	return loaded, err
 }
 
 // LoadCatalog builds the catalog of workflow definitions: each loaded pack as a

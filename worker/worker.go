@@ -50,6 +50,9 @@ type Config struct {
 	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
+	// MockStrict makes the scripted mock fail a round that is off its script instead of
+	// answering the script's default (the project's tests set it).
+	MockStrict bool
 	// ToolsFile is the tool bindings file (package tools): where pack tools run. Empty
 	// means <PacksDir>/tools.yaml when that exists, else no bindings.
 	ToolsFile string
@@ -138,6 +141,7 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_MOCK_STRICT                  true: the scripted mock fails off-script rounds (default false)
 //	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
 //	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
 //
@@ -174,6 +178,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.ShutdownTimeout = d
 		}
 	}
+	if v := strings.TrimSpace(getenv("WOP_MOCK_STRICT")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WOP_MOCK_STRICT=%q: want true or false", v))
+		}
+		cfg.MockStrict = b
+	}
 	limits, err := TurnLimitsFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
@@ -192,6 +203,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PacksDir, "packs", c.PacksDir, "packs `folder` (env WOP_PACKS)")
 	fs.StringVar(&c.ToolsFile, "tools", c.ToolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
+	c.RegisterTuningFlags(fs)
+	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
+		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
+}
+
+// RegisterTuningFlags adds the flags that tune a running worker (concurrency, pollers,
+// cache, shutdown), which `wop dev` shares with `wop worker`.
+func (c *Config) RegisterTuningFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -202,8 +221,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"workflows kept in memory between their tasks, 0 for the SDK's default of 10,000 (env WOP_WORKER_CACHE_SIZE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
 		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
-		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
 }
 
 // SetCacheSize sets the process-wide sticky workflow cache to c.WorkflowCacheSize. The
@@ -312,6 +329,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 	acts, err := activities.New(activities.Config{
 		Providers:   cfg.Providers,
 		MockScripts: scripts,
+		MockStrict:  cfg.MockStrict,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
