@@ -860,3 +860,30 @@ func TestResolveAnswersTheRunsOutcome(t *testing.T) {
 		onSignal: func(r *fakeRun, _ string, _ any) { r.snap.Status = "cancelled" }})
 	env.expectError(env.do("POST", "/v1/runs/r_e/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
 }
+
+// A token never grants more than the key of the reader it was served to: a key without
+// approvals:respond gets inspect-only tokens; a conversation token names its turn.
+func TestTokensFollowTheReader(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: "r_t", Status: "waiting-approval",
+			Interrupt: &workflows.PendingInterrupt{NodeID: "convo", InterruptID: "int_c", Kind: "conversation.exchange", RequestedAt: "2025-01-01T00:00:00Z",
+				Data: json.RawMessage(`{"conversationId":"r_t:convo:0","turnIndex":3}`)}},
+		check: workflows.ResolveCheck{OK: true, RunStatus: "waiting-approval"},
+	})
+	read := func(key string) tokenClaims {
+		snap := decode[workflows.Snapshot](t, env.do("GET", "/v1/runs/r_t", key, "").Body.Bytes())
+		cl, err := env.srv.tokens.verify(snap.Interrupt.InterruptToken, env.now)
+		if err != nil {
+			t.Fatalf("served token does not verify (requested long before the TTL): %v", err)
+		}
+		return *cl
+	}
+	full, low := read(fullKey), read(lowKey)
+	if full.Intent != IntentResolve || full.Sub != "full" || full.Turn == nil || *full.Turn != 3 || full.Exp != env.now.Add(DefaultTokenTTL).Unix() {
+		t.Errorf("full reader's token %+v", full)
+	}
+	if low.Intent != IntentInspect || low.Sub != "low" {
+		t.Errorf("read-only reader's token %+v", low)
+	}
+}

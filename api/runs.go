@@ -443,18 +443,21 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 }
 
 // decorate adds what the API owns to a snapshot: interrupt tokens (issued to the
-// reader) and callback URLs.
+// reader, resolve tokens only to a reader whose key may resolve) and callback URLs.
 func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
 	base := s.baseURL(c)
-	sub := ""
+	sub, intent := "", IntentInspect
 	if p := principalOf(c); p != nil {
 		sub = p.KeyID
+		if p.Scopes[ScopeApprovalsRespond] {
+			intent = IntentResolve
+		}
 	}
 	for i := range snap.Interrupts {
-		s.addToken(base, snap.RunID, sub, &snap.Interrupts[i])
+		s.addToken(base, snap.RunID, sub, intent, &snap.Interrupts[i])
 	}
 	if snap.Interrupt != nil {
-		s.addToken(base, snap.RunID, sub, snap.Interrupt)
+		s.addToken(base, snap.RunID, sub, intent, snap.Interrupt)
 	}
 }
 

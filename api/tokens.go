@@ -153,9 +153,11 @@ func tokenTurn(pi *workflows.PendingInterrupt) *int {
 
 // addToken sets interruptToken and callbackUrl on a pending interrupt for the reader
 // sub. Tokens are issued per read: each carries a fresh expiry, and a conversation's
-// token one exchange (its turn), so a token is spent once it has been used. Bearer-only
-// interrupts get none; callbackUrl needs a trusted base URL (see baseURL).
-func (s *Server) addToken(base, runID, sub string, pi *workflows.PendingInterrupt) {
+// token one exchange (its turn), so a token is spent once it has been used. intent is
+// IntentResolve for a reader that may resolve (approvals:respond), else IntentInspect:
+// a token never grants more than its reader's key. Bearer-only interrupts get none;
+// callbackUrl needs a trusted base URL (see baseURL).
+func (s *Server) addToken(base, runID, sub, intent string, pi *workflows.PendingInterrupt) {
 	pi.InterruptToken, pi.CallbackURL = "", ""
 	if pi.BearerOnly {
 		return
@@ -166,7 +168,7 @@ func (s *Server) addToken(base, runID, sub string, pi *workflows.PendingInterrup
 	}
 	tok := s.tokens.sign(tokenClaims{
 		RunID: runID, NodeID: pi.NodeID, InterruptID: pi.InterruptID,
-		Exp: exp.Unix(), Intent: IntentResolve, Sub: sub, Turn: tokenTurn(pi),
+		Exp: exp.Unix(), Intent: intent, Sub: sub, Turn: tokenTurn(pi),
 	})
 	pi.InterruptToken = tok
 	if base != "" {
