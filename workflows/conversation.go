@@ -313,6 +313,7 @@ func (c *conversation) inRoster(id string) bool {
 
 // record appends a turn and its event.
 func (c *conversation) record(t Turn) {
+	c.r.countTurn(c.Turns, t)
 	c.Turns = append(c.Turns, t)
 	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
