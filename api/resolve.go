@@ -75,6 +75,11 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 	if len(rb.ResumeValue) == 0 {
 		rb.ResumeValue = []byte("null")
 	}
+	if n := int64(len(rb.ResumeValue)); n > s.cfg.MaxTurnBytes {
+		return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"the resume value is %d bytes; a turn holds at most %d bytes (maxTurnBytes, WOP_MAX_TURN_BYTES)", n, s.cfg.MaxTurnBytes).
+			with("limit", "maxTurnBytes").with("maxBytes", s.cfg.MaxTurnBytes).with("bytes", n)
+	}
 	ctx := c.Request().Context()
 	key, given, err := requestKey(c)
 	if err != nil {

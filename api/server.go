@@ -43,6 +43,8 @@ type Server struct {
 	routes      []route
 	verbs       map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
 
+	feedsMu sync.Mutex
+	feeds   map[string]*runFeed // one per run being read (feed.go)
 	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
 	// the keys file's, swapped whole on reload.
 	keys          atomic.Pointer[keyStore]
@@ -118,6 +120,7 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		tokens:      newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
 		authFails:   newRateLimiter(cfg.Guards.AuthFailuresPerSecond, cfg.Guards.AuthFailureBurst, cfg.Now),
 		tokenRoutes: newRateLimiter(cfg.Guards.TokenRoutePerSecond, cfg.Guards.TokenRouteBurst, cfg.Now),
+		feeds:       map[string]*runFeed{},
 		ctx:         ctx, cancel: cancel,
 	}
 	if err := s.loadKeys(static); err != nil {

@@ -4,8 +4,8 @@ package workflows
 // (applied, or refused with an HTTP status and an OpenWOP error code), so that the API
 // process that sent the signal — whichever one it was — answers with what the run did,
 // not with what a query saw before the signal. The record is a window of the most
-// recent outcomes (outcomeWindow), carried across continue-as-new; a request older than
-// the window is answered from `applied` when it was applied.
+// recent outcomes (outcomeWindow), the newest of them carried across continue-as-new;
+// a request older than the window is answered from `applied` when it was applied.
 
 import (
 	"encoding/json"
@@ -13,8 +13,13 @@ import (
 	"strings"
 )
 
-// outcomeWindow is how many request outcomes a run keeps (the newest ones).
-const outcomeWindow = 256
+// outcomeWindow is how many request outcomes an execution keeps (the newest ones);
+// carriedOutcomes of them travel across continue-as-new, which happens only when no
+// request is queued, so an API process still waiting there asks for a recent one.
+const (
+	outcomeWindow   = 256
+	carriedOutcomes = 64
+)
 
 // maxOutcomeMessage and maxOutcomeDetails bound what is kept of a refused request's
 // error (its message, its details object).
@@ -70,6 +75,14 @@ func (l *outcomeLog) add(o ResolveOutcome) {
 	if n := len(l.list) - outcomeWindow; n > 0 {
 		l.list = append([]ResolveOutcome(nil), l.list[n:]...)
 	}
+}
+
+// newest returns the newest n outcomes, oldest first.
+func (l *outcomeLog) newest(n int) []ResolveOutcome {
+	if len(l.list) <= n {
+		return l.list
+	}
+	return l.list[len(l.list)-n:]
 }
 
 // recordApplied notes that req was applied; the API answers it with status.
@@ -131,7 +144,7 @@ func (r *runner) requestState(requestID string) (check ResolveCheck, ok bool) {
 	if r.queued(requestID) {
 		return ResolveCheck{OK: true, Replayed: true, Pending: true, RunStatus: r.status}, true
 	}
-	if requestID != "" && r.applied[requestID] {
+	if requestID != "" && r.applied.has(requestID) {
 		// Applied, and older than the outcome window.
 		o := &ResolveOutcome{RequestID: requestID, Applied: true, RunStatus: r.status}
 		return ResolveCheck{OK: true, Replayed: true, Outcome: o, RunStatus: r.status}, true
