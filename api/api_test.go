@@ -859,6 +859,14 @@ func TestResolveAnswersTheRunsOutcome(t *testing.T) {
 		check: workflows.ResolveCheck{OK: true}, noOutcome: true,
 		onSignal: func(r *fakeRun, _ string, _ any) { r.snap.Status = "cancelled" }})
 	env.expectError(env.do("POST", "/v1/runs/r_e/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	// A workflow Temporal closes without the run's terminal event (terminated): 410 that
+	// says so, not the status the run last had.
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_k", Status: "waiting-approval"},
+		check: workflows.ResolveCheck{OK: true}, noOutcome: true})
+	e := env.expectError(env.do("POST", "/v1/runs/r_k/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	if !strings.Contains(e.Message, "closed by Temporal") {
+		t.Errorf("message %q", e.Message)
+	}
 }
 
 // A token never grants more than the key of the reader it was served to: a key without

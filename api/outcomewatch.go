@@ -23,7 +23,8 @@ import (
 const outcomeQueryTimeout = 10 * time.Second
 
 // outcomeResult is what a waiter learns: the run's outcome for its request, or that the
-// run ended without one (ended; status is the run's).
+// run ended without one (ended; status is the run's, empty when Temporal closed the
+// workflow without the run's terminal event).
 type outcomeResult struct {
 	outcome *workflows.ResolveOutcome
 	ended   bool
@@ -139,8 +140,13 @@ func (w *outcomeWatch) run() {
 			}
 			if page.Terminal || closed {
 				// The run has ended: a request without an outcome was never applied.
+				res := outcomeResult{ended: true, status: page.Status}
+				if !page.Terminal {
+					// Temporal closed the workflow without its terminal event.
+					res.status = ""
+				}
 				for _, id := range ids {
-					w.deliver(id, outcomeResult{ended: true, status: page.Status})
+					w.deliver(id, res)
 				}
 				continue
 			}

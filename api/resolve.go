@@ -17,7 +17,8 @@ package api
 // Temporal holds it. The answer is 202 {status: "queued", idempotencyKey}, and
 // repeating the request with that Idempotency-Key (generated when the caller sent
 // none) answers its outcome without applying it twice. The run's outcome window keeps
-// the last 256 requests.
+// the last 256 requests of an execution (64 across continue-as-new; see
+// workflows/outcomes.go).
 
 import (
 	"context"
@@ -172,7 +173,10 @@ func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.Resolv
 		if res.status == workflows.StatusCancelled || res.status == workflows.StatusCancelling {
 			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
 		}
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, orText(res.status, "closed"))
+		if res.status == "" {
+			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal before the resolve was applied; its interrupts are void", runID)
+		}
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, res.status)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
