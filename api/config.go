@@ -18,10 +18,14 @@ const (
 	ScopeRunsRead         = "runs:read"
 	ScopeRunsCancel       = "runs:cancel"
 	ScopeApprovalsRespond = "approvals:respond"
+	// ScopeApprovalsDelegate (a host scope) lets a key cast approval votes for the
+	// voters it names (resumeValue.voter or decidedBy), as a relay of several people
+	// does; other keys vote as themselves.
+	ScopeApprovalsDelegate = "approvals:delegate"
 )
 
 // AllScopes is every scope a full-access key holds.
-var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond}
+var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeApprovalsDelegate}
 
 // Defaults of the tunable limits.
 const (
@@ -77,8 +81,11 @@ type Config struct {
 	// its own; it counts from the interrupt's request time.
 	TokenTTL time.Duration
 	// PublicURL is the base URL used in callback URLs, e.g. http://127.0.0.1:8080. When
-	// empty, the request's own scheme and host are used.
+	// empty, a request's Host is used only if Guards.AllowedHosts lists it.
 	PublicURL string
+	// Guards are the limits that keep one client, a slow connection or a forged Host
+	// from harming others (guard.go).
+	Guards GuardConfig
 	// MaxRequestBodyBytes limits request bodies (advertised as limits.maxRequestBodyBytes).
 	MaxRequestBodyBytes int64
 	// MaxTurnBytes limits the resume value of a resolve, checked before anything is
@@ -141,6 +148,7 @@ func (c Config) withDefaults() Config {
 		c.KeysFilePoll = DefaultKeysFilePoll
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	c.Guards = c.Guards.withDefaults()
 	return c
 }
 
@@ -154,7 +162,9 @@ func (c Config) withDefaults() Config {
 //	WOP_MAX_TURN_BYTES    limit of one resolve's resume value in bytes (default 256 KiB)
 //	WOP_RATE_LIMIT        requests per second per key (default 50)
 //	WOP_RATE_BURST        burst per key (default 100)
-//	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
+//	WOP_TOKEN_TTL         interrupt token lifetime from when it is served, a Go duration (default 24h)
+//	WOP_ALLOWED_HOSTS     hosts whose requests may name the callback URLs' base, without WOP_PUBLIC_URL
+//	WOP_RESOLVE_WAIT      how long a resolve waits for the run's outcome (default 10s)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
@@ -199,6 +209,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_TOKEN_TTL=%q: want a positive Go duration such as 24h", v)
 		}
 		cfg.TokenTTL = d
+	}
+	if err := guardsFromEnv(getenv, &cfg.Guards); err != nil {
+		return cfg, err
 	}
 	if (len(cfg.Keys) > 0 || cfg.KeysFile != "") && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")
