@@ -69,6 +69,9 @@ type Config struct {
 	// Bindings are the deployment's tool bindings (package tools): HTTP endpoints, MCP
 	// servers, Temporal activities and registered Go functions. Optional.
 	Bindings ToolBindings
+	// ApprovalDefaults are the host's approval settings of tool calls that need a
+	// decision, under what a tool's binding sets (RouteTools answers the merge).
+	ApprovalDefaults ToolApproval
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
@@ -83,12 +86,17 @@ type Activities struct {
 	tools       map[string]ToolFunc
 	bindings    ToolBindings
 	logger      *slog.Logger
+	// approvalDefaults are Config.ApprovalDefaults.
+	approvalDefaults ToolApproval
 }
 
 // New checks cfg and builds the activities.
 func New(cfg Config) (*Activities, error) {
 	if cfg.Transcripts == nil {
 		return nil, errors.New("activities: Config.Transcripts is required (use ClientTranscripts{Client: c} in a worker)")
+	}
+	if err := cfg.ApprovalDefaults.Check(); err != nil {
+		return nil, fmt.Errorf("activities: approval defaults: %w", err)
 	}
 	providers := make(map[string]Provider, len(cfg.Providers)+1)
 	for key, p := range cfg.Providers {
@@ -117,6 +125,8 @@ func New(cfg Config) (*Activities, error) {
 		tools:       cfg.Tools,
 		bindings:    cfg.Bindings,
 		logger:      logger,
+
+		approvalDefaults: cfg.ApprovalDefaults,
 	}, nil
 }
 

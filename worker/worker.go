@@ -58,6 +58,10 @@ type Config struct {
 	// Getenv reads the ${VAR} references of the bindings file (secrets in headers and
 	// MCP environments). Nil means os.Getenv; ConfigFromEnv sets the getenv it was given.
 	Getenv func(string) string `json:"-"`
+	// ApprovalDefaults are the host's approval settings of tool calls that need a
+	// person's decision; a tool's entry in the bindings file overrides them field by
+	// field. The deadline defaults to activities.DefaultApprovalTimeout.
+	ApprovalDefaults activities.ToolApproval
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
 	// (for container health checks; the worker has no other port).
 	HealthAddr string
@@ -101,6 +105,10 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_APPROVAL_TIMEOUT             deadline of a tool call's approval (default 72h; 7d and Go durations)
+//	WOP_APPROVAL_REMINDER            remind approvers at this interval while a call waits (default off)
+//	WOP_APPROVAL_ESCALATE_AFTER      add WOP_APPROVAL_ESCALATE_TO to the approvers after this wait
+//	WOP_APPROVAL_ESCALATE_TO         comma-separated principals a waiting approval escalates to
 //
 // and the model providers from the variables activities.ProvidersFromEnv reads
 // (WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
@@ -134,6 +142,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		} else {
 			cfg.ShutdownTimeout = d
 		}
+	}
+	if err := approvalDefaultsFromEnv(getenv, &cfg.ApprovalDefaults); err != nil {
+		errs = append(errs, err)
 	}
 	providers, err := activities.ProvidersFromEnv(getenv)
 	if err != nil {
@@ -269,6 +280,8 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
 		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
+
+		ApprovalDefaults: cfg.ApprovalDefaults,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build activities: %w", err)
@@ -281,4 +294,33 @@ func (c Config) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Logger
+}
+
+// approvalDefaultsFromEnv reads the WOP_APPROVAL_* variables into a.
+func approvalDefaultsFromEnv(getenv func(string) string, a *activities.ToolApproval) error {
+	var errs []error
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"WOP_APPROVAL_TIMEOUT", &a.Timeout}, {"WOP_APPROVAL_REMINDER", &a.RemindEvery}, {"WOP_APPROVAL_ESCALATE_AFTER", &a.EscalateAfter}} {
+		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
+			d, err := tools.ParseApprovalDuration(raw)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", v.name, err))
+				continue
+			}
+			*v.dst = d
+		}
+	}
+	if raw := strings.TrimSpace(getenv("WOP_APPROVAL_ESCALATE_TO")); raw != "" {
+		for _, p := range strings.Split(raw, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				a.EscalateTo = append(a.EscalateTo, p)
+			}
+		}
+	}
+	if err := a.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("WOP_APPROVAL_*: %w", err))
+	}
+	return errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ type interrupt struct {
 	agent          bool   // raised by a conversation agent next to its conversation
 	conv           *conversation
 	approval       *approvalData
+	tool           *toolApproval // a pack tool call's approval (approvals_tool.go)
 	votes          []approvalVote
 	describe       string
 	timedOut       bool
@@ -279,6 +280,12 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		}
 		return reject(http.StatusNotFound, "interrupt_not_found", "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
 	}
+	if t, refused, ok := r.routeToolApproval(cands, req); ok {
+		if refused != nil {
+			return *refused, nil
+		}
+		cands = []*interrupt{t}
+	}
 	target := cands[0]
 	if len(cands) > 1 {
 		// An agent's own wait and its conversation share the node: a value carrying an
@@ -304,6 +311,9 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		status = StatusWaitingApproval
 	case target.Kind == "approval":
 		value, status, check = r.checkApproval(target, req)
+		if check.OK && target.tool != nil {
+			check = r.checkToolEdit(target, value)
+		}
 	case target.Kind == "clarification":
 		value, check = r.checkClarification(target, req)
 	case target.Kind == "external-event":

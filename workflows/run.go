@@ -904,10 +904,11 @@ func (r *runner) snapshot() *Snapshot {
 		s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
 	}
 	if len(s.Interrupts) > 0 {
-		// The interrupt a client resolves next: an agent's external wait first.
+		// The interrupt a client resolves next: a tool call's approval or an agent's
+		// external wait before the conversation it interrupts.
 		first := s.Interrupts[0]
 		for _, it := range s.Interrupts {
-			if it.Kind == "external-event" {
+			if it.Kind == "external-event" || it.Kind == "approval" {
 				first = it
 			}
 		}
