@@ -137,8 +137,8 @@ type Set struct {
 	approvals map[string]activities.ToolApproval
 	// approvalPos is where an entry of approval settings only was declared.
 	approvalPos map[string]position
-	files     []string
-	secrets   []string
+	files       []string
+	secrets     []string
 
 	http *http.Client
 	mcp  *mcpPool

@@ -59,7 +59,7 @@ const CodeApprovalPending = "approval_pending"
 // Search attributes of a run whose tool call waits for approval, so the Temporal UI can
 // list what waits for whom (for example `WopApprovers = "finance"`).
 var (
-	SAWaitingTool = temporal.NewSearchAttributeKeyKeyword("WopWaitingTool")     // tool of the call waiting for approval
+	SAWaitingTool = temporal.NewSearchAttributeKeyKeyword("WopWaitingTool")   // tool of the call waiting for approval
 	SAApprovers   = temporal.NewSearchAttributeKeyKeywordList("WopApprovers") // who may decide it now (unset: anyone)
 )
 

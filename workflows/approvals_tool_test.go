@@ -335,7 +335,9 @@ func TestToolApprovalPolicy(t *testing.T) {
 	p, diags, err := packs.Parse("pay.yaml", []byte(payPackYAML))
 	require.NoError(t, err, "%s", diags)
 	call := func(tool string) activities.ToolCallInput { return activities.ToolCallInput{Tool: tool, State: "desk"} }
-	route := func(mode string) activities.ToolRoute { return activities.ToolRoute{Approval: &activities.ToolApproval{Mode: mode}} }
+	route := func(mode string) activities.ToolRoute {
+		return activities.ToolRoute{Approval: &activities.ToolApproval{Mode: mode}}
+	}
 	for _, c := range []struct {
 		tool, mode string
 		want       bool
