@@ -730,8 +730,8 @@ type devProcess struct {
 }
 
 // startDev starts `wop dev` on dataDir with fixed ports and waits until its API
-// answers /healthz.
-func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort int, key string) *devProcess {
+// answers /healthz. extra flags follow the defaults (a repeated flag's last value wins).
+func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort int, key string, extra ...string) *devProcess {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(dataDir, "..", "dev.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(t, err)
@@ -741,6 +741,7 @@ func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort 
 		"--temporal-port", strconv.Itoa(temporalPort),
 		"--ui-port", strconv.Itoa(uiPort),
 		"--packs", faultPacksDir)
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error")
 	cmd.Env = append(cmd.Env, "TEMPORAL_ADDRESS=") // always the embedded server
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -409,9 +409,12 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 	now := workflow.Now(r.ctx)
 	if e := ta.settings.EscalateAfter; e > 0 && !ta.escalated && !now.Before(ta.requested.Add(e)) {
 		ta.escalated = true
-		for _, a := range ta.settings.EscalateTo {
-			if !slices.Contains(it.approval.ApproversList, a) {
-				it.approval.ApproversList = append(it.approval.ApproversList, a)
+		// An empty list means anyone may decide; the escalation then only notifies.
+		if len(it.approval.ApproversList) > 0 {
+			for _, a := range ta.settings.EscalateTo {
+				if !slices.Contains(it.approval.ApproversList, a) {
+					it.approval.ApproversList = append(it.approval.ApproversList, a)
+				}
 			}
 		}
 		it.Data = mustJSON(it.approval)
