@@ -17,9 +17,18 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
-// heartbeatEvery is how often a running model round heartbeats. It is well below
-// every HeartbeatTimeout that ModelRoundOptions sets.
-var heartbeatEvery = 5 * time.Second
+// HeartbeatInterval is how often a running model round or tool call heartbeats. A
+// heartbeat is also how an activity learns that the workflow cancelled it (the
+// server answers it with the cancellation, and the SDK then cancels the activity's
+// context), so a cancelled run stops the provider call in flight within about this
+// long. Workers must let heartbeats through this often: the SDK holds them back for
+// 80% of the HeartbeatTimeout unless worker.Options.MaxHeartbeatThrottleInterval is
+// lower (the host's worker sets it to HeartbeatInterval). A call that ends sooner sends
+// no heartbeat at all.
+const HeartbeatInterval = time.Second
+
+// heartbeatEvery is HeartbeatInterval; tests shorten it.
+var heartbeatEvery = HeartbeatInterval
 
 // TranscriptSource reads the messages a TranscriptRef points at.
 type TranscriptSource interface {
@@ -171,7 +180,7 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
 	}
 
-	stop := heartbeat(ctx, in)
+	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
 	res, err := p.Complete(ctx, &Request{Input: in, Messages: msgs})
 	stop()
@@ -187,14 +196,14 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	return res, nil
 }
 
-// heartbeat records a heartbeat every heartbeatEvery until the returned stop is
-// called. A round that ends sooner sends none: a heartbeat costs a call to Temporal,
-// and the activity's completion says more. Outside an activity context it does nothing.
-func heartbeat(ctx context.Context, in ModelRoundInput) (stop func()) {
+// heartbeat records a heartbeat with detail every heartbeatEvery until the returned
+// stop is called. A call that ends sooner sends none: a heartbeat costs a call to
+// Temporal, and the activity's completion says more. Outside an activity context it
+// does nothing.
+func heartbeat(ctx context.Context, detail string) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	detail := fmt.Sprintf("model round %d in state %s", in.Round, in.State)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -231,7 +240,9 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 		in.IdempotencyKey = ToolIdempotencyKey("", in)
 	}
 	if fn := a.tools[in.Tool]; fn != nil {
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
 		res, err := fn(ctx, in)
+		stop()
 		if err != nil {
 			log.Warn("Tool call failed", "executor", "registered", "error", err)
 			return nil, fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
@@ -245,7 +256,9 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 	}
 	if a.bindings != nil {
 		start := time.Now()
+		stop := heartbeat(ctx, fmt.Sprintf("tool %s (call %s)", in.Tool, in.CallID))
 		res, ok, err := a.bindings.Execute(ctx, in)
+		stop()
 		if ok {
 			elapsed := time.Since(start).Round(time.Millisecond)
 			if err != nil {

@@ -27,6 +27,14 @@
 //     (the run goes on; the model can answer without it). Calls routed to an activity
 //     binding are scheduled by the workflow on the binding's task queue instead. Each
 //     call carries an IdempotencyKey (ToolIdempotencyKey), the same for its attempts.
+//     A registered executor's or binding's call heartbeats too.
+//
+// Heartbeats (every HeartbeatInterval, 1 s, from the first second on) are how a
+// running call learns that its run was cancelled: the answer to the next heartbeat
+// carries the cancellation and the SDK cancels the activity's context, which aborts
+// the provider's request. A worker must let them through (worker.Options.
+// MaxHeartbeatThrottleInterval = HeartbeatInterval; the SDK's own throttle is 80% of
+// the heartbeat timeout). A call shorter than a second sends none.
 //
 // Workflows schedule them with ModelRoundOptions(provider), RouteToolsOptions() and
 // ToolCallOptions() (with the route's attempts and timeout), and set

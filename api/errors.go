@@ -31,6 +31,7 @@ const (
 	CodeMethodNotAllowed      = "method_not_allowed"
 	CodeInternal              = "internal_error"
 	CodeUnavailable           = "unavailable"
+	CodeRunTimeout            = "run_timeout" // RFC 0058: a run past its wall-clock limit
 )
 
 // Error is an API error rendered as the closed OpenWOP error envelope

@@ -275,7 +275,8 @@ func (s *Server) handleEvents(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, EventsResponse{Events: page.Events, IsComplete: page.Terminal})
+		// A run Temporal closed without its terminal event is complete too (closed.go).
+		return c.JSON(http.StatusOK, EventsResponse{Events: page.Events, IsComplete: page.Terminal || isTerminal(snap.Status)})
 	}
 	after := int64(-1)
 	if lei := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); lei != "" {

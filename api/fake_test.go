@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	querypb "go.temporal.io/api/query/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -51,6 +53,9 @@ type fakeRun struct {
 	eventsTimeouts int
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
+	// closed, when set, is the event that closed the run in Temporal (signals then
+	// fail NotFound).
+	closed *historypb.HistoryEvent
 }
 
 // fakeTemporal answers the mock client's calls from in-memory runs.
@@ -71,6 +76,14 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		func(_ context.Context, id, _ string, q string, args ...any) (converter.EncodedValue, error) {
 			return ft.query(id, q, args)
 		}).Maybe()
+	mc.On("QueryWorkflowWithOptions", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
+			return ft.queryWithOptions(req)
+		}).Maybe()
+	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(
+		func(_ context.Context, id, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+			return ft.closeIterator(id)
+		}).Maybe()
 	mc.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.RunWorkflowName, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
 			return nil, ft.start(o, args[0].(workflows.RunInput))
@@ -84,6 +97,46 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		(*workflowservice.DescribeWorkflowExecutionResponse)(nil), serviceerror.NewNotFound("closed")).Maybe()
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
 	return ft, mc
+}
+
+// queryWithOptions answers a query with a reject condition: a run the fake closed
+// with a status other than Completed rejects NOT_COMPLETED_CLEANLY.
+func (ft *fakeTemporal) queryWithOptions(req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
+	ft.mu.Lock()
+	r := ft.runs[req.WorkflowID]
+	ft.mu.Unlock()
+	if r != nil && r.closed != nil && r.closed.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED &&
+		req.QueryRejectCondition == enumspb.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY {
+		return &client.QueryWorkflowWithOptionsResponse{QueryRejected: &querypb.QueryRejected{Status: enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED}}, nil
+	}
+	v, err := ft.query(req.WorkflowID, req.QueryType, req.Args)
+	if err != nil {
+		return nil, err
+	}
+	return &client.QueryWorkflowWithOptionsResponse{QueryResult: v}, nil
+}
+
+// closeIterator yields the close event of a run the fake closed, else nothing.
+func (ft *fakeTemporal) closeIterator(id string) client.HistoryEventIterator {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if r := ft.runs[id]; r != nil && r.closed != nil {
+		return &sliceIterator{evs: []*historypb.HistoryEvent{r.closed}}
+	}
+	return endedIterator{}
+}
+
+// sliceIterator yields the given events.
+type sliceIterator struct{ evs []*historypb.HistoryEvent }
+
+func (s *sliceIterator) HasNext() bool { return len(s.evs) > 0 }
+func (s *sliceIterator) Next() (*historypb.HistoryEvent, error) {
+	if len(s.evs) == 0 {
+		return nil, io.EOF
+	}
+	ev := s.evs[0]
+	s.evs = s.evs[1:]
+	return ev, nil
 }
 
 // endedIterator is a history iterator of a closed workflow with nothing new.
@@ -127,6 +180,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	switch q {
 	case workflows.SnapshotQuery:
 		return jsonValue{r.snap}, nil
+	case workflows.RunBasisQuery:
+		in := r.input
+		return jsonValue{workflows.RunBasis{Definition: in.Definition, Definitions: in.Definitions, Packs: in.Packs, PackHashes: in.PackHashes, Limits: in.Limits}}, nil
 	case workflows.EventsQuery:
 		if r.eventsTimeouts > 0 {
 			r.eventsTimeouts--
@@ -173,7 +229,7 @@ func (ft *fakeTemporal) signal(id, name string, arg any) error {
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
 	r, ok := ft.runs[id]
-	if !ok {
+	if !ok || r.closed != nil {
 		return serviceerror.NewNotFound("workflow not found")
 	}
 	r.signals = append(r.signals, arg)
@@ -290,6 +346,7 @@ func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	return d, ok
 }
 func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
+func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
 }

@@ -252,7 +252,7 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	if err := s.tc.SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req); err != nil {
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return apiErr(http.StatusConflict, CodeInterruptResolved, "run %s finished before the resolve arrived", runID)
+			return s.closedResolveError(ctx, runID)
 		}
 		return s.temporalErr(err, runID)
 	}

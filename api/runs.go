@@ -345,18 +345,14 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 // snapshot queries the run's snapshot and enforces tenant isolation: a run of another
 // tenant is reported exactly like an unknown run.
 func (s *Server) snapshot(ctx context.Context, p *principal, runID string) (*workflows.Snapshot, error) {
-	v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.SnapshotQuery)
+	snap, err := s.querySnapshot(ctx, runID)
 	if err != nil {
-		return nil, s.temporalErr(err, runID)
-	}
-	var snap workflows.Snapshot
-	if err := v.Get(&snap); err != nil {
-		return nil, fmt.Errorf("decoding the snapshot of run %s: %w", runID, err)
+		return nil, err
 	}
 	if p != nil && snap.Owner.Tenant != p.Tenant {
 		return nil, notFound("run %q not found", runID)
 	}
-	return &snap, nil
+	return snap, nil
 }
 
 // temporalErr maps Temporal client errors: unknown workflow → 404; the rest are
@@ -531,17 +527,13 @@ func (s *Server) handleFork(c echo.Context) error {
 	if from > page.LastSequence+1 {
 		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, page.LastSequence).with("field", "fromSeq")
 	}
-	def, ok := s.cat.Definition(snap.WorkflowID)
-	if !ok {
-		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run's workflow %q is no longer served", snap.WorkflowID)
-	}
-	in, err := s.cat.NewRunInput(workflows.RunRequest{
-		RunID: newRunID(s.cfg.Now()), WorkflowID: def.ID, Inputs: runInputsOf(page.Events),
+	in, err := s.forkInput(ctx, id, snap, workflows.RunRequest{
+		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: runInputsOf(page.Events),
 		Owner: workflows.Owner{Tenant: snap.Owner.Tenant, Principal: p.KeyID},
 		Tags:  snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable,
 	})
 	if err != nil {
-		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "the source run cannot be replayed: %v", err)
+		return err
 	}
 	in.Fork = &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: page.Events}
 	if _, err := s.startRun(ctx, *in); err != nil {

@@ -65,6 +65,7 @@ type catalogView interface {
 	Pack(id string) (*packs.Pack, bool)
 	Fixtures() []string
 	NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error)
+	Limits() workflows.TurnLimits
 }
 
 // New builds the API server.

@@ -45,3 +45,12 @@ package engine
 //     The enforced text is what the transcript keeps.
 //   - Composition states are not supported: reaching one ends the run failed with
 //     code unsupported_state. A pack without a workflow cannot start.
+//   - Config.Limits are the host's limits on one turn: model rounds and tool calls
+//     counted across state changes (max_rounds and max_tool_calls_per_turn count per
+//     segment). The round limit is checked before each round, the call limit before
+//     each batch (calls + batch > max); reaching one ends the run as an exhausted
+//     budget does (status budget_exhausted, a budget event with Host set) with code
+//     loop_limit_exceeded. The pack's own limits apply first when they are lower.
+//   - Runtime.Stopped is asked before each round and each tool batch, and an effect
+//     that returns ErrStopped stops the turn where it is: status stopped, nothing of
+//     the interrupted round kept. The host uses it to cancel a run mid-turn.

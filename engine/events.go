@@ -102,10 +102,14 @@ type MaxVisitsEvent struct {
 
 // BudgetEvent reports an exhausted engine.budget limit.
 type BudgetEvent struct {
-	Limit       string `json:"limit"` // max_total_visits | max_tool_calls | max_wall_time_sec
+	// Limit is max_total_visits, max_tool_calls or max_wall_time_sec for the pack's
+	// budget, LimitTurnRounds or LimitTurnToolCalls for a host limit (Host set).
+	Limit       string `json:"limit"`
 	Current     int    `json:"current"`
 	Max         int    `json:"max"`
 	Transitions int    `json:"transitions"`
+	// Host is set when the limit is the host's (Config.Limits), not the pack's.
+	Host bool `json:"host,omitempty"`
 }
 
 // ValidatorEvent reports a validator that changed a round's text.

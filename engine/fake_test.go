@@ -35,6 +35,8 @@ type fakeRuntime struct {
 	rounds    []snapshot
 	toolCalls [][]activities.ToolCallInput
 	events    []Event
+	// stop, when set, answers Stopped.
+	stop func() bool
 }
 
 func newFake(t *testing.T, rounds ...*activities.ModelRoundResult) *fakeRuntime {
@@ -83,6 +85,8 @@ func (f *fakeRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.Too
 func (f *fakeRuntime) Now() time.Time { return f.now }
 
 func (f *fakeRuntime) Emit(ev Event) { f.events = append(f.events, ev) }
+
+func (f *fakeRuntime) Stopped() bool { return f.stop != nil && f.stop() }
 
 func (f *fakeRuntime) kinds() []string {
 	var out []string

@@ -25,6 +25,11 @@ type Runtime interface {
 	Now() time.Time
 	// Emit records an engine event.
 	Emit(ev Event)
+	// Stopped reports whether the host wants the turn to end now (the run is being
+	// cancelled). The machine asks before every model round and every tool batch; a
+	// Model or Tools error that wraps ErrStopped stops it as well. A stopped turn ends
+	// with status stopped and the run is over (see stop.go).
+	Stopped() bool
 }
 
 // Run statuses (State.Status, TurnResult.Status).
@@ -35,6 +40,7 @@ const (
 	StatusMaxVisitsExceeded = "max_visits_exceeded" // max_visits hit without on_max_visits; the run is over
 	StatusBudgetExhausted   = "budget_exhausted"    // an engine.budget limit was reached; the run is over
 	StatusFailed            = "failed"              // a model/tool failure, max_rounds, or an unsupported state; the run is over
+	StatusStopped           = "stopped"             // the host stopped the turn (Runtime.Stopped); the run is over
 )
 
 // Error codes of TurnResult.ErrorCode (besides the codes a Runtime error carries).
@@ -46,6 +52,9 @@ const (
 	CodeToolError         = "tool_error"
 	CodeUnsupportedState  = "unsupported_state"
 	CodeRenderError       = "render_error"
+	// CodeLoopLimitExceeded ends a turn that reached a host limit (Config.Limits),
+	// the code RFC 0058 gives an agent-loop ceiling.
+	CodeLoopLimitExceeded = "loop_limit_exceeded"
 )
 
 // Budget limit names (BudgetEvent.Limit), as engine.budget spells them.
@@ -79,6 +88,8 @@ type Config struct {
 	Pack   *packs.Pack
 	// Vars are the template variables (the run's inputs).
 	Vars map[string]any
+	// Limits are the host's limits on the work of one turn; zero fields impose none.
+	Limits TurnLimits
 }
 
 // Transition is one entry of State.History.
@@ -286,7 +297,7 @@ func isTerminal(s *packs.State) bool { return s.IsTerminal() }
 
 func isClosed(status string) bool {
 	switch status {
-	case StatusCompleted, StatusMaxVisitsExceeded, StatusBudgetExhausted, StatusFailed:
+	case StatusCompleted, StatusMaxVisitsExceeded, StatusBudgetExhausted, StatusFailed, StatusStopped:
 		return true
 	}
 	return false
@@ -326,6 +337,8 @@ type turn struct {
 	trigger    *activities.Message // the message that started the turn, copied on transient entry
 	segRounds  int                 // model rounds in the current state segment
 	segCalls   int                 // tool calls in the current state segment
+	rounds     int                 // model rounds of the whole turn (Config.Limits)
+	calls      int                 // tool calls of the whole turn (Config.Limits)
 	transition *pendingTransition
 }
 
@@ -401,7 +414,7 @@ func (m *Machine) finish(t *turn) *TurnResult {
 // loop runs model rounds in the current state until the turn ends (§8.9 steps 1–6).
 func (m *Machine) loop(t *turn) {
 	for {
-		if m.wallTimeExhausted(t) {
+		if m.stopped(t, nil) || m.wallTimeExhausted(t) || m.turnRoundsReached(t) {
 			return
 		}
 		sname := m.st.CurrentState
@@ -419,6 +432,9 @@ func (m *Machine) loop(t *turn) {
 			return
 		}
 		out, err := t.rt.Model(in)
+		if m.stopped(t, err) {
+			return
+		}
 		if err != nil {
 			m.fail(errorCode(err, CodeModelError), fmt.Sprintf("model round %d in state %q failed: %v", in.Round, sname, err))
 			return
@@ -428,6 +444,7 @@ func (m *Machine) loop(t *turn) {
 		}
 		m.st.ModelRounds++
 		t.segRounds++
+		t.rounds++
 		m.st.Usage.InputTokens += out.Usage.InputTokens
 		m.st.Usage.OutputTokens += out.Usage.OutputTokens
 		t.rt.Emit(Event{Kind: EventModelRound, State: sname, Round: &RoundEvent{
@@ -465,6 +482,9 @@ func (m *Machine) loop(t *turn) {
 
 		if b := m.budget(); b != nil && b.MaxToolCalls > 0 && m.st.TotalToolCalls+len(calls) > b.MaxToolCalls {
 			m.exhaust(t, LimitToolCalls, m.st.TotalToolCalls+len(calls), b.MaxToolCalls)
+			return
+		}
+		if m.turnCallsExceeded(t, len(calls)) {
 			return
 		}
 		if !m.runTools(t, in.Round, s, prompt, policy, calls) {

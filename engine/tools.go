@@ -143,6 +143,7 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		}})
 		m.st.TotalToolCalls++
 		t.segCalls++
+		t.calls++
 		switch {
 		case t.segCalls > pol.MaxToolCallsPerTurn:
 			results[i] = errorResult("tool call limit reached: prompt %q allows %d tool calls per turn; answer with what you have", s.PromptTask, pol.MaxToolCallsPerTurn)
@@ -163,7 +164,13 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		}
 	}
 	if len(batch) > 0 {
+		if m.stopped(t, nil) {
+			return false
+		}
 		out, err := t.rt.Tools(batch)
+		if m.stopped(t, err) {
+			return false
+		}
 		if err != nil {
 			m.fail(errorCode(err, CodeToolError), fmt.Sprintf("tool calls of round %d in state %q failed: %v", round, sname, err))
 			return false

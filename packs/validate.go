@@ -393,7 +393,7 @@ func (c *checker) checkGraph() {
 					}
 				}
 				if !bounded {
-					c.warnAtKey(toks("workflow", "states", s), "cycle %s: no state on it has max_visits, so only the budget bounds the loop", strings.Join(cycle, " -> "))
+					c.warnAtKey(toks("workflow", "states", s), "cycle %s: no state on it has max_visits, %s", strings.Join(cycle, " -> "), c.cycleBound())
 				}
 			}
 		}
@@ -491,8 +491,50 @@ func (c *checker) checkAgentLoops() {
 		if bounded || c.canLeaveAgentLoop(comp) {
 			continue
 		}
-		c.warnAtKey(toks("workflow", "states", comp[0]), "states %s form a control: agent loop with no max_visits and no way out to a control: user or terminal state; the model would run until the budget is exhausted (RFC 0014)", strings.Join(quoteEach(comp), ", "))
+		c.warnAtKey(toks("workflow", "states", comp[0]), "states %s form a control: agent loop with no max_visits and no way out to a control: user or terminal state; %s (RFC 0014)", strings.Join(quoteEach(comp), ", "), c.agentLoopBound())
 	}
+}
+
+// hostRoundLimit names the host's limit on model rounds per user turn (the engine's
+// DefaultHostMaxRoundsPerTurn is its default).
+const hostRoundLimit = "the host's limit of model rounds per user turn (WOP_MAX_ROUNDS_PER_TURN, 25 by default)"
+
+// budgetLimits lists the limits the pack's engine.budget sets, e.g.
+// "max_total_visits 20, max_tool_calls 30"; empty when it sets none.
+func (c *checker) budgetLimits() string {
+	w := c.p.Workflow
+	if w.Engine == nil || w.Engine.Budget == nil {
+		return ""
+	}
+	b := w.Engine.Budget
+	var parts []string
+	if b.MaxTotalVisits > 0 {
+		parts = append(parts, fmt.Sprintf("max_total_visits %d", b.MaxTotalVisits))
+	}
+	if b.MaxToolCalls > 0 {
+		parts = append(parts, fmt.Sprintf("max_tool_calls %d", b.MaxToolCalls))
+	}
+	if b.MaxWallTimeSec > 0 {
+		parts = append(parts, fmt.Sprintf("max_wall_time_sec %d", b.MaxWallTimeSec))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cycleBound says what bounds a cycle without max_visits.
+func (c *checker) cycleBound() string {
+	if b := c.budgetLimits(); b != "" {
+		return "so only engine.budget (" + b + ") bounds the loop"
+	}
+	return "and the pack declares no engine.budget: nothing bounds the loop across turns, and within one turn only " + hostRoundLimit + " does"
+}
+
+// agentLoopBound says what ends a control: agent loop the model cannot leave, which
+// runs within one turn.
+func (c *checker) agentLoopBound() string {
+	if b := c.budgetLimits(); b != "" {
+		return "the model would loop until engine.budget (" + b + ") or " + hostRoundLimit + " ends the run, whichever comes first"
+	}
+	return "the pack declares no engine.budget, so the model would loop until " + hostRoundLimit + " ends the run with loop_limit_exceeded"
 }
 
 // canLeaveAgentLoop reports whether a state that ends the turn is reachable from the loop.

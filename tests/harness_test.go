@@ -49,6 +49,7 @@ func TestMain(m *testing.M) {
 	if shared.stack != nil {
 		shared.stack.Stop()
 	}
+	stopAgentStack()
 	os.Exit(code)
 }
 

@@ -41,12 +41,13 @@ func LoadPacks(dir string, logger *slog.Logger) ([]*packs.Loaded, error) {
 
 // LoadCatalog builds the catalog of workflow definitions: each loaded pack as a
 // workflow of its own, plus the OpenWOP conformance fixtures when seedFixtures is set.
-func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool) (*workflows.Catalog, error) {
+// Every run it starts carries limits (Config.TurnLimits).
+func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool, limits workflows.TurnLimits) (*workflows.Catalog, error) {
 	ps := make([]*packs.Pack, 0, len(loaded))
 	for _, l := range loaded {
 		ps = append(ps, l.Pack)
 	}
-	cat, err := workflows.NewCatalog(workflows.CatalogOptions{Packs: ps, SeedFixtures: seedFixtures})
+	cat, err := workflows.NewCatalog(workflows.CatalogOptions{Packs: ps, SeedFixtures: seedFixtures, Limits: limits})
 	if err != nil {
 		return nil, fmt.Errorf("build workflow catalog: %w", err)
 	}

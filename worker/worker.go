@@ -22,6 +22,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
@@ -68,12 +69,48 @@ type Config struct {
 	// Logger receives the worker's own logs. Nil discards them. It is not read from
 	// the environment.
 	Logger *slog.Logger `json:"-"`
+	// TurnLimits are the host's limits on the agent work of one user turn (model
+	// rounds and tool calls, counted across a pack's state changes; 0 = none). Every
+	// run carries the limits of the catalog that started it (LoadCatalog), so the
+	// process that starts runs (wop api, wop dev) must be given them.
+	TurnLimits workflows.TurnLimits
 }
 
 // DefaultConfig returns the defaults ConfigFromEnv starts from.
 func DefaultConfig() Config {
 	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second, WorkflowCacheSize: DefaultWorkflowCacheSize,
-		WorkflowTaskPollers: DefaultWorkflowTaskPollers}
+		WorkflowTaskPollers: DefaultWorkflowTaskPollers, TurnLimits: DefaultTurnLimits()}
+}
+
+// DefaultTurnLimits are the limits a host applies when WOP_MAX_ROUNDS_PER_TURN and
+// WOP_MAX_TOOL_CALLS_PER_TURN are unset: 25 model rounds and 50 tool calls per turn.
+func DefaultTurnLimits() workflows.TurnLimits {
+	return workflows.TurnLimits{MaxRounds: engine.DefaultHostMaxRoundsPerTurn, MaxToolCalls: engine.DefaultHostMaxToolCallsPerTurn}
+}
+
+// TurnLimitsFromEnv reads the host's per-turn limits:
+//
+//	WOP_MAX_ROUNDS_PER_TURN       model rounds one user turn may run (default 25, 0 = no limit)
+//	WOP_MAX_TOOL_CALLS_PER_TURN   tool calls one user turn may make (default 50, 0 = no limit)
+func TurnLimitsFromEnv(getenv func(string) string) (workflows.TurnLimits, error) {
+	lim := DefaultTurnLimits()
+	var errs []error
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"WOP_MAX_ROUNDS_PER_TURN", &lim.MaxRounds}, {"WOP_MAX_TOOL_CALLS_PER_TURN", &lim.MaxToolCalls}} {
+		raw := strings.TrimSpace(getenv(v.name))
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer (0 = no limit)", v.name, raw))
+			continue
+		}
+		*v.dst = n
+	}
+	return lim, errors.Join(errs...)
 }
 
 // DefaultWorkflowTaskPollers is the default of Config.WorkflowTaskPollers. Besides two
@@ -105,6 +142,8 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
+//	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
 //	WOP_APPROVAL_TIMEOUT             deadline of a tool call's approval (default 72h; 7d and Go durations)
 //	WOP_APPROVAL_REMINDER            remind approvers at this interval while a call waits (default off)
 //	WOP_APPROVAL_ESCALATE_AFTER      add WOP_APPROVAL_ESCALATE_TO to the approvers after this wait
@@ -143,6 +182,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.ShutdownTimeout = d
 		}
 	}
+	limits, err := TurnLimitsFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.TurnLimits = limits
 	if err := approvalDefaultsFromEnv(getenv, &cfg.ApprovalDefaults); err != nil {
 		errs = append(errs, err)
 	}
@@ -199,6 +243,10 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
 		MaxConcurrentWorkflowTaskPollers:       pollers,
 		WorkerStopTimeout:                      cfg.ShutdownTimeout,
+		// A heartbeat is how a running activity learns it was cancelled; the SDK's own
+		// throttle (80% of the heartbeat timeout) would let a cancelled model round run
+		// on for up to 24 s.
+		MaxHeartbeatThrottleInterval: activities.HeartbeatInterval,
 	})
 	workflows.Register(w, acts)
 	return w

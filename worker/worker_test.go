@@ -103,3 +103,21 @@ func TestConfigFromEnvAndFlags(t *testing.T) {
 		t.Errorf("malformed values: %v", err)
 	}
 }
+
+func TestTurnLimitsFromEnv(t *testing.T) {
+	lim, err := TurnLimitsFromEnv(env(nil))
+	if err != nil || lim.MaxRounds != 25 || lim.MaxToolCalls != 50 {
+		t.Fatalf("defaults = %+v, %v", lim, err)
+	}
+	lim, err = TurnLimitsFromEnv(env(map[string]string{"WOP_MAX_ROUNDS_PER_TURN": "8", "WOP_MAX_TOOL_CALLS_PER_TURN": "0"}))
+	if err != nil || lim.MaxRounds != 8 || lim.MaxToolCalls != 0 {
+		t.Fatalf("set = %+v, %v", lim, err)
+	}
+	if _, err := TurnLimitsFromEnv(env(map[string]string{"WOP_MAX_ROUNDS_PER_TURN": "-1"})); err == nil || !strings.Contains(err.Error(), "WOP_MAX_ROUNDS_PER_TURN") {
+		t.Errorf("a negative limit: %v", err)
+	}
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_MAX_ROUNDS_PER_TURN": "3"}))
+	if err != nil || cfg.TurnLimits.MaxRounds != 3 || cfg.TurnLimits.MaxToolCalls != 50 {
+		t.Errorf("ConfigFromEnv limits = %+v, %v", cfg.TurnLimits, err)
+	}
+}

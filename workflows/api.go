@@ -6,8 +6,10 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -35,7 +37,53 @@ const (
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
+	// RunBasisQuery returns what the run was started with that a fork replay must
+	// run on: its definitions, its packs by hash, its limits.
+	RunBasisQuery = "openwop.run-basis" // () -> RunBasis
 )
+
+// RunBasis is the part of a run's input a `:fork` replay reuses, so the fork runs on
+// the source's recorded definition and packs (whatever the packs folder holds now)
+// and under the source's limits. It is no larger than the run's input.
+type RunBasis struct {
+	Definition  *Definition            `json:"definition"`
+	Definitions map[string]*Definition `json:"definitions,omitempty"`
+	Packs       map[string]*packs.Pack `json:"packs,omitempty"`
+	PackHashes  map[string]string      `json:"packHashes,omitempty"`
+	Limits      *TurnLimits            `json:"limits,omitempty"`
+}
+
+// ForkInput builds the RunInput of a replay fork of the run whose basis b is: the
+// source's definitions, packs (Pack.Hash restored from PackHashes) and limits
+// (fallback when the source recorded none), with inputs checked against the
+// definition. The caller sets Fork.
+func (b *RunBasis) ForkInput(req RunRequest, fallback TurnLimits) (*RunInput, error) {
+	if b.Definition == nil {
+		return nil, fmt.Errorf("the source run recorded no workflow definition")
+	}
+	if err := CheckInputs(b.Definition, req.Inputs); err != nil {
+		return nil, err
+	}
+	in := &RunInput{
+		RunID: req.RunID, Definition: b.Definition, Definitions: b.Definitions, Packs: b.Packs, PackHashes: b.PackHashes,
+		Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags, Metadata: req.Metadata, Configurable: req.Configurable,
+		RequestDigest: req.RequestDigest, Limits: b.Limits,
+	}
+	for id, p := range in.Packs {
+		if p != nil && p.Hash == "" {
+			p.Hash = in.PackHashes[id]
+		}
+	}
+	if in.Limits == nil && len(in.Packs) > 0 && fallback != (TurnLimits{}) {
+		in.Limits = &fallback
+	}
+	return in, nil
+}
+
+// runBasis answers RunBasisQuery.
+func (r *runner) runBasis() RunBasis {
+	return RunBasis{Definition: r.in.Definition, Definitions: r.in.Definitions, Packs: r.in.Packs, PackHashes: r.in.PackHashes, Limits: r.in.Limits}
+}
 
 // Owner is the identity a run belongs to.
 type Owner struct {
@@ -62,6 +110,11 @@ type RunInput struct {
 	ParentRunID string `json:"parentRunId,omitempty"`
 	// Fork is set on a `:fork` replay: the source run and its recorded event log.
 	Fork *ForkSource `json:"fork,omitempty"`
+	// Limits are the host's limits on the agent work of one user turn (engine rounds
+	// and tool calls counted across state changes), fixed when the run starts so a
+	// changed configuration never alters a run in flight. Nil: no host limit (runs
+	// started before the limits existed).
+	Limits *TurnLimits `json:"limits,omitempty"`
 	// Carried is set when the run continued as new; readers never see the chain.
 	Carried json.RawMessage `json:"carried,omitempty"`
 	// Definitions holds the definitions the run's core.subWorkflow nodes start, by id
@@ -72,6 +125,9 @@ type RunInput struct {
 	// value; production relies on Temporal's suggestion).
 	ContinueAsNewAfterEvents int `json:"continueAsNewAfterEvents,omitempty"`
 }
+
+// TurnLimits are the host's per-turn limits of RunInput.Limits (engine.TurnLimits).
+type TurnLimits = engine.TurnLimits
 
 // ForkSource describes the run a replay fork re-folds.
 type ForkSource struct {
@@ -156,6 +212,17 @@ type Snapshot struct {
 	// RequestDigest is echoed for the API's Idempotency-Key check.
 	RequestDigest string `json:"requestDigest,omitempty"`
 	ParentRunID   string `json:"parentRunId,omitempty"`
+	// TemporalClose is set by the API (not the workflow) on a run Temporal closed
+	// without the run's own terminal event, e.g. terminated: Status then comes from it.
+	TemporalClose *TemporalClose `json:"temporalClose,omitempty"`
+}
+
+// TemporalClose says how Temporal closed a run that wrote no terminal event.
+type TemporalClose struct {
+	// Status is Temporal's close status: Terminated, TimedOut, Failed, Canceled.
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	ClosedAt string `json:"closedAt"`
 }
 
 // PendingInterrupt describes an interrupt a run waits on.
@@ -236,6 +303,10 @@ type ResolveCheck struct {
 	// RequestID — a resolve repeated with the same Idempotency-Key: the API answers as
 	// it did the first time and sends nothing.
 	Replayed bool `json:"replayed,omitempty"`
+
+	// misrouted marks the refusal of an event injection that runs recorded before
+	// eventRoutingVersion took as a chat reply (pack_events.go).
+	misrouted bool
 }
 
 // CancelRequest is the payload of CancelSignal.

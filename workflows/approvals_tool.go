@@ -42,6 +42,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -132,7 +133,7 @@ func (rt *packRuntime) approveCalls(calls []activities.ToolCallInput, live []int
 			why[j] = reason
 		}
 	}
-	if len(need) == 0 || workflow.GetVersion(rt.ctx, toolApprovalsVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if len(need) == 0 || !rt.c.r.changed(toolApprovalsVersion) {
 		return nil, nil
 	}
 	out := make([]*activities.ToolCallResult, len(live))
@@ -189,6 +190,12 @@ func (rt *packRuntime) awaitToolDecision(call *activities.ToolCallInput, route a
 	for {
 		req, value, timedOut, err := r.nextToolRequest(it)
 		if err != nil {
+			// The run is being cancelled: the turn stops (pack_cancel.go), and the
+			// run's cancel voids the interrupt.
+			r.upsertToolWait(nil)
+			if rt.Stopped() {
+				return nil, fmt.Errorf("%w: the run was cancelled while %s waited for approval", engine.ErrStopped, call.Tool)
+			}
 			return nil, err
 		}
 		if timedOut {
@@ -301,7 +308,8 @@ func (ta *toolApproval) describe(d *approvalData) string {
 // upsertToolWait sets (or, for nil, clears) the search attributes of a waiting call.
 func (r *runner) upsertToolWait(it *interrupt) {
 	if it == nil {
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, SAWaitingTool.ValueUnset(), SAApprovers.ValueUnset())
+		dctx, _ := workflow.NewDisconnectedContext(r.ctx) // also while the run is being cancelled
+		_ = workflow.UpsertTypedSearchAttributes(dctx, SAWaitingTool.ValueUnset(), SAApprovers.ValueUnset())
 		return
 	}
 	upd := []temporal.SearchAttributeUpdate{SAWaitingTool.ValueSet(it.tool.call.Tool)}

@@ -358,3 +358,19 @@ func TestToolApprovalPolicy(t *testing.T) {
 	got, _ = approvalNeeded(p, "desk", call("pay"), route(""))
 	require.True(t, got)
 }
+
+// TestToolApprovalCancelled: cancelling the run while a call waits ends the run
+// cancelled; the call never runs and its decision is refused afterwards.
+func TestToolApprovalCancelled(t *testing.T) {
+	tr, sm := approvalRun(t, activities.ToolApproval{}, nil)
+	tr.at(time.Hour, func() { tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "changed my mind", CancelledBy: "key_test"}) })
+	final := tr.finish()
+	late := tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+	require.Equal(t, StatusCancelled, final.Status)
+	require.Empty(t, sm.tools, "nothing of the batch ran")
+	require.Empty(t, final.Interrupts)
+	require.False(t, late.OK)
+	require.Equal(t, http.StatusGone, late.Status)
+	evs := tr.events()
+	require.Equal(t, EvRunCancelled, evs[len(evs)-1].Type)
+}

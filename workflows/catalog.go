@@ -30,18 +30,22 @@ type Catalog struct {
 	defs     map[string]*Definition
 	packs    map[string]*packs.Pack
 	fixtures []string
+	limits   TurnLimits
 }
 
 // CatalogOptions configures NewCatalog.
 type CatalogOptions struct {
 	Packs        []*packs.Pack
 	SeedFixtures bool
+	// Limits are the host's per-turn limits every run with a pack node carries
+	// (RunInput.Limits); zero imposes none.
+	Limits TurnLimits
 }
 
 // NewCatalog builds the catalog. A pack whose id collides with a fixture, or two packs
 // with one id, is an error.
 func NewCatalog(opts CatalogOptions) (*Catalog, error) {
-	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]*packs.Pack{}}
+	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]*packs.Pack{}, limits: opts.Limits}
 	if opts.SeedFixtures {
 		fx, err := LoadFixtures()
 		if err != nil {
@@ -247,8 +251,15 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 			}
 		}
 	}
+	if len(in.Packs) > 0 && c.limits != (TurnLimits{}) {
+		lim := c.limits
+		in.Limits = &lim
+	}
 	return in, nil
 }
+
+// Limits are the per-turn limits the catalog's runs carry.
+func (c *Catalog) Limits() TurnLimits { return c.limits }
 
 // CheckInputs validates run inputs against a definition's declared variables.
 func CheckInputs(def *Definition, inputs json.RawMessage) error {

@@ -150,6 +150,9 @@ type opening struct {
 	TimeoutText string
 	// FirstUserText, when set, is recorded as user turn 1 and answered at once.
 	FirstUserText string
+	// Raise, when set, raises the agent's own interrupt as the conversation opens
+	// (before the first user turn), as agentReply.Raise does later.
+	Raise *agentInterrupt
 	// AutoResume: the host appends AutoReply as one agent turn and closes the
 	// conversation without any client call (conformance mockAutoResume).
 	AutoResume bool
@@ -513,7 +516,11 @@ func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawM
 				return v, check
 			}
 		}
-		if a := r.agents[it.NodeID]; a != nil {
+		if check, isPack := r.checkPackInject(it.NodeID, ev); isPack {
+			if !check.OK {
+				return nil, check
+			}
+		} else if a := r.agents[it.NodeID]; a != nil {
 			err = a.CheckInject(r.convOf(it.NodeID), ev)
 		}
 	}
@@ -617,6 +624,9 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 				cl = &closeRequest{Outcome: mustJSON(map[string]string{"summary": "mock conversation completed"}), FinalText: "Conversation closed by the host mock."}
 			}
 			return r.finishClose(c, cl, ResolveRequest{ResolvedBy: "host:mock"})
+		}
+		if op.Raise != nil {
+			_, _, _ = r.applyReply(c, agentReply{Silent: true, Raise: op.Raise})
 		}
 		if op.FirstUserText != "" {
 			idx := c.NextTurnIndex()

@@ -14,7 +14,11 @@
 //     on OK signal ResolveSignal with the same request. Set RequestID (de-duplication)
 //     and ReceivedAtMs (the ts of a bare conversation reply). The workflow validates
 //     again and ignores what it rejects; signals are queued in arrival order.
-//   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow.
+//   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow. A
+//     pack's turn stops between rounds and tool calls, and the activity in flight is
+//     cancelled (pack_cancel.go).
+//   - Fork: ask RunBasisQuery on the source, build the input with RunBasis.ForkInput
+//     and set RunInput.Fork (fork.go, pack_replay.go).
 //
 // # Decisions
 //
@@ -35,6 +39,9 @@
 //     when Temporal suggests it, carrying its whole state (runId unchanged).
 //   - A fork replay (RunInput.Fork) re-folds recorded decisions and conversations;
 //     see fork.go.
+//   - RunInput.Limits are the host's per-turn limits of pack agent work, fixed at start.
+//   - Behaviour that changed for runs in flight is asked lazily with workflow.GetVersion
+//     (versions.go), where the new code would first act differently.
 //   - A pack's tool calls are routed per batch by the RouteTools local activity (its
 //     recorded answer, not the worker's bindings, decides); activity-bound calls are
 //     scheduled on their binding's task queue, the others are ToolCall activities, and

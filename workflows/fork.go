@@ -15,7 +15,8 @@ import (
 //     source's. Agents that implement turnObserver see each replayed turn, and
 //     conversation.SourceEvents exposes the node's recorded events (agent.*,
 //     provider.usage, …) to them. A source conversation that never closed continues
-//     live after the recorded turns.
+//     live after the recorded turns; since forkReplayVersion a last user turn the
+//     source never answered is answered then (see pack_replay.go).
 // FromSeq is recorded on the run but the replay always re-folds from sequence 0.
 
 // forkIndex holds the recorded resolutions of the source run.
@@ -132,7 +133,12 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	if obs != nil {
 		obs.Observe(r.ctx, c, opened.InitialTurn)
 	}
+	folder, _ := agent.(replayFolder)
+	last := opened.InitialTurn
 	for _, e := range src[1:] {
+		if folder != nil {
+			folder.FoldBefore(r.ctx, c, e)
+		}
 		switch e.Type {
 		case EvConversationExchanged:
 			var p struct {
@@ -142,6 +148,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
 			}
 			c.Turns = append(c.Turns, p.Turn)
+			last = p.Turn
 			c.LastEventID = r.emit(EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
 			c.refreshExchangeData()
 			if obs != nil {
@@ -159,10 +166,49 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 				obs.Observe(r.ctx, c, p.FinalTurn)
 			}
 			c.close(p.FinalTurn, p.Outcome, ResolveRequest{ResolvedBy: "replay"})
+			if folder != nil {
+				folder.ReplayDone(r.ctx, c, true)
+			}
+			if ne := r.sourceNodeFailure(c.NodeID); ne != nil {
+				return nil, ne
+			}
 			return r.conversationOutputs(c), nil
 		}
 	}
+	if folder != nil {
+		folder.ReplayDone(r.ctx, c, false)
+	}
+	if last.Role == RoleUser && r.changed(forkReplayVersion) {
+		// The source never answered its last user turn (cancelled mid-turn, or still
+		// working): it is answered now, as a live turn would be.
+		rep, err := agent.Reply(r.ctx, c, last)
+		if err != nil {
+			return nil, agentFailure(c.NodeID, err)
+		}
+		if out, done, err := r.applyReply(c, rep); done || err != nil {
+			return out, err
+		}
+	}
 	return r.converse(c, agent)
+}
+
+// sourceNodeFailure returns the failure the source run recorded for node nodeID
+// (node.failed), so a replayed conversation that closed with an error fails its node
+// as the source's did. Forks recorded before forkReplayVersion completed the node.
+func (r *runner) sourceNodeFailure(nodeID string) error {
+	for _, e := range r.in.Fork.Events {
+		if e.Type != EvNodeFailed || e.NodeID != nodeID {
+			continue
+		}
+		var p struct {
+			Error RunError `json:"error"`
+		}
+		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(forkReplayVersion) {
+			return nil
+		}
+		return &nodeError{p.Error}
+	}
+	return nil
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

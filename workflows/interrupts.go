@@ -202,6 +202,10 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 		req = r.inbox[0]
 		r.inbox = r.inbox[1:]
 		check, res := r.checkResolve(req)
+		if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
+			r.legacyEventRouting = true
+			check, res = r.checkResolve(req)
+		}
 		if !check.OK {
 			workflow.GetLogger(r.ctx).Info("Ignoring a resolve the workflow rejects", "nodeId", req.NodeID, "code", check.Code, "message", check.Message)
 			continue
@@ -305,6 +309,9 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 	)
 	switch {
 	case target.conv != nil:
+		if refused := r.misroutedEvent(target, req); refused != nil {
+			return *refused, nil
+		}
 		value, status, check = r.checkConversationResolve(target, req)
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)

@@ -11,10 +11,10 @@ package workflows
 // a fork replay reuses), max_visits workflow.loopback-limit, an exhausted budget
 // cap.breached. Validator actions go to the workflow log only.
 //
-// While the engine waits in an `orchestration: external` state the node raises an
-// external-event interrupt beside the conversation; resolving it with
-// {"event", "context"} injects the event. Hybrid states accept injected events in the
-// engine but raise no interrupt, so the API cannot reach them yet.
+// While the engine is in a state that accepts injected events (`orchestration:
+// external`, and hybrid) the node raises an external-event interrupt beside the
+// conversation; resolving it with {"event", "context"} injects the event. An event sent
+// while the state accepts none is refused (pack_events.go).
 
 import (
 	"encoding/json"
@@ -79,6 +79,9 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		p.Hash = in.PackHashes[p.ID] // Hash is not serialised with the pack
 	}
 	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: runVars(in.Inputs)}
+	if in.Limits != nil {
+		ecfg.Limits = *in.Limits
+	}
 	a := &packAgent{pack: p, nodeID: n.ID}
 	var err error
 	if len(saved) > 0 && string(saved) != "null" {
@@ -94,7 +97,13 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		return nil, err
 	}
 	if c.Replaying() {
-		a.replay = newPackReplay(c.SourceEvents())
+		resumed := len(saved) > 0 && string(saved) != "null"
+		if v2 := c.r.changed(forkReplayVersion); !v2 || !resumed {
+			// A continued fork is past its re-fold (continue-as-new happens between live
+			// turns only), so the fold since forkReplayVersion needs no records then.
+			a.replay = newPackReplay(c.SourceEvents())
+			a.replay.v2, a.replay.sourceRunID = v2, in.Fork.SourceRunID
+		}
 	}
 	return a, nil
 }
@@ -138,6 +147,7 @@ func (a *packAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	if raw := c.Input().Inputs; len(raw) > 0 && json.Unmarshal(raw, &in) == nil && len(in.Message) > 0 {
 		op.FirstUserText = turnText(in.Message)
 	}
+	op.Raise = a.openingInterrupt(c)
 	a.publish(c)
 	return op, nil
 }
@@ -161,11 +171,21 @@ func turnText(content json.RawMessage) string {
 // Reply implements conversationAgent: one engine turn per user message.
 func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error) {
 	if a.m.Closed() {
+		if st := a.m.State(); st.ErrorCode == CodeReplayDiverged {
+			// A fork replay that left its source's recording (pack_replay.go).
+			return agentReply{Silent: true, Close: &closeRequest{
+				Error:     &RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
+				FinalText: "Conversation closed: the fork replay diverged from its source run, so the pack cannot go on.",
+			}}, nil
+		}
 		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
 	if err != nil {
 		return agentReply{}, err
+	}
+	if res.Status == engine.StatusStopped {
+		return agentReply{}, a.stopReply(c)
 	}
 	return a.reply(c, res, false), nil
 }
@@ -181,6 +201,9 @@ func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEve
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
 		return agentReply{}, err
+	}
+	if res.Status == engine.StatusStopped {
+		return agentReply{}, a.stopReply(c)
 	}
 	return a.reply(c, res, true), nil
 }
@@ -207,12 +230,14 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 		rep.Silent = true
 	}
 	switch res.Status {
-	case engine.StatusAwaitingEvent:
-		if c.agentIt == nil || len(res.Transitions) > 0 {
-			rep.Raise = a.externalInterrupt(res.Awaiting)
+	case engine.StatusAwaitingEvent, engine.StatusAwaitingUser:
+		if w := a.acceptsEvents(c, res); w != nil {
+			if c.agentIt == nil || len(res.Transitions) > 0 {
+				rep.Raise = a.externalInterrupt(w)
+			}
+		} else {
+			rep.Clear = c.agentIt != nil
 		}
-	case engine.StatusAwaitingUser:
-		rep.Clear = c.agentIt != nil
 	case engine.StatusCompleted:
 		st := a.m.State()
 		rep.Close = &closeRequest{
@@ -261,12 +286,17 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 		},
 		"required": []string{"event"},
 	}
+	describe := fmt.Sprintf("Pack %s waits in external state %s for one of the events %s; resolve with {\"event\": …, \"context\": …}.",
+		a.pack.ID, state, strings.Join(events, ", "))
+	if st := a.pack.Workflow.States[state]; st != nil && st.OrchestrationOrDefault() == packs.OrchestrationHybrid {
+		describe = fmt.Sprintf("Pack %s is in hybrid state %s: it answers messages and accepts the events %s; inject one with {\"event\": …, \"context\": …}.",
+			a.pack.ID, state, strings.Join(events, ", "))
+	}
 	return &agentInterrupt{
 		Kind:         "external-event",
 		EventType:    EventTypePackEvent,
 		ResumeSchema: mustJSON(schema),
-		Describe: fmt.Sprintf("Pack %s waits in external state %s for one of the events %s; resolve with {\"event\": …, \"context\": …}.",
-			a.pack.ID, state, strings.Join(events, ", ")),
+		Describe:     describe,
 	}
 }
 
@@ -352,6 +382,9 @@ type packRuntime struct {
 	a   *packAgent
 	// silent drops events (fork replay re-folds without re-emitting).
 	silent bool
+	// replayedRound is set when the latest model round came from the source run's
+	// record (a fork replay): its provider.usage is not emitted again.
+	replayedRound bool
 }
 
 // activityError carries the error type of a failed activity as the engine's error code.
@@ -377,45 +410,43 @@ func activityErrorCode(err error) string {
 }
 
 // Model implements engine.Runtime: one ModelRound activity (or, on a fork replay, the
-// source run's recorded result).
+// source run's recorded result; see pack_replay.go). A cancel of the run cancels the
+// activity in flight (pack_cancel.go).
 func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
 	var out activities.ModelRoundResult
-	recorded := false
-	if rt.a.replay != nil {
-		var r *activities.ModelRoundResult
-		if r, recorded = rt.a.replay.model(in.Round); recorded {
-			out = *r
-		} else {
-			rt.a.replay = nil // past the recorded rounds: the run goes on live
-		}
+	recorded, err := rt.replayedModel(in, &out)
+	if err != nil {
+		return nil, err
 	}
 	if !recorded {
 		opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
 		opts.Summary = activities.ModelRoundSummary(in)
-		actx := workflow.WithActivityOptions(rt.ctx, opts)
+		actx, cancel := workflow.WithCancel(rt.ctx)
+		actx = workflow.WithActivityOptions(actx, opts)
 		var acts *activities.Activities
-		if err := workflow.ExecuteActivity(actx, acts.ModelRound, in).Get(actx, &out); err != nil {
+		f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
+		rt.await(f, cancel)
+		if err := f.Get(actx, &out); err != nil {
 			if temporal.IsCanceledError(err) {
-				return nil, err
+				return nil, rt.stoppedErr(err)
 			}
 			return nil, newActivityError(err)
 		}
 	}
 	rt.a.lastProvider = out.Provider
 	// The round as the model answered it, so a fork replay can reuse it.
-	rt.emit("agent.decided", map[string]any{
-		"agentId": rt.a.agentID(in.State),
-		"decision": packRoundRecord{
-			Kind: "model_round", Round: in.Round, State: in.State, Text: out.Text, ToolCalls: out.ToolCalls,
-			Provider: out.Provider, Model: out.Model, Usage: out.Usage, FinishReason: out.FinishReason,
-		},
-	})
+	rt.emit("agent.decided", rt.decided(in, &out, recorded))
+	if recorded && rt.a.replay != nil && rt.a.replay.v2 {
+		rt.replayedRound = true
+		out.Usage = activities.Usage{} // spent by the source run, not by this one
+	}
 	return &out, nil
 }
 
 // Tools implements engine.Runtime: the batch's tool calls run concurrently; results
 // come back in call order. Runs that began before tool bindings were routed keep the
-// ToolCall-only path (legacyTools); the others route each batch (packtools.go).
+// ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
+// of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
 	if workflow.GetVersion(rt.ctx, toolRoutesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return rt.legacyTools(calls)
@@ -428,27 +459,30 @@ func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.To
 func (rt *packRuntime) legacyTools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
 	out := make([]*activities.ToolCallResult, len(calls))
 	futures := make([]workflow.Future, len(calls))
+	actx, cancel := workflow.WithCancel(rt.ctx)
 	for i, in := range calls {
-		if rt.a.replay != nil {
-			if r, ok := rt.a.replay.tool(in.CallID); ok {
-				out[i] = r
-				continue
-			}
+		r, recorded, err := rt.replayedTool(in)
+		if err != nil {
+			return nil, err
+		}
+		if recorded {
+			out[i] = r
+			continue
 		}
 		opts := activities.ToolCallOptions()
 		opts.Summary = activities.ToolCallSummary(in)
-		actx := workflow.WithActivityOptions(rt.ctx, opts)
 		var acts *activities.Activities
-		futures[i] = workflow.ExecuteActivity(actx, acts.ToolCall, in)
+		futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, opts), acts.ToolCall, in)
 	}
 	for i, f := range futures {
 		if f == nil {
 			continue
 		}
+		rt.await(f, cancel)
 		var r activities.ToolCallResult
 		if err := f.Get(rt.ctx, &r); err != nil {
 			if temporal.IsCanceledError(err) {
-				return nil, err
+				return nil, rt.stoppedErr(err)
 			}
 			return nil, newActivityError(fmt.Errorf("tool %s (call %s): %w", calls[i].Tool, calls[i].CallID, err))
 		}
@@ -479,6 +513,10 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		}
 		rt.emit("agent.handoff", p)
 	case engine.EventModelRound:
+		if rt.replayedRound {
+			rt.replayedRound = false
+			return // the source run spent it and reported it
+		}
 		r := ev.Round
 		provider, model := orDefault(r.Provider, "unknown"), orDefault(r.Model, "unknown")
 		rt.emit("provider.usage", map[string]any{
@@ -511,10 +549,15 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if b.Limit == engine.LimitWallTime {
 			kind, limit, observed = "run-duration", b.Max*1000, b.Current*1000
 		}
-		rt.emit("cap.breached", map[string]any{
+		p := map[string]any{
 			"kind": kind, "limit": limit, "observed": observed, "nodeId": a.nodeID,
 			"budget": b.Limit, "state": ev.State, "transitions": b.Transitions,
-		})
+		}
+		if b.Host {
+			delete(p, "budget")
+			p["hostLimit"], p["scope"] = b.Limit, "turn"
+		}
+		rt.emit("cap.breached", p)
 	case engine.EventValidator:
 		v := ev.Validator
 		workflow.GetLogger(rt.ctx).Info("Validator enforced", "pack", a.pack.ID, "state", ev.State, "validator", v.Type, "action", v.Action, "reason", v.Reason)

@@ -1,13 +1,48 @@
 package workflows
 
+// ---- fork replay of a pack node ----
+//
+// A fork replay re-folds the source run's conversation (fork.go) and, for a pack node,
+// folds the same user turns and injected events into a fresh engine, answering every
+// model round and tool call from the source's records (agent.decided and
+// agent.toolReturned). The fork runs on the source run's pack (the API starts it with
+// the source's RunInput packs, by hash), so the engine can follow the recording. Since
+// forkReplayVersion:
+//
+//   - The fold keeps causal order: an injected event is folded before the recorded
+//     conversation event that follows it, and a user turn right after its
+//     conversation.exchanged, so agent events come after the turn that caused them.
+//   - A replayed round emits agent.decided (marked replayed) but no provider.usage, and
+//     adds no tokens to the pack's usage: the source run spent and reported them, and a
+//     per-run sum of provider.usage counts what each run spent.
+//   - No model or tool is called for a turn the source answered. When the engine asks
+//     for a round or tool result the source did not record, a recorded round ran in
+//     another state, a recorded reply or final state differs, or recorded rounds are
+//     left unused, the replay cannot follow the recording: the node writes
+//     replay.diverged (once; RFC 0005 §G), stops folding the engine, and goes on
+//     re-folding the recorded conversation. A live continuation after a divergence
+//     closes the conversation with error replay_diverged instead of answering from an
+//     engine that left the recording.
+//   - The last user turn of a recording that ends unanswered (the source was cancelled
+//     mid-turn, or is still working) is answered live once the recording is re-folded,
+//     reusing the rounds and tool results the source recorded of it.
+// Forks recorded before keep the earlier fold (observeLegacy).
+
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
 )
 
-// ---- fork replay ----
+// CodeReplayDiverged is the error code of a pack that cannot follow its source's
+// recording on a fork replay.
+const CodeReplayDiverged = "replay_diverged"
 
 // packReplay holds what a source run recorded for a pack node: its model rounds
 // (agent.decided) and tool results (agent.toolReturned), and the order of the user
@@ -17,10 +52,25 @@ type packReplay struct {
 	tools  map[string]*activities.ToolCallResult
 	src    []Event
 	cursor int // next source event to fold into the engine
+
+	// The fold since forkReplayVersion (v2).
+	v2          bool
+	sourceRunID string
+	roundStates map[int]string // the state each recorded round ran in
+	roundEvents map[int]Event  // the agent.decided of each recorded round
+	used        map[int]bool   // recorded rounds the replay consumed
+	at          Event          // the source event being folded
+	last        *engine.TurnResult
+	// pendingSeq is the source sequence of a last user turn the source never answered
+	// (-1: none); the host answers it live after the fold, reusing what was recorded.
+	pendingSeq int64
+	live       bool // the recording is re-folded; the conversation goes on live
+	diverged   bool
 }
 
 func newPackReplay(src []Event) *packReplay {
-	pr := &packReplay{rounds: map[int]*activities.ModelRoundResult{}, tools: map[string]*activities.ToolCallResult{}, src: src}
+	pr := &packReplay{rounds: map[int]*activities.ModelRoundResult{}, tools: map[string]*activities.ToolCallResult{}, src: src,
+		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1}
 	for _, e := range src {
 		switch e.Type {
 		case "agent.decided":
@@ -34,6 +84,7 @@ func newPackReplay(src []Event) *packReplay {
 			pr.rounds[d.Round] = &activities.ModelRoundResult{
 				Text: d.Text, ToolCalls: d.ToolCalls, Provider: d.Provider, Model: d.Model, Usage: d.Usage, FinishReason: d.FinishReason,
 			}
+			pr.roundStates[d.Round], pr.roundEvents[d.Round] = d.State, e
 		case "agent.toolReturned":
 			var p struct {
 				CallID  string          `json:"callId"`
@@ -64,6 +115,138 @@ func (pr *packReplay) tool(callID string) (*activities.ToolCallResult, bool) {
 	return r, ok
 }
 
+// replayDivergedError fails the engine's turn when the replay cannot follow the
+// recording.
+type replayDivergedError struct{ msg string }
+
+func (e *replayDivergedError) Error() string     { return e.msg }
+func (e *replayDivergedError) ErrorCode() string { return CodeReplayDiverged }
+
+// replayedModel answers a model round from the source run's record on a fork replay:
+// recorded reports whether it did (out is then set).
+func (rt *packRuntime) replayedModel(in activities.ModelRoundInput, out *activities.ModelRoundResult) (recorded bool, err error) {
+	pr := rt.a.replay
+	if pr == nil {
+		return false, nil
+	}
+	if !pr.v2 {
+		if r, ok := pr.model(in.Round); ok {
+			*out = *r
+			return true, nil
+		}
+		rt.a.replay = nil // past the recorded rounds: the run goes on live
+		return false, nil
+	}
+	r, ok := pr.model(in.Round)
+	if pr.live {
+		// Only the unanswered last turn reuses what the source recorded of it.
+		if ok && pr.pendingRound(in.Round) && pr.roundStates[in.Round] == in.State && !pr.used[in.Round] {
+			pr.used[in.Round] = true
+			*out = *r
+			return true, nil
+		}
+		return false, nil
+	}
+	switch {
+	case pr.diverged:
+		return false, &replayDivergedError{msg: "the fork replay has diverged from its source"}
+	case !ok:
+		return false, rt.diverge("extra", "agent.decided", pr.at,
+			"the replay needs model round %d in state %q, which the source run did not record", in.Round, in.State)
+	case pr.roundStates[in.Round] != in.State:
+		return false, rt.diverge("output", "agent.decided", pr.roundEvents[in.Round],
+			"model round %d ran in state %q in the source run but in state %q in the replay", in.Round, pr.roundStates[in.Round], in.State)
+	}
+	pr.used[in.Round] = true
+	*out = *r
+	return true, nil
+}
+
+// pendingRound reports whether recorded round n belongs to the unanswered last turn.
+func (pr *packReplay) pendingRound(n int) bool {
+	return pr.pendingSeq >= 0 && pr.roundEvents[n].Sequence > pr.pendingSeq
+}
+
+// replayedTool answers a tool call from the source run's record on a fork replay.
+func (rt *packRuntime) replayedTool(in activities.ToolCallInput) (*activities.ToolCallResult, bool, error) {
+	pr := rt.a.replay
+	if pr == nil || pr.v2 && pr.live && pr.pendingSeq < 0 {
+		return nil, false, nil
+	}
+	if r, ok := pr.tool(in.CallID); ok {
+		return r, true, nil
+	}
+	if !pr.v2 || pr.live {
+		return nil, false, nil
+	}
+	return nil, false, rt.diverge("extra", "agent.toolReturned", pr.at,
+		"the replay calls tool %s (call %s), which the source run did not record", in.Tool, in.CallID)
+}
+
+// decided is the agent.decided payload of a model round.
+func (rt *packRuntime) decided(in activities.ModelRoundInput, out *activities.ModelRoundResult, replayed bool) map[string]any {
+	p := map[string]any{
+		"agentId": rt.a.agentID(in.State),
+		"decision": packRoundRecord{
+			Kind: "model_round", Round: in.Round, State: in.State, Text: out.Text, ToolCalls: out.ToolCalls,
+			Provider: out.Provider, Model: out.Model, Usage: out.Usage, FinishReason: out.FinishReason,
+		},
+	}
+	if replayed && rt.a.replay != nil && rt.a.replay.v2 {
+		p["replayed"] = true
+	}
+	return p
+}
+
+// diverge writes replay.diverged for the node (once) and stops the fold; it returns
+// the error that fails the engine's turn in progress.
+func (rt *packRuntime) diverge(kind, point string, at Event, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	rt.a.divergeAt(rt.c, kind, point, at, msg)
+	return &replayDivergedError{msg: "replay diverged: " + msg}
+}
+
+func (a *packAgent) divergeAt(c *conversation, kind, point string, at Event, msg string) {
+	pr := a.replay
+	if pr.diverged {
+		return
+	}
+	pr.diverged = true
+	p := map[string]any{
+		"sourceRunId": pr.sourceRunID, "atSequence": max(at.Sequence, 0), "divergenceKind": kind, "divergencePoint": point,
+		"nodeId": a.nodeID, "reason": msg,
+	}
+	if at.EventID != "" {
+		p["originalEventId"] = at.EventID
+	}
+	c.Emit(EvReplayDiverged, p, "")
+	workflow.GetLogger(c.r.ctx).Warn("Fork replay diverged", "node", a.nodeID, "sourceRunId", pr.sourceRunID, "reason", msg)
+}
+
+// replayFolder is implemented by agents that fold a source run's recording in causal
+// order on a fork replay: FoldBefore is called before the host re-emits each recorded
+// conversation event (after conversation.opened), ReplayDone when the recording is
+// re-folded (closed says whether the source closed the conversation).
+type replayFolder interface {
+	FoldBefore(ctx workflow.Context, c *conversation, e Event)
+	ReplayDone(ctx workflow.Context, c *conversation, closed bool)
+}
+
+// FoldBefore implements replayFolder: the injected events the source recorded before e
+// are folded into the engine before the host re-emits e.
+func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
+	pr := a.replay
+	if pr == nil || !pr.v2 {
+		return
+	}
+	for pr.cursor < len(pr.src) && pr.src[pr.cursor].EventID != e.EventID {
+		if ev := pr.src[pr.cursor]; ev.Type == EvInterruptResolved {
+			a.foldInjection(ctx, c, ev)
+		}
+		pr.cursor++
+	}
+}
+
 // Observe implements turnObserver: on a fork replay the host re-folds the recorded
 // turns without calling Reply; the pack folds the same user turns and injected events
 // into its engine, answering every model round and tool call from the source run's
@@ -73,6 +256,162 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
 	if pr == nil {
 		return
 	}
+	if !pr.v2 {
+		a.observeLegacy(ctx, c, t)
+		return
+	}
+	defer a.publish(c)
+	for pr.cursor < len(pr.src) {
+		e := pr.src[pr.cursor]
+		pr.cursor++
+		switch e.Type {
+		case EvInterruptResolved:
+			a.foldInjection(ctx, c, e)
+		case EvConversationOpened:
+			var p struct {
+				InitialTurn Turn `json:"initialTurn"`
+			}
+			if json.Unmarshal(e.Payload, &p) == nil && p.InitialTurn.MessageID == t.MessageID {
+				return
+			}
+		case EvConversationExchanged:
+			var p struct {
+				Turn Turn `json:"turn"`
+			}
+			if json.Unmarshal(e.Payload, &p) != nil || p.Turn.MessageID != t.MessageID {
+				continue
+			}
+			pr.at = e
+			switch p.Turn.Role {
+			case RoleUser:
+				a.foldUserTurn(ctx, c, e, p.Turn)
+			case RoleAgent:
+				a.checkReply(c, e, p.Turn)
+			}
+			return
+		case EvConversationClosed:
+			pr.at = e
+			a.checkClose(c, e)
+			return
+		}
+	}
+}
+
+// foldUserTurn runs the engine's turn for a recorded user turn.
+func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event, t Turn) {
+	pr := a.replay
+	pr.last = nil
+	if pr.diverged {
+		return
+	}
+	if a.m.Closed() {
+		a.divergeAt(c, "extra", EvConversationExchanged, e, fmt.Sprintf("the source conversation goes on with turn %d, but the replay's pack has ended (%s)", t.TurnIndex, a.m.Status()))
+		return
+	}
+	if !pr.answeredLater() {
+		pr.pendingSeq = e.Sequence // answered live after the fold (replayConversation)
+		return
+	}
+	res, err := a.m.Turn(a.runtime(ctx, c), turnText(t.Content))
+	if err != nil {
+		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("the replay's pack could not take turn %d: %v", t.TurnIndex, err))
+		return
+	}
+	pr.last = res
+}
+
+// answeredLater reports whether the source recorded any conversation event after the
+// one being folded: otherwise the user turn is the last of a recording that ends
+// unanswered.
+func (pr *packReplay) answeredLater() bool {
+	for _, e := range pr.src[pr.cursor:] {
+		if e.Type == EvConversationExchanged || e.Type == EvConversationClosed {
+			return true
+		}
+	}
+	return false
+}
+
+// foldInjection applies an event injected into the source run (interrupt.resolved of
+// the pack's event interrupt).
+func (a *packAgent) foldInjection(ctx workflow.Context, c *conversation, e Event) {
+	pr := a.replay
+	var p struct {
+		ResumeValue json.RawMessage `json:"resumeValue"`
+	}
+	var ev InjectedEvent
+	if pr.diverged || json.Unmarshal(e.Payload, &p) != nil || json.Unmarshal(p.ResumeValue, &ev) != nil || ev.Event == "" {
+		return
+	}
+	pr.at, pr.last = e, nil
+	if err := a.m.CanInject(ev.Event); err != nil {
+		a.divergeAt(c, "output", EvInterruptResolved, e, fmt.Sprintf("the source injected event %q, which the replay's pack refuses: %v", ev.Event, err))
+		return
+	}
+	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
+	if err != nil {
+		a.divergeAt(c, "output", EvInterruptResolved, e, fmt.Sprintf("the replay's pack could not take event %q: %v", ev.Event, err))
+		return
+	}
+	pr.last = res
+}
+
+// checkReply compares a recorded agent turn with the reply the replay's engine gave.
+func (a *packAgent) checkReply(c *conversation, e Event, t Turn) {
+	pr := a.replay
+	last := pr.last
+	pr.last = nil
+	if pr.diverged || last == nil {
+		return
+	}
+	var body struct {
+		Text  string `json:"text"`
+		State string `json:"state"`
+	}
+	_ = json.Unmarshal(t.Content, &body)
+	if body.Text != last.Reply || body.State != "" && body.State != last.State {
+		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("turn %d: the source answered in state %q, the replay in state %q with another text", t.TurnIndex, body.State, last.State))
+	}
+}
+
+// checkClose compares the source's conversation.closed with the replay's engine: a
+// pack that completed must have completed in the same state.
+func (a *packAgent) checkClose(c *conversation, e Event) {
+	pr := a.replay
+	if pr.diverged {
+		return
+	}
+	var p struct {
+		Outcome struct {
+			FinalState string `json:"finalState"`
+		} `json:"outcome"`
+	}
+	_ = json.Unmarshal(e.Payload, &p)
+	if want := p.Outcome.FinalState; want != "" && (a.m.Status() != engine.StatusCompleted || a.m.CurrentState() != want) {
+		a.divergeAt(c, "output", EvConversationClosed, e, fmt.Sprintf("the source pack completed in state %q; the replay's is %s in state %q", want, a.m.Status(), a.m.CurrentState()))
+	}
+}
+
+// ReplayDone implements replayFolder: recorded rounds the replay never asked for mean
+// it did not follow the recording; after the fold, rounds go to the model.
+func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
+	pr := a.replay
+	if pr == nil || !pr.v2 {
+		return
+	}
+	for _, n := range slices.Sorted(maps.Keys(pr.rounds)) {
+		if !pr.used[n] && !pr.pendingRound(n) {
+			a.divergeAt(c, "missing", "agent.decided", pr.roundEvents[n], fmt.Sprintf("the source recorded model round %d in state %q, which the replay never ran", n, pr.roundStates[n]))
+			break
+		}
+	}
+	pr.live = true
+	a.publish(c)
+}
+
+// observeLegacy is the fold of forks recorded before forkReplayVersion.
+func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn) {
+	pr := a.replay
 	for pr.cursor < len(pr.src) {
 		e := pr.src[pr.cursor]
 		pr.cursor++

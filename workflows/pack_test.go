@@ -32,9 +32,15 @@ type scriptedModel struct {
 	// failIfCalled makes every model round fail the test (fork replay).
 	failIfCalled bool
 	t            *testing.T
+	// before, when set, runs first in every model round and tool call (outside the
+	// lock); it may block, e.g. until the round is cancelled.
+	before func(ctx context.Context, round int, tool string)
 }
 
-func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	if s.before != nil {
+		s.before(ctx, in.Round, "")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rounds = append(s.rounds, in)
@@ -61,7 +67,10 @@ func (s *scriptedModel) model(_ context.Context, in activities.ModelRoundInput) 
 	return out, nil
 }
 
-func (s *scriptedModel) tool(_ context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+func (s *scriptedModel) tool(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+	if s.before != nil {
+		s.before(ctx, in.Round, in.Tool)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tools = append(s.tools, in)

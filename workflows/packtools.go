@@ -34,11 +34,13 @@ func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activit
 	out := make([]*activities.ToolCallResult, len(calls))
 	var live []int
 	for i, in := range calls {
-		if rt.a.replay != nil {
-			if r, ok := rt.a.replay.tool(in.CallID); ok {
-				out[i] = r
-				continue
-			}
+		r, recorded, err := rt.replayedTool(in)
+		if err != nil {
+			return nil, err
+		}
+		if recorded {
+			out[i] = r
+			continue
 		}
 		live = append(live, i)
 	}
@@ -74,28 +76,30 @@ func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activit
 
 	futures := make([]workflow.Future, len(live))
 	ids := map[string]bool{}
+	actx, cancel := workflow.WithCancel(rt.ctx) // a cancel of the run cancels the calls (pack_cancel.go)
 	for j, i := range live {
 		if decided != nil && decided[j] != nil {
 			continue // rejected or expired: not run
 		}
-		futures[j] = rt.startTool(calls[i], routes.Routes[j], ids)
+		futures[j] = rt.startTool(actx, calls[i], routes.Routes[j], ids)
 	}
 	for j, i := range live {
 		if decided != nil && decided[j] != nil {
 			out[i] = decided[j]
 			continue
 		}
+		rt.await(futures[j], cancel)
 		r, err := toolOutcome(rt.ctx, futures[j], calls[i], routes.Routes[j])
 		if err != nil {
-			return nil, err
+			return nil, rt.stoppedErr(err)
 		}
 		out[i] = r
 	}
 	return out, nil
 }
 
-// startTool schedules one call where its route says.
-func (rt *packRuntime) startTool(in activities.ToolCallInput, route activities.ToolRoute, ids map[string]bool) workflow.Future {
+// startTool schedules one call where its route says, on ctx.
+func (rt *packRuntime) startTool(ctx workflow.Context, in activities.ToolCallInput, route activities.ToolRoute, ids map[string]bool) workflow.Future {
 	summary := activities.ToolCallSummary(in)
 	if route.Target != "" {
 		summary += " · " + route.Target
@@ -128,7 +132,7 @@ func (rt *packRuntime) startTool(in activities.ToolCallInput, route activities.T
 		if len(args) == 0 {
 			args = json.RawMessage(`{}`)
 		}
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(rt.ctx, opts), t.Type, args)
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), t.Type, args)
 	}
 	opts := activities.ToolCallOptions()
 	if route.StartToCloseTimeout > 0 {
@@ -139,7 +143,7 @@ func (rt *packRuntime) startTool(in activities.ToolCallInput, route activities.T
 	}
 	opts.Summary = summary
 	var acts *activities.Activities
-	return workflow.ExecuteActivity(workflow.WithActivityOptions(rt.ctx, opts), acts.ToolCall, in)
+	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.ToolCall, in)
 }
 
 // toolOutcome waits for one call: its result, or an error result when its activity

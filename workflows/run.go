@@ -119,6 +119,11 @@ type runner struct {
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
 	legacyTriggerRules bool
+	// versions caches the answers of changed (versions.go).
+	versions map[string]workflow.Version
+	// legacyEventRouting is set for runs that take an event injected into a pack state
+	// that accepts none as a chat reply, as they did before eventRoutingVersion.
+	legacyEventRouting bool
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the
@@ -204,6 +209,9 @@ func (r *runner) setup() error {
 		return r.eventsPage(req), nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", EventsQuery, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, RunBasisQuery, func() (RunBasis, error) { return r.runBasis(), nil }); err != nil {
+		return fmt.Errorf("register %s: %w", RunBasisQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, TranscriptQuery, r.transcript); err != nil {
 		return fmt.Errorf("register %s: %w", TranscriptQuery, err)

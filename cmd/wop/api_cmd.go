@@ -32,6 +32,11 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", err)
 	}
+	// The runs this API starts carry the host's per-turn limits.
+	limits, err := worker.TurnLimitsFromEnv(env)
+	if err != nil {
+		return fail(stderr, "api", err)
+	}
 
 	fs := newFlagSet("api", "api [flags]", stderr)
 	fs.StringVar(&httpAddr, "http", httpAddr, "listen `address` (env WOP_HTTP)")
@@ -55,7 +60,7 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", err)
 	}
-	cat, err := worker.LoadCatalog(loaded, fixtures)
+	cat, err := worker.LoadCatalog(loaded, fixtures, limits)
 	if err != nil {
 		return fail(stderr, "api", err)
 	}

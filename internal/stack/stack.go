@@ -164,7 +164,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.packs = len(loaded)
-	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures); err != nil {
+	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures, opts.Worker.TurnLimits); err != nil {
 		_ = ln.Close()
 		return nil, err
 	}

@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/packs"
+)
+
+// unboundedLoop is an all-agent loop a <-> b with no max_visits and no budget: only the
+// host's turn limits end a turn in it.
+func unboundedLoop(t *testing.T, budget string) Config {
+	t.Helper()
+	p := simplePack(t, "start", `{
+		"start":{"prompt_task":"start","on_event":{"Go":"a"}},
+		"a":{"prompt_task":"a","control":"agent","on_event":{"Next":"b"}},
+		"b":{"prompt_task":"b","control":"agent","on_event":{"Back":"a"}}
+	}`, budget, prompt("start", "start", ""), prompt("a", "a", `"tools":["lookup"]`), prompt("b", "b", ""))
+	return Config{RunID: "run-1", NodeID: "chat", Pack: p}
+}
+
+func startCfg(t *testing.T, cfg Config, f *fakeRuntime) *Machine {
+	t.Helper()
+	m, err := Start(cfg, t0)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	f.m = m
+	return m
+}
+
+func TestHostRoundLimitCountsAcrossStates(t *testing.T) {
+	f := newFake(t)
+	f.next = loopModel
+	cfg := unboundedLoop(t, "")
+	cfg.Limits = TurnLimits{MaxRounds: 7}
+	m := startCfg(t, cfg, f)
+	res := mustTurn(t, m, f, "loop")
+	// Every round changes state, so max_rounds (5 per segment) never ends the turn:
+	// the host's limit does, after 7 rounds.
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeLoopLimitExceeded || !res.Done() || len(f.rounds) != 7 {
+		t.Fatalf("result = %+v after %d rounds", res, len(f.rounds))
+	}
+	ev := f.eventsOf(EventBudgetExhausted)
+	if len(ev) != 1 || !ev[0].Budget.Host || ev[0].Budget.Limit != LimitTurnRounds || ev[0].Budget.Max != 7 || ev[0].Budget.Current != 7 {
+		t.Fatalf("budget events = %+v", ev)
+	}
+	if _, err := m.Turn(f, "again"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a turn after the limit = %v, want ErrClosed", err)
+	}
+}
+
+func TestHostRoundLimitIsPerTurn(t *testing.T) {
+	// Three rounds a turn under a limit of three: every turn fits.
+	f := newFake(t)
+	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+		if in.Round%3 == 2 {
+			return text("done for now"), nil
+		}
+		return calls("", call("lookup", `{}`)), nil
+	}
+	p := simplePack(t, "s", `{"s":{"prompt_task":"s","on_event":{"Done":"d"}},"d":{"prompt_task":"d","terminal":true}}`, "",
+		prompt("s", "s", `"tools":["lookup"]`), prompt("d", "d", ""))
+	m := startCfg(t, Config{RunID: "run-1", NodeID: "chat", Pack: p, Limits: TurnLimits{MaxRounds: 3}}, f)
+	for i := 0; i < 3; i++ {
+		if res := mustTurn(t, m, f, fmt.Sprint("turn ", i)); res.Status != StatusAwaitingUser {
+			t.Fatalf("turn %d = %+v", i, res)
+		}
+	}
+	if len(f.rounds) != 9 {
+		t.Errorf("rounds = %d, want 9", len(f.rounds))
+	}
+}
+
+func TestHostToolCallLimit(t *testing.T) {
+	f := newFake(t)
+	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+		switch in.State {
+		case "start":
+			return calls("", transition("Go", "go")), nil
+		case "a":
+			return calls("", call("lookup", `{}`), call("lookup", `{}`), transition("Next", "n")), nil
+		}
+		return calls("", transition("Back", "b")), nil
+	}
+	cfg := unboundedLoop(t, "")
+	cfg.Limits = TurnLimits{MaxRounds: 100, MaxToolCalls: 6}
+	m := startCfg(t, cfg, f)
+	res := mustTurn(t, m, f, "loop")
+	// start 1 call, a 3 calls, b 1 call = 5; the next batch in a (3) would make 8.
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeLoopLimitExceeded || res.State != "a" {
+		t.Fatalf("result = %+v", res)
+	}
+	if len(f.toolCalls) != 1 {
+		t.Errorf("executed batches = %d, want 1 (the refused batch runs nothing)", len(f.toolCalls))
+	}
+	ev := f.eventsOf(EventBudgetExhausted)
+	if len(ev) != 1 || ev[0].Budget.Limit != LimitTurnToolCalls || ev[0].Budget.Current != 8 || ev[0].Budget.Max != 6 || !ev[0].Budget.Host {
+		t.Fatalf("budget events = %+v", ev)
+	}
+}
+
+func TestPackBudgetBelowHostLimitWins(t *testing.T) {
+	f := newFake(t)
+	f.next = loopModel
+	cfg := unboundedLoop(t, `{"max_tool_calls":4}`)
+	cfg.Limits = TurnLimits{MaxRounds: 25, MaxToolCalls: 50}
+	m := startCfg(t, cfg, f)
+	res := mustTurn(t, m, f, "loop")
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeBudgetExhausted {
+		t.Fatalf("result = %+v", res)
+	}
+	if ev := f.eventsOf(EventBudgetExhausted); len(ev) != 1 || ev[0].Budget.Host || ev[0].Budget.Limit != LimitToolCalls {
+		t.Fatalf("budget events = %+v", ev)
+	}
+}
+
+func TestStoppedBetweenRounds(t *testing.T) {
+	f := newFake(t)
+	f.next = loopModel
+	f.stop = func() bool { return len(f.rounds) >= 3 }
+	m := startCfg(t, unboundedLoop(t, ""), f)
+	res := mustTurn(t, m, f, "loop")
+	if res.Status != StatusStopped || !res.Done() || len(f.rounds) != 3 || res.ErrorCode != "" {
+		t.Fatalf("result = %+v after %d rounds", res, len(f.rounds))
+	}
+	if ev := f.eventsOf(EventBudgetExhausted); len(ev) != 0 {
+		t.Errorf("a stopped turn emits no budget event: %+v", ev)
+	}
+	if _, err := m.Turn(f, "again"); !errors.Is(err, ErrClosed) {
+		t.Errorf("a turn after the stop = %v, want ErrClosed", err)
+	}
+}
+
+func TestStoppedInFlight(t *testing.T) {
+	// The model round in flight is stopped: nothing of it enters the state.
+	f := newFake(t)
+	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+		if in.Round == 1 {
+			return nil, fmt.Errorf("round cancelled: %w", ErrStopped)
+		}
+		return loopModel(in)
+	}
+	m := startCfg(t, unboundedLoop(t, ""), f)
+	res := mustTurn(t, m, f, "loop")
+	if res.Status != StatusStopped || len(f.rounds) != 2 || m.State().ModelRounds != 1 {
+		t.Fatalf("result = %+v after %d rounds, state rounds %d", res, len(f.rounds), m.State().ModelRounds)
+	}
+
+	// A tool batch in flight is stopped too.
+	f2 := newFake(t)
+	f2.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+		if in.State == "a" {
+			return calls("", call("lookup", `{}`)), nil
+		}
+		return loopModel(in)
+	}
+	f2.toolErr = fmt.Errorf("tool cancelled: %w", ErrStopped)
+	m2 := startCfg(t, unboundedLoop(t, ""), f2)
+	if res := mustTurn(t, m2, f2, "loop"); res.Status != StatusStopped || len(f2.toolCalls) != 1 {
+		t.Fatalf("tool stop = %+v after %d batches", res, len(f2.toolCalls))
+	}
+
+	// Asked before a tool batch, the stop runs no tool.
+	f3 := newFake(t)
+	f3.next = f2.next
+	f3.stop = func() bool { return len(f3.rounds) >= 2 }
+	m3 := startCfg(t, unboundedLoop(t, ""), f3)
+	if res := mustTurn(t, m3, f3, "loop"); res.Status != StatusStopped || len(f3.toolCalls) != 0 || len(f3.rounds) != 2 {
+		t.Fatalf("stop before a batch = %+v after %d rounds and %d batches", res, len(f3.rounds), len(f3.toolCalls))
+	}
+}
+
+func TestAcceptingAndInjectableStates(t *testing.T) {
+	p := mustPack(t, externalPack(t))
+	p.Workflow.States["approval"].Orchestration = "hybrid"
+	f := newFake(t, calls("", transition("NeedsApproval", "x")))
+	m := start(t, p, f)
+	if a := m.Accepting(); a != nil {
+		t.Fatalf("the entry state is internal, Accepting = %+v", a)
+	}
+	mustTurn(t, m, f, "refund")
+	a := m.Accepting()
+	if a == nil || a.State != "approval" || len(a.Events) == 0 {
+		t.Fatalf("in the hybrid state Accepting = %+v", a)
+	}
+	if st := m.InjectableStates(); len(st["approval"]) == 0 || st[m.cfg.Pack.Workflow.Entry] != nil {
+		t.Errorf("injectable states = %v", st)
+	}
+}
+
+// The validator (package packs, which cannot import the engine) names the host's
+// default round limit in its loop warnings; it must be this one.
+func TestValidatorNamesTheDefaultRoundLimit(t *testing.T) {
+	src := `id: l
+name: L
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  p: { id: p, name: P, version: 1.0.0, system_template: Go. }
+workflow:
+  version: 2
+  entry: a
+  states:
+    a: { prompt_task: p, control: agent, on_event: { Next: b } }
+    b: { prompt_task: p, control: agent, on_event: { Next: a } }
+`
+	_, diags, err := packs.Parse("loop.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("WOP_MAX_ROUNDS_PER_TURN, %d by default", DefaultHostMaxRoundsPerTurn)
+	if !strings.Contains(diags.String(), want) {
+		t.Fatalf("no loop warning names %q:\n%s", want, diags)
+	}
+}

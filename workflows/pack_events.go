@@ -1,0 +1,150 @@
+package workflows
+
+// Routing injected events to a pack (promptpack-workflow.md §8.10). A caller injects an
+// event with a resolve whose value is {"event": "<name>", "context": …}. Only a state
+// whose orchestration is external or hybrid accepts injected events, and only the
+// events of its on_event; while the pack is in such a state the node keeps an
+// external-event interrupt pending beside its conversation, and the resolve goes to it.
+// Since eventRoutingVersion:
+//
+//   - Hybrid states raise that interrupt too (the model keeps serving user turns and may
+//     transition by itself), and so does an external or hybrid entry state when the
+//     conversation opens.
+//   - An event sent while the pack is in a state that accepts none (or not that event)
+//     is refused with 409 run_state_conflict, naming the current state and every state
+//     that accepts events with its events; nothing is appended. An event no state
+//     accepts is 422 validation_error with the same words. Such an event used to be
+//     taken for a bare chat reply, and the model answered it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/wop-dev/wop/engine"
+)
+
+// CodeRunStateConflict is the error code of an event the pack's current state does
+// not accept.
+const CodeRunStateConflict = "run_state_conflict"
+
+// injectionOf reads a resume value shaped as an event injection: a JSON object with a
+// non-empty string "event" and no members besides "event" and "context".
+func injectionOf(raw json.RawMessage) (string, bool) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields["event"] == nil {
+		return "", false
+	}
+	for k := range fields {
+		if k != "event" && k != "context" {
+			return "", false
+		}
+	}
+	var ev string
+	if json.Unmarshal(fields["event"], &ev) != nil || ev == "" {
+		return "", false
+	}
+	return ev, true
+}
+
+// misroutedEvent refuses an event injection addressed to a pack node's conversation
+// interrupt, which is where it lands when the pack's state raised no event interrupt:
+// the state accepts no injected events. Nil when the resolve is no such injection, or
+// for runs that took it as a chat reply (legacyEventRouting).
+func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck {
+	if r.legacyEventRouting || it.conv == nil || it.conv.Closed {
+		return nil
+	}
+	a, ok := r.agents[it.NodeID].(*packAgent)
+	if !ok {
+		return nil
+	}
+	ev, ok := injectionOf(req.ResumeValue)
+	if !ok {
+		return nil
+	}
+	check := a.refuseEvent(ev, a.m.CanInject(ev))
+	check.misrouted = true
+	return &check
+}
+
+// refuseEvent is the refusal of an event the pack cannot take now (409, or 422 when no
+// state takes it): why (from CanInject), and which states accept which events.
+func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
+	accepting := a.m.InjectableStates()
+	var where []string
+	for _, s := range sortedKeys(accepting) {
+		where = append(where, fmt.Sprintf("%s (%s): %s", s, a.pack.Workflow.States[s].OrchestrationOrDefault(), strings.Join(accepting[s], ", ")))
+	}
+	msg := fmt.Sprintf("pack %s cannot take event %q now: ", a.pack.ID, event)
+	switch {
+	case a.m.Closed():
+		msg += fmt.Sprintf("its run has ended (%s)", a.m.Status())
+	case a.m.Accepting() == nil:
+		msg += fmt.Sprintf("state %q is %s and accepts no injected events", a.m.CurrentState(), a.m.Orchestration())
+	case why != nil:
+		msg += strings.TrimPrefix(why.Error(), "engine: ")
+	}
+	if len(where) > 0 {
+		msg += "; states that accept injected events: " + strings.Join(where, "; ")
+	} else {
+		msg += "; no state of the pack accepts injected events"
+	}
+	status, code := http.StatusConflict, CodeRunStateConflict
+	if !declares(accepting, event) {
+		// No state would take it: the request is wrong, not its timing.
+		status, code = http.StatusUnprocessableEntity, "validation_error"
+	}
+	return ResolveCheck{Status: status, Code: code, Message: msg, Details: mustJSON(map[string]any{
+		"event": event, "state": a.m.CurrentState(), "orchestration": a.m.Orchestration(), "acceptingStates": accepting,
+	})}
+}
+
+// declares reports whether some state of accepting takes event.
+func declares(accepting map[string][]string, event string) bool {
+	for _, s := range sortedKeys(accepting) {
+		for _, e := range accepting[s] {
+			if e == event {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkPackInject validates an injection into a pack's event interrupt: an event the
+// current state does not declare is a 409 like a misrouted one.
+func (r *runner) checkPackInject(nodeID string, ev InjectedEvent) (ResolveCheck, bool) {
+	a, ok := r.agents[nodeID].(*packAgent)
+	if !ok {
+		return ResolveCheck{}, false
+	}
+	if err := a.m.CanInject(ev.Event); err != nil {
+		return a.refuseEvent(ev.Event, err), true
+	}
+	return ResolveCheck{OK: true}, true
+}
+
+// acceptsEvents reports whether the pack's current state takes injected events and
+// so keeps an event interrupt pending: always for an external state waiting for one,
+// and since eventRoutingVersion for a hybrid state too.
+func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engine.AwaitingEvent {
+	if res != nil && res.Awaiting != nil {
+		return res.Awaiting
+	}
+	w := a.m.Accepting()
+	if w == nil || !c.r.changed(eventRoutingVersion) {
+		return nil
+	}
+	return w
+}
+
+// openingInterrupt is the event interrupt an external or hybrid entry state raises
+// when the conversation opens (nil otherwise).
+func (a *packAgent) openingInterrupt(c *conversation) *agentInterrupt {
+	if a.m.Accepting() == nil || !c.r.changed(eventRoutingVersion) {
+		return nil
+	}
+	return a.externalInterrupt(a.m.Accepting())
+}
