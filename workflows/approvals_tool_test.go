@@ -363,7 +363,9 @@ func TestToolApprovalPolicy(t *testing.T) {
 // cancelled; the call never runs and its decision is refused afterwards.
 func TestToolApprovalCancelled(t *testing.T) {
 	tr, sm := approvalRun(t, activities.ToolApproval{}, nil)
-	tr.at(time.Hour, func() { tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "changed my mind", CancelledBy: "key_test"}) })
+	tr.at(time.Hour, func() {
+		tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "changed my mind", CancelledBy: "key_test"})
+	})
 	final := tr.finish()
 	late := tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`)})
 	require.Equal(t, StatusCancelled, final.Status)
