@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -81,6 +83,15 @@ type Config struct {
 	// ApprovalDefaults are the host's approval settings of tool calls that need a
 	// decision, under what a tool's binding sets (RouteTools answers the merge).
 	ApprovalDefaults ToolApproval
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET), from which the
+	// signing secret of every subscription is derived; without it DeliverWebhook
+	// refuses to deliver. The API process holds the same key.
+	WebhookSecret []byte
+	// WebhookAllowPrivate lets deliveries reach loopback and private addresses (tests,
+	// a receiver on the same host); link-local and metadata addresses stay refused.
+	WebhookAllowPrivate bool
+	// Version names the host in the User-Agent of webhook deliveries.
+	Version string
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
@@ -97,6 +108,12 @@ type Activities struct {
 	logger      *slog.Logger
 	// approvalDefaults are Config.ApprovalDefaults.
 	approvalDefaults ToolApproval
+
+	webhookKey          []byte
+	webhookAllowPrivate bool
+	version             string
+	webhookOnce         sync.Once
+	webhookHTTP         *http.Client
 }
 
 // New checks cfg and builds the activities.
@@ -136,6 +153,10 @@ func New(cfg Config) (*Activities, error) {
 		logger:      logger,
 
 		approvalDefaults: cfg.ApprovalDefaults,
+
+		webhookKey:          cfg.WebhookSecret,
+		webhookAllowPrivate: cfg.WebhookAllowPrivate,
+		version:             orDefault(cfg.Version, "dev"),
 	}, nil
 }
 

@@ -87,6 +87,7 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 		CausationID: causation,
 	}
 	r.events = append(r.events, ev)
+	r.notifyWebhooks(ev)
 	return ev.EventID
 }
 

@@ -116,6 +116,9 @@ type runner struct {
 	carried       *carriedState
 	forkIdx       *forkIndex
 
+	// notify queues the events webhooks may receive (notify.go).
+	notify notifier
+
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
 	legacyTriggerRules bool
@@ -713,6 +716,7 @@ func (r *runner) lastEventIDAny() string {
 }
 
 func (r *runner) finish(status string) (*Snapshot, error) {
+	r.flushNotices()
 	r.terminal = true
 	r.completedAt = formatTime(workflow.Now(r.ctx))
 	r.pending = nil
