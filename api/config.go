@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -17,7 +19,7 @@ const (
 )
 
 // AllScopes is every scope a full-access key holds.
-var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond}
+var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeWebhooksManage}
 
 // Defaults of the tunable limits.
 const (
@@ -65,6 +67,16 @@ type Config struct {
 	Version string
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET): the signing secret
+	// of every webhook and callbackUrl is derived from it. The workers need the same
+	// key. Without it the host offers no webhooks and refuses callbackUrl.
+	WebhookSecret []byte
+	// WebhookAllowPrivate accepts loopback and private webhook destinations (and
+	// http://) for development and tests; link-local and metadata ones stay refused.
+	WebhookAllowPrivate bool
+	// WebhookDelivery is the retry policy of deliveries (zero fields: the defaults, 1s
+	// doubling to 10m, for 24h).
+	WebhookDelivery workflows.WebhookDeliveryConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -105,6 +117,10 @@ func (c Config) withDefaults() Config {
 //	WOP_RATE_LIMIT        requests per second per key (default 50)
 //	WOP_RATE_BURST        burst per key (default 100)
 //	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
+//	WOP_WEBHOOK_SECRET    key the webhook secrets derive from (webhooks are off without it)
+//	WOP_WEBHOOK_ALLOW_PRIVATE  true: accept loopback and private webhook destinations
+//	WOP_WEBHOOK_RETRY_FOR      how long a delivery is retried before it is dead-lettered (default 24h)
+//	WOP_WEBHOOK_MAX_ATTEMPTS   attempts of a delivery (default 0: until WOP_WEBHOOK_RETRY_FOR)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
@@ -141,6 +157,30 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_TOKEN_TTL=%q: want a positive Go duration such as 24h", v)
 		}
 		cfg.TokenTTL = d
+	}
+	if v := getenv("WOP_WEBHOOK_SECRET"); v != "" {
+		cfg.WebhookSecret = []byte(v)
+	}
+	if v := strings.TrimSpace(getenv("WOP_WEBHOOK_ALLOW_PRIVATE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
+		}
+		cfg.WebhookAllowPrivate = b
+	}
+	if v := getenv("WOP_WEBHOOK_RETRY_FOR"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_RETRY_FOR=%q: want a positive Go duration such as 24h", v)
+		}
+		cfg.WebhookDelivery.RetryFor = d
+	}
+	if v := getenv("WOP_WEBHOOK_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_MAX_ATTEMPTS=%q: want a non-negative integer", v)
+		}
+		cfg.WebhookDelivery.MaxAttempts = int32(n)
 	}
 	if len(cfg.Keys) > 0 && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 const healthTimeout = 3 * time.Second
@@ -23,7 +25,7 @@ func (s *Server) discoveryDoc() map[string]any {
 	if fixtures == nil {
 		fixtures = []string{}
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"protocolVersion":       "1.0",
 		"implementation":        map[string]any{"name": "wop", "version": s.cfg.Version, "vendor": "wop"},
 		"engineVersion":         1,
@@ -41,6 +43,10 @@ func (s *Server) discoveryDoc() map[string]any {
 		"streamModes":           supportedModes,
 		"fixtures":              fixtures,
 	}
+	if s.webhooksEnabled() {
+		doc["webhooks"] = s.webhookDiscovery()
+	}
+	return doc
 }
 
 func (s *Server) handleDiscovery(c echo.Context) error {
@@ -138,6 +144,9 @@ func (s *Server) openAPIDoc() map[string]any {
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
 				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
+					"events": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
+					"tenantId": str, "tags": map[string]any{"type": "array", "items": str}}, "url", "events"),
 			},
 		},
 	}

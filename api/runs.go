@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -46,6 +47,20 @@ type CreateRunResponse struct {
 	Status    string `json:"status"`
 	EventsURL string `json:"eventsUrl"`
 	StatusURL string `json:"statusUrl"`
+	// CallbackSecret signs the deliveries to the run's callbackUrl (webhooks.md's
+	// scheme), returned only when the request named one.
+	CallbackSecret            string `json:"callbackSecret,omitempty"`
+	CallbackSecretFingerprint string `json:"callbackSecretFingerprint,omitempty"`
+}
+
+// withCallback adds the callback secret of run runID when the request named a
+// callbackUrl.
+func (s *Server) withCallback(r CreateRunResponse, tenant string, req *CreateRunRequest) CreateRunResponse {
+	if req.CallbackURL != "" && s.webhooksEnabled() {
+		r.CallbackSecret = activities.CallbackSecret(s.cfg.WebhookSecret, tenant, r.RunID)
+		r.CallbackSecretFingerprint = activities.SecretFingerprint(r.CallbackSecret)
+	}
+	return r
 }
 
 // decodeCreateRun decodes and validates a POST /v1/runs body without consulting the
@@ -76,6 +91,9 @@ func decodeCreateRun(body []byte) (*CreateRunRequest, error) {
 	}
 	if req.CallbackURL != "" && !strings.HasPrefix(req.CallbackURL, "https://") && !strings.HasPrefix(req.CallbackURL, "http://") {
 		return nil, badRequest("callbackUrl must be an http(s) URL").with("field", "callbackUrl")
+	}
+	if len(req.CallbackURL) > 2048 {
+		return nil, badRequest("callbackUrl is longer than 2048 characters").with("field", "callbackUrl")
 	}
 	return &req, nil
 }
@@ -258,10 +276,16 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		digest = requestDigest(p.Tenant, req)
 		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00POST /v1/runs\x00" + idemKey)))
 	}
+	if req.CallbackURL != "" {
+		if err := s.callbackRun(c.Request().Context(), p.Tenant, req.CallbackURL); err != nil {
+			return err
+		}
+	}
 	in, err := s.cat.NewRunInput(workflows.RunRequest{
 		RunID: runID, WorkflowID: def.ID, Inputs: req.Inputs,
 		Owner: workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID},
 		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
+		CallbackURL: req.CallbackURL,
 	})
 	if err != nil {
 		return badRequest("%v", err)
@@ -269,17 +293,17 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	_, err = s.startRun(c.Request().Context(), *in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if idemKey != "" && errors.As(err, &already) {
-		return s.idempotentReplay(c, p, runID, digest)
+		return s.idempotentReplay(c, p, runID, digest, req)
 	}
 	if err != nil {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
 	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
 	base := s.baseURL(c)
-	return c.JSON(http.StatusCreated, CreateRunResponse{
+	return c.JSON(http.StatusCreated, s.withCallback(CreateRunResponse{
 		RunID: runID, Status: workflows.StatusPending,
 		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
-	})
+	}, p.Tenant, req))
 }
 
 // startRun starts the run workflow. With an Idempotency-Key the start fails with
@@ -325,7 +349,7 @@ func searchAttributes(in workflows.RunInput) temporal.SearchAttributes {
 }
 
 // idempotentReplay answers a create whose derived runId already exists.
-func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string) error {
+func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string, req *CreateRunRequest) error {
 	snap, err := s.snapshot(c.Request().Context(), p, runID)
 	if err != nil {
 		return err
@@ -336,10 +360,10 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 	}
 	c.Response().Header().Set(HeaderIdempotentReplay, "true")
 	base := s.baseURL(c)
-	return c.JSON(http.StatusOK, CreateRunResponse{
+	return c.JSON(http.StatusOK, s.withCallback(CreateRunResponse{
 		RunID: runID, Status: snap.Status,
 		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
-	})
+	}, p.Tenant, req))
 }
 
 // snapshot queries the run's snapshot and enforces tenant isolation: a run of another

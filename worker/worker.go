@@ -59,6 +59,14 @@ type Config struct {
 	// Getenv reads the ${VAR} references of the bindings file (secrets in headers and
 	// MCP environments). Nil means os.Getenv; ConfigFromEnv sets the getenv it was given.
 	Getenv func(string) string `json:"-"`
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET, shared with the
+	// API): deliveries are signed with secrets derived from it.
+	WebhookSecret []byte `json:"-"`
+	// WebhookAllowPrivate lets deliveries reach loopback and private addresses
+	// (WOP_WEBHOOK_ALLOW_PRIVATE); link-local and metadata addresses stay refused.
+	WebhookAllowPrivate bool
+	// Version names the host in webhook deliveries' User-Agent.
+	Version string
 	// ApprovalDefaults are the host's approval settings of tool calls that need a
 	// person's decision; a tool's entry in the bindings file overrides them field by
 	// field. The deadline defaults to activities.DefaultApprovalTimeout.
@@ -144,6 +152,8 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
 //	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
 //	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
+//	WOP_WEBHOOK_SECRET               key webhook signing secrets derive from (the API's too)
+//	WOP_WEBHOOK_ALLOW_PRIVATE        true: deliver to loopback and private addresses
 //	WOP_APPROVAL_TIMEOUT             deadline of a tool call's approval (default 72h; 7d and Go durations)
 //	WOP_APPROVAL_REMINDER            remind approvers at this interval while a call waits (default off)
 //	WOP_APPROVAL_ESCALATE_AFTER      add WOP_APPROVAL_ESCALATE_TO to the approvers after this wait
@@ -189,6 +199,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg.TurnLimits = limits
 	if err := approvalDefaultsFromEnv(getenv, &cfg.ApprovalDefaults); err != nil {
 		errs = append(errs, err)
+	}
+	if v := getenv("WOP_WEBHOOK_SECRET"); v != "" {
+		cfg.WebhookSecret = []byte(v)
+	}
+	if v := strings.TrimSpace(getenv("WOP_WEBHOOK_ALLOW_PRIVATE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WOP_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v))
+		}
+		cfg.WebhookAllowPrivate = b
 	}
 	providers, err := activities.ProvidersFromEnv(getenv)
 	if err != nil {
@@ -329,7 +349,10 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
 
-		ApprovalDefaults: cfg.ApprovalDefaults,
+		ApprovalDefaults:    cfg.ApprovalDefaults,
+		WebhookSecret:       cfg.WebhookSecret,
+		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+		Version:             cfg.Version,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build activities: %w", err)

@@ -260,19 +260,26 @@ func (d *dispatcher) validateRegister(reg WebhookRegistration) error {
 	return nil
 }
 
-func (d *dispatcher) register(ctx workflow.Context, reg WebhookRegistration) (WebhookSubscription, error) {
+// WebhookRegistered answers WebhookRegisterUpdate: the stored subscription, and
+// whether it was registered before (the same Idempotency-Key again).
+type WebhookRegistered struct {
+	Subscription WebhookSubscription `json:"subscription"`
+	Replayed     bool                `json:"replayed,omitempty"`
+}
+
+func (d *dispatcher) register(ctx workflow.Context, reg WebhookRegistration) (WebhookRegistered, error) {
 	if reg.Config != nil {
 		d.in.Config = reg.Config.withDefaults()
 	}
 	if i := d.find(reg.Subscription.ID); i >= 0 {
-		return d.in.Subscriptions[i], nil
+		return WebhookRegistered{Subscription: d.in.Subscriptions[i], Replayed: true}, nil
 	}
 	s := reg.Subscription
 	s.CreatedAt = formatTime(workflow.Now(ctx))
 	s.Started, s.DeadLettered = 0, 0
 	d.in.Subscriptions = append(d.in.Subscriptions, s)
 	d.handled++
-	return s, nil
+	return WebhookRegistered{Subscription: s}, nil
 }
 
 func (d *dispatcher) validateUnregister(id string) error {
@@ -323,21 +330,22 @@ func (d *dispatcher) dispatch(n WebhookNotice) {
 	}
 }
 
-// deliveryWorkflowID names one delivery: the same event to the same subscription is
-// one workflow, so a notice signalled twice delivers once.
-func deliveryWorkflowID(tenant, webhookID string, ev Event) string {
+// WebhookDeliveryWorkflowID names the delivery of one event (by its eventId) to one
+// subscription ("" for the run's callbackUrl): the same event to the same destination
+// is one workflow, so a notice signalled twice delivers once.
+func WebhookDeliveryWorkflowID(tenant, webhookID, eventID string) string {
 	target := webhookID
 	if target == "" {
 		target = "callback"
 	}
-	return fmt.Sprintf("wop-webhook:%s:%s:%s", tenant, target, ev.EventID)
+	return fmt.Sprintf("wop-webhook:%s:%s:%s", tenant, target, eventID)
 }
 
 func (d *dispatcher) deliver(webhookID, url string, ev Event) {
 	raw, _ := json.Marshal(ev)
 	cfg := d.in.Config
 	opts := workflow.ChildWorkflowOptions{
-		WorkflowID:            deliveryWorkflowID(d.in.Tenant, webhookID, ev),
+		WorkflowID:            WebhookDeliveryWorkflowID(d.in.Tenant, webhookID, ev.EventID),
 		TaskQueue:             TaskQueue,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
