@@ -145,7 +145,7 @@ func (s *Server) openAPIDoc() map[string]any {
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
 				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
 				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
-					"events": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
+					"events":   map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
 					"tenantId": str, "tags": map[string]any{"type": "array", "items": str}}, "url", "events"),
 			},
 		},
