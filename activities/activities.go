@@ -73,6 +73,9 @@ type Config struct {
 	// MockScripts maps a pack id to its mock script (<pack>.mock.yaml). They drive the
 	// mock provider and serve as the fallback tool executor (tool_results).
 	MockScripts map[string]*packs.MockScript
+	// MockStrict makes the mock fail rounds that are off script instead of answering
+	// the script's default (tests set it; see MockProvider).
+	MockStrict bool
 	// Transcripts reads a round's messages; required. Use ClientTranscripts in a worker.
 	Transcripts TranscriptSource
 	// Tools maps a tool name to its executor. Optional.
@@ -130,12 +133,12 @@ func New(cfg Config) (*Activities, error) {
 			return nil, fmt.Errorf("activities: provider %q is nil", key)
 		}
 		if m, ok := p.(*MockProvider); ok && m.Scripts == nil {
-			p = &MockProvider{Scripts: cfg.MockScripts}
+			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict}
 		}
 		providers[key] = p
 	}
 	if len(providers) == 0 {
-		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts}
+		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict}
 	}
 	if providers[DefaultProviderKey] == nil {
 		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))
@@ -196,14 +199,24 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 		}
 	}
 
-	msgs, err := a.transcripts.Transcript(ctx, in.Transcript)
+	ref := in.Transcript
+	whole := false
+	if w, ok := p.(wholeTranscriptProvider); ok && ref.From > 0 && w.wantsWholeTranscript(in.PackID) {
+		ref.From, whole = 0, true
+	}
+	msgs, err := a.transcripts.Transcript(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
+	}
+	req := &Request{Input: in, Messages: msgs}
+	if whole {
+		from := min(in.Transcript.From, len(msgs))
+		req.Earlier, req.Messages = msgs[:from], msgs[from:]
 	}
 
 	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
-	res, err := p.Complete(ctx, &Request{Input: in, Messages: msgs})
+	res, err := p.Complete(ctx, req)
 	stop()
 	if err != nil {
 		log.Warn("Model round failed", "error", err, "elapsed", time.Since(start).Round(time.Millisecond))

@@ -70,12 +70,12 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 		},
 	}}
 	scripts := map[string]*packs.MockScript{"bank": {Rounds: []packs.MockRound{
-		{ExpectState: "verifying", ExpectUser: "close", Text: "Closing.",
+		{ExpectState: "verifying", ExpectUser: []string{"close"}, Text: "Closing.",
 			ToolCalls: []packs.MockToolCall{{Name: "close_account", Args: json.RawMessage(`{"id":"A1"}`)}}},
 	}}}
-	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
+	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts, MockStrict: true})
 
-	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 0,
+	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
 		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
 	val, err := env.ExecuteActivity(a.ModelRound, in)
 	require.NoError(t, err)
@@ -83,12 +83,17 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	require.NoError(t, val.Get(&res))
 	assert.Equal(t, "Closing.", res.Text)
 	require.Len(t, res.ToolCalls, 1)
-	assert.Equal(t, "call_0_0_close_account", res.ToolCalls[0].ID)
+	assert.Equal(t, "call_1_0_close_account", res.ToolCalls[0].ID)
 	assert.Equal(t, ProviderMock, res.Provider)
-	assert.Equal(t, []TranscriptRef{in.Transcript}, src.refs)
+	// The mock reads the transcript from its start: where its script stands depends on
+	// every earlier round ("hi" was round 0, off script, so the script still waits).
+	whole := in.Transcript
+	whole.From = 0
+	assert.Equal(t, []TranscriptRef{whole}, src.refs)
 
 	// The same script with a window that ends before "close my account" fails the expectation.
 	in.Transcript = TranscriptRef{RunID: "run-1", Key: "conv", From: 0, To: 2}
+	in.Round = 1
 	_, err = env.ExecuteActivity(a.ModelRound, in)
 	require.Error(t, err)
 	var appErr *temporal.ApplicationError

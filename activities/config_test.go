@@ -104,8 +104,8 @@ func TestMockMismatchNamesScriptFileAndLine(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("mock:\n  rounds:\n    - text: hi\n    - expect_state: triage\n      text: there\n"), 0o600))
 	script, _, err := packs.LoadMock(path)
 	require.NoError(t, err)
-	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
-	_, err = p.Complete(t.Context(), mockReq("verifying", 1))
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}, Strict: true}
+	_, err = p.Complete(t.Context(), mockReq("verifying", 1, Message{Role: RoleUser, Text: "hi"}, earlierRound("verifying")))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "bank.mock.yaml:4")
 }

@@ -50,9 +50,13 @@
 //	HTTP 429                        ModelRateLimited         retried; NextRetryDelay = Retry-After(-Ms)
 //	HTTP 408, 409, 5xx, no answer   ModelUnavailable         retried; NextRetryDelay = Retry-After if sent
 //	2xx that is not a completion    ModelMalformedResponse   non-retryable
-//	mock expect_* check failed      MockScriptMismatch       non-retryable
+//	strict mock, round off script   MockScriptMismatch       non-retryable
 //	mock round with error:          MockScriptedFailure      non-retryable
 //	mock script exhausted + fail    MockScriptExhausted      non-retryable
+//
+// A run failed by one of them reports the OpenWOP code ErrorCode(type) (model_bad_request,
+// model_authentication, ...) and the error's message; the types themselves are for
+// retry policies and the Temporal UI.
 //
 // The SDKs' own retries are disabled (max retries 0): Temporal retries the activity,
 // so every attempt shows in the run's history and in the Temporal UI, backs off by the

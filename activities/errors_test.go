@@ -2,6 +2,7 @@ package activities
 
 import (
 	"net/http"
+	"regexp"
 	"testing"
 	"time"
 
@@ -39,4 +40,21 @@ func TestTruncate(t *testing.T) {
 	assert.Equal(t, "short", truncate("short", 10))
 	assert.Equal(t, "ab…", truncate("abcdef", 2))
 	assert.Equal(t, "é…", truncate("ééé", 3), "never cuts inside a rune")
+}
+
+// TestErrorCodes: every error type an activity raises has a snake_case OpenWOP code.
+func TestErrorCodes(t *testing.T) {
+	snake := regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+	types := []string{ErrTypeBadRequest, ErrTypeAuth, ErrTypeMockMismatch, ErrTypeMockExhausted, ErrTypeMockFailure,
+		ErrTypeUnknownProvider, ErrTypeUnknownTool, ErrTypeBadResponse, ErrTypeRateLimited, ErrTypeUnavailable}
+	seen := map[string]bool{}
+	for _, typ := range types {
+		code := ErrorCode(typ)
+		assert.Regexp(t, snake, code, "code of %s", typ)
+		assert.False(t, seen[code], "code %s is used twice", code)
+		seen[code] = true
+	}
+	assert.Equal(t, "model_authentication", ErrorCode(ErrTypeAuth))
+	assert.Equal(t, "mock_script_mismatch", ErrorCode(ErrTypeMockMismatch))
+	assert.Empty(t, ErrorCode("SomethingElse"))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/wop-dev/wop/packs"
 )
@@ -13,31 +12,45 @@ import (
 const MockModel = "scripted-mock"
 
 // MockProvider is the scripted mock (promptpack-workflow.md §12), the embedded default
-// provider and the test oracle. Each pack's script (<pack>.mock.yaml) is consumed
-// strictly in order, one entry per model round, indexed by ModelRoundInput.Round:
+// provider and the test oracle. Each pack's script (<pack>.mock.yaml) is played one step
+// per model round (packs.MockScript.Play, docs/packs.md):
 //
-//   - expect_state must equal the round's state, expect_user must be a substring
-//     of the latest user message of the transcript, and expect_tool_result a substring
-//     of its latest tool result; otherwise the round fails with a non-retryable
-//     ErrTypeMockMismatch naming the round, the expectation and what it got.
+//   - A step's expect_state must equal the round's state, and one of its expect_user
+//     texts must be in the latest user message of the transcript, and its
+//     expect_tool_result in the latest tool result; a one_of step plays its first
+//     alternative that matches.
+//   - A round that does not match is off script. A strict mock (Strict, or strict: true
+//     in the script) fails it with a non-retryable ErrTypeMockMismatch naming the round,
+//     the expectation and what it got. Otherwise it answers the script's default, or a
+//     marked note of what the script expected, and the script waits where it is.
 //   - error fails the round with a non-retryable ErrTypeMockFailure.
 //   - text and tool_calls are the reply; tool-call ids are call_<round>_<i>_<name>.
-//   - Past the last entry the script answers its default text, or fails with
+//   - Past the last step the script answers its default text, or fails with
 //     ErrTypeMockExhausted when fail_when_exhausted is set.
 //
 // A pack without a script answers a fixed text naming the pack and the state. Usage
 // is synthetic: about one token per four characters.
 //
-// The mock keeps no cursor of its own: the round index comes from the workflow, so a
-// retried or replayed round gets the same answer.
+// The mock keeps no cursor of its own: where the script stands is worked out from the
+// run's whole transcript (one assistant message per earlier round, with its state and
+// the user message before it), so a retried or replayed round gets the same answer.
 type MockProvider struct {
 	// Scripts maps a pack id to its script. Nil entries and missing packs use the
 	// fixed reply.
 	Scripts map[string]*packs.MockScript
+	// Strict fails off-script rounds for every script (the project's tests set it).
+	Strict bool
 }
 
 // Name implements Provider.
 func (*MockProvider) Name() string { return ProviderMock }
+
+// wantsWholeTranscript reports that rounds of pack need the messages before their
+// context window too (Request.Earlier): the script's position depends on every round.
+func (p *MockProvider) wantsWholeTranscript(pack string) bool {
+	s := p.Scripts[pack]
+	return s != nil && len(s.Rounds) > 0
+}
 
 // Complete implements Provider.
 func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundResult, error) {
@@ -50,61 +63,44 @@ func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundRes
 		text = fmt.Sprintf("Mock reply from pack %q in state %q (no mock script is configured for this pack).", in.PackID, in.State)
 	case in.Round < 0:
 		return nil, nonRetryable(ErrTypeMockMismatch, "mock script of pack %q: round index %d is negative", in.PackID, in.Round)
-	case in.Round >= len(script.Rounds):
-		if script.FailWhenExhausted {
-			return nil, nonRetryable(ErrTypeMockExhausted,
-				"mock script of pack %q is exhausted: round %d asked for entry %d but the script has %d rounds (fail_when_exhausted is set); state %q",
-				in.PackID, in.Round, in.Round+1, len(script.Rounds), in.State)
-		}
-		text = script.Default
-		if text == "" {
-			text = fmt.Sprintf("Mock reply from pack %q in state %q (the mock script is exhausted).", in.PackID, in.State)
-		}
 	default:
-		entry := script.Rounds[in.Round]
-		at := scriptLocation(script, entry)
-		if entry.ExpectState != "" && entry.ExpectState != in.State {
-			return nil, nonRetryable(ErrTypeMockMismatch,
-				"mock script of pack %q, round %d%s: expected state %q but the round runs in state %q",
-				in.PackID, in.Round, at, entry.ExpectState, in.State)
-		}
-		if entry.ExpectUser != "" {
-			latest, ok := latestUser(req.Messages)
-			if !ok {
-				return nil, nonRetryable(ErrTypeMockMismatch,
-					"mock script of pack %q, round %d%s (state %q): expected a user message containing %q but the transcript has no user message",
-					in.PackID, in.Round, at, in.State, entry.ExpectUser)
+		ans := script.Play(mockRounds(req))
+		at := scriptLocation(script, ans.Line)
+		switch {
+		case ans.Exhausted:
+			if script.FailWhenExhausted {
+				return nil, nonRetryable(ErrTypeMockExhausted,
+					"mock script of pack %q%s is exhausted: round %d found no step left (the script has %d rounds and fail_when_exhausted is set); state %q",
+					in.PackID, at, in.Round, len(script.Rounds), in.State)
 			}
-			if !strings.Contains(latest, entry.ExpectUser) {
-				return nil, nonRetryable(ErrTypeMockMismatch,
-					"mock script of pack %q, round %d%s (state %q): expected the latest user message to contain %q but it is %q",
-					in.PackID, in.Round, at, in.State, entry.ExpectUser, truncate(latest, 200))
+			text = script.Default
+			if text == "" {
+				text = fmt.Sprintf("Mock reply from pack %q in state %q (the mock script is exhausted).", in.PackID, in.State)
 			}
-		}
-		if entry.ExpectToolResult != "" {
-			latest, ok := latestToolResult(req.Messages)
-			if !ok {
-				return nil, nonRetryable(ErrTypeMockMismatch,
-					"mock script of pack %q, round %d%s (state %q): expected a tool result containing %q but the transcript has no tool result",
-					in.PackID, in.Round, at, in.State, entry.ExpectToolResult)
+		case ans.Round == nil:
+			if p.Strict || script.Strict {
+				return nil, nonRetryable(ErrTypeMockMismatch, "mock script of pack %q, round %d%s (state %q): %s",
+					in.PackID, in.Round, at, in.State, ans.OffScript)
 			}
-			if !strings.Contains(latest, entry.ExpectToolResult) {
-				return nil, nonRetryable(ErrTypeMockMismatch,
-					"mock script of pack %q, round %d%s (state %q): expected the latest tool result to contain %q but it is %q",
-					in.PackID, in.Round, at, in.State, entry.ExpectToolResult, truncate(latest, 300))
+			text = script.Default
+			if text == "" {
+				text = fmt.Sprintf("[scripted mock] This message is off the script of pack %q%s, which expects %s. The conversation goes on; "+
+					"see the script for the messages it answers.", in.PackID, at, ans.Expected)
 			}
-		}
-		if entry.Error != "" {
-			return nil, nonRetryable(ErrTypeMockFailure, "mock script of pack %q, round %d%s (state %q) fails as scripted: %s",
-				in.PackID, in.Round, at, in.State, entry.Error)
-		}
-		text = entry.Text
-		for i, c := range entry.ToolCalls {
-			args := json.RawMessage(`{}`)
-			if len(c.Args) > 0 && string(c.Args) != "null" {
-				args = append(json.RawMessage(nil), c.Args...)
+		default:
+			entry := ans.Round
+			if entry.Error != "" {
+				return nil, nonRetryable(ErrTypeMockFailure, "mock script of pack %q, round %d%s (state %q) fails as scripted: %s",
+					in.PackID, in.Round, at, in.State, entry.Error)
 			}
-			calls = append(calls, ToolCall{ID: callID(in.Round, i, c.Name), Name: c.Name, Args: args})
+			text = entry.Text
+			for i, c := range entry.ToolCalls {
+				args := json.RawMessage(`{}`)
+				if len(c.Args) > 0 && string(c.Args) != "null" {
+					args = append(json.RawMessage(nil), c.Args...)
+				}
+				calls = append(calls, ToolCall{ID: callID(in.Round, i, c.Name), Name: c.Name, Args: args})
+			}
 		}
 	}
 	finish := "stop"
@@ -121,36 +117,40 @@ func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundRes
 	}, nil
 }
 
-// scriptLocation names the file and line of a script entry, " (file:line)", when the
+// mockRounds lists what the script saw of every round of the run so far, the current one
+// last: each assistant message of the whole transcript (Earlier, then Messages) is one
+// earlier round, in its state, after the user message before it.
+func mockRounds(req *Request) []packs.MockSeen {
+	var out []packs.MockSeen
+	var cur packs.MockSeen
+	for _, msgs := range [][]Message{req.Earlier, req.Messages} {
+		for _, m := range msgs {
+			switch m.Role {
+			case RoleUser:
+				cur.User, cur.HasUser = m.Text, true
+			case RoleTool:
+				cur.ToolResult, cur.HasToolResult = m.Text, true
+			case RoleAssistant:
+				seen := cur
+				seen.State = m.State
+				out = append(out, seen)
+			}
+		}
+	}
+	cur.State = req.Input.State
+	return append(out, cur)
+}
+
+// scriptLocation names the file and line of a script step, " (file:line)", when the
 // script was loaded from a file.
-func scriptLocation(script *packs.MockScript, entry packs.MockRound) string {
+func scriptLocation(script *packs.MockScript, line int) string {
 	switch {
-	case script.File() != "" && entry.Line() > 0:
-		return fmt.Sprintf(" (%s:%d)", script.File(), entry.Line())
+	case script.File() != "" && line > 0:
+		return fmt.Sprintf(" (%s:%d)", script.File(), line)
 	case script.File() != "":
 		return fmt.Sprintf(" (%s)", script.File())
 	}
 	return ""
-}
-
-// latestUser returns the text of the last user message of the transcript.
-func latestUser(msgs []Message) (string, bool) {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleUser {
-			return msgs[i].Text, true
-		}
-	}
-	return "", false
-}
-
-// latestToolResult returns the content of the last tool result of the transcript.
-func latestToolResult(msgs []Message) (string, bool) {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleTool {
-			return msgs[i].Text, true
-		}
-	}
-	return "", false
 }
 
 // tokens approximates a token count as one token per four characters, at least one

@@ -19,7 +19,7 @@ func balanceScript() *packs.MockScript {
 	return &packs.MockScript{
 		Default: "OK.",
 		Rounds: []packs.MockRound{
-			{ExpectState: "verifying", ExpectUser: "balance", Text: "Let me check that account.",
+			{ExpectState: "verifying", ExpectUser: []string{"balance"}, Text: "Let me check that account.",
 				ToolCalls: []packs.MockToolCall{{Name: "verify_account", Args: json.RawMessage(`{"account_id":"ACC-12345"}`)}}},
 			{ExpectState: "verifying", ToolCalls: []packs.MockToolCall{
 				{Name: "workflow__transition", Args: json.RawMessage(`{"event":"AccountVerified","context":"wants balance"}`)},
@@ -38,6 +38,11 @@ func mockReq(state string, round int, msgs ...Message) *Request {
 	}
 }
 
+// earlierRound is the assistant message an earlier round left in the transcript.
+func earlierRound(state string) Message {
+	return Message{Role: RoleAssistant, Text: "…", State: state}
+}
+
 func appErrType(t *testing.T, err error) (string, bool) {
 	t.Helper()
 	var appErr *temporal.ApplicationError
@@ -45,8 +50,12 @@ func appErrType(t *testing.T, err error) (string, bool) {
 	return appErr.Type(), appErr.NonRetryable()
 }
 
+func strictMock(s *packs.MockScript) *MockProvider {
+	return &MockProvider{Scripts: map[string]*packs.MockScript{"bank": s}, Strict: true}
+}
+
 func TestMockFollowsScriptInOrder(t *testing.T) {
-	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
+	p := strictMock(balanceScript())
 	user := Message{Role: RoleUser, Text: "what is my balance?"}
 
 	r0, err := p.Complete(context.Background(), mockReq("verifying", 0, user))
@@ -61,18 +70,27 @@ func TestMockFollowsScriptInOrder(t *testing.T) {
 	assert.Equal(t, (len("You are a bank.")+len(user.Text)+3)/4, r0.Usage.InputTokens)
 	assert.Equal(t, (len(r0.Text)+len("verify_account")+len(`{"account_id":"ACC-12345"}`)+3)/4, r0.Usage.OutputTokens)
 
-	r1, err := p.Complete(context.Background(), mockReq("verifying", 1, user))
+	// The second round sees the first one's assistant message in the transcript.
+	r1, err := p.Complete(context.Background(), mockReq("verifying", 1, user, earlierRound("verifying")))
 	require.NoError(t, err)
 	assert.Empty(t, r1.Text)
 	require.Len(t, r1.ToolCalls, 2)
 	assert.Equal(t, "call_1_0_workflow__transition", r1.ToolCalls[0].ID)
 	assert.Equal(t, "call_1_1_note", r1.ToolCalls[1].ID)
 	assert.JSONEq(t, `{}`, string(r1.ToolCalls[1].Args), "missing args become an empty object")
+
+	// Rounds before the context window (Earlier) count too.
+	req := mockReq("verifying", 1, user)
+	req.Earlier = []Message{user, earlierRound("verifying")}
+	r1b, err := p.Complete(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, r1.ToolCalls, r1b.ToolCalls)
 }
 
 func TestMockExpectStateMismatch(t *testing.T) {
-	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
-	_, err := p.Complete(context.Background(), mockReq("triage", 1))
+	p := strictMock(balanceScript())
+	user := Message{Role: RoleUser, Text: "my balance"}
+	_, err := p.Complete(context.Background(), mockReq("triage", 1, user, earlierRound("verifying")))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
 	assert.Equal(t, ErrTypeMockMismatch, typ)
@@ -83,12 +101,12 @@ func TestMockExpectStateMismatch(t *testing.T) {
 }
 
 func TestMockExpectUser(t *testing.T) {
-	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
+	p := strictMock(balanceScript())
 
 	// Only the latest user message counts.
 	_, err := p.Complete(context.Background(), mockReq("verifying", 0,
 		Message{Role: RoleUser, Text: "my balance please"},
-		Message{Role: RoleAssistant, Text: "sure"},
+		Message{Role: RoleSystem, Text: "sure"},
 		Message{Role: RoleUser, Text: "actually, close my account"}))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
@@ -102,11 +120,47 @@ func TestMockExpectUser(t *testing.T) {
 	typ, _ = appErrType(t, err)
 	assert.Equal(t, ErrTypeMockMismatch, typ)
 	assert.Contains(t, err.Error(), "no user message")
+
+	// Case does not matter.
+	res, err := p.Complete(context.Background(), mockReq("verifying", 0, Message{Role: RoleUser, Text: "BALANCE?"}))
+	require.NoError(t, err)
+	assert.Equal(t, "Let me check that account.", res.Text)
+}
+
+// TestMockForgivesOffScriptRounds: without strictness an off-script round answers the
+// script's default (or a note of what it expected), and the script waits where it is.
+func TestMockForgivesOffScriptRounds(t *testing.T) {
+	script := balanceScript()
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
+	off := Message{Role: RoleUser, Text: "what's the weather?"}
+	res, err := p.Complete(context.Background(), mockReq("verifying", 0, off))
+	require.NoError(t, err)
+	assert.Equal(t, "OK.", res.Text)
+	assert.Empty(t, res.ToolCalls)
+
+	// The next message is the one the script waits for: its first round answers.
+	res, err = p.Complete(context.Background(), mockReq("verifying", 1, off, earlierRound("verifying"),
+		Message{Role: RoleUser, Text: "my balance please"}))
+	require.NoError(t, err)
+	assert.Equal(t, "Let me check that account.", res.Text)
+
+	script.Default = ""
+	res, err = p.Complete(context.Background(), mockReq("verifying", 0, off))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(res.Text, "[scripted mock]"), res.Text)
+	assert.Contains(t, res.Text, `a message containing "balance" in state "verifying"`)
+
+	// strict: true in the script fails the round as a strict provider does.
+	script.Strict = true
+	_, err = p.Complete(context.Background(), mockReq("verifying", 0, off))
+	typ, _ := appErrType(t, err)
+	assert.Equal(t, ErrTypeMockMismatch, typ)
 }
 
 func TestMockScriptedError(t *testing.T) {
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
-	_, err := p.Complete(context.Background(), mockReq("resolution", 2))
+	user := Message{Role: RoleUser, Text: "balance"}
+	_, err := p.Complete(context.Background(), mockReq("resolution", 2, user, earlierRound("verifying"), earlierRound("verifying")))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
 	assert.Equal(t, ErrTypeMockFailure, typ)
@@ -115,35 +169,27 @@ func TestMockScriptedError(t *testing.T) {
 }
 
 func TestMockExhausted(t *testing.T) {
-	script := balanceScript()
+	script := &packs.MockScript{Default: "OK.", Rounds: []packs.MockRound{{Text: "one"}, {Text: "two"}, {Text: "three"}}}
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
+	three := []Message{{Role: RoleUser, Text: "hi"}, earlierRound("a"), earlierRound("a"), earlierRound("a")}
 
-	res, err := p.Complete(context.Background(), mockReq("anything", 3))
+	res, err := p.Complete(context.Background(), mockReq("anything", 3, three...))
 	require.NoError(t, err)
 	assert.Equal(t, "OK.", res.Text)
 	assert.Equal(t, "stop", res.FinishReason)
 
 	script.Default = ""
-	res, err = p.Complete(context.Background(), mockReq("anything", 7))
+	res, err = p.Complete(context.Background(), mockReq("anything", 3, three...))
 	require.NoError(t, err)
 	assert.Contains(t, res.Text, `"bank"`)
 	assert.Contains(t, res.Text, "exhausted")
 
 	script.FailWhenExhausted = true
-	_, err = p.Complete(context.Background(), mockReq("anything", 3))
+	_, err = p.Complete(context.Background(), mockReq("anything", 3, three...))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
 	assert.Equal(t, ErrTypeMockExhausted, typ)
 	assert.True(t, nonRetryable)
 	assert.Contains(t, err.Error(), "round 3")
 	assert.Contains(t, err.Error(), "3 rounds")
-}
-
-func TestMockWithoutScript(t *testing.T) {
-	p := &MockProvider{}
-	res, err := p.Complete(context.Background(), mockReq("triage", 0))
-	require.NoError(t, err)
-	assert.True(t, strings.Contains(res.Text, `"bank"`) && strings.Contains(res.Text, `"triage"`), res.Text)
-	assert.Empty(t, res.ToolCalls)
-	assert.Positive(t, res.Usage.OutputTokens)
 }

@@ -36,8 +36,17 @@ type Provider interface {
 // Request is one model round as a provider sees it: the activity input plus the
 // transcript the activity fetched through the input's TranscriptRef.
 type Request struct {
-	Input    ModelRoundInput
+	Input ModelRoundInput
+	// Messages are the round's context: messages [From, To) of the transcript.
 	Messages []Message
+	// Earlier are messages [0, From), read only for a provider that asks for the whole
+	// transcript (the scripted mock); nil otherwise.
+	Earlier []Message
+}
+
+// wholeTranscriptProvider is a provider whose rounds of a pack need Request.Earlier.
+type wholeTranscriptProvider interface {
+	wantsWholeTranscript(pack string) bool
 }
 
 // parameters decodes the prompt's sampling parameters (packs.Parameters as JSON).

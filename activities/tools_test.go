@@ -139,7 +139,7 @@ func TestToolIdempotencyKey(t *testing.T) {
 
 func TestMockExpectToolResult(t *testing.T) {
 	script := &packs.MockScript{Rounds: []packs.MockRound{{ExpectToolResult: `"status":"shipped"`, Text: "It shipped."}}}
-	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}, Strict: true}
 
 	_, err := p.Complete(context.Background(), mockReq("s", 0, Message{Role: RoleUser, Text: "where?"}))
 	require.Error(t, err)

@@ -72,8 +72,8 @@ type ModelRoundInput struct {
 	NodeID   string `json:"nodeId"`
 	State    string `json:"state"`  // workflow state the round runs in
 	Prompt   string `json:"prompt"` // prompt key (prompt_task)
-	// Round is the 0-based index of this model round within the run; the scripted mock
-	// consumes its script by this index.
+	// Round is the 0-based index of this model round within the run; tool-call ids are
+	// built from it (the scripted mock finds its place in the transcript instead).
 	Round int `json:"round"`
 	// Provider is the logical provider key (RFC 0012/0017), "default" when unset.
 	Provider   string          `json:"provider,omitempty"`
@@ -192,3 +192,23 @@ const (
 	ErrTypeRateLimited = "ModelRateLimited" // 429 from the provider
 	ErrTypeUnavailable = "ModelUnavailable" // 5xx, 408, 409, or the provider unreachable
 )
+
+// errorCodes maps the ErrType* application error types to the OpenWOP error codes
+// (snake_case) that a run failed by them reports in error.code. The types stay what
+// they are inside Temporal (retry policies name them); the run's error speaks OpenWOP.
+var errorCodes = map[string]string{
+	ErrTypeBadRequest:      "model_bad_request",
+	ErrTypeAuth:            "model_authentication",
+	ErrTypeMockMismatch:    "mock_script_mismatch",
+	ErrTypeMockExhausted:   "mock_script_exhausted",
+	ErrTypeMockFailure:     "mock_scripted_failure",
+	ErrTypeUnknownProvider: "unknown_provider",
+	ErrTypeUnknownTool:     "unknown_tool",
+	ErrTypeBadResponse:     "model_malformed_response",
+	ErrTypeRateLimited:     "model_rate_limited",
+	ErrTypeUnavailable:     "model_unavailable",
+}
+
+// ErrorCode returns the OpenWOP error code of an activity error type (one of the
+// ErrType* constants), or "" for a type it does not know.
+func ErrorCode(errType string) string { return errorCodes[errType] }

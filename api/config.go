@@ -2,9 +2,13 @@ package api
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/workflows"
 )
@@ -29,21 +33,33 @@ const (
 	DefaultTokenTTL            = 24 * time.Hour
 	DefaultKeepAlive           = 15 * time.Second
 	DefaultTokenKeyID          = "k1"
+	DefaultKeysFilePoll        = 2 * time.Second
 )
 
-// Key is one configured API key. Secret is the bearer token as configured; the server
-// keeps only its SHA-256 hash.
+// Key is one configured API key: Secret is the bearer token as configured, or SHA256
+// its hex SHA-256 (as a keys file holds it); the server keeps only the hash.
 type Key struct {
 	ID     string
 	Secret string
+	SHA256 string
 	Tenant string
 	Scopes []string
+	// Revoked keys are answered 401 key_revoked; keys past ExpiresAt (when set) 401
+	// key_expired.
+	Revoked   bool
+	ExpiresAt time.Time
 }
 
 // Config configures the API server. Zero values take the defaults above.
 type Config struct {
 	// Keys are the accepted bearer keys.
 	Keys []Key
+	// KeysFile is a keys file (LoadKeysFile) whose keys are accepted besides Keys. The
+	// server reads it when it starts, again whenever it changes (checked every
+	// KeysFilePoll, default 2 s) and on ReloadKeys; a file that no longer parses keeps
+	// the keys read before and logs why.
+	KeysFile     string
+	KeysFilePoll time.Duration
 	// TokenSecret signs interrupt tokens (HMAC-SHA256) under TokenKeyID.
 	TokenSecret []byte
 	// TokenKeyID names TokenSecret inside tokens (default "k1"), so secrets can rotate.
@@ -77,6 +93,14 @@ type Config struct {
 	// WebhookDelivery is the retry policy of deliveries (zero fields: the defaults, 1s
 	// doubling to 10m, for 24h).
 	WebhookDelivery workflows.WebhookDeliveryConfig
+	// Metrics, when set, receives the wop_http_* request metrics, and MetricsHandler
+	// serves GET /metrics (the process's registry; see internal/telemetry). Without a
+	// handler /metrics answers 404.
+	Metrics        prometheus.Registerer
+	MetricsHandler http.Handler
+	// TracerProvider, when set, makes every request a span, child of the caller's
+	// traceparent when it sends one.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +128,9 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.KeysFilePoll <= 0 {
+		c.KeysFilePoll = DefaultKeysFilePoll
+	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	return c
 }
@@ -111,6 +138,7 @@ func (c Config) withDefaults() Config {
 // ConfigFromEnv reads the API configuration from the environment:
 //
 //	WOP_API_KEY           a full-access key for tenant "default"
+//	WOP_KEYS_FILE         a keys file: keys of every tenant with their scopes (LoadKeysFile)
 //	WOP_TOKEN_SECRET      secret that signs interrupt tokens (required when keys are set)
 //	WOP_PUBLIC_URL        base URL used in callback URLs
 //	WOP_MAX_BODY_BYTES    request body limit in bytes (default 1 MiB)
@@ -126,6 +154,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
 		cfg.Keys = append(cfg.Keys, Key{ID: "env", Secret: k, Tenant: "default", Scopes: AllScopes})
 	}
+	cfg.KeysFile = strings.TrimSpace(getenv("WOP_KEYS_FILE"))
 	if s := getenv("WOP_TOKEN_SECRET"); s != "" {
 		cfg.TokenSecret = []byte(s)
 	}
@@ -182,7 +211,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.WebhookDelivery.MaxAttempts = int32(n)
 	}
-	if len(cfg.Keys) > 0 && len(cfg.TokenSecret) == 0 {
+	if (len(cfg.Keys) > 0 || cfg.KeysFile != "") && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")
 	}
 	return cfg, nil

@@ -346,6 +346,7 @@ func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	return d, ok
 }
 func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
+func (c *fakeCatalog) PackIDs() []string               { return nil }
 func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}

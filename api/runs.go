@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -318,7 +319,7 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            runSummary(in),
-		TypedSearchAttributes:                    searchAttributes(in),
+		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
 	}
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
 }
@@ -331,11 +332,12 @@ func runSummary(in workflows.RunInput) string {
 	return s
 }
 
-func searchAttributes(in workflows.RunInput) temporal.SearchAttributes {
+func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {
 	updates := []temporal.SearchAttributeUpdate{
 		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
 		workflows.SATenant.ValueSet(in.Owner.Tenant),
 		workflows.SAStatus.ValueSet(workflows.StatusPending),
+		workflows.SACreatedAt.ValueSet(now.UTC()),
 	}
 	if len(in.Packs) > 0 {
 		ids := make([]string, 0, len(in.Packs))

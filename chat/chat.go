@@ -2,13 +2,19 @@
 // holds a conversation with a run through the OpenWOP API.
 //
 // Given a workflow id it starts a run of that workflow; given a run id it attaches to
-// the run. It follows the run's events over SSE (GET /v1/runs/{id}/events with
-// streamMode=debug, reconnecting with Last-Event-ID), prints the agent's replies
-// (conversation turns with role "agent") and state changes (agent.handoff) as they
-// arrive, and sends every line typed on stdin as a conversation exchange to the node
-// the run is suspended on (POST /v1/runs/{id}/interrupts/{nodeId}). It ends when the
-// run ends, on /quit, or at end of input once the last message sent has its reply
-// (so `echo "hi" | wop chat pack` prints the answer). Leaving does not stop the run.
+// the run and shows its whole conversation so far. It follows the run's events over SSE
+// (GET /v1/runs/{id}/events with streamMode=debug, resuming with Last-Event-ID) and shows
+// the user's and the agent's turns, tool calls and state changes as they arrive; when
+// the API goes away (a restarted `wop dev`) it reconnects until it is back. Every line
+// typed on stdin is sent as a conversation exchange to the run's open conversation
+// (POST /v1/runs/{id}/interrupts/{nodeId}), except while the run waits for an external
+// event or an approval: that wait is shown with the call that resolves it, and a line
+// is sent only when it starts with /say. It ends when the run ends, on /quit, or at end
+// of input once the last message sent has its reply (so `echo "hi" | wop chat pack`
+// prints the answer), and says which run it leaves; leaving does not stop the run.
+//
+// On a terminal it shows a prompt and a thinking indicator, in colour unless NO_COLOR
+// is set or TERM is dumb (render.go).
 package chat
 
 import (
@@ -21,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +56,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return run(ctx, args, os.Getenv, stdin, stdout, stderr)
 }
 
+// RunEnv is Run with the environment read through getenv (WOP_API_URL, WOP_API_KEY,
+// NO_COLOR, TERM).
+func RunEnv(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, args, getenv, stdin, stdout, stderr)
+}
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wop chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -60,8 +73,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	key := fs.String("key", getenv(EnvAPIKey), "API key, sent as a Bearer token (env "+EnvAPIKey+")")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: wop chat [--api URL] [--key KEY] <workflowId|runId>\n\n"+
-			"Starts a run of the workflow (or attaches to the run), prints the agent's replies and\n"+
-			"state changes, and sends each line you type. /quit or end of input leaves; the run goes on.\n\n")
+			"Starts a run of the workflow (or attaches to the run and shows its conversation), and\n"+
+			"sends each line you type. While the run waits for an external event, start a line with\n"+
+			"/say to send it. /quit or end of input leaves; the run goes on.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -83,98 +97,116 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &client{base: base.String(), key: *key, http: &http.Client{}}
-	s := &session{c: c, out: stdout, errOut: stderr, replied: make(chan struct{}, 1)}
+	s := &session{c: c, v: newView(stdout, stderr, getenv)}
 	return s.run(ctx, fs.Arg(0), stdin)
 }
 
-// session is one chat: the run it talks to and the terminal it prints on.
+// session is one chat: the run it talks to and the view it draws on.
 type session struct {
 	c     *client
+	v     *view
 	runID string
-	// replied receives a value when a reply (an agent or system turn) is shown.
-	replied chan struct{}
-	mu      sync.Mutex // serialises writes to out and errOut
-	out     io.Writer
-	errOut  io.Writer
-}
 
-func (s *session) printf(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.out, format, args...)
-}
-
-func (s *session) errorf(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.errOut, format, args...)
+	mu sync.Mutex
+	// sent are the texts of messages this chat sent whose user turn has not come back
+	// yet: the terminal already shows them, so their turns are not printed again.
+	sent []string
+	// sends counts the messages sent; answered is the value sends had when a reply
+	// (an agent or system turn) was last shown after all their turns: the chat waits for
+	// answered == sends at the end of piped input.
+	sends, answered int
+	// lastSystem is the text of the last system turn shown (a failure's words are not
+	// repeated by the run's failure line).
+	lastSystem string
+	// ended and endCode: the run's terminal event was shown, with the exit code of the
+	// run's outcome.
+	ended   bool
+	endCode int
+	// shown is the sequence of the last event shown (-1 before the first).
+	shown int64
 }
 
 func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 	runID, started, err := s.resolve(ctx, target)
 	if err != nil {
-		s.errorf("wop chat: %v\n", err)
+		s.v.emit(kindError, "", "wop chat: "+err.Error())
 		return ExitFailed
 	}
 	s.runID = runID
+	s.shown = -1
 	if started {
-		s.printf("Started run %s of %s. Type a message and press Enter; /quit leaves.\n", runID, target)
+		s.v.emit(kindSystem, "", fmt.Sprintf("Started run %s of %s. Type a message and press Enter; /quit leaves, /help helps.", runID, target))
 	} else {
-		s.printf("Attached to run %s. Type a message and press Enter; /quit leaves.\n", runID)
+		s.v.emit(kindSystem, "", fmt.Sprintf("Attached to run %s. Type a message and press Enter; /quit leaves, /help helps.", runID))
 	}
+	code := s.converse(ctx, stdin)
+	s.v.close()
+	s.mu.Lock()
+	ended, endCode := s.ended, s.endCode
+	s.mu.Unlock()
+	if ended {
+		return endCode // the run's outcome, even when the input ended first
+	}
+	s.v.emit(kindSystem, "", fmt.Sprintf("· Left run %s; it goes on. Attach again with: wop chat %s", s.runID, s.runID))
+	return code
+}
 
+// converse runs the chat until the run ends or the user leaves, and returns the exit
+// code.
+func (s *session) converse(ctx context.Context, stdin io.Reader) int {
 	events := make(chan result, 1)
 	go func() {
-		code, err := s.follow(ctx)
-		events <- result{code: code, err: err}
+		r, err := s.follow(ctx)
+		r.err = err
+		events <- r
 	}()
 	lines := make(chan string)
 	go readLines(ctx, stdin, lines)
-	pending := false // a message was sent and its reply has not been shown
+	s.v.expectInput(true)
 
+	finish := func(r result) int {
+		if r.err != nil {
+			s.v.emit(kindError, "", "wop chat: "+r.err.Error())
+		}
+		return r.code
+	}
 	for {
 		select {
 		case r := <-events:
-			if r.err != nil {
-				s.errorf("wop chat: %v\n", r.err)
-			}
-			return r.code
+			return finish(r)
 		case line, ok := <-lines:
+			s.v.lineEntered()
 			if !ok {
 				// End of input. With input piped in (echo hi | wop chat pack), wait for
-				// the answer to the last message before leaving.
-				if !pending {
-					return ExitOK
+				// the answer to the last message sent, then for what the run did by
+				// then (a wait it raised, its end), and leave.
+				if r, ok := s.awaitReply(ctx, events); ok {
+					return finish(r)
 				}
-				select {
-				case <-s.replied:
-					return ExitOK
-				case r := <-events:
-					if r.err != nil {
-						s.errorf("wop chat: %v\n", r.err)
-					}
-					return r.code
-				case <-ctx.Done():
-					return ExitOK
+				if r, ok := s.catchUp(ctx, events); ok {
+					return finish(r)
 				}
+				return ExitOK
 			}
 			line = strings.TrimSpace(line)
+			say := false
 			switch {
 			case line == "":
+				s.v.expectInput(true)
 				continue
 			case line == "/quit" || line == "/exit":
 				return ExitOK
+			case line == "/help":
+				s.v.emit(kindSystem, "", "· Each line you type is a message to the agent. /say TEXT sends TEXT while the run waits for an external event or an approval; /quit leaves (the run goes on).")
+				s.v.expectInput(true)
+				continue
+			case strings.HasPrefix(line, "/say "):
+				line, say = strings.TrimSpace(strings.TrimPrefix(line, "/say ")), true
 			}
-			// Forget replies to earlier messages before sending this one.
-			select {
-			case <-s.replied:
-			default:
-			}
-			if err := s.send(ctx, line); err != nil {
-				s.errorf("wop chat: %v\n", err)
-				pending = false
-			} else {
-				pending = true
+			s.expectReply(line)
+			if err := s.send(ctx, line, say); err != nil {
+				s.v.emit(kindError, "", "wop chat: "+err.Error())
+				s.v.expectInput(true)
 			}
 		case <-ctx.Done():
 			return ExitOK
@@ -182,6 +214,8 @@ func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {
 	}
 }
 
+// result is how following the run's events ended: the exit code, and why when the
+// chat could not follow the run.
 type result struct {
 	code int
 	err  error
@@ -248,26 +282,85 @@ func (s *session) resolve(ctx context.Context, target string) (runID string, sta
 
 // snapshot is the part of a RunSnapshot the chat needs.
 type snapshot struct {
-	RunID         string `json:"runId"`
-	Status        string `json:"status"`
-	CurrentNodeID string `json:"currentNodeId"`
+	RunID         string      `json:"runId"`
+	Status        string      `json:"status"`
+	CurrentNodeID string      `json:"currentNodeId"`
+	Interrupts    []interrupt `json:"interrupts"`
+	LastSequence  int64       `json:"lastSequence"`
 }
 
-// send posts one user line as a conversation exchange to the node the run waits on.
-func (s *session) send(ctx context.Context, text string) error {
+// interrupt is a pending interrupt of a snapshot.
+type interrupt struct {
+	NodeID       string          `json:"nodeId"`
+	Kind         string          `json:"kind"`
+	Key          string          `json:"key"`
+	ResumeSchema json.RawMessage `json:"resumeSchema"`
+}
+
+// isConversation reports whether the interrupt takes conversation messages.
+func (i interrupt) isConversation() bool { return strings.HasPrefix(i.Kind, "conversation") }
+
+// events are the event names an external-event interrupt accepts (its resume
+// schema's event enum), or nil.
+func (i interrupt) events() []string {
+	var schema struct {
+		Properties struct {
+			Event struct {
+				Enum []string `json:"enum"`
+			} `json:"event"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(i.ResumeSchema, &schema)
+	return schema.Properties.Event.Enum
+}
+
+// readSnapshot reads the run's snapshot.
+func (s *session) readSnapshot(ctx context.Context) (*snapshot, error) {
 	status, body, err := s.c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(s.runID), nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if status != http.StatusOK {
-		return apiError("read the run", status, body)
+		return nil, apiError("read the run", status, body)
 	}
 	var snap snapshot
 	if err := json.Unmarshal(body, &snap); err != nil {
-		return fmt.Errorf("read the run: malformed snapshot: %w", err)
+		return nil, fmt.Errorf("read the run: malformed snapshot: %w", err)
 	}
-	if snap.CurrentNodeID == "" {
+	return &snap, nil
+}
+
+// send posts one user line as a conversation exchange to the run's open conversation.
+// While the run also waits for something else (an external event, an approval) a line
+// is sent only when say is set (/say): the wait is not the user's to answer, and a line
+// typed there (a shell command, say) would otherwise reach the agent as a message.
+func (s *session) send(ctx context.Context, text string, say bool) error {
+	snap, err := s.readSnapshot(ctx)
+	if err != nil {
+		s.notSent(text)
+		return fmt.Errorf("%w; your message was not sent", err)
+	}
+	var conv, other *interrupt
+	for i := range snap.Interrupts {
+		it := &snap.Interrupts[i]
+		switch {
+		case it.isConversation() && conv == nil:
+			conv = it
+		case !it.isConversation() && other == nil:
+			other = it
+		}
+	}
+	if conv == nil || (other != nil && !say) {
+		s.notSent(text)
+	}
+	if conv == nil {
+		if other != nil {
+			return fmt.Errorf("the run waits for %s at node %s, which is resolved through the API; your message was not sent", describeWait(*other), other.NodeID)
+		}
 		return fmt.Errorf("the run is not waiting for a message (status %s); your message was not sent", orUnknown(snap.Status))
+	}
+	if other != nil && !say {
+		return fmt.Errorf("not sent: the run waits for %s at node %s, resolved through the API. To message the agent meanwhile, start the line with /say", describeWait(*other), other.NodeID)
 	}
 	resume := map[string]any{"resumeValue": map[string]any{
 		"operation": "exchange",
@@ -276,15 +369,130 @@ func (s *session) send(ctx context.Context, text string) error {
 			"content": map[string]any{"text": text},
 		},
 	}}
-	path := "/v1/runs/" + url.PathEscape(s.runID) + "/interrupts/" + url.PathEscape(snap.CurrentNodeID)
-	status, body, err = s.c.do(ctx, http.MethodPost, path, resume)
+	// The indicator starts before the message leaves: the reply may be shown before
+	// the API has answered the post.
+	s.v.startThinking()
+	path := "/v1/runs/" + url.PathEscape(s.runID) + "/interrupts/" + url.PathEscape(conv.NodeID)
+	status, body, err := s.c.do(ctx, http.MethodPost, path, resume)
+	if err == nil && status/100 != 2 {
+		err = apiError("send your message", status, body)
+	}
 	if err != nil {
+		s.v.stopThinking()
+		s.notSent(text)
 		return err
 	}
-	if status/100 != 2 {
-		return apiError("send your message", status, body)
-	}
 	return nil
+}
+
+// describeWait names what an interrupt waits for, e.g. `an external event (Approved or
+// Rejected)`.
+func describeWait(it interrupt) string {
+	what := "an interrupt of kind " + it.Kind
+	switch it.Kind {
+	case "external-event":
+		what = "an external event"
+	case "approval":
+		what = "an approval"
+	}
+	if evs := it.events(); len(evs) > 0 {
+		what += " (" + strings.Join(evs, " or ") + ")"
+	}
+	return what
+}
+
+// ownEcho reports whether a user turn is a message this chat sent (and forgets it).
+func (s *session) ownEcho(text string) bool {
+	return s.forgetSent(text)
+}
+
+// notSent takes back a message that did not leave.
+func (s *session) notSent(text string) {
+	s.forgetSent(text)
+	s.mu.Lock()
+	s.sends--
+	s.mu.Unlock()
+}
+
+func (s *session) forgetSent(text string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, t := range s.sent {
+		if t == text {
+			s.sent = append(s.sent[:i], s.sent[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// expectReply records a message about to be sent (before it leaves: its reply may be
+// shown before the API answers the post).
+func (s *session) expectReply(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, text)
+	s.sends++
+}
+
+// awaitReply waits until the reply to the last message sent is shown, polling; ok
+// reports that following the run ended first (r).
+func (s *session) awaitReply(ctx context.Context, events <-chan result) (r result, ok bool) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		done := s.answered == s.sends
+		s.mu.Unlock()
+		if done {
+			return result{}, false
+		}
+		select {
+		case r := <-events:
+			return r, true
+		case <-ctx.Done():
+			return result{}, false
+		case <-tick.C:
+		}
+	}
+}
+
+// catchUp waits until the chat has shown the events the run has now (at most 10 s), or
+// the run's end when it has ended; ok reports that following the run ended (r).
+func (s *session) catchUp(ctx context.Context, events <-chan result) (r result, ok bool) {
+	snap, err := s.readSnapshot(ctx)
+	if err != nil {
+		return result{}, false
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case r := <-events:
+			return r, true
+		case <-ctx.Done():
+			return result{}, false
+		case <-deadline:
+			return result{}, false
+		case <-tick.C:
+			s.mu.Lock()
+			shown := s.shown
+			s.mu.Unlock()
+			if !isTerminalStatus(snap.Status) && shown >= snap.LastSequence {
+				return result{}, false
+			}
+		}
+	}
+}
+
+// isTerminalStatus reports whether a run status is final.
+func isTerminalStatus(status string) bool {
+	switch status {
+	case "completed", "failed", "cancelled":
+		return true
+	}
+	return false
 }
 
 func orUnknown(s string) string {
@@ -294,50 +502,60 @@ func orUnknown(s string) string {
 	return s
 }
 
-// Reconnect policy of the event stream.
+// Reconnect policy of the event stream: the delay grows from reconnectDelay to
+// maxReconnectDelay while the API cannot be reached, and the chat keeps trying until
+// the user leaves; an answer that will not change by retrying (401, 403, 404) ends it.
 var (
 	reconnectDelay    = 500 * time.Millisecond
-	reconnectAttempts = 20
+	maxReconnectDelay = 5 * time.Second
 )
 
-// follow reads the run's events until its terminal event and prints them, and
-// returns the exit code for the run's outcome. A dropped stream is resumed after the
-// last event seen (Last-Event-ID); a stream the API refuses ends the chat.
-func (s *session) follow(ctx context.Context) (int, error) {
+// follow reads the run's events until its terminal event and shows them, and returns
+// the exit code for the run's outcome. A dropped stream is resumed after the last
+// event seen (Last-Event-ID).
+func (s *session) follow(ctx context.Context) (result, error) {
 	lastID := ""
-	failures := 0
+	delay := reconnectDelay
+	lost := false
 	for {
-		progressed, terminal, exit := false, false, ExitOK
-		status, err := s.c.stream(ctx, s.runID, lastID, func(ev event) bool {
+		terminal, exit := false, ExitOK
+		status, err := s.c.stream(ctx, s.runID, lastID, func() {
+			delay = reconnectDelay
+			if lost {
+				lost = false
+				s.v.emit(kindSystem, "", "· Reconnected.")
+			}
+		}, func(ev event) bool {
 			if ev.id != "" {
 				lastID = ev.id
 			}
-			progressed = true
-			exit, terminal = s.show(ev)
+			exit, terminal = s.show(ctx, ev)
+			if seq, err := strconv.ParseInt(ev.id, 10, 64); err == nil {
+				s.mu.Lock()
+				s.shown = seq
+				s.mu.Unlock()
+			}
 			return terminal
 		})
 		switch {
 		case terminal:
-			return exit, nil
+			return result{code: exit}, nil
 		case ctx.Err() != nil:
-			return ExitOK, nil
-		case status != 0 && status != http.StatusOK:
-			return ExitFailed, err
+			return result{code: ExitOK}, nil
+		case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound:
+			return result{code: ExitFailed}, err
 		}
-		if progressed {
-			failures = 0
-		}
-		failures++
-		if failures > reconnectAttempts {
-			if err == nil {
-				err = errors.New("the stream kept closing before the run ended")
-			}
-			return ExitFailed, fmt.Errorf("lost the event stream of run %s: %w", s.runID, err)
+		if status != http.StatusOK && !lost {
+			lost = true
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Lost the connection to %s; reconnecting…", s.c.base))
 		}
 		select {
-		case <-time.After(reconnectDelay):
+		case <-time.After(delay):
 		case <-ctx.Done():
-			return ExitOK, nil
+			return result{code: ExitOK}, nil
+		}
+		if status != http.StatusOK {
+			delay = min(2*delay, maxReconnectDelay)
 		}
 	}
 }

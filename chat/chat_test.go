@@ -156,7 +156,8 @@ func init() { reconnectDelay = 10 * time.Millisecond }
 func TestChatStartsRunAndConverses(t *testing.T) {
 	f, srv := newFakeAPI(t)
 	f.workflows["support"] = true
-	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack"}
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack",
+		"interrupts": []any{map[string]any{"nodeId": "pack", "kind": "conversation.exchange", "key": "r1:pack:0"}}}
 	f.streams = []fakeStream{
 		{events: []map[string]any{ // the first connection drops after the opening
 			ev(0, "run.started", map[string]any{"workflowId": "support"}),
@@ -195,13 +196,13 @@ func TestChatStartsRunAndConverses(t *testing.T) {
 	}
 
 	assert.Equal(t, strings.Join([]string{
-		"Started run r1 of support. Type a message and press Enter; /quit leaves.",
+		"Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.",
 		"· Conversation with pack support, state verifying.",
 		"support:verifying: Let me check that account.",
 		"── state verifying → triage (AccountVerified)",
 		"support:resolution: Your balance is $42.00.",
 		"· The conversation is closed.",
-		"· Run completed.",
+		"· Run r1 completed.",
 		"",
 	}, "\n"), out.String())
 	assert.Empty(t, errOut.String())
@@ -234,8 +235,8 @@ func TestChatAttachesToFailedRun(t *testing.T) {
 	defer stdinW.Close()
 	code := run(context.Background(), []string{"--api", srv.URL + "/", "r1"}, envOf(nil), stdinR, &out, &errOut)
 	assert.Equal(t, ExitFailed, code)
-	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves.\n"+
-		"· Run failed: the run used its 10 tool calls (budget_exhausted).\n", out.String())
+	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves, /help helps.\n"+
+		"· Run r1 failed: the run used its 10 tool calls (budget_exhausted).\n", out.String())
 	assert.Empty(t, f.posts, "attaching starts nothing")
 }
 
@@ -267,6 +268,8 @@ func TestChatMessageWhenRunIsNotWaitingAndQuit(t *testing.T) {
 		strings.NewReader("hello\n\n/quit\nnot sent\n"), &out, &errOut)
 	assert.Equal(t, ExitOK, code)
 	assert.Equal(t, "wop chat: the run is not waiting for a message (status running); your message was not sent\n", errOut.String())
+	assert.Equal(t, "Attached to run r1. Type a message and press Enter; /quit leaves, /help helps.\n"+
+		"· Left run r1; it goes on. Attach again with: wop chat r1\n", out.String(), "the chat says which run it leaves")
 	assert.Empty(t, f.posts)
 }
 
@@ -299,7 +302,8 @@ func envOf(m map[string]string) func(string) string {
 func TestChatPipedInputWaitsForTheReply(t *testing.T) {
 	f, srv := newFakeAPI(t)
 	f.workflows["support"] = true
-	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack"}
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack",
+		"interrupts": []any{map[string]any{"nodeId": "pack", "kind": "conversation.exchange", "key": "r1:pack:0"}}}
 	f.streams = []fakeStream{{waitForPost: true, events: []map[string]any{
 		ev(0, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "hi"})),
 		ev(1, "conversation.exchanged", turnPayload(2, "agent", "support", map[string]any{"text": "Hello!"})),
@@ -307,6 +311,72 @@ func TestChatPipedInputWaitsForTheReply(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"--api", srv.URL, "support"}, envOf(nil), strings.NewReader("hi"), &out, &errOut)
 	assert.Equal(t, ExitOK, code, errOut.String())
-	assert.Equal(t, "Started run r1 of support. Type a message and press Enter; /quit leaves.\nsupport: Hello!\n", out.String())
+	assert.Equal(t, "Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.\nsupport: Hello!\n"+
+		"· Left run r1; it goes on. Attach again with: wop chat r1\n", out.String())
 	require.Len(t, f.posts, 2)
+}
+
+// TestChatReattachShowsTheWholeTranscript: attaching replays the run's conversation,
+// the user's turns as well as the agent's, with tool calls; the failure's words are
+// said once.
+func TestChatReattachShowsTheWholeTranscript(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "failed", "lastSequence": 7}
+	f.streams = []fakeStream{{events: []map[string]any{
+		ev(0, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "hi"})),
+		ev(1, "conversation.exchanged", turnPayload(2, "agent", "support", map[string]any{"text": "Hello!\nWhat is your account number?"})),
+		ev(2, "conversation.exchanged", turnPayload(3, "user", "user", map[string]any{"text": "ACC-12345"})),
+		ev(3, "agent.toolCalled", map[string]any{"toolName": "verify_account", "inputs": map[string]any{"account_id": "ACC-12345"}}),
+		ev(4, "agent.toolReturned", map[string]any{"toolName": "verify_account", "status": "error", "outcome": map[string]any{"text": "no such account"}}),
+		ev(5, "agent.toolCalled", map[string]any{"toolName": "workflow__transition", "inputs": map[string]any{"event": "AccountVerified"}}),
+		ev(6, "conversation.closed", map[string]any{"finalTurn": map[string]any{"role": "system", "content": map[string]any{"text": "Conversation closed: the model failed (model_error)."}}}),
+		ev(7, "run.failed", map[string]any{"error": map[string]any{"code": "model_error", "message": "the model failed"}}),
+	}}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "r1"}, envOf(nil), strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, ExitFailed, code)
+	assert.Equal(t, strings.Join([]string{
+		"Attached to run r1. Type a message and press Enter; /quit leaves, /help helps.",
+		"you: hi",
+		"support: Hello!",
+		"         What is your account number?",
+		"you: ACC-12345",
+		"  ⚙ verify_account(account_id: ACC-12345)",
+		"  ⚙ verify_account failed: no such account",
+		"· Conversation closed: the model failed (model_error).",
+		"· Run r1 failed (model_error).",
+		"",
+	}, "\n"), out.String())
+}
+
+// TestChatDoesNotSendLinesToAnExternalWait: while the run waits for an external event, a
+// typed line is not sent; /say sends it to the conversation.
+func TestChatDoesNotSendLinesToAnExternalWait(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "refund", "status": "waiting-external", "currentNodeId": "pack", "lastSequence": 0,
+		"interrupts": []any{
+			map[string]any{"nodeId": "pack", "kind": "conversation.exchange", "key": "r1:pack:0"},
+			map[string]any{"nodeId": "pack", "kind": "external-event", "key": "r1:pack:1",
+				"resumeSchema": map[string]any{"properties": map[string]any{"event": map[string]any{"enum": []string{"Approved", "Rejected"}}}}},
+		}}
+	f.streams = []fakeStream{{events: []map[string]any{
+		ev(0, "interrupt.requested", map[string]any{"kind": "external-event", "key": "r1:pack:1"}),
+	}}, {waitForPost: true, events: []map[string]any{
+		ev(1, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "Any news?"})),
+		ev(2, "conversation.exchanged", turnPayload(2, "agent", "refund", map[string]any{"text": "Not yet."})),
+	}}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "r1"}, envOf(nil),
+		strings.NewReader("curl -X POST approve\n/say Any news?\n"), &out, &errOut)
+	assert.Equal(t, ExitOK, code, errOut.String())
+	assert.Contains(t, out.String(), "⏸ The run waits for an external event (Approved or Rejected) at node pack.")
+	assert.Contains(t, out.String(), `/v1/runs/r1/interrupts/pack`)
+	assert.Contains(t, out.String(), `"event":"Approved"`)
+	assert.Contains(t, out.String(), "refund: Not yet.")
+	assert.Contains(t, errOut.String(), "not sent: the run waits for an external event (Approved or Rejected) at node pack")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.posts, 1, "only the /say line was sent")
+	assert.Equal(t, map[string]any{"resumeValue": map[string]any{"operation": "exchange",
+		"turn": map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "Any news?"}}}}, f.posts[0])
 }

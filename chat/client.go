@@ -75,10 +75,11 @@ type event struct {
 	data []byte // the run event document
 }
 
-// stream reads the run's events (streamMode=debug), after lastID when set, and calls
-// fn for each until fn returns true or the stream ends. It returns the HTTP status of
-// the stream (0 when the API could not be reached) and why it ended early.
-func (c *client) stream(ctx context.Context, runID, lastID string, fn func(event) bool) (int, error) {
+// stream reads the run's events (streamMode=debug), after lastID when set, calls
+// opened once the API has accepted the stream, and calls fn for each event until fn
+// returns true or the stream ends. It returns the HTTP status of the stream (0 when the
+// API could not be reached) and why it ended early.
+func (c *client) stream(ctx context.Context, runID, lastID string, opened func(), fn func(event) bool) (int, error) {
 	req, err := c.request(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/events?streamMode=debug", nil)
 	if err != nil {
 		return 0, err
@@ -96,6 +97,7 @@ func (c *client) stream(ctx context.Context, runID, lastID string, fn func(event
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		return resp.StatusCode, apiError("follow the run's events", resp.StatusCode, b)
 	}
+	opened()
 	if err := readSSE(resp.Body, fn); err != nil {
 		return resp.StatusCode, fmt.Errorf("event stream interrupted: %w", err)
 	}

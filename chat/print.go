@@ -1,7 +1,10 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -21,25 +24,35 @@ type turn struct {
 	Content   json.RawMessage `json:"content"`
 }
 
-// show prints one event if the user should see it, and reports whether it ends the
-// run and with which exit code.
-func (s *session) show(ev event) (exit int, terminal bool) {
+// show draws one event if the user should see it, and reports whether it ends the run
+// and with which exit code.
+func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) {
 	var re runEvent
 	if err := json.Unmarshal(ev.data, &re); err != nil {
-		s.errorf("wop chat: skipped a malformed event (id %s): %v\n", ev.id, err)
+		s.v.emit(kindError, "", fmt.Sprintf("wop chat: skipped a malformed event (id %s): %v", ev.id, err))
 		return ExitOK, false
 	}
 	typ := re.Type
 	if typ == "" {
 		typ = ev.typ
 	}
+	defer func() {
+		if terminal {
+			s.mu.Lock()
+			s.ended, s.endCode = true, exit
+			s.mu.Unlock()
+		}
+	}()
 	switch typ {
 	case "conversation.opened":
 		var p struct {
 			InitialTurn turn `json:"initialTurn"`
 		}
+		// The opening is no reply: an indicator running for a first message stays.
 		if json.Unmarshal(re.Payload, &p) == nil {
-			s.showTurn(p.InitialTurn)
+			if text := contentText(p.InitialTurn.Content); text != "" {
+				s.v.emit(kindSystem, "", "· "+text)
+			}
 		}
 	case "conversation.exchanged":
 		var p struct {
@@ -52,37 +65,22 @@ func (s *session) show(ev event) (exit int, terminal bool) {
 		var p struct {
 			FinalTurn turn `json:"finalTurn"`
 		}
-		if json.Unmarshal(re.Payload, &p) == nil {
-			s.showTurn(p.FinalTurn)
+		_ = json.Unmarshal(re.Payload, &p)
+		if contentText(p.FinalTurn.Content) == "" {
+			p.FinalTurn = turn{Role: "system", Content: json.RawMessage(`{"text":"The conversation is closed."}`)}
 		}
-		s.printf("· The conversation is closed.\n")
+		s.showTurn(p.FinalTurn)
 	case "agent.handoff":
-		var p struct {
-			FromState string `json:"fromState"`
-			ToState   string `json:"toState"`
-			Event     string `json:"event"`
-			Origin    string `json:"origin"`
-		}
-		if json.Unmarshal(re.Payload, &p) == nil && p.ToState != "" {
-			line := "── state " + p.FromState + " → " + p.ToState
-			if p.Event != "" {
-				line += " (" + p.Event
-				if p.Origin == "external" {
-					line += ", external"
-				}
-				line += ")"
-			}
-			s.printf("%s\n", line)
-		}
+		s.showHandoff(re.Payload)
+	case "agent.toolCalled":
+		s.showToolCall(re.Payload)
+	case "agent.toolReturned":
+		s.showToolResult(re.Payload)
 	case "interrupt.requested":
-		var p struct {
-			Kind string `json:"kind"`
-		}
-		if json.Unmarshal(re.Payload, &p) == nil && p.Kind != "" && !strings.HasPrefix(p.Kind, "conversation") {
-			s.printf("· The run waits for %s at node %s; it is resolved through the API, not here.\n", p.Kind, re.NodeID)
-		}
+		s.showWait(ctx, re)
 	case "run.completed":
-		s.printf("· Run completed.\n")
+		s.v.stopThinking()
+		s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s completed.", s.runID))
 		return ExitOK, true
 	case "run.failed":
 		var p struct {
@@ -92,25 +90,34 @@ func (s *session) show(ev event) (exit int, terminal bool) {
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(re.Payload, &p)
-		s.printf("· Run failed: %s (%s).\n", orUnknown(p.Error.Message), orUnknown(p.Error.Code))
+		s.v.stopThinking()
+		s.mu.Lock()
+		said := p.Error.Message != "" && strings.Contains(s.lastSystem, p.Error.Message)
+		s.mu.Unlock()
+		if said {
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed (%s).", s.runID, orUnknown(p.Error.Code)))
+		} else {
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed: %s (%s).", s.runID, orUnknown(p.Error.Message), orUnknown(p.Error.Code)))
+		}
 		return ExitFailed, true
 	case "run.cancelled":
 		var p struct {
 			Reason string `json:"reason"`
 		}
 		_ = json.Unmarshal(re.Payload, &p)
+		s.v.stopThinking()
 		if p.Reason != "" {
-			s.printf("· Run cancelled: %s.\n", p.Reason)
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s cancelled: %s.", s.runID, p.Reason))
 		} else {
-			s.printf("· Run cancelled.\n")
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s cancelled.", s.runID))
 		}
 		return ExitFailed, true
 	}
 	return ExitOK, false
 }
 
-// showTurn prints an agent turn as "speaker: text" and a system turn as "· text".
-// The user's own turns are not echoed.
+// showTurn draws an agent turn as "speaker: text", a user turn as "you: text" (unless
+// this chat sent it, so the terminal shows it already), and a system turn as "· text".
 func (s *session) showTurn(t turn) {
 	text := contentText(t.Content)
 	if text == "" {
@@ -125,20 +132,157 @@ func (s *session) showTurn(t turn) {
 		if who == "" {
 			who = "agent"
 		}
-		s.printf("%s: %s\n", who, text)
+		s.v.stopThinking()
+		s.v.emit(kindAgent, who, text)
 		s.notifyReply()
+	case "user":
+		if !s.ownEcho(text) {
+			s.v.emit(kindUser, "you", text)
+		}
 	case "system":
-		s.printf("· %s\n", text)
+		s.mu.Lock()
+		s.lastSystem = text
+		s.mu.Unlock()
+		s.v.stopThinking()
+		s.v.emit(kindSystem, "", "· "+text)
 		s.notifyReply()
 	}
 }
 
-// notifyReply records that a reply was shown, for a chat waiting on one.
-func (s *session) notifyReply() {
-	select {
-	case s.replied <- struct{}{}:
-	default:
+// showHandoff draws a state change: "── state a → b (Event)".
+func (s *session) showHandoff(raw json.RawMessage) {
+	var p struct {
+		FromState string `json:"fromState"`
+		ToState   string `json:"toState"`
+		Event     string `json:"event"`
+		Origin    string `json:"origin"`
 	}
+	if json.Unmarshal(raw, &p) != nil || p.ToState == "" {
+		return
+	}
+	line := "── state " + p.FromState + " → " + p.ToState
+	if p.Event != "" {
+		line += " (" + p.Event
+		if p.Origin == "external" {
+			line += ", external"
+		}
+		line += ")"
+	}
+	s.v.emit(kindState, "", line)
+}
+
+// System tools of a pack: the transition shows as its state change, an artifact as
+// one short line.
+const (
+	toolTransition  = "workflow__transition"
+	toolSetArtifact = "workflow__set_artifact"
+)
+
+// showToolCall draws a tool call compactly: "  ⚙ name(arg: value, …)".
+func (s *session) showToolCall(raw json.RawMessage) {
+	var p struct {
+		ToolName string          `json:"toolName"`
+		Inputs   json.RawMessage `json:"inputs"`
+	}
+	if json.Unmarshal(raw, &p) != nil || p.ToolName == "" || p.ToolName == toolTransition {
+		return
+	}
+	if p.ToolName == toolSetArtifact {
+		var a struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal(p.Inputs, &a)
+		s.v.emit(kindTool, "", "  ⚙ artifact "+a.Name+" set")
+		return
+	}
+	s.v.emit(kindTool, "", "  ⚙ "+p.ToolName+"("+compactArgs(p.Inputs, 70)+")")
+}
+
+// showToolResult draws only the tool calls that failed.
+func (s *session) showToolResult(raw json.RawMessage) {
+	var p struct {
+		ToolName string          `json:"toolName"`
+		Status   string          `json:"status"`
+		Outcome  json.RawMessage `json:"outcome"`
+	}
+	if json.Unmarshal(raw, &p) != nil || p.Status != "error" || p.ToolName == toolTransition {
+		return
+	}
+	s.v.emit(kindTool, "", "  ⚙ "+p.ToolName+" failed: "+clip(contentText(p.Outcome), 100))
+}
+
+// showWait draws an interrupt the chat does not answer (an external event, an
+// approval) while it is pending, with the call that resolves it. Conversation
+// interrupts are the chat's own; past interrupts (on reattach) are left out.
+func (s *session) showWait(ctx context.Context, re runEvent) {
+	var p struct {
+		Kind string `json:"kind"`
+		Key  string `json:"key"`
+	}
+	if json.Unmarshal(re.Payload, &p) != nil || p.Kind == "" || strings.HasPrefix(p.Kind, "conversation") {
+		return
+	}
+	snap, err := s.readSnapshot(ctx)
+	if err != nil {
+		return
+	}
+	for _, it := range snap.Interrupts {
+		if it.Key != p.Key {
+			continue
+		}
+		body := `{"resumeValue":{…}}`
+		if evs := it.events(); len(evs) > 0 {
+			body = fmt.Sprintf(`{"resumeValue":{"event":%q,"context":"…"}}`, evs[0])
+		}
+		s.v.stopThinking()
+		s.v.emit(kindWait, "", fmt.Sprintf("⏸ The run waits for %s at node %s. It is resolved through the API, for example:\n"+
+			"    curl -s -X POST %s/v1/runs/%s/interrupts/%s -H \"Authorization: Bearer $WOP_API_KEY\" -H 'Content-Type: application/json' -d '%s'\n"+
+			"  Lines you type are not sent meanwhile; start one with /say to message the agent.",
+			describeWait(it), it.NodeID, s.c.base, s.runID, it.NodeID, body))
+		return
+	}
+}
+
+// compactArgs renders a JSON object of arguments as "k: v, k: v", cut at n characters.
+func compactArgs(raw json.RawMessage, n int) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return clip(string(raw), n)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v := string(obj[k])
+		var str string
+		if json.Unmarshal(obj[k], &str) == nil {
+			v = str
+		}
+		parts = append(parts, k+": "+strings.ReplaceAll(v, "\n", " "))
+	}
+	return clip(strings.Join(parts, ", "), n)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// notifyReply records that a reply was shown, for a chat waiting on one: a reply counts
+// once every message this chat sent is in the conversation, so it answers the last one.
+func (s *session) notifyReply() {
+	s.mu.Lock()
+	if len(s.sent) == 0 {
+		s.answered = s.sends
+	}
+	s.mu.Unlock()
+	s.v.expectInput(true)
 }
 
 // contentText returns a turn's text: content.text, a string content, or the content

@@ -12,9 +12,9 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
-// scriptRuntime plays a pack's <pack>.mock.yaml the way the mock provider does: one
-// entry per round by ModelRoundInput.Round, checking expect_state and expect_user, and
-// answering tool calls from tool_results.
+// scriptRuntime plays a pack's <pack>.mock.yaml the way the strict mock provider does:
+// packs.MockScript.Play over the rounds of the whole transcript, failing a round that is
+// off script, and answering tool calls from tool_results.
 type scriptRuntime struct {
 	*fakeRuntime
 	script *packs.MockScript
@@ -22,26 +22,25 @@ type scriptRuntime struct {
 
 func (s *scriptRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
 	s.rounds = append(s.rounds, snapshot{In: in, Messages: s.m.Transcript(in.Transcript.From, in.Transcript.To)})
-	if in.Round >= len(s.script.Rounds) {
+	var seen []packs.MockSeen
+	var cur packs.MockSeen
+	for _, m := range s.m.Transcript(0, in.Transcript.To) {
+		switch m.Role {
+		case activities.RoleUser:
+			cur.User, cur.HasUser = m.Text, true
+		case activities.RoleAssistant:
+			seen = append(seen, packs.MockSeen{State: m.State, User: cur.User, HasUser: cur.HasUser})
+		}
+	}
+	cur.State = in.State
+	ans := s.script.Play(append(seen, cur))
+	switch {
+	case ans.Exhausted:
 		return text(s.script.Default), nil
+	case ans.Round == nil:
+		return nil, fmt.Errorf("round %d (line %d): %s", in.Round, ans.Line, ans.OffScript)
 	}
-	e := s.script.Rounds[in.Round]
-	if e.ExpectState != "" && e.ExpectState != in.State {
-		return nil, fmt.Errorf("round %d: expected state %q, got %q", in.Round, e.ExpectState, in.State)
-	}
-	if e.ExpectUser != "" {
-		msgs := s.rounds[len(s.rounds)-1].Messages
-		found := false
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].Role == activities.RoleUser {
-				found = strings.Contains(msgs[i].Text, e.ExpectUser)
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("round %d: latest user message lacks %q", in.Round, e.ExpectUser)
-		}
-	}
+	e := ans.Round
 	out := &activities.ModelRoundResult{Text: e.Text, Provider: "mock", Model: "scripted-mock"}
 	for i, c := range e.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, activities.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})

@@ -26,10 +26,15 @@ type Diagnostic struct {
 }
 
 // String renders the diagnostic as "file:line:col: severity: path: message"
-// (the path part is left out when Path is empty), the form editors and CI logs understand.
+// (the path part is left out when Path is empty, the position when it is unknown), the
+// form editors and CI logs understand.
 func (d Diagnostic) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s:%d:%d: %s: ", d.File, d.Line, d.Col, d.Severity)
+	if d.Line > 0 {
+		fmt.Fprintf(&b, "%s:%d:%d: %s: ", d.File, d.Line, max(d.Col, 1), d.Severity)
+	} else {
+		fmt.Fprintf(&b, "%s: %s: ", d.File, d.Severity)
+	}
 	if d.Path != "" {
 		b.WriteString(d.Path)
 		b.WriteString(": ")

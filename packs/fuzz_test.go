@@ -58,5 +58,21 @@ func FuzzParse(f *testing.F) {
 		if m != nil && p != nil {
 			_ = CheckMock(p, m)
 		}
+		if m != nil {
+			// Playing any script over any rounds answers without panicking, and Play
+			// agrees with Next round by round.
+			var rounds []MockSeen
+			for i := 0; i < 6 && i < len(data); i++ {
+				rounds = append(rounds, MockSeen{State: string(data[i : i+1]), User: string(data[i:]), HasUser: data[i]%2 == 0})
+			}
+			var c MockCursor
+			for i := range rounds {
+				var a MockAnswer
+				a, c = m.Next(c, rounds[i])
+				if b := m.Play(rounds[:i+1]); b.Round != a.Round || b.Exhausted != a.Exhausted {
+					t.Fatalf("Play and Next disagree at round %d", i)
+				}
+			}
+		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -202,15 +203,17 @@ func loadFile(path string) (*Loaded, *node, Diagnostics, error) {
 // sub-folders are not read. Each pack's mock
 // script is loaded and cross-checked. A missing or empty folder yields no packs and no error.
 //
-// Loading is all or nothing: when any pack or mock has errors, or two packs share an id,
-// LoadDir returns no packs, every diagnostic, and an error.
+// Packs load one by one: a pack file with errors, or whose mock script has errors, or whose
+// id an earlier file (in name order) already uses, is left out; the others load. The
+// diagnostics cover every file, and the error, a *DirError, names the files left out. Only
+// a folder that cannot be read fails without packs.
 func LoadDir(dir string) ([]*Loaded, Diagnostics, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read packs folder: %w", err)
+		return nil, nil, fmt.Errorf("read packs folder %s: %w", dir, err)
 	}
 	var (
 		out      []*Loaded
@@ -230,7 +233,7 @@ func LoadDir(dir string) ([]*Loaded, Diagnostics, error) {
 		if err != nil {
 			var de *DiagnosticsError
 			if !errors.As(err, &de) {
-				return nil, diags, err
+				diags = append(diags, Diagnostic{File: path, Severity: SeverityError, Message: err.Error()})
 			}
 			failed = append(failed, path)
 			continue
@@ -251,6 +254,7 @@ func LoadDir(dir string) ([]*Loaded, Diagnostics, error) {
 		}
 	}
 	byID := map[string]*Loaded{}
+	kept := out[:0]
 	for _, l := range out {
 		if prev, dup := byID[l.Pack.ID]; dup {
 			p := roots[l.Path].locate([]string{"id"}, false)
@@ -260,13 +264,55 @@ func LoadDir(dir string) ([]*Loaded, Diagnostics, error) {
 			continue
 		}
 		byID[l.Pack.ID] = l
+		kept = append(kept, l)
 	}
 	diags.Sort()
 	diags = diags.dedupe()
-	if len(failed) > 0 || diags.HasErrors() {
+	if len(failed) > 0 {
 		sort.Strings(failed)
-		return nil, diags, fmt.Errorf("load packs from %s: %d of the pack files have errors (%s): %w",
-			dir, len(failed), strings.Join(failed, ", "), &DiagnosticsError{File: dir, Diags: diags})
+		return kept, diags, &DirError{Dir: dir, Failed: failed, Loaded: len(kept), Diags: diags}
 	}
-	return out, diags, nil
+	return kept, diags, nil
+}
+
+// DirError says which pack files of a folder LoadDir left out.
+type DirError struct {
+	Dir    string
+	Failed []string // pack file paths, sorted
+	Loaded int      // how many packs loaded
+	Diags  Diagnostics
+}
+
+// Error names the files left out.
+func (e *DirError) Error() string {
+	return fmt.Sprintf("%d of %d pack files in %s have errors and are not served: %s",
+		len(e.Failed), len(e.Failed)+e.Loaded, e.Dir, strings.Join(e.Failed, ", "))
+}
+
+// FileDiagnostics returns the error diagnostics that keep pack file path out: those of
+// the pack file itself and of its mock script.
+func (e *DirError) FileDiagnostics(path string) Diagnostics {
+	var out Diagnostics
+	mocks := MockPathFor(path)
+	for _, d := range e.Diags.Errors() {
+		if d.File == path || slices.Contains(mocks, d.File) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Report renders the files left out with their errors, one block per file:
+//
+//	packs/refund.yaml is not served:
+//	  packs/refund.mock.yaml:12:7: error: rounds[2]: unknown field "txt" (did you mean "text"?)
+func (e *DirError) Report() string {
+	var b strings.Builder
+	for _, f := range e.Failed {
+		fmt.Fprintf(&b, "%s is not served:\n", f)
+		for _, d := range e.FileDiagnostics(f) {
+			fmt.Fprintf(&b, "  %s\n", d)
+		}
+	}
+	return b.String()
 }

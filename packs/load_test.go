@@ -2,6 +2,7 @@ package packs
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -247,40 +248,88 @@ func TestLoadDir(t *testing.T) {
 			t.Errorf("path = %s", got[0].Path)
 		}
 	})
-	t.Run("one broken pack fails the whole folder", func(t *testing.T) {
+	t.Run("a broken pack is left out, the others load", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{
 			"a.yaml": minimalPack("a"),
 			"b.yaml": strings.Replace(minimalPack("b"), "version: 1.0.0\ntemplate", "version: 1.0.0\nflavour: x\ntemplate", 1),
+			"c.yaml": minimalPack("c"),
 		})
 		got, diags, err := LoadDir(dir)
-		if err == nil || got != nil {
-			t.Fatalf("LoadDir = %d packs, err %v; want none and an error", len(got), err)
+		var de *DirError
+		if !errors.As(err, &de) || len(got) != 2 || got[0].Pack.ID != "a" || got[1].Pack.ID != "c" {
+			t.Fatalf("LoadDir = %d packs, err %v; want a and c and a DirError", len(got), err)
 		}
 		want := filepath.Join(dir, "b.yaml") + `:4:1: error: unknown field "flavour"`
 		if len(diags) != 1 || !strings.HasPrefix(diags[0].String(), want) {
 			t.Errorf("diagnostics = %s\nwant %s...", diags, want)
 		}
+		if de.Error() != "1 of 3 pack files in "+dir+" have errors and are not served: "+filepath.Join(dir, "b.yaml") {
+			t.Errorf("error = %q", de.Error())
+		}
+		if got := de.FileDiagnostics(filepath.Join(dir, "b.yaml")); len(got) != 1 {
+			t.Errorf("FileDiagnostics = %s", got)
+		}
 	})
-	t.Run("a broken mock fails the folder", func(t *testing.T) {
+	t.Run("a broken mock leaves its pack out, naming the mock file", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{
 			"a.yaml":      minimalPack("a"),
 			"a.mock.yaml": "rounds:\n  - txt: hi\n",
+			"b.yaml":      minimalPack("b"),
 		})
 		got, diags, err := LoadDir(dir)
-		if err == nil || got != nil {
-			t.Fatalf("LoadDir succeeded with a broken mock")
+		var de *DirError
+		if !errors.As(err, &de) || len(got) != 1 || got[0].Pack.ID != "b" {
+			t.Fatalf("LoadDir = %d packs, %v; want b only", len(got), err)
 		}
-		if want := filepath.Join(dir, "a.mock.yaml") + `:2:5: error: rounds[0]: unknown field "txt" (did you mean "text"?)`; !strings.Contains(diags.String(), want) {
+		want := filepath.Join(dir, "a.mock.yaml") + `:2:5: error: rounds[0]: unknown field "txt" (did you mean "text"?)`
+		if !strings.Contains(diags.String(), want) {
 			t.Errorf("got %s\nwant %s", diags, want)
 		}
+		fd := de.FileDiagnostics(filepath.Join(dir, "a.yaml"))
+		if len(fd) == 0 {
+			t.Error("FileDiagnostics(a.yaml) is empty")
+		}
+		for _, d := range fd {
+			if d.File != filepath.Join(dir, "a.mock.yaml") {
+				t.Errorf("FileDiagnostics(a.yaml) = %s", fd)
+			}
+		}
 	})
-	t.Run("duplicate ids", func(t *testing.T) {
+	t.Run("a YAML syntax error points at the offending line and column", func(t *testing.T) {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{
+			"a.yaml": minimalPack("a") + "metadata:\n  extra:\n    a: 1\n   b: 2\n  c: 3\n",
+			"b.yaml": minimalPack("b"),
+		})
+		got, diags, _ := LoadDir(dir)
+		if len(got) != 1 {
+			t.Fatalf("loaded %d packs", len(got))
+		}
+		line := strings.Count(minimalPack("a"), "\n") + 4
+		want := fmt.Sprintf("%s:%d:4: error: YAML syntax error: did not find expected key", filepath.Join(dir, "a.yaml"), line)
+		if len(diags) != 1 || !strings.HasPrefix(diags[0].String(), want) {
+			t.Errorf("diagnostics = %s\nwant %s...", diags, want)
+		}
+	})
+	t.Run("YAML syntax errors point at their column", func(t *testing.T) {
+		for src, want := range map[string]string{
+			"a: b: c\n":               "x.yaml:1:5: error: YAML syntax error: mapping values are not allowed in this context",
+			"a:\n\tb: 1\n":            "x.yaml:2:1: error: YAML syntax error: found character that cannot start any token",
+			"a: 1\nb: { c: [1, 2 }\n": "x.yaml:2:9: error: YAML syntax error: did not find expected ',' or ']'",
+		} {
+			_, diags, err := Parse("x.yaml", []byte(src))
+			if err == nil || len(diags) != 1 || !strings.HasPrefix(diags[0].String(), want) {
+				t.Errorf("Parse(%q) = %s\nwant %s", src, diags, want)
+			}
+		}
+	})
+	t.Run("duplicate ids: the first file serves", func(t *testing.T) {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{"a.yaml": minimalPack("same"), "b.yaml": minimalPack("same")})
 		got, diags, err := LoadDir(dir)
-		if err == nil || got != nil {
+		if err == nil || len(got) != 1 || got[0].Path != filepath.Join(dir, "a.yaml") {
 			t.Fatal("LoadDir accepted duplicate pack ids")
 		}
 		want := filepath.Join(dir, "b.yaml") + `:1:5: error: id: duplicate pack id "same" (also used by ` + filepath.Join(dir, "a.yaml")

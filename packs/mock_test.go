@@ -34,7 +34,7 @@ func TestParseMockForms(t *testing.T) {
 				t.Fatalf("script = %+v", m)
 			}
 			r := m.Rounds[0]
-			if r.ExpectState != "verifying" || r.ExpectUser != "ACC-1" || r.Text != "Checking." || r.Line() != 5-boolToInt(name == "bare") {
+			if r.ExpectState != "verifying" || !reflect.DeepEqual(r.ExpectUser, []string{"ACC-1"}) || r.Text != "Checking." || r.Line() != 5-boolToInt(name == "bare") {
 				t.Errorf("round 0 = %+v (line %d)", r, r.Line())
 			}
 			if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != "verify_account" ||
@@ -78,9 +78,12 @@ func TestMockScriptJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Rounds) != len(m.Rounds) || back.Rounds[1].ToolCalls[0].Name != "verify_account" ||
-		string(back.ToolResults["get_balance"]) != string(m.ToolResults["get_balance"]) || back.Default != m.Default {
-		t.Errorf("round trip lost data: %s", raw)
+	again, err := json.Marshal(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(raw) || len(back.Rounds[1].OneOf) == 0 || back.Default != m.Default {
+		t.Errorf("round trip lost data:\n%s\n%s", raw, again)
 	}
 }
 
@@ -89,7 +92,7 @@ func TestParseMockErrors(t *testing.T) {
 		name, src string
 		want      []string
 	}{
-		{"unknown top-level key", "rounds: []\nrepeat: true\n", []string{`m.yaml:2:1: error: unknown field "repeat"; allowed fields: default, fail_when_exhausted, rounds, tool_results`}},
+		{"unknown top-level key", "rounds: []\nrepeat: true\n", []string{`m.yaml:2:1: error: unknown field "repeat"; allowed fields: default, fail_when_exhausted, rounds, strict, tool_results`}},
 		{"unknown key in wrapper", "mock:\n  rounds: []\nextra: 1\n", []string{`m.yaml:3:1: error: unknown field "extra"; allowed fields: mock`}},
 		{"misspelt round key", "rounds:\n  - expect_sate: a\n    text: x\n", []string{`m.yaml:2:5: error: rounds[0]: unknown field "expect_sate" (did you mean "expect_state"?)`}},
 		{"wrong types", "default: 3\nfail_when_exhausted: \"yes\"\nrounds: {}\n", []string{
@@ -183,63 +186,225 @@ tool_results:
 	}
 }
 
-func TestExampleMocksFollowTheirWorkflows(t *testing.T) {
-	// The worked example of promptpack-workflow.md §14 is rounds 2-6 of the support script.
-	m, _, err := LoadMock("support.mock.yaml")
-	if err != nil {
-		t.Fatal(err)
+// play answers rounds one after another, as the mock provider does for a run.
+func play(m *MockScript, rounds ...MockSeen) []MockAnswer {
+	var c MockCursor
+	out := make([]MockAnswer, len(rounds))
+	for i, r := range rounds {
+		out[i], c = m.Next(c, r)
 	}
-	var states []string
-	for _, r := range m.Rounds {
-		states = append(states, r.ExpectState)
-	}
-	if want := []string{"verifying", "verifying", "verifying", "triage", "resolution", "resolution"}; !reflect.DeepEqual(states, want) {
-		t.Errorf("support script states = %v, want %v", states, want)
-	}
-	if m.Rounds[0].Text == "" || len(m.Rounds[0].ToolCalls) != 0 {
-		t.Error("support script must open with a plain text round")
-	}
-	if m.Rounds[4].ToolCalls[0].Name != "get_balance" || m.Rounds[5].Text != "Your balance is $42.00." {
-		t.Error("support script no longer ends with the worked example's get_balance and reply")
-	}
+	return out
+}
 
-	// code-fix: fix runs twice, the tests then pass, and the run ends in done.
-	cf, _, err := LoadMock("code-fix.mock.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	visits := map[string]int{}
-	prev := ""
-	var events []string
-	for _, r := range cf.Rounds {
-		if r.ExpectState != prev {
-			visits[r.ExpectState]++
-			prev = r.ExpectState
-		}
-		for _, tc := range r.ToolCalls {
-			if tc.Name == TransitionToolName {
-				var a struct{ Event string }
-				_ = json.Unmarshal(tc.Args, &a)
-				events = append(events, a.Event)
+func seen(state, user string) MockSeen { return MockSeen{State: state, User: user, HasUser: true} }
+
+// answered renders each answer as "text" / tool names / "off script" / "exhausted".
+func answered(ans []MockAnswer) []string {
+	var out []string
+	for _, a := range ans {
+		switch {
+		case a.Exhausted:
+			out = append(out, "exhausted")
+		case a.Round == nil:
+			out = append(out, "off script")
+		case len(a.Round.ToolCalls) > 0:
+			var names []string
+			for _, c := range a.Round.ToolCalls {
+				names = append(names, c.Name)
 			}
+			out = append(out, strings.Join(names, "+"))
+		default:
+			out = append(out, "text")
 		}
 	}
-	if visits["fix"] != 2 || visits["done"] != 1 || visits["give_up"] != 0 {
-		t.Errorf("code-fix visits = %v, want fix 2, done 1", visits)
+	return out
+}
+
+func TestMockPlay(t *testing.T) {
+	src := `rounds:
+  - expect_state: a
+    text: hello
+  - one_of:
+      - expect_user: [Yes, sure]
+        rounds:
+          - text: going
+          - expect_state: b
+            tool_calls: [{ name: t1 }]
+      - expect_user: help
+        stay: true
+        text: helping
+  - expect_state: c
+    text: done
+`
+	m, diags, err := ParseMock("m.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("ParseMock: %v\n%s", err, diags)
 	}
-	if events[len(events)-1] != "TestsPassed" {
-		t.Errorf("code-fix last event = %s, want TestsPassed", events[len(events)-1])
+	tests := []struct {
+		name   string
+		rounds []MockSeen
+		want   []string
+	}{
+		{"straight", []MockSeen{seen("a", "hi"), seen("a", "yes please"), seen("b", "yes please"), seen("c", "x"), seen("c", "x")},
+			[]string{"text", "text", "t1", "text", "exhausted"}},
+		{"case-insensitive, any of", []MockSeen{seen("a", "hi"), seen("a", "SURE")}, []string{"text", "text"}},
+		{"detour stays at the branch point", []MockSeen{seen("a", "hi"), seen("a", "help!"), seen("a", "help again"), seen("a", "yes"), seen("b", "yes")},
+			[]string{"text", "text", "text", "text", "t1"}},
+		{"off script waits", []MockSeen{seen("x", "hi"), seen("a", "hi"), seen("a", "what?"), seen("a", "yes")},
+			[]string{"off script", "text", "off script", "text"}},
+		{"wrong state inside an alternative", []MockSeen{seen("a", "hi"), seen("a", "yes"), seen("z", "yes"), seen("b", "yes")},
+			[]string{"text", "text", "off script", "t1"}},
+		{"no user message", []MockSeen{seen("a", ""), {State: "a"}}, []string{"text", "off script"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := answered(play(m, tt.rounds...))
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("answers = %v, want %v", got, tt.want)
+			}
+			// Play of the same rounds answers the last one alike (the provider's path).
+			if last := answered([]MockAnswer{m.Play(tt.rounds)}); last[0] != tt.want[len(tt.want)-1] {
+				t.Errorf("Play = %v, want %v", last, tt.want[len(tt.want)-1])
+			}
+		})
 	}
 
-	// refund: the last intake round transitions into the external state; the approved
-	// refund then runs one issue_refund round and one text round.
-	rf, _, err := LoadMock("refund.mock.yaml")
+	ans := play(m, seen("a", "hi"), seen("a", "what?"))[1]
+	if ans.Line != 4 || !strings.Contains(ans.OffScript, `none of the 2 alternatives matches state "a" and the latest user message "what?"`) ||
+		ans.Expected != `one of: a message containing "Yes" or "sure"; a message containing "help"` {
+		t.Errorf("off-script answer = %+v", ans)
+	}
+	ans = play(m, seen("x", "hi"))[0]
+	if ans.OffScript != `expected state "a" but the round runs in state "x"` || ans.Expected != `a round in state "a"` || ans.Line != 2 {
+		t.Errorf("off-script answer = %+v", ans)
+	}
+}
+
+func TestParseMockBranchErrors(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"one_of with text", "rounds:\n  - one_of: [{ text: a }]\n    text: b\n", []string{`m.yaml:3:5: error: rounds[0]: a one_of step holds only alternatives; move "text" into them`}},
+		{"empty one_of", "rounds:\n  - one_of: []\n", []string{`m.yaml:2:13: error: rounds[0].one_of: must be a non-empty list of alternatives`}},
+		{"rounds and text", "rounds:\n  - one_of:\n      - { text: a, rounds: [{ text: b }] }\n", []string{`m.yaml:3:9: error: rounds[0].one_of[0]: an alternative has either rounds or the text`}},
+		{"empty alternative", "rounds:\n  - one_of:\n      - { expect_user: a }\n", []string{`m.yaml:3:9: error: rounds[0].one_of[0]: alternative has no rounds, text, tool_calls or error`}},
+		{"bad expect_user", "rounds:\n  - { expect_user: [a, 3, \"\"], text: x }\n", []string{
+			`m.yaml:2:24: error: rounds[0].expect_user: must be a string (got number 3); quote it`,
+			`m.yaml:2:27: error: rounds[0].expect_user: must not be empty`,
+		}},
+		{"bad stay", "rounds:\n  - one_of:\n      - { stay: 1, text: a }\n", []string{`m.yaml:3:17: error: rounds[0].one_of[0].stay: must be true or false`}},
+		{"bad strict", "strict: yes please\n", []string{`m.yaml:1:9: error: strict: must be true or false`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, diags, err := ParseMock("m.yaml", []byte(tt.src))
+			if err == nil || m != nil {
+				t.Fatalf("ParseMock accepted the script: %+v", m)
+			}
+			if errs := diags.Errors(); len(errs) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%s", len(errs), len(tt.want), diags)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(diags.String(), w) {
+					t.Errorf("missing %q in\n%s", w, diags)
+				}
+			}
+		})
+	}
+
+	// An alternative after a catch-all can never be played.
+	_, diags, err := ParseMock("m.yaml", []byte("rounds:\n  - one_of:\n      - { text: a }\n      - { expect_user: b, text: c }\n"))
+	if err != nil || !strings.Contains(diags.String(), "m.yaml:4:9: warning: rounds[0].one_of[1]: unreachable") {
+		t.Errorf("diagnostics = %s (%v)", diags, err)
+	}
+}
+
+func TestExampleMocksFollowTheirWorkflows(t *testing.T) {
+	load := func(name string) *MockScript {
+		t.Helper()
+		m, diags, err := LoadMock(name)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, diags)
+		}
+		return m
+	}
+	// The worked example of promptpack-workflow.md §14 is rounds 2-6 of the support
+	// script's straight path; the branches make a five-turn conversation.
+	support := load("support.mock.yaml")
+	balance := "It's ACC-12345. What's my balance?"
+	got := answered(play(support, seen("verifying", "Hi"), seen("verifying", balance), seen("verifying", balance),
+		seen("triage", balance), seen("resolution", balance), seen("resolution", balance)))
+	want := []string{"text", "verify_account", "workflow__transition", "workflow__transition", "get_balance", "text"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("support straight path = %v, want %v", got, want)
+	}
+	fraud := "I see a card payment I don't recognise."
+	got = answered(play(support, seen("verifying", "Hi, I have a question about my account."),
+		seen("verifying", "I don't remember my account number, can you look me up by name?"),
+		seen("verifying", "Found it: ACC-12345."), seen("verifying", "Found it: ACC-12345."),
+		seen("verifying", "What can you do?"),
+		seen("verifying", fraud), seen("triage", fraud), seen("handoff", fraud), seen("handoff", fraud)))
+	want = []string{"text", "text", "verify_account", "text", "text", "workflow__transition", "workflow__transition", "create_handoff_ticket", "text"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("support five turns = %v, want %v", got, want)
+	}
+
+	// refund: filed, asked about while it waits, then approved.
+	refund := load("refund.mock.yaml")
+	approved := "[Event Approved from outside the conversation] Approved 89.90 USD, ref APR-7731"
+	ans := play(refund, seen("intake", "Hi, I'd like a refund, my jacket arrived torn."),
+		seen("intake", "I don't have the order number with me."),
+		seen("intake", "Found it: ORD-1042."), seen("intake", "Found it: ORD-1042."),
+		seen("awaiting_approval", "Any news on my refund?"),
+		seen("awaiting_approval", "How long does the review take?"),
+		seen("refunded", approved), seen("refunded", approved), seen("refunded", "thanks"))
+	got = answered(ans)
+	want = []string{"text", "text", "lookup_order", "workflow__transition", "text", "text", "issue_refund", "text", "exhausted"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("refund path = %v, want %v", got, want)
+	}
+	if !strings.Contains(ans[4].Round.Text, "no decision yet") || !strings.HasPrefix(ans[7].Round.Text, "Good news") {
+		t.Errorf("refund answers: %q / %q", ans[4].Round.Text, ans[7].Round.Text)
+	}
+
+	// code-fix: nothing happens before the go-ahead.
+	cf := load("code-fix.mock.yaml")
+	got = answered(play(cf, seen("compile", "The build is red"), seen("compile", "What will you do?"), seen("compile", "Yes, go ahead.")))
+	if want := []string{"text", "text", "run_build"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("code-fix go-ahead = %v, want %v", got, want)
+	}
+}
+
+// TestCheckMockBranches: alternatives are checked like rounds; an alternative's
+// expect_state is the state of its first round.
+func TestCheckMockBranches(t *testing.T) {
+	p, _, err := Load("support.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := len(rf.Rounds)
-	if rf.Rounds[n-3].ToolCalls[0].Name != TransitionToolName || rf.Rounds[n-2].ToolCalls[0].Name != "issue_refund" ||
-		rf.Rounds[n-2].ExpectState != "refunded" || rf.Rounds[n-1].Text == "" || len(rf.Rounds[n-1].ToolCalls) != 0 {
-		t.Errorf("refund script does not end with transition, issue_refund, text")
+	src := `rounds:
+  - one_of:
+      - expect_state: triage
+        tool_calls: [{ name: get_balance, args: {} }]
+      - expect_state: resolutoin
+        text: hi
+      - rounds:
+          - expect_state: verifying
+            tool_calls: [{ name: verify_acount, args: {} }]
+tool_results:
+  get_balance: {}
+`
+	m, diags, err := ParseMock("s.mock.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("ParseMock: %v\n%s", err, diags)
+	}
+	want := []string{
+		`s.mock.yaml:4:22: warning: rounds[0].one_of[0].rounds[0].tool_calls[0]: state "triage" (prompt "triage") does not offer tool "get_balance"; the call will get an error result`,
+		`s.mock.yaml:5:9: error: rounds[0].one_of[1].expect_state: expects state "resolutoin", which pack "support" does not have (did you mean "resolution"?)`,
+		`s.mock.yaml:9:26: error: rounds[0].one_of[2].rounds[0].tool_calls[0].name: calls tool "verify_acount", which pack "support" does not declare (did you mean "verify_account"?)`,
+	}
+	if got := CheckMock(p, m); got.String() != strings.Join(want, "\n") {
+		t.Errorf("CheckMock\n got:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 }

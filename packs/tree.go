@@ -223,13 +223,13 @@ func parseYAMLTree(data []byte) (*node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &parseError{line: 1, col: 1, msg: "the file is empty"}
 		}
-		return nil, yamlSyntaxError(err)
+		return nil, yamlSyntaxError(data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &parseError{line: extra.Line, col: extra.Column, msg: "a pack file holds one YAML document; remove the second document (---)"}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, yamlSyntaxError(err)
+		return nil, yamlSyntaxError(data, err)
 	}
 	c := &yamlConv{active: map[*yaml.Node]bool{}, lines: strings.Split(string(data), "\n")}
 	root := &doc
@@ -242,13 +242,105 @@ func parseYAMLTree(data []byte) (*node, error) {
 	return c.conv(root, 0)
 }
 
-func yamlSyntaxError(err error) error {
-	msg := err.Error()
-	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &parseError{line: line, col: 1, msg: "YAML syntax error: " + m[2]}
+// yamlSyntaxError turns a yaml.v3 syntax error into a positioned parseError. yaml.v3 names
+// the line where the enclosing block starts (often far above the mistake) and no column,
+// so the line is found again: the first prefix of whole lines, from that line on, that
+// fails with the same problem ends at the offending line. The column is where the
+// problem starts on it (a tab, a second ": ", or the first non-blank character).
+func yamlSyntaxError(data []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 1
+	if m := yamlLineRe.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
 	}
-	return &parseError{line: 1, col: 1, msg: "YAML syntax error: " + strings.TrimPrefix(msg, "yaml: ")}
+	lines := strings.SplitAfter(string(data), "\n")
+	// The search re-parses growing prefixes; a budget of bytes parsed bounds it on
+	// large files (it then keeps yaml.v3's line).
+	budget := 16 << 20
+	start, end := max(line, 1), 0 // end: the length of lines[:n]
+	for i := 0; i < start-1 && i < len(lines); i++ {
+		end += len(lines[i])
+	}
+	for n := start; n <= len(lines) && budget > 0; n++ {
+		end += len(lines[n-1])
+		budget -= end
+		if yamlProblem(string(data[:end])) == msg {
+			line = n
+			break
+		}
+	}
+	col := 1
+	if line >= 1 && line <= len(lines) {
+		col = problemColumn(strings.TrimRight(lines[line-1], "\r\n"), msg)
+	}
+	hint := ""
+	if strings.Contains(msg, "did not find expected key") || strings.Contains(msg, "did not find expected '-' indicator") {
+		hint = " (check the indentation of this line)"
+	}
+	return &parseError{line: line, col: col, msg: "YAML syntax error: " + msg + hint}
+}
+
+// yamlProblem returns the problem yaml.v3 reports for src ("" when it parses).
+func yamlProblem(src string) string {
+	dec := yaml.NewDecoder(strings.NewReader(src))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return ""
+		}
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLineRe.FindStringSubmatch(err.Error()); m != nil {
+			msg = m[2]
+		}
+		return msg
+	}
+}
+
+// problemColumn guesses the 1-based column where problem starts on line.
+func problemColumn(line, problem string) int {
+	indent := len(line) - len(strings.TrimLeft(line, " "))
+	switch {
+	case strings.Contains(problem, "cannot start any token") || strings.Contains(problem, "tab"):
+		if i := strings.IndexByte(line, '\t'); i >= 0 {
+			return utf8.RuneCountInString(line[:i]) + 1
+		}
+	case strings.Contains(problem, "did not find expected ',' or"):
+		// An unclosed flow collection: point at its opening bracket.
+		var open []int
+	scan:
+		for i := 0; i < len(line); i++ {
+			switch c := line[i]; c {
+			case '[', '{':
+				open = append(open, i)
+			case ']', '}':
+				if len(open) == 0 {
+					break scan
+				}
+				if top := line[open[len(open)-1]]; (c == ']') != (top == '[') {
+					break scan // closed by the wrong bracket: the opener on top is unclosed
+				}
+				open = open[:len(open)-1]
+			}
+		}
+		if len(open) > 0 {
+			return utf8.RuneCountInString(line[:open[len(open)-1]]) + 1
+		}
+	case strings.Contains(problem, "mapping values are not allowed"):
+		if first := strings.Index(line, ": "); first >= 0 {
+			if second := strings.Index(line[first+2:], ":"); second >= 0 {
+				return utf8.RuneCountInString(line[:first+2+second]) + 1
+			}
+		}
+	}
+	if indent == len(line) {
+		return 1
+	}
+	return indent + 1
 }
 
 type yamlConv struct {

@@ -696,9 +696,17 @@ func TestFaultModelFailsPermanently(t *testing.T) {
 	failed := evs[len(evs)-1]
 	require.NotNil(t, failed.Payload.Error, "run.failed carries an error: %+v", failed)
 	assert.Contains(t, failed.Payload.Error.Message, "rejected the request for good", "the error names the cause")
+	assert.Equal(t, "mock_scripted_failure", failed.Payload.Error.Code, "an OpenWOP code, not a Go type name")
+	for _, internal := range []string{"activity error", "scheduledEventID", "MockScriptedFailure"} {
+		assert.NotContains(t, failed.Payload.Error.Message, internal, "Temporal's wrapping stays in the logs")
+		assert.NotContains(t, closedTurn.text(), internal, "Temporal's wrapping stays in the logs")
+	}
 
 	_, _, snap := c.do(http.MethodGet, "/v1/runs/"+fc.runID, nil)
 	assert.Equal(t, "failed", snap["status"])
+	if e, ok := snap["error"].(map[string]any); assert.True(t, ok, "the snapshot carries the error") {
+		assert.Equal(t, "mock_scripted_failure", e["code"])
+	}
 	assert.Empty(t, snap["interrupts"], "no interrupt left pending")
 	assert.Nil(t, snap["interrupt"], "no interrupt left pending")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -742,7 +750,7 @@ func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort 
 		"--ui-port", strconv.Itoa(uiPort),
 		"--packs", faultPacksDir)
 	cmd.Args = append(cmd.Args, extra...)
-	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error")
+	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error", "WOP_MOCK_STRICT=true")
 	cmd.Env = append(cmd.Env, "TEMPORAL_ADDRESS=") // always the embedded server
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -87,6 +87,9 @@ type stackOptions struct {
 	DataDir string
 	// Key is the API key; empty generates one.
 	Key string
+	// ForgivingMock lets the scripted mock answer off-script rounds (as wop dev does)
+	// instead of failing them.
+	ForgivingMock bool
 	// PacksDir replaces the repository's packs folder.
 	PacksDir string
 	// ToolsFile is the worker's tool bindings file, and Env the environment its ${VAR}
@@ -112,6 +115,7 @@ func startPrivateStack(t *testing.T, o stackOptions) *apiClient {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	opts := harnessOptions(o.DataDir, o.Key)
+	opts.Worker.MockStrict = !o.ForgivingMock
 	if o.PacksDir != "" {
 		opts.Worker.PacksDir = o.PacksDir
 	}
@@ -149,11 +153,14 @@ func restartStack(t *testing.T, c *apiClient) *apiClient {
 }
 
 // harnessOptions are the options of every harness stack: free ports, the repository's
-// packs, seeded fixtures, one full-access key, quiet logs (WOP_TEST_LOG=1 for all).
+// packs, seeded fixtures, one full-access key, a strict scripted mock, quiet logs
+// (WOP_TEST_LOG=1 for all).
 func harnessOptions(dataDir, key string) stack.Options {
 	wcfg := worker.DefaultConfig()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
+	// The tests' scripts are acceptance oracles: a round off script fails the run.
+	wcfg.MockStrict = true
 	webhookKey := []byte(randomHex(32)) // the API and the worker share it
 	wcfg.WebhookSecret = webhookKey
 	level := slog.LevelError

@@ -299,3 +299,99 @@ func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", pkText(t, turns[3]))
 	require.Equal(t, 6, s.Pack.ModelRounds)
 }
+
+// TestPackSupportFiveTurnsE2E holds the five-turn conversation of the support script's
+// branches (strict: every round must be on script): no account number at hand, the number
+// alone, a question, then a payment the customer does not recognise, which passes the
+// transient triage state (whose model round reads the transcript from before its context
+// window to know where the script stands) and ends in the hand-off.
+func TestPackSupportFiveTurnsE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	pkSay(t, c, id, "I don't remember my account number, can you look me up by name?")
+	pkRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	pkSay(t, c, id, "Found it: ACC-12345.")
+	pkRounds(t, c, id, 4, workflows.StatusWaitingApproval)
+	pkSay(t, c, id, "What can you do?")
+	s := pkRounds(t, c, id, 5, workflows.StatusWaitingApproval)
+	require.Equal(t, "verifying", s.Pack.State)
+	pkSay(t, c, id, "I see a card payment I don't recognise.")
+	s = pkCompleted(t, c, id)
+	require.Equal(t, "handoff", s.Pack.State)
+	require.Equal(t, 9, s.Pack.ModelRounds)
+
+	agent := agentTexts(t, pkTurns(t, pkEvents(t, c, id)))
+	require.Len(t, agent, 5, "one reply per user turn")
+	assert.Contains(t, agent[1], "can't look accounts up by name")
+	assert.Contains(t, agent[2], "Your account ending 2345 is verified")
+	assert.Contains(t, agent[3], "I can tell you your current balance", "the question is answered at the branch point, which waits")
+	assert.Contains(t, agent[4], "ticket HT-20931")
+}
+
+// TestPackRefundAnswersWhileItWaitsE2E: the refund pack answers the customer while the
+// request waits for the reviewer ("Any news on my refund?" is what its pending prompt is
+// for), then completes on the approval.
+func TestPackRefundAnswersWhileItWaitsE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	rf := pkCreate(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
+	pkRounds(t, c, rf, 1, workflows.StatusWaitingApproval)
+	pkSay(t, c, rf, "It's order ORD-1042.")
+	pkRounds(t, c, rf, 3, workflows.StatusWaitingExternal)
+	pkSay(t, c, rf, "Any news on my refund?")
+	pkRounds(t, c, rf, 4, workflows.StatusWaitingExternal)
+	pkSay(t, c, rf, "Can I pay with a gift card next time?")
+	pkRounds(t, c, rf, 5, workflows.StatusWaitingExternal)
+
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+rf+"/interrupts/"+packNode,
+		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
+	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
+	s := pkCompleted(t, c, rf)
+	require.Equal(t, "refunded", s.Pack.State)
+	agent := agentTexts(t, pkTurns(t, pkEvents(t, c, rf)))
+	require.Len(t, agent, 5)
+	assert.Contains(t, agent[2], "no decision yet")
+	assert.Contains(t, agent[3], "I can't change or speed up the decision")
+	assert.True(t, strings.HasPrefix(agent[4], "Good news"), agent[4])
+}
+
+func agentTexts(t *testing.T, turns []workflows.Turn) []string {
+	t.Helper()
+	var out []string
+	for _, tu := range turns {
+		if tu.Role == workflows.RoleAgent {
+			out = append(out, pkText(t, tu))
+		}
+	}
+	return out
+}
+
+// TestPackMockForgivesOffScriptE2E: on a host whose mock is not strict (wop dev's
+// default), a message the script does not expect gets the script's default reply, the
+// run goes on, and the script still answers the message it waits for. A script that says
+// strict: true fails such a round instead, with an OpenWOP code and the script's words.
+func TestPackMockForgivesOffScriptE2E(t *testing.T) {
+	t.Parallel()
+	c := startPrivateStack(t, stackOptions{ForgivingMock: true, PacksDir: "testdata/mockpacks"})
+
+	id := pkCreate(t, c, "greeter", map[string]any{"message": "hi"})
+	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	pkSay(t, c, id, "What's the weather like?")
+	pkRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	pkSay(t, c, id, "OK, bye!")
+	pkCompleted(t, c, id)
+	agent := agentTexts(t, pkTurns(t, pkEvents(t, c, id)))
+	require.Equal(t, []string{"Welcome!", "That is off my script.", "Goodbye!"}, agent)
+
+	strict := pkCreate(t, c, "greeter-strict", map[string]any{"message": "hi"})
+	pkRounds(t, c, strict, 1, workflows.StatusWaitingApproval)
+	pkSay(t, c, strict, "What's the weather like?")
+	s := pkWait(t, c, strict, "failed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusFailed })
+	require.NotNil(t, s.Error)
+	assert.Equal(t, "mock_script_mismatch", s.Error.Code)
+	assert.Contains(t, s.Error.Message, "greeter-strict.mock.yaml:7")
+	assert.Contains(t, s.Error.Message, `expected the latest user message to contain "bye" but it is "What's the weather like?"`)
+	assert.NotContains(t, s.Error.Message, "scheduledEventID")
+}

@@ -274,10 +274,3 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 		assert.Equal(t, "callback:"+runID, d.WebhookID)
 	}
 }
-
-func mustMarshal(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return b
-}

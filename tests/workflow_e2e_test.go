@@ -223,7 +223,9 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	require.Equal(t, "gate", w.CurrentNodeID)
 	desc, err := s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
 	require.NoError(t, err)
-	require.Contains(t, string(desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["WopWaitingOn"].GetData()), "approval:gate")
+	waiting := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Contains(t, string(waiting["WopWaitingOn"].GetData()), "approval:gate")
+	require.Contains(t, string(waiting["WopWaitingKind"].GetData()), `"approval"`)
 	bad := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r0", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"maybe"}`)})
 	require.Equal(t, 400, bad.Status)
 	nf := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r1", NodeID: "nope", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
@@ -231,6 +233,14 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	ok := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r2", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_e2e"})
 	require.True(t, ok.OK)
 	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
+	// A closed run waits on nothing: both waiting attributes are cleared, so
+	// `WopWaitingOn IS NOT NULL` does not find it.
+	desc, err = s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
+	require.NoError(t, err)
+	closed := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Empty(t, closed["WopWaitingOn"].GetData(), "WopWaitingOn is cleared on close")
+	require.Empty(t, closed["WopWaitingKind"].GetData(), "WopWaitingKind is cleared on close")
+	require.Contains(t, string(closed["WopStatus"].GetData()), workflows.StatusCompleted)
 	wfRecord(t, s, run, "conformance-approval")
 }
 

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -14,29 +16,27 @@ import (
 	"github.com/wop-dev/wop/workflows"
 )
 
-// LoadPacks loads every pack of dir with its mock script. Warnings are logged; any error
-// fails the load with every diagnostic in the message, because serving a partial
-// packs folder would make runs depend on which file happened to be broken. A missing
-// folder yields no packs.
+// LoadPacks loads every pack of dir with its mock script (packs.LoadDir). Warnings are
+// logged; a pack file with errors (in itself or in its mock script) is left out and
+// logged once, as one error naming the file and listing its diagnostics, and the other
+// packs serve. Only a folder that cannot be read is an error. A missing folder yields
+// no packs.
 func LoadPacks(dir string, logger *slog.Logger) ([]*packs.Loaded, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	loaded, diags, err := packs.LoadDir(dir)
-	for _, d := range diags {
-		if !d.IsError() {
-			logger.Warn("Pack warning", "diagnostic", d.String())
-		}
+	for _, d := range diags.Warnings() {
+		logger.Warn("Pack warning", "diagnostic", d.String())
 	}
-	if err != nil {
-		var b strings.Builder
-		for _, d := range diags.Errors() {
-			b.WriteString("\n  ")
-			b.WriteString(d.String())
+	var de *packs.DirError
+	if errors.As(err, &de) {
+		for _, f := range de.Failed {
+			logger.Error("Pack not served", "file", f, "errors", de.FileDiagnostics(f).String())
 		}
-		return nil, fmt.Errorf("load packs from %s: %w%s", dir, err, b.String())
+		return loaded, nil
 	}
-	return loaded, nil
+	return loaded, err
 }
 
 // LoadCatalog builds the catalog of workflow definitions: each loaded pack as a
@@ -58,10 +58,49 @@ func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool, limits workflows.Tur
 // workflows.SearchAttributes it lacks. A run whose workflow sets an unregistered search
 // attribute fails every workflow task, so a worker can check this before it polls.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
-	ops := c.OperatorService()
-	have, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	missing, err := missingSearchAttributes(ctx, c, ns)
 	if err != nil {
-		return fmt.Errorf("list search attributes of namespace %q: %w", ns, err)
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: ns, SearchAttributes: missing,
+	}); err != nil {
+		return fmt.Errorf("register search attributes on namespace %q: %w", ns, err)
+	}
+	return nil
+}
+
+// CheckSearchAttributes fails when namespace ns lacks one of workflows.SearchAttributes,
+// naming them and how to register them: a worker that polled anyway would fail every
+// workflow task of every run that sets one. When the namespace's attributes cannot be
+// listed (no operator rights, as on some hosted namespaces), it reports that as
+// unknown and returns nil; the caller may warn.
+func CheckSearchAttributes(ctx context.Context, c client.Client, ns string) (checked bool, err error) {
+	missing, err := missingSearchAttributes(ctx, c, ns)
+	if err != nil {
+		return false, nil
+	}
+	if len(missing) == 0 {
+		return true, nil
+	}
+	names := make([]string, 0, len(missing))
+	for name := range missing {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return true, fmt.Errorf("namespace %q lacks the search attributes %s; register them with `wop worker --ensure-search-attributes` or deploy/temporal-namespace.sh before the worker polls",
+		ns, strings.Join(names, ", "))
+}
+
+// missingSearchAttributes lists the search attributes of workflows.SearchAttributes that
+// namespace ns has not registered, with their types.
+func missingSearchAttributes(ctx context.Context, c client.Client, ns string) (map[string]enumspb.IndexedValueType, error) {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes of namespace %q: %w", ns, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	for name, typ := range workflows.SearchAttributes {
@@ -69,13 +108,5 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 			missing[name] = typ
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if _, err := ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: ns, SearchAttributes: missing,
-	}); err != nil {
-		return fmt.Errorf("register search attributes on namespace %q: %w", ns, err)
-	}
-	return nil
+	return missing, nil
 }

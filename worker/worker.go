@@ -50,6 +50,9 @@ type Config struct {
 	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
+	// MockStrict makes the scripted mock fail a round that is off its script instead of
+	// answering the script's default (the project's tests set it).
+	MockStrict bool
 	// ToolsFile is the tool bindings file (package tools): where pack tools run. Empty
 	// means <PacksDir>/tools.yaml when that exists, else no bindings.
 	ToolsFile string
@@ -72,8 +75,12 @@ type Config struct {
 	// field. The deadline defaults to activities.DefaultApprovalTimeout.
 	ApprovalDefaults activities.ToolApproval
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
-	// (for container health checks; the worker has no other port).
+	// (for container health checks; the worker has no other port), and GET /metrics
+	// when Metrics is set.
 	HealthAddr string
+	// Metrics serves the process's Prometheus metrics (internal/telemetry) at /metrics
+	// on HealthAddr.
+	Metrics http.Handler `json:"-"`
 	// Logger receives the worker's own logs. Nil discards them. It is not read from
 	// the environment.
 	Logger *slog.Logger `json:"-"`
@@ -149,7 +156,8 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_WORKFLOW_POLLERS      long polls for workflow tasks (default 8, 0 = SDK default)
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
-//	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_WORKER_HEALTH_ADDR           serve GET /healthz and /metrics there while running (default off)
+//	WOP_MOCK_STRICT                  true: the scripted mock fails off-script rounds (default false)
 //	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
 //	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
 //	WOP_WEBHOOK_SECRET               key webhook signing secrets derive from (the API's too)
@@ -192,6 +200,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.ShutdownTimeout = d
 		}
 	}
+	if v := strings.TrimSpace(getenv("WOP_MOCK_STRICT")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WOP_MOCK_STRICT=%q: want true or false", v))
+		}
+		cfg.MockStrict = b
+	}
 	limits, err := TurnLimitsFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
@@ -223,6 +238,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PacksDir, "packs", c.PacksDir, "packs `folder` (env WOP_PACKS)")
 	fs.StringVar(&c.ToolsFile, "tools", c.ToolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
+	c.RegisterTuningFlags(fs)
+	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
+		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
+}
+
+// RegisterTuningFlags adds the flags that tune a running worker (concurrency, pollers,
+// cache, shutdown), which `wop dev` shares with `wop worker`.
+func (c *Config) RegisterTuningFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -233,8 +256,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"workflows kept in memory between their tasks, 0 for the SDK's default of 10,000 (env WOP_WORKER_CACHE_SIZE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
 		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
-		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
 }
 
 // SetCacheSize sets the process-wide sticky workflow cache to c.WorkflowCacheSize. The
@@ -307,7 +328,7 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	logger.Info("Worker started", "taskQueue", workflows.TaskQueue, "packsDir", cfg.PacksDir, "packs", len(loaded))
 	var hs *http.Server
 	if health != nil {
-		hs = &http.Server{Handler: healthHandler(), ReadHeaderTimeout: 5 * time.Second}
+		hs = &http.Server{Handler: healthHandler(cfg.Metrics), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(health) }()
 	}
 	<-ctx.Done()
@@ -319,9 +340,13 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	return nil
 }
 
-// healthHandler answers GET /healthz with 200 while the worker runs.
-func healthHandler() http.Handler {
+// healthHandler answers GET /healthz with 200 while the worker runs, and serves
+// metrics at GET /metrics when it is not nil.
+func healthHandler(metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))
@@ -343,6 +368,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 	acts, err := activities.New(activities.Config{
 		Providers:   cfg.Providers,
 		MockScripts: scripts,
+		MockStrict:  cfg.MockStrict,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/wop-dev/wop/packs"
 )
 
 // spinPackYAML is an all-agent loop nothing in the pack bounds: no max_visits, no
@@ -422,7 +424,9 @@ func TestPackForkOfRunCancelledMidTurn(t *testing.T) {
 	require.Equal(t, StatusCancelled, tr.finish().Status)
 	srcEvents := tr.events()
 	fork, fsm := forkOf(t, tr, "support", "", "", srcEvents)
-	out := fork.finish() // ends when the answered turn completes the pack
+	balance := packs.MockSeen{State: "verifying", User: "It's ACC-12345. What's my balance?", HasUser: true}
+	fsm.resume(greeted, balance, balance) // rounds 0-2 come from the record
+	out := fork.finish()                  // ends when the answered turn completes the pack
 	require.Equal(t, StatusCompleted, out.Status)
 	require.Equal(t, 3, fsm.rounds[0].Round, "rounds 0-2 come from the source's record")
 	require.Empty(t, ofType(fork.events(), EvReplayDiverged))

@@ -312,6 +312,7 @@ func (c *conversation) inRoster(id string) bool {
 
 // record appends a turn and its event.
 func (c *conversation) record(t Turn) {
+	c.r.countTurn(c.Turns, t)
 	c.Turns = append(c.Turns, t)
 	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
@@ -808,8 +809,9 @@ func (r *runner) conversationOutputs(c *conversation) map[string]json.RawMessage
 	return map[string]json.RawMessage{"conversationId": mustJSON(c.ID), "outcome": orJSON(c.Outcome, "null"), "turnCount": mustJSON(len(c.Turns))}
 }
 
-// agentFailure turns an agent error into a node failure: a non-retryable activity
-// application error keeps its type as the code.
+// agentFailure turns an agent error into a node failure: an activity's application error
+// lends its OpenWOP code (activities.ErrorCode) and its own message; anything else is
+// agent_error.
 func agentFailure(nodeID string, err error) error {
 	if errors.Is(err, errCancelled) || temporal.IsCanceledError(err) {
 		return errCancelled
@@ -820,7 +822,8 @@ func agentFailure(nodeID string, err error) error {
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
-		return failNode("agent_error", "agent of node %q failed (%s): %v", nodeID, appErr.Type(), err)
+		code := orDefault(activities.ErrorCode(appErr.Type()), "agent_error")
+		return failNode(code, "agent of node %q failed: %s", nodeID, activityMessage(err))
 	}
 	return failNode("agent_error", "agent of node %q failed: %v", nodeID, err)
 }

@@ -148,6 +148,11 @@ func (r *runner) settle(it *interrupt) {
 
 // emitResolved appends interrupt.resolved for it.
 func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawMessage) string {
+	if kind := WaitingKind(it.Kind); kind != WaitingConversation {
+		if at, err := time.Parse(time.RFC3339Nano, it.RequestedAt); err == nil {
+			r.recordHumanWait(kind, workflow.Now(r.ctx).Sub(at))
+		}
+	}
 	p := map[string]any{
 		"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value),
 		"resolvedAt": formatTime(workflow.Now(r.ctx)),

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -387,26 +388,68 @@ type packRuntime struct {
 	replayedRound bool
 }
 
-// activityError carries the error type of a failed activity as the engine's error code.
+// activityError is a failed activity as the engine sees it: an OpenWOP error code and
+// a message a person can read. Temporal's wrapping (activity type, event ids, worker
+// identity) stays in the worker's log.
 type activityError struct {
 	code string
+	msg  string
 	err  error
 }
 
-func (e *activityError) Error() string     { return e.err.Error() }
+func (e *activityError) Error() string     { return e.msg }
 func (e *activityError) Unwrap() error     { return e.err }
 func (e *activityError) ErrorCode() string { return e.code }
-func newActivityError(err error) error     { return &activityError{code: activityErrorCode(err), err: err} }
+
+// newActivityError wraps a failed activity; what, when set, names the call (a tool).
+func (rt *packRuntime) newActivityError(what string, err error) error {
+	workflow.GetLogger(rt.ctx).Warn("Activity failed", "pack", rt.a.pack.ID, "call", what, "error", err)
+	msg := activityMessage(err)
+	if what != "" {
+		msg = what + ": " + msg
+	}
+	return &activityError{code: activityErrorCode(err), msg: msg, err: err}
+}
+
+// activityErrorCode is the OpenWOP code of a failed activity: the code of its
+// application error type (activities.ErrorCode), activity_timeout, or "" (the engine
+// then says model_error or tool_error).
 func activityErrorCode(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
-		return appErr.Type()
+		return activities.ErrorCode(appErr.Type())
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {
 		return "activity_timeout"
 	}
 	return ""
+}
+
+// activityMessage is the readable part of a failed activity's error: the application
+// error's own message, or what timed out.
+func activityMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Message() != "" {
+		return appErr.Message()
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		// "StartToClose" reads as "start-to-close".
+		var kind strings.Builder
+		for i, r := range te.TimeoutType().String() {
+			if i > 0 && unicode.IsUpper(r) {
+				kind.WriteByte('-')
+			}
+			kind.WriteRune(unicode.ToLower(r))
+		}
+		return fmt.Sprintf("it timed out (%s timeout)", kind.String())
+	}
+	var actErr *temporal.ActivityError
+	if errors.As(err, &actErr) && errors.Unwrap(actErr) != nil {
+		return errors.Unwrap(actErr).Error()
+	}
+	return err.Error()
 }
 
 // Model implements engine.Runtime: one ModelRound activity (or, on a fork replay, the
@@ -430,7 +473,7 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 			if temporal.IsCanceledError(err) {
 				return nil, rt.stoppedErr(err)
 			}
-			return nil, newActivityError(err)
+			return nil, rt.newActivityError("", err)
 		}
 	}
 	rt.a.lastProvider = out.Provider
@@ -484,7 +527,7 @@ func (rt *packRuntime) legacyTools(calls []activities.ToolCallInput) ([]*activit
 			if temporal.IsCanceledError(err) {
 				return nil, rt.stoppedErr(err)
 			}
-			return nil, newActivityError(fmt.Errorf("tool %s (call %s): %w", calls[i].Tool, calls[i].CallID, err))
+			return nil, rt.newActivityError(fmt.Sprintf("tool %s (call %s)", calls[i].Tool, calls[i].CallID), err)
 		}
 		out[i] = &r
 	}

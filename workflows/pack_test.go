@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -22,16 +23,21 @@ import (
 )
 
 // scriptedModel stands in for the ModelRound and ToolCall activities: it plays the
-// pack's <pack>.mock.yaml by round index (checking expect_state) and records every
-// input it receives.
+// pack's <pack>.mock.yaml as the strict mock provider does (a round off script fails
+// MockScriptMismatch), reading user messages from the tail each round carries, and
+// records every input it receives.
 type scriptedModel struct {
 	mu      sync.Mutex
 	scripts map[string]*packs.MockScript
 	rounds  []activities.ModelRoundInput
 	tools   []activities.ToolCallInput
+	cursor  packs.MockCursor
+	user    packs.MockSeen // the latest user message so far
 	// failIfCalled makes every model round fail the test (fork replay).
 	failIfCalled bool
-	t            *testing.T
+	// fail, when set, is what every model round returns.
+	fail error
+	t    *testing.T
 	// before, when set, runs first in every model round and tool call (outside the
 	// lock); it may block, e.g. until the round is cancelled.
 	before func(ctx context.Context, round int, tool string)
@@ -47,15 +53,27 @@ func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput
 	if s.failIfCalled {
 		s.t.Errorf("model round %d in state %q was called on a fork replay", in.Round, in.State)
 	}
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	for _, m := range in.Transcript.Tail {
+		if m.Role == activities.RoleUser {
+			s.user.User, s.user.HasUser = m.Text, true
+		}
+	}
 	sc := s.scripts[in.PackID]
-	if sc == nil || in.Round >= len(sc.Rounds) {
+	seen := s.user
+	seen.State = in.State
+	ans, next := sc.Next(s.cursor, seen)
+	switch {
+	case ans.Exhausted:
 		return &activities.ModelRoundResult{Text: sc.Default, Provider: "mock", Model: "scripted-mock"}, nil
-	}
-	e := sc.Rounds[in.Round]
-	if e.ExpectState != "" && e.ExpectState != in.State {
+	case ans.Round == nil:
 		return nil, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("round %d: expected state %q, got %q", in.Round, e.ExpectState, in.State), activities.ErrTypeMockMismatch, nil)
+			fmt.Sprintf("round %d (line %d): %s", in.Round, ans.Line, ans.OffScript), activities.ErrTypeMockMismatch, nil)
 	}
+	s.cursor = next
+	e := ans.Round
 	if e.Error != "" {
 		return nil, temporal.NewNonRetryableApplicationError(e.Error, activities.ErrTypeMockFailure, nil)
 	}
@@ -66,6 +84,20 @@ func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput
 	}
 	return out, nil
 }
+
+// resume moves the script past rounds a run played before this model saw it (a run
+// continued as new, a fork), as the mock provider works them out from the transcript.
+func (s *scriptedModel) resume(rounds ...packs.MockSeen) {
+	for _, r := range rounds {
+		for _, sc := range s.scripts {
+			_, s.cursor = sc.Next(s.cursor, r)
+		}
+		s.user = packs.MockSeen{User: r.User, HasUser: r.HasUser}
+	}
+}
+
+// greeted is round 0 of the support script: the greeting in state verifying.
+var greeted = packs.MockSeen{State: "verifying", User: "Hi, I have a question about my account.", HasUser: true}
 
 func (s *scriptedModel) tool(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
 	if s.before != nil {
@@ -393,10 +425,35 @@ func TestPackModelFailure(t *testing.T) {
 	tr, _ := packRun(t, "loop", loopPackYAML, "rounds:\n  - error: provider rejected the key\n", `{"message":"go"}`)
 	require.Equal(t, StatusFailed, tr.finish().Status)
 	snap := tr.snapshot()
-	require.Equal(t, activities.ErrTypeMockFailure, snap.Error.Code)
+	require.Equal(t, "mock_scripted_failure", snap.Error.Code)
 	closed := ofType(tr.events(), EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "provider rejected the key")
+}
+
+// TestPackFailureSpeaksOpenWOP: an activity's error type becomes a snake_case OpenWOP
+// code, and the message is the activity's own words without Temporal's wrapping.
+func TestPackFailureSpeaksOpenWOP(t *testing.T) {
+	for typ, code := range map[string]string{
+		activities.ErrTypeAuth:         "model_authentication",
+		activities.ErrTypeMockMismatch: "mock_script_mismatch",
+		activities.ErrTypeBadRequest:   "model_bad_request",
+		"SomethingUnknown":             "model_error",
+	} {
+		t.Run(typ, func(t *testing.T) {
+			tr, sm := packRun(t, "loop", loopPackYAML, loopMock, `{"message":"go"}`)
+			sm.fail = temporal.NewNonRetryableApplicationError("openai rejected the API key (HTTP 401)", typ, nil)
+			require.Equal(t, StatusFailed, tr.finish().Status)
+			snap := tr.snapshot()
+			require.Equal(t, code, snap.Error.Code)
+			require.Equal(t, `model round 0 in state "plan" failed: openai rejected the API key (HTTP 401)`, snap.Error.Message)
+			for _, e := range tr.events() {
+				for _, internal := range []string{"scheduledEventID", "activity error", typ + ","} {
+					require.NotContains(t, string(e.Payload), internal, "event %s", e.Type)
+				}
+			}
+		})
+	}
 }
 
 // TestPackMissingVariables: a required variable without a value fails the run at start.
@@ -448,6 +505,7 @@ func TestPackContinueAsNew(t *testing.T) {
 
 	next.ContinueAsNewAfterEvents = 0
 	tr2, sm2 := packRun(t, "support", "", "", "")
+	sm2.resume(greeted)
 	tr2.in = next
 	tr2.at(time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
 	final := tr2.finish()
@@ -510,6 +568,7 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	in.RunID = "run-support-fork-live"
 	in.Fork = &ForkSource{SourceRunID: tr.in.RunID, Events: srcEvents}
 	fork, sm := packRun(t, "support", "", "", "")
+	sm.resume(greeted)
 	fork.in = in
 	fork.env.SetStartWorkflowOptions(startOpts(in.RunID))
 	fork.at(time.Minute, func() { fork.say("It's ACC-12345. What's my balance?") })
@@ -520,4 +579,10 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	turns := turnsOf(t, fork.events())
 	require.Len(t, turns, 4)
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turns[3])["text"])
+}
+
+func TestActivityMessageOfATimeout(t *testing.T) {
+	err := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	require.Equal(t, "it timed out (start-to-close timeout)", activityMessage(err))
+	require.Equal(t, "activity_timeout", activityErrorCode(err))
 }

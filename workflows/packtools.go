@@ -62,10 +62,10 @@ func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activit
 		if temporal.IsCanceledError(err) {
 			return nil, err
 		}
-		return nil, newActivityError(fmt.Errorf("route the tool calls: %w", err))
+		return nil, rt.newActivityError("route the tool calls", err)
 	}
 	if len(routes.Routes) != len(live) {
-		return nil, newActivityError(fmt.Errorf("route the tool calls: %d calls got %d routes", len(live), len(routes.Routes)))
+		return nil, rt.newActivityError("route the tool calls", fmt.Errorf("%d calls got %d routes", len(live), len(routes.Routes)))
 	}
 
 	// Calls that need a person's decision wait for it first (approvals_tool.go).

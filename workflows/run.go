@@ -357,6 +357,7 @@ func (r *runner) run() (*Snapshot, error) {
 		r.initSearchAttributes()
 		r.setStatus(StatusRunning)
 		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
+		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
@@ -723,6 +724,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.countRunEnded(status)
 	return r.snapshot(), nil
 }
 
@@ -836,7 +838,7 @@ func (r *runner) setStatus(s string) {
 	}
 	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
 		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, SAStatus.ValueSet(s), SAWaitingOn.ValueSet(waitingOn))
+		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, r.pending, r.terminal)...)
 	}
 	if changed && r.in.ParentRunID != "" {
 		r.statusSeq++

@@ -21,10 +21,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/bench"
 	"github.com/wop-dev/wop/internal/devserver"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/worker"
 )
 
@@ -75,6 +77,11 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", err)
 	}
 
+	wcfg, err := worker.ConfigFromEnv(env)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+
 	fs := newFlagSet("dev", "dev [flags]", stderr)
 	fs.StringVar(&cfg.dataDir, "data", cfg.dataDir, "data `folder` for the Temporal database and the dev key (env WOP_DATA)")
 	fs.StringVar(&cfg.httpAddr, "http", cfg.httpAddr, "API listen `address` (env WOP_HTTP)")
@@ -84,6 +91,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fs.StringVar(&cfg.toolsFile, "tools", cfg.toolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
 	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "log `level` of the host: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.StringVar(&cfg.temporalLog, "temporal-log-level", cfg.temporalLog, "log `level` of the embedded Temporal server (env WOP_TEMPORAL_LOG_LEVEL)")
+	wcfg.RegisterTuningFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -122,13 +130,26 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", err)
 	}
 
-	wcfg, err := worker.ConfigFromEnv(env)
-	if err != nil {
-		return fail(stderr, "dev", err)
-	}
 	wcfg.PacksDir = cfg.packsDir
 	wcfg.ToolsFile = cfg.toolsFile
 	wcfg.Logger = logger
+
+	// The packs are checked before the server starts: a broken pack is reported once,
+	// here, and left out; the others serve.
+	loaded, diags, err := packs.LoadDir(cfg.packsDir)
+	var broken *packs.DirError
+	switch {
+	case errors.As(err, &broken):
+		fmt.Fprint(stderr, broken.Report())
+	case err != nil:
+		return fail(stderr, "dev", err)
+	}
+	for _, d := range diags.Warnings() {
+		logger.Warn("Pack warning", "diagnostic", d.String())
+	}
+	if loaded == nil {
+		loaded = []*packs.Loaded{}
+	}
 
 	opts := stack.Options{
 		DataDir:        cfg.dataDir,
@@ -139,10 +160,12 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		SeedFixtures:   true,
 		API:            apiCfg,
 		Worker:         wcfg,
+		Packs:          loaded,
 		Logger:         logger,
 		ServerLogLevel: serverLevel,
 	}
 	if cfg.temporalAddress != "" {
+		fmt.Fprintf(stderr, "wop dev: TEMPORAL_ADDRESS is set (%s): using that Temporal server instead of the embedded one; unset it to use the embedded server\n", cfg.temporalAddress)
 		copts, err := worker.ClientOptionsFromEnv(env, logger)
 		if err != nil {
 			return fail(stderr, "dev", err)
@@ -152,11 +175,20 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		opts.UI = false
 	}
 
+	tel, metrics, stopTelemetry, err := startTelemetry(ctx, "wop", env, logger)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	defer stopTelemetry()
+	tel.ClientOptions(&opts.TemporalClient)
+	opts.API.Metrics, opts.API.MetricsHandler, opts.API.TracerProvider = tel.Registry, metrics, tel.TracerProvider()
+
 	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		return fail(stderr, "dev", devStartError(err))
 	}
 	defer st.Stop()
+	defer onHangup(func() { _ = st.ReloadKeys() })()
 
 	keyNote := "from WOP_API_KEY"
 	if keyFromFile {
@@ -169,11 +201,16 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	}
 	where := "embedded, data in " + cfg.dataDir
 	if cfg.temporalAddress != "" {
-		where = "external"
+		where = "external, from TEMPORAL_ADDRESS"
 	}
 	fmt.Fprintf(stdout, "  Temporal     %s (namespace %s, %s)\n", st.TemporalAddress(), st.Namespace(), where)
 	fmt.Fprintf(stdout, "  API key      %s (%s)\n", key, keyNote)
-	fmt.Fprintf(stdout, "  Packs        %d from %s\n", st.PackCount(), cfg.packsDir)
+	packsLine := fmt.Sprintf("%d from %s", st.PackCount(), cfg.packsDir)
+	if broken != nil {
+		packsLine += fmt.Sprintf(" (%d not served, see above)", len(broken.Failed))
+	}
+	fmt.Fprintf(stdout, "  Packs        %s\n", packsLine)
+	fmt.Fprintf(stdout, "  Model        %s\n", modelLine(wcfg.Providers))
 	printTools(stdout, st.ToolsFile(), st.ToolsReport())
 	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
@@ -183,6 +220,19 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	st.Stop()
 	fmt.Fprintln(stdout, "Stopped.")
 	return 0
+}
+
+// modelLine says which model provider the worker uses, for the banner.
+func modelLine(providers map[string]activities.Provider) string {
+	p := providers[activities.DefaultProviderKey]
+	if p == nil || p.Name() == activities.ProviderMock {
+		return "scripted mock (packs/*.mock.yaml); set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real model"
+	}
+	line := p.Name()
+	if m, ok := p.(interface{ ModelName() string }); ok && m.ModelName() != "" {
+		line += ", model " + m.ModelName()
+	}
+	return line + " (WOP_MODEL_PROVIDER, WOP_MODEL)"
 }
 
 // devStartError turns the stack's start errors into the one line a developer needs.

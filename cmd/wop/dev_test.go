@@ -8,7 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDevSecretIsGeneratedOnceAndKept(t *testing.T) {
@@ -50,6 +55,91 @@ func TestDevBadPortEnvIsAnError(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := runDev(context.Background(), nil, envMap(map[string]string{"WOP_TEMPORAL_PORT": "seventy"}), &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "WOP_TEMPORAL_PORT") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a running command.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDevServesTheGoodPacksAndReportsBrokenOnesOnce starts wop dev on a packs folder
+// with a broken pack and a pack whose mock script is broken: each is reported once,
+// with its file:line:col, before the server starts, and the good pack serves.
+func TestDevServesTheGoodPacksAndReportsBrokenOnesOnce(t *testing.T) {
+	dir := t.TempDir()
+	packsDir := filepath.Join(dir, "packs")
+	require.NoError(t, os.MkdirAll(packsDir, 0o755))
+	src, err := os.ReadFile("../../packs/support.yaml")
+	require.NoError(t, err)
+	files := map[string]string{
+		"support.yaml":      string(src),
+		"broken.yaml":       "id: broken\nname: Broken\nprompts:\n  chat:\n    id: chat\n   name: Chat\n",
+		"badmock.yaml":      strings.Replace(string(src), "id: support\n", "id: badmock\n", 1),
+		"badmock.mock.yaml": "rounds:\n  - expect_state: verifying\n    txt: hello\n",
+	}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(packsDir, name), []byte(body), 0o644))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
+			"--ui-port", "0", "--packs", packsDir, "--workflow-cache", "32", "--shutdown-timeout", "1s"},
+			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"}), &out, &errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
+		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	cancel()
+	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+
+	stderr := errb.String()
+	broken := filepath.Join(packsDir, "broken.yaml")
+	badmock := filepath.Join(packsDir, "badmock.mock.yaml")
+	assert.Equal(t, 1, strings.Count(stderr, broken+" is not served:"), stderr)
+	assert.Contains(t, stderr, broken+":6:4: error: YAML syntax error: did not find expected key")
+	assert.Equal(t, 1, strings.Count(stderr, filepath.Join(packsDir, "badmock.yaml")+" is not served:"), stderr)
+	assert.Contains(t, stderr, badmock+`:3:5: error: rounds[0]: unknown field "txt" (did you mean "text"?)`)
+	assert.NotContains(t, stderr, "load packs from")
+	assert.NotContains(t, stderr, "level=ERROR")
+	assert.Contains(t, out.String(), "Packs        1 from "+packsDir+" (2 not served, see above)")
+	assert.Contains(t, out.String(), "Model        scripted mock")
+}
+
+// TestDevSaysWhenTemporalAddressReplacesTheEmbeddedServer: an exported TEMPORAL_ADDRESS
+// is used, and wop dev says so before it dials.
+func TestDevSaysWhenTemporalAddressReplacesTheEmbeddedServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var out, errb syncBuffer
+	code := runDev(ctx, []string{"--data", t.TempDir(), "--http", "127.0.0.1:0", "--packs", t.TempDir()},
+		envMap(map[string]string{"TEMPORAL_ADDRESS": "127.0.0.1:1"}), &out, &errb)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errb.String(), "TEMPORAL_ADDRESS is set (127.0.0.1:1): using that Temporal server instead of the embedded one")
+}
+
+func TestDevAcceptsTheWorkerTuningFlags(t *testing.T) {
+	var out, errb bytes.Buffer
+	// A bad value after the tuning flags shows that they parsed.
+	code := runDev(context.Background(), []string{"--workflow-cache", "10", "--max-activities", "4", "--max-workflow-tasks", "4",
+		"--workflow-pollers", "2", "--shutdown-timeout", "2s", "--log-level", "loud"}, envMap(nil), &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), `log level "loud"`) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }

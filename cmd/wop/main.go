@@ -21,12 +21,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3".
+// version is set at build time with -ldflags "-X main.version=v1.2.3"; "dev" means
+// unset (see versionString).
 var version = "dev"
 
 // command is one subcommand. run gets the arguments after the command name.
@@ -43,7 +45,8 @@ func commands() []command {
 		devCommand,
 		{"worker", "run the worker against a Temporal server (TEMPORAL_ADDRESS)", runWorker},
 		{"api", "serve the HTTP API against a Temporal server (TEMPORAL_ADDRESS)", runAPI},
-		{"pack", "pack tools: `wop pack validate PATH...`", runPack},
+		{"pack", "pack tools: `wop pack validate PATH...`, `wop pack list`", runPack},
+		{"keys", "API keys of the keys file (WOP_KEYS_FILE): add, revoke, list", runKeys},
 		{"chat", "hold a conversation with a run through the API", runChat},
 		benchCommand,
 		{"version", "print the version", runVersion},
@@ -96,12 +99,47 @@ func usage(w io.Writer) {
 }
 
 func runVersion(_ context.Context, _ []string, _ func(string) string, stdout, _ io.Writer) int {
-	v := version
-	if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
+	server := "included"
+	if !hasEmbeddedServer {
+		server = "not included (-tags nodev)"
 	}
-	fmt.Fprintf(stdout, "wop %s (%s, embedded Temporal server: %t)\n", v, goVersion(), hasEmbeddedServer)
+	fmt.Fprintf(stdout, "wop version %s\n", versionString())
+	fmt.Fprintf(stdout, "  %s %s/%s, embedded Temporal server %s\n", goVersion(), runtime.GOOS, runtime.GOARCH, server)
 	return 0
+}
+
+// versionString is the version set at build time, the module version of a `go install`,
+// or "development build" with the commit it was built from.
+func versionString() string {
+	if version != "dev" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "development build"
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	var rev, modified string
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			modified = st.Value
+		}
+	}
+	if rev == "" {
+		return "development build"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if modified == "true" {
+		rev += ", with local changes"
+	}
+	return "development build (commit " + rev + ")"
 }
 
 func goVersion() string {

@@ -26,3 +26,17 @@ func TestUnknownCommandAndHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestVersionSaysWhatItIs(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, envMap(nil), &out, &errb); code != 0 {
+		t.Fatalf("version exit %d: %s", code, errb.String())
+	}
+	first := strings.SplitN(out.String(), "\n", 2)[0]
+	if !strings.HasPrefix(first, "wop version ") || strings.HasPrefix(first, "wop dev") {
+		t.Errorf("first line %q", first)
+	}
+	if !strings.Contains(out.String(), "embedded Temporal server") {
+		t.Errorf("output %q", out.String())
+	}
+}

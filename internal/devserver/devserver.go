@@ -431,14 +431,23 @@ func (s *Server) Namespace() string { return s.opts.Namespace }
 // DBPath is the SQLite file, or "" for an in-memory database.
 func (s *Server) DBPath() string { return s.dbPath }
 
-// Stop stops the UI, then the server (after raising its log level to error, because a
-// stopping server logs a burst of poll and dial warnings), then releases the lock file.
-// Stop the SDK workers and close the clients that use the server before calling it.
-// It is safe to call more than once.
+// Quiet silences the server's logs from now on: a host stopping its own workers and
+// clients before Stop makes the server log their cancelled polls as errors, which say
+// nothing about a problem.
+func (s *Server) Quiet() {
+	if s.level != nil {
+		s.level.Set(slog.LevelError + 4)
+	}
+}
+
+// Stop stops the UI, then the server (silenced by Quiet, because a stopping server logs
+// a burst of poll and dial errors), then releases the lock file. Stop the SDK workers
+// and close the clients that use the server before calling it. It is safe to call more
+// than once.
 func (s *Server) Stop() {
 	s.stopUI()
 	if s.server != nil {
-		s.level.Set(slog.LevelError)
+		s.Quiet()
 		if err := s.server.Stop(); err != nil {
 			s.opts.Logger.Error("Temporal server stop", "error", err)
 		}

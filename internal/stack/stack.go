@@ -21,6 +21,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/devserver"
+	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
@@ -51,6 +52,9 @@ type Options struct {
 	// Worker configures the worker; its PacksDir is the packs folder the catalog and the
 	// activities load. A nil Worker.Logger uses Logger.
 	Worker worker.Config
+	// Packs, when not nil, are the packs to serve, already loaded from Worker.PacksDir
+	// (wop dev checks them before it starts the server); nil loads the folder.
+	Packs []*packs.Loaded
 	// Logger receives the host's logs. Nil discards them.
 	Logger *slog.Logger
 	// ServerLogger receives the embedded Temporal server's logs (default Logger) at
@@ -158,10 +162,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}
 
-	loaded, err := worker.LoadPacks(opts.Worker.PacksDir, opts.Logger)
-	if err != nil {
-		_ = ln.Close()
-		return nil, err
+	loaded := opts.Packs
+	if loaded == nil {
+		if loaded, err = worker.LoadPacks(opts.Worker.PacksDir, opts.Logger); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
 	}
 	s.packs = len(loaded)
 	if s.catalog, err = worker.LoadCatalog(loaded, opts.SeedFixtures, opts.Worker.TurnLimits); err != nil {
@@ -292,6 +298,9 @@ func (s *Stack) StopAPI(ctx context.Context) error {
 func (s *Stack) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if s.server != nil {
+		s.server.Quiet() // the server would log the polls cancelled below as errors
+	}
 	if err := s.StopAPI(ctx); err != nil {
 		s.logger.Warn("API shutdown", "error", err)
 	}
@@ -310,6 +319,18 @@ func (s *Stack) Stop() {
 		s.server.Stop()
 		s.server = nil
 	}
+}
+
+// ReloadKeys reloads the API's keys file (api.Server.ReloadKeys); it does nothing
+// while the API is stopped or without a keys file.
+func (s *Stack) ReloadKeys() error {
+	s.mu.Lock()
+	apiSrv := s.apiSrv
+	s.mu.Unlock()
+	if apiSrv == nil {
+		return nil
+	}
+	return apiSrv.ReloadKeys()
 }
 
 // APIURL is the base URL of the HTTP API, e.g. http://127.0.0.1:8080.
