@@ -348,6 +348,10 @@ func TestPackRefundAnswersWhileItWaitsE2E(t *testing.T) {
 	status, _, body := c.do(http.MethodPost, "/v1/runs/"+rf+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
+	// issue_refund waits for its approval (the pack acts with approval).
+	pkWait(t, c, rf, "waiting for the refund's approval", func(s workflows.Snapshot) bool { return s.Interrupt != nil && s.Interrupt.Kind == "approval" })
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+rf+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "accept the refund: %v", body)
 	s := pkCompleted(t, c, rf)
 	require.Equal(t, "refunded", s.Pack.State)
 	agent := agentTexts(t, pkTurns(t, pkEvents(t, c, rf)))
