@@ -294,7 +294,20 @@ func TestToolApprovalSurvivesKill9E2E(t *testing.T) {
 	require.Empty(t, svc.received(id, "/pay"))
 
 	startDev(t, bin, dataDir, httpPort, temporalPort, uiPort, key, flags...)
-	after, d := waitToolApproval(t, c, id)
+	// Right after the restart a read may time out (the dead worker's sticky queue); it
+	// is asked again.
+	var after workflows.Snapshot
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+id, nil, map[string]string{"Authorization": "Bearer " + c.Key})
+		if !assert.Equal(ct, http.StatusOK, status, "%s", raw) {
+			return
+		}
+		after = workflows.Snapshot{}
+		assert.NoError(ct, json.Unmarshal(raw, &after))
+		assert.True(ct, after.Interrupt != nil && after.Interrupt.Kind == "approval", "still waiting for the approval")
+	}, 60*time.Second, 200*time.Millisecond)
+	var d map[string]any
+	require.NoError(t, json.Unmarshal(after.Interrupt.Data, &d))
 	require.Equal(t, before.Interrupt.InterruptID, after.Interrupt.InterruptID, "the same interrupt, not a new one")
 	require.Equal(t, before.Interrupt.ExpiresAt, after.Interrupt.ExpiresAt, "the deadline did not move")
 	require.Equal(t, "pay_invoice", d["artifactData"].(map[string]any)["tool"])
