@@ -33,7 +33,16 @@ const (
 	DefaultTokenTTL            = 24 * time.Hour
 	DefaultKeepAlive           = 15 * time.Second
 	DefaultTokenKeyID          = "k1"
-	DefaultKeysFilePoll        = 2 * time.Second
+	// DefaultMaxTurnBytes bounds the resume value of one resolve: a conversation
+	// turn's content, an approval, an injected event. A turn travels in a signal,
+	// becomes events and transcript messages, and Temporal rejects any payload over
+	// 2 MB; 256 KiB leaves room for the rest of what carries it.
+	DefaultMaxTurnBytes = 256 << 10
+	// DefaultEventsPageBytes bounds one page of events (JSON, poll, each SSE catch-up
+	// read). It must stay below the Temporal server's payload limit
+	// (limit.blobSize.error, 2 MB by default): a query answer is such a payload.
+	DefaultEventsPageBytes = 1 << 20
+	DefaultKeysFilePoll    = 2 * time.Second
 )
 
 // Key is one configured API key: Secret is the bearer token as configured, or SHA256
@@ -74,6 +83,12 @@ type Config struct {
 	PublicURL string
 	// MaxRequestBodyBytes limits request bodies (advertised as limits.maxRequestBodyBytes).
 	MaxRequestBodyBytes int64
+	// MaxTurnBytes limits the resume value of a resolve, checked before anything is
+	// signalled.
+	MaxTurnBytes int64
+	// EventsPageBytes bounds one page of events read from the run; lower it with the
+	// server's limit.blobSize.error.
+	EventsPageBytes int
 	// RateLimitPerSecond and RateLimitBurst shape the per-key token bucket.
 	RateLimitPerSecond float64
 	RateLimitBurst     int
@@ -106,6 +121,12 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.MaxRequestBodyBytes <= 0 {
 		c.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	if c.MaxTurnBytes <= 0 {
+		c.MaxTurnBytes = DefaultMaxTurnBytes
+	}
+	if c.EventsPageBytes <= 0 {
+		c.EventsPageBytes = DefaultEventsPageBytes
 	}
 	if c.RateLimitPerSecond <= 0 {
 		c.RateLimitPerSecond = DefaultRateLimitPerSecond
@@ -142,6 +163,7 @@ func (c Config) withDefaults() Config {
 //	WOP_TOKEN_SECRET      secret that signs interrupt tokens (required when keys are set)
 //	WOP_PUBLIC_URL        base URL used in callback URLs
 //	WOP_MAX_BODY_BYTES    request body limit in bytes (default 1 MiB)
+//	WOP_MAX_TURN_BYTES    limit of one resolve's resume value in bytes (default 256 KiB)
 //	WOP_RATE_LIMIT        requests per second per key (default 50)
 //	WOP_RATE_BURST        burst per key (default 100)
 //	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
@@ -165,6 +187,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_MAX_BODY_BYTES=%q: want a positive integer", v)
 		}
 		cfg.MaxRequestBodyBytes = n
+	}
+	if v := getenv("WOP_MAX_TURN_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("WOP_MAX_TURN_BYTES=%q: want a positive integer", v)
+		}
+		cfg.MaxTurnBytes = n
 	}
 	if v := getenv("WOP_RATE_LIMIT"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)

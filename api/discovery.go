@@ -139,10 +139,10 @@ func (s *Server) openAPIDoc() map[string]any {
 		case "/v1/runs/{runId}/events":
 			params = append(params,
 				map[string]any{"name": "streamMode", "in": "query", "schema": map[string]any{"type": "string"}, "description": "values|updates|messages|debug, comma-combinable except values"},
-				map[string]any{"name": "Last-Event-ID", "in": "header", "schema": map[string]any{"type": "string"}})
+				map[string]any{"name": "Last-Event-ID", "in": "header", "schema": map[string]any{"type": "string"}},
+				lastSequenceParam, afterSequenceParam)
 		case "/v1/runs/{runId}/events/poll":
-			params = append(params,
-				map[string]any{"name": "lastSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}},
+			params = append(params, lastSequenceParam, afterSequenceParam,
 				map[string]any{"name": "timeout", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 60}})
 		}
 		if r.Method == http.MethodPost && r.Scopes != nil {
@@ -229,3 +229,12 @@ func (s *Server) documentedPaths() []string {
 	sort.Strings(out)
 	return out
 }
+
+// The cursor parameters of the JSON and poll event reads. Both answer one page of
+// bounded size; hasMore says more events follow it.
+var (
+	lastSequenceParam = map[string]any{"name": "lastSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0},
+		"description": "events after this sequence (0: from sequence 0) — JSON (Accept: application/json) and poll"}
+	afterSequenceParam = map[string]any{"name": "afterSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": -1},
+		"description": "events strictly after this sequence (-1: from the start); wins over lastSequence"}
+)

@@ -150,13 +150,16 @@ func parseRunListQuery(q func(string) string, tenant string) (string, error) {
 
 // statusClause selects runs in OpenWOP status st. A run still waiting or running must
 // also be open in Temporal (an operator may have terminated it there); a run that
-// Temporal terminated or timed out is failed.
+// Temporal terminated is cancelled, one that timed out or failed without its own
+// ending is failed (closed.go reads them the same way).
 func statusClause(st string) string {
 	switch st {
-	case workflows.StatusCompleted, workflows.StatusCancelled:
+	case workflows.StatusCompleted:
 		return "WopStatus = " + quote(st)
+	case workflows.StatusCancelled:
+		return "(WopStatus = 'cancelled' OR ExecutionStatus = 'Terminated')"
 	case workflows.StatusFailed:
-		return "(WopStatus = 'failed' OR ExecutionStatus = 'Terminated' OR ExecutionStatus = 'TimedOut')"
+		return "(WopStatus = 'failed' OR ExecutionStatus = 'TimedOut' OR ExecutionStatus = 'Failed')"
 	}
 	return "(WopStatus = " + quote(st) + " AND ExecutionStatus = 'Running')"
 }
@@ -347,7 +350,7 @@ func closedStatus(st enumspb.WorkflowExecutionStatus) string {
 	switch st {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
 		return workflows.StatusCompleted
-	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
 		return workflows.StatusCancelled
 	}
 	return workflows.StatusFailed

@@ -133,7 +133,7 @@ func TestListRunsHandler(t *testing.T) {
 	assert.Equal(t, &WaitingOn{Kind: "conversation", InterruptKind: "conversation.exchange", NodeID: "agent"}, r1.WaitingOn)
 	assert.Equal(t, started.Format(time.RFC3339Nano), r1.StartedAt, "WopCreatedAt, not the continued execution's start")
 	r2 := list.Runs[1]
-	assert.Equal(t, "failed", r2.Status, "terminated in Temporal without the run's own ending")
+	assert.Equal(t, "cancelled", r2.Status, "terminated in Temporal without the run's own ending")
 	assert.Nil(t, r2.WaitingOn, "a closed run waits on nothing")
 	assert.NotEmpty(t, r2.CompletedAt)
 	require.NotEmpty(t, list.NextCursor)

@@ -41,6 +41,8 @@ type Server struct {
 	locksMu sync.Mutex
 	locks   map[string]*runLock
 
+	feedsMu sync.Mutex
+	feeds   map[string]*runFeed // one per run being read (feed.go)
 	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
 	// the keys file's, swapped whole on reload.
 	keys          atomic.Pointer[keyStore]
@@ -111,6 +113,7 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
 		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
 		locks:   map[string]*runLock{},
+		feeds:   map[string]*runFeed{},
 		ctx:     ctx, cancel: cancel,
 	}
 	if err := s.loadKeys(static); err != nil {

@@ -398,7 +398,7 @@ func (r *runner) nextToolRequest(it *interrupt) (req *ResolveRequest, value json
 				continue
 			}
 			if q.RequestID != "" {
-				r.applied[q.RequestID] = true
+				r.applied.add(q.RequestID)
 			}
 			return &q, res.value, false, nil
 		}

@@ -138,7 +138,7 @@ func (r *runner) settle(it *interrupt) {
 			break
 		}
 	}
-	r.resolvedIDs[it.InterruptID] = true
+	r.resolvedIDs.add(it.InterruptID)
 	if !it.agent && it.conv == nil {
 		r.resolvedNodes[it.NodeID] = true
 	}
@@ -177,6 +177,9 @@ func (r *runner) emitResumed(it *interrupt, value json.RawMessage, cause string)
 // interrupt and the normalized value, or the interrupt that timed out.
 func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interrupt, value json.RawMessage, timedOut *interrupt, err error) {
 	for {
+		if err := r.checkHistory(); err != nil {
+			return req, nil, nil, nil, err
+		}
 		if r.forkIdx != nil {
 			if freq, ok := r.forkIdx.next(r, nodeID); ok {
 				r.inbox = append([]ResolveRequest{freq}, r.inbox...)
@@ -219,7 +222,7 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			continue
 		}
 		if req.RequestID != "" {
-			r.applied[req.RequestID] = true
+			r.applied.add(req.RequestID)
 		}
 		return req, res.target, res.value, nil, nil
 	}
@@ -254,7 +257,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		}
 		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, r.status)
 	}
-	if req.RequestID != "" && r.applied[req.RequestID] {
+	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
 	}
 	var cands []*interrupt
@@ -271,7 +274,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 			}
 		}
 		if found == nil {
-			if r.resolvedIDs[req.InterruptID] {
+			if r.resolvedIDs.has(req.InterruptID) {
 				return reject(http.StatusConflict, "interrupt_already_resolved", "interrupt %s was already resolved", req.InterruptID)
 			}
 			return reject(http.StatusNotFound, "interrupt_not_found", "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)
