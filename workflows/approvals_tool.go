@@ -576,9 +576,11 @@ func (r *runner) checkToolEdit(it *interrupt, value json.RawMessage) ResolveChec
 // well, so a late click never becomes a chat message. ok is false when none of this
 // applies.
 func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (target *interrupt, refusal *ResolveCheck, ok bool) {
+	// The node's pending tool approval, also when the request names another of the
+	// node's interrupts (a signed token of the conversation).
 	var tool *interrupt
-	for _, it := range cands {
-		if it.tool != nil {
+	for _, it := range r.pending {
+		if it.NodeID == req.NodeID && it.tool != nil {
 			tool = it
 		}
 	}
@@ -592,10 +594,14 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 	if isToolRequest(tool, req) {
 		return tool, nil, true
 	}
-	var probe map[string]json.RawMessage
-	_ = json.Unmarshal(req.ResumeValue, &probe)
-	if probe["event"] != nil {
-		return nil, nil, false
+	for _, it := range cands {
+		if it.agent && (req.InterruptID == it.InterruptID || req.InterruptID == "") {
+			var probe map[string]json.RawMessage
+			_ = json.Unmarshal(req.ResumeValue, &probe)
+			if req.InterruptID != "" || probe["event"] != nil {
+				return nil, nil, false // the agent's own wait (an injected event)
+			}
+		}
 	}
 	return nil, &ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
 		Message: fmt.Sprintf("the conversation waits for a decision on its %s call (interrupt %s); messages are accepted again once it is decided",

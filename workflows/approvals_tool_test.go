@@ -376,3 +376,29 @@ func TestToolApprovalCancelled(t *testing.T) {
 	evs := tr.events()
 	require.Equal(t, EvRunCancelled, evs[len(evs)-1].Type)
 }
+
+// TestToolApprovalRefusesTokenMessages: a message sent with the conversation's own
+// interrupt id (a signed token) is refused like any other while a call waits.
+func TestToolApprovalRefusesTokenMessages(t *testing.T) {
+	tr, _ := approvalRun(t, activities.ToolApproval{}, nil)
+	var byToken, byApprovalToken ResolveCheck
+	tr.at(time.Hour, func() {
+		s := tr.snapshot()
+		var conv, tool string
+		for _, it := range s.Interrupts {
+			if it.Kind == "approval" {
+				tool = it.InterruptID
+			} else {
+				conv = it.InterruptID
+			}
+		}
+		byToken = tr.check(ResolveRequest{NodeID: ServedPackNodeID, InterruptID: conv, Via: "token", ResumeValue: json.RawMessage(`{"text":"hi"}`)})
+		byApprovalToken = tr.check(ResolveRequest{NodeID: ServedPackNodeID, InterruptID: tool, Via: "token", ResumeValue: json.RawMessage(`{"action":"reject","feedback":"no"}`)})
+		tr.approve(`{"action":"accept"}`, "alice")
+	})
+	tr.at(2*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
+	require.Equal(t, StatusCompleted, tr.finish().Status)
+	require.False(t, byToken.OK)
+	require.Equal(t, CodeApprovalPending, byToken.Code)
+	require.True(t, byApprovalToken.OK, "%+v", byApprovalToken)
+}
