@@ -184,6 +184,25 @@ func TestWebhookSignedDeliveryE2E(t *testing.T) {
 	}
 	assert.Equal(t, []int{500, 500, 200}, []int{got[0].Status, got[1].Status, got[2].Status})
 
+	// The same registration under one Idempotency-Key registers once; another body
+	// under it is a conflict.
+	idem := map[string]string{"Authorization": "Bearer " + c.Key, "Idempotency-Key": "hook-" + randomHex(4)}
+	reg := map[string]any{"url": rec.URL + "/again", "events": []string{"run.failed"}}
+	s1, _, b1 := c.doRaw(http.MethodPost, "/v1/webhooks", reg, idem)
+	s2, h2, b2 := c.doRaw(http.MethodPost, "/v1/webhooks", reg, idem)
+	require.Equal(t, http.StatusCreated, s1, "%s", b1)
+	require.Equal(t, http.StatusCreated, s2, "%s", b2)
+	assert.JSONEq(t, string(b1), string(b2), "the same webhook and secret")
+	assert.Equal(t, "true", h2.Get("openwop-Idempotent-Replay"))
+	reg["events"] = []string{"run.completed"}
+	s3, _, b3 := c.doRaw(http.MethodPost, "/v1/webhooks", reg, idem)
+	require.Equal(t, http.StatusConflict, s3, "%s", b3)
+	assert.Contains(t, string(b3), "idempotency_key_mismatch")
+	var again map[string]any
+	require.NoError(t, json.Unmarshal(b1, &again))
+	status, _, _ = c.do(http.MethodDelete, "/v1/webhooks/"+again["webhookId"].(string), nil)
+	require.Equal(t, http.StatusNoContent, status)
+
 	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
 	require.Equal(t, http.StatusOK, status)
 	hooks := list["webhooks"].([]any)
