@@ -709,12 +709,18 @@ func TestFaultModelFailsPermanently(t *testing.T) {
 	}
 	assert.Empty(t, snap["interrupts"], "no interrupt left pending")
 	assert.Nil(t, snap["interrupt"], "no interrupt left pending")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, err := c.Stack.Client().DescribeWorkflowExecution(ctx, fc.runID, "")
-	require.NoError(t, err)
-	assert.NotEqual(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the workflow is closed")
-	assert.Empty(t, d.GetPendingActivities(), "no activity left pending")
+	// The workflow closes once Temporal took the run's last webhook notice, a workflow
+	// task after its terminal event.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := c.Stack.Client().DescribeWorkflowExecution(ctx, fc.runID, "")
+		if !assert.NoError(ct, err) {
+			return
+		}
+		assert.NotEqual(ct, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the workflow is closed")
+		assert.Empty(ct, d.GetPendingActivities(), "no activity left pending")
+	}, 30*time.Second, 100*time.Millisecond)
 
 	status, body = fc.send("too late", "")
 	assert.GreaterOrEqual(t, status, 400, "an exchange after the failure is refused: %v", body)

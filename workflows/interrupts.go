@@ -245,8 +245,8 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 	if req.NodeID == "" {
 		return reject(http.StatusBadRequest, "validation_error", "nodeId is required")
 	}
-	if r.terminal || r.cancelReq != nil {
-		if r.status == StatusCancelled || r.cancelReq != nil {
+	if r.terminal || r.closing != "" || r.cancelReq != nil {
+		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
 			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
@@ -255,7 +255,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		if r.resolvedNodes[req.NodeID] {
 			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, r.status)
+		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)

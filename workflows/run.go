@@ -131,6 +131,9 @@ type runner struct {
 
 	// notify queues the events webhooks may receive (notify.go).
 	notify notifier
+	// closing is the status the run is finishing with while its last webhook notices
+	// are signalled (finish): readers already see the end, and nothing new is accepted.
+	closing string
 
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
@@ -240,11 +243,11 @@ func (r *runner) setup() error {
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
 		var check ResolveCheck
 		if r.received(req.RequestID) {
-			check = ResolveCheck{OK: true, Replayed: true, RunStatus: r.status}
+			check = ResolveCheck{OK: true, Replayed: true, RunStatus: orDefault(r.closing, r.status)}
 		} else {
 			check, _ = r.checkResolve(req)
 		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, r.nextSeq()-1
+		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
@@ -328,7 +331,7 @@ func (r *runner) drainSignals() {
 }
 
 func (r *runner) requestCancel(req CancelRequest) {
-	if r.cancelReq != nil || r.terminal {
+	if r.cancelReq != nil || r.terminal || r.closing != "" {
 		return
 	}
 	if req.Reason == "" {
@@ -723,9 +726,13 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 func (r *runner) lastEventIDAny() string { return r.lastID }
 
 func (r *runner) finish(status string) (*Snapshot, error) {
+	// The terminal event is written; while Temporal takes the last webhook notices the
+	// run already reads as ended (snapshot, events, resolve checks), and the commands
+	// that close it follow.
+	r.closing = status
+	r.completedAt = formatTime(workflow.Now(r.ctx))
 	r.flushNotices()
 	r.terminal = true
-	r.completedAt = formatTime(workflow.Now(r.ctx))
 	r.pending = nil
 	r.currentNode = ""
 	r.setStatus(status)
@@ -793,7 +800,7 @@ func (r *runner) temporalCancel() *CancelRequest {
 
 // refreshStatus derives the run status from the pending interrupts and child runs.
 func (r *runner) refreshStatus() {
-	if r.terminal {
+	if r.terminal || r.closing != "" {
 		return
 	}
 	if r.cancelReq != nil {
@@ -920,8 +927,13 @@ func (r *runner) snapshot() *Snapshot {
 	if !r.startedAt.IsZero() {
 		s.StartedAt = formatTime(r.startedAt)
 	}
-	for _, it := range r.pending {
-		s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
+	if r.closing != "" && !r.terminal {
+		// The terminal event is written and the run is closing (finish).
+		s.Status, s.CurrentNodeID = r.closing, ""
+	} else {
+		for _, it := range r.pending {
+			s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
+		}
 	}
 	if len(s.Interrupts) > 0 {
 		// The interrupt a client resolves next: a tool call's approval or an agent's

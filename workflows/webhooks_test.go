@@ -61,6 +61,68 @@ func TestRunNotifiesWebhooks(t *testing.T) {
 	}, types, "one signal per batch of events, the terminal one before the run closed")
 }
 
+// TestRunReadsEndedWhileClosing: while Temporal takes the notice of the terminal
+// event, the run already reads as ended: the snapshot says completed with nothing
+// pending, the events page is terminal, and a resolve is refused.
+func TestRunReadsEndedWhileClosing(t *testing.T) {
+	in := fixtureInput(t, "conformance-approval", `{"payload":{"doc":"x"}}`)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartWorkflowOptions(startOpts(in.RunID))
+	Register(env, nil)
+	var (
+		checked bool
+		snap    Snapshot
+		page    EventsPage
+		check   ResolveCheck
+		qerr    error
+	)
+	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
+		Return(func(_, _, _, _ string, arg any) error {
+			evs := arg.(WebhookNotice).Events
+			if evs[len(evs)-1].Type != EvRunCompleted {
+				return nil
+			}
+			// Every coroutine of the run waits for this signal's result.
+			checked = true
+			v, err := env.QueryWorkflow(SnapshotQuery)
+			if qerr = err; err != nil {
+				return nil
+			}
+			if qerr = v.Get(&snap); qerr != nil {
+				return nil
+			}
+			if v, qerr = env.QueryWorkflow(EventsQuery, EventsRequest{After: -1}); qerr != nil {
+				return nil
+			}
+			if qerr = v.Get(&page); qerr != nil {
+				return nil
+			}
+			if v, qerr = env.QueryWorkflow(ValidateResolveQuery, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)}); qerr != nil {
+				return nil
+			}
+			qerr = v.Get(&check)
+			return nil
+		})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
+	}, time.Minute)
+	env.ExecuteWorkflow(RunWorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+
+	require.True(t, checked, "the terminal event was signalled")
+	require.NoError(t, qerr)
+	require.Equal(t, StatusCompleted, snap.Status)
+	require.NotEmpty(t, snap.CompletedAt)
+	require.Empty(t, snap.Interrupts)
+	require.Nil(t, snap.Interrupt)
+	require.True(t, page.Terminal)
+	require.Equal(t, EvRunCompleted, page.Events[len(page.Events)-1].Type)
+	require.False(t, check.OK, "a resolve is refused: %+v", check)
+	require.Equal(t, StatusCompleted, check.CurrentStatus)
+}
+
 // TestWebhookDispatcher: registration and unregistration are validated updates;
 // matching events start one delivery workflow per subscription (by event type and
 // tags) and per run callback; a dead letter is kept; the dispatcher continues as new
