@@ -316,7 +316,13 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 func TestToolApprovalQuorum(t *testing.T) {
 	tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}})
 	var afterOne Snapshot
+	var stranger, impostor, again ResolveCheck
 	tr.at(time.Hour, func() { tr.approve(`{"action":"accept"}`, "ann") })
+	tr.at(90*time.Minute, func() {
+		stranger = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "carl"})
+		impostor = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept","decidedBy":"ben"}`), ResolvedBy: "carl"})
+		again = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "ann"})
+	})
 	tr.at(2*time.Hour, func() {
 		afterOne = tr.snapshot()
 		tr.approve(`{"action":"accept"}`, "ben")
@@ -325,6 +331,10 @@ func TestToolApprovalQuorum(t *testing.T) {
 	final := tr.finish()
 	require.Equal(t, StatusCompleted, final.Status)
 	require.Equal(t, "approval", afterOne.Interrupt.Kind, "one vote of two")
+	require.Equal(t, http.StatusForbidden, stranger.Status, "not an approver: %+v", stranger)
+	require.Equal(t, http.StatusForbidden, impostor.Status, "a name in the body decides nothing: %+v", impostor)
+	require.Contains(t, impostor.Message, `not as "ben"`)
+	require.Equal(t, http.StatusConflict, again.Status, "one vote each: %+v", again)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
 	require.Len(t, ofType(tr.events(), EvApprovalReceived), 2)
 }

@@ -437,6 +437,16 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (json.RawMessa
 		return bad("action edit-accept needs editedArtifactData")
 	}
 	voter := v.voter(req)
+	if it.tool != nil && req.ResolvedBy != "" {
+		// A tool call's decider is the request's principal, never a name in the body.
+		for _, claimed := range []string{v.Voter, v.DecidedBy} {
+			if claimed != "" && claimed != req.ResolvedBy {
+				return nil, "", ResolveCheck{Status: http.StatusForbidden, Code: "forbidden",
+					Message: fmt.Sprintf("the decision on the %s call is made by the authenticated principal %q, not as %q", it.tool.call.Tool, req.ResolvedBy, claimed)}
+			}
+		}
+		voter = req.ResolvedBy
+	}
 	if len(it.approval.ApproversList) > 0 && v.Action != "ask" {
 		listed := false
 		for _, a := range it.approval.ApproversList {
