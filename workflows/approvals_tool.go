@@ -199,6 +199,9 @@ func (rt *packRuntime) awaitToolDecision(call *activities.ToolCallInput, route a
 			return nil, err
 		}
 		if timedOut {
+			// Reminders and an escalation due before the deadline are recorded even
+			// when a slow worker sees their timers and the deadline's together.
+			r.toolApprovalTick(it)
 			return r.expireToolApproval(it), nil
 		}
 		if req == nil {
@@ -415,7 +418,8 @@ func (r *runner) nextToolRequest(it *interrupt) (req *ResolveRequest, value json
 func (r *runner) toolApprovalTick(it *interrupt) {
 	ta := it.tool
 	now := workflow.Now(r.ctx)
-	if e := ta.settings.EscalateAfter; e > 0 && !ta.escalated && !now.Before(ta.requested.Add(e)) {
+	deadline := ta.requested.Add(ta.settings.Timeout)
+	if e := ta.settings.EscalateAfter; e > 0 && !ta.escalated && !now.Before(ta.requested.Add(e)) && ta.requested.Add(e).Before(deadline) {
 		ta.escalated = true
 		// An empty list means anyone may decide; the escalation then only notifies.
 		if len(it.approval.ApproversList) > 0 {
@@ -435,7 +439,7 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 	}
 	for every := ta.settings.RemindEvery; every > 0; {
 		due := ta.requested.Add(time.Duration(ta.reminders+1) * every)
-		if now.Before(due) || !due.Before(ta.requested.Add(ta.settings.Timeout)) {
+		if now.Before(due) || !due.Before(deadline) {
 			break
 		}
 		ta.reminders++

@@ -312,6 +312,23 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	require.Equal(t, []string{EvApprovalRequested, EvWorkflowStalled, EvApprovalRequested, EvWorkflowStalled, EvApprovalReceived}, order)
 }
 
+// TestToolApprovalNothingAtTheDeadline: a reminder or an escalation that would fall at
+// the deadline is not recorded; the call expires.
+func TestToolApprovalNothingAtTheDeadline(t *testing.T) {
+	tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {
+		Timeout: time.Hour, RemindEvery: 30 * time.Minute, Approvers: []string{"finance"}, EscalateAfter: time.Hour, EscalateTo: []string{"cfo"}}})
+	tr.at(2*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
+	final := tr.finish()
+	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, []string{"lookup"}, toolNames(sm.tools))
+	evs := tr.events()
+	require.Len(t, ofType(evs, EvWorkflowStalled), 1, "at 30m; none at the 1h deadline")
+	require.Len(t, ofType(evs, EvApprovalRequested), 1, "no escalation at the deadline")
+	rec := ofType(evs, EvApprovalReceived)
+	require.Len(t, rec, 1)
+	require.Equal(t, "expired", payload(t, rec[0])["reason"])
+}
+
 // TestToolApprovalQuorum: two approvers must accept; a vote by someone else is refused.
 func TestToolApprovalQuorum(t *testing.T) {
 	tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}})
