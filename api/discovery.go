@@ -151,6 +151,10 @@ func (s *Server) openAPIDoc() map[string]any {
 		if params != nil {
 			op["parameters"] = params
 		}
+		if r.Accepted {
+			op["responses"].(map[string]any)["202"] = map[string]any{"description": "queued: the run has not decided within the resolve wait; repeat with the idempotencyKey to learn the outcome",
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}}
+		}
 		if r.Scopes != nil {
 			op["security"] = []any{map[string]any{"bearer": r.Scopes}}
 		} else {
@@ -180,7 +184,9 @@ func (s *Server) openAPIDoc() map[string]any {
 			"schemas": map[string]any{
 				"Error": obj(map[string]any{"error": str, "message": str, "details": objv}, "error", "message"),
 				"CreateRunRequest": obj(map[string]any{"workflowId": str, "inputs": objv, "tenantId": str, "scopeId": str,
-					"callbackUrl": str, "configurable": objv, "tags": map[string]any{"type": "array", "items": str}, "metadata": objv}, "workflowId"),
+					"callbackUrl":  map[string]any{"type": "string", "description": "refused (400): this host delivers no webhooks"},
+					"configurable": objv, "metadata": map[string]any{"type": "object", "description": "at most 16 KiB"},
+					"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1, "maxLength": 256}, "maxItems": 64}}, "workflowId"),
 				"CancelRequest":           obj(map[string]any{"reason": str}),
 				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),

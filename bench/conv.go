@@ -183,7 +183,12 @@ func (c *conv) exchange(ctx context.Context) (time.Duration, error) {
 		"turn":      map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "message " + strconv.Itoa(c.turns)}},
 	}}
 	start := time.Now()
-	if err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil); err != nil {
+	err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
+	var se *statusError
+	if errors.As(err, &se) && se.status == http.StatusAccepted {
+		err = nil // queued behind the run's work (a loaded host): the reply is awaited below
+	}
+	if err != nil {
 		return 0, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
 	}
 	if _, err := c.waitFor(ctx, func(e event) bool {

@@ -655,15 +655,18 @@ func TestFaultHundredConcurrentExchanges(t *testing.T) {
 	var accepted []string
 	other := map[int]int{}
 	for i, s := range statuses {
-		if s == http.StatusOK {
+		// 202: queued behind the turns before it for longer than the API waits; the run
+		// holds it and records it in turn.
+		if s == http.StatusOK || s == http.StatusAccepted {
 			accepted = append(accepted, texts[i])
-		} else {
+		}
+		if s != http.StatusOK {
 			other[s]++
 		}
 	}
 	t.Logf("%d of %d accepted; other statuses: %v", len(accepted), n, other)
 	for s := range other {
-		assert.Contains(t, []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
+		assert.Contains(t, []int{http.StatusAccepted, http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
 			"a refused exchange is refused with a status a client can act on")
 	}
 	require.NotEmpty(t, accepted)
@@ -842,4 +845,13 @@ func TestFaultDevProcessKilledMidConversation(t *testing.T) {
 	fc.say("after the restart")
 	evs := fc.close()
 	checkLog(t, evs, logCheck{Accepted: []string{"before the kill", "at the kill", "after the restart"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+
+	// wop dev shows its key masked, never whole, and keeps its data to its owner.
+	out, err := os.ReadFile(filepath.Join(tmp, "dev.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(out), key[:8]+"…"+key[len(key)-4:], "the key is shown masked")
+	assert.NotContains(t, string(out), key, "the whole key is never printed")
+	st, err := os.Stat(filepath.Join(dataDir, "temporal.db"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "temporal.db is its owner's only")
 }

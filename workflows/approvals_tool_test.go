@@ -337,7 +337,7 @@ func TestToolApprovalQuorum(t *testing.T) {
 	tr.at(time.Hour, func() { tr.approve(`{"action":"accept"}`, "ann") })
 	tr.at(90*time.Minute, func() {
 		stranger = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "carl"})
-		impostor = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept","decidedBy":"ben"}`), ResolvedBy: "carl"})
+		impostor = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept","decidedBy":"ben"}`), ResolvedBy: "carl", Caller: "carl"})
 		again = tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "ann"})
 	})
 	tr.at(2*time.Hour, func() {
@@ -350,7 +350,7 @@ func TestToolApprovalQuorum(t *testing.T) {
 	require.Equal(t, "approval", afterOne.Interrupt.Kind, "one vote of two")
 	require.Equal(t, http.StatusForbidden, stranger.Status, "not an approver: %+v", stranger)
 	require.Equal(t, http.StatusForbidden, impostor.Status, "a name in the body decides nothing: %+v", impostor)
-	require.Contains(t, impostor.Message, `not as "ben"`)
+	require.Contains(t, impostor.Message, `names "ben", but the caller is "carl"`)
 	require.Equal(t, http.StatusConflict, again.Status, "one vote each: %+v", again)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
 	require.Len(t, ofType(tr.events(), EvApprovalReceived), 2)

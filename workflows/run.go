@@ -102,8 +102,9 @@ type runner struct {
 
 	pending       []*interrupt
 	resolvedNodes map[string]bool
-	resolvedIDs   *idWindow // InterruptIDs resolved, the newest ones
-	applied       *idWindow // RequestIDs applied, the newest ones
+	resolvedIDs   *idWindow  // InterruptIDs resolved, the newest ones
+	applied       *idWindow  // RequestIDs applied, the newest ones
+	outcomes      outcomeLog // what the run did with recent requests, by RequestID
 	inbox         []ResolveRequest
 	cancelReq     *CancelRequest
 
@@ -241,16 +242,20 @@ func (r *runner) setup() error {
 		return fmt.Errorf("register %s: %w", TranscriptPageQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		var check ResolveCheck
-		if r.received(req.RequestID) {
-			check = ResolveCheck{OK: true, Replayed: true, RunStatus: orDefault(r.closing, r.status)}
-		} else {
-			check, _ = r.checkResolve(req)
+		check, seen := r.requestState(req.RequestID)
+		if !seen {
+			check, _ = r.checkResolve(req, false)
 		}
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
+		check.Terminal = r.terminal || r.closing != ""
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) {
+		return r.outcomesPage(req), nil
+	}); err != nil {
+		return fmt.Errorf("register %s: %w", OutcomesQuery, err)
 	}
 	if len(r.in.Carried) > 0 {
 		if err := r.restore(); err != nil {
@@ -277,24 +282,6 @@ func (r *runner) setup() error {
 		}
 	})
 	return nil
-}
-
-// received reports whether a resolve with this request id (derived from an
-// Idempotency-Key) was applied or is waiting in the inbox. Ids of keyless requests are
-// random, so only keyed ones ever match.
-func (r *runner) received(requestID string) bool {
-	if !strings.HasPrefix(requestID, IdempotentRequestPrefix) {
-		return false
-	}
-	if r.applied.has(requestID) {
-		return true
-	}
-	for _, q := range r.inbox {
-		if q.RequestID == requestID {
-			return true
-		}
-	}
-	return false
 }
 
 // IdempotentRequestPrefix starts the RequestID of a resolve sent with an
@@ -737,6 +724,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.refuseQueued()
 	r.countRunEnded(status)
 	return r.snapshot(), nil
 }

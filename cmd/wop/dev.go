@@ -108,7 +108,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", fmt.Errorf("temporal log level %q: want debug, info, warn or error", cfg.temporalLog))
 	}
 
-	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return fail(stderr, "dev", fmt.Errorf("data folder %s is not writable: %w", cfg.dataDir, unwrapPath(err)))
 	}
 	key, keyFromFile, err := devSecret(env, "WOP_API_KEY", filepath.Join(cfg.dataDir, devKeyFile), "wop_dev_", 24)
@@ -192,7 +192,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 
 	keyNote := "from WOP_API_KEY"
 	if keyFromFile {
-		keyNote = "kept in " + filepath.Join(cfg.dataDir, devKeyFile)
+		keyNote = "the whole key is in " + filepath.Join(cfg.dataDir, devKeyFile) + ", readable by you only"
 	}
 	fmt.Fprintf(stdout, "wop dev is ready in %.2fs\n", time.Since(started).Seconds())
 	fmt.Fprintf(stdout, "  API          %s\n", st.APIURL())
@@ -204,7 +204,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		where = "external, from TEMPORAL_ADDRESS"
 	}
 	fmt.Fprintf(stdout, "  Temporal     %s (namespace %s, %s)\n", st.TemporalAddress(), st.Namespace(), where)
-	fmt.Fprintf(stdout, "  API key      %s (%s)\n", key, keyNote)
+	fmt.Fprintf(stdout, "  API key      %s (%s)\n", maskSecret(key), keyNote)
 	packsLine := fmt.Sprintf("%d from %s", st.PackCount(), cfg.packsDir)
 	if broken != nil {
 		packsLine += fmt.Sprintf(" (%d not served, see above)", len(broken.Failed))
@@ -265,6 +265,10 @@ func devSecret(env func(string) string, name, file, prefix string, n int) (value
 	}
 	if raw, err := os.ReadFile(file); err == nil {
 		if v := strings.TrimSpace(string(raw)); v != "" {
+			// A file written by an earlier version may be readable by others.
+			if err := os.Chmod(file, 0o600); err != nil {
+				return "", false, fmt.Errorf("restrict %s to its owner: %w", file, unwrapPath(err))
+			}
 			return v, true, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -279,6 +283,15 @@ func devSecret(env func(string) string, name, file, prefix string, n int) (value
 		return "", false, fmt.Errorf("data folder %s is not writable: %w", filepath.Dir(file), unwrapPath(err))
 	}
 	return v, true, nil
+}
+
+// maskSecret shows enough of a secret to recognise it and not enough to use it: the
+// first 8 and last 4 characters of a long one, nothing of a short one.
+func maskSecret(v string) string {
+	if len(v) < 20 {
+		return strings.Repeat("*", len(v))
+	}
+	return v[:8] + "…" + v[len(v)-4:]
 }
 
 // unwrapPath drops the *os.PathError wrapper, whose path the message already names.
