@@ -204,7 +204,7 @@ func TestCreateRunValidation(t *testing.T) {
 		{"too large", `{"workflowId":"conformance-noop","metadata":{"x":"` + strings.Repeat("a", 300) + `"}}`, "", 413, CodePayloadTooLarge, "256"},
 		{"configurable without schema", `{"workflowId":"conformance-noop","configurable":{"recursionLimit":5}}`, "", 400, CodeValidation, "configurable"},
 		{"tenant mismatch", `{"workflowId":"conformance-noop","tenantId":"evil"}`, "", 403, CodeForbidden, "tenantId"},
-		{"callbackUrl", `{"workflowId":"conformance-noop","callbackUrl":"http://169.254.169.254/"}`, "", 400, CodeValidation, "callbackUrl is not supported"},
+		{"callbackUrl", `{"workflowId":"conformance-noop","callbackUrl":"http://169.254.169.254/"}`, "", 400, CodeValidation, "callbackUrl needs webhook delivery"},
 		{"too many tags", `{"workflowId":"conformance-noop","tags":["a","b","c","d"]}`, "", 400, CodeValidation, "4 tags"},
 		{"metadata too large", `{"workflowId":"conformance-noop","metadata":{"x":"0123456789012345678901"}}`, "", 400, CodeValidation, "metadata is 30 bytes"},
 		{"duplicate key", `{"workflowId":"conformance-noop","workflowId":"x"}`, "", 400, CodeValidation, "duplicate key"},

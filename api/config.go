@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -25,7 +27,7 @@ const (
 )
 
 // AllScopes is every scope a full-access key holds.
-var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeApprovalsDelegate}
+var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeApprovalsDelegate, ScopeWebhooksManage}
 
 // Defaults of the tunable limits.
 const (
@@ -103,6 +105,16 @@ type Config struct {
 	Version string
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET): the signing secret
+	// of every webhook and callbackUrl is derived from it. The workers need the same
+	// key. Without it the host offers no webhooks and refuses callbackUrl.
+	WebhookSecret []byte
+	// WebhookAllowPrivate accepts loopback and private webhook destinations (and
+	// http://) for development and tests; link-local and metadata ones stay refused.
+	WebhookAllowPrivate bool
+	// WebhookDelivery is the retry policy of deliveries (zero fields: the defaults, 1s
+	// doubling to 10m, for 24h).
+	WebhookDelivery workflows.WebhookDeliveryConfig
 	// Metrics, when set, receives the wop_http_* request metrics, and MetricsHandler
 	// serves GET /metrics (the process's registry; see internal/telemetry). Without a
 	// handler /metrics answers 404.
@@ -165,6 +177,10 @@ func (c Config) withDefaults() Config {
 //	WOP_TOKEN_TTL         interrupt token lifetime from when it is served, a Go duration (default 24h)
 //	WOP_ALLOWED_HOSTS     hosts whose requests may name the callback URLs' base, without WOP_PUBLIC_URL
 //	WOP_RESOLVE_WAIT      how long a resolve waits for the run's outcome (default 10s)
+//	WOP_WEBHOOK_SECRET    key the webhook secrets derive from (webhooks are off without it)
+//	WOP_WEBHOOK_ALLOW_PRIVATE  true: accept loopback and private webhook destinations
+//	WOP_WEBHOOK_RETRY_FOR      how long a delivery is retried before it is dead-lettered (default 24h)
+//	WOP_WEBHOOK_MAX_ATTEMPTS   attempts of a delivery (default 0: until WOP_WEBHOOK_RETRY_FOR)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
@@ -209,6 +225,30 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_TOKEN_TTL=%q: want a positive Go duration such as 24h", v)
 		}
 		cfg.TokenTTL = d
+	}
+	if v := getenv("WOP_WEBHOOK_SECRET"); v != "" {
+		cfg.WebhookSecret = []byte(v)
+	}
+	if v := strings.TrimSpace(getenv("WOP_WEBHOOK_ALLOW_PRIVATE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
+		}
+		cfg.WebhookAllowPrivate = b
+	}
+	if v := getenv("WOP_WEBHOOK_RETRY_FOR"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_RETRY_FOR=%q: want a positive Go duration such as 24h", v)
+		}
+		cfg.WebhookDelivery.RetryFor = d
+	}
+	if v := getenv("WOP_WEBHOOK_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_MAX_ATTEMPTS=%q: want a non-negative integer", v)
+		}
+		cfg.WebhookDelivery.MaxAttempts = int32(n)
 	}
 	if err := guardsFromEnv(getenv, &cfg.Guards); err != nil {
 		return cfg, err

@@ -25,7 +25,7 @@ func (s *Server) discoveryDoc() map[string]any {
 	if fixtures == nil {
 		fixtures = []string{}
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"protocolVersion":       "1.0",
 		"implementation":        map[string]any{"name": "wop", "version": s.cfg.Version, "vendor": "wop"},
 		"engineVersion":         1,
@@ -47,6 +47,10 @@ func (s *Server) discoveryDoc() map[string]any {
 		// The PromptPack packs served as workflows (workflowId = pack id).
 		"promptPacks": s.packsDoc(),
 	}
+	if s.webhooksEnabled() {
+		doc["webhooks"] = s.webhookDiscovery()
+	}
+	return doc
 }
 
 // packsDoc lists the packs served as workflows for discovery.
@@ -188,6 +192,9 @@ func (s *Server) openAPIDoc() map[string]any {
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
 				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
+					"events":   map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
+					"tenantId": str, "tags": map[string]any{"type": "array", "items": str}}, "url", "events"),
 			},
 		},
 	}

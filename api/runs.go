@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -48,6 +49,20 @@ type CreateRunResponse struct {
 	Status    string `json:"status"`
 	EventsURL string `json:"eventsUrl"`
 	StatusURL string `json:"statusUrl"`
+	// CallbackSecret signs the deliveries to the run's callbackUrl (webhooks.md's
+	// scheme), returned only when the request named one.
+	CallbackSecret            string `json:"callbackSecret,omitempty"`
+	CallbackSecretFingerprint string `json:"callbackSecretFingerprint,omitempty"`
+}
+
+// withCallback adds the callback secret of run runID when the request named a
+// callbackUrl.
+func (s *Server) withCallback(r CreateRunResponse, tenant string, req *CreateRunRequest) CreateRunResponse {
+	if req.CallbackURL != "" && s.webhooksEnabled() {
+		r.CallbackSecret = activities.CallbackSecret(s.cfg.WebhookSecret, tenant, r.RunID)
+		r.CallbackSecretFingerprint = activities.SecretFingerprint(r.CallbackSecret)
+	}
+	return r
 }
 
 // decodeCreateRun decodes and validates a POST /v1/runs body without consulting the
@@ -91,11 +106,11 @@ func decodeCreateRunWith(body []byte, g GuardConfig) (*CreateRunRequest, error) 
 	if n := len(compactJSON(req.Metadata)); n > g.MaxMetadataBytes {
 		return nil, badRequest("metadata is %d bytes; a run's metadata may hold at most %d", n, g.MaxMetadataBytes).with("field", "metadata").with("limit", g.MaxMetadataBytes)
 	}
-	if req.CallbackURL != "" {
-		// Webhook delivery is not offered (discovery advertises no webhooks): a callback
-		// that would never be called is refused rather than silently ignored.
-		return nil, badRequest("callbackUrl is not supported: this host delivers no webhooks (its discovery document advertises none); follow the run with GET /v1/runs/{runId}/events or /events/poll").
-			with("field", "callbackUrl").with("unsupported", "webhooks")
+	if req.CallbackURL != "" && !strings.HasPrefix(req.CallbackURL, "https://") && !strings.HasPrefix(req.CallbackURL, "http://") {
+		return nil, badRequest("callbackUrl must be an http(s) URL").with("field", "callbackUrl")
+	}
+	if len(req.CallbackURL) > 2048 {
+		return nil, badRequest("callbackUrl is longer than 2048 characters").with("field", "callbackUrl")
 	}
 	return &req, nil
 }
@@ -293,10 +308,16 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		digest = requestDigest(p.Tenant, req)
 		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00POST /v1/runs\x00" + idemKey)))
 	}
+	if req.CallbackURL != "" {
+		if err := s.callbackRun(c.Request().Context(), p.Tenant, req.CallbackURL); err != nil {
+			return err
+		}
+	}
 	in, err := s.cat.NewRunInput(workflows.RunRequest{
 		RunID: runID, WorkflowID: def.ID, Inputs: req.Inputs,
 		Owner: workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID},
 		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
+		CallbackURL: req.CallbackURL,
 	})
 	if err != nil {
 		return badRequest("%v", err)
@@ -304,13 +325,13 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	_, err = s.startRun(c.Request().Context(), *in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if idemKey != "" && errors.As(err, &already) {
-		return s.idempotentReplay(c, p, runID, digest)
+		return s.idempotentReplay(c, p, runID, digest, req)
 	}
 	if err != nil {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
 	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
-	return c.JSON(http.StatusCreated, s.createdResponse(c, runID))
+	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, runID), p.Tenant, req))
 }
 
 // startRun starts the run workflow. With an Idempotency-Key the start fails with
@@ -358,8 +379,8 @@ func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttri
 
 // idempotentReplay answers a create whose derived runId already exists: with the
 // response the first request got (201 and the same body; it depends only on the
-// runId and the base URL), and openwop-Idempotent-Replay: true.
-func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string) error {
+// runId, the base URL and the callback), and openwop-Idempotent-Replay: true.
+func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string, req *CreateRunRequest) error {
 	snap, err := s.snapshot(c.Request().Context(), p, runID)
 	if err != nil {
 		return err
@@ -369,7 +390,7 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 			"Idempotency-Key was already used with a different request body")
 	}
 	c.Response().Header().Set(HeaderIdempotentReplay, "true")
-	return c.JSON(http.StatusCreated, s.createdResponse(c, runID))
+	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, runID), p.Tenant, req))
 }
 
 // createdResponse is the body of a 201 from POST /v1/runs.

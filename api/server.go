@@ -225,7 +225,7 @@ func (s *Server) dispatchVerb(c echo.Context) error {
 }
 
 func (s *Server) routeTable() []route {
-	return []route{
+	return append([]route{
 		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
@@ -248,7 +248,7 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true},
 		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true, Accepted: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
-	}
+	}, s.webhookRoutes()...)
 }
 
 // Handler returns the server's http.Handler.

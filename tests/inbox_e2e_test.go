@@ -209,7 +209,20 @@ func TestInboxInChromium(t *testing.T) {
 		chromedp.SendKeys(card(refund, "external-event", `textarea[name="context"]`), "Approved 89.90 USD, ref APR-7731"),
 		chromedp.Click(card(refund, "external-event", `button[data-event="Approved"]`)),
 		chromedp.WaitNotPresent(card(refund, "external-event")))
+	// The refund pack acts with approval: issue_refund's call waits for its own
+	// decision, which the inbox shows as a tool call and approves.
+	run("see the refund's payment", chromedp.WaitVisible(card(refund, "approval")))
+	payment := strings.ToLower(text(card(refund, "approval", ".block")))
+	for _, want := range []string{"tool call", "issue_refund", "external", "ord-1042", "89.90"} {
+		assert.Contains(t, payment, want, "the payment's tool call block")
+	}
+	run("approve the refund's payment",
+		chromedp.Click(card(refund, "approval", `button[data-action="accept"]`)),
+		chromedp.WaitNotPresent(card(refund, "approval")))
 	done := cfWaitTerminal(t, a, refund)
+	// Between the payment's decision and the end of the run the conversation was
+	// open again for a moment; the inbox drops it once the run has ended.
+	run("the refund is done", chromedp.WaitNotPresent(card(refund, "conversation")))
 	assert.Equal(t, "completed", done["status"])
 	assert.Equal(t, "refunded", done["pack"].(map[string]any)["state"])
 

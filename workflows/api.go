@@ -127,6 +127,9 @@ type RunInput struct {
 	RequestDigest string `json:"requestDigest,omitempty"`
 	// ParentRunID is set on child runs (core.subWorkflow).
 	ParentRunID string `json:"parentRunId,omitempty"`
+	// CallbackURL, when set, receives the run's webhook events (webhooks.go), signed
+	// with the run's callback secret (activities.CallbackSecret).
+	CallbackURL string `json:"callbackUrl,omitempty"`
 	// Fork is set on a `:fork` replay: the source run and its recorded event log.
 	Fork *ForkSource `json:"fork,omitempty"`
 	// Limits are the host's limits on the agent work of one user turn (engine rounds

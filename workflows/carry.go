@@ -126,6 +126,7 @@ func (r *runner) maybeContinueAsNew() error {
 	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
 		return r.cancelErr(err)
 	}
+	r.flushNotices()
 	r.drainSignals()
 	if r.cancelReq != nil || !r.canCarryInbox() {
 		// Keep the drained work in this execution; it is processed before the next

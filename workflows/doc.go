@@ -60,4 +60,13 @@
 //     a call that fails after its retries is an error result for the model. Runs
 //     whose first tool batch predates this keep the ToolCall-only path
 //     (GetVersion "tool-routes"); see packtools.go.
+//   - A tool call that needs a person's decision (the binding's approval setting, or
+//     the agent's autonomy_level acts_with_approval with a write, external or
+//     undeclared tool) waits on an approval interrupt at the pack's node before its
+//     batch runs, with a durable deadline, reminders and escalation; see
+//     approvals_tool.go (GetVersion "tool-approvals").
+//   - Webhooks: each tenant's subscriptions live in a WebhookDispatcher workflow; runs
+//     signal it the events webhooks may receive (notify.go, GetVersion
+//     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
+//     destination; see webhooks.go.
 package workflows

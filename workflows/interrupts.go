@@ -21,6 +21,7 @@ type interrupt struct {
 	agent          bool   // raised by a conversation agent next to its conversation
 	conv           *conversation
 	approval       *approvalData
+	tool           *toolApproval // a pack tool call's approval (approvals_tool.go)
 	votes          []approvalVote
 	describe       string
 	timedOut       bool
@@ -273,8 +274,8 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	if req.NodeID == "" {
 		return reject(http.StatusBadRequest, "validation_error", "nodeId is required")
 	}
-	if r.terminal || r.cancelReq != nil {
-		if r.status == StatusCancelled || r.cancelReq != nil {
+	if r.terminal || r.closing != "" || r.cancelReq != nil {
+		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
 			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
@@ -283,7 +284,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		if r.resolvedNodes[req.NodeID] {
 			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, r.status)
+		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
@@ -320,6 +321,12 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 		return reject(http.StatusNotFound, "interrupt_not_found", "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
 	}
+	if t, refused, ok := r.routeToolApproval(cands, req); ok {
+		if refused != nil {
+			return *refused, nil
+		}
+		cands = []*interrupt{t}
+	}
 	target := cands[0]
 	if len(cands) > 1 {
 		// An agent's own wait and its conversation share the node: a value carrying an
@@ -352,6 +359,9 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		status = StatusWaitingApproval
 	case target.Kind == "approval":
 		value, status, check, noop = r.checkApproval(target, req)
+		if check.OK && !noop && target.tool != nil {
+			check = r.checkToolEdit(target, value)
+		}
 	case target.Kind == "clarification":
 		value, check = r.checkClarification(target, req)
 	case target.Kind == "external-event":

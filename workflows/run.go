@@ -130,6 +130,12 @@ type runner struct {
 	suggestedAtLength int
 	suggestedAtSize   int
 
+	// notify queues the events webhooks may receive (notify.go).
+	notify notifier
+	// closing is the status the run is finishing with while its last webhook notices
+	// are signalled (finish): readers already see the end, and nothing new is accepted.
+	closing string
+
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
 	legacyTriggerRules bool
@@ -240,8 +246,8 @@ func (r *runner) setup() error {
 		if !seen {
 			check, _ = r.checkResolve(req, false)
 		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, r.nextSeq()-1
-		check.Terminal = r.terminal
+		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
+		check.Terminal = r.terminal || r.closing != ""
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
@@ -312,7 +318,7 @@ func (r *runner) drainSignals() {
 }
 
 func (r *runner) requestCancel(req CancelRequest) {
-	if r.cancelReq != nil || r.terminal {
+	if r.cancelReq != nil || r.terminal || r.closing != "" {
 		return
 	}
 	if req.Reason == "" {
@@ -707,8 +713,13 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 func (r *runner) lastEventIDAny() string { return r.lastID }
 
 func (r *runner) finish(status string) (*Snapshot, error) {
-	r.terminal = true
+	// The terminal event is written; while Temporal takes the last webhook notices the
+	// run already reads as ended (snapshot, events, resolve checks), and the commands
+	// that close it follow.
+	r.closing = status
 	r.completedAt = formatTime(workflow.Now(r.ctx))
+	r.flushNotices()
+	r.terminal = true
 	r.pending = nil
 	r.currentNode = ""
 	r.setStatus(status)
@@ -777,7 +788,7 @@ func (r *runner) temporalCancel() *CancelRequest {
 
 // refreshStatus derives the run status from the pending interrupts and child runs.
 func (r *runner) refreshStatus() {
-	if r.terminal {
+	if r.terminal || r.closing != "" {
 		return
 	}
 	if r.cancelReq != nil {
@@ -904,14 +915,20 @@ func (r *runner) snapshot() *Snapshot {
 	if !r.startedAt.IsZero() {
 		s.StartedAt = formatTime(r.startedAt)
 	}
-	for _, it := range r.pending {
-		s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
+	if r.closing != "" && !r.terminal {
+		// The terminal event is written and the run is closing (finish).
+		s.Status, s.CurrentNodeID = r.closing, ""
+	} else {
+		for _, it := range r.pending {
+			s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
+		}
 	}
 	if len(s.Interrupts) > 0 {
-		// The interrupt a client resolves next: an agent's external wait first.
+		// The interrupt a client resolves next: a tool call's approval or an agent's
+		// external wait before the conversation it interrupts.
 		first := s.Interrupts[0]
 		for _, it := range s.Interrupts {
-			if it.Kind == "external-event" {
+			if it.Kind == "external-event" || it.Kind == "approval" {
 				first = it
 			}
 		}

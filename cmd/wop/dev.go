@@ -40,8 +40,9 @@ var benchCommand = command{"bench", "measure host turn latency against Temporal'
 
 // Files the dev command keeps in the data folder besides the Temporal database.
 const (
-	devKeyFile    = "api-key"
-	devSecretFile = "token-secret"
+	devKeyFile     = "api-key"
+	devSecretFile  = "token-secret"
+	devWebhookFile = "webhook-secret"
 )
 
 // devConfig is the resolved configuration of `wop dev`.
@@ -118,15 +119,13 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
-	apiCfg, err := api.ConfigFromEnv(func(name string) string {
-		switch name {
-		case "WOP_API_KEY":
-			return key
-		case "WOP_TOKEN_SECRET":
-			return secret
-		}
-		return env(name)
-	})
+	webhookSecret, _, err := devSecret(env, "WOP_WEBHOOK_SECRET", filepath.Join(cfg.dataDir, devWebhookFile), "", 32)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	// The API and the worker of the dev process share the generated secrets.
+	env = withEnv(env, map[string]string{"WOP_API_KEY": key, "WOP_TOKEN_SECRET": secret, "WOP_WEBHOOK_SECRET": webhookSecret})
+	apiCfg, err := api.ConfigFromEnv(env)
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
@@ -315,4 +314,14 @@ func envPort(env func(string) string, name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s=%q: want a port number", name, v)
 	}
 	return p, nil
+}
+
+// withEnv returns env with the given variables set.
+func withEnv(env func(string) string, set map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := set[name]; ok {
+			return v
+		}
+		return env(name)
+	}
 }
