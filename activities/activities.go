@@ -174,6 +174,11 @@ func (a *Activities) provider(key string) (Provider, string, error) {
 // heartbeats while the provider works. Permanent failures are non-retryable
 // application errors typed with the ErrType* constants.
 func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*ModelRoundResult, error) {
+	return a.modelRound(ctx, in, a.transcripts)
+}
+
+// modelRound runs one model round reading its transcript from src.
+func (a *Activities) modelRound(ctx context.Context, in ModelRoundInput, src TranscriptSource) (*ModelRoundResult, error) {
 	p, key, err := a.provider(in.Provider)
 	if err != nil {
 		return nil, err
@@ -196,7 +201,7 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 		// transcript from the start, past the context budget a real model gets.
 		ref.From, ref.MaxBytes, ref.MaxMessages, whole = 0, 0, 0, true
 	}
-	msgs, err := a.transcripts.Transcript(ctx, ref)
+	msgs, err := src.Transcript(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("model round %d of run %s: read transcript: %w", in.Round, in.RunID, err)
 	}

@@ -42,9 +42,7 @@ func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInpu
 		return nil, nonRetryable(ErrTypeBadRequest, "model round %d of run %s: %d transcript messages for [0, %d) (from %d)",
 			in.Round.Round, in.Round.RunID, len(in.Messages), ref.To, ref.From)
 	}
-	local := *a
-	local.transcripts = inlineTranscript(in.Messages)
-	return local.ModelRound(ctx, in.Round)
+	return a.modelRound(ctx, in.Round, inlineTranscript(in.Messages))
 }
 
 // inlineTranscript is the transcript a LocalModelRoundInput carries, from its first

@@ -85,6 +85,7 @@ func approvalRun(t *testing.T, defaults activities.ToolApproval, perTool map[str
 	tr := newTestRun(t, *in)
 	sm := &scriptedModel{scripts: map[string]*packs.MockScript{p.ID: script}, t: t}
 	tr.env.RegisterActivityWithOptions(sm.model, activity.RegisterOptions{Name: "ModelRound"})
+	tr.env.RegisterActivityWithOptions(sm.modelLocal, activity.RegisterOptions{Name: "ModelRoundLocal"})
 	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: "ToolCall"})
 	router, err := activities.New(activities.Config{Transcripts: noTranscripts{}, MockScripts: sm.scripts,
 		ApprovalDefaults: defaults, Bindings: approvalsOnly(perTool)})
