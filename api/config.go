@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wop-dev/wop/chunks"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -63,6 +65,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// Version is the implementation version reported by discovery.
 	Version string
+	// StreamSecret is the secret shared with the workers' chunk endpoints (package
+	// chunks; WOP_STREAM_SECRET): with it, streamMode=messages delivers the replies of
+	// model rounds as they stream. Without it, messages streams carry no chunks.
+	StreamSecret []byte
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 }
@@ -105,6 +111,7 @@ func (c Config) withDefaults() Config {
 //	WOP_RATE_LIMIT        requests per second per key (default 50)
 //	WOP_RATE_BURST        burst per key (default 100)
 //	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
+//	WOP_STREAM_SECRET     secret shared with the workers' chunk endpoints (streamMode=messages)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
@@ -141,6 +148,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_TOKEN_TTL=%q: want a positive Go duration such as 24h", v)
 		}
 		cfg.TokenTTL = d
+	}
+	if v := getenv("WOP_STREAM_SECRET"); v != "" {
+		if len(v) < chunks.MinSecretBytes {
+			return cfg, fmt.Errorf("WOP_STREAM_SECRET: want at least %d bytes", chunks.MinSecretBytes)
+		}
+		cfg.StreamSecret = []byte(v)
 	}
 	if len(cfg.Keys) > 0 && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")
