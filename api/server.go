@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -36,6 +37,12 @@ type Server struct {
 
 	locksMu sync.Mutex
 	locks   map[string]*runLock
+
+	// chunkClient reads the workers' chunk endpoints (nil without a stream secret);
+	// chunkFeeds are the runs' shared chunk readers (chunkfeed.go).
+	chunkClient  *chunks.Client
+	chunkFeedsMu sync.Mutex
+	chunkFeeds   map[string]*chunkFeed
 
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc
@@ -101,6 +108,16 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		locks:   map[string]*runLock{},
 		ctx:     ctx, cancel: cancel,
 	}
+	if len(cfg.StreamSecret) > 0 {
+		key, err := chunks.NewKey(cfg.StreamSecret)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("api.New: Config.StreamSecret: %w", err)
+		}
+		s.chunkClient = &chunks.Client{Key: key}
+	}
+	s.chunkFeeds = map[string]*chunkFeed{}
+	s.cfg.StreamSecret = nil
 	s.e = s.buildEcho()
 	return s, nil
 }
