@@ -25,9 +25,10 @@ import (
 // Pacing of a chunk feed.
 const (
 	// chunkLocateMin and chunkLocateMax bound the pause between two looks at a run
-	// whose round is scheduled but not started (or whose worker could not be reached).
+	// whose round is scheduled but not started (or whose worker could not be reached);
+	// a round backing off before a retry is looked at again when its next attempt is due.
 	chunkLocateMin = 20 * time.Millisecond
-	chunkLocateMax = time.Second
+	chunkLocateMax = 250 * time.Millisecond
 	// chunkWorkerWait is how long a worker holds a request for a round that has not
 	// begun on it yet (the activity has started but not yet published).
 	chunkWorkerWait = 2 * time.Second
@@ -211,8 +212,14 @@ func (f *chunkFeed) run(ctx context.Context) {
 		}
 		var wait <-chan time.Time
 		if soon {
-			wait = time.After(pause)
-			pause = min(2*pause, chunkLocateMax)
+			d := pause
+			if until := time.Until(loc.NextAttempt); until > d {
+				d = until // a retry's backoff: nothing starts before then
+				pause = chunkLocateMin
+			} else {
+				pause = min(2*pause, chunkLocateMax)
+			}
+			wait = time.After(d)
 		} else {
 			pause = chunkLocateMin
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
@@ -29,6 +30,9 @@ type Location struct {
 	// Soon is set when a model round is scheduled but not started (waiting for a
 	// worker, or backing off before a retry): look again shortly.
 	Soon bool
+	// NextAttempt, when not zero, is when the earliest round backing off before a retry
+	// is scheduled again (Temporal's clock): looking before then finds nothing new.
+	NextAttempt time.Time
 	// Closed is set when the workflow execution is no longer running.
 	Closed bool
 }
@@ -64,6 +68,11 @@ func Locate(ctx context.Context, tc client.Client, runID string, wft WorkflowTas
 			}
 		case enumspb.PENDING_ACTIVITY_STATE_SCHEDULED:
 			loc.Soon = true
+			if next := pa.GetNextAttemptScheduleTime(); next != nil {
+				if t := next.AsTime(); loc.NextAttempt.IsZero() || t.Before(loc.NextAttempt) {
+					loc.NextAttempt = t
+				}
+			}
 		}
 	}
 	if pwt := d.GetPendingWorkflowTask(); pwt != nil && pwt.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED {

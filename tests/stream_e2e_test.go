@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -328,5 +329,151 @@ func TestStreamChunksBeforeTheTurnE2E(t *testing.T) {
 				assert.NotContains(t, history, needle, "the history holds nothing of the stream")
 			}
 		})
+	}
+}
+
+// TestStreamSurvivesWorkerRestartE2E stops the worker while a reply streams and starts
+// a new one (a new process: its own chunk endpoint). The retried round streams again as
+// attempt 2 from sequence 0, the conversation gets exactly one agent turn, with the
+// retry's text, and the draft the first attempt streamed is nowhere in the history.
+func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free()
+	fake := &fakemodel.Server{
+		Delay: 2 * time.Millisecond,
+		Answer: func(call fakemodel.Call) fakemodel.Reply {
+			if call.N == 0 {
+				return fakemodel.Reply{Text: "XYZZY draft that the first attempt never finishes writing."}
+			}
+			return fakemodel.Reply{Text: "The answer, written whole by the second attempt."}
+		},
+		// The first attempt stops after three pieces, until the test lets it hang up.
+		Before: func(call, piece int) bool {
+			if call == 0 && piece == 3 {
+				<-release
+				return false
+			}
+			return true
+		},
+	}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	key := randomHex(16)
+	opts := harnessOptions("", key)
+	opts.Worker.PacksDir = streamPacksDir
+	opts.Worker.ShutdownTimeout = 200 * time.Millisecond
+	opts.Worker.Providers = map[string]activities.Provider{
+		activities.DefaultProviderKey: &activities.MockProvider{},
+		"fake-openai":                 activities.NewOpenAIProvider("sk-fake-key-0123456789", "gpt-fake", srv.URL+"/v1"),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	st, err := stack.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(st.Stop)
+	c := newAPIClient(t, st, key)
+
+	id := pkCreate(t, c, "stream-openai", nil)
+	last := waitOpen(t, c, id)
+	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
+	firstURL := st.StreamURL()
+	pkSay(t, c, id, "hello")
+
+	// Three chunks of attempt 1, then the worker goes away mid-stream.
+	evs := s.until(t, 30*time.Second, "three chunks", func(ev sseEvent) bool {
+		return ev.Event == api.EventTypeMessageChunk && chunkOf(t, ev).Seq == 2
+	})
+	st.StopWorker()
+	free()
+	require.NoError(t, st.StartWorker())
+	require.NotEqual(t, firstURL, st.StreamURL(), "the new worker serves chunks on an endpoint of its own")
+
+	evs = append(evs, s.until(t, 60*time.Second, "the agent's turn", agentTurnEvent)...)
+	turn := turnOf(t, evs[len(evs)-1])
+	byAttempt := map[int][]chunkPayload{}
+	for _, ch := range chunksIn(t, evs) {
+		byAttempt[ch.Attempt] = append(byAttempt[ch.Attempt], ch)
+	}
+	first := byAttempt[1]
+	require.GreaterOrEqual(t, len(first), 3)
+	for i, ch := range first[:3] {
+		assert.Equal(t, i, ch.Seq)
+		assert.False(t, ch.IsLast)
+	}
+	if n := len(first); n > 3 {
+		assert.True(t, first[n-1].IsLast && first[n-1].Aborted, "the interrupted attempt ends aborted, if its end was heard at all")
+	}
+	second := byAttempt[2]
+	require.NotEmpty(t, second, "the retried round streamed again; got %s", eventNames(evs))
+	assert.Equal(t, 0, second[0].Seq, "a new sequence")
+	assert.Equal(t, "The answer, written whole by the second attempt.", requireOneStream(t, second))
+	assert.Equal(t, "The answer, written whole by the second attempt.", pkText(t, turn))
+	assert.Equal(t, first[0].Round, second[0].Round)
+	assert.Equal(t, first[0].MessageID, second[0].MessageID)
+
+	// One durable agent turn; the draft reached no durable record.
+	var agentTurns int
+	for _, tn := range pkTurns(t, pkEvents(t, c, id)) {
+		if tn.Role == workflows.RoleAgent {
+			agentTurns++
+		}
+	}
+	assert.Equal(t, 1, agentTurns)
+	history := historyText(ctx, t, st, id)
+	assert.Contains(t, history, "written whole by the second attempt")
+	assert.NotContains(t, history, "XYZZY", "what the first attempt streamed is not in the history")
+}
+
+// TestStreamToTwoAPIsE2E: two API processes on the same Temporal serve messages streams
+// of one run; each finds the worker through Temporal and gets the whole reply.
+func TestStreamToTwoAPIsE2E(t *testing.T) {
+	c := startStreamStack(t)
+	secret := c.Stack.Options().API.StreamSecret
+	require.NotEmpty(t, secret)
+	srv, err := api.New(api.Config{
+		Keys:         []api.Key{{ID: "second", Secret: c.Key, Tenant: "default", Scopes: api.AllScopes}},
+		TokenSecret:  []byte(randomHex(16)),
+		StreamSecret: secret,
+	}, c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		ts.Close()
+	})
+	c2 := &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 30 * time.Second}}
+
+	id := pkCreate(t, c, "stream-anthropic", nil)
+	last := waitOpen(t, c, id)
+	one := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
+	two := openStream(t, c2, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
+	pkSay(t, c2, id, "what is my balance?")
+	for name, s := range map[string]*sseStream{"first API": one, "second API": two} {
+		evs := s.until(t, 30*time.Second, "the agent's turn on the "+name, agentTurnEvent)
+		assert.Equal(t, streamReply, requireOneStream(t, chunksIn(t, evs)), "the %s streamed the whole reply", name)
+	}
+}
+
+// TestStreamScriptedMockE2E: the scripted mock streams its replies a word at a time,
+// every round of the conversation.
+func TestStreamScriptedMockE2E(t *testing.T) {
+	c := startStreamStack(t)
+	id := pkCreate(t, c, "stream-mock", nil)
+	last := waitOpen(t, c, id)
+	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
+	for _, turn := range []struct{ say, reply string }{
+		{"hello", "Hello! I stream my replies one word at a time, as a model writes them."},
+		{"again please", "Once more, word by word, and then the turn is recorded."},
+	} {
+		pkSay(t, c, id, turn.say)
+		evs := s.until(t, 30*time.Second, "the agent's turn", agentTurnEvent)
+		cs := chunksIn(t, evs)
+		assert.Equal(t, turn.reply, requireOneStream(t, cs), "reply to %q", turn.say)
+		assert.Equal(t, turn.reply, pkText(t, turnOf(t, evs[len(evs)-1])))
+		assert.Equal(t, activities.MockModel, cs[len(cs)-1].Meta.Model)
 	}
 }
