@@ -153,10 +153,12 @@ func (f *chunkFeed) forward(c chunks.Chunk) {
 	}
 }
 
-// taskEnd is how reading one target ended.
+// taskEnd is how reading one target ended: ended is set when the round running there
+// was read to its end (a last chunk of the target's attempt, or of any round for a
+// workflow task's local rounds).
 type taskEnd struct {
 	task  string
-	found bool
+	ended bool
 	err   error
 }
 
@@ -198,6 +200,10 @@ func (f *chunkFeed) run(ctx context.Context) {
 		soon := loc.Soon
 		for _, t := range loc.Targets {
 			if done[t.Task] {
+				// Read to its end, but Temporal has not recorded the attempt's end yet.
+				// A failed attempt's retry starts without the history growing, so look
+				// again soon rather than wait for the history.
+				soon = true
 				continue
 			}
 			if _, ok := reading[t.Task]; ok {
@@ -206,8 +212,14 @@ func (f *chunkFeed) run(ctx context.Context) {
 			rctx, cancel := context.WithCancel(ctx)
 			reading[t.Task] = cancel
 			go func(t chunks.Target) {
-				found, err := f.s.chunkClient.Follow(rctx, t.Endpoint, f.runID, chunkWorkerWait, f.forward)
-				ends <- taskEnd{task: t.Task, found: found, err: err}
+				ended := false
+				_, err := f.s.chunkClient.Follow(rctx, t.Endpoint, f.runID, chunkWorkerWait, func(c chunks.Chunk) {
+					if c.Last && (t.Attempt == 0 || c.Attempt == t.Attempt) {
+						ended = true
+					}
+					f.forward(c)
+				})
+				ends <- taskEnd{task: t.Task, ended: ended, err: err}
 			}(t)
 		}
 		var wait <-chan time.Time
@@ -230,7 +242,7 @@ func (f *chunkFeed) run(ctx context.Context) {
 			reading[e.task]()
 			delete(reading, e.task)
 			switch {
-			case e.err == nil && e.found:
+			case e.ended:
 				done[e.task] = true
 			case e.err != nil && ctx.Err() == nil:
 				// The worker is not reachable (yet, or any more): look again shortly;

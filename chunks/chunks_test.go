@@ -36,6 +36,9 @@ func follow(h *Hub, run string, wait time.Duration) *collected {
 			return nil
 		}, nil)
 	}()
+	for h.Readers(run) == 0 {
+		time.Sleep(time.Millisecond) // attached before the test publishes
+	}
 	return c
 }
 
@@ -127,15 +130,34 @@ func TestHubRetainsEndedStreamsBriefly(t *testing.T) {
 	p := h.Begin(round("r3", 0, 1))
 	p.Text("quick")
 	p.End(Final{})
-	// A reader a moment late still gets the whole round.
-	c := follow(h, "r3", time.Second)
-	<-c.done
-	require.NoError(t, c.err)
-	assert.Equal(t, []string{"quick", ""}, c.texts())
+	// A reader a moment late still gets the whole round (and, with no round in flight,
+	// waits for one up to its wait).
+	var got []string
+	require.NoError(t, h.Follow(context.Background(), "r3", 10*time.Millisecond, func(c Chunk) error {
+		got = append(got, c.Text)
+		return nil
+	}, nil))
+	assert.Equal(t, []string{"quick", ""}, got)
 	// After Retain it is gone, and so is the run's entry.
 	require.Eventually(t, func() bool { return h.Runs() == 0 }, 5*time.Second, 5*time.Millisecond)
 	err := h.Follow(context.Background(), "r3", 20*time.Millisecond, func(Chunk) error { return nil }, nil)
 	require.ErrorIs(t, err, ErrNoRound)
+}
+
+// TestHubRetainedThenRetried: a reader that finds only the ended stream of a failed
+// attempt gets it, then waits for the retry and follows it to its end.
+func TestHubRetainedThenRetried(t *testing.T) {
+	h := NewHub()
+	p1 := h.Begin(round("r5", 0, 1))
+	p1.Text("draft")
+	p1.Abort("ModelUnavailable")
+	c := follow(h, "r5", 5*time.Second)
+	p2 := h.Begin(round("r5", 0, 2))
+	p2.Text("final")
+	p2.End(Final{})
+	<-c.done
+	require.NoError(t, c.err)
+	assert.Equal(t, []string{"draft", "", "final", ""}, c.texts())
 }
 
 func TestHubBoundsAStream(t *testing.T) {
@@ -146,7 +168,7 @@ func TestHubBoundsAStream(t *testing.T) {
 	}
 	p.End(Final{})
 	var got []Chunk
-	require.NoError(t, h.Follow(context.Background(), "r4", time.Second, func(c Chunk) error { got = append(got, c); return nil }, nil))
+	require.NoError(t, h.Follow(context.Background(), "r4", 20*time.Millisecond, func(c Chunk) error { got = append(got, c); return nil }, nil))
 	require.Less(t, len(got), 10)
 	last := got[len(got)-1]
 	assert.True(t, last.Last && last.Truncated)

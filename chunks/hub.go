@@ -223,10 +223,11 @@ func (h *Hub) scheduleCleanupLocked(runID string, rs *runStreams) {
 
 // Follow calls fn with the run's chunks on this hub: those of the streams in flight
 // and of those that ended within Retain, from their first chunk, then each new one as
-// it is published, until no stream of the run is in flight any more. When none is in
-// flight or just ended, it waits up to wait for one to begin, and returns ErrNoRound
-// when none does. started, when not nil, is called once when the first stream is found
-// (before its chunks). It returns early with ctx's error, or with fn's.
+// it is published, until a stream it saw in flight has ended and no other is in flight.
+// When none is in flight, it waits up to wait for one to begin; if none does, it
+// returns nil after passing on the ended streams it had, or ErrNoRound when it had
+// none. started, when not nil, is called once, before the first chunk passed on. It
+// returns early with ctx's error, or with fn's.
 func (h *Hub) Follow(ctx context.Context, runID string, wait time.Duration, fn func(Chunk) error, started func()) error {
 	if h == nil {
 		return ErrNoRound
@@ -256,7 +257,9 @@ func (h *Hub) Follow(ctx context.Context, runID string, wait time.Duration, fn f
 		defer t.Stop()
 		deadline = t.C
 	}
-	found := false
+	live := false // a stream was in flight while this reader followed the run
+	sent := false
+	first := true
 	for {
 		h.mu.Lock()
 		cutoff := h.clock().Add(-h.retain())
@@ -268,8 +271,12 @@ func (h *Hub) Follow(ctx context.Context, runID string, wait time.Duration, fn f
 			if s.ended && s.endedAt.Before(cutoff) {
 				continue
 			}
+			// A stream in flight when first seen, or begun since this reader came, is
+			// live; one that had ended before is only passed on.
+			live = live || !s.ended || !first
 			reading = append(reading, &cursor{s: s})
 		}
+		first = false
 		var out []Chunk
 		pending := false
 		for _, c := range reading {
@@ -284,8 +291,8 @@ func (h *Hub) Follow(ctx context.Context, runID string, wait time.Duration, fn f
 		ch := rs.changed
 		h.mu.Unlock()
 
-		if len(reading) > 0 && !found {
-			found = true
+		if len(out) > 0 && !sent {
+			sent = true
 			if started != nil {
 				started()
 			}
@@ -295,20 +302,36 @@ func (h *Hub) Follow(ctx context.Context, runID string, wait time.Duration, fn f
 				return err
 			}
 		}
-		if found && !pending {
+		if live && !pending {
 			return nil
 		}
 		select {
 		case <-ch:
 		case <-deadline:
-			if !found {
-				return ErrNoRound
+			if !live {
+				if !sent {
+					return ErrNoRound
+				}
+				return nil
 			}
 			deadline = nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+}
+
+// Readers reports how many readers follow the run on this hub now.
+func (h *Hub) Readers(runID string) int {
+	if h == nil {
+		return 0
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if rs := h.runs[runID]; rs != nil {
+		return rs.readers
+	}
+	return 0
 }
 
 // Runs reports how many runs the hub holds streams or readers for (tests, metrics).

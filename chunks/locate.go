@@ -21,6 +21,9 @@ type Target struct {
 	// "wft#<eventId>" for a workflow task (whose local activities may be model rounds).
 	// A new attempt is a new Task.
 	Task string
+	// Attempt is the activity attempt running there (0 for a workflow task): its round
+	// has been read to its end once a last chunk of this attempt has come.
+	Attempt int
 }
 
 // Location is what Locate found.
@@ -64,7 +67,8 @@ func Locate(ctx context.Context, tc client.Client, runID string, wft WorkflowTas
 		switch pa.GetState() {
 		case enumspb.PENDING_ACTIVITY_STATE_STARTED, enumspb.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED:
 			if ep := EndpointOf(pa.GetLastWorkerIdentity()); ep != "" {
-				loc.Targets = append(loc.Targets, Target{Endpoint: ep, Task: pa.GetActivityId() + "#" + strconv.Itoa(int(pa.GetAttempt()))})
+				loc.Targets = append(loc.Targets, Target{Endpoint: ep, Task: pa.GetActivityId() + "#" + strconv.Itoa(int(pa.GetAttempt())),
+					Attempt: int(pa.GetAttempt())})
 			}
 		case enumspb.PENDING_ACTIVITY_STATE_SCHEDULED:
 			loc.Soon = true

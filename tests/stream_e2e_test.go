@@ -17,6 +17,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -341,6 +342,8 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
 	defer free()
+	var st *stack.Stack
+	var runID atomic.Value
 	fake := &fakemodel.Server{
 		Delay: 2 * time.Millisecond,
 		Answer: func(call fakemodel.Call) fakemodel.Reply {
@@ -349,11 +352,20 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 			}
 			return fakemodel.Reply{Text: "The answer, written whole by the second attempt."}
 		},
-		// The first attempt stops after three pieces, until the test lets it hang up.
+		// The first attempt stops after three pieces, until the test lets it hang up. The
+		// retry writes once the API reads the new worker's chunks: a real model takes
+		// seconds to answer, this one would be done before the API has found the worker.
 		Before: func(call, piece int) bool {
-			if call == 0 && piece == 3 {
+			switch {
+			case call == 0 && piece == 3:
 				<-release
 				return false
+			case call == 1 && piece == 0:
+				for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					if id, _ := runID.Load().(string); id != "" && st.Chunks().Readers(id) > 0 {
+						break
+					}
+				}
 			}
 			return true
 		},
@@ -370,12 +382,14 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	st, err := stack.Start(ctx, opts)
+	var err error
+	st, err = stack.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(st.Stop)
 	c := newAPIClient(t, st, key)
 
 	id := pkCreate(t, c, "stream-openai", nil)
+	runID.Store(id)
 	last := waitOpen(t, c, id)
 	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
 	firstURL := st.StreamURL()
