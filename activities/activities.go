@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/chunks"
@@ -32,31 +31,11 @@ const HeartbeatInterval = time.Second
 // heartbeatEvery is HeartbeatInterval; tests shorten it.
 var heartbeatEvery = HeartbeatInterval
 
-// TranscriptSource reads the messages a TranscriptRef points at.
+// TranscriptSource reads the messages a TranscriptRef points at: messages [From, To),
+// or, when the ref names a budget (MaxBytes, MaxMessages), the newest of them within it
+// (see ContextBudget).
 type TranscriptSource interface {
 	Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error)
-}
-
-// ClientTranscripts reads transcripts by querying the run's workflow
-// (TranscriptQuery), which is the only owner of a run's messages.
-type ClientTranscripts struct {
-	Client client.Client
-}
-
-// Transcript implements TranscriptSource.
-func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
-	if c.Client == nil {
-		return nil, errors.New("transcript source has no Temporal client")
-	}
-	v, err := c.Client.QueryWorkflow(ctx, ref.RunID, "", TranscriptQuery, ref)
-	if err != nil {
-		return nil, fmt.Errorf("query %s on run %s (transcript %q [%d,%d)): %w", TranscriptQuery, ref.RunID, ref.Key, ref.From, ref.To, err)
-	}
-	var msgs []Message
-	if err := v.Get(&msgs); err != nil {
-		return nil, fmt.Errorf("decode transcript of run %s: %w", ref.RunID, err)
-	}
-	return msgs, nil
 }
 
 // ToolFunc executes one tool call. A failure the model should see (bad arguments, a
@@ -92,6 +71,12 @@ type Config struct {
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
+	// Context bounds the messages a model round sends its provider (zero fields: the
+	// defaults, DefaultContextBytes and DefaultContextMessages).
+	Context ContextBudget
+	// MaxResultBytes bounds a model reply and a tool result (DefaultMaxResultBytes when
+	// <= 0); see limits.go.
+	MaxResultBytes int
 }
 
 // Activities carries the dependencies of every activity of the host. Its exported
@@ -104,6 +89,8 @@ type Activities struct {
 	bindings    ToolBindings
 	chunks      *chunks.Hub
 	logger      *slog.Logger
+	context     ContextBudget
+	maxResult   int
 }
 
 // New checks cfg and builds the activities.
@@ -139,6 +126,8 @@ func New(cfg Config) (*Activities, error) {
 		bindings:    cfg.Bindings,
 		chunks:      cfg.Chunks,
 		logger:      logger,
+		context:     cfg.Context.withDefaults(),
+		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
 	}, nil
 }
 
@@ -179,9 +168,12 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	}
 
 	ref := in.Transcript
+	ref.MaxBytes, ref.MaxMessages = a.context.MaxBytes, a.context.MaxMessages
 	whole := false
-	if w, ok := p.(wholeTranscriptProvider); ok && ref.From > 0 && w.wantsWholeTranscript(in.PackID) {
-		ref.From, whole = 0, true
+	if w, ok := p.(wholeTranscriptProvider); ok && w.wantsWholeTranscript(in.PackID) {
+		// The scripted mock plays its script over every round of the run: it reads the
+		// transcript from the start, past the context budget a real model gets.
+		ref.From, ref.MaxBytes, ref.MaxMessages, whole = 0, 0, 0, true
 	}
 	msgs, err := a.transcripts.Transcript(ctx, ref)
 	if err != nil {
@@ -210,6 +202,10 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	}
 	if res.Provider == "" {
 		res.Provider = p.Name()
+	}
+	if err := limitReply(res, a.maxResult, log); err != nil {
+		pub.Abort(errorType(err))
+		return nil, err
 	}
 	pub.End(finalChunk(res))
 	log.Info("Model round done", "model", res.Model, "toolCalls", len(res.ToolCalls),
@@ -300,6 +296,15 @@ func heartbeat(ctx context.Context, detail string) (stop func()) {
 // host, so the model can carry on without it. Arguments and results are not logged
 // (they may hold user data); the log says which executor ran.
 func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
+	res, err := a.toolCall(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return limitToolResult(res, a.maxResult), nil
+}
+
+// toolCall runs one tool call with the executor ToolCall describes.
+func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
 	if in.IdempotencyKey == "" {
 		in.IdempotencyKey = ToolIdempotencyKey("", in)

@@ -61,6 +61,24 @@ func TestNewRequiresTranscripts(t *testing.T) {
 	assert.Contains(t, err.Error(), `"default"`)
 }
 
+// TestModelRoundAsksForTheContextBudget: a provider that does not replay the whole
+// transcript (here a mock without rounds) reads only the round's window, within the
+// worker's context budget.
+func TestModelRoundAsksForTheContextBudget(t *testing.T) {
+	src := &fakeTranscripts{msgs: map[string][]Message{"conv": {
+		{Role: RoleUser, Text: "hello"}, {Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "again"},
+	}}}
+	scripts := map[string]*packs.MockScript{"bank": {Default: "Noted."}}
+	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
+	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "s", Round: 1,
+		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
+	_, err := env.ExecuteActivity(a.ModelRound, in)
+	require.NoError(t, err)
+	want := in.Transcript
+	want.MaxBytes, want.MaxMessages = DefaultContextBytes, DefaultContextMessages // the round's budget
+	assert.Equal(t, []TranscriptRef{want}, src.refs)
+}
+
 func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	src := &fakeTranscripts{msgs: map[string][]Message{
 		"conv": {
@@ -85,8 +103,9 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	require.Len(t, res.ToolCalls, 1)
 	assert.Equal(t, "call_1_0_close_account", res.ToolCalls[0].ID)
 	assert.Equal(t, ProviderMock, res.Provider)
-	// The mock reads the transcript from its start: where its script stands depends on
-	// every earlier round ("hi" was round 0, off script, so the script still waits).
+	// The mock reads the transcript from its start, without the context budget: where
+	// its script stands depends on every earlier round ("hi" was round 0, off script, so
+	// the script still waits).
 	whole := in.Transcript
 	whole.From = 0
 	assert.Equal(t, []TranscriptRef{whole}, src.refs)

@@ -8,11 +8,15 @@
 //
 //   - ModelRound(ModelRoundInput) → ModelRoundResult. The input carries a
 //     TranscriptRef, not the transcript: the activity reads the messages through
-//     Config.Transcripts (ClientTranscripts queries the run's workflow with
-//     TranscriptQuery), so a run's history grows by a constant amount per round. The
-//     ref carries the messages added since the run's previous round and a digest of
-//     the whole transcript, so a TranscriptCache that kept the earlier messages answers
-//     without the query (the worker wraps ClientTranscripts in one). The
+//     Config.Transcripts (ClientTranscripts queries the run's executions with
+//     TranscriptPageQuery, walking back through those that continued as new), so a
+//     run's history grows by a constant amount per round. The round sees the newest
+//     messages of its range within Config.Context (384 KiB and 2,000 messages by
+//     default), from a user message on. The ref carries the messages added since the
+//     run's previous round and a rolling digest of the whole transcript, so a
+//     TranscriptCache that kept the earlier window answers without the query (the
+//     worker wraps ClientTranscripts in one). A reply over Config.MaxResultBytes
+//     (256 KiB) is cut visibly; see limits.go. The
 //     provider is chosen by the input's logical provider key; an empty or unknown key
 //     uses DefaultProviderKey. The round heartbeats while the provider works.
 //   - RouteTools(RouteToolsInput) → RouteToolsResult, a local activity: where each
@@ -28,6 +32,7 @@
 //     binding are scheduled by the workflow on the binding's task queue instead. Each
 //     call carries an IdempotencyKey (ToolIdempotencyKey), the same for its attempts.
 //     A registered executor's or binding's call heartbeats too.
+//     A result over Config.MaxResultBytes is replaced by a marked head of it.
 //
 // Heartbeats (every HeartbeatInterval, 1 s, from the first second on) are how a
 // running call learns that its run was cancelled: the answer to the next heartbeat

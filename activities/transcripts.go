@@ -6,36 +6,203 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"go.temporal.io/sdk/client"
 )
 
-// TranscriptDigest is the digest a TranscriptRef carries of its transcript's messages
-// [0, To): sha256 over their JSON encodings, one after another. The workflow computes it
-// when it schedules a round and a TranscriptCache recomputes it over what it holds, so a
-// cached transcript is used only when it is exactly the run's.
-func TranscriptDigest(msgs []Message) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
+// ExtendTranscriptDigest returns the digest of a transcript's messages [0, n+len(msgs))
+// from the digest of its messages [0, n): each message folds its JSON encoding into the
+// previous digest with SHA-256. The digest of no messages is "". The workflow extends
+// it as it appends messages and a TranscriptRef carries it, so a TranscriptCache can
+// check that the messages it holds plus a round's tail are exactly the run's, without
+// either side keeping the whole transcript.
+func ExtendTranscriptDigest(digest string, msgs ...Message) string {
 	for i := range msgs {
-		_ = enc.Encode(&msgs[i]) // a Message always encodes; the hash never fails
+		h := sha256.New()
+		h.Write([]byte(digest))
+		_ = json.NewEncoder(h).Encode(&msgs[i]) // a Message always encodes; the hash never fails
+		digest = hex.EncodeToString(h.Sum(nil)[:16])
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	return digest
+}
+
+// TranscriptDigest is the digest of a whole transcript (ExtendTranscriptDigest from "").
+func TranscriptDigest(msgs []Message) string { return ExtendTranscriptDigest("", msgs...) }
+
+// MessageBytes is the size a message counts for in pages and budgets: its texts, tool
+// calls and a fixed overhead for the encoding.
+func MessageBytes(m *Message) int {
+	n := 64 + len(m.Role) + len(m.Text) + len(m.ToolCallID) + len(m.Name) + len(m.State)
+	for _, tc := range m.ToolCalls {
+		n += 32 + len(tc.ID) + len(tc.Name) + len(tc.Args)
+	}
+	return n
+}
+
+// The transcript budget of a model round: a round sees the newest messages of its
+// context that fit in DefaultContextBytes and DefaultContextMessages (Config.Context
+// overrides them), starting at a user message. 384 KiB is about 96,000 tokens of
+// English at four characters a token: within the context windows of the models this
+// host talks to (128,000 tokens and more) with room for the system prompt, the tools
+// and the reply. A context that fits is sent whole.
+const (
+	DefaultContextBytes    = 384 << 10
+	DefaultContextMessages = 2000
+)
+
+// ContextBudget bounds the messages a model round sees. Zero fields take the defaults.
+type ContextBudget struct {
+	MaxBytes    int
+	MaxMessages int
+}
+
+func (b ContextBudget) withDefaults() ContextBudget {
+	if b.MaxBytes <= 0 {
+		b.MaxBytes = DefaultContextBytes
+	}
+	if b.MaxMessages <= 0 {
+		b.MaxMessages = DefaultContextMessages
+	}
+	return b
+}
+
+// windowStart decides where a round's window starts. msgs are messages [base,
+// base+len(msgs)) of a transcript, the newest ones of the round's range [from, end).
+// The window is the newest messages of [from, end) within maxBytes and maxMessages
+// (unbounded when <= 0), moved forward to the first user message after the cut (a
+// provider rejects a conversation that opens with a tool result), or back to the last
+// user message before it when the newest turn alone exceeds the budget. ok is false
+// when msgs do not reach back far enough to decide: the caller reads earlier messages
+// and asks again.
+func windowStart(msgs []Message, base, from, maxBytes, maxMessages int) (start int, ok bool) {
+	end := base + len(msgs)
+	lo := max(base, from)
+	cut, size := -1, 0
+	for i := end; i > lo; i-- {
+		size += MessageBytes(&msgs[i-1-base])
+		if (maxBytes > 0 && size > maxBytes) || (maxMessages > 0 && end-(i-1) > maxMessages) {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		// Everything from lo fits: the window is the whole range, if msgs reach it.
+		return lo, base <= from
+	}
+	for j := cut; j < end; j++ {
+		if msgs[j-base].Role == RoleUser {
+			return j, true
+		}
+	}
+	for j := cut - 1; j >= lo; j-- {
+		if msgs[j-base].Role == RoleUser {
+			return j, true
+		}
+	}
+	if base <= from {
+		return cut, true // no user message in the whole range: the budget decides
+	}
+	return 0, false
+}
+
+// ClientTranscripts reads transcripts by querying the run's workflow
+// (TranscriptPageQuery), the only owner of a run's messages. A run that continued as
+// new holds its earlier messages in its earlier executions: the reader walks back
+// through them (each page names the execution before it) until it has the round's
+// window.
+type ClientTranscripts struct {
+	Client client.Client
+}
+
+// clientPageBytes bounds each page ClientTranscripts asks for: well within Temporal's
+// payload limit, also where a test lowers it.
+const clientPageBytes = 256 << 10
+
+// Transcript implements TranscriptSource.
+func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
+	if c.Client == nil {
+		return nil, errors.New("transcript source has no Temporal client")
+	}
+	if ref.From < 0 || ref.From > ref.To {
+		return nil, fmt.Errorf("transcript %q of run %s: range [%d, %d) is empty or negative", ref.Key, ref.RunID, ref.From, ref.To)
+	}
+	var (
+		msgs     []Message // messages [lo, ref.To)
+		lo       = ref.To
+		exec     string // the execution asked: "" is the run's current one
+		hops     int
+		budgeted = ref.MaxBytes > 0 || ref.MaxMessages > 0
+	)
+	for lo > ref.From {
+		if budgeted {
+			if start, ok := windowStart(msgs, lo, ref.From, ref.MaxBytes, ref.MaxMessages); ok {
+				return msgs[start-lo:], nil
+			}
+		}
+		page, err := c.page(ctx, ref, exec, lo)
+		if err != nil {
+			return nil, err
+		}
+		if len(page.Messages) > 0 && page.Start+len(page.Messages) == lo {
+			msgs = append(page.Messages, msgs...)
+			lo = page.Start
+			continue
+		}
+		if lo > page.Base || len(page.Earlier) == 0 {
+			return nil, fmt.Errorf("transcript %q of run %s: execution %q holds messages [%d, %d) and names no earlier one; message %d is missing", ref.Key, ref.RunID, exec, page.Base, page.Len, lo-1)
+		}
+		if hops++; hops > maxExecutionHops {
+			return nil, fmt.Errorf("transcript %q of run %s: message %d is more than %d executions back", ref.Key, ref.RunID, lo-1, maxExecutionHops)
+		}
+		exec = page.Earlier[0].RunID
+	}
+	if start, ok := windowStart(msgs, lo, ref.From, ref.MaxBytes, ref.MaxMessages); ok {
+		return msgs[start-lo:], nil
+	}
+	return msgs, nil
+}
+
+// maxExecutionHops bounds the walk back through a run's executions (each is one
+// query on a closed execution, which replays its history).
+const maxExecutionHops = 1000
+
+// page asks one execution for the newest messages before index to.
+func (c ClientTranscripts) page(ctx context.Context, ref TranscriptRef, exec string, to int) (*TranscriptPage, error) {
+	req := TranscriptPageRequest{Key: ref.Key, From: ref.From, To: to, MaxBytes: clientPageBytes}
+	if ref.MaxBytes > 0 {
+		req.MaxBytes = min(clientPageBytes, ref.MaxBytes)
+	}
+	v, err := c.Client.QueryWorkflow(ctx, ref.RunID, exec, TranscriptPageQuery, req)
+	if err != nil {
+		return nil, fmt.Errorf("query %s on run %s (execution %q, transcript %q [%d,%d)): %w", TranscriptPageQuery, ref.RunID, exec, ref.Key, ref.From, to, err)
+	}
+	var page TranscriptPage
+	if err := v.Get(&page); err != nil {
+		return nil, fmt.Errorf("decode transcript page of run %s: %w", ref.RunID, err)
+	}
+	return &page, nil
 }
 
 // DefaultTranscriptCacheBytes bounds the transcripts a worker's TranscriptCache keeps.
 const DefaultTranscriptCacheBytes = 16 << 20
 
-// TranscriptCache is a TranscriptSource that keeps the transcripts of recent model rounds
-// in this worker's memory. A round's TranscriptRef carries the messages added since the
-// run's previous round (Tail) and a digest of the whole transcript: when the cache holds
-// the earlier messages, it appends the tail, checks the digest, and answers without
-// asking the workflow. Otherwise — the first round this worker sees of a run, a restart,
-// a round that ran on another worker, a run reset in Temporal — it asks the source (the
-// transcript query) and keeps the answer. Least recently used transcripts go first once
-// the cache holds more than its byte bound.
+// TranscriptCache is a TranscriptSource that keeps, per run and transcript, the window
+// of messages its latest model round saw, with a margin of half the round's budget
+// (so a round whose new messages are short, and whose window therefore reaches further
+// back, still finds it in the cache). A round's TranscriptRef carries the messages
+// added since the run's previous round (Tail) and the digest of the whole transcript:
+// when the cache holds the window up to where the tail starts (or a few messages short
+// of it, which it reads from the source), it appends, checks the digest, cuts the
+// window to the round's budget and answers without walking the run's executions.
+// Otherwise — the first round this worker sees of a run, a restart, rounds that ran
+// on another worker, a run reset in Temporal — it asks the source and keeps the
+// answer. Least recently used windows go first once the cache holds more than its byte
+// bound.
 type TranscriptCache struct {
 	src      TranscriptSource
 	maxBytes int
@@ -50,10 +217,15 @@ type TranscriptCache struct {
 
 type cachedTranscript struct {
 	key    string
-	msgs   []Message // messages [0, len) of the transcript
-	digest string
+	start  int       // index of msgs[0] in the transcript
+	msgs   []Message // messages [start, start+len)
+	digest string    // digest of messages [0, start+len)
 	size   int
 }
+
+// maxCacheGap is how many messages the cache reads from the source to close the gap
+// between its window and a round's tail; a larger gap is a miss.
+const maxCacheGap = 64
 
 // NewTranscriptCache wraps src; maxBytes <= 0 means DefaultTranscriptCacheBytes.
 func NewTranscriptCache(src TranscriptSource, maxBytes int) *TranscriptCache {
@@ -74,27 +246,38 @@ func (c *TranscriptCache) Transcript(ctx context.Context, ref TranscriptRef) ([]
 		return c.src.Transcript(ctx, ref)
 	}
 	key := ref.RunID + "\x00" + ref.Key
-	if msgs, ok := c.lookup(key, ref); ok {
-		c.hits.Add(1)
-		return slices.Clone(msgs[ref.From:ref.To]), nil
-	}
-	c.misses.Add(1)
-	full, err := c.src.Transcript(ctx, TranscriptRef{RunID: ref.RunID, Key: ref.Key, From: 0, To: ref.To})
+	window, ok, err := c.extend(ctx, key, ref)
 	if err != nil {
 		return nil, err
 	}
-	if len(full) != ref.To {
-		return nil, fmt.Errorf("transcript %q of run %s: the workflow returned %d messages for [0, %d)", ref.Key, ref.RunID, len(full), ref.To)
+	if ok {
+		c.hits.Add(1)
+		return window, nil
 	}
-	if TranscriptDigest(full) == ref.Digest {
-		c.store(key, full, ref.Digest)
+	c.misses.Add(1)
+	msgs, err := c.src.Transcript(ctx, widened(ref))
+	if err != nil {
+		return nil, err
 	}
-	return slices.Clone(full[ref.From:]), nil
+	base := ref.To - len(msgs)
+	c.store(key, base, msgs, ref.Digest)
+	if start, ok := windowStart(msgs, base, ref.From, ref.MaxBytes, ref.MaxMessages); ok {
+		msgs = msgs[start-base:]
+	}
+	return slices.Clone(msgs), nil
 }
 
-// lookup returns messages [0, ref.To) when the cache holds them, or holds all but the
-// ref's tail, and the digest matches.
-func (c *TranscriptCache) lookup(key string, ref TranscriptRef) ([]Message, bool) {
+// widened is ref with half as much budget again: what the cache keeps.
+func widened(ref TranscriptRef) TranscriptRef {
+	ref.MaxBytes += ref.MaxBytes / 2
+	ref.MaxMessages += ref.MaxMessages / 2
+	return ref
+}
+
+// extend answers ref from the cached window of key when it can: the window, the
+// messages between it and the tail (read from the source when there are few), and the
+// tail together must have ref's digest and reach back as far as ref's budget needs.
+func (c *TranscriptCache) extend(ctx context.Context, key string, ref TranscriptRef) ([]Message, bool, error) {
 	c.mu.Lock()
 	el, ok := c.items[key]
 	var e *cachedTranscript
@@ -104,24 +287,51 @@ func (c *TranscriptCache) lookup(key string, ref TranscriptRef) ([]Message, bool
 	}
 	c.mu.Unlock()
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
+	end := e.start + len(e.msgs)
+	tailStart := ref.To - len(ref.Tail)
+	var msgs []Message
 	switch {
-	case len(e.msgs) == ref.To && e.digest == ref.Digest:
-		return e.msgs, true // the same round again (a retry)
-	case len(ref.Tail) > 0 && len(e.msgs)+len(ref.Tail) == ref.To:
-		msgs := append(slices.Clip(e.msgs), ref.Tail...)
-		if TranscriptDigest(msgs) != ref.Digest {
-			return nil, false
+	case end == ref.To:
+		if e.digest != ref.Digest {
+			return nil, false, nil
 		}
-		c.store(key, msgs, ref.Digest)
-		return msgs, true
+		msgs = e.msgs // the same round again (a retry)
+	case end < ref.To && tailStart <= end:
+		added := ref.Tail[end-tailStart:]
+		if ExtendTranscriptDigest(e.digest, added...) != ref.Digest {
+			return nil, false, nil
+		}
+		msgs = append(slices.Clip(e.msgs), added...)
+	case end < tailStart && tailStart-end <= maxCacheGap:
+		gap, err := c.src.Transcript(ctx, TranscriptRef{RunID: ref.RunID, Key: ref.Key, From: end, To: tailStart})
+		if err != nil {
+			return nil, false, err
+		}
+		added := append(gap, ref.Tail...)
+		if len(gap) != tailStart-end || ExtendTranscriptDigest(e.digest, added...) != ref.Digest {
+			return nil, false, nil
+		}
+		msgs = append(slices.Clip(e.msgs), added...)
+	default:
+		return nil, false, nil
 	}
-	return nil, false
+	start, ok := windowStart(msgs, e.start, ref.From, ref.MaxBytes, ref.MaxMessages)
+	if !ok {
+		return nil, false, nil // the round needs earlier messages than the window holds
+	}
+	w := widened(ref)
+	keep, ok := windowStart(msgs, e.start, w.From, w.MaxBytes, w.MaxMessages)
+	if !ok {
+		keep = e.start
+	}
+	c.store(key, keep, msgs[keep-e.start:], ref.Digest)
+	return slices.Clone(msgs[start-e.start:]), true, nil
 }
 
-func (c *TranscriptCache) store(key string, msgs []Message, digest string) {
-	e := &cachedTranscript{key: key, msgs: msgs, digest: digest, size: messagesSize(msgs)}
+func (c *TranscriptCache) store(key string, start int, msgs []Message, digest string) {
+	e := &cachedTranscript{key: key, start: start, msgs: msgs, digest: digest, size: messagesSize(msgs)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
@@ -147,11 +357,7 @@ func (c *TranscriptCache) store(key string, msgs []Message, digest string) {
 func messagesSize(msgs []Message) int {
 	n := 0
 	for i := range msgs {
-		m := &msgs[i]
-		n += 128 + len(m.Text) + len(m.ToolCallID) + len(m.Name) + len(m.State)
-		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Name) + len(tc.Args)
-		}
+		n += 64 + MessageBytes(&msgs[i])
 	}
 	return n
 }

@@ -164,3 +164,96 @@ func TestTranscriptTail(t *testing.T) {
 		t.Error("the digest must follow the messages, and only them")
 	}
 }
+
+// conversation builds n turns of a user message and an assistant reply, each text
+// size bytes long.
+func conversation(n, size int) []Message {
+	var msgs []Message
+	for i := 0; i < n; i++ {
+		msgs = append(msgs,
+			Message{Role: RoleUser, Text: fmt.Sprintf("u%d %s", i, strings.Repeat("u", size))},
+			Message{Role: RoleAssistant, Text: fmt.Sprintf("a%d %s", i, strings.Repeat("a", size))})
+	}
+	return msgs
+}
+
+func TestWindowStartKeepsTheNewestMessagesFromAUserMessage(t *testing.T) {
+	msgs := conversation(10, 1000) // 20 messages of about 1.1 KB
+	one := MessageBytes(&msgs[0])
+	// Everything fits: the whole range.
+	if start, ok := windowStart(msgs, 0, 0, 0, 0); !ok || start != 0 {
+		t.Fatalf("unbounded: %d %v", start, ok)
+	}
+	if start, ok := windowStart(msgs, 0, 4, 100*one, 0); !ok || start != 4 {
+		t.Fatalf("a range that fits: %d %v", start, ok)
+	}
+	// Five messages fit: the cut falls on an assistant message, the window starts at
+	// the user message after it.
+	start, ok := windowStart(msgs, 0, 0, 5*one+one/2, 0)
+	if !ok || start != 16 || msgs[start].Role != RoleUser {
+		t.Fatalf("byte budget: start %d %v, want 16 (a user message)", start, ok)
+	}
+	if start, ok := windowStart(msgs, 0, 0, 0, 3); !ok || start != 18 {
+		t.Fatalf("message budget: %d %v, want 18", start, ok)
+	}
+	// The newest turn alone is larger than the budget: it is sent whole.
+	big := append(conversation(2, 10), Message{Role: RoleUser, Text: strings.Repeat("x", 5000)}, Message{Role: RoleAssistant, Text: "ok"})
+	if start, ok := windowStart(big, 0, 0, 1000, 0); !ok || start != 4 {
+		t.Fatalf("oversized turn: %d %v, want 4", start, ok)
+	}
+	// Messages that start after `from` and fit the budget cannot decide: read more.
+	if _, ok := windowStart(msgs[10:], 10, 0, 100*one, 0); ok {
+		t.Fatal("a window that may reach further back must ask for earlier messages")
+	}
+	if start, ok := windowStart(msgs[10:], 10, 0, 5*one+one/2, 0); !ok || start != 16 {
+		t.Fatalf("the budget is used up within the messages read: %d %v", start, ok)
+	}
+}
+
+func TestTranscriptCacheKeepsTheBudgetWindow(t *testing.T) {
+	src := &runTranscripts{msgs: conversation(50, 1000)}
+	c := NewTranscriptCache(src, 0)
+	ctx := context.Background()
+	budget := 10 * MessageBytes(&src.msgs[0])
+	ref := roundRef(src.msgs, 0)
+	ref.MaxBytes = budget
+	// The source answers the first round, asked for half the budget again (what the
+	// cache keeps); the round gets the budget's window.
+	got, err := c.Transcript(ctx, ref)
+	if err != nil || len(got) > 10 || got[0].Role != RoleUser || got[len(got)-1].Text != src.msgs[99].Text {
+		t.Fatalf("first round: %d messages, %v", len(got), err)
+	}
+	if src.asked[0].MaxBytes != budget*3/2 {
+		t.Fatalf("the source was asked for %d bytes, want %d", src.asked[0].MaxBytes, budget*3/2)
+	}
+	// The next round: the reply and the next message travel as tail.
+	src.msgs = append(src.msgs, Message{Role: RoleAssistant, Text: "reply"}, Message{Role: RoleUser, Text: "next"})
+	ref = roundRef(src.msgs, 0)
+	ref.MaxBytes = budget
+	got, err = c.Transcript(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(src.asked) != 1 {
+		t.Fatalf("round 2 asked the source: %+v", src.asked[1:])
+	}
+	if got[0].Role != RoleUser || got[len(got)-1].Text != "next" || len(got) > 11 {
+		t.Fatalf("round 2 window: %d messages from %q to %q", len(got), got[0].Text, got[len(got)-1].Text)
+	}
+	// Rounds that ran elsewhere added a few messages: the cache reads just those.
+	src.msgs = append(src.msgs, conversation(3, 10)...)
+	src.msgs = append(src.msgs, Message{Role: RoleAssistant, Text: "r2"}, Message{Role: RoleUser, Text: "again"})
+	ref = roundRef(src.msgs, 0)
+	ref.MaxBytes = budget
+	got, err = c.Transcript(ctx, ref)
+	if err != nil || got[len(got)-1].Text != "again" {
+		t.Fatalf("round 3: %v", err)
+	}
+	last := src.asked[len(src.asked)-1]
+	if len(src.asked) != 2 || last.From != 102 || last.To != len(src.msgs)-2 {
+		t.Fatalf("round 3 should read only the gap [102, %d): %+v", len(src.msgs)-2, src.asked)
+	}
+	if hits, misses := c.Stats(); hits != 2 || misses != 1 {
+		t.Fatalf("hits %d misses %d, want 2 and 1", hits, misses)
+	}
+}

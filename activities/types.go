@@ -58,11 +58,57 @@ type TranscriptRef struct {
 	// queries, carry neither.
 	Tail   []Message `json:"tail,omitempty"`
 	Digest string    `json:"digest,omitempty"`
+	// MaxBytes and MaxMessages, when > 0, bound what a TranscriptSource returns: the
+	// newest messages of [From, To) within the bounds, starting at a user message
+	// (TranscriptBudget). The ModelRound activity sets them; the workflow does not.
+	MaxBytes    int `json:"maxBytes,omitempty"`
+	MaxMessages int `json:"maxMessages,omitempty"`
 }
 
 // TranscriptQuery is the name of the run workflow's query that answers a TranscriptRef
-// with the messages it points at ([]Message).
+// with the messages it points at ([]Message), when the execution it reaches holds them
+// all. Readers use TranscriptPageQuery, which also reaches earlier executions.
 const TranscriptQuery = "openwop.transcript"
+
+// TranscriptPageQuery is the name of the run workflow's query that answers a
+// TranscriptPageRequest with a TranscriptPage. It works on every execution of the run,
+// closed ones included (QueryWorkflow with that execution's run id).
+const TranscriptPageQuery = "openwop.transcript-page"
+
+// TranscriptPageRequest asks one execution of a run for messages [From, To) of a
+// transcript. The answer holds the newest of them that the execution has, at most
+// MaxBytes of them (DefaultTranscriptPageBytes when 0), and at least one.
+type TranscriptPageRequest struct {
+	Key      string `json:"key"`
+	From     int    `json:"from"`
+	To       int    `json:"to"`
+	MaxBytes int    `json:"maxBytes,omitempty"`
+}
+
+// TranscriptPage is one execution's answer to a TranscriptPageRequest: Messages are
+// [Start, Start+len(Messages)) of the transcript. The execution holds messages [Base,
+// Len); those before Base are held by earlier executions of the run, newest first in
+// Earlier (Earlier[0] is the execution this one continued).
+type TranscriptPage struct {
+	Messages []Message `json:"messages"`
+	Start    int       `json:"start"`
+	Base     int       `json:"base"`
+	Len      int       `json:"len"`
+	Earlier  []Segment `json:"earlier,omitempty"`
+}
+
+// DefaultTranscriptPageBytes bounds a TranscriptPage when its request names no bound.
+const DefaultTranscriptPageBytes = 1 << 20
+
+// Segment is a closed execution of a run that continued as new: its Temporal run id
+// and the run events it holds, [FirstSequence, LastSequence]. A run keeps the newest
+// of them in its state (workflows.MaxSegmentLinks) and every execution answers
+// queries, so earlier ones are found through the oldest execution a run knows of.
+type Segment struct {
+	RunID         string `json:"runId"`
+	FirstSequence int64  `json:"firstSequence"`
+	LastSequence  int64  `json:"lastSequence"`
+}
 
 // ModelRoundInput is the input of the ModelRound activity.
 type ModelRoundInput struct {

@@ -3,6 +3,7 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net/http"
@@ -30,23 +31,36 @@ func principalOf(c echo.Context) *principal {
 
 // keyEntry is a configured key as kept at rest: only the SHA-256 of its secret.
 type keyEntry struct {
-	hash [sha256.Size]byte
-	p    principal
+	hash      [sha256.Size]byte
+	p         principal
+	revoked   bool
+	expiresAt time.Time // zero: never
 }
 
-// keyStore resolves bearer secrets to principals.
+// keyStore resolves bearer secrets to principals. A store is never changed once built:
+// reloading the keys file builds a new one and swaps it in (Server.keys).
 type keyStore struct{ keys []keyEntry }
 
 func newKeyStore(keys []Key) (*keyStore, error) {
 	ks := &keyStore{}
 	seen := map[string]bool{}
 	for i, k := range keys {
-		if k.Secret == "" {
-			return nil, fmt.Errorf("api key #%d (%q) has an empty secret", i, k.ID)
-		}
 		id := k.ID
 		if id == "" {
 			id = fmt.Sprintf("key%d", i)
+		}
+		var hash [sha256.Size]byte
+		switch {
+		case k.Secret != "":
+			hash = sha256.Sum256([]byte(k.Secret))
+		case k.SHA256 != "":
+			b, err := hex.DecodeString(k.SHA256)
+			if err != nil || len(b) != sha256.Size {
+				return nil, fmt.Errorf("api key %q: sha256 must be 64 hex characters", id)
+			}
+			copy(hash[:], b)
+		default:
+			return nil, fmt.Errorf("api key #%d (%q) has an empty secret", i, k.ID)
 		}
 		if seen[id] {
 			return nil, fmt.Errorf("api key id %q is configured twice", id)
@@ -60,19 +74,20 @@ func newKeyStore(keys []Key) (*keyStore, error) {
 		for _, s := range k.Scopes {
 			scopes[s] = true
 		}
-		ks.keys = append(ks.keys, keyEntry{hash: sha256.Sum256([]byte(k.Secret)), p: principal{KeyID: id, Tenant: tenant, Scopes: scopes}})
+		ks.keys = append(ks.keys, keyEntry{hash: hash, p: principal{KeyID: id, Tenant: tenant, Scopes: scopes},
+			revoked: k.Revoked, expiresAt: k.ExpiresAt})
 	}
 	return ks, nil
 }
 
 // lookup compares the secret's hash against every key in constant time (the loop does
 // not stop at a match, so timing does not reveal which key matched).
-func (ks *keyStore) lookup(secret string) (*principal, bool) {
+func (ks *keyStore) lookup(secret string) (*keyEntry, bool) {
 	h := sha256.Sum256([]byte(secret))
-	var found *principal
+	var found *keyEntry
 	for i := range ks.keys {
 		if subtle.ConstantTimeCompare(h[:], ks.keys[i].hash[:]) == 1 {
-			found = &ks.keys[i].p
+			found = &ks.keys[i]
 		}
 	}
 	return found, found != nil
@@ -129,10 +144,17 @@ func (s *Server) requireAuth(scopes ...string) echo.MiddlewareFunc {
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
 				return apiErr(http.StatusUnauthorized, CodeUnauthenticated, "malformed Authorization header; send Authorization: Bearer <api-key>")
 			}
-			p, ok := s.keys.lookup(strings.TrimSpace(secret))
+			k, ok := s.keys.Load().lookup(strings.TrimSpace(secret))
 			if !ok {
 				return apiErr(http.StatusUnauthorized, CodeUnauthenticated, "unknown API key")
 			}
+			if k.revoked {
+				return apiErr(http.StatusUnauthorized, CodeKeyRevoked, "this API key (%s) was revoked", k.p.KeyID)
+			}
+			if !k.expiresAt.IsZero() && !s.cfg.Now().Before(k.expiresAt) {
+				return apiErr(http.StatusUnauthorized, CodeKeyExpired, "this API key (%s) expired at %s", k.p.KeyID, k.expiresAt.UTC().Format(time.RFC3339))
+			}
+			p := &k.p
 			c.Set(principalKey, p)
 			if allowed, wait := s.limiter.allow(p.KeyID); !allowed {
 				secs := int(math.Ceil(wait.Seconds()))

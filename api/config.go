@@ -2,9 +2,13 @@ package api
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/chunks"
 )
@@ -29,21 +33,42 @@ const (
 	DefaultTokenTTL            = 24 * time.Hour
 	DefaultKeepAlive           = 15 * time.Second
 	DefaultTokenKeyID          = "k1"
+	// DefaultMaxTurnBytes bounds the resume value of one resolve: a conversation
+	// turn's content, an approval, an injected event. A turn travels in a signal,
+	// becomes events and transcript messages, and Temporal rejects any payload over
+	// 2 MB; 256 KiB leaves room for the rest of what carries it.
+	DefaultMaxTurnBytes = 256 << 10
+	// DefaultEventsPageBytes bounds one page of events (JSON, poll, each SSE catch-up
+	// read). It must stay below the Temporal server's payload limit
+	// (limit.blobSize.error, 2 MB by default): a query answer is such a payload.
+	DefaultEventsPageBytes = 1 << 20
+	DefaultKeysFilePoll    = 2 * time.Second
 )
 
-// Key is one configured API key. Secret is the bearer token as configured; the server
-// keeps only its SHA-256 hash.
+// Key is one configured API key: Secret is the bearer token as configured, or SHA256
+// its hex SHA-256 (as a keys file holds it); the server keeps only the hash.
 type Key struct {
 	ID     string
 	Secret string
+	SHA256 string
 	Tenant string
 	Scopes []string
+	// Revoked keys are answered 401 key_revoked; keys past ExpiresAt (when set) 401
+	// key_expired.
+	Revoked   bool
+	ExpiresAt time.Time
 }
 
 // Config configures the API server. Zero values take the defaults above.
 type Config struct {
 	// Keys are the accepted bearer keys.
 	Keys []Key
+	// KeysFile is a keys file (LoadKeysFile) whose keys are accepted besides Keys. The
+	// server reads it when it starts, again whenever it changes (checked every
+	// KeysFilePoll, default 2 s) and on ReloadKeys; a file that no longer parses keeps
+	// the keys read before and logs why.
+	KeysFile     string
+	KeysFilePoll time.Duration
 	// TokenSecret signs interrupt tokens (HMAC-SHA256) under TokenKeyID.
 	TokenSecret []byte
 	// TokenKeyID names TokenSecret inside tokens (default "k1"), so secrets can rotate.
@@ -58,6 +83,12 @@ type Config struct {
 	PublicURL string
 	// MaxRequestBodyBytes limits request bodies (advertised as limits.maxRequestBodyBytes).
 	MaxRequestBodyBytes int64
+	// MaxTurnBytes limits the resume value of a resolve, checked before anything is
+	// signalled.
+	MaxTurnBytes int64
+	// EventsPageBytes bounds one page of events read from the run; lower it with the
+	// server's limit.blobSize.error.
+	EventsPageBytes int
 	// RateLimitPerSecond and RateLimitBurst shape the per-key token bucket.
 	RateLimitPerSecond float64
 	RateLimitBurst     int
@@ -71,11 +102,25 @@ type Config struct {
 	StreamSecret []byte
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// Metrics, when set, receives the wop_http_* request metrics, and MetricsHandler
+	// serves GET /metrics (the process's registry; see internal/telemetry). Without a
+	// handler /metrics answers 404.
+	Metrics        prometheus.Registerer
+	MetricsHandler http.Handler
+	// TracerProvider, when set, makes every request a span, child of the caller's
+	// traceparent when it sends one.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
 	if c.MaxRequestBodyBytes <= 0 {
 		c.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	if c.MaxTurnBytes <= 0 {
+		c.MaxTurnBytes = DefaultMaxTurnBytes
+	}
+	if c.EventsPageBytes <= 0 {
+		c.EventsPageBytes = DefaultEventsPageBytes
 	}
 	if c.RateLimitPerSecond <= 0 {
 		c.RateLimitPerSecond = DefaultRateLimitPerSecond
@@ -98,6 +143,9 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.KeysFilePoll <= 0 {
+		c.KeysFilePoll = DefaultKeysFilePoll
+	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	return c
 }
@@ -105,9 +153,11 @@ func (c Config) withDefaults() Config {
 // ConfigFromEnv reads the API configuration from the environment:
 //
 //	WOP_API_KEY           a full-access key for tenant "default"
+//	WOP_KEYS_FILE         a keys file: keys of every tenant with their scopes (LoadKeysFile)
 //	WOP_TOKEN_SECRET      secret that signs interrupt tokens (required when keys are set)
 //	WOP_PUBLIC_URL        base URL used in callback URLs
 //	WOP_MAX_BODY_BYTES    request body limit in bytes (default 1 MiB)
+//	WOP_MAX_TURN_BYTES    limit of one resolve's resume value in bytes (default 256 KiB)
 //	WOP_RATE_LIMIT        requests per second per key (default 50)
 //	WOP_RATE_BURST        burst per key (default 100)
 //	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
@@ -117,6 +167,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
 		cfg.Keys = append(cfg.Keys, Key{ID: "env", Secret: k, Tenant: "default", Scopes: AllScopes})
 	}
+	cfg.KeysFile = strings.TrimSpace(getenv("WOP_KEYS_FILE"))
 	if s := getenv("WOP_TOKEN_SECRET"); s != "" {
 		cfg.TokenSecret = []byte(s)
 	}
@@ -127,6 +178,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_MAX_BODY_BYTES=%q: want a positive integer", v)
 		}
 		cfg.MaxRequestBodyBytes = n
+	}
+	if v := getenv("WOP_MAX_TURN_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("WOP_MAX_TURN_BYTES=%q: want a positive integer", v)
+		}
+		cfg.MaxTurnBytes = n
 	}
 	if v := getenv("WOP_RATE_LIMIT"); v != "" {
 		f, err := strconv.ParseFloat(v, 64)
@@ -155,7 +213,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.StreamSecret = []byte(v)
 	}
-	if len(cfg.Keys) > 0 && len(cfg.TokenSecret) == 0 {
+	if (len(cfg.Keys) > 0 || cfg.KeysFile != "") && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")
 	}
 	return cfg, nil

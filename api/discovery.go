@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 const healthTimeout = 3 * time.Second
@@ -40,7 +42,22 @@ func (s *Server) discoveryDoc() map[string]any {
 		"runs":                  map[string]any{"pauseResume": map[string]any{"supported": false}},
 		"streamModes":           supportedModes,
 		"fixtures":              fixtures,
+		// OpenWOP v2's run list family: GET /v1/runs here.
+		"runList": map[string]any{"supported": true, "maxPageSize": MaxListPageSize, "filters": listFilters},
+		// The PromptPack packs served as workflows (workflowId = pack id).
+		"promptPacks": s.packsDoc(),
 	}
+}
+
+// packsDoc lists the packs served as workflows for discovery.
+func (s *Server) packsDoc() []map[string]string {
+	out := []map[string]string{}
+	for _, id := range s.cat.PackIDs() {
+		if p, ok := s.cat.Pack(id); ok {
+			out = append(out, map[string]string{"workflowId": id, "packId": p.ID, "name": p.Name, "version": p.Version})
+		}
+	}
+	return out
 }
 
 func (s *Server) handleDiscovery(c echo.Context) error {
@@ -75,11 +92,15 @@ func (s *Server) openAPIDoc() map[string]any {
 			item = map[string]any{}
 			paths[r.Path] = item
 		}
+		ok := map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}
+		if r.Produces != "" {
+			ok = map[string]any{r.Produces: map[string]any{"schema": map[string]any{"type": "string"}}}
+		}
 		op := map[string]any{
 			"summary":     r.Summary,
 			"operationId": operationID(r),
 			"responses": map[string]any{
-				itoa(r.OK): map[string]any{"description": "success", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}},
+				itoa(r.OK): map[string]any{"description": "success", "content": ok},
 				"default":  map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}}},
 			},
 		}
@@ -87,14 +108,37 @@ func (s *Server) openAPIDoc() map[string]any {
 		for _, m := range pathParamRe.FindAllStringSubmatch(r.Path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 		}
+		listParams := func(extra ...map[string]any) []any {
+			out := []any{
+				map[string]any{"name": "limit", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxListPageSize}},
+				map[string]any{"name": "cursor", "in": "query", "schema": map[string]any{"type": "string"}, "description": "nextCursor of the previous page"},
+			}
+			for _, e := range extra {
+				out = append(out, e)
+			}
+			return out
+		}
+		query := func(name, desc string) map[string]any {
+			return map[string]any{"name": name, "in": "query", "schema": map[string]any{"type": "string"}, "description": desc}
+		}
+		waiting := query("waiting", "waits on: any, "+strings.Join(workflows.WaitingKinds, ", "))
+		switch r.Method + " " + r.Path {
+		case "GET /v1/runs":
+			params = append(params, listParams(
+				query("status", "run statuses, comma-separated"), query("workflowId", "exact workflow id"),
+				query("packId", "exact pack id"), waiting,
+				query("createdAfter", "RFC 3339 time"), query("createdBefore", "RFC 3339 time"))...)
+		case "GET /v1/interrupts":
+			params = append(params, listParams(waiting)...)
+		}
 		switch r.Path {
 		case "/v1/runs/{runId}/events":
 			params = append(params,
 				map[string]any{"name": "streamMode", "in": "query", "schema": map[string]any{"type": "string"}, "description": "values|updates|messages|debug, comma-combinable except values"},
-				map[string]any{"name": "Last-Event-ID", "in": "header", "schema": map[string]any{"type": "string"}})
+				map[string]any{"name": "Last-Event-ID", "in": "header", "schema": map[string]any{"type": "string"}},
+				lastSequenceParam, afterSequenceParam)
 		case "/v1/runs/{runId}/events/poll":
-			params = append(params,
-				map[string]any{"name": "lastSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0}},
+			params = append(params, lastSequenceParam, afterSequenceParam,
 				map[string]any{"name": "timeout", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 60}})
 		}
 		if r.Method == http.MethodPost && r.Scopes != nil {
@@ -178,3 +222,12 @@ func (s *Server) documentedPaths() []string {
 	sort.Strings(out)
 	return out
 }
+
+// The cursor parameters of the JSON and poll event reads. Both answer one page of
+// bounded size; hasMore says more events follow it.
+var (
+	lastSequenceParam = map[string]any{"name": "lastSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0},
+		"description": "events after this sequence (0: from sequence 0) — JSON (Accept: application/json) and poll"}
+	afterSequenceParam = map[string]any{"name": "afterSequence", "in": "query", "schema": map[string]any{"type": "integer", "minimum": -1},
+		"description": "events strictly after this sequence (-1: from the start); wins over lastSequence"}
+)

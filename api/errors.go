@@ -17,6 +17,8 @@ import (
 const (
 	CodeValidation            = "validation_error"
 	CodeUnauthenticated       = "unauthenticated"
+	CodeKeyRevoked            = "key_revoked"
+	CodeKeyExpired            = "key_expired"
 	CodeForbidden             = "forbidden"
 	CodeNotFound              = "not_found"
 	CodeInterruptNotFound     = "interrupt_not_found"

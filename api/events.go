@@ -12,7 +12,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -97,11 +100,100 @@ func (f streamFilter) match(t string) bool {
 	return false
 }
 
-// events reads the run's events with Sequence > after.
-func (s *Server) events(ctx context.Context, runID string, after int64) (*workflows.EventsPage, error) {
-	v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.EventsQuery, workflows.EventsRequest{After: after})
+// eventsRead is one page of a run's log as readEvents found it.
+type eventsRead struct {
+	Events []workflows.Event
+	// Last is the sequence of the log's newest event (-1 when empty).
+	Last int64
+	// Terminal: the run has ended and Events reach its terminal event.
+	Terminal bool
+	// More: events after the returned ones exist now (the page stopped at its bound).
+	More   bool
+	Tenant string
+}
+
+// readEvents reads one page of the run's events with Sequence > after: from the run's
+// current execution, or, for a cursor before the events it holds, from the earlier
+// execution that holds them (closed executions answer queries too). Each execution
+// names those before it, newest first; a cursor older than all of them is found
+// through the oldest one named, which names those before it in turn.
+func (s *Server) readEvents(ctx context.Context, runID string, after int64) (*eventsRead, error) {
+	req := workflows.EventsRequest{After: after, MaxBytes: s.pageBytes()}
+	cur, err := s.queryEvents(ctx, runID, "", req)
+	if err != nil {
+		return nil, err
+	}
+	res := &eventsRead{Events: cur.Events, Last: cur.LastSequence, More: cur.More, Tenant: cur.Tenant}
+	page, hops := cur, 0
+	for len(page.Events) == 0 && after+1 < page.FirstSequence && after < cur.LastSequence {
+		exec := segmentFor(page.Earlier, after+1)
+		if exec == "" {
+			return nil, fmt.Errorf("run %s: no execution names the one holding event %d (the oldest known starts at %d)", runID, after+1, page.FirstSequence)
+		}
+		if hops++; hops > maxSegmentHops {
+			return nil, fmt.Errorf("run %s: event %d is more than %d executions back", runID, after+1, maxSegmentHops)
+		}
+		if page, err = s.queryEvents(ctx, runID, exec, req); err != nil {
+			return nil, err
+		}
+		res.Events = page.Events
+		if n := len(page.Events); n > 0 {
+			res.More = page.Events[n-1].Sequence < cur.LastSequence
+		}
+	}
+	n := len(res.Events)
+	res.Terminal = cur.Terminal && !res.More && (n == 0 && after >= cur.LastSequence || n > 0 && res.Events[n-1].Sequence == cur.LastSequence)
+	return res, nil
+}
+
+// maxSegmentHops bounds the walk back through a run's executions.
+const maxSegmentHops = 1000
+
+// segmentFor picks, from executions named newest first, the one holding sequence seq,
+// or the oldest one when all of them start after it ("" when none is named).
+func segmentFor(segs []activities.Segment, seq int64) string {
+	for _, sg := range segs {
+		if sg.FirstSequence <= seq {
+			return sg.RunID
+		}
+	}
+	if len(segs) == 0 {
+		return ""
+	}
+	return segs[len(segs)-1].RunID
+}
+
+// queryEvents asks one execution of the run (exec "" is the current one) for a page.
+// The current execution is asked on the condition that it did not close uncleanly: a
+// run Temporal closed without its own terminal event (terminated, timed out; closed.go)
+// is asked again without it, and its log is complete: nothing will ever be appended.
+func (s *Server) queryEvents(ctx context.Context, runID, exec string, req workflows.EventsRequest) (*workflows.EventsPage, error) {
+	var (
+		v        converter.EncodedValue
+		err      error
+		unclean  bool
+		closedAs enumspb.WorkflowExecutionStatus
+	)
+	if exec == "" {
+		var resp *client.QueryWorkflowWithOptionsResponse
+		resp, err = s.tc.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
+			WorkflowID: runID, QueryType: workflows.EventsQuery, Args: []any{req},
+			QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_COMPLETED_CLEANLY,
+		})
+		if err == nil && resp.QueryRejected != nil {
+			unclean, closedAs = true, resp.QueryRejected.GetStatus()
+			v, err = s.tc.QueryWorkflow(ctx, runID, "", workflows.EventsQuery, req)
+		} else if err == nil {
+			v = resp.QueryResult
+		}
+	} else {
+		v, err = s.tc.QueryWorkflow(ctx, runID, exec, workflows.EventsQuery, req)
+	}
 	if err != nil {
 		return nil, s.temporalErr(err, runID)
+	}
+	if v == nil {
+		return nil, fmt.Errorf("run %s returned no events page", runID)
 	}
 	var page workflows.EventsPage
 	if err := v.Get(&page); err != nil {
@@ -110,18 +202,21 @@ func (s *Server) events(ctx context.Context, runID string, after int64) (*workfl
 	if page.Events == nil {
 		page.Events = []workflows.Event{}
 	}
+	if unclean && closedAs != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		page.Terminal = true
+	}
 	return &page, nil
 }
 
-// eventsRetrying reads the events after a cursor like events, but retries a query
-// Temporal could not answer in time (a busy worker) while ctx lasts: a waiting reader
-// gets its events late rather than an error.
-func (s *Server) eventsRetrying(ctx context.Context, runID string, after int64) (*workflows.EventsPage, error) {
+// readEventsRetrying reads like readEvents, but retries a query Temporal could not
+// answer in time (a busy worker) while ctx lasts: a waiting reader gets its events
+// late rather than an error.
+func (s *Server) readEventsRetrying(ctx context.Context, runID string, after int64) (*eventsRead, error) {
 	for {
-		page, err := s.events(ctx, runID, after)
+		res, err := s.readEvents(ctx, runID, after)
 		var apiErr *Error
 		if err == nil || !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || ctx.Err() != nil {
-			return page, err
+			return res, err
 		}
 		select {
 		case <-time.After(100 * time.Millisecond):
@@ -131,120 +226,24 @@ func (s *Server) eventsRetrying(ctx context.Context, runID string, after int64) 
 	}
 }
 
-// historyWaker signals whenever the run's Temporal history grows. It follows the
-// history with the server's long poll (no polling loop of our own): every batch of new
-// history events means the workflow may have appended OpenWOP events.
-type historyWaker struct {
-	C      <-chan struct{} // one pending wake at most
-	Done   <-chan struct{} // closed when the history iterator ends (workflow closed or error)
-	cancel context.CancelFunc
-}
-
-func (s *Server) newHistoryWaker(ctx context.Context, runID string) *historyWaker {
-	ctx, cancel := context.WithCancel(ctx)
-	wake := make(chan struct{}, 1)
-	done := make(chan struct{})
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(done)
-		it := s.tc.GetWorkflowHistory(ctx, runID, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
-				return
-			}
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return &historyWaker{C: wake, Done: done, cancel: cancel}
-}
-
-func (w *historyWaker) Stop() { w.cancel() }
-
-// follower reads a run's log forward, waking on history growth.
-type follower struct {
-	s      *Server
-	runID  string
-	after  int64
-	waker  *historyWaker
-	parent context.Context
-	// readEmpty skips the first read: the caller already found nothing after the cursor.
-	readEmpty bool
-}
-
-func (s *Server) follow(ctx context.Context, runID string, after int64) *follower {
-	return &follower{s: s, runID: runID, after: after, parent: ctx}
-}
-
-// next returns the events after the cursor, waiting up to the context's deadline (or
-// until tick fires, if non-nil) for some to appear. terminal is true once the log holds
-// the terminal event or the workflow has closed.
-func (f *follower) next(ctx context.Context, tick <-chan time.Time) (evs []workflows.Event, terminal bool, ticked bool, err error) {
-	for {
-		if f.readEmpty {
-			// The caller has just read the log at the cursor and found nothing new.
-			f.readEmpty = false
-		} else {
-			page, err := f.s.eventsRetrying(ctx, f.runID, f.after)
-			if err != nil {
-				return nil, false, false, err
-			}
-			if len(page.Events) > 0 {
-				f.after = page.Events[len(page.Events)-1].Sequence
-			}
-			if len(page.Events) > 0 || page.Terminal {
-				return page.Events, page.Terminal, false, nil
-			}
-		}
-		if f.waker == nil {
-			f.waker = f.s.newHistoryWaker(f.parent, f.runID)
-		}
-		select {
-		case <-f.waker.C:
-		case <-f.waker.Done:
-			// The iterator ended: the workflow closed (or continued as new). Read once
-			// more; if it is still open, follow the new run's history.
-			f.waker = nil
-			page, err := f.s.events(ctx, f.runID, f.after)
-			if err != nil {
-				return nil, false, false, err
-			}
-			if len(page.Events) > 0 {
-				f.after = page.Events[len(page.Events)-1].Sequence
-				return page.Events, page.Terminal, false, nil
-			}
-			if page.Terminal || !f.s.workflowRunning(ctx, f.runID) {
-				return nil, true, false, nil
-			}
-		case <-tick:
-			return nil, false, true, nil
-		case <-ctx.Done():
-			return nil, false, false, ctx.Err()
-		}
-	}
-}
-
-func (f *follower) close() {
-	if f.waker != nil {
-		f.waker.Stop()
-	}
-}
-
-func (s *Server) workflowRunning(ctx context.Context, runID string) bool {
-	d, err := s.tc.DescribeWorkflowExecution(ctx, runID, "")
-	if err != nil {
-		return false
-	}
-	return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
-}
+// pageBytes bounds one page of events (Config.EventsPageBytes).
+func (s *Server) pageBytes() int { return s.cfg.EventsPageBytes }
 
 // EventsResponse is the JSON answer of the events and poll endpoints.
 type EventsResponse struct {
 	Events     []workflows.Event `json:"events"`
 	IsComplete bool              `json:"isComplete"`
+	// HasMore is set when the page stopped at its size bound with more events after
+	// it: read on with lastSequence (or afterSequence) = the last event's sequence.
+	HasMore bool `json:"hasMore,omitempty"`
+}
+
+func eventsResponse(res *eventsRead) EventsResponse {
+	evs := res.Events
+	if evs == nil {
+		evs = []workflows.Event{}
+	}
+	return EventsResponse{Events: evs, IsComplete: res.Terminal, HasMore: res.More}
 }
 
 func wantsJSON(accept string) bool {
@@ -270,17 +269,24 @@ func (s *Server) handleEvents(c echo.Context) error {
 	}
 	p := principalOf(c)
 	ctx := c.Request().Context()
-	snap, err := s.snapshot(ctx, p, id)
-	if err != nil {
-		return err
-	}
 	if wantsJSON(c.Request().Header.Get(echo.HeaderAccept)) {
-		page, err := s.events(ctx, id, -1)
+		// One page, at once; the page's query also answers the tenant check.
+		after, err := parseCursor(c.QueryParam("lastSequence"), c.QueryParam("afterSequence"))
 		if err != nil {
 			return err
 		}
-		// A run Temporal closed without its terminal event is complete too (closed.go).
-		return c.JSON(http.StatusOK, EventsResponse{Events: page.Events, IsComplete: page.Terminal || isTerminal(snap.Status)})
+		res, err := s.readEvents(ctx, id, after)
+		if err != nil {
+			return err
+		}
+		if p != nil && res.Tenant != p.Tenant {
+			return notFound("run %q not found", id)
+		}
+		return c.JSON(http.StatusOK, eventsResponse(res))
+	}
+	snap, err := s.snapshot(ctx, p, id)
+	if err != nil {
+		return err
 	}
 	after := int64(-1)
 	if lei := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); lei != "" {
@@ -306,19 +312,36 @@ const (
 	maxPollTimeout     = 60 * time.Second
 )
 
-// parsePoll reads lastSequence and timeout. Without lastSequence, and with
-// lastSequence=0, every event from sequence 0 is returned; otherwise events strictly
-// after it.
-func parsePoll(lastSeq, timeout string) (after int64, wait time.Duration, err error) {
-	after, wait = -1, defaultPollTimeout
+// parseCursor reads the cursor of the JSON and poll reads. Without lastSequence, and
+// with lastSequence=0, every event from sequence 0 is returned; otherwise events
+// strictly after it. afterSequence (v2's name) is always strictly after, so
+// afterSequence=0 starts at event 1; it wins when both are given.
+func parseCursor(lastSeq, afterSeq string) (after int64, err error) {
+	after = -1
 	if lastSeq != "" {
 		n, perr := strconv.ParseInt(lastSeq, 10, 64)
 		if perr != nil || n < 0 {
-			return 0, 0, badRequest("lastSequence %q must be a non-negative integer", lastSeq).with("field", "lastSequence")
+			return 0, badRequest("lastSequence %q must be a non-negative integer", lastSeq).with("field", "lastSequence")
 		}
 		if n > 0 {
 			after = n
 		}
+	}
+	if afterSeq != "" {
+		n, perr := strconv.ParseInt(afterSeq, 10, 64)
+		if perr != nil || n < -1 {
+			return 0, badRequest("afterSequence %q must be an integer >= -1", afterSeq).with("field", "afterSequence")
+		}
+		after = n
+	}
+	return after, nil
+}
+
+// parsePoll reads the cursor (parseCursor) and timeout.
+func parsePoll(lastSeq, afterSeq, timeout string) (after int64, wait time.Duration, err error) {
+	wait = defaultPollTimeout
+	if after, err = parseCursor(lastSeq, afterSeq); err != nil {
+		return 0, 0, err
 	}
 	if timeout != "" {
 		n, perr := strconv.Atoi(timeout)
@@ -335,7 +358,7 @@ func (s *Server) handlePoll(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	after, wait, err := parsePoll(c.QueryParam("lastSequence"), c.QueryParam("timeout"))
+	after, wait, err := parsePoll(c.QueryParam("lastSequence"), c.QueryParam("afterSequence"), c.QueryParam("timeout"))
 	if err != nil {
 		return err
 	}
@@ -346,21 +369,21 @@ func (s *Server) handlePoll(c echo.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	page, err := s.eventsRetrying(wctx, id, after)
+	res, err := s.readEventsRetrying(wctx, id, after)
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {
 			return c.JSON(http.StatusOK, EventsResponse{Events: []workflows.Event{}, IsComplete: false})
 		}
 		return err
 	}
-	if p := principalOf(c); p != nil && page.Tenant != p.Tenant {
+	if p := principalOf(c); p != nil && res.Tenant != p.Tenant {
 		return notFound("run %q not found", id)
 	}
-	if len(page.Events) > 0 || page.Terminal {
-		return c.JSON(http.StatusOK, EventsResponse{Events: page.Events, IsComplete: page.Terminal})
+	if len(res.Events) > 0 || res.Terminal {
+		return c.JSON(http.StatusOK, eventsResponse(res))
 	}
+	// Nothing yet: wait on the run's shared feed.
 	f := s.follow(wctx, id, after)
-	f.readEmpty = true
 	defer f.close()
 	evs, terminal, _, err := f.next(wctx, nil)
 	if err != nil {

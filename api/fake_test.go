@@ -13,15 +13,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	querypb "go.temporal.io/api/query/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -53,16 +56,93 @@ type fakeRun struct {
 	eventsTimeouts int
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
+	// stuck makes every query fail the way Temporal fails a query of a workflow whose
+	// workflow task keeps failing; TerminateWorkflow ends that (closed with a
+	// WorkflowExecutionTerminated event).
+	stuck bool
+	// eventQueries counts EventsQuery calls.
+	eventQueries int
+	// live makes the history long poll of the run wait for bump (one history event per
+	// bump) instead of ending at once, as for a workflow that is still running.
+	live  bool
+	bumps int
+	// execs, when set, splits the log over executions of the run (oldest first; each
+	// holds its events from first on): EventsQuery answers as that execution, naming at
+	// most links executions before it.
+	execs []fakeExec
+	links int
 	// closed, when set, is the event that closed the run in Temporal (signals then
 	// fail NotFound).
 	closed *historypb.HistoryEvent
 }
 
+// fakeExec is one execution of a fake run that continued as new.
+type fakeExec struct {
+	runID string
+	first int64
+}
+
+// bump appends events to a live run and wakes its history long polls.
+func (ft *fakeTemporal) bump(id string, evs ...workflows.Event) {
+	ft.mu.Lock()
+	r := ft.runs[id]
+	r.events = append(r.events, evs...)
+	r.snap.LastSequence = int64(len(r.events)) - 1
+	r.bumps++
+	ft.mu.Unlock()
+	ft.wake()
+}
+
+// wake wakes the waiting history iterators.
+func (ft *fakeTemporal) wake() {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.changed != nil {
+		close(ft.changed)
+	}
+	ft.changed = make(chan struct{})
+}
+
+// waitIterator is the history long poll of a live run: one event per bump.
+type waitIterator struct {
+	ctx  context.Context
+	ft   *fakeTemporal
+	id   string
+	seen int
+}
+
+func (w *waitIterator) HasNext() bool {
+	for {
+		w.ft.mu.Lock()
+		r := w.ft.runs[w.id]
+		if w.ft.changed == nil {
+			w.ft.changed = make(chan struct{})
+		}
+		ch := w.ft.changed
+		more := r.bumps > w.seen
+		w.ft.mu.Unlock()
+		if more {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-w.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (w *waitIterator) Next() (*historypb.HistoryEvent, error) {
+	w.seen++
+	return &historypb.HistoryEvent{}, nil
+}
+
 // fakeTemporal answers the mock client's calls from in-memory runs.
 type fakeTemporal struct {
-	mu     sync.Mutex
-	runs   map[string]*fakeRun
-	starts int
+	mu      sync.Mutex
+	runs    map[string]*fakeRun
+	starts  int
+	changed chan struct{} // closed by wake
 }
 
 func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
@@ -76,9 +156,25 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		func(_ context.Context, id, _ string, q string, args ...any) (converter.EncodedValue, error) {
 			return ft.query(id, q, args)
 		}).Maybe()
+	mc.On("QueryWorkflow", mock.Anything, mock.Anything, mock.MatchedBy(func(rid string) bool { return rid != "" }), mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id, rid string, q string, args ...any) (converter.EncodedValue, error) {
+			return ft.queryExec(id, rid, q, args)
+		}).Maybe()
 	mc.On("QueryWorkflowWithOptions", mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req *client.QueryWorkflowWithOptionsRequest) (*client.QueryWorkflowWithOptionsResponse, error) {
 			return ft.queryWithOptions(req)
+		}).Maybe()
+	mc.On("TerminateWorkflow", mock.Anything, mock.Anything, "", mock.Anything).Return(
+		func(_ context.Context, id, _ string, reason string, _ ...any) error {
+			ft.mu.Lock()
+			defer ft.mu.Unlock()
+			if r := ft.runs[id]; r != nil {
+				r.stuck = false
+				r.closed = &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+					Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{
+						WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{Reason: reason}}}
+			}
+			return nil
 		}).Maybe()
 	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(
 		func(_ context.Context, id, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
@@ -92,9 +188,28 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		func(_ context.Context, id, _ string, name string, arg any) error {
 			return ft.signal(id, name, arg)
 		}).Maybe()
-	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", true, mock.Anything).Return(endedIterator{}).Maybe()
+	mc.On("GetWorkflowHistory", mock.Anything, mock.Anything, "", true, mock.Anything).Return(
+		func(ctx context.Context, id, _ string, _ bool, _ enumspb.HistoryEventFilterType) client.HistoryEventIterator {
+			if r := ft.get(id); r != nil && r.live {
+				return &waitIterator{ctx: ctx, ft: ft, id: id}
+			}
+			return endedIterator{}
+		}).Maybe()
 	mc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(
-		(*workflowservice.DescribeWorkflowExecutionResponse)(nil), serviceerror.NewNotFound("closed")).Maybe()
+		func(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			r := ft.get(id)
+			if r == nil || !r.stuck {
+				return nil, serviceerror.NewNotFound("closed")
+			}
+			tenant, _ := converter.GetDefaultDataConverter().ToPayload(r.snap.Owner.Tenant)
+			return &workflowservice.DescribeWorkflowExecutionResponse{
+				WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+					Status:           enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING,
+					SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{workflows.SATenant.GetName(): tenant}},
+				},
+				PendingWorkflowTask: &workflowpb.PendingWorkflowTaskInfo{Attempt: 7},
+			}, nil
+		}).Maybe()
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
 	return ft, mc
 }
@@ -177,6 +292,9 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	if r == nil {
 		return nil, fmt.Errorf("nil run %s in the fake", id)
 	}
+	if r.stuck {
+		return nil, serviceerror.NewWorkflowNotReady("Unable to query workflow due to Workflow Task in failed state.")
+	}
 	switch q {
 	case workflows.SnapshotQuery:
 		return jsonValue{r.snap}, nil
@@ -188,11 +306,20 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 			r.eventsTimeouts--
 			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
 		}
+		r.eventQueries++
 		req := args[0].(workflows.EventsRequest)
+		if len(r.execs) > 0 {
+			return jsonValue{r.execPage(len(r.execs)-1, req)}, nil
+		}
 		page := workflows.EventsPage{LastSequence: int64(len(r.events)) - 1, Tenant: r.snap.Owner.Tenant}
+		size := 0
 		for _, ev := range r.events {
-			if ev.Sequence > req.After {
-				page.Events = append(page.Events, ev)
+			if ev.Sequence > req.After && !page.More {
+				if size += workflows.EventBytes(&ev); len(page.Events) > 0 && size > req.MaxBytes {
+					page.More = true
+				} else {
+					page.Events = append(page.Events, ev)
+				}
 			}
 			if isTerminalEvent(ev.Type) {
 				page.Terminal = true
@@ -346,6 +473,7 @@ func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	return d, ok
 }
 func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
+func (c *fakeCatalog) PackIDs() []string               { return nil }
 func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
@@ -376,4 +504,48 @@ func testCatalog(t testing.TB) *fakeCatalog {
 		"conformance-identity":   def("conformance-identity", workflows.Variable{Name: "payload", Type: "object", Required: true}),
 		"conformance-idempotent": def("conformance-idempotent", workflows.Variable{Name: "nonce", Type: "string"}),
 	}}
+}
+
+// queryExec answers a query addressed to one execution of a run (by its run id).
+func (ft *fakeTemporal) queryExec(id, rid, q string, args []any) (converter.EncodedValue, error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	r := ft.runs[id]
+	if r == nil || q != workflows.EventsQuery {
+		return nil, serviceerror.NewNotFound("workflow not found for ID: " + id)
+	}
+	for i, x := range r.execs {
+		if x.runID == rid {
+			r.eventQueries++
+			return jsonValue{r.execPage(i, args[0].(workflows.EventsRequest))}, nil
+		}
+	}
+	return nil, serviceerror.NewNotFound("no execution " + rid)
+}
+
+// execPage is execution i's answer to an EventsQuery.
+func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsPage {
+	x := r.execs[i]
+	end := int64(len(r.events))
+	if i+1 < len(r.execs) {
+		end = r.execs[i+1].first
+	}
+	page := workflows.EventsPage{Events: []workflows.Event{}, LastSequence: end - 1, FirstSequence: x.first, Tenant: r.snap.Owner.Tenant}
+	for j := i - 1; j >= 0 && len(page.Earlier) < r.links; j-- {
+		page.Earlier = append(page.Earlier, activities.Segment{RunID: r.execs[j].runID, FirstSequence: r.execs[j].first})
+	}
+	if req.After+1 < x.first {
+		return page
+	}
+	size := 0
+	for s := req.After + 1; s < end; s++ {
+		ev := r.events[s]
+		if size += workflows.EventBytes(&ev); len(page.Events) > 0 && size > req.MaxBytes {
+			page.More = true
+			break
+		}
+		page.Events = append(page.Events, ev)
+		page.Terminal = isTerminalEvent(ev.Type)
+	}
+	return page
 }

@@ -211,6 +211,11 @@ func (s *Server) resolve(c echo.Context, p *principal, runID string, rb *resolve
 	if len(bytes.TrimSpace(rb.ResumeValue)) == 0 {
 		rb.ResumeValue = json.RawMessage("null")
 	}
+	if n := int64(len(rb.ResumeValue)); n > s.cfg.MaxTurnBytes {
+		return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"the resume value is %d bytes; a turn holds at most %d bytes (maxTurnBytes, WOP_MAX_TURN_BYTES)", n, s.cfg.MaxTurnBytes).
+			with("limit", "maxTurnBytes").with("maxBytes", s.cfg.MaxTurnBytes).with("bytes", n)
+	}
 	ctx := c.Request().Context()
 	unlock, err := s.lockRun(ctx, runID)
 	if err != nil {

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/workflows"
@@ -294,7 +296,7 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            runSummary(in),
-		TypedSearchAttributes:                    searchAttributes(in),
+		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
 	}
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
 }
@@ -307,11 +309,12 @@ func runSummary(in workflows.RunInput) string {
 	return s
 }
 
-func searchAttributes(in workflows.RunInput) temporal.SearchAttributes {
+func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {
 	updates := []temporal.SearchAttributeUpdate{
 		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
 		workflows.SATenant.ValueSet(in.Owner.Tenant),
 		workflows.SAStatus.ValueSet(workflows.StatusPending),
+		workflows.SACreatedAt.ValueSet(now.UTC()),
 	}
 	if len(in.Packs) > 0 {
 		ids := make([]string, 0, len(in.Packs))
@@ -342,8 +345,9 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 	})
 }
 
-// snapshot queries the run's snapshot and enforces tenant isolation: a run of another
-// tenant is reported exactly like an unknown run.
+// snapshot queries the run's snapshot (querySnapshot: a run Temporal closed without its
+// terminal event reports a status read from Temporal) and enforces tenant isolation: a
+// run of another tenant is reported exactly like an unknown run.
 func (s *Server) snapshot(ctx context.Context, p *principal, runID string) (*workflows.Snapshot, error) {
 	snap, err := s.querySnapshot(ctx, runID)
 	if err != nil {
@@ -354,6 +358,10 @@ func (s *Server) snapshot(ctx context.Context, p *principal, runID string) (*wor
 	}
 	return snap, nil
 }
+
+// terminateReasonPrefix starts the reason of a termination the API's cancel fallback
+// asked for, so the run reads as cancelled afterwards.
+const terminateReasonPrefix = "openwop: cancelled"
 
 // temporalErr maps Temporal client errors: unknown workflow → 404; the rest are
 // internal and logged by the error handler with a correlation id.
@@ -368,6 +376,11 @@ func (s *Server) temporalErr(err error, runID string) error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isTransient(err) {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "Temporal did not answer in time", Cause: err}
+	}
+	var nr *serviceerror.WorkflowNotReady
+	if errors.As(err, &nr) {
+		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Cause: err,
+			Message: fmt.Sprintf("run %s cannot answer: its Temporal workflow task keeps failing (%s); cancel the run to end it", runID, nr.Error())}
 	}
 	return fmt.Errorf("run %s: %w", runID, err)
 }
@@ -451,16 +464,21 @@ func (s *Server) handleCancel(c echo.Context) error {
 	}
 	p := principalOf(c)
 	ctx := c.Request().Context()
+	reason := req.Reason
+	if reason == "" {
+		reason = "cancelled"
+	}
 	snap, err := s.snapshot(ctx, p, id)
+	var nr *serviceerror.WorkflowNotReady
+	if errors.As(err, &nr) {
+		// The workflow cannot even answer a query: it cannot take the signal either.
+		return s.terminateStuck(c, p, id, reason)
+	}
 	if err != nil {
 		return err
 	}
 	if isTerminal(snap.Status) {
 		return c.JSON(http.StatusOK, map[string]string{"runId": id, "status": snap.Status})
-	}
-	reason := req.Reason
-	if reason == "" {
-		reason = "cancelled"
 	}
 	err = s.tc.SignalWorkflow(ctx, id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: reason, CancelledBy: p.KeyID})
 	var nf *serviceerror.NotFound
@@ -473,8 +491,57 @@ func (s *Server) handleCancel(c echo.Context) error {
 	if qerr == nil && (isTerminal(after.Status) || after.Status == workflows.StatusCancelling) {
 		status = after.Status
 	}
+	if errors.As(qerr, &nr) || !isTerminal(status) && s.taskFailing(ctx, id) {
+		return s.terminateStuck(c, p, id, reason)
+	}
 	s.log.Info("Run cancel requested", "runId", id, "keyId", p.KeyID)
 	return c.JSON(http.StatusOK, map[string]string{"runId": id, "status": status})
+}
+
+// taskFailing reports whether the run's workflow task has failed and is being retried:
+// the workflow cannot process the cancel signal until that changes.
+func (s *Server) taskFailing(ctx context.Context, runID string) bool {
+	d, err := s.tc.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return false
+	}
+	return d.GetPendingWorkflowTask().GetAttempt() > 1
+}
+
+// terminateStuck is :cancel's fallback for a run whose workflow cannot process the
+// cancel signal (its workflow task keeps failing): the API checks the run's tenant
+// from its search attributes and terminates it in Temporal; the run then reads as
+// cancelled (terminatedStatus).
+func (s *Server) terminateStuck(c echo.Context, p *principal, runID, reason string) error {
+	ctx := c.Request().Context()
+	d, err := s.tc.DescribeWorkflowExecution(ctx, runID, "")
+	if err != nil {
+		return s.temporalErr(err, runID)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	var tenant string
+	if pl := info.GetSearchAttributes().GetIndexedFields()[workflows.SATenant.GetName()]; pl != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(pl, &tenant)
+	}
+	if tenant != p.Tenant {
+		return notFound("run %q not found", runID)
+	}
+	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		why := fmt.Sprintf("%s by %s (%s); the workflow could not process the cancel signal, its workflow task keeps failing", terminateReasonPrefix, p.KeyID, reason)
+		if err := s.tc.TerminateWorkflow(ctx, runID, "", why); err != nil {
+			var nf *serviceerror.NotFound
+			if !errors.As(err, &nf) {
+				return s.temporalErr(err, runID)
+			}
+		}
+		s.log.Warn("Run terminated: its workflow could not process the cancel", "runId", runID, "keyId", p.KeyID)
+	}
+	snap, err := s.snapshot(ctx, p, runID)
+	status := workflows.StatusCancelled
+	if err == nil {
+		status = snap.Status
+	}
+	return c.JSON(http.StatusOK, map[string]string{"runId": runID, "status": status})
 }
 
 // ForkRequest is the closed body of POST /v1/runs/{runId}:fork.
@@ -520,22 +587,22 @@ func (s *Server) handleFork(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.events(ctx, id, -1)
+	events, last, err := s.forkSource(ctx, id)
 	if err != nil {
 		return err
 	}
-	if from > page.LastSequence+1 {
-		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, page.LastSequence).with("field", "fromSeq")
+	if from > last+1 {
+		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, last).with("field", "fromSeq")
 	}
 	in, err := s.forkInput(ctx, id, snap, workflows.RunRequest{
-		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: runInputsOf(page.Events),
+		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: runInputsOf(events),
 		Owner: workflows.Owner{Tenant: snap.Owner.Tenant, Principal: p.KeyID},
 		Tags:  snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable,
 	})
 	if err != nil {
 		return err
 	}
-	in.Fork = &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: page.Events}
+	in.Fork = &workflows.ForkSource{SourceRunID: id, FromSeq: from, Events: events}
 	if _, err := s.startRun(ctx, *in); err != nil {
 		return fmt.Errorf("starting fork of %s: %w", id, err)
 	}
@@ -544,6 +611,37 @@ func (s *Server) handleFork(c echo.Context) error {
 		"runId": in.RunID, "sourceRunId": id, "fromSeq": from, "mode": "replay",
 		"status": workflows.StatusPending, "eventsUrl": s.baseURL(c) + "/v1/runs/" + in.RunID + "/events",
 	})
+}
+
+// maxForkSourceBytes bounds the log a replay fork takes from its source: the fork's
+// workflow input carries it, and Temporal rejects an input over 2 MB.
+const maxForkSourceBytes = 1 << 20
+
+// forkSource reads the source run's whole log, page by page, refusing one larger than
+// maxForkSourceBytes.
+func (s *Server) forkSource(ctx context.Context, runID string) ([]workflows.Event, int64, error) {
+	var events []workflows.Event
+	size, after, last := 0, int64(-1), int64(-1)
+	for {
+		res, err := s.readEvents(ctx, runID, after)
+		if err != nil {
+			return nil, 0, err
+		}
+		last = res.Last
+		for i := range res.Events {
+			size += workflows.EventBytes(&res.Events[i])
+		}
+		if size > maxForkSourceBytes {
+			return nil, 0, apiErr(http.StatusUnprocessableEntity, CodePayloadTooLarge,
+				"the source run's log is larger than the %d bytes a replay fork can take", maxForkSourceBytes).
+				with("limit", "forkSourceLogBytes").with("maxBytes", maxForkSourceBytes)
+		}
+		events = append(events, res.Events...)
+		if len(res.Events) == 0 || !res.More {
+			return events, last, nil
+		}
+		after = res.Events[len(res.Events)-1].Sequence
+	}
 }
 
 // runInputsOf returns run.started's payload.inputs from a log.

@@ -1,17 +1,21 @@
 // Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
-// call becomes a Temporal call: a workflow start, a signal, a query or a cancel. The
-// API keeps no state of its own beyond in-memory rate-limit buckets and resolve locks:
-// runs, their event logs and idempotency digests live in the run workflows.
+// call becomes a Temporal call: a workflow start, a signal, a query or a cancel, and
+// listings read Temporal's visibility store. The API keeps no state of its own beyond
+// in-memory rate-limit buckets, resolve locks and the keys it read (keys.go): runs,
+// their event logs and idempotency digests live in the run workflows. It also serves
+// the approvals inbox (inbox.go) and the process's metrics.
 package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -29,7 +33,7 @@ type Server struct {
 	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
-	keys    *keyStore
+	metrics *httpMetrics // nil without Config.Metrics
 	limiter *rateLimiter
 	tokens  *tokenSigner
 	routes  []route
@@ -43,6 +47,16 @@ type Server struct {
 	chunkClient  *chunks.Client
 	chunkFeedsMu sync.Mutex
 	chunkFeeds   map[string]*chunkFeed
+
+	feedsMu sync.Mutex
+	feeds   map[string]*runFeed // one per run being read (feed.go)
+	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
+	// the keys file's, swapped whole on reload.
+	keys          atomic.Pointer[keyStore]
+	staticKeys    []keyEntry
+	keysMu        sync.Mutex
+	keysSum       [sha256.Size]byte // of the keys file content in use
+	keysFailedSum [sha256.Size]byte // of the last content that did not parse
 
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc
@@ -64,12 +78,15 @@ type route struct {
 	Body string
 	// OK is the success status.
 	OK int
+	// Produces is the success content type ("" = application/json).
+	Produces string
 }
 
 // catalogView is what the API reads of the workflow catalog.
 type catalogView interface {
 	Definition(id string) (*workflows.Definition, bool)
 	Pack(id string) (*packs.Pack, bool)
+	PackIDs() []string
 	Fixtures() []string
 	NewRunInput(req workflows.RunRequest) (*workflows.RunInput, error)
 	Limits() workflows.TurnLimits
@@ -91,21 +108,19 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		logger = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	ks, err := newKeyStore(cfg.Keys)
-	if err != nil {
-		return nil, fmt.Errorf("api.New: %w", err)
-	}
 	if len(cfg.TokenSecret) == 0 {
 		return nil, errors.New("api.New: Config.TokenSecret is required to sign interrupt tokens")
 	}
-	// The secrets were hashed; drop the plain copies.
+	static := cfg.Keys
+	// The secrets are hashed by loadKeys; keep no plain copy.
 	cfg.Keys = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, tc: tc, cat: cat, log: logger, keys: ks,
+		cfg: cfg, tc: tc, cat: cat, log: logger,
 		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
 		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
 		locks:   map[string]*runLock{},
+		feeds:   map[string]*runFeed{},
 		ctx:     ctx, cancel: cancel,
 	}
 	if len(cfg.StreamSecret) > 0 {
@@ -118,7 +133,23 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 	}
 	s.chunkFeeds = map[string]*chunkFeed{}
 	s.cfg.StreamSecret = nil
+	if err := s.loadKeys(static); err != nil {
+		cancel()
+		return nil, fmt.Errorf("api.New: %w", err)
+	}
+	if cfg.Metrics != nil {
+		m, err := newHTTPMetrics(cfg.Metrics)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("api.New: metrics: %w", err)
+		}
+		s.metrics = m
+	}
 	s.e = s.buildEcho()
+	if cfg.KeysFile != "" {
+		s.wg.Add(1)
+		go s.watchKeys()
+	}
 	return s, nil
 }
 
@@ -126,6 +157,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Use(s.observe)
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogMethod: true, LogRoutePath: true, LogLatency: true, LogError: true,
 		HandleError: true,
@@ -195,6 +227,7 @@ func (s *Server) dispatchVerb(c echo.Context) error {
 	}
 	c.SetParamNames("runId")
 	c.SetParamValues(raw[:i])
+	c.Set(routeKey, "/v1/runs/:runId:"+r.Verb)
 	return s.requireAuth(r.Scopes...)(r.Handler)(c)
 }
 
@@ -203,7 +236,12 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
+		{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics of the process", Handler: s.handleMetrics, OK: 200, Produces: "text/plain"},
+		{Method: http.MethodGet, Path: "/inbox", Summary: "The approvals inbox (a web page; sign in with an API key)", Handler: s.handleInbox, OK: 200, Produces: "text/html"},
+		{Method: http.MethodGet, Path: "/inbox/{asset}", Summary: "The inbox's script and style sheet", Handler: s.handleInboxAsset, OK: 200, Produces: "text/javascript"},
+		{Method: http.MethodGet, Path: "/v1/workflows", Scopes: []string{ScopeManifestRead}, Summary: "List the workflows served: packs and conformance fixtures", Handler: s.handleListWorkflows, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
@@ -213,6 +251,7 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/interrupts", Scopes: []string{ScopeApprovalsRespond}, Summary: "List the interrupts the caller may resolve; SSE with Accept: text/event-stream", Handler: s.handleListInterrupts, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200},
 		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
@@ -220,7 +259,7 @@ func (s *Server) routeTable() []route {
 }
 
 // Handler returns the server's http.Handler.
-func (s *Server) Handler() http.Handler { return s.e }
+func (s *Server) Handler() http.Handler { return s.traced(s.e) }
 
 // Shutdown ends open event streams and waits for them to return (not the listener; the
 // caller owns it and should call its own Shutdown first or after).

@@ -21,6 +21,9 @@
 //   - idle: RSS growth of this process after opening IdleRuns conversations that then
 //     wait for a human. It runs first, so the other workloads have not grown the heap
 //     it is measured against; its conversations stay open while they run.
+//   - carried: the continue-as-new input of one conversation of 2 KB messages after
+//     turn CarriedEarlyTurn and after turn CarriedTurns, in the SDK's workflow test
+//     environment (carried.go).
 //
 // It prints a table and, as its last line, one JSON object (Result).
 package bench
@@ -79,6 +82,10 @@ type Options struct {
 	HistoryEarlyTurn int
 	// IdleRuns is the number of conversations opened for the idle-memory workload.
 	IdleRuns int
+	// CarriedTurns is the length of the conversation of the carried workload; it
+	// reports the continue-as-new input after turn CarriedEarlyTurn and after the last.
+	CarriedTurns     int
+	CarriedEarlyTurn int
 	// DataDir holds the embedded server's SQLite file. Empty uses a temporary folder
 	// (removed afterwards), as `wop dev` uses a file; Memory keeps it in memory instead.
 	DataDir string
@@ -97,7 +104,7 @@ type Options struct {
 	// idle memory for replays when an evicted conversation gets its next turn.
 	WorkerCacheSize int
 	// Only, when non-empty, runs just these workloads (latency, throughput, history,
-	// idle); the figures of the others stay zero. For profiling one workload.
+	// idle, carried); the figures of the others stay zero. For profiling one workload.
 	Only []string
 	// Logger receives the host's logs (nil discards them).
 	Logger *slog.Logger
@@ -106,7 +113,7 @@ type Options struct {
 // FullOptions are the counts of a full run.
 func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
-		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000}
+		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, CarriedTurns: 2000, CarriedEarlyTurn: 10}
 }
 
 // QuickOptions are the counts of a --quick run (within 60 s on 2 cores). A quick run
@@ -114,7 +121,7 @@ func FullOptions() Options {
 // file spends most of a turn in fsync, and a minute is not enough for it.
 func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
-		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, Memory: true}
+		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, Memory: true, CarriedTurns: 2000, CarriedEarlyTurn: 10}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -135,6 +142,8 @@ func (o Options) withDefaults() Options {
 	set(&o.HistoryTurns, d.HistoryTurns)
 	set(&o.HistoryEarlyTurn, d.HistoryEarlyTurn)
 	set(&o.IdleRuns, d.IdleRuns)
+	set(&o.CarriedTurns, d.CarriedTurns)
+	set(&o.CarriedEarlyTurn, d.CarriedEarlyTurn)
 	if o.Duration <= 0 {
 		o.Duration = d.Duration
 	}
@@ -143,6 +152,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HistoryEarlyTurn > o.HistoryTurns {
 		o.HistoryEarlyTurn = o.HistoryTurns
+	}
+	if o.CarriedEarlyTurn > o.CarriedTurns {
+		o.CarriedEarlyTurn = o.CarriedTurns
 	}
 	return o
 }
@@ -160,6 +172,10 @@ type Result struct {
 	HistoryBytesTurn200 int64   `json:"history_bytes_turn200"`
 	IdleRuns            int     `json:"idle_runs"`
 	IdleRSSMB           float64 `json:"idle_rss_mb"`
+	// CarriedBytesTurn10 and CarriedBytesTurn2000 are the continue-as-new input after
+	// turn 10 and turn 2000 of a conversation of 2 KB messages (the carried workload).
+	CarriedBytesTurn10   int64 `json:"carried_bytes_turn10"`
+	CarriedBytesTurn2000 int64 `json:"carried_bytes_turn2000"`
 }
 
 // bench is one run's state.
@@ -230,6 +246,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"latency", b.latency},
 		{"throughput", b.throughput},
 		{"history", b.history},
+		{"carried", b.carried},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
@@ -284,6 +301,8 @@ func progress(step string, r *Result) string {
 		return fmt.Sprintf("%d and %d bytes", r.HistoryBytesTurn5, r.HistoryBytesTurn200)
 	case "idle":
 		return fmt.Sprintf("%.1f MB for %d runs", r.IdleRSSMB, r.IdleRuns)
+	case "carried":
+		return fmt.Sprintf("%d and %d bytes", r.CarriedBytesTurn10, r.CarriedBytesTurn2000)
 	}
 	return ""
 }

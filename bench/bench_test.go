@@ -79,7 +79,7 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	var out bytes.Buffer
 	err := Run(ctx, Options{
 		Samples: 3, Warmup: 1, TurnsPerConversation: 2, Concurrency: 3, Duration: time.Second,
-		HistoryTurns: 6, HistoryEarlyTurn: 5, IdleRuns: 5, Memory: true,
+		HistoryTurns: 6, HistoryEarlyTurn: 5, IdleRuns: 5, Memory: true, CarriedTurns: 20, CarriedEarlyTurn: 10,
 	}, &out)
 	require.NoError(t, err, "output:\n%s", out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -87,7 +87,8 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	var got map[string]float64
 	require.NoError(t, json.Unmarshal([]byte(last), &got), "last line: %s", last)
 	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
-		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs"} {
+		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
+		"carried_bytes_turn10", "carried_bytes_turn2000"} {
 		v, ok := got[k]
 		if assert.True(t, ok, "key %s in %s", k, last) {
 			assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s is finite", k)
@@ -98,8 +99,22 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
 	assert.Equal(t, 5.0, got["idle_runs"])
-	assert.Len(t, got, 11, "exactly the documented keys: %s", last)
+	assert.Len(t, got, 13, "exactly the documented keys: %s", last)
 	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])
 	assert.GreaterOrEqual(t, got["exchange_p99_ms"], got["exchange_p50_ms"])
 	assert.Contains(t, out.String(), "ratio p50", "the table precedes the JSON line")
+}
+
+// TestCarriedStateStaysFlat runs the carried workload: what a run carries across
+// continue-as-new after turn 2000 of a conversation of 2 KB messages is within 1.2
+// times what it carries after turn 10.
+func TestCarriedStateStaysFlat(t *testing.T) {
+	early, late, err := carriedBytes(context.Background(), 10, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("carried_bytes_turn10 %d, carried_bytes_turn2000 %d (%.2f×)", early, late, float64(late)/float64(early))
+	if early <= 0 || float64(late) > 1.2*float64(early) {
+		t.Fatalf("carried %d bytes after turn 2000 against %d after turn 10", late, early)
+	}
 }

@@ -40,7 +40,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.WorkerCacheSize, "worker-cache", 0, "sticky workflow cache size of the workers (default 256, as wop worker)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
-	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, throughput, history, idle)")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, throughput, history, idle, carried)")
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -55,8 +55,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !slices.Contains([]string{"latency", "throughput", "history", "idle"}, w) {
-				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, throughput, history, idle)\n", w)
+			if !slices.Contains([]string{"latency", "throughput", "history", "idle", "carried"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, throughput, history, idle, carried)\n", w)
 				return 2
 			}
 			o.Only = append(o.Only, w)

@@ -344,6 +344,9 @@ func (b *bench) table(r *Result) {
 		safeDiv(float64(r.HistoryBytesTurn200), float64(r.HistoryBytesTurn5)), o.HistoryEarlyTurn, mark(float64(r.HistoryBytesTurn200) <= 1.2*float64(r.HistoryBytesTurn5)))
 	fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
 		mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
+	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
+	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,
+		safeDiv(float64(r.CarriedBytesTurn2000), float64(r.CarriedBytesTurn10)), o.CarriedEarlyTurn, mark(float64(r.CarriedBytesTurn2000) <= 1.2*float64(r.CarriedBytesTurn10)))
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)

@@ -6,7 +6,18 @@ set -eu
 
 NS="${TEMPORAL_NAMESPACE:-default}"
 ADDR="${TEMPORAL_ADDRESS:-temporal:7233}"
-SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopPackState WopWaitingOn"
+SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopPackState WopWaitingOn WopWaitingKind WopCreatedAt:Datetime"
+
+# With mutual TLS (deploy/compose.temporal-mtls.yml) the CLI presents the client
+# certificate the worker and the API use.
+temporal() {
+  if [ -n "${TEMPORAL_TLS_CERT:-}" ]; then
+    command temporal "$@" --tls-cert-path "$TEMPORAL_TLS_CERT" --tls-key-path "$TEMPORAL_TLS_KEY" \
+      --tls-ca-path "$TEMPORAL_TLS_CA" --tls-server-name "${TEMPORAL_TLS_SERVER_NAME:-temporal}"
+  else
+    command temporal "$@"
+  fi
+}
 
 echo "Waiting for Temporal at $ADDR..."
 i=0
@@ -21,13 +32,17 @@ if ! temporal operator namespace describe --address "$ADDR" -n "$NS" >/dev/null 
   echo "Created namespace $NS"
 fi
 
+# Each entry is NAME or NAME:TYPE (Keyword when no type is given).
 existing="$(temporal operator search-attribute list --address "$ADDR" -n "$NS")"
-for sa in $SEARCH_ATTRIBUTES; do
+for entry in $SEARCH_ATTRIBUTES; do
+  sa="${entry%%:*}"
+  type=Keyword
+  [ "$sa" != "$entry" ] && type="${entry#*:}"
   if printf '%s\n' "$existing" | grep -qw "$sa"; then
     echo "Search attribute $sa exists"
   else
-    temporal operator search-attribute create --address "$ADDR" -n "$NS" --name "$sa" --type Keyword
-    echo "Registered search attribute $sa"
+    temporal operator search-attribute create --address "$ADDR" -n "$NS" --name "$sa" --type "$type"
+    echo "Registered search attribute $sa ($type)"
   fi
 done
 echo "Namespace $NS is ready"

@@ -76,6 +76,14 @@ const (
 	DefaultMaxToolCallsPerTurn = 10
 	// HistoryCap is the number of transitions State.History keeps.
 	HistoryCap = 1000
+	// HistoryArtifactSnapshots is the number of the newest State.History entries that
+	// keep their artifact snapshot; older entries drop it, so the history stays small
+	// whatever the artifacts hold.
+	HistoryArtifactSnapshots = 8
+	// MaxArtifactBytes bounds the artifacts of a run, all values together: a
+	// workflow__set_artifact call that would exceed it gets an error result and changes
+	// nothing.
+	MaxArtifactBytes = 32 << 10
 )
 
 // ErrClosed is returned by Turn and Inject once the run has ended.
@@ -132,9 +140,17 @@ type State struct {
 	StartedAt   time.Time        `json:"started_at"`
 	UpdatedAt   time.Time        `json:"updated_at"`
 
-	// Transcript is the model-facing conversation, append-only.
-	Transcript []activities.Message `json:"transcript,omitempty"`
-	// ContextStart is the index of Transcript where the current state's context
+	// Transcript is the model-facing conversation, append-only, from message
+	// TranscriptBase on. A run carries only the messages of its latest round across
+	// continue-as-new (Checkpoint); the earlier ones stay with the execution that
+	// appended them and are read through the run's transcript query. States carried
+	// before the base existed hold the whole transcript (base 0).
+	Transcript     []activities.Message `json:"transcript,omitempty"`
+	TranscriptBase int                  `json:"transcript_base,omitempty"`
+	// TranscriptDigest is the digest of the whole transcript, messages [0, Len)
+	// (activities.ExtendTranscriptDigest), extended as messages are appended.
+	TranscriptDigest string `json:"transcript_digest,omitempty"`
+	// ContextStart is the index in the transcript where the current state's context
 	// starts; a transient state moves it forward on entry.
 	ContextStart int `json:"context_start"`
 }
@@ -219,6 +235,10 @@ func Resume(cfg Config, st State) (*Machine, error) {
 	if st.Artifacts == nil {
 		st.Artifacts = map[string]string{}
 	}
+	if st.TranscriptDigest == "" && st.TranscriptBase == 0 {
+		// A state carried before the digest was kept holds the whole transcript.
+		st.TranscriptDigest = activities.ExtendTranscriptDigest("", st.Transcript...)
+	}
 	return &Machine{cfg: cfg, st: &st}, nil
 }
 
@@ -255,6 +275,30 @@ func (m *Machine) State() State {
 	return st
 }
 
+// Counters returns a copy of the run state without its transcript and history: what
+// status reports need, at a cost that does not grow with the conversation.
+func (m *Machine) Counters() State {
+	st := *m.st
+	st.VisitCounts = copyMap(m.st.VisitCounts)
+	st.Artifacts = copyMap(m.st.Artifacts)
+	st.History = nil
+	st.Transcript = nil
+	return st
+}
+
+// Checkpoint returns the state to carry across continue-as-new. Its transcript is cut
+// to the messages since the latest model round (activities.TranscriptTail: what the
+// next round's TranscriptRef carries inline) or to none when those exceed the tail's
+// bounds; the execution that appended the others keeps answering for them.
+func (m *Machine) Checkpoint() State {
+	st := m.Counters()
+	st.History = append([]Transition(nil), m.st.History...)
+	tail := activities.TranscriptTail(m.st.Transcript)
+	st.Transcript = tail
+	st.TranscriptBase = m.TranscriptLen() - len(tail)
+	return st
+}
+
 // Status is the current run status.
 func (m *Machine) Status() string { return m.st.Status }
 
@@ -269,14 +313,44 @@ func (m *Machine) CurrentState() string { return m.st.CurrentState }
 func (m *Machine) Pack() *packs.Pack { return m.cfg.Pack }
 
 // TranscriptLen is the number of messages in the transcript.
-func (m *Machine) TranscriptLen() int { return len(m.st.Transcript) }
+func (m *Machine) TranscriptLen() int { return m.st.TranscriptBase + len(m.st.Transcript) }
 
-// Transcript returns messages [from, to) of the transcript, clamped to its bounds.
+// TranscriptBase is the index of the first message this machine holds; earlier ones
+// were appended by earlier executions of the run.
+func (m *Machine) TranscriptBase() int { return m.st.TranscriptBase }
+
+// Transcript returns messages [from, to) of the transcript, clamped to the messages
+// the machine holds, [TranscriptBase, TranscriptLen).
 func (m *Machine) Transcript(from, to int) []activities.Message {
-	n := len(m.st.Transcript)
-	from = max(0, min(from, n))
+	base, n := m.st.TranscriptBase, m.TranscriptLen()
+	from = max(base, min(from, n))
 	to = max(from, min(to, n))
-	return append([]activities.Message(nil), m.st.Transcript[from:to]...)
+	return append([]activities.Message(nil), m.st.Transcript[from-base:to-base]...)
+}
+
+// TranscriptPage returns the newest messages of [from, to) that the machine holds,
+// at most maxBytes of them (activities.MessageBytes) but at least one, and the index
+// of the first one returned.
+func (m *Machine) TranscriptPage(from, to, maxBytes int) ([]activities.Message, int) {
+	base, n := m.st.TranscriptBase, m.TranscriptLen()
+	from = max(base, min(from, n))
+	to = max(from, min(to, n))
+	start, size := to, 0
+	for start > from {
+		b := activities.MessageBytes(&m.st.Transcript[start-1-base])
+		if start < to && size+b > maxBytes {
+			break
+		}
+		size += b
+		start--
+	}
+	return append([]activities.Message(nil), m.st.Transcript[start-base:to-base]...), start
+}
+
+// appendMessage adds a message to the transcript and its digest.
+func (m *Machine) appendMessage(msg activities.Message) {
+	m.st.Transcript = append(m.st.Transcript, msg)
+	m.st.TranscriptDigest = activities.ExtendTranscriptDigest(m.st.TranscriptDigest, msg)
 }
 
 // Awaiting returns the external state the run waits in, or nil.
@@ -354,7 +428,7 @@ func (m *Machine) Turn(rt Runtime, userText string) (*TurnResult, error) {
 	}
 	m.st.Turns++
 	msg := activities.Message{Role: activities.RoleUser, Text: userText, State: m.st.CurrentState}
-	m.st.Transcript = append(m.st.Transcript, msg)
+	m.appendMessage(msg)
 	t := &turn{rt: rt, res: &TurnResult{}, trigger: &msg}
 	m.loop(t)
 	return m.finish(t), nil
@@ -387,7 +461,7 @@ func (m *Machine) Inject(rt Runtime, event, context string) (*TurnResult, error)
 		State: m.st.CurrentState,
 	}
 	m.st.Turns++
-	m.st.Transcript = append(m.st.Transcript, msg)
+	m.appendMessage(msg)
 	t.trigger = &msg
 	m.loop(t)
 	return m.finish(t), nil
@@ -464,7 +538,7 @@ func (m *Machine) loop(t *turn) {
 			}
 			calls[i] = c
 		}
-		m.st.Transcript = append(m.st.Transcript, activities.Message{
+		m.appendMessage(activities.Message{
 			Role: activities.RoleAssistant, Text: text, ToolCalls: calls, State: sname,
 		})
 		if text != "" {
@@ -529,7 +603,7 @@ func (m *Machine) copyTrigger(t *turn, target *packs.State) {
 	}
 	msg := *t.trigger
 	msg.State = m.st.CurrentState
-	m.st.Transcript = append(m.st.Transcript, msg)
+	m.appendMessage(msg)
 }
 
 // roundInput builds the ModelRoundInput of the next round in state s.
@@ -572,8 +646,8 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 		ToolChoice: choice,
 		Parameters: params,
 		Transcript: activities.TranscriptRef{
-			RunID: m.cfg.RunID, Key: m.cfg.NodeID, From: m.st.ContextStart, To: len(m.st.Transcript),
-			Tail: activities.TranscriptTail(m.st.Transcript), Digest: activities.TranscriptDigest(m.st.Transcript),
+			RunID: m.cfg.RunID, Key: m.cfg.NodeID, From: m.st.ContextStart, To: m.TranscriptLen(),
+			Tail: activities.TranscriptTail(m.st.Transcript), Digest: m.st.TranscriptDigest,
 		},
 		ModelOverrides: overrides,
 	}, nil
@@ -709,6 +783,9 @@ func (m *Machine) commit(t *turn, event, context string, extras map[string]any, 
 	if len(m.st.History) > HistoryCap {
 		m.st.History = append([]Transition(nil), m.st.History[len(m.st.History)-HistoryCap:]...)
 	}
+	if i := len(m.st.History) - 1 - HistoryArtifactSnapshots; i >= 0 {
+		m.st.History[i].Artifacts = nil
+	}
 	m.st.VisitCounts[final]++
 	m.st.TotalVisits++
 	m.st.Transitions++
@@ -716,7 +793,7 @@ func (m *Machine) commit(t *turn, event, context string, extras map[string]any, 
 	m.st.LastContext = context
 	m.st.UpdatedAt = now
 	if m.state().Persistence == "transient" {
-		m.st.ContextStart = len(m.st.Transcript)
+		m.st.ContextStart = m.TranscriptLen()
 	}
 	t.res.Transitions = append(t.res.Transitions, tr)
 	ev := &TransitionEvent{

@@ -745,3 +745,94 @@ func TestHybridAndExternalTerminal(t *testing.T) {
 		t.Errorf("external terminal = %+v after %d rounds", res, len(f2.rounds))
 	}
 }
+
+// TestCheckpointCarriesTheLatestRoundOnly: the state carried across continue-as-new
+// holds the messages since the latest round, not the transcript; the resumed machine
+// numbers messages on, keeps the digest, and pages from what it holds.
+func TestCheckpointCarriesTheLatestRoundOnly(t *testing.T) {
+	p := mustPack(t, examplePack(t, "user"))
+	f := newFake(t, exampleScript()[:2]...)
+	m := start(t, p, f)
+	mustTurn(t, m, f, "hi")
+	full := m.State()
+	if len(full.Transcript) < 4 || full.TranscriptDigest != activities.TranscriptDigest(full.Transcript) {
+		t.Fatalf("before: %d messages, digest %q", len(full.Transcript), full.TranscriptDigest)
+	}
+	cp := m.Checkpoint()
+	if want := activities.TranscriptTail(full.Transcript); !reflect.DeepEqual(cp.Transcript, want) || cp.TranscriptBase != len(full.Transcript)-len(want) {
+		t.Fatalf("checkpoint holds %d messages from %d, want the tail of %d", len(cp.Transcript), cp.TranscriptBase, len(want))
+	}
+	raw, _ := json.Marshal(cp)
+	var st State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := Resume(Config{RunID: "run-1", NodeID: "chat", Pack: p, Vars: map[string]any{"customer": "Ada"}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.TranscriptLen() != len(full.Transcript) || m2.TranscriptBase() != cp.TranscriptBase {
+		t.Fatalf("resumed: len %d base %d", m2.TranscriptLen(), m2.TranscriptBase())
+	}
+	f.m = m2
+	f.mu = append(f.mu, calls("", transition("ServeBalance", "b")), exampleScript()[3], exampleScript()[4])
+	mustTurn(t, m2, f, "go")
+	ref := f.rounds[2].In.Transcript
+	if ref.To != len(full.Transcript)+1 {
+		t.Fatalf("the next round's ref ends at %d, want %d", ref.To, len(full.Transcript)+1)
+	}
+	// The digest is the whole transcript's, as if nothing had been cut.
+	whole := append(append([]activities.Message(nil), full.Transcript...), activities.Message{Role: activities.RoleUser, Text: "go", State: "triage"})
+	if ref.Digest != activities.TranscriptDigest(whole) {
+		t.Fatal("the digest after continue-as-new differs from the uncut transcript's")
+	}
+	if ref.To-len(ref.Tail) < m2.TranscriptBase() || len(ref.Tail) == 0 {
+		t.Fatalf("the tail (%d messages) must lie within the held messages (from %d)", len(ref.Tail), m2.TranscriptBase())
+	}
+	msgs, start := m2.TranscriptPage(0, m2.TranscriptLen(), 1)
+	if len(msgs) != 1 || start != m2.TranscriptLen()-1 {
+		t.Fatalf("a one-byte page holds the newest message: %d from %d", len(msgs), start)
+	}
+	msgs, start = m2.TranscriptPage(0, m2.TranscriptLen(), 1<<20)
+	if start != m2.TranscriptBase() || len(msgs) != m2.TranscriptLen()-start {
+		t.Fatalf("a large page holds what the machine has: %d from %d", len(msgs), start)
+	}
+}
+
+// TestArtifactsAreBounded: a set_artifact that would push the artifacts past
+// MaxArtifactBytes gets an error result and changes nothing; only the newest history
+// entries keep artifact snapshots.
+func TestArtifactsAreBounded(t *testing.T) {
+	p := simplePack(t, "s", `{
+		"s":{"prompt_task":"s","on_event":{"Again":"s"},"artifacts":{"notes":{"type":"text/plain","mode":"append"}}}}`, "",
+		prompt("s", "Notes.", ""))
+	half := strings.Repeat("n", MaxArtifactBytes/2+1)
+	var rounds []*activities.ModelRoundResult
+	rounds = append(rounds,
+		calls("", call(ToolSetArtifact, `{"name":"notes","value":"`+half+`"}`)),
+		calls("", call(ToolSetArtifact, `{"name":"notes","value":"`+half+`"}`)),
+		text("done"))
+	for i := 0; i < HistoryArtifactSnapshots+3; i++ {
+		rounds = append(rounds, calls("", transition("Again", "x")), text("again"))
+	}
+	f := newFake(t, rounds...)
+	m := start(t, p, f)
+	mustTurn(t, m, f, "go")
+	st := m.State()
+	if len(st.Artifacts["notes"]) != len(half) {
+		t.Fatalf("notes hold %d bytes, want %d (the second append refused)", len(st.Artifacts["notes"]), len(half))
+	}
+	refused := st.Transcript[4]
+	if !refused.IsError || !strings.Contains(refused.Text, "at most 32768 bytes") {
+		t.Fatalf("refused set_artifact result: %+v", refused)
+	}
+	for i := 0; i < HistoryArtifactSnapshots+3; i++ {
+		mustTurn(t, m, f, "again")
+	}
+	h := m.State().History
+	for i, tr := range h {
+		if keep := i >= len(h)-HistoryArtifactSnapshots; keep != (tr.Artifacts != nil) {
+			t.Fatalf("history entry %d of %d: artifacts %v", i, len(h), tr.Artifacts != nil)
+		}
+	}
+}

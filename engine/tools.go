@@ -192,7 +192,7 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		if len(content) == 0 {
 			content = json.RawMessage(`null`)
 		}
-		m.st.Transcript = append(m.st.Transcript, activities.Message{
+		m.appendMessage(activities.Message{
 			Role: activities.RoleTool, Text: string(content), ToolCallID: c.ID, Name: c.Name, IsError: r.IsError, State: sname,
 		})
 		t.rt.Emit(Event{Kind: EventToolResult, State: sname, ToolResult: &ToolResultEvent{
@@ -249,12 +249,24 @@ func (m *Machine) setArtifact(c activities.ToolCall) *activities.ToolCallResult 
 	if args.Name == "" || decl == nil {
 		return errorResult("unknown artifact %q; declared artifacts: %s", args.Name, joinEvents(names))
 	}
+	value := args.Value
 	if decl.ArtifactMode() == "append" {
-		m.st.Artifacts[args.Name] += args.Value
-	} else {
-		m.st.Artifacts[args.Name] = args.Value
+		value = m.st.Artifacts[args.Name] + args.Value
 	}
+	if total := artifactBytes(m.st.Artifacts) - len(m.st.Artifacts[args.Name]) + len(value); total > MaxArtifactBytes {
+		return errorResult("artifact %q was not set: the artifacts would hold %d bytes, and a run's artifacts hold at most %d bytes in all", args.Name, total, MaxArtifactBytes)
+	}
+	m.st.Artifacts[args.Name] = value
 	return jsonResult(map[string]string{"status": "artifact_set", "artifact": args.Name})
+}
+
+// artifactBytes is the size of the artifacts' values together.
+func artifactBytes(arts map[string]string) int {
+	n := 0
+	for _, v := range arts {
+		n += len(v)
+	}
+	return n
 }
 
 // joinEvents lists names for an error message.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wop-dev/wop/workflows"
@@ -35,6 +36,7 @@ type composeService struct {
 	} `yaml:"healthcheck"`
 	Restart string   `yaml:"restart"`
 	Volumes []string `yaml:"volumes"`
+	Ports   []string `yaml:"ports"`
 }
 
 type composeDepends struct {
@@ -43,10 +45,15 @@ type composeDepends struct {
 
 func loadCompose(t *testing.T) composeFile {
 	t.Helper()
-	raw, err := os.ReadFile("../docker-compose.yml")
+	return loadComposeFile(t, "../docker-compose.yml")
+}
+
+func loadComposeFile(t *testing.T, path string) composeFile {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var f composeFile
-	require.NoError(t, yaml.Unmarshal(raw, &f), "docker-compose.yml must be valid YAML with the expected shapes")
+	require.NoError(t, yaml.Unmarshal(raw, &f), "%s must be valid YAML with the expected shapes", path)
 	return f
 }
 
@@ -150,10 +157,23 @@ func TestComposeBootstrapRegistersTheSearchAttributes(t *testing.T) {
 	require.NoError(t, err)
 	m := regexp.MustCompile(`SEARCH_ATTRIBUTES="([^"]*)"`).FindSubmatch(raw)
 	require.NotNil(t, m, "script declares SEARCH_ATTRIBUTES")
-	got := strings.Fields(string(m[1]))
+	// Entries are NAME or NAME:TYPE, Keyword by default, as the CLI spells the types.
+	var got []string
+	for _, entry := range strings.Fields(string(m[1])) {
+		name, typ, ok := strings.Cut(entry, ":")
+		if !ok {
+			typ = "Keyword"
+		}
+		got = append(got, name+":"+typ)
+	}
+	cliType := map[enumspb.IndexedValueType]string{
+		enumspb.INDEXED_VALUE_TYPE_KEYWORD:  "Keyword",
+		enumspb.INDEXED_VALUE_TYPE_DATETIME: "Datetime",
+	}
 	want := make([]string, 0, len(workflows.SearchAttributes))
-	for name := range workflows.SearchAttributes {
-		want = append(want, name)
+	for name, typ := range workflows.SearchAttributes {
+		require.Contains(t, cliType, typ, "search attribute %s has a type the script cannot name yet", name)
+		want = append(want, name+":"+cliType[typ])
 	}
 	slices.Sort(got)
 	slices.Sort(want)
@@ -166,5 +186,116 @@ func TestComposeBootstrapRegistersTheSearchAttributes(t *testing.T) {
 				assert.NoError(t, err, "mounted file %s exists", host)
 			}
 		}
+	}
+}
+
+// interpolate resolves ${VAR:-default}, ${VAR-default} and ${VAR} as compose does when
+// VAR is unset: what the file means without any variable set.
+func interpolate(s string) string {
+	return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:?[-?]([^}]*))?\}`).ReplaceAllStringFunc(s, func(m string) string {
+		parts := regexp.MustCompile(`^\$\{[A-Za-z_][A-Za-z0-9_]*(:?-([^}]*))?`).FindStringSubmatch(m)
+		if parts != nil && parts[1] != "" {
+			return parts[2]
+		}
+		return ""
+	})
+}
+
+// TestComposePublishesOnLoopbackOnly: without any variable set, every published port
+// is bound to 127.0.0.1, Temporal's frontend is not published at all, and the UI
+// cannot change runs; each binding is a variable the operator can open up.
+func TestComposePublishesOnLoopbackOnly(t *testing.T) {
+	f := loadCompose(t)
+	assert.Empty(t, f.Services["temporal"].Ports, "Temporal's frontend is not published by default")
+	published := map[string]string{}
+	for name, s := range f.Services {
+		for _, p := range s.Ports {
+			// Short syntax HOST_IP:HOST_PORT:CONTAINER_PORT, the host address a *_BIND
+			// variable defaulting to loopback; a port without a host address would bind
+			// every interface.
+			m := regexp.MustCompile(`^\$\{[A-Z_]+_BIND:-127\.0\.0\.1\}:([0-9]+):[0-9]+$`).FindStringSubmatch(p)
+			require.NotNil(t, m, "service %s publishes %q; bind it with ${<NAME>_BIND:-127.0.0.1}:", name, p)
+			assert.True(t, strings.HasPrefix(interpolate(p), "127.0.0.1:"), interpolate(p))
+			published[name] = m[1]
+		}
+	}
+	assert.Equal(t, map[string]string{"api": "8080", "temporal-ui": "8233"}, published)
+	assert.Equal(t, "true", interpolate(f.Services["temporal-ui"].Environment["TEMPORAL_DISABLE_WRITE_ACTIONS"]),
+		"the UI cannot signal, cancel or terminate runs by default")
+
+	// Opening Temporal's port is an explicit override, on loopback too.
+	pub := loadComposeFile(t, "../deploy/compose.publish-temporal.yml")
+	require.Len(t, pub.Services["temporal"].Ports, 1)
+	assert.Equal(t, "127.0.0.1:7233:7233", interpolate(pub.Services["temporal"].Ports[0]))
+}
+
+// TestComposeImagesMatchTheEmbeddedServer keeps the Temporal server, admin tools and UI
+// images at the versions `wop dev` embeds (go.mod).
+func TestComposeImagesMatchTheEmbeddedServer(t *testing.T) {
+	mod, err := os.ReadFile("../go.mod")
+	require.NoError(t, err)
+	version := func(module string) string {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(module) + ` v([0-9.]+)\s*$`).FindSubmatch(mod)
+		require.NotNil(t, m, "go.mod requires %s", module)
+		return string(m[1])
+	}
+	f := loadCompose(t)
+	server, ui := version("go.temporal.io/server"), version("github.com/temporalio/ui-server/v2")
+	assert.Equal(t, "temporalio/server:"+server, f.Services["temporal"].Image)
+	assert.Equal(t, "temporalio/admin-tools:"+server, f.Services["temporal-schema"].Image)
+	assert.Equal(t, "temporalio/admin-tools:"+server, f.Services["temporal-namespace"].Image)
+	assert.Equal(t, "temporalio/ui:"+ui, f.Services["temporal-ui"].Image)
+}
+
+// TestComposeWorkerGetsProviderAndTelemetrySettings: the worker receives every provider
+// variable the worker reads (keys and base URLs); the API none of the provider keys.
+func TestComposeWorkerGetsProviderAndTelemetrySettings(t *testing.T) {
+	f := loadCompose(t)
+	w, a := f.Services["worker"].Environment, f.Services["api"].Environment
+	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+		"WOP_OPENAI_COMPATIBLE_BASE_URL", "WOP_OPENAI_COMPATIBLE_API_KEY", "WOP_MODEL_PROVIDER", "WOP_MODEL"} {
+		assert.Contains(t, w, v, "worker")
+		assert.NotContains(t, a, v, "api")
+	}
+	for _, env := range []map[string]string{w, a} {
+		assert.Contains(t, env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	assert.NotEmpty(t, f.Services["worker"].Healthcheck.Test)
+	assert.Contains(t, strings.Join(f.Services["worker"].Healthcheck.Test, " "), strings.TrimPrefix(interpolate(w["WOP_WORKER_HEALTH_ADDR"]), "0.0.0.0"),
+		"the worker's health check asks the address it serves")
+}
+
+// TestComposeOverridesFitTheFile checks the keys and mutual-TLS overrides: they name
+// services of the compose file, the keys file is mounted as a folder where
+// WOP_KEYS_FILE points, and every Temporal client gets the same certificate settings.
+func TestComposeOverridesFitTheFile(t *testing.T) {
+	base := loadCompose(t)
+	keys := loadComposeFile(t, "../deploy/compose.keys.yml")
+	api := keys.Services["api"]
+	require.Len(t, api.Volumes, 1)
+	parts := strings.Split(interpolate(api.Volumes[0]), ":")
+	require.Len(t, parts, 3)
+	assert.Equal(t, "ro", parts[2])
+	assert.True(t, strings.HasPrefix(api.Environment["WOP_KEYS_FILE"], parts[1]+"/"), "WOP_KEYS_FILE lies in the mounted folder")
+
+	mtls := loadComposeFile(t, "../deploy/compose.temporal-mtls.yml")
+	server := mtls.Services["temporal"].Environment
+	assert.Equal(t, "true", server["TEMPORAL_TLS_REQUIRE_CLIENT_AUTH"])
+	for _, v := range []string{"TEMPORAL_TLS_SERVER_CERT", "TEMPORAL_TLS_SERVER_KEY", "TEMPORAL_TLS_SERVER_CA_CERT",
+		"TEMPORAL_TLS_FRONTEND_CERT", "TEMPORAL_TLS_FRONTEND_KEY", "TEMPORAL_TLS_CLIENT1_CA_CERT"} {
+		assert.True(t, strings.HasPrefix(server[v], "/certs/"), "%s = %q", v, server[v])
+	}
+	for name, s := range mtls.Services {
+		assert.Contains(t, base.Services, name, "the override names a service of docker-compose.yml")
+		assert.Contains(t, s.Volumes, "${TEMPORAL_CERTS_DIR:-./deploy/certs}:/certs:ro", name)
+		if name == "temporal" {
+			continue
+		}
+		for _, v := range []string{"TEMPORAL_TLS_CA", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_SERVER_NAME"} {
+			assert.NotEmpty(t, s.Environment[v], "%s: %s", name, v)
+		}
+	}
+	for _, app := range []string{"worker", "api", "temporal-ui", "temporal-namespace"} {
+		assert.Contains(t, mtls.Services, app, "every client of Temporal presents a certificate")
 	}
 }

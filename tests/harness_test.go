@@ -87,6 +87,9 @@ type stackOptions struct {
 	DataDir string
 	// Key is the API key; empty generates one.
 	Key string
+	// Tweak, when set, changes the stack's options before it starts (its own packs,
+	// lower Temporal limits, API limits).
+	Tweak func(*stack.Options)
 	// ForgivingMock lets the scripted mock answer off-script rounds (as wop dev does)
 	// instead of failing them.
 	ForgivingMock bool
@@ -121,6 +124,9 @@ func startPrivateStack(t *testing.T, o stackOptions) *apiClient {
 	}
 	if o.Logger != nil {
 		opts.Logger, opts.Worker.Logger = o.Logger, o.Logger
+	}
+	if o.Tweak != nil {
+		o.Tweak(&opts)
 	}
 	st, err := stack.Start(ctx, opts)
 	if err != nil {

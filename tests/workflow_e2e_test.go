@@ -76,11 +76,41 @@ func wfSnapshot(t *testing.T, s *stack.Stack, runID string) workflows.Snapshot {
 	return snap
 }
 
+// wfEvents reads the run's whole log with EventsQuery, as a reader of a run that
+// continued as new does: a cursor before the current execution's events is answered
+// by the earlier execution that holds it (queried by its run id), page by page.
 func wfEvents(t *testing.T, s *stack.Stack, runID string) []workflows.Event {
 	t.Helper()
-	var p workflows.EventsPage
-	wfQuery(t, s, runID, workflows.EventsQuery, &p, workflows.EventsRequest{After: -1})
-	return p.Events
+	page := func(exec string, after int64) workflows.EventsPage {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		v, err := s.Client().QueryWorkflow(ctx, runID, exec, workflows.EventsQuery, workflows.EventsRequest{After: after})
+		require.NoError(t, err)
+		var p workflows.EventsPage
+		require.NoError(t, v.Get(&p))
+		return p
+	}
+	out := []workflows.Event{}
+	after := int64(-1)
+	for {
+		p := page("", after)
+		for len(p.Events) == 0 && after+1 < p.FirstSequence {
+			require.NotEmpty(t, p.Earlier, "execution from %d names no earlier one", p.FirstSequence)
+			exec := p.Earlier[len(p.Earlier)-1].RunID
+			for _, sg := range p.Earlier {
+				if sg.FirstSequence <= after+1 {
+					exec = sg.RunID
+					break
+				}
+			}
+			p = page(exec, after)
+		}
+		out = append(out, p.Events...)
+		if len(p.Events) == 0 {
+			return out
+		}
+		after = p.Events[len(p.Events)-1].Sequence
+	}
 }
 
 func wfTypes(evs []workflows.Event) []string {
@@ -223,7 +253,9 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	require.Equal(t, "gate", w.CurrentNodeID)
 	desc, err := s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
 	require.NoError(t, err)
-	require.Contains(t, string(desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["WopWaitingOn"].GetData()), "approval:gate")
+	waiting := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Contains(t, string(waiting["WopWaitingOn"].GetData()), "approval:gate")
+	require.Contains(t, string(waiting["WopWaitingKind"].GetData()), `"approval"`)
 	bad := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r0", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"maybe"}`)})
 	require.Equal(t, 400, bad.Status)
 	nf := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r1", NodeID: "nope", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
@@ -231,6 +263,14 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	ok := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r2", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_e2e"})
 	require.True(t, ok.OK)
 	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
+	// A closed run waits on nothing: both waiting attributes are cleared, so
+	// `WopWaitingOn IS NOT NULL` does not find it.
+	desc, err = s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
+	require.NoError(t, err)
+	closed := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+	require.Empty(t, closed["WopWaitingOn"].GetData(), "WopWaitingOn is cleared on close")
+	require.Empty(t, closed["WopWaitingKind"].GetData(), "WopWaitingKind is cleared on close")
+	require.Contains(t, string(closed["WopStatus"].GetData()), workflows.StatusCompleted)
 	wfRecord(t, s, run, "conformance-approval")
 }
 
@@ -305,4 +345,34 @@ func TestWorkflowE2EParentChildCancel(t *testing.T) {
 	wfQuery(t, s, childID, workflows.ValidateResolveQuery, &check, workflows.ResolveRequest{NodeID: "child-gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
 	require.Equal(t, 410, check.Status)
 	wfRecord(t, s, run, "conformance-interrupt-parent-child-cancel")
+}
+
+// TestWorkflowE2EPackContinueAsNew drives the support pack through a continue-as-new
+// between its two user turns: the second execution restores the engine from the
+// carried state and its model rounds read the transcript the first one wrote. Its
+// histories are the corpus's pack run that continued as new.
+func TestWorkflowE2EPackContinueAsNew(t *testing.T) {
+	c := startStack(t)
+	s := c.Stack
+	id := "e2e-pack-can-" + randomHex(4)
+	run := wfStart(t, s, id, "support", `{"message":"Hi, I have a question about my account."}`, func(in *workflows.RunInput) {
+		in.ContinueAsNewAfterEvents = 4
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		desc, err := s.Client().DescribeWorkflowExecution(context.Background(), id, "")
+		if assert.NoError(c, err) {
+			assert.NotEqual(c, run.GetFirstExecutionRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the run continued as new after its first turn")
+		}
+	}, 15*time.Second, 50*time.Millisecond)
+	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	c1 := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "idem-m1", NodeID: packNode, ResumeValue: json.RawMessage(`{"text":"It's ACC-12345. What's my balance?"}`), ReceivedAtMs: 1000})
+	require.True(t, c1.OK, c1.Message)
+	snap := wfResult(t, run)
+	require.Equal(t, workflows.StatusCompleted, snap.Status, "error: %+v", snap.Error)
+	require.Equal(t, 6, snap.Pack.ModelRounds)
+	evs := wfEvents(t, s, id)
+	for i, e := range evs {
+		require.Equal(t, int64(i), e.Sequence)
+	}
+	wfRecord(t, s, run, "pack-support-continued")
 }

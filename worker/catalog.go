@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -56,10 +58,49 @@ func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool, limits workflows.Tur
 // workflows.SearchAttributes it lacks. A run whose workflow sets an unregistered search
 // attribute fails every workflow task, so a worker can check this before it polls.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
-	ops := c.OperatorService()
-	have, err := ops.ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	missing, err := missingSearchAttributes(ctx, c, ns)
 	if err != nil {
-		return fmt.Errorf("list search attributes of namespace %q: %w", ns, err)
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: ns, SearchAttributes: missing,
+	}); err != nil {
+		return fmt.Errorf("register search attributes on namespace %q: %w", ns, err)
+	}
+	return nil
+}
+
+// CheckSearchAttributes fails when namespace ns lacks one of workflows.SearchAttributes,
+// naming them and how to register them: a worker that polled anyway would fail every
+// workflow task of every run that sets one. When the namespace's attributes cannot be
+// listed (no operator rights, as on some hosted namespaces), it reports that as
+// unknown and returns nil; the caller may warn.
+func CheckSearchAttributes(ctx context.Context, c client.Client, ns string) (checked bool, err error) {
+	missing, err := missingSearchAttributes(ctx, c, ns)
+	if err != nil {
+		return false, nil
+	}
+	if len(missing) == 0 {
+		return true, nil
+	}
+	names := make([]string, 0, len(missing))
+	for name := range missing {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return true, fmt.Errorf("namespace %q lacks the search attributes %s; register them with `wop worker --ensure-search-attributes` or deploy/temporal-namespace.sh before the worker polls",
+		ns, strings.Join(names, ", "))
+}
+
+// missingSearchAttributes lists the search attributes of workflows.SearchAttributes that
+// namespace ns has not registered, with their types.
+func missingSearchAttributes(ctx context.Context, c client.Client, ns string) (map[string]enumspb.IndexedValueType, error) {
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes of namespace %q: %w", ns, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	for name, typ := range workflows.SearchAttributes {
@@ -67,13 +108,5 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 			missing[name] = typ
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	if _, err := ops.AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
-		Namespace: ns, SearchAttributes: missing,
-	}); err != nil {
-		return fmt.Errorf("register search attributes on namespace %q: %w", ns, err)
-	}
-	return nil
+	return missing, nil
 }

@@ -64,8 +64,12 @@ type Config struct {
 	// MCP environments). Nil means os.Getenv; ConfigFromEnv sets the getenv it was given.
 	Getenv func(string) string `json:"-"`
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
-	// (for container health checks; the worker has no other port).
+	// (for container health checks; the worker has no other port), and GET /metrics
+	// when Metrics is set.
 	HealthAddr string
+	// Metrics serves the process's Prometheus metrics (internal/telemetry) at /metrics
+	// on HealthAddr.
+	Metrics http.Handler `json:"-"`
 	// Logger receives the worker's own logs. Nil discards them. It is not read from
 	// the environment.
 	Logger *slog.Logger `json:"-"`
@@ -161,7 +165,7 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_WORKFLOW_POLLERS      long polls for workflow tasks (default 8, 0 = SDK default)
 //	WOP_WORKER_SHUTDOWN_TIMEOUT      wait for running activities on stop (default 10s)
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
-//	WOP_WORKER_HEALTH_ADDR           serve GET /healthz there while running (default off)
+//	WOP_WORKER_HEALTH_ADDR           serve GET /healthz and /metrics there while running (default off)
 //	WOP_MOCK_STRICT                  true: the scripted mock fails off-script rounds (default false)
 //	WOP_MOCK_CHUNK_DELAY             pause of the scripted mock before each streamed word (default 0)
 //	WOP_WORKER_STREAM_ADDR           serve the chunk endpoint there, e.g. :7244 (default off)
@@ -345,7 +349,7 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	logger.Info("Worker started", "taskQueue", workflows.TaskQueue, "packsDir", cfg.PacksDir, "packs", len(loaded))
 	var hs *http.Server
 	if health != nil {
-		hs = &http.Server{Handler: healthHandler(), ReadHeaderTimeout: 5 * time.Second}
+		hs = &http.Server{Handler: healthHandler(cfg.Metrics), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(health) }()
 	}
 	<-ctx.Done()
@@ -357,9 +361,13 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	return nil
 }
 
-// healthHandler answers GET /healthz with 200 while the worker runs.
-func healthHandler() http.Handler {
+// healthHandler answers GET /healthz with 200 while the worker runs, and serves
+// metrics at GET /metrics when it is not nil.
+func healthHandler(metrics http.Handler) http.Handler {
 	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}`))

@@ -31,9 +31,10 @@ const (
 
 // Query names.
 const (
-	SnapshotQuery   = "openwop.snapshot"         // () -> Snapshot
-	EventsQuery     = "openwop.events"           // (EventsRequest) -> EventsPage
-	TranscriptQuery = activities.TranscriptQuery // (activities.TranscriptRef) -> []activities.Message
+	SnapshotQuery       = "openwop.snapshot"             // () -> Snapshot
+	EventsQuery         = "openwop.events"               // (EventsRequest) -> EventsPage
+	TranscriptQuery     = activities.TranscriptQuery     // (activities.TranscriptRef) -> []activities.Message
+	TranscriptPageQuery = activities.TranscriptPageQuery // (activities.TranscriptPageRequest) -> activities.TranscriptPage
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
@@ -150,18 +151,27 @@ type Event struct {
 	EngineVersion string          `json:"engineVersion,omitempty"`
 }
 
-// EventsRequest asks for events with Sequence > After (After = -1 for all), at most Limit
-// (0 = no limit).
+// EventsRequest asks for events with Sequence > After (After = -1 for all): at most
+// Limit of them (0 = no limit) and at most MaxBytes (EventBytes; 0 =
+// DefaultEventsPageBytes, never more than MaxEventsPageBytes), but at least one.
 type EventsRequest struct {
-	After int64 `json:"after"`
-	Limit int   `json:"limit,omitempty"`
+	After    int64 `json:"after"`
+	Limit    int   `json:"limit,omitempty"`
+	MaxBytes int   `json:"maxBytes,omitempty"`
 }
 
-// EventsPage is the answer to EventsQuery.
+// EventsPage is the answer to EventsQuery from one execution of the run. An execution
+// holds the events from FirstSequence on; events before it are held by the earlier
+// executions in Earlier (newest first), which answer the same query on their run id.
 type EventsPage struct {
 	Events       []Event `json:"events"`
 	LastSequence int64   `json:"lastSequence"` // highest sequence in the log, -1 if empty
 	Terminal     bool    `json:"terminal"`     // the log holds the run's terminal event
+	// More is set when the page stopped at its bound with events left after it.
+	More bool `json:"more,omitempty"`
+	// FirstSequence is the first event this execution holds.
+	FirstSequence int64                `json:"firstSequence"`
+	Earlier       []activities.Segment `json:"earlier,omitempty"`
 	// Tenant owns the run, so a reader can check access with this one query.
 	Tenant string `json:"tenant,omitempty"`
 }
@@ -206,6 +216,10 @@ type Snapshot struct {
 	Tags         []string           `json:"tags,omitempty"`
 	Metadata     json.RawMessage    `json:"metadata,omitempty"`
 	Configurable json.RawMessage    `json:"configurable,omitempty"`
+	// Conversations describes each conversation of the run: how many turns it has and
+	// which of them Channels holds (the newest; older ones are read from the
+	// conversation.exchanged events).
+	Conversations []ConversationInfo `json:"conversations,omitempty"`
 	// Pack is the state of the run's PromptPack conversation, when it has one.
 	Pack         *PackStatus `json:"pack,omitempty"`
 	LastSequence int64       `json:"lastSequence"`
@@ -223,6 +237,19 @@ type TemporalClose struct {
 	Status   string `json:"status"`
 	Reason   string `json:"reason,omitempty"`
 	ClosedAt string `json:"closedAt"`
+}
+
+// ConversationInfo is one conversation in a Snapshot. Channels holds its turns from
+// turnIndex FirstTurnIndex to TurnCount-1 (at most the newest 20, and at most 256 KiB
+// of them but always the newest); the earlier ones are in the run's
+// conversation.exchanged events, whose payload carries the whole turn.
+type ConversationInfo struct {
+	ConversationID string `json:"conversationId"`
+	NodeID         string `json:"nodeId"`
+	Channel        string `json:"channel"`
+	TurnCount      int    `json:"turnCount"`
+	FirstTurnIndex int    `json:"firstTurnIndex"`
+	Closed         bool   `json:"closed"`
 }
 
 // PendingInterrupt describes an interrupt a run waits on.

@@ -6,12 +6,73 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
 )
 
-// carriedState is what a run carries across continue-as-new (RunInput.Carried): the
-// whole OpenWOP state, so readers never see the chain and the runId is unchanged.
+// A run continues as new between conversation turns (its runId, the workflow id, does
+// not change), and what it carries is bounded by design: only what the next execution
+// needs to decide, never the log, the turns or the transcript. The run's state is thus
+// spread over the chain of its executions:
+//
+//   - Each execution keeps in memory the events it emitted (sequences from
+//     carriedState.Base on), the newest turns of each conversation (recentTurns), and
+//     the transcript messages its model rounds appended (engine.State, from its
+//     TranscriptBase on). Its queries answer for those.
+//   - Earlier events and messages stay with the executions that emitted them: closed
+//     executions answer queries too (QueryWorkflow with their run id). Every answer
+//     that does not reach back far enough names the executions before this one
+//     (Segments: run id and sequence range, newest first, at most MaxSegmentLinks);
+//     a reader that needs an older one asks the oldest it knows, whose own answer
+//     names those before it. Temporal stays the only store.
+//   - Sets that would grow with every turn are windows: the request ids applied
+//     (appliedWindow, the newest 64, so a resolve repeated with its Idempotency-Key
+//     is recognised while fewer than 64 others came in between) and the interrupts
+//     resolved (resolvedWindow). Everything else carried is bounded by the definition
+//     (nodes, outputs, pending interrupts) or by the limits on inputs.
+//
+// Adding carried state: a field whose size grows with the run's length does not
+// belong here. Keep a count, a window (idWindow) or a bounded tail instead, and read
+// older values from the executions that hold them.
+
+// Bounds of the carried state.
+const (
+	// MaxSegmentLinks is how many earlier executions a run names in its state.
+	MaxSegmentLinks = 32
+	// appliedWindow and resolvedWindow size the id windows.
+	appliedWindow  = 64
+	resolvedWindow = 64
+	// maxCarriedInboxBytes bounds the queued resolves a run carries into its next
+	// execution; a larger queue is worked off first.
+	maxCarriedInboxBytes = 64 << 10
+	// maxCarriedBytes is the size at which a run fails rather than asks Temporal to
+	// continue it with a state Temporal would reject (its payload limit is 2 MB).
+	maxCarriedBytes = 1 << 20
+)
+
+// carriedShape is the shape of carriedState this code writes: 1 is the bounded state
+// described above. 0 is the earlier shape, which carried the whole log (Events), every
+// turn and the whole transcript; restore still reads it.
+const carriedShape = 1
+
+// boundedStateVersion is the workflow.GetVersion change id of the decisions the bounded
+// state brought: a run continues as new with resolves still queued (carrying them), it
+// fails rather than continue with a state over maxCarriedBytes, and it fails with
+// history_limit_exceeded rather than grow into Temporal's hard history limits (see
+// checkHistory). Executions that started before it keep the earlier decisions.
+const boundedStateVersion = "bounded-state"
+
+// carriedState is what a run carries across continue-as-new (RunInput.Carried).
 type carriedState struct {
-	Events        []Event                               `json:"events"`
+	Shape int `json:"shape,omitempty"`
+	// Events is the whole log in the earlier shape; nil in the bounded one, where Base
+	// is the sequence of the next event and the log lives in the executions (Segments).
+	Events      []Event              `json:"events,omitempty"`
+	Base        int64                `json:"base,omitempty"`
+	LastEventID string               `json:"lastEventId,omitempty"`
+	NodeEvents  map[string]string    `json:"nodeEvents,omitempty"` // newest eventId per node
+	Segments    []activities.Segment `json:"segments,omitempty"`
+
 	Status        string                                `json:"status"`
 	StartedAt     string                                `json:"startedAt"`
 	Nodes         []nodeRecord                          `json:"nodes"`
@@ -19,14 +80,16 @@ type carriedState struct {
 	Counts        map[string]int                        `json:"counts,omitempty"`
 	Pending       []carriedInterrupt                    `json:"pending,omitempty"`
 	ResolvedNodes []string                              `json:"resolvedNodes,omitempty"`
-	ResolvedIDs   []string                              `json:"resolvedIds,omitempty"`
-	Applied       []string                              `json:"applied,omitempty"`
+	ResolvedIDs   []string                              `json:"resolvedIds,omitempty"` // oldest first
+	Applied       []string                              `json:"applied,omitempty"`     // oldest first
 	Inbox         []ResolveRequest                      `json:"inbox,omitempty"`
 	Cancel        *CancelRequest                        `json:"cancel,omitempty"`
 	ChildRuns     []ChildRun                            `json:"childRuns,omitempty"`
-	Convs         []*conversation                       `json:"convs,omitempty"`
-	AgentStates   map[string]json.RawMessage            `json:"agentStates,omitempty"`
-	Generation    int                                   `json:"generation"`
+	// Convs hold each conversation's newest turns and its turn count (all its turns in
+	// the earlier shape).
+	Convs       []*conversation            `json:"convs,omitempty"`
+	AgentStates map[string]json.RawMessage `json:"agentStates,omitempty"`
+	Generation  int                        `json:"generation"`
 	// TriggerRules is the trigger-rules version the run started with (0: the earlier
 	// reading; states carried before the field existed are such runs).
 	TriggerRules int `json:"triggerRules,omitempty"`
@@ -51,18 +114,18 @@ func isContinueAsNew(err error) bool { return workflow.IsContinueAsNewError(err)
 // in this execution (a test knob).
 func (r *runner) maybeContinueAsNew() error {
 	info := workflow.GetInfo(r.ctx)
-	forced := r.in.ContinueAsNewAfterEvents > 0 && len(r.events)-r.eventsAtStart >= r.in.ContinueAsNewAfterEvents
+	forced := r.in.ContinueAsNewAfterEvents > 0 && r.nextSeq()-r.startSeq >= int64(r.in.ContinueAsNewAfterEvents)
 	if !info.GetContinueAsNewSuggested() && !forced {
 		return nil
 	}
-	if r.cancelReq != nil || len(r.inbox) > 0 {
+	if r.cancelReq != nil || !r.canCarryInbox() {
 		return nil // finish the queued work first; the next safe point will do
 	}
 	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
 		return r.cancelErr(err)
 	}
 	r.drainSignals()
-	if r.cancelReq != nil || len(r.inbox) > 0 {
+	if r.cancelReq != nil || !r.canCarryInbox() {
 		// Keep the drained work in this execution; it is processed before the next
 		// safe point.
 		return nil
@@ -71,17 +134,39 @@ func (r *runner) maybeContinueAsNew() error {
 	if err != nil {
 		return fmt.Errorf("prepare continue-as-new: %w", err)
 	}
+	if r.bounded && len(st) > maxCarriedBytes {
+		return failNode("state_too_large", "the run's state is %d bytes, more than the %d bytes it may carry into its next execution", len(st), maxCarriedBytes)
+	}
 	next := r.in
 	next.Carried = st
-	workflow.GetLogger(r.ctx).Info("Continuing the run as new", "runId", r.in.RunID, "events", len(r.events))
+	workflow.GetLogger(r.ctx).Info("Continuing the run as new", "runId", r.in.RunID, "nextSequence", r.nextSeq(), "carriedBytes", len(st))
 	return workflow.NewContinueAsNewError(r.ctx, RunWorkflowName, next)
+}
+
+// canCarryInbox reports whether the queued resolves may travel into the next
+// execution: none are queued, or (bounded state) they are small.
+func (r *runner) canCarryInbox() bool {
+	if len(r.inbox) == 0 {
+		return true
+	}
+	if !r.bounded {
+		return false
+	}
+	n := 0
+	for _, q := range r.inbox {
+		n += len(q.ResumeValue) + 256
+	}
+	return n <= maxCarriedInboxBytes
 }
 
 func (r *runner) carry() (json.RawMessage, error) {
 	st := carriedState{
-		Events: r.events, Status: r.status, StartedAt: formatTime(r.startedAt), Nodes: r.nodes,
+		Shape: carriedShape, Base: r.nextSeq(), LastEventID: r.lastID, NodeEvents: r.nodeLast,
+		Segments: r.segmentsWithThis(),
+		Status:   r.status, StartedAt: formatTime(r.startedAt), Nodes: r.nodes,
 		Outputs: r.outputs, Counts: r.counts, Inbox: r.inbox, Cancel: r.cancelReq,
 		ChildRuns: r.childRuns, Convs: r.convs, AgentStates: map[string]json.RawMessage{},
+		ResolvedNodes: sortedKeys(r.resolvedNodes), ResolvedIDs: r.resolvedIDs.list(), Applied: r.applied.list(),
 	}
 	if !r.legacyTriggerRules {
 		st.TriggerRules = 1
@@ -89,9 +174,6 @@ func (r *runner) carry() (json.RawMessage, error) {
 	if r.carried != nil {
 		st.Generation = r.carried.Generation + 1
 	}
-	st.ResolvedNodes = sortedKeys(r.resolvedNodes)
-	st.ResolvedIDs = sortedKeys(r.resolvedIDs)
-	st.Applied = sortedKeys(r.applied)
 	for _, it := range r.pending {
 		st.Pending = append(st.Pending, carriedInterrupt{
 			PendingInterrupt: it.PendingInterrupt, RequestedEvent: it.requestedEvent, SuspendedEvent: it.suspendedEvent,
@@ -112,15 +194,45 @@ func (r *runner) carry() (json.RawMessage, error) {
 	return b, nil
 }
 
-// restore rebuilds the runner from RunInput.Carried.
+// segmentsWithThis is the index of earlier executions the next execution carries:
+// this one first, then those this one knew of, at most MaxSegmentLinks.
+func (r *runner) segmentsWithThis() []activities.Segment {
+	this := activities.Segment{RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, FirstSequence: r.base, LastSequence: r.nextSeq() - 1}
+	out := append([]activities.Segment{this}, r.segments...)
+	if len(out) > MaxSegmentLinks {
+		out = out[:MaxSegmentLinks]
+	}
+	return out
+}
+
+// restore rebuilds the runner from RunInput.Carried, in either shape.
 func (r *runner) restore() error {
 	var st carriedState
 	if err := json.Unmarshal(r.in.Carried, &st); err != nil {
 		return fmt.Errorf("decode the carried state: %w", err)
 	}
 	r.carried = &st
-	r.events = st.Events
-	r.eventsAtStart = len(st.Events)
+	if st.Shape == 0 {
+		// The earlier shape carried the whole log: this execution holds it all.
+		r.events = st.Events
+		r.base = 0
+		if n := len(st.Events); n > 0 {
+			r.lastID = st.Events[n-1].EventID
+		}
+		for _, e := range st.Events {
+			if e.NodeID != "" {
+				r.nodeLast[e.NodeID] = e.EventID
+			}
+		}
+	} else {
+		r.base = st.Base
+		r.lastID = st.LastEventID
+		if st.NodeEvents != nil {
+			r.nodeLast = st.NodeEvents
+		}
+		r.segments = st.Segments
+	}
+	r.startSeq = r.nextSeq()
 	r.status = st.Status
 	if t, err := time.Parse(time.RFC3339Nano, st.StartedAt); err == nil {
 		r.startedAt = t
@@ -135,20 +247,14 @@ func (r *runner) restore() error {
 	for _, k := range st.ResolvedNodes {
 		r.resolvedNodes[k] = true
 	}
-	for _, k := range st.ResolvedIDs {
-		r.resolvedIDs[k] = true
-	}
-	for _, k := range st.Applied {
-		r.applied[k] = true
-	}
+	r.resolvedIDs.addAll(st.ResolvedIDs)
+	r.applied.addAll(st.Applied)
 	r.inbox = st.Inbox
 	r.cancelReq = st.Cancel
 	r.childRuns = st.ChildRuns
 	r.convs = st.Convs
 	for _, c := range r.convs {
-		if c.Turns == nil {
-			c.Turns = []Turn{}
-		}
+		c.restored(st.Shape)
 		c.r = r
 	}
 	for _, ci := range st.Pending {
@@ -169,6 +275,38 @@ func (r *runner) restore() error {
 		if rec.State == "running" {
 			r.currentNode = rec.NodeID
 		}
+	}
+	return nil
+}
+
+// historyFailFactor is how far past Temporal's continue-as-new suggestion an execution
+// may grow before checkHistory fails the run.
+const historyFailFactor = 8
+
+// checkHistory fails the run when this execution's history has grown to
+// historyFailFactor times its length or size at the point where Temporal first
+// suggested continuing as new: the run kept waiting somewhere it cannot continue as
+// new (an approval gate asked questions thousands of times, a conversation never free
+// of queued messages). With Temporal's defaults (a suggestion at 4,096 events or 4 MB)
+// that is 32,768 events or 32 MB, short of the 51,200 events and 50 MB at which
+// Temporal terminates a run without its terminal event. The run ends failed with
+// history_limit_exceeded and stays readable.
+func (r *runner) checkHistory() error {
+	if !r.bounded {
+		return nil
+	}
+	info := workflow.GetInfo(r.ctx)
+	if !info.GetContinueAsNewSuggested() {
+		return nil
+	}
+	n, size := info.GetCurrentHistoryLength(), info.GetCurrentHistorySize()
+	if r.suggestedAtLength == 0 {
+		r.suggestedAtLength, r.suggestedAtSize = max(n, 1), max(size, 1)
+		return nil
+	}
+	if n >= historyFailFactor*r.suggestedAtLength || size >= historyFailFactor*r.suggestedAtSize {
+		return failNode("history_limit_exceeded", "the run's Temporal history reached %d events and %d bytes without a point where it could continue as new (Temporal suggested it at %d events and %d bytes)",
+			n, size, r.suggestedAtLength, r.suggestedAtSize)
 	}
 	return nil
 }

@@ -180,6 +180,16 @@ func (c *Catalog) IDs() []string {
 	return ids
 }
 
+// PackIDs lists the ids of the packs served as workflows, sorted.
+func (c *Catalog) PackIDs() []string {
+	ids := make([]string, 0, len(c.packs))
+	for id := range c.packs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
 // Fixtures lists the seeded conformance fixture ids, sorted.
 func (c *Catalog) Fixtures() []string { return append([]string(nil), c.fixtures...) }
 

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -88,11 +90,14 @@ type InjectedEvent struct {
 //   - CheckInject validates an InjectedEvent without side effects (it serves the API's
 //     synchronous check; return an error for an unknown event). Inject applies it.
 //     Injected events reach the agent only while it has its own interrupt pending.
-//   - Transcript answers activities.TranscriptQuery for keys that start with the node
-//     id ("<nodeId>", "<nodeId>/…" or "<nodeId>:…").
+//   - TranscriptPage answers activities.TranscriptPageQuery for keys that start with
+//     the node id ("<nodeId>", "<nodeId>/…" or "<nodeId>:…") from the messages this
+//     execution holds (Base, Len and the newest messages of the range; the host adds
+//     the earlier executions).
 //   - Status fills Snapshot.Pack (nil when the agent is not a pack).
 //   - Save returns the agent's state for continue-as-new; the factory receives it back
-//     as saved (nil on a fresh start).
+//     as saved (nil on a fresh start). It must be bounded: no transcript or log that
+//     grows with the conversation (see carry.go).
 //
 // Optional: an agent that also implements turnObserver is shown every turn the host
 // re-folds from the source log on a fork replay (no Reply is called then), so it can
@@ -103,7 +108,7 @@ type conversationAgent interface {
 	Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error)
 	CheckInject(c *conversation, ev InjectedEvent) error
 	Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error)
-	Transcript(ref activities.TranscriptRef) ([]activities.Message, error)
+	TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error)
 	Status() *PackStatus
 	Save() (json.RawMessage, error)
 }
@@ -207,7 +212,9 @@ type closeRequest struct {
 // Host services an agent may use (methods on *conversation).
 // ---------------------------------------------------------------------------------
 
-// conversation is one RFC 0005 conversation of a node.
+// conversation is one RFC 0005 conversation of a node. It keeps its newest turns
+// (recentTurns, recentTurnBytes) and counts them all; every turn is in the run's
+// conversation.exchanged events.
 type conversation struct {
 	ID           string          `json:"id"`
 	NodeID       string          `json:"nodeId"`
@@ -216,13 +223,15 @@ type conversation struct {
 	Channel      string          `json:"channel"`
 	Participants []Participant   `json:"participants,omitempty"`
 	Schema       json.RawMessage `json:"schema,omitempty"`
-	Turns        []Turn          `json:"turns"`
-	Closed       bool            `json:"closed"`
-	Outcome      json.RawMessage `json:"outcome,omitempty"`
-	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
-	TimeoutCode  string          `json:"timeoutCode,omitempty"`
-	TimeoutText  string          `json:"timeoutText,omitempty"`
-	LastEventID  string          `json:"lastEventId,omitempty"`
+	// Turns are the newest turns, TurnCount-len(Turns) to TurnCount-1.
+	Turns       []Turn          `json:"turns"`
+	TurnCount   int             `json:"turnCount,omitempty"`
+	Closed      bool            `json:"closed"`
+	Outcome     json.RawMessage `json:"outcome,omitempty"`
+	TimeoutMs   int64           `json:"timeoutMs,omitempty"`
+	TimeoutCode string          `json:"timeoutCode,omitempty"`
+	TimeoutText string          `json:"timeoutText,omitempty"`
+	LastEventID string          `json:"lastEventId,omitempty"`
 
 	r       *runner
 	node    *Node
@@ -280,7 +289,49 @@ func (c *conversation) SourceEvents() []Event {
 }
 
 // NextTurnIndex is the index the next turn gets.
-func (c *conversation) NextTurnIndex() int { return len(c.Turns) }
+func (c *conversation) NextTurnIndex() int { return c.TurnCount }
+
+// The newest turns a conversation keeps (the snapshot's channel and the carried
+// state): at most recentTurns of them, and at most recentTurnBytes of content, but
+// always the newest one.
+const (
+	recentTurns     = 20
+	recentTurnBytes = 256 << 10
+)
+
+// appendTurn adds a turn to the conversation's newest turns and counts it.
+func (c *conversation) appendTurn(t Turn) {
+	c.Turns = append(c.Turns, t)
+	c.TurnCount++
+	c.trimTurns()
+}
+
+// trimTurns drops the oldest kept turns beyond the bounds.
+func (c *conversation) trimTurns() {
+	keep, size := 0, 0
+	for i := len(c.Turns) - 1; i >= 0; i-- {
+		size += len(c.Turns[i].Content) + len(c.Turns[i].MessageID) + 128
+		if keep > 0 && (keep >= recentTurns || size > recentTurnBytes) {
+			break
+		}
+		keep++
+	}
+	if keep < len(c.Turns) {
+		c.Turns = append([]Turn(nil), c.Turns[len(c.Turns)-keep:]...)
+	}
+}
+
+// restored completes a conversation decoded from a carried state: the earlier shape
+// (0) carried every turn and no count.
+func (c *conversation) restored(shape int) {
+	if c.Turns == nil {
+		c.Turns = []Turn{}
+	}
+	if shape == 0 {
+		c.TurnCount = len(c.Turns)
+		c.trimTurns()
+	}
+}
 
 // ---------------------------------------------------------------------------------
 // Host side.
@@ -292,10 +343,20 @@ func (c *conversation) messageID(index int, role string) string {
 	return fmt.Sprintf("%s:%d:%s", c.ID, index, role)
 }
 
+// hasMessage reports whether a turn with messageId id is recorded: one of the newest
+// turns, or an id of the host's form ("<conversationId>:<turnIndex>:<role>") naming an
+// index already taken. A client-chosen messageId of an older turn is not remembered.
 func (c *conversation) hasMessage(id string) bool {
 	for _, t := range c.Turns {
 		if t.MessageID == id {
 			return true
+		}
+	}
+	if rest, ok := strings.CutPrefix(id, c.ID+":"); ok {
+		if idx, role, ok := strings.Cut(rest, ":"); ok && (role == RoleUser || role == RoleAgent || role == RoleSystem) {
+			if n, err := strconv.Atoi(idx); err == nil && n >= 0 && n < c.TurnCount {
+				return true
+			}
 		}
 	}
 	return false
@@ -312,7 +373,8 @@ func (c *conversation) inRoster(id string) bool {
 
 // record appends a turn and its event.
 func (c *conversation) record(t Turn) {
-	c.Turns = append(c.Turns, t)
+	c.r.countTurn(c.Turns, t)
+	c.appendTurn(t)
 	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
 	}, c.LastEventID)
@@ -358,7 +420,7 @@ func (c *conversation) close(final Turn, outcome json.RawMessage, req ResolveReq
 	if len(outcome) == 0 {
 		outcome = json.RawMessage("null")
 	}
-	c.Turns = append(c.Turns, final)
+	c.appendTurn(final)
 	c.Closed = true
 	c.Outcome = outcome
 	c.LastEventID = c.r.emit(EvConversationClosed, c.NodeID, map[string]any{
@@ -549,8 +611,10 @@ func (r *runner) convOf(nodeID string) *conversation {
 	return nil
 }
 
-// channels folds every conversation's turns through the message reducer (idempotent
-// on messageId) into the channel each conversation writes (default "conversation").
+// channels folds the conversations' newest turns through the message reducer
+// (idempotent on messageId) into the channel each conversation writes (default
+// "conversation"). A long conversation's older turns are in its events; see
+// conversationInfos.
 func (r *runner) channels() map[string]json.RawMessage {
 	if len(r.convs) == 0 {
 		return nil
@@ -574,6 +638,16 @@ func (r *runner) channels() map[string]json.RawMessage {
 	out := make(map[string]json.RawMessage, len(names))
 	for _, n := range names {
 		out[n] = mustJSON(byName[n])
+	}
+	return out
+}
+
+// conversationInfos describes each conversation for the snapshot.
+func (r *runner) conversationInfos() []ConversationInfo {
+	var out []ConversationInfo
+	for _, c := range r.convs {
+		out = append(out, ConversationInfo{ConversationID: c.ID, NodeID: c.NodeID, Channel: c.Channel,
+			TurnCount: c.TurnCount, FirstTurnIndex: c.TurnCount - len(c.Turns), Closed: c.Closed})
 	}
 	return out
 }
@@ -679,7 +753,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 		content = mustJSON(map[string]string{"text": orDefault(op.InitialText, c.Title)})
 	}
 	t0 := Turn{MessageID: c.messageID(0, RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: RoleSystem, TurnIndex: 0}
-	c.Turns = append(c.Turns, t0)
+	c.appendTurn(t0)
 	opened := map[string]any{"conversationId": c.ID, "agentId": c.AgentID, "initialTurn": t0}
 	if len(c.Schema) > 0 {
 		opened["schema"] = c.Schema
@@ -696,6 +770,11 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			return nil, err
 		}
 		req, target, value, timedOut, err := r.nextResolve(c.NodeID)
+		var ne *nodeError
+		if errors.As(err, &ne) && ne.Code == "history_limit_exceeded" {
+			c.close(c.systemTurn("Conversation closed: "+ne.Message+"."), nil, ResolveRequest{ResolvedBy: "system"})
+			return nil, err
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -805,7 +884,7 @@ func (r *runner) finishClose(c *conversation, cl *closeRequest, req ResolveReque
 }
 
 func (r *runner) conversationOutputs(c *conversation) map[string]json.RawMessage {
-	return map[string]json.RawMessage{"conversationId": mustJSON(c.ID), "outcome": orJSON(c.Outcome, "null"), "turnCount": mustJSON(len(c.Turns))}
+	return map[string]json.RawMessage{"conversationId": mustJSON(c.ID), "outcome": orJSON(c.Outcome, "null"), "turnCount": mustJSON(c.TurnCount)}
 }
 
 // agentFailure turns an agent error into a node failure: an activity's application error

@@ -156,6 +156,7 @@ func TestContinueAsNewKeepsRunIDEventsAndTurns(t *testing.T) {
 	require.NotEmpty(t, next.Carried)
 
 	tr2 := newTestRun(t, next)
+	tr2.prev = tr
 	tr2.in.ContinueAsNewAfterEvents = 0
 	var mid Snapshot
 	var dup ResolveCheck

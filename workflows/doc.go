@@ -6,8 +6,10 @@
 //
 //   - Start: build the input with Catalog.NewRunInput, then ExecuteWorkflow with ID =
 //     runId, TaskQueue, and StaticSummary = RunSummary(in).
-//   - Read: SnapshotQuery → *Snapshot, EventsQuery(EventsRequest) → EventsPage. Both
-//     work on closed workflows; the workflow's result is its final Snapshot.
+//   - Read: SnapshotQuery → *Snapshot, EventsQuery(EventsRequest) → EventsPage (one
+//     page from the execution asked; a cursor before its FirstSequence is answered by
+//     the earlier executions in Earlier, queried by their run id). Both work on closed
+//     workflows; the workflow's result is its final Snapshot.
 //   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
 //     ResolveCheck (OK=false carries Status and Code: 404 interrupt_not_found, 400 or
 //     422 validation_error, 409 interrupt_already_resolved, 410 interrupt_cancelled);
@@ -34,9 +36,14 @@
 //     are "<runId>:<nodeId>:0", messageIds "<conversationId>:<turnIndex>:<role>".
 //   - Event ids are "evt-<runId>-<sequence>" (a hash replaces the runId when the id
 //     would exceed 128 characters); timestamps come from workflow.Now.
-//   - History stays flat: events, turns and transcripts live in workflow memory and
-//     are read through queries; a run continues as new between conversation turns
-//     when Temporal suggests it, carrying its whole state (runId unchanged).
+//   - History stays flat and state stays bounded: each execution keeps the events,
+//     newest turns and transcript messages it produced in memory and answers queries
+//     for them, closed executions included; a run continues as new between
+//     conversation turns when Temporal suggests it (runId unchanged), carrying counts,
+//     windows and links to its earlier executions, never the log. See carry.go.
+//   - Reads are paged by bytes: EventsQuery and TranscriptPageQuery answer for one
+//     execution and name the earlier ones; the Snapshot holds each conversation's
+//     newest 20 turns and their count (Conversations).
 //   - A fork replay (RunInput.Fork) re-folds recorded decisions and conversations;
 //     see fork.go.
 //   - RunInput.Limits are the host's per-turn limits of pack agent work, fixed at start.

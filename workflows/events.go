@@ -73,9 +73,11 @@ func mustJSON(v any) json.RawMessage {
 }
 
 // emit appends one event to the run's log and returns its eventId. It is the only
-// writer of the log: sequence = position, timestamp = workflow.Now.
+// writer of the log: sequence = position, timestamp = workflow.Now. This execution
+// keeps the events from r.base on; earlier ones are held by earlier executions (see
+// carry.go).
 func (r *runner) emit(typ, nodeID string, payload any, causation string) string {
-	seq := int64(len(r.events))
+	seq := r.nextSeq()
 	ev := Event{
 		EventID:     EventID(r.in.RunID, seq),
 		RunID:       r.in.RunID,
@@ -87,30 +89,53 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 		CausationID: causation,
 	}
 	r.events = append(r.events, ev)
+	r.lastID = ev.EventID
+	if nodeID != "" {
+		r.nodeLast[nodeID] = ev.EventID
+	}
 	return ev.EventID
 }
 
-// lastEventID returns the id of the newest event of type typ at nodeID ("" if none).
-func (r *runner) lastEventID(typ, nodeID string) string {
-	for i := len(r.events) - 1; i >= 0; i-- {
-		if r.events[i].Type == typ && (nodeID == "" || r.events[i].NodeID == nodeID) {
-			return r.events[i].EventID
-		}
-	}
-	return ""
+// nextSeq is the sequence of the next event (the log's length).
+func (r *runner) nextSeq() int64 { return r.base + int64(len(r.events)) }
+
+// Bounds of an EventsQuery page.
+const (
+	// DefaultEventsPageBytes bounds a page whose request names no bound.
+	DefaultEventsPageBytes = 1 << 20
+	// MaxEventsPageBytes bounds every page, whatever its request asks: within
+	// Temporal's 2 MB payload limit with room to spare.
+	MaxEventsPageBytes = 3 << 19
+)
+
+// EventBytes is the size an event counts for in a page: its payload, its strings and a
+// fixed overhead for the encoding.
+func EventBytes(e *Event) int {
+	return 128 + len(e.Payload) + len(e.EventID) + len(e.RunID) + len(e.NodeID) + len(e.Type) + len(e.Timestamp) + len(e.CausationID)
 }
 
-// eventsPage answers EventsQuery.
+// eventsPage answers EventsQuery from the events this execution holds. A cursor before
+// them gets no events, FirstSequence and the earlier executions to ask (Earlier).
 func (r *runner) eventsPage(req EventsRequest) EventsPage {
-	page := EventsPage{Events: []Event{}, LastSequence: int64(len(r.events)) - 1, Terminal: r.terminal, Tenant: r.in.Owner.Tenant}
-	start := req.After + 1
-	if start < 0 {
-		start = 0
+	page := EventsPage{Events: []Event{}, LastSequence: r.nextSeq() - 1, FirstSequence: r.base, Terminal: r.terminal, Tenant: r.in.Owner.Tenant}
+	start := max(req.After+1, 0)
+	if start < r.base {
+		page.Earlier = r.segments
+		return page
 	}
-	for i := start; i < int64(len(r.events)); i++ {
-		if req.Limit > 0 && len(page.Events) >= req.Limit {
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultEventsPageBytes
+	}
+	maxBytes = min(maxBytes, MaxEventsPageBytes)
+	size := 0
+	for i := start - r.base; i < int64(len(r.events)); i++ {
+		b := EventBytes(&r.events[i])
+		if len(page.Events) > 0 && (size+b > maxBytes || (req.Limit > 0 && len(page.Events) >= req.Limit)) {
+			page.More = true
 			break
 		}
+		size += b
 		page.Events = append(page.Events, r.events[i])
 	}
 	return page

@@ -126,7 +126,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 		Describe: "Replaying conversation " + c.ID + " from the source run."})
 	it.conv = c
 	c.it = it
-	c.Turns = append(c.Turns, opened.InitialTurn)
+	c.appendTurn(opened.InitialTurn)
 	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
 	c.refreshExchangeData()
 	obs, _ := agent.(turnObserver)
@@ -147,7 +147,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
 			}
-			c.Turns = append(c.Turns, p.Turn)
+			c.appendTurn(p.Turn)
 			last = p.Turn
 			c.LastEventID = r.emit(EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
 			c.refreshExchangeData()

@@ -96,9 +96,9 @@ func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (agen
 	return agentReply{Silent: true}, nil
 }
 
-// Transcript implements conversationAgent: the gate keeps no model transcript.
-func (g *gateAgent) Transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
-	return []activities.Message{}, nil
+// TranscriptPage implements conversationAgent: the gate keeps no model transcript.
+func (g *gateAgent) TranscriptPage(activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
+	return activities.TranscriptPage{Messages: []activities.Message{}}, nil
 }
 
 // Status implements conversationAgent.

@@ -16,6 +16,9 @@ type testRun struct {
 	t   *testing.T
 	env *testsuite.TestWorkflowEnvironment
 	in  RunInput
+	// prev is the execution this one continued (its environment still answers
+	// queries), so events reads the whole log as a reader of the run would.
+	prev *testRun
 }
 
 func newTestRun(t *testing.T, in RunInput) *testRun {
@@ -67,13 +70,47 @@ func (tr *testRun) snapshot() Snapshot {
 	return s
 }
 
-func (tr *testRun) events() []Event {
+// page asks this execution for one page of events.
+func (tr *testRun) page(req EventsRequest) EventsPage {
 	tr.t.Helper()
-	v, err := tr.env.QueryWorkflow(EventsQuery, EventsRequest{After: -1})
+	v, err := tr.env.QueryWorkflow(EventsQuery, req)
 	require.NoError(tr.t, err)
 	var p EventsPage
 	require.NoError(tr.t, v.Get(&p))
-	return p.Events
+	return p
+}
+
+// events reads the run's whole log: from the first execution of the chain to this
+// one, each answering for the events it holds, page by page.
+func (tr *testRun) events() []Event {
+	tr.t.Helper()
+	var chain []*testRun
+	for x := tr; x != nil; x = x.prev {
+		chain = append([]*testRun{x}, chain...)
+	}
+	out := []Event{}
+	after := int64(-1)
+	for i, x := range chain {
+		if i > 0 {
+			// A cursor before this execution's events: it names the execution before it.
+			p := x.page(EventsRequest{After: after - 1})
+			require.Empty(tr.t, p.Events)
+			require.Equal(tr.t, after+1, p.FirstSequence, "execution %d starts where the one before it ended", i)
+			require.NotEmpty(tr.t, p.Earlier, "execution %d names the executions before it", i)
+			require.Equal(tr.t, after, p.Earlier[0].LastSequence)
+		}
+		for {
+			p := x.page(EventsRequest{After: after})
+			out = append(out, p.Events...)
+			if len(p.Events) > 0 {
+				after = p.Events[len(p.Events)-1].Sequence
+			}
+			if !p.More {
+				break
+			}
+		}
+	}
+	return out
 }
 
 // finalSnapshot returns the snapshot a finished run returned, or closed with when it

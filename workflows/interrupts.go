@@ -137,7 +137,7 @@ func (r *runner) settle(it *interrupt) {
 			break
 		}
 	}
-	r.resolvedIDs[it.InterruptID] = true
+	r.resolvedIDs.add(it.InterruptID)
 	if !it.agent && it.conv == nil {
 		r.resolvedNodes[it.NodeID] = true
 	}
@@ -147,6 +147,11 @@ func (r *runner) settle(it *interrupt) {
 
 // emitResolved appends interrupt.resolved for it.
 func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawMessage) string {
+	if kind := WaitingKind(it.Kind); kind != WaitingConversation {
+		if at, err := time.Parse(time.RFC3339Nano, it.RequestedAt); err == nil {
+			r.recordHumanWait(kind, workflow.Now(r.ctx).Sub(at))
+		}
+	}
 	p := map[string]any{
 		"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value),
 		"resolvedAt": formatTime(workflow.Now(r.ctx)),
@@ -171,6 +176,9 @@ func (r *runner) emitResumed(it *interrupt, value json.RawMessage, cause string)
 // interrupt and the normalized value, or the interrupt that timed out.
 func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interrupt, value json.RawMessage, timedOut *interrupt, err error) {
 	for {
+		if err := r.checkHistory(); err != nil {
+			return req, nil, nil, nil, err
+		}
 		if r.forkIdx != nil {
 			if freq, ok := r.forkIdx.next(r, nodeID); ok {
 				r.inbox = append([]ResolveRequest{freq}, r.inbox...)
@@ -213,7 +221,7 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			continue
 		}
 		if req.RequestID != "" {
-			r.applied[req.RequestID] = true
+			r.applied.add(req.RequestID)
 		}
 		return req, res.target, res.value, nil, nil
 	}
@@ -248,7 +256,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		}
 		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, r.status)
 	}
-	if req.RequestID != "" && r.applied[req.RequestID] {
+	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
 	}
 	var cands []*interrupt
@@ -265,7 +273,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 			}
 		}
 		if found == nil {
-			if r.resolvedIDs[req.InterruptID] {
+			if r.resolvedIDs.has(req.InterruptID) {
 				return reject(http.StatusConflict, "interrupt_already_resolved", "interrupt %s was already resolved", req.InterruptID)
 			}
 			return reject(http.StatusNotFound, "interrupt_not_found", "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)

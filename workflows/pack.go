@@ -240,7 +240,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 			rep.Clear = c.agentIt != nil
 		}
 	case engine.StatusCompleted:
-		st := a.m.State()
+		st := a.m.Counters()
 		rep.Close = &closeRequest{
 			Outcome: mustJSON(map[string]any{
 				"pack": a.pack.ID, "finalState": res.State, "status": res.Status, "reply": res.Reply, "artifacts": orEmpty(st.Artifacts),
@@ -303,7 +303,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 
 // publish keeps the search attributes and the current details current.
 func (a *packAgent) publish(c *conversation) {
-	st := a.m.State()
+	st := a.m.Counters()
 	c.SetPackAttributes(a.pack.ID, st.CurrentState)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pack %s v%s in state **%s** (%s). Visits %d", a.pack.ID, a.pack.Version, st.CurrentState, st.Status, st.TotalVisits)
@@ -328,20 +328,23 @@ func (a *packAgent) budget() *packs.Budget {
 	return nil
 }
 
-// Transcript implements conversationAgent: model rounds read the engine's transcript.
-func (a *packAgent) Transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
-	if ref.Key != a.nodeID {
-		return nil, fmt.Errorf("pack node %q has no transcript %q", a.nodeID, ref.Key)
+// TranscriptPage implements conversationAgent: model rounds read the engine's
+// transcript, the messages this execution holds.
+func (a *packAgent) TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
+	if req.Key != a.nodeID {
+		return activities.TranscriptPage{}, fmt.Errorf("pack node %q has no transcript %q", a.nodeID, req.Key)
 	}
-	if ref.From < 0 || ref.To > a.m.TranscriptLen() || ref.From > ref.To {
-		return nil, fmt.Errorf("pack node %q: transcript range [%d, %d) is outside [0, %d)", a.nodeID, ref.From, ref.To, a.m.TranscriptLen())
+	n := a.m.TranscriptLen()
+	if req.From < 0 || req.To > n || req.From > req.To {
+		return activities.TranscriptPage{}, fmt.Errorf("pack node %q: transcript range [%d, %d) is outside [0, %d)", a.nodeID, req.From, req.To, n)
 	}
-	return a.m.Transcript(ref.From, ref.To), nil
+	msgs, start := a.m.TranscriptPage(req.From, req.To, req.MaxBytes)
+	return activities.TranscriptPage{Messages: msgs, Start: start, Base: a.m.TranscriptBase(), Len: n}, nil
 }
 
 // Status implements conversationAgent.
 func (a *packAgent) Status() *PackStatus {
-	st := a.m.State()
+	st := a.m.Counters()
 	return &PackStatus{
 		PackID:       a.pack.ID,
 		PackVersion:  a.pack.Version,
@@ -360,9 +363,10 @@ func (a *packAgent) Status() *PackStatus {
 	}
 }
 
-// Save implements conversationAgent: the engine state is carried across continue-as-new.
+// Save implements conversationAgent: the engine state is carried across
+// continue-as-new, its transcript cut to the latest round's messages (Checkpoint).
 func (a *packAgent) Save() (json.RawMessage, error) {
-	raw, err := json.Marshal(a.m.State())
+	raw, err := json.Marshal(a.m.Checkpoint())
 	if err != nil {
 		return nil, fmt.Errorf("save pack %q state: %w", a.pack.ID, err)
 	}
@@ -465,6 +469,9 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		// The reply's streamed chunks name the agent turn it is for. The input is not
 		// part of what a replay compares, so runs recorded without it replay unchanged.
 		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), RoleAgent)
+		if err := checkActivityInput(in); err != nil {
+			return nil, err
+		}
 		opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
 		opts.Summary = activities.ModelRoundSummary(in)
 		actx, cancel := workflow.WithCancel(rt.ctx)
@@ -487,6 +494,24 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		out.Usage = activities.Usage{} // spent by the source run, not by this one
 	}
 	return &out, nil
+}
+
+// maxActivityInputBytes bounds a model round's input: the rendered prompt, the tools
+// and the transcript tail. Inputs are small by construction (artifacts, replies and
+// tool arguments are bounded); one past this would be refused by Temporal, so the
+// round fails with payload_too_large instead.
+const maxActivityInputBytes = 1 << 20
+
+func checkActivityInput(in activities.ModelRoundInput) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return &activityError{msg: "encode the round's input: " + err.Error(), err: err}
+	}
+	if len(b) > maxActivityInputBytes {
+		msg := fmt.Sprintf("the round's input is %d bytes, more than the %d a model round may take", len(b), maxActivityInputBytes)
+		return &activityError{code: "payload_too_large", msg: msg, err: errors.New(msg)}
+	}
+	return nil
 }
 
 // Tools implements engine.Runtime: the batch's tool calls run concurrently; results

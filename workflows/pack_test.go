@@ -498,6 +498,7 @@ func TestPackContinueAsNew(t *testing.T) {
 	tr2, sm2 := packRun(t, "support", "", "", "")
 	sm2.resume(greeted)
 	tr2.in = next
+	tr2.prev = tr
 	tr2.at(time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
 	final := tr2.finish()
 	require.Equal(t, StatusCompleted, final.Status)

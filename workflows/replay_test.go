@@ -14,9 +14,10 @@ import (
 // current workflow code: a change that breaks determinism for runs already in flight
 // fails here. testdata/earlier keeps histories recorded by earlier workflow code whose
 // current recordings differ (failed and cancelled runs closing as Completed, model
-// rounds without a transcript tail; pack-legacy-*: a cancel the agent loop went on
-// past, an event taken as a chat turn, a fork folded the earlier way), so both paths
-// stay replayable.
+// rounds without a transcript tail; runs that continued as new carrying their whole
+// state: their later executions restore that earlier carried shape; pack-legacy-*: a
+// cancel the agent loop went on past, an event taken as a chat turn, a fork folded the
+// earlier way), so both paths stay replayable.
 func TestReplayRecordedHistories(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.history.json"))
 	require.NoError(t, err)

@@ -80,7 +80,14 @@ type runner struct {
 	ctx workflow.Context
 	in  RunInput
 
+	// events are the events of this execution, sequences from base on (carry.go);
+	// lastID and nodeLast are the newest eventId of the run and of each node, and
+	// segments the earlier executions that hold the events before base.
 	events      []Event
+	base        int64
+	lastID      string
+	nodeLast    map[string]string
+	segments    []activities.Segment
 	status      string
 	currentNode string
 	startedAt   time.Time
@@ -95,8 +102,8 @@ type runner struct {
 
 	pending       []*interrupt
 	resolvedNodes map[string]bool
-	resolvedIDs   map[string]bool
-	applied       map[string]bool // RequestIDs applied
+	resolvedIDs   *idWindow // InterruptIDs resolved, the newest ones
+	applied       *idWindow // RequestIDs applied, the newest ones
 	inbox         []ResolveRequest
 	cancelReq     *CancelRequest
 
@@ -111,10 +118,16 @@ type runner struct {
 	lastWaitingOn string
 	schemaCache   map[string]*compiledSchema
 
-	// eventsAtStart is the log length when this execution started (continue-as-new).
-	eventsAtStart int
-	carried       *carriedState
-	forkIdx       *forkIndex
+	// startSeq is the log length when this execution started (continue-as-new).
+	startSeq int64
+	carried  *carriedState
+	forkIdx  *forkIndex
+	// bounded is set for executions that make the bounded state's decisions
+	// (boundedStateVersion); suggestedAt* record where Temporal first suggested
+	// continuing as new in this execution (checkHistory).
+	bounded           bool
+	suggestedAtLength int
+	suggestedAtSize   int
 
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
@@ -136,8 +149,9 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 		outputs:       map[string]map[string]json.RawMessage{},
 		counts:        map[string]int{},
 		resolvedNodes: map[string]bool{},
-		resolvedIDs:   map[string]bool{},
-		applied:       map[string]bool{},
+		resolvedIDs:   newIDWindow(resolvedWindow),
+		applied:       newIDWindow(appliedWindow),
+		nodeLast:      map[string]string{},
 		agents:        map[string]conversationAgent{},
 		childSeq:      map[string]int64{},
 		schemaCache:   map[string]*compiledSchema{},
@@ -148,6 +162,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
+	r.bounded = workflow.GetVersion(ctx, boundedStateVersion, workflow.DefaultVersion, 1) >= 1
 	snap, err := r.run()
 	if err != nil || snap == nil {
 		return snap, err
@@ -216,6 +231,9 @@ func (r *runner) setup() error {
 	if err := workflow.SetQueryHandler(ctx, TranscriptQuery, r.transcript); err != nil {
 		return fmt.Errorf("register %s: %w", TranscriptQuery, err)
 	}
+	if err := workflow.SetQueryHandler(ctx, TranscriptPageQuery, r.transcriptPage); err != nil {
+		return fmt.Errorf("register %s: %w", TranscriptPageQuery, err)
+	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
 		var check ResolveCheck
 		if r.received(req.RequestID) {
@@ -223,7 +241,7 @@ func (r *runner) setup() error {
 		} else {
 			check, _ = r.checkResolve(req)
 		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, int64(len(r.events))-1
+		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, r.nextSeq()-1
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
@@ -262,7 +280,7 @@ func (r *runner) received(requestID string) bool {
 	if !strings.HasPrefix(requestID, IdempotentRequestPrefix) {
 		return false
 	}
-	if r.applied[requestID] {
+	if r.applied.has(requestID) {
 		return true
 	}
 	for _, q := range r.inbox {
@@ -354,6 +372,7 @@ func (r *runner) run() (*Snapshot, error) {
 		r.initSearchAttributes()
 		r.setStatus(StatusRunning)
 		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
+		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
@@ -556,14 +575,7 @@ func (r *runner) checkRequires(n *Node) error {
 }
 
 // lastNodeEvent is the newest event of the node (the causation of its completion).
-func (r *runner) lastNodeEvent(nodeID string) string {
-	for i := len(r.events) - 1; i >= 0; i-- {
-		if r.events[i].NodeID == nodeID {
-			return r.events[i].EventID
-		}
-	}
-	return ""
-}
+func (r *runner) lastNodeEvent(nodeID string) string { return r.nodeLast[nodeID] }
 
 func (r *runner) record(nodeID string) *nodeRecord {
 	for i := range r.nodes {
@@ -705,12 +717,7 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 	return r.finish(StatusCancelled)
 }
 
-func (r *runner) lastEventIDAny() string {
-	if len(r.events) == 0 {
-		return ""
-	}
-	return r.events[len(r.events)-1].EventID
-}
+func (r *runner) lastEventIDAny() string { return r.lastID }
 
 func (r *runner) finish(status string) (*Snapshot, error) {
 	r.terminal = true
@@ -719,6 +726,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.countRunEnded(status)
 	return r.snapshot(), nil
 }
 
@@ -805,7 +813,7 @@ func (r *runner) refreshStatus() {
 			return
 		}
 	}
-	if r.status != StatusPending || len(r.events) > 0 {
+	if r.status != StatusPending || r.nextSeq() > 0 {
 		r.setStatus(StatusRunning)
 	}
 }
@@ -832,7 +840,7 @@ func (r *runner) setStatus(s string) {
 	}
 	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
 		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, SAStatus.ValueSet(s), SAWaitingOn.ValueSet(waitingOn))
+		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, r.pending, r.terminal)...)
 	}
 	if changed && r.in.ParentRunID != "" {
 		r.statusSeq++
@@ -898,7 +906,7 @@ func (r *runner) snapshot() *Snapshot {
 		Tags:          r.in.Tags,
 		Metadata:      r.in.Metadata,
 		Configurable:  r.in.Configurable,
-		LastSequence:  int64(len(r.events)) - 1,
+		LastSequence:  r.nextSeq() - 1,
 		RequestDigest: r.in.RequestDigest,
 		ParentRunID:   r.in.ParentRunID,
 	}
@@ -925,6 +933,7 @@ func (r *runner) snapshot() *Snapshot {
 		}
 	}
 	s.Channels = r.channels()
+	s.Conversations = r.conversationInfos()
 	for _, c := range r.convs {
 		if a := r.agents[c.NodeID]; a != nil {
 			if st := a.Status(); st != nil {
@@ -935,18 +944,56 @@ func (r *runner) snapshot() *Snapshot {
 	return s
 }
 
-// transcript answers TranscriptQuery by delegating to the agent whose node matches the
-// ref's key (the key is "<nodeId>" or starts with "<nodeId>/").
+// transcriptPage answers TranscriptPageQuery by delegating to the agent whose node
+// matches the request's key (the key is "<nodeId>" or starts with "<nodeId>/" or
+// "<nodeId>:"), and names the executions before this one.
+func (r *runner) transcriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
+	a := r.agentFor(req.Key)
+	if a == nil {
+		return activities.TranscriptPage{}, fmt.Errorf("run %s has no transcript %q", r.in.RunID, req.Key)
+	}
+	if req.MaxBytes <= 0 {
+		req.MaxBytes = activities.DefaultTranscriptPageBytes
+	}
+	page, err := a.TranscriptPage(req)
+	if err != nil {
+		return page, err
+	}
+	if page.Messages == nil {
+		page.Messages = []activities.Message{}
+	}
+	page.Earlier = r.segments
+	return page, nil
+}
+
+// transcript answers TranscriptQuery: messages [From, To), which this execution must
+// hold within one page (DefaultTranscriptPageBytes).
 func (r *runner) transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
+	a := r.agentFor(ref.Key)
+	if a == nil {
+		return nil, fmt.Errorf("run %s has no transcript %q", r.in.RunID, ref.Key)
+	}
+	page, err := a.TranscriptPage(activities.TranscriptPageRequest{Key: ref.Key, From: ref.From, To: ref.To, MaxBytes: activities.DefaultTranscriptPageBytes})
+	if err != nil {
+		return nil, err
+	}
+	if page.Start != ref.From {
+		return nil, fmt.Errorf("run %s: messages [%d, %d) of transcript %q are not in one page of this execution (it holds [%d, %d)); use %s", r.in.RunID, ref.From, ref.To, ref.Key, page.Base, page.Len, TranscriptPageQuery)
+	}
+	return page.Messages, nil
+}
+
+// agentFor is the agent whose node a transcript key names.
+func (r *runner) agentFor(key string) conversationAgent {
 	nodes := make([]string, 0, len(r.agents))
 	for id := range r.agents {
 		nodes = append(nodes, id)
 	}
 	sort.Strings(nodes)
 	for _, id := range nodes {
-		if ref.Key == id || strings.HasPrefix(ref.Key, id+"/") || strings.HasPrefix(ref.Key, id+":") {
-			return r.agents[id].Transcript(ref)
+		if key == id || strings.HasPrefix(key, id+"/") || strings.HasPrefix(key, id+":") {
+			return r.agents[id]
 		}
 	}
-	return nil, fmt.Errorf("run %s has no transcript %q", r.in.RunID, ref.Key)
+	return nil
 }

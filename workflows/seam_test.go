@@ -72,8 +72,8 @@ func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent
 	return agentReply{Text: "Approved: " + string(ev.Context), State: a.State, Close: &closeRequest{Outcome: json.RawMessage(`{"approved":true}`), FinalText: "Goal reached."}}, nil
 }
 
-func (a *fakeAgent) Transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
-	return []activities.Message{{Role: activities.RoleUser, Text: ref.Key}}, nil
+func (a *fakeAgent) TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
+	return activities.TranscriptPage{Messages: []activities.Message{{Role: activities.RoleUser, Text: req.Key}}, Start: 0, Len: 1}, nil
 }
 
 func (a *fakeAgent) Status() *PackStatus {

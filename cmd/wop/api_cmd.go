@@ -52,8 +52,8 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", err)
 	}
-	if len(apiCfg.Keys) == 0 {
-		logger.Warn("No API keys configured (WOP_API_KEY): every authenticated route answers 401")
+	if len(apiCfg.Keys) == 0 && apiCfg.KeysFile == "" {
+		logger.Warn("No API keys configured (WOP_API_KEY, WOP_KEYS_FILE): every authenticated route answers 401")
 	}
 
 	loaded, err := worker.LoadPacks(packsDir, logger)
@@ -68,7 +68,14 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", fmt.Errorf("cannot listen on %s (set --http or WOP_HTTP): %w", httpAddr, err))
 	}
-	c, err := dial(ctx, env, address, namespace, logger)
+	tel, metrics, stopTelemetry, err := startTelemetry(ctx, "wop-api", env, logger)
+	if err != nil {
+		_ = ln.Close()
+		return fail(stderr, "api", err)
+	}
+	defer stopTelemetry()
+	apiCfg.Metrics, apiCfg.MetricsHandler, apiCfg.TracerProvider = tel.Registry, metrics, tel.TracerProvider()
+	c, err := dial(ctx, env, address, namespace, logger, tel.ClientOptions)
 	if err != nil {
 		_ = ln.Close()
 		return fail(stderr, "api", err)
@@ -80,6 +87,7 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 		_ = ln.Close()
 		return fail(stderr, "api", err)
 	}
+	defer onHangup(func() { _ = srv.ReloadKeys() })()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

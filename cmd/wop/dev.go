@@ -176,11 +176,20 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		opts.UI = false
 	}
 
+	tel, metrics, stopTelemetry, err := startTelemetry(ctx, "wop", env, logger)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	defer stopTelemetry()
+	tel.ClientOptions(&opts.TemporalClient)
+	opts.API.Metrics, opts.API.MetricsHandler, opts.API.TracerProvider = tel.Registry, metrics, tel.TracerProvider()
+
 	st, err := stack.Start(ctx, opts)
 	if err != nil {
 		return fail(stderr, "dev", devStartError(err))
 	}
 	defer st.Stop()
+	defer onHangup(func() { _ = st.ReloadKeys() })()
 
 	keyNote := "from WOP_API_KEY"
 	if keyFromFile {

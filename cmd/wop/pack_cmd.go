@@ -12,9 +12,10 @@ import (
 )
 
 // runPack is `wop pack <subcommand>`.
-func runPack(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
+func runPack(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "help" || args[0] == "--help" {
 		fmt.Fprintln(stderr, "Usage: wop pack validate [--json] [--tools FILE] PATH...")
+		fmt.Fprintln(stderr, "       wop pack list [--packs FOLDER] [--json]")
 		if len(args) == 0 {
 			return 2
 		}
@@ -23,8 +24,10 @@ func runPack(ctx context.Context, args []string, _ func(string) string, stdout, 
 	switch args[0] {
 	case "validate":
 		return runPackValidate(ctx, args[1:], stdout, stderr)
+	case "list":
+		return runPackList(args[1:], env, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "wop pack: unknown subcommand %q (want validate)\n", args[0])
+	fmt.Fprintf(stderr, "wop pack: unknown subcommand %q (want validate or list)\n", args[0])
 	return 2
 }
 

@@ -37,8 +37,14 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 		return fail(stderr, "worker", err)
 	}
 	cfg.Logger = logger
+	tel, metrics, stopTelemetry, err := startTelemetry(ctx, "wop-worker", env, logger)
+	if err != nil {
+		return fail(stderr, "worker", err)
+	}
+	defer stopTelemetry()
+	cfg.Metrics = metrics
 
-	c, err := dial(ctx, env, address, namespace, logger)
+	c, err := dial(ctx, env, address, namespace, logger, tel.ClientOptions)
 	if err != nil {
 		return fail(stderr, "worker", err)
 	}
@@ -48,6 +54,11 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 			return fail(stderr, "worker", err)
 		}
 	}
+	if checked, err := worker.CheckSearchAttributes(ctx, c, namespace); err != nil {
+		return fail(stderr, "worker", err)
+	} else if !checked {
+		logger.Warn("Could not list the namespace's search attributes; make sure every Wop* attribute is registered", "namespace", namespace)
+	}
 	if err := worker.Run(ctx, c, cfg); err != nil {
 		return fail(stderr, "worker", err)
 	}
@@ -56,12 +67,15 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 
 // dial connects to Temporal with the client options of the environment (TLS, API key),
 // the address and namespace overridden by flags.
-func dial(ctx context.Context, env func(string) string, address, namespace string, logger *slog.Logger) (client.Client, error) {
+func dial(ctx context.Context, env func(string) string, address, namespace string, logger *slog.Logger, with ...func(*client.Options)) (client.Client, error) {
 	opts, err := worker.ClientOptionsFromEnv(env, logger)
 	if err != nil {
 		return nil, err
 	}
 	opts.HostPort, opts.Namespace = address, namespace
+	for _, f := range with {
+		f(&opts)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c, err := client.DialContext(dctx, opts)

@@ -356,6 +356,18 @@ func (s *Stack) Stop() {
 	}
 }
 
+// ReloadKeys reloads the API's keys file (api.Server.ReloadKeys); it does nothing
+// while the API is stopped or without a keys file.
+func (s *Stack) ReloadKeys() error {
+	s.mu.Lock()
+	apiSrv := s.apiSrv
+	s.mu.Unlock()
+	if apiSrv == nil {
+		return nil
+	}
+	return apiSrv.ReloadKeys()
+}
+
 // APIURL is the base URL of the HTTP API, e.g. http://127.0.0.1:8080.
 func (s *Stack) APIURL() string { return "http://" + s.apiAddr }
 

@@ -1,0 +1,228 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+// TestTurnOverTheLimitIsRefusedBeforeAnySignal: a resume value over MaxTurnBytes gets
+// 413 payload_too_large naming the limit, and nothing reaches the run.
+func TestTurnOverTheLimitIsRefusedBeforeAnySignal(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.MaxTurnBytes = 1000 })
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval},
+		check: workflows.ResolveCheck{OK: true}})
+	body := `{"resumeValue":{"text":"` + strings.Repeat("x", 1000) + `"}}`
+	rec := env.do("POST", "/v1/runs/r_1/interrupts/agent", fullKey, body)
+	e := env.expectError(rec, http.StatusRequestEntityTooLarge, CodePayloadTooLarge)
+	if e.Details["limit"] != "maxTurnBytes" || e.Details["maxBytes"] != float64(1000) || !strings.Contains(e.Message, "WOP_MAX_TURN_BYTES") {
+		t.Errorf("the error names the limit: %+v", e)
+	}
+	if len(run.signals) != 0 {
+		t.Fatalf("a refused turn was signalled: %+v", run.signals)
+	}
+	rec = env.do("POST", "/v1/runs/r_1/interrupts/agent", fullKey, `{"resumeValue":{"text":"short"}}`)
+	if rec.Code != 200 || len(run.signals) != 1 {
+		t.Fatalf("a turn within the limit: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestEventsArePagedByBytes: the JSON read answers one bounded page with hasMore, and
+// a client walks the log with lastSequence (or afterSequence) until isComplete.
+func TestEventsArePagedByBytes(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 2000 })
+	var evs []workflows.Event
+	evs = append(evs, ev("r_1", 0, "run.started", `{}`))
+	for i := 1; i <= 40; i++ {
+		evs = append(evs, ev("r_1", int64(i), "conversation.exchanged", `{"text":"`+strings.Repeat("m", 300)+`"}`))
+	}
+	evs = append(evs, ev("r_1", 41, "run.completed", `{}`))
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: evs})
+	var got []workflows.Event
+	cursor, pages := "", 0
+	for {
+		rec := env.do("GET", "/v1/runs/r_1/events"+cursor, fullKey, "", "Accept", "application/json")
+		if rec.Code != 200 {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		if rec.Body.Len() > 3000 {
+			t.Fatalf("a page of %d bytes; the bound is about 2000", rec.Body.Len())
+		}
+		page := decode[EventsResponse](t, rec.Body.Bytes())
+		got = append(got, page.Events...)
+		pages++
+		if page.IsComplete {
+			if page.HasMore {
+				t.Fatal("a complete page has no more")
+			}
+			break
+		}
+		if !page.HasMore || len(page.Events) == 0 || pages > 50 {
+			t.Fatalf("page %d: %d events, hasMore %v", pages, len(page.Events), page.HasMore)
+		}
+		cursor = fmt.Sprintf("?afterSequence=%d", page.Events[len(page.Events)-1].Sequence)
+	}
+	if len(got) != 42 || pages < 5 {
+		t.Fatalf("read %d events in %d pages, want 42 in several", len(got), pages)
+	}
+	for i, e := range got {
+		if e.Sequence != int64(i) {
+			t.Fatalf("event %d has sequence %d", i, e.Sequence)
+		}
+	}
+	// The poll pages the same way.
+	rec := env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=0", fullKey, "")
+	if p := decode[EventsResponse](t, rec.Body.Bytes()); !p.HasMore || p.IsComplete || len(p.Events) >= 42 {
+		t.Fatalf("poll page: %d events, hasMore %v", len(p.Events), p.HasMore)
+	}
+	env.expectError(env.do("GET", "/v1/runs/r_1/events?afterSequence=x", fullKey, "", "Accept", "application/json"), 400, CodeValidation)
+}
+
+// TestCancelEndsARunWhoseWorkflowCannotAnswer: a run whose workflow task keeps failing
+// answers no query; :cancel checks the tenant from the search attributes, terminates
+// it in Temporal, and the run reads as cancelled afterwards.
+func TestCancelEndsARunWhoseWorkflowCannotAnswer(t *testing.T) {
+	env := newTestEnv(t)
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_stuck", Status: workflows.StatusWaitingApproval}, stuck: true})
+	rec := env.do("GET", "/v1/runs/r_stuck", fullKey, "")
+	e := env.expectError(rec, http.StatusServiceUnavailable, CodeUnavailable)
+	if !strings.Contains(e.Message, "cancel the run") {
+		t.Errorf("the error says what to do: %q", e.Message)
+	}
+	env.expectError(env.do("POST", "/v1/runs/r_stuck:cancel", otherKey, `{}`), 404, CodeNotFound)
+	if run.closed != nil {
+		t.Fatal("another tenant's cancel terminated the run")
+	}
+	rec = env.do("POST", "/v1/runs/r_stuck:cancel", fullKey, `{"reason":"stuck"}`)
+	if rec.Code != 200 || decode[map[string]string](t, rec.Body.Bytes())["status"] != workflows.StatusCancelled {
+		t.Fatalf("cancel of a stuck run: %d %s", rec.Code, rec.Body)
+	}
+	reason := run.closed.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
+	if !strings.HasPrefix(reason, terminateReasonPrefix) || !strings.Contains(reason, "stuck") {
+		t.Fatalf("termination reason %q", reason)
+	}
+	rec = env.do("GET", "/v1/runs/r_stuck", fullKey, "")
+	if rec.Code != 200 || decode[workflows.Snapshot](t, rec.Body.Bytes()).Status != workflows.StatusCancelled {
+		t.Fatalf("after the cancel: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestOneFeedPerRun: many readers waiting on one run share one history long poll and
+// one events query per wake, instead of one each.
+func TestOneFeedPerRun(t *testing.T) {
+	env := newTestEnv(t)
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval},
+		events: noopEvents("r_1")[:2], live: true})
+	const readers = 60
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	got := make([][]workflows.Event, readers)
+	errs := make([]error, readers)
+	ready := make(chan struct{}, readers)
+	for i := 0; i < readers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			f := env.srv.follow(ctx, "r_1", 1)
+			defer f.close()
+			ready <- struct{}{}
+			got[i], _, _, errs[i] = f.next(ctx, nil)
+		}(i)
+	}
+	for i := 0; i < readers; i++ {
+		<-ready
+	}
+	env.ft.mu.Lock()
+	before := run.eventQueries
+	env.ft.mu.Unlock()
+	env.ft.bump("r_1", ev("r_1", 2, "node.completed", `{}`))
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || len(got[i]) != 1 || got[i][0].Sequence != 2 {
+			t.Fatalf("reader %d: %v %+v", i, errs[i], got[i])
+		}
+	}
+	env.ft.mu.Lock()
+	after := run.eventQueries
+	env.ft.mu.Unlock()
+	if after-before > 3 || before > 3 {
+		t.Fatalf("%d readers made %d events queries before the event and %d after it; one feed makes a few", readers, before, after-before)
+	}
+	env.srv.feedsMu.Lock()
+	defer env.srv.feedsMu.Unlock()
+	if n := len(env.srv.feeds); n != 0 {
+		t.Fatalf("%d feeds left after the last reader", n)
+	}
+}
+
+// TestEventsOfEarlierExecutions: a run that continued as new many times holds its
+// older events in closed executions; the API reads them from there, also when the
+// current execution names only the newest few (an older one names those before it).
+func TestEventsOfEarlierExecutions(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 1000 })
+	var evs []workflows.Event
+	for i := 0; i < 60; i++ {
+		typ := "node.started"
+		if i == 59 {
+			typ = "run.completed"
+		}
+		evs = append(evs, ev("r_1", int64(i), typ, `{"n":"`+strings.Repeat("x", 100)+`"}`))
+	}
+	var execs []fakeExec
+	for i := 0; i < 6; i++ {
+		execs = append(execs, fakeExec{runID: fmt.Sprintf("e%d", i), first: int64(10 * i)})
+	}
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "completed"}, events: evs, execs: execs, links: 2})
+	var got []workflows.Event
+	after := int64(-1)
+	for pages := 0; pages < 100; pages++ {
+		rec := env.do("GET", fmt.Sprintf("/v1/runs/r_1/events?afterSequence=%d", after), fullKey, "", "Accept", "application/json")
+		if rec.Code != 200 {
+			t.Fatalf("%d %s", rec.Code, rec.Body)
+		}
+		page := decode[EventsResponse](t, rec.Body.Bytes())
+		got = append(got, page.Events...)
+		if page.IsComplete {
+			break
+		}
+		if !page.HasMore {
+			t.Fatalf("page after %d: neither complete nor more", after)
+		}
+		after = page.Events[len(page.Events)-1].Sequence
+	}
+	if len(got) != 60 {
+		t.Fatalf("read %d events, want 60", len(got))
+	}
+	for i, e := range got {
+		if e.Sequence != int64(i) {
+			t.Fatalf("event %d has sequence %d", i, e.Sequence)
+		}
+	}
+}
+
+// TestForkOfALogTooLargeForItsInput: a replay fork carries the source log in its
+// workflow input; a log over maxForkSourceBytes is refused with a precise error
+// instead of a start Temporal would reject.
+func TestForkOfALogTooLargeForItsInput(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 64 << 10 })
+	evs := noopEvents("r_big")
+	big := strings.Repeat("y", 50<<10)
+	for i := 0; i < 30; i++ {
+		evs = append(evs[:len(evs)-1], ev("r_big", int64(len(evs)-1), "node.started", `{"blob":"`+big+`"}`), ev("r_big", int64(len(evs)), "run.completed", `{}`))
+	}
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_big", WorkflowID: "conformance-noop", Status: "completed"}, events: evs})
+	e := env.expectError(env.do("POST", "/v1/runs/r_big:fork", fullKey, `{"mode":"replay"}`), http.StatusUnprocessableEntity, CodePayloadTooLarge)
+	if e.Details["limit"] != "forkSourceLogBytes" {
+		t.Errorf("the error names the limit: %+v", e)
+	}
+	if env.ft.starts != 0 {
+		t.Fatal("a fork was started")
+	}
+}
