@@ -21,10 +21,14 @@ func TestBenchPackLoadsWithoutDiagnostics(t *testing.T) {
 	loaded, diags, err := packs.LoadDir(dir)
 	require.NoError(t, err, "diagnostics: %v", diags)
 	assert.Empty(t, diags, "the bench pack should load cleanly")
-	require.Len(t, loaded, 1)
-	assert.Equal(t, PackID, loaded[0].Pack.ID)
-	require.NotNil(t, loaded[0].Pack.Workflow)
-	assert.Equal(t, "chat", loaded[0].Pack.Workflow.Entry)
+	require.Len(t, loaded, 2)
+	ids := []string{}
+	for _, l := range loaded {
+		ids = append(ids, l.Pack.ID)
+		require.NotNil(t, l.Pack.Workflow)
+		assert.Equal(t, "chat", l.Pack.Workflow.Entry)
+	}
+	assert.ElementsMatch(t, []string{PackID, StreamPackID}, ids)
 }
 
 func TestPercentileIsNearestRank(t *testing.T) {
