@@ -189,7 +189,7 @@ func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*Model
 	// heartbeat's detail stays a fixed description: Temporal writes the last heartbeat
 	// into the history when an attempt times out, and chunks never go there.
 	pub := a.chunks.Begin(chunks.Round{RunID: in.RunID, NodeID: in.NodeID, State: in.State, Round: in.Round,
-		MessageID: in.MessageID, Attempt: attempt(ctx), Provider: p.Name(), Model: modelName(p)})
+		MessageID: in.MessageID, Speaker: in.PackID, Attempt: attempt(ctx), Provider: p.Name(), Model: modelName(p)})
 	req.Stream = pub.Text
 	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()

@@ -170,7 +170,7 @@ func TestModelRoundPublishesChunks(t *testing.T) {
 	assert.Equal(t, " you.", got[1].Text)
 	for i, c := range got {
 		assert.Equal(t, chunks.Round{RunID: "run-7", NodeID: "agent", State: "chat", Round: 0, MessageID: "conv:2:agent",
-			Attempt: 1, Provider: ProviderMock, Model: MockModel}, c.Round)
+			Speaker: "p", Attempt: 1, Provider: ProviderMock, Model: MockModel}, c.Round)
 		assert.Equal(t, i, c.Seq)
 	}
 	assert.True(t, got[2].Last)

@@ -384,8 +384,8 @@ func chunkEventID(runID string, c chunks.Chunk) string {
 
 // chunkPayload is the payload of an ai.message.chunk event: OpenWOP's outputChunk
 // (nodeId, runId, chunk, isLast, meta with the typed Tier 1 slots) and the round it
-// belongs to: round, state, messageId, and attempt and seq, which start a new
-// sequence when a round is retried.
+// belongs to: round, state, messageId, speakerId (the agent the turn will name), and
+// attempt and seq, which start a new sequence when a round is retried.
 func chunkPayload(c chunks.Chunk) map[string]any {
 	p := map[string]any{
 		"nodeId": c.NodeID, "runId": c.RunID, "chunk": c.Text, "isLast": c.Last,
@@ -393,6 +393,9 @@ func chunkPayload(c chunks.Chunk) map[string]any {
 	}
 	if c.MessageID != "" {
 		p["messageId"] = c.MessageID
+	}
+	if c.Speaker != "" {
+		p["speakerId"] = c.Speaker
 	}
 	if c.Aborted {
 		p["aborted"], p["error"] = true, c.Error

@@ -13,6 +13,9 @@ type Round struct {
 	// Attempt is the activity attempt (1 for the first). A retried round publishes a
 	// new stream with a higher attempt; its sequence starts at 0 again.
 	Attempt int `json:"attempt"`
+	// Speaker is the agent whose reply this is, as the conversation's turns name it
+	// (the pack id).
+	Speaker string `json:"speakerId,omitempty"`
 	// Provider and Model say who is answering (canonical provider id, model name).
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
@@ -73,7 +76,7 @@ func (c *Chunk) Stream() StreamID {
 
 // size approximates the memory a chunk holds.
 func (c *Chunk) size() int {
-	n := 160 + len(c.RunID) + len(c.NodeID) + len(c.State) + len(c.MessageID) + len(c.Text) + len(c.Error)
+	n := 160 + len(c.RunID) + len(c.NodeID) + len(c.State) + len(c.MessageID) + len(c.Speaker) + len(c.Text) + len(c.Error)
 	for _, t := range c.ToolCalls {
 		n += len(t.ID) + len(t.Name) + len(t.Arguments)
 	}
