@@ -349,6 +349,14 @@ func TestChatPrintsAStreamingReplyOnce(t *testing.T) {
 		chunkEv(0, 2, 2, "", true, map[string]any{"meta": map[string]any{"finishReason": "stop"}}),
 		ev(1, "conversation.exchanged", turnPayload(2, "agent", "support", map[string]any{"text": "Your balance is $42.\nAnything else?"})),
 		ev(2, "conversation.exchanged", turnPayload(3, "agent", "support", map[string]any{"text": "A reply that did not stream."})),
+		// A turn of two rounds, the first with a tool call: its reply joins their texts.
+		chunkEv(2, 1, 0, "Checking.", false, map[string]any{"round": 1, "messageId": "r1:pack:0:4:agent"}),
+		chunkEv(2, 1, 1, "", true, map[string]any{"round": 1, "messageId": "r1:pack:0:4:agent",
+			"meta": map[string]any{"toolCalls": []any{map[string]any{"name": "lookup"}}}}),
+		chunkEv(2, 1, 0, "Done.", false, map[string]any{"round": 2, "messageId": "r1:pack:0:4:agent"}),
+		chunkEv(2, 1, 1, "", true, map[string]any{"round": 2, "messageId": "r1:pack:0:4:agent"}),
+		ev(3, "conversation.exchanged", map[string]any{"turnIndex": 4, "turn": map[string]any{"messageId": "r1:pack:0:4:agent",
+			"from": "support", "speakerId": "support", "role": "agent", "turnIndex": 4, "content": map[string]any{"text": "Checking.\n\nDone."}}}),
 	}}}
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"--api", srv.URL, "support"}, envOf(nil), strings.NewReader("balance?"), &out, &errOut)
@@ -359,6 +367,8 @@ func TestChatPrintsAStreamingReplyOnce(t *testing.T) {
 		"support: Your balance is $42.",
 		"         Anything else?",
 		"support: A reply that did not stream.",
+		"support: Checking.",
+		"support: Done.",
 		"· Left run r1; it goes on. Attach again with: wop chat r1",
 		"",
 	}, "\n"), out.String())

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// streamedReply is a model reply shown as it streamed (ai.message.chunk events).
+// streamedReply is a model reply shown as it streamed (ai.message.chunk events): one
+// round's, or, once its rounds ended, the turn's (their texts joined).
 type streamedReply struct {
 	key       string // node, round and attempt: a retried round streams anew
 	messageID string // the agent turn it is for, when the host names it
@@ -80,7 +81,12 @@ func (s *session) showChunk(re runEvent) {
 	default:
 		if r.open {
 			s.v.endStream("")
-			s.streamed = *r
+			// A turn's reply joins the texts of its rounds with a blank line.
+			if s.streamed.key != "" && r.messageID != "" && s.streamed.messageID == r.messageID {
+				s.streamed.text = strings.TrimSpace(s.streamed.text) + "\n\n" + strings.TrimSpace(r.text)
+			} else {
+				s.streamed = *r
+			}
 		}
 		s.streaming = streamedReply{}
 		if len(p.Meta.ToolCalls) > 0 {

@@ -491,3 +491,68 @@ func TestStreamScriptedMockE2E(t *testing.T) {
 		assert.Equal(t, activities.MockModel, cs[len(cs)-1].Meta.Model)
 	}
 }
+
+// TestStreamBufferMsE2E: ?bufferMs= out of 0..5000 is a 400 naming the field; within
+// it, a stream's frames come as `event: batch` frames, arrays of the events gathered
+// whose id is their highest durable sequence, with the chunks before the agent's turn.
+func TestStreamBufferMsE2E(t *testing.T) {
+	t.Parallel()
+	c := startStreamStack(t)
+	id := pkCreate(t, c, "stream-openai", nil)
+	last := waitOpen(t, c, id)
+	for _, bad := range []string{"5001", "-1", "x"} {
+		status, _, body := c.do(http.MethodGet, "/v1/runs/"+id+"/events?streamMode=messages&bufferMs="+bad, nil)
+		assert.Equal(t, http.StatusBadRequest, status, bad)
+		details, _ := body["details"].(map[string]any)
+		assert.Equal(t, "bufferMs", details["field"], "bufferMs=%s: %v", bad, body)
+	}
+
+	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug&bufferMs=300", last)
+	require.Equal(t, http.StatusOK, s.Status)
+	pkSay(t, c, id, "what is my balance?")
+	var evs []sseEvent // the events inside the batches, in order
+	s.until(t, 30*time.Second, "the batch with the agent's turn", func(b sseEvent) bool {
+		require.Equal(t, "batch", b.Event, "with bufferMs every frame is a batch")
+		var docs []json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(b.Data), &docs))
+		require.NotEmpty(t, docs)
+		maxSeq := int64(-1)
+		for _, d := range docs {
+			var head struct {
+				Type     string `json:"type"`
+				Sequence int64  `json:"sequence"`
+			}
+			require.NoError(t, json.Unmarshal(d, &head))
+			ev := sseEvent{Event: head.Type, Data: string(d)}
+			if head.Type != api.EventTypeMessageChunk {
+				ev.ID = jsonNumber(head.Sequence)
+				maxSeq = max(maxSeq, head.Sequence)
+			}
+			evs = append(evs, ev)
+		}
+		if maxSeq >= 0 {
+			assert.Equal(t, jsonNumber(maxSeq), b.ID, "a batch's id is its highest durable sequence")
+		} else {
+			assert.Empty(t, b.ID, "a batch of chunks alone has no id")
+		}
+		seenTurn := false
+		for _, ev := range evs {
+			seenTurn = seenTurn || agentTurnEvent(ev)
+		}
+		return seenTurn
+	})
+	var cs []chunkPayload
+	turnAt := -1
+	for i, ev := range evs {
+		if ev.Event == api.EventTypeMessageChunk {
+			cs = append(cs, chunkOf(t, ev))
+		}
+		if agentTurnEvent(ev) {
+			turnAt = i
+			break
+		}
+	}
+	require.Positive(t, turnAt)
+	assert.Equal(t, streamReply, requireOneStream(t, cs), "the chunks, batched, still come whole and before the turn")
+	assert.Equal(t, streamReply, pkText(t, turnOf(t, evs[turnAt])))
+}
