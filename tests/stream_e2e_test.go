@@ -26,6 +26,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/chat"
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/workflows"
@@ -555,4 +556,54 @@ func TestStreamBufferMsE2E(t *testing.T) {
 	require.Positive(t, turnAt)
 	assert.Equal(t, streamReply, requireOneStream(t, cs), "the chunks, batched, still come whole and before the turn")
 	assert.Equal(t, streamReply, pkText(t, turnOf(t, evs[turnAt])))
+}
+
+// writeLog is an io.Writer that keeps each write apart.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []string
+}
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
+}
+
+func (w *writeLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.writes, "")
+}
+
+// TestChatPrintsTheReplyAsItStreamsE2E: wop chat, on the real API, writes a streamed
+// reply piece by piece as its chunks come, and prints it once: the turn that repeats it
+// is not printed again.
+func TestChatPrintsTheReplyAsItStreamsE2E(t *testing.T) {
+	t.Parallel()
+	c := startStreamStack(t)
+	id := pkCreate(t, c, "stream-openai", nil)
+	waitOpen(t, c, id)
+	env := map[string]string{chat.EnvAPIURL: c.BaseURL, chat.EnvAPIKey: c.Key}
+	var out, errOut writeLog
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code := chat.RunEnv(ctx, []string{id}, func(k string) string { return env[k] },
+		strings.NewReader("what is my balance?\n"), &out, &errOut)
+	require.Equal(t, chat.ExitOK, code, "stderr: %s", errOut.String())
+	text := out.String()
+	line := "stream-openai: " + streamReply + "\n"
+	assert.Equal(t, 1, strings.Count(text, streamReply), "the reply is printed once: %q", text)
+	assert.Contains(t, text, line)
+	// The line was written in pieces, as the chunks came.
+	out.mu.Lock()
+	pieces := 0
+	for _, w := range out.writes {
+		if w != "" && strings.Contains(streamReply, w) && len(w) < len(streamReply)/2 {
+			pieces++
+		}
+	}
+	out.mu.Unlock()
+	assert.Greater(t, pieces, 5, "the reply was written word by word: %q", out.writes)
 }
