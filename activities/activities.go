@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -68,6 +70,18 @@ type Config struct {
 	// Bindings are the deployment's tool bindings (package tools): HTTP endpoints, MCP
 	// servers, Temporal activities and registered Go functions. Optional.
 	Bindings ToolBindings
+	// ApprovalDefaults are the host's approval settings of tool calls that need a
+	// decision, under what a tool's binding sets (RouteTools answers the merge).
+	ApprovalDefaults ToolApproval
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET), from which the
+	// signing secret of every subscription is derived; without it DeliverWebhook
+	// refuses to deliver. The API process holds the same key.
+	WebhookSecret []byte
+	// WebhookAllowPrivate lets deliveries reach loopback and private addresses (tests,
+	// a receiver on the same host); link-local and metadata addresses stay refused.
+	WebhookAllowPrivate bool
+	// Version names the host in the User-Agent of webhook deliveries.
+	Version string
 	// Logger receives activity logs; nil discards them. Activities also log through
 	// the Temporal activity logger.
 	Logger *slog.Logger
@@ -91,12 +105,23 @@ type Activities struct {
 	logger      *slog.Logger
 	context     ContextBudget
 	maxResult   int
+	// approvalDefaults are Config.ApprovalDefaults.
+	approvalDefaults ToolApproval
+
+	webhookKey          []byte
+	webhookAllowPrivate bool
+	version             string
+	webhookOnce         sync.Once
+	webhookHTTP         *http.Client
 }
 
 // New checks cfg and builds the activities.
 func New(cfg Config) (*Activities, error) {
 	if cfg.Transcripts == nil {
 		return nil, errors.New("activities: Config.Transcripts is required (use ClientTranscripts{Client: c} in a worker)")
+	}
+	if err := cfg.ApprovalDefaults.Check(); err != nil {
+		return nil, fmt.Errorf("activities: approval defaults: %w", err)
 	}
 	providers := make(map[string]Provider, len(cfg.Providers)+1)
 	for key, p := range cfg.Providers {
@@ -128,6 +153,12 @@ func New(cfg Config) (*Activities, error) {
 		logger:      logger,
 		context:     cfg.Context.withDefaults(),
 		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
+
+		approvalDefaults: cfg.ApprovalDefaults,
+
+		webhookKey:          cfg.WebhookSecret,
+		webhookAllowPrivate: cfg.WebhookAllowPrivate,
+		version:             orDefault(cfg.Version, "dev"),
 	}, nil
 }
 

@@ -77,6 +77,10 @@ type ToolRoute struct {
 	StartToCloseTimeout time.Duration `json:"startToCloseTimeout,omitempty"`
 	// MaxAttempts of the call's activity: 1 means it is never retried.
 	MaxAttempts int32 `json:"maxAttempts"`
+	// Approval is the tool's approval settings (its binding's over the host's
+	// defaults); the workflow decides with them and the pack's governance whether the
+	// call waits for a person. Routes recorded before approvals have none.
+	Approval *ToolApproval `json:"approval,omitempty"`
 }
 
 // ActivityTarget is an activity of the deployment's own workers that serves a tool: the
@@ -112,6 +116,7 @@ func (a *Activities) RouteTools(_ context.Context, in RouteToolsInput) (*RouteTo
 	out := &RouteToolsResult{Routes: make([]ToolRoute, len(in.Calls))}
 	for i, c := range in.Calls {
 		out.Routes[i] = a.route(in.PackID, c)
+		out.Routes[i].Approval = a.approvalOf(c.Tool)
 	}
 	return out, nil
 }

@@ -55,14 +55,42 @@ func TestRouteTools(t *testing.T) {
 	require.NoError(t, err)
 	var res RouteToolsResult
 	require.NoError(t, val.Get(&res))
+	approval := &ToolApproval{Timeout: DefaultApprovalTimeout} // the host's default deadline
 	require.Equal(t, []ToolRoute{
-		{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: DefaultToolAttempts, StartToCloseTimeout: 3 * time.Minute},
-		{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: 1, StartToCloseTimeout: 3 * time.Minute}, // a write is not retried
-		{Kind: RouteActivity, Activity: &ActivityTarget{Type: "GetBalance", TaskQueue: "bank"}, MaxAttempts: DefaultToolAttempts},
-		{Kind: RouteMock, Target: "mock tool_results", MaxAttempts: DefaultToolAttempts}, // the mock acts on nothing
-		{Kind: RouteNone, MaxAttempts: DefaultToolAttempts},
-		{Kind: RouteGo, Target: "Go function note", MaxAttempts: 1},
+		{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: DefaultToolAttempts, StartToCloseTimeout: 3 * time.Minute, Approval: approval},
+		{Kind: RouteHTTP, Target: "POST http://x/lookup", MaxAttempts: 1, StartToCloseTimeout: 3 * time.Minute, Approval: approval}, // a write is not retried
+		{Kind: RouteActivity, Activity: &ActivityTarget{Type: "GetBalance", TaskQueue: "bank"}, MaxAttempts: DefaultToolAttempts, Approval: approval},
+		{Kind: RouteMock, Target: "mock tool_results", MaxAttempts: DefaultToolAttempts, Approval: approval}, // the mock acts on nothing
+		{Kind: RouteNone, MaxAttempts: DefaultToolAttempts, Approval: approval},
+		{Kind: RouteGo, Target: "Go function note", MaxAttempts: 1, Approval: approval},
 	}, res.Routes)
+}
+
+// approvalBindings binds nothing and carries approval settings for "refund".
+type approvalBindings struct{ fakeBindings }
+
+func (approvalBindings) ApprovalOf(tool string) (ToolApproval, bool) {
+	if tool == "refund" {
+		return ToolApproval{Mode: ApprovalRequired, Approvers: []string{"finance"}, EscalateAfter: time.Hour, EscalateTo: []string{"cfo"}}, true
+	}
+	return ToolApproval{}, false
+}
+
+// TestRouteToolsAnswersApprovalSettings: a route carries its tool's approval settings
+// over the host's defaults, so the workflow decides from the recorded answer.
+func TestRouteToolsAnswersApprovalSettings(t *testing.T) {
+	defaults := ToolApproval{Timeout: 48 * time.Hour, RemindEvery: 12 * time.Hour, EscalateAfter: 24 * time.Hour, EscalateTo: []string{"ops"}}
+	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, Bindings: &approvalBindings{}, ApprovalDefaults: defaults})
+	val, err := env.ExecuteActivity(a.RouteTools, RouteToolsInput{RunID: "r", PackID: "p", Calls: []ToolRouteCall{{CallID: "1", Tool: "refund"}, {CallID: "2", Tool: "lookup"}}})
+	require.NoError(t, err)
+	var res RouteToolsResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, &ToolApproval{Mode: ApprovalRequired, Timeout: 48 * time.Hour, RemindEvery: 12 * time.Hour, Approvers: []string{"finance"},
+		EscalateAfter: time.Hour, EscalateTo: []string{"cfo"}}, res.Routes[0].Approval, "the binding's settings win, the rest are the host's")
+	require.Equal(t, &defaults, res.Routes[1].Approval)
+
+	_, err = New(Config{Transcripts: &fakeTranscripts{}, ApprovalDefaults: ToolApproval{EscalateAfter: time.Hour}})
+	require.ErrorContains(t, err, "escalate_after and escalate_to go together")
 }
 
 func TestToolCallRunsTheBinding(t *testing.T) {

@@ -3,6 +3,7 @@ package api
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -178,7 +179,10 @@ func TestRoutingErrorsUseEnvelope(t *testing.T) {
 }
 
 func TestCreateRunValidation(t *testing.T) {
-	env := newTestEnv(t, func(c *Config) { c.MaxRequestBodyBytes = 256 })
+	env := newTestEnv(t, func(c *Config) {
+		c.MaxRequestBodyBytes = 256
+		c.Guards.MaxTags, c.Guards.MaxMetadataBytes = 3, 20
+	})
 	cases := []struct {
 		name, body, ct string
 		status         int
@@ -200,6 +204,10 @@ func TestCreateRunValidation(t *testing.T) {
 		{"too large", `{"workflowId":"conformance-noop","metadata":{"x":"` + strings.Repeat("a", 300) + `"}}`, "", 413, CodePayloadTooLarge, "256"},
 		{"configurable without schema", `{"workflowId":"conformance-noop","configurable":{"recursionLimit":5}}`, "", 400, CodeValidation, "configurable"},
 		{"tenant mismatch", `{"workflowId":"conformance-noop","tenantId":"evil"}`, "", 403, CodeForbidden, "tenantId"},
+		{"callbackUrl", `{"workflowId":"conformance-noop","callbackUrl":"http://169.254.169.254/"}`, "", 400, CodeValidation, "callbackUrl needs webhook delivery"},
+		{"too many tags", `{"workflowId":"conformance-noop","tags":["a","b","c","d"]}`, "", 400, CodeValidation, "4 tags"},
+		{"metadata too large", `{"workflowId":"conformance-noop","metadata":{"x":"0123456789012345678901"}}`, "", 400, CodeValidation, "metadata is 30 bytes"},
+		{"duplicate key", `{"workflowId":"conformance-noop","workflowId":"x"}`, "", 400, CodeValidation, "duplicate key"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,11 +276,9 @@ func TestIdempotency(t *testing.T) {
 	}
 	// Same body, keys reordered and spaced differently: the same request.
 	second := env.do("POST", "/v1/runs", fullKey, `{ "inputs": {"nonce":"abc-123"}, "workflowId":"conformance-idempotent" }`, "Idempotency-Key", "k-1")
-	if second.Code != 200 || second.Header().Get(HeaderIdempotentReplay) != "true" {
-		t.Fatalf("second: %d %v %s", second.Code, second.Header(), second.Body)
-	}
-	if got := decode[CreateRunResponse](t, second.Body.Bytes()).RunID; got != runID {
-		t.Errorf("replay runId %q != %q", got, runID)
+	// The replay is the original response: 201 and the same body.
+	if second.Code != 201 || second.Header().Get(HeaderIdempotentReplay) != "true" || second.Body.String() != first.Body.String() {
+		t.Fatalf("second: %d %v %s (first %s)", second.Code, second.Header(), second.Body, first.Body)
 	}
 	// Different body under the same key.
 	third := env.do("POST", "/v1/runs", fullKey, `{"workflowId":"conformance-idempotent","inputs":{"nonce":"DIFFERENT"}}`, "Idempotency-Key", "k-1")
@@ -478,7 +484,9 @@ func TestSSE(t *testing.T) {
 		{"?streamMode=messages", "", nil},
 		{"?streamMode=debug", "1", []string{"2:node.completed", "3:run.completed"}},
 		{"?streamMode=debug", "3", nil},
-		{"?streamMode=values", "", []string{"3:state.snapshot", "3:state.snapshot"}},
+		// values: one snapshot of the finished run, its id the last sequence, never repeated.
+		{"?streamMode=values", "", []string{"3:state.snapshot"}},
+		{"?streamMode=values", "1", []string{"3:state.snapshot"}},
 	}
 	for _, tc := range cases {
 		rec := env.do("GET", "/v1/runs/r_1/events"+tc.query, fullKey, "", "Last-Event-ID", tc.lastID)
@@ -521,7 +529,7 @@ func TestResolve(t *testing.T) {
 	}
 	req := r.signals[0].(workflows.ResolveRequest)
 	if req.NodeID != "gate" || string(req.ResumeValue) != `{"action":"accept"}` || req.ResolvedBy != "full" || req.Via != "rest" ||
-		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "req-") {
+		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "idem-") || req.Caller != "full" || !req.Delegate {
 		t.Errorf("signal %+v", req)
 	}
 	// Aliases.
@@ -542,13 +550,21 @@ func TestResolve(t *testing.T) {
 	if rec.Code != 200 {
 		t.Fatalf("event injection: %d %s", rec.Code, rec.Body)
 	}
-	// Idempotency-Key gives a stable request id.
-	env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1}`, "Idempotency-Key", "i-1")
-	env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1}`, "Idempotency-Key", "i-1")
-	a, b := r.signals[5].(workflows.ResolveRequest), r.signals[6].(workflows.ResolveRequest)
-	if a.RequestID != b.RequestID || !strings.HasPrefix(a.RequestID, "idem-") {
-		t.Errorf("request ids %q %q", a.RequestID, b.RequestID)
+	// The same Idempotency-Key again is the same request: answered with its outcome,
+	// not signalled again.
+	first := env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1}`, "Idempotency-Key", "i-1")
+	again := env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":1}`, "Idempotency-Key", "i-1")
+	if first.Code != 200 || again.Code != 200 || again.Body.String() != first.Body.String() || again.Header().Get(HeaderIdempotentReplay) != "true" || len(r.signals) != 6 {
+		t.Errorf("idempotent resolve: %d %s / %d %s, %d signals", first.Code, first.Body, again.Code, again.Body, len(r.signals))
 	}
+	// A request the run refused is answered with the run's refusal (the check passed
+	// before the signal, a concurrent resolve won meanwhile).
+	r.onSignal = func(r *fakeRun, _ string, arg any) {
+		req := arg.(workflows.ResolveRequest)
+		r.outcomes[req.RequestID] = workflows.ResolveOutcome{RequestID: req.RequestID, Status: 409, Code: CodeInterruptResolved, Message: "the interrupt was resolved by another request"}
+	}
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"reject"}}`), 409, CodeInterruptResolved)
+	r.onSignal = nil
 
 	// The workflow's check decides the error.
 	r.check = workflows.ResolveCheck{Status: 404, Code: CodeInterruptNotFound, Message: "no interrupt pending at node \"no-such-node\""}
@@ -773,4 +789,109 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// Request bodies every reader reads the same way: UTF-8, unique keys, bounded nesting;
+// each refusal names the field.
+func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
+	deep := `{"resumeValue":` + strings.Repeat(`{"a":`, MaxJSONDepth) + `1` + strings.Repeat(`}`, MaxJSONDepth) + `}`
+	ok := `{"resumeValue":` + strings.Repeat(`[`, MaxJSONDepth-1) + strings.Repeat(`]`, MaxJSONDepth-1) + `}`
+	for _, tc := range []struct{ name, body, field string }{
+		{"invalid utf-8", "{\"resumeValue\":{\"turn\":{\"content\":\"\xff\xfe\"}}}", "resumeValue.turn.content"},
+		{"invalid utf-8 key", "{\"resumeValue\":{\"\xff\":1}}", "resumeValue.\uFFFD"},
+		{"lone surrogate", `{"resumeValue":{"text":"\ud800"}}`, "resumeValue.text"},
+		{"low surrogate first", `{"resumeValue":["ok","\udc00\ud800"]}`, "resumeValue[1]"},
+		{"duplicate key", `{"resumeValue":{"turn":{"messageId":"a","messageId":"b"}}}`, "resumeValue.turn.messageId"},
+		{"duplicate top key", `{"workflowId":"a","workflowId":"b"}`, "workflowId"},
+		{"too deep", deep, "resumeValue" + strings.Repeat(".a", MaxJSONDepth-1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v any
+			err := decodeStrict([]byte(tc.body), &v)
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != CodeValidation {
+				t.Fatalf("err = %v", err)
+			}
+			if f := ae.Details["field"]; f != tc.field {
+				t.Errorf("field = %q, want %q (%s)", f, tc.field, ae.Message)
+			}
+		})
+	}
+	var v any
+	for _, body := range []string{ok, `{"resumeValue":"\ud83d\ude00 é \\u \"q\""}`, `{"a":{"x":1},"b":{"x":1}}`} {
+		if err := decodeStrict([]byte(body), &v); err != nil {
+			t.Errorf("%s: %v", body, err)
+		}
+	}
+	// Over HTTP: the envelope names the field and nothing reaches the run.
+	env := newTestEnv(t)
+	r := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: "waiting-approval"}, check: workflows.ResolveCheck{OK: true}})
+	e := env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, "{\"resumeValue\":{\"text\":\"\xff\"}}"), 400, CodeValidation)
+	if e.Details["field"] != "resumeValue.text" || len(r.signals) != 0 {
+		t.Errorf("details %v, %d signals", e.Details, len(r.signals))
+	}
+}
+
+// A resolve is answered with the run's recorded outcome; without one in time, 202
+// queued with the key that learns it later; a run that ends without applying it, 410.
+func TestResolveAnswersTheRunsOutcome(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 300 * time.Millisecond })
+	r := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_q", Status: "waiting-approval"},
+		check: workflows.ResolveCheck{OK: true, RunStatus: "running"}, noOutcome: true, open: true})
+	rec := env.do("POST", "/v1/runs/r_q/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	if rec.Code != 202 {
+		t.Fatalf("no outcome in time: %d %s", rec.Code, rec.Body)
+	}
+	q := decode[map[string]string](t, rec.Body.Bytes())
+	if q["status"] != "queued" || q["idempotencyKey"] == "" || q["requestId"] != r.signals[0].(workflows.ResolveRequest).RequestID {
+		t.Fatalf("202 body %v", q)
+	}
+	// The run applies it later; the same request again (its key) learns that, sends nothing.
+	env.ft.mu.Lock()
+	r.outcomes = map[string]workflows.ResolveOutcome{q["requestId"]: {RequestID: q["requestId"], Applied: true, RunStatus: "running"}}
+	env.ft.mu.Unlock()
+	rec = env.do("POST", "/v1/runs/r_q/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`, "Idempotency-Key", q["idempotencyKey"])
+	if rec.Code != 200 || rec.Header().Get(HeaderIdempotentReplay) != "true" || len(r.signals) != 1 {
+		t.Fatalf("repeat: %d %s (%d signals)", rec.Code, rec.Body, len(r.signals))
+	}
+	// A run that ends (its workflow closed) without applying the request: 410.
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_e", Status: "waiting-approval"},
+		check: workflows.ResolveCheck{OK: true}, noOutcome: true,
+		onSignal: func(r *fakeRun, _ string, _ any) { r.snap.Status = "cancelled" }})
+	env.expectError(env.do("POST", "/v1/runs/r_e/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	// A workflow Temporal closes without the run's terminal event (terminated): 410 that
+	// says so, not the status the run last had.
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_k", Status: "waiting-approval"},
+		check: workflows.ResolveCheck{OK: true}, noOutcome: true})
+	e := env.expectError(env.do("POST", "/v1/runs/r_k/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	if !strings.Contains(e.Message, "closed by Temporal") {
+		t.Errorf("message %q", e.Message)
+	}
+}
+
+// A token never grants more than the key of the reader it was served to: a key without
+// approvals:respond gets inspect-only tokens; a conversation token names its turn.
+func TestTokensFollowTheReader(t *testing.T) {
+	env := newTestEnv(t)
+	env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: "r_t", Status: "waiting-approval",
+			Interrupt: &workflows.PendingInterrupt{NodeID: "convo", InterruptID: "int_c", Kind: "conversation.exchange", RequestedAt: "2025-01-01T00:00:00Z",
+				Data: json.RawMessage(`{"conversationId":"r_t:convo:0","turnIndex":3}`)}},
+		check: workflows.ResolveCheck{OK: true, RunStatus: "waiting-approval"},
+	})
+	read := func(key string) tokenClaims {
+		snap := decode[workflows.Snapshot](t, env.do("GET", "/v1/runs/r_t", key, "").Body.Bytes())
+		cl, err := env.srv.tokens.verify(snap.Interrupt.InterruptToken, env.now)
+		if err != nil {
+			t.Fatalf("served token does not verify (requested long before the TTL): %v", err)
+		}
+		return *cl
+	}
+	full, low := read(fullKey), read(lowKey)
+	if full.Intent != IntentResolve || full.Sub != "full" || full.Turn == nil || *full.Turn != 3 || full.Exp != env.now.Add(DefaultTokenTTL).Unix() {
+		t.Errorf("full reader's token %+v", full)
+	}
+	if low.Intent != IntentInspect || low.Sub != "low" {
+		t.Errorf("read-only reader's token %+v", low)
+	}
 }

@@ -132,7 +132,8 @@ func (s *Server) closeEvent(ctx context.Context, runID string) (*historypb.Histo
 }
 
 // closedResolveError answers a resolve whose signal found the run closed: 410 for a
-// run Temporal closed without its terminal event (its interrupts are void), else 409.
+// run Temporal closed without its terminal event or a cancelled run (their interrupts
+// are void), else 409.
 func (s *Server) closedResolveError(ctx context.Context, runID string) error {
 	snap, err := s.querySnapshot(ctx, runID)
 	var ae *Error
@@ -141,6 +142,9 @@ func (s *Server) closedResolveError(ctx context.Context, runID string) error {
 	}
 	if err == nil && snap.TemporalClose != nil {
 		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal (%s); its interrupts are void", runID, snap.TemporalClose.Status)
+	}
+	if err == nil && snap.Status == workflows.StatusCancelled {
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve arrived; its interrupts are void", runID)
 	}
 	return apiErr(http.StatusConflict, CodeInterruptResolved, "run %s finished before the resolve arrived", runID)
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -20,10 +21,14 @@ const (
 	ScopeRunsRead         = "runs:read"
 	ScopeRunsCancel       = "runs:cancel"
 	ScopeApprovalsRespond = "approvals:respond"
+	// ScopeApprovalsDelegate (a host scope) lets a key cast approval votes for the
+	// voters it names (resumeValue.voter or decidedBy), as a relay of several people
+	// does; other keys vote as themselves.
+	ScopeApprovalsDelegate = "approvals:delegate"
 )
 
 // AllScopes is every scope a full-access key holds.
-var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond}
+var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeApprovalsDelegate, ScopeWebhooksManage}
 
 // Defaults of the tunable limits.
 const (
@@ -79,8 +84,11 @@ type Config struct {
 	// its own; it counts from the interrupt's request time.
 	TokenTTL time.Duration
 	// PublicURL is the base URL used in callback URLs, e.g. http://127.0.0.1:8080. When
-	// empty, the request's own scheme and host are used.
+	// empty, a request's Host is used only if Guards.AllowedHosts lists it.
 	PublicURL string
+	// Guards are the limits that keep one client, a slow connection or a forged Host
+	// from harming others (guard.go).
+	Guards GuardConfig
 	// MaxRequestBodyBytes limits request bodies (advertised as limits.maxRequestBodyBytes).
 	MaxRequestBodyBytes int64
 	// MaxTurnBytes limits the resume value of a resolve, checked before anything is
@@ -102,6 +110,16 @@ type Config struct {
 	StreamSecret []byte
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET): the signing secret
+	// of every webhook and callbackUrl is derived from it. The workers need the same
+	// key. Without it the host offers no webhooks and refuses callbackUrl.
+	WebhookSecret []byte
+	// WebhookAllowPrivate accepts loopback and private webhook destinations (and
+	// http://) for development and tests; link-local and metadata ones stay refused.
+	WebhookAllowPrivate bool
+	// WebhookDelivery is the retry policy of deliveries (zero fields: the defaults, 1s
+	// doubling to 10m, for 24h).
+	WebhookDelivery workflows.WebhookDeliveryConfig
 	// Metrics, when set, receives the wop_http_* request metrics, and MetricsHandler
 	// serves GET /metrics (the process's registry; see internal/telemetry). Without a
 	// handler /metrics answers 404.
@@ -147,6 +165,7 @@ func (c Config) withDefaults() Config {
 		c.KeysFilePoll = DefaultKeysFilePoll
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	c.Guards = c.Guards.withDefaults()
 	return c
 }
 
@@ -160,7 +179,13 @@ func (c Config) withDefaults() Config {
 //	WOP_MAX_TURN_BYTES    limit of one resolve's resume value in bytes (default 256 KiB)
 //	WOP_RATE_LIMIT        requests per second per key (default 50)
 //	WOP_RATE_BURST        burst per key (default 100)
-//	WOP_TOKEN_TTL         interrupt token lifetime, a Go duration (default 24h)
+//	WOP_TOKEN_TTL         interrupt token lifetime from when it is served, a Go duration (default 24h)
+//	WOP_ALLOWED_HOSTS     hosts whose requests may name the callback URLs' base, without WOP_PUBLIC_URL
+//	WOP_RESOLVE_WAIT      how long a resolve waits for the run's outcome (default 10s)
+//	WOP_WEBHOOK_SECRET    key the webhook secrets derive from (webhooks are off without it)
+//	WOP_WEBHOOK_ALLOW_PRIVATE  true: accept loopback and private webhook destinations
+//	WOP_WEBHOOK_RETRY_FOR      how long a delivery is retried before it is dead-lettered (default 24h)
+//	WOP_WEBHOOK_MAX_ATTEMPTS   attempts of a delivery (default 0: until WOP_WEBHOOK_RETRY_FOR)
 //	WOP_STREAM_SECRET     secret shared with the workers' chunk endpoints (streamMode=messages)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
@@ -212,6 +237,33 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_STREAM_SECRET: want at least %d bytes", chunks.MinSecretBytes)
 		}
 		cfg.StreamSecret = []byte(v)
+	}
+	if v := getenv("WOP_WEBHOOK_SECRET"); v != "" {
+		cfg.WebhookSecret = []byte(v)
+	}
+	if v := strings.TrimSpace(getenv("WOP_WEBHOOK_ALLOW_PRIVATE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
+		}
+		cfg.WebhookAllowPrivate = b
+	}
+	if v := getenv("WOP_WEBHOOK_RETRY_FOR"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_RETRY_FOR=%q: want a positive Go duration such as 24h", v)
+		}
+		cfg.WebhookDelivery.RetryFor = d
+	}
+	if v := getenv("WOP_WEBHOOK_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("WOP_WEBHOOK_MAX_ATTEMPTS=%q: want a non-negative integer", v)
+		}
+		cfg.WebhookDelivery.MaxAttempts = int32(n)
+	}
+	if err := guardsFromEnv(getenv, &cfg.Guards); err != nil {
+		return cfg, err
 	}
 	if (len(cfg.Keys) > 0 || cfg.KeysFile != "") && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")

@@ -27,8 +27,9 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxRequestBodyBytes+1))
 	if err != nil {
-		return nil, badRequest("reading the request body failed: %v", err)
+		return nil, bodyReadError(err)
 	}
+	s.bodyRead(c)
 	if int64(len(body)) > s.cfg.MaxRequestBodyBytes {
 		return nil, apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
 			"request body exceeds the limit of %d bytes", s.cfg.MaxRequestBodyBytes).with("limit", s.cfg.MaxRequestBodyBytes)
@@ -57,8 +58,13 @@ func checkJSONContentType(ct string) error {
 }
 
 // decodeStrict decodes a closed JSON object into v: unknown fields, trailing data, type
-// mismatches and syntax errors become 400 validation_error naming the field and offset.
+// mismatches and syntax errors become 400 validation_error naming the field and offset,
+// as do invalid UTF-8, duplicate keys and nesting deeper than MaxJSONDepth anywhere in
+// the body (checkJSONShape). It is the one decoder of request bodies.
 func decodeStrict(body []byte, v any) error {
+	if err := checkJSONShape(body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

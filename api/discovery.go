@@ -25,7 +25,7 @@ func (s *Server) discoveryDoc() map[string]any {
 	if fixtures == nil {
 		fixtures = []string{}
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"protocolVersion":       "1.0",
 		"implementation":        map[string]any{"name": "wop", "version": s.cfg.Version, "vendor": "wop"},
 		"engineVersion":         1,
@@ -47,6 +47,10 @@ func (s *Server) discoveryDoc() map[string]any {
 		// The PromptPack packs served as workflows (workflowId = pack id).
 		"promptPacks": s.packsDoc(),
 	}
+	if s.webhooksEnabled() {
+		doc["webhooks"] = s.webhookDiscovery()
+	}
+	return doc
 }
 
 // packsDoc lists the packs served as workflows for discovery.
@@ -149,6 +153,10 @@ func (s *Server) openAPIDoc() map[string]any {
 		if params != nil {
 			op["parameters"] = params
 		}
+		if r.Accepted {
+			op["responses"].(map[string]any)["202"] = map[string]any{"description": "queued: the run has not decided within the resolve wait; repeat with the idempotencyKey to learn the outcome",
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"type": "object"}}}}
+		}
 		if r.Scopes != nil {
 			op["security"] = []any{map[string]any{"bearer": r.Scopes}}
 		} else {
@@ -178,12 +186,17 @@ func (s *Server) openAPIDoc() map[string]any {
 			"schemas": map[string]any{
 				"Error": obj(map[string]any{"error": str, "message": str, "details": objv}, "error", "message"),
 				"CreateRunRequest": obj(map[string]any{"workflowId": str, "inputs": objv, "tenantId": str, "scopeId": str,
-					"callbackUrl": str, "configurable": objv, "tags": map[string]any{"type": "array", "items": str}, "metadata": objv}, "workflowId"),
+					"callbackUrl":  map[string]any{"type": "string", "description": "refused (400): this host delivers no webhooks"},
+					"configurable": objv, "metadata": map[string]any{"type": "object", "description": "at most 16 KiB"},
+					"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1, "maxLength": 256}, "maxItems": 64}}, "workflowId"),
 				"CancelRequest":           obj(map[string]any{"reason": str}),
 				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
 				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
+					"events":   map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
+					"tenantId": str, "tags": map[string]any{"type": "array", "items": str}}, "url", "events"),
 			},
 		},
 	}

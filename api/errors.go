@@ -102,6 +102,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			c.Response().Header().Add(k, v)
 		}
 	}
+	if e.Status == http.StatusUnauthorized && c.Response().Header().Get("WWW-Authenticate") == "" {
+		c.Response().Header().Set("WWW-Authenticate", wwwAuthenticate)
+	}
 	body := envelope{Error: e.Code, Message: e.Message, Details: e.Details}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(e.Status)

@@ -56,6 +56,12 @@ type fakeRun struct {
 	eventsTimeouts int
 	// checkTimeouts does the same to that many ValidateResolveQuery calls.
 	checkTimeouts int
+	// outcomes is what the fake run did with each resolve signal, by request id: what
+	// check said when the signal arrived (unless noOutcome).
+	outcomes  map[string]workflows.ResolveOutcome
+	noOutcome bool
+	// open makes DescribeWorkflowExecution report the workflow running.
+	open bool
 	// stuck makes every query fail the way Temporal fails a query of a workflow whose
 	// workflow task keeps failing; TerminateWorkflow ends that (closed with a
 	// WorkflowExecutionTerminated event).
@@ -198,6 +204,10 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	mc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(
 		func(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 			r := ft.get(id)
+			if r != nil && r.open && !r.stuck {
+				return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+					Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}}, nil
+			}
 			if r == nil || !r.stuck {
 				return nil, serviceerror.NewNotFound("closed")
 			}
@@ -332,8 +342,22 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
 		}
 		check := r.check
+		if req, ok := args[0].(workflows.ResolveRequest); ok {
+			if o, seen := r.outcomes[req.RequestID]; seen {
+				check = workflows.ResolveCheck{OK: o.Applied, Replayed: true, Outcome: &o, RunStatus: o.RunStatus}
+			}
+		}
 		check.Tenant, check.CurrentStatus, check.LastSequence = r.snap.Owner.Tenant, r.snap.Status, int64(len(r.events))-1
 		return jsonValue{check}, nil
+	case workflows.OutcomesQuery:
+		req := args[0].(workflows.OutcomesRequest)
+		page := workflows.OutcomesPage{Outcomes: []workflows.ResolveOutcome{}, Status: r.snap.Status, Terminal: isTerminal(r.snap.Status)}
+		for _, id := range req.RequestIDs {
+			if o, ok := r.outcomes[id]; ok {
+				page.Outcomes = append(page.Outcomes, o)
+			}
+		}
+		return jsonValue{page}, nil
 	}
 	return nil, fmt.Errorf("unknown query %s", q)
 }
@@ -360,6 +384,16 @@ func (ft *fakeTemporal) signal(id, name string, arg any) error {
 		return serviceerror.NewNotFound("workflow not found")
 	}
 	r.signals = append(r.signals, arg)
+	if req, ok := arg.(workflows.ResolveRequest); ok && name == workflows.ResolveSignal && !r.noOutcome {
+		if r.outcomes == nil {
+			r.outcomes = map[string]workflows.ResolveOutcome{}
+		}
+		o := workflows.ResolveOutcome{RequestID: req.RequestID, Applied: r.check.OK, RunStatus: r.check.RunStatus,
+			Status: r.check.Status, Code: r.check.Code, Message: r.check.Message}
+		if _, seen := r.outcomes[req.RequestID]; !seen {
+			r.outcomes[req.RequestID] = o
+		}
+	}
 	if r.onSignal != nil {
 		r.onSignal(r, name, arg)
 	}

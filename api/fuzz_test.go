@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func seedBodies(f *testing.F) {
@@ -16,9 +17,48 @@ func seedBodies(f *testing.F) {
 		`{"resumeValue":{"action":"accept"}}`, `{"operation":"exchange","turn":{"content":"hi"}}`,
 		`{"event":"approved","context":"ok"}`, `{"nodeId":"gate","resumeValue":1}`,
 		"{\"workflowId\":\"\u0000\"}", `{"workflowId":"../../etc"}`, `"\ud800"`,
+		"{\"resumeValue\":\"\xff\xfe\"}", `{"resumeValue":{"a":1,"a":2}}`, `{"resumeValue":"\ud83d\ude00 \udc00"}`,
+		`{"resumeValue":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`,
 	} {
 		f.Add([]byte(s))
 	}
+}
+
+// FuzzDecodeStrict: a body decodeStrict accepts is valid UTF-8 and has no duplicate
+// key that changes how it reads (re-encoding its decoded form keeps every key).
+func FuzzDecodeStrict(f *testing.F) {
+	seedBodies(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var v any
+		err := decodeStrict(body, &v)
+		checkDecodeErr(t, err)
+		if err != nil {
+			return
+		}
+		if !utf8.Valid(body) {
+			t.Fatalf("invalid UTF-8 accepted: %q", body)
+		}
+		if depth(v) > MaxJSONDepth {
+			t.Fatalf("nesting deeper than %d accepted: %q", MaxJSONDepth, body)
+		}
+	})
+}
+
+func depth(v any) int {
+	d := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	case []any:
+		for _, e := range x {
+			d = max(d, depth(e))
+		}
+		return d + 1
+	}
+	return 0
 }
 
 // checkDecodeErr asserts a decoding error is a 4xx envelope error.

@@ -158,7 +158,7 @@ func (s *Server) pendingItems(p *principal, base string, snap *workflows.Snapsho
 		if !mayResolve(p, pi) {
 			continue
 		}
-		s.addToken(base, snap.RunID, &pi)
+		s.addToken(base, snap.RunID, p.KeyID, IntentResolve, &pi)
 		out = append(out, PendingItem{
 			RunID: snap.RunID, WorkflowID: snap.WorkflowID, RunStatus: snap.Status, StartedAt: rs.StartedAt,
 			PackID: rs.PackID, PackState: rs.PackState, WaitingKind: workflows.WaitingKind(pi.Kind),
@@ -251,6 +251,7 @@ func (s *Server) streamPending(c echo.Context, p *principal, base, query string,
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	s.streamDeadlines(c)
 
 	w := c.Response()
 	h := w.Header()

@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -48,11 +49,31 @@ type CreateRunResponse struct {
 	Status    string `json:"status"`
 	EventsURL string `json:"eventsUrl"`
 	StatusURL string `json:"statusUrl"`
+	// CallbackSecret signs the deliveries to the run's callbackUrl (webhooks.md's
+	// scheme), returned only when the request named one.
+	CallbackSecret            string `json:"callbackSecret,omitempty"`
+	CallbackSecretFingerprint string `json:"callbackSecretFingerprint,omitempty"`
+}
+
+// withCallback adds the callback secret of run runID when the request named a
+// callbackUrl.
+func (s *Server) withCallback(r CreateRunResponse, tenant string, req *CreateRunRequest) CreateRunResponse {
+	if req.CallbackURL != "" && s.webhooksEnabled() {
+		r.CallbackSecret = activities.CallbackSecret(s.cfg.WebhookSecret, tenant, r.RunID)
+		r.CallbackSecretFingerprint = activities.SecretFingerprint(r.CallbackSecret)
+	}
+	return r
 }
 
 // decodeCreateRun decodes and validates a POST /v1/runs body without consulting the
-// catalog. It is the fuzzed entry point of request decoding.
+// catalog, under the default guards. It is the fuzzed entry point of request decoding.
 func decodeCreateRun(body []byte) (*CreateRunRequest, error) {
+	return decodeCreateRunWith(body, GuardConfig{}.withDefaults())
+}
+
+// decodeCreateRunWith is decodeCreateRun under the guards g (limits on tags and
+// metadata).
+func decodeCreateRunWith(body []byte, g GuardConfig) (*CreateRunRequest, error) {
 	if body == nil {
 		return nil, badRequest("request body is required: {\"workflowId\": \"...\"}")
 	}
@@ -66,18 +87,30 @@ func decodeCreateRun(body []byte) (*CreateRunRequest, error) {
 	if err := validateID("workflowId", req.WorkflowID); err != nil {
 		return nil, err
 	}
-	for name, raw := range map[string]json.RawMessage{"inputs": req.Inputs, "configurable": req.Configurable, "metadata": req.Metadata} {
-		if len(raw) > 0 && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) && !isJSONObject(raw) {
-			return nil, badRequest("%s must be a JSON object", name).with("field", name)
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"inputs", req.Inputs}, {"configurable", req.Configurable}, {"metadata", req.Metadata}} {
+		if len(f.raw) > 0 && !bytes.Equal(bytes.TrimSpace(f.raw), []byte("null")) && !isJSONObject(f.raw) {
+			return nil, badRequest("%s must be a JSON object", f.name).with("field", f.name)
 		}
 	}
+	if len(req.Tags) > g.MaxTags {
+		return nil, badRequest("%d tags are more than the %d a run may carry", len(req.Tags), g.MaxTags).with("field", "tags").with("limit", g.MaxTags)
+	}
 	for i, t := range req.Tags {
-		if t == "" || len(t) > 256 {
-			return nil, badRequest("tags[%d] must be a non-empty string of at most 256 characters", i).with("field", fmt.Sprintf("tags[%d]", i))
+		if t == "" || len(t) > g.MaxTagBytes {
+			return nil, badRequest("tags[%d] must be a non-empty string of at most %d bytes", i, g.MaxTagBytes).with("field", fmt.Sprintf("tags[%d]", i))
 		}
+	}
+	if n := len(compactJSON(req.Metadata)); n > g.MaxMetadataBytes {
+		return nil, badRequest("metadata is %d bytes; a run's metadata may hold at most %d", n, g.MaxMetadataBytes).with("field", "metadata").with("limit", g.MaxMetadataBytes)
 	}
 	if req.CallbackURL != "" && !strings.HasPrefix(req.CallbackURL, "https://") && !strings.HasPrefix(req.CallbackURL, "http://") {
 		return nil, badRequest("callbackUrl must be an http(s) URL").with("field", "callbackUrl")
+	}
+	if len(req.CallbackURL) > 2048 {
+		return nil, badRequest("callbackUrl is longer than 2048 characters").with("field", "callbackUrl")
 	}
 	return &req, nil
 }
@@ -167,11 +200,26 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 	return b
 }
 
+// baseURL is the base of the URLs the API hands out: Config.PublicURL, else the
+// request's own origin when Guards.AllowedHosts lists its Host. It is "" for any other
+// Host, which a client can set to anything: callback URLs then are omitted (they carry
+// live tokens) and links are relative.
 func (s *Server) baseURL(c echo.Context) string {
 	if s.cfg.PublicURL != "" {
 		return s.cfg.PublicURL
 	}
-	return c.Scheme() + "://" + c.Request().Host
+	host := strings.ToLower(c.Request().Host)
+	for _, h := range s.cfg.Guards.AllowedHosts {
+		if h == host {
+			scheme := "http"
+			// A forwarded proto may only upgrade the scheme, never downgrade it.
+			if c.Request().TLS != nil || strings.EqualFold(c.Request().Header.Get("X-Forwarded-Proto"), "https") {
+				scheme = "https"
+			}
+			return scheme + "://" + host
+		}
+	}
+	return ""
 }
 
 func (s *Server) handleGetWorkflow(c echo.Context) error {
@@ -233,7 +281,7 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req, err := decodeCreateRun(body)
+	req, err := decodeCreateRunWith(body, s.cfg.Guards)
 	if err != nil {
 		return err
 	}
@@ -260,10 +308,16 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		digest = requestDigest(p.Tenant, req)
 		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00POST /v1/runs\x00" + idemKey)))
 	}
+	if req.CallbackURL != "" {
+		if err := s.callbackRun(c.Request().Context(), p.Tenant, req.CallbackURL); err != nil {
+			return err
+		}
+	}
 	in, err := s.cat.NewRunInput(workflows.RunRequest{
 		RunID: runID, WorkflowID: def.ID, Inputs: req.Inputs,
 		Owner: workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID},
 		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
+		CallbackURL: req.CallbackURL,
 	})
 	if err != nil {
 		return badRequest("%v", err)
@@ -271,17 +325,13 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	_, err = s.startRun(c.Request().Context(), *in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	if idemKey != "" && errors.As(err, &already) {
-		return s.idempotentReplay(c, p, runID, digest)
+		return s.idempotentReplay(c, p, runID, digest, req)
 	}
 	if err != nil {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
 	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
-	base := s.baseURL(c)
-	return c.JSON(http.StatusCreated, CreateRunResponse{
-		RunID: runID, Status: workflows.StatusPending,
-		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
-	})
+	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, runID), p.Tenant, req))
 }
 
 // startRun starts the run workflow. With an Idempotency-Key the start fails with
@@ -327,8 +377,10 @@ func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttri
 	return temporal.NewSearchAttributes(updates...)
 }
 
-// idempotentReplay answers a create whose derived runId already exists.
-func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string) error {
+// idempotentReplay answers a create whose derived runId already exists: with the
+// response the first request got (201 and the same body; it depends only on the
+// runId, the base URL and the callback), and openwop-Idempotent-Replay: true.
+func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest string, req *CreateRunRequest) error {
 	snap, err := s.snapshot(c.Request().Context(), p, runID)
 	if err != nil {
 		return err
@@ -338,11 +390,16 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 			"Idempotency-Key was already used with a different request body")
 	}
 	c.Response().Header().Set(HeaderIdempotentReplay, "true")
+	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, runID), p.Tenant, req))
+}
+
+// createdResponse is the body of a 201 from POST /v1/runs.
+func (s *Server) createdResponse(c echo.Context, runID string) CreateRunResponse {
 	base := s.baseURL(c)
-	return c.JSON(http.StatusOK, CreateRunResponse{
-		RunID: runID, Status: snap.Status,
+	return CreateRunResponse{
+		RunID: runID, Status: workflows.StatusPending,
 		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
-	})
+	}
 }
 
 // snapshot queries the run's snapshot (querySnapshot: a run Temporal closed without its
@@ -387,12 +444,14 @@ func (s *Server) temporalErr(err error, runID string) error {
 
 // isTransient reports whether a Temporal call failed in a way a retry can mend: the
 // server's own deadline (a query the worker did not answer in time under load), an
-// unavailable or overloaded frontend.
+// unavailable or overloaded frontend, or the server cancelling a query whose worker
+// went away (the caller's own cancellation is checked by the caller).
 func isTransient(err error) bool {
 	var de *serviceerror.DeadlineExceeded
 	var un *serviceerror.Unavailable
 	var re *serviceerror.ResourceExhausted
-	return errors.As(err, &de) || errors.As(err, &un) || errors.As(err, &re)
+	var ca *serviceerror.Canceled
+	return errors.As(err, &de) || errors.As(err, &un) || errors.As(err, &re) || errors.As(err, &ca)
 }
 
 // runAndBody reads what every mutation on a run starts with: the validated run id and
@@ -417,14 +476,22 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 	return id, nil
 }
 
-// decorate adds what the API owns to a snapshot: interrupt tokens and callback URLs.
+// decorate adds what the API owns to a snapshot: interrupt tokens (issued to the
+// reader, resolve tokens only to a reader whose key may resolve) and callback URLs.
 func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
 	base := s.baseURL(c)
+	sub, intent := "", IntentInspect
+	if p := principalOf(c); p != nil {
+		sub = p.KeyID
+		if p.Scopes[ScopeApprovalsRespond] {
+			intent = IntentResolve
+		}
+	}
 	for i := range snap.Interrupts {
-		s.addToken(base, snap.RunID, &snap.Interrupts[i])
+		s.addToken(base, snap.RunID, sub, intent, &snap.Interrupts[i])
 	}
 	if snap.Interrupt != nil {
-		s.addToken(base, snap.RunID, snap.Interrupt)
+		s.addToken(base, snap.RunID, sub, intent, snap.Interrupt)
 	}
 }
 

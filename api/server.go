@@ -1,9 +1,10 @@
 // Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
 // call becomes a Temporal call: a workflow start, a signal, a query or a cancel, and
 // listings read Temporal's visibility store. The API keeps no state of its own beyond
-// in-memory rate-limit buckets, resolve locks and the keys it read (keys.go): runs,
-// their event logs and idempotency digests live in the run workflows. It also serves
-// the approvals inbox (inbox.go) and the process's metrics.
+// in-memory rate-limit buckets and the keys it read (keys.go): runs, their event logs,
+// idempotency digests and the outcomes of resolves live in the run workflows, so any
+// number of API processes serve the same runs. It also serves the approvals inbox
+// (inbox.go) and the process's metrics.
 package api
 
 import (
@@ -35,12 +36,13 @@ type Server struct {
 	e       *echo.Echo
 	metrics *httpMetrics // nil without Config.Metrics
 	limiter *rateLimiter
-	tokens  *tokenSigner
-	routes  []route
-	verbs   map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
-
-	locksMu sync.Mutex
-	locks   map[string]*runLock
+	// authFails and tokenRoutes are buckets per client address (authguard.go).
+	authFails   *rateLimiter
+	tokenRoutes *rateLimiter
+	tokens      *tokenSigner
+	watches     outcomeWatches
+	routes      []route
+	verbs       map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
 
 	// chunkClient reads the workers' chunk endpoints (nil without a stream secret);
 	// chunkFeeds are the runs' shared chunk readers (chunkfeed.go).
@@ -78,6 +80,10 @@ type route struct {
 	Body string
 	// OK is the success status.
 	OK int
+	// Token marks the signed-token routes (rate-limited per client address).
+	Token bool
+	// Accepted marks the resolve routes, which may answer 202 queued (resolve.go).
+	Accepted bool
 	// Produces is the success content type ("" = application/json).
 	Produces string
 }
@@ -117,11 +123,12 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg: cfg, tc: tc, cat: cat, log: logger,
-		limiter: newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
-		tokens:  newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
-		locks:   map[string]*runLock{},
-		feeds:   map[string]*runFeed{},
-		ctx:     ctx, cancel: cancel,
+		limiter:     newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
+		tokens:      newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
+		authFails:   newRateLimiter(cfg.Guards.AuthFailuresPerSecond, cfg.Guards.AuthFailureBurst, cfg.Now),
+		tokenRoutes: newRateLimiter(cfg.Guards.TokenRoutePerSecond, cfg.Guards.TokenRouteBurst, cfg.Now),
+		feeds:       map[string]*runFeed{},
+		ctx:         ctx, cancel: cancel,
 	}
 	if len(cfg.StreamSecret) > 0 {
 		key, err := chunks.NewKey(cfg.StreamSecret)
@@ -180,6 +187,7 @@ func (s *Server) buildEcho() *echo.Echo {
 		},
 	}))
 	e.Use(middleware.Recover())
+	e.Use(s.deadlines)
 
 	s.routes = s.routeTable()
 	s.verbs = map[string]route{}
@@ -190,7 +198,9 @@ func (s *Server) buildEcho() *echo.Echo {
 		}
 		var mw []echo.MiddlewareFunc
 		if r.Scopes != nil {
-			mw = append(mw, s.requireAuth(r.Scopes...))
+			mw = append(mw, s.authenticated(r.Scopes...))
+		} else if r.Token {
+			mw = append(mw, s.limitTokenRoute)
 		}
 		e.Add(r.Method, echoPath(r.Path), r.Handler, mw...)
 	}
@@ -228,11 +238,11 @@ func (s *Server) dispatchVerb(c echo.Context) error {
 	c.SetParamNames("runId")
 	c.SetParamValues(raw[:i])
 	c.Set(routeKey, "/v1/runs/:runId:"+r.Verb)
-	return s.requireAuth(r.Scopes...)(r.Handler)(c)
+	return s.authenticated(r.Scopes...)(r.Handler)(c)
 }
 
 func (s *Server) routeTable() []route {
-	return []route{
+	return append([]route{
 		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
@@ -248,14 +258,14 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events/poll", Scopes: []string{ScopeRunsRead}, Summary: "Long-poll run events", Handler: s.handlePoll, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200, Accepted: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200, Accepted: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200, Accepted: true},
 		{Method: http.MethodGet, Path: "/v1/interrupts", Scopes: []string{ScopeApprovalsRespond}, Summary: "List the interrupts the caller may resolve; SSE with Accept: text/event-stream", Handler: s.handleListInterrupts, OK: 200},
-		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true},
+		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true, Accepted: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
-	}
+	}, s.webhookRoutes()...)
 }
 
 // Handler returns the server's http.Handler.

@@ -145,6 +145,7 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	s.streamDeadlines(c)
 
 	// Subscribed first: a reply that starts while the log is read is not missed.
 	var sub *chunkSub
@@ -166,11 +167,18 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 	_, _ = fmt.Fprint(w, ": stream open\n\n")
 	w.Flush()
 
+	// A values frame's id is the last sequence its snapshot reflects; ids only grow, so
+	// a frame that would not advance is not sent.
+	lastValues := int64(-1)
 	valuesFrame := func(seq int64) error {
 		cur, err := s.snapshot(ctx, nil, runID)
 		if err != nil {
 			return err
 		}
+		if seq = max(seq, cur.LastSequence); seq <= lastValues {
+			return nil
+		}
+		lastValues = seq
 		s.decorate(c, cur)
 		cur.RequestDigest = ""
 		return out.frame(seq, "state.snapshot", workflows.Event{
@@ -179,10 +187,12 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 		})
 	}
 	if filter.values {
-		// values: a snapshot first (on connect and on resume).
+		// values: a snapshot first (on connect and on resume); then follow the log from
+		// what that snapshot reflects.
 		if err := valuesFrame(max(after, snap.LastSequence)); err != nil {
 			return nil
 		}
+		after = max(after, lastValues)
 	}
 
 	// The log is read on a goroutine of its own, so chunks, keepalives and batches are

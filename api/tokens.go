@@ -28,6 +28,12 @@ type tokenClaims struct {
 	Exp         int64  `json:"exp"` // unix seconds
 	Intent      string `json:"intent"`
 	Kid         string `json:"kid"`
+	// Sub is the key id the token was issued to (the reader of the snapshot that
+	// carried it): a token resume acts for it, e.g. votes as it.
+	Sub string `json:"sub,omitempty"`
+	// Turn binds a conversation token to the exchange it was issued for: once the
+	// conversation moves past that turn the token is spent.
+	Turn *int `json:"turn,omitempty"`
 }
 
 // tokenSigner mints and verifies interrupt tokens:
@@ -116,27 +122,56 @@ func tokenError(err error) *Error {
 	return apiErr(http.StatusNotFound, CodeInterruptNotFound, "unknown interrupt token")
 }
 
-// tokenExpiry is when a token for the interrupt expires: the interrupt's own deadline,
-// else its request time plus the configured TTL. Deriving it from the interrupt keeps
-// the token stable across snapshot reads.
-func (s *Server) tokenExpiry(pi *workflows.PendingInterrupt) time.Time {
+// tokenExpiry is when a token issued now for the interrupt expires: Config.TokenTTL
+// from now, never past the interrupt's own deadline. ok is false when the deadline has
+// passed (the interrupt is about to time out): no token is issued then.
+func (s *Server) tokenExpiry(pi *workflows.PendingInterrupt) (exp time.Time, ok bool) {
+	now := s.cfg.Now()
+	exp = now.Add(s.cfg.TokenTTL)
 	if pi.ExpiresAt != "" {
-		if t, err := time.Parse(time.RFC3339Nano, pi.ExpiresAt); err == nil {
-			return t
+		if t, err := time.Parse(time.RFC3339Nano, pi.ExpiresAt); err == nil && t.Before(exp) {
+			exp = t
 		}
 	}
-	if t, err := time.Parse(time.RFC3339Nano, pi.RequestedAt); err == nil {
-		return t.Add(s.cfg.TokenTTL)
-	}
-	return s.cfg.Now().Add(s.cfg.TokenTTL)
+	return exp, now.Unix() < exp.Unix()
 }
 
-// addToken sets interruptToken and callbackUrl on a pending interrupt.
-func (s *Server) addToken(base, runID string, pi *workflows.PendingInterrupt) {
+// tokenTurn is the conversation turn a token for pi carries (nil for other kinds): the
+// exchange's next turn index.
+func tokenTurn(pi *workflows.PendingInterrupt) *int {
+	if !strings.HasPrefix(pi.Kind, "conversation") {
+		return nil
+	}
+	var d struct {
+		TurnIndex *int `json:"turnIndex"`
+	}
+	if json.Unmarshal(pi.Data, &d) != nil {
+		return nil
+	}
+	return d.TurnIndex
+}
+
+// addToken sets interruptToken and callbackUrl on a pending interrupt for the reader
+// sub. Tokens are issued per read: each carries a fresh expiry, and a conversation's
+// token one exchange (its turn), so a token is spent once it has been used. intent is
+// IntentResolve for a reader that may resolve (approvals:respond), else IntentInspect:
+// a token never grants more than its reader's key. Bearer-only interrupts get none;
+// callbackUrl needs a trusted base URL (see baseURL).
+func (s *Server) addToken(base, runID, sub, intent string, pi *workflows.PendingInterrupt) {
+	pi.InterruptToken, pi.CallbackURL = "", ""
+	if pi.BearerOnly {
+		return
+	}
+	exp, ok := s.tokenExpiry(pi)
+	if !ok {
+		return
+	}
 	tok := s.tokens.sign(tokenClaims{
 		RunID: runID, NodeID: pi.NodeID, InterruptID: pi.InterruptID,
-		Exp: s.tokenExpiry(pi).Unix(), Intent: IntentResolve,
+		Exp: exp.Unix(), Intent: intent, Sub: sub, Turn: tokenTurn(pi),
 	})
 	pi.InterruptToken = tok
-	pi.CallbackURL = base + "/v1/interrupts/" + tok
+	if base != "" {
+		pi.CallbackURL = base + "/v1/interrupts/" + tok
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -117,6 +118,10 @@ func carriedExecution(ctx context.Context, in workflows.RunInput, from, to int) 
 	env.SetWorkerOptions(sdkworker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: in.RunID, TaskQueue: workflows.TaskQueue})
 	env.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
+	// The run signals its tenant's webhook dispatcher; the bench tenant has none, and a
+	// run carries on when the signal finds no dispatcher.
+	env.OnSignalExternalWorkflow(mock.Anything, workflows.WebhookDispatcherID(in.Owner.Tenant), mock.Anything, workflows.WebhookEventsSignal, mock.Anything).
+		Return(errors.New("no webhook dispatcher")).Maybe()
 	reply := strings.Repeat("r", carriedMessageBytes)
 	env.RegisterActivityWithOptions(func(_ context.Context, _ activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
 		return &activities.ModelRoundResult{Text: reply, Provider: activities.ProviderMock, Model: activities.MockModel,

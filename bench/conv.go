@@ -195,7 +195,12 @@ func (c *conv) send(ctx context.Context) (time.Time, error) {
 		"turn":      map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "message " + strconv.Itoa(c.turns)}},
 	}}
 	start := time.Now()
-	if err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil); err != nil {
+	err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
+	var se *statusError
+	if errors.As(err, &se) && se.status == http.StatusAccepted {
+		err = nil // queued behind the run's work (a loaded host): the caller awaits the reply
+	}
+	if err != nil {
 		return start, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
 	}
 	return start, nil

@@ -75,7 +75,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		fmt.Fprintf(stderr, "Usage: wop chat [--api URL] [--key KEY] <workflowId|runId>\n\n"+
 			"Starts a run of the workflow (or attaches to the run and shows its conversation), and\n"+
 			"sends each line you type. While the run waits for an external event, start a line with\n"+
-			"/say to send it. /quit or end of input leaves; the run goes on.\n\n")
+			"/say to send it. A tool call waiting for approval is shown with the call that decides it;\n"+
+			"nothing is sent until it is decided. /quit or end of input leaves; the run goes on.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -298,6 +299,29 @@ type interrupt struct {
 	Kind         string          `json:"kind"`
 	Key          string          `json:"key"`
 	ResumeSchema json.RawMessage `json:"resumeSchema"`
+	Data         json.RawMessage `json:"data"`
+	ExpiresAt    string          `json:"expiresAt"`
+}
+
+// toolCall is what an approval interrupt of a tool call (artifactType tool-call) says
+// of the call: the tool, its arguments, who may decide; ok is false for any other
+// interrupt.
+func (i interrupt) toolCall() (tool string, args json.RawMessage, approvers []string, ok bool) {
+	if i.Kind != "approval" {
+		return "", nil, nil, false
+	}
+	var d struct {
+		ArtifactType  string   `json:"artifactType"`
+		ApproversList []string `json:"approversList"`
+		ArtifactData  struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"artifactData"`
+	}
+	if json.Unmarshal(i.Data, &d) != nil || d.ArtifactType != "tool-call" {
+		return "", nil, nil, false
+	}
+	return d.ArtifactData.Tool, d.ArtifactData.Arguments, d.ApproversList, true
 }
 
 // isConversation reports whether the interrupt takes conversation messages.
@@ -362,6 +386,15 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 		}
 		return fmt.Errorf("the run is not waiting for a message (status %s); your message was not sent", orUnknown(snap.Status))
 	}
+	if other != nil {
+		if tool, _, _, ok := other.toolCall(); ok {
+			// The conversation itself waits for the decision: even /say is refused (409).
+			if say {
+				s.notSent(text)
+			}
+			return fmt.Errorf("not sent: the agent's %s call waits for approval; messages are accepted again once it is decided", tool)
+		}
+	}
 	if other != nil && !say {
 		return fmt.Errorf("not sent: the run waits for %s at node %s, resolved through the API. To message the agent meanwhile, start the line with /say", describeWait(*other), other.NodeID)
 	}
@@ -397,6 +430,9 @@ func describeWait(it interrupt) string {
 		what = "an external event"
 	case "approval":
 		what = "an approval"
+		if tool, args, _, ok := it.toolCall(); ok {
+			what = "approval of the tool call " + tool + "(" + compactArgs(args, 70) + ")"
+		}
 	}
 	if evs := it.events(); len(evs) > 0 {
 		what += " (" + strings.Join(evs, " or ") + ")"

@@ -438,3 +438,31 @@ func TestChatDoesNotSendLinesToAnExternalWait(t *testing.T) {
 	assert.Equal(t, map[string]any{"resumeValue": map[string]any{"operation": "exchange",
 		"turn": map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "Any news?"}}}}, f.posts[0])
 }
+
+// TestChatShowsAToolApproval: while a tool call of the agent waits for approval, the
+// chat shows the call and how to decide it, and sends no line, not even with /say (the
+// conversation takes messages again once the call is decided).
+func TestChatShowsAToolApproval(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	data := map[string]any{"artifactType": "tool-call", "title": "Approve issue_refund", "approversList": []string{"finance"},
+		"artifactData": map[string]any{"tool": "issue_refund", "arguments": map[string]any{"order_id": "ORD-1042", "amount": "89.90"}}}
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "refund", "status": "waiting-approval", "currentNodeId": "pack", "lastSequence": 0,
+		"interrupts": []any{
+			map[string]any{"nodeId": "pack", "kind": "conversation.exchange", "key": "r1:pack:0"},
+			map[string]any{"nodeId": "pack", "kind": "approval", "key": "r1:pack:3", "data": data, "expiresAt": "2026-12-03T10:00:00.000Z"},
+		}}
+	f.streams = []fakeStream{{events: []map[string]any{
+		ev(0, "interrupt.requested", map[string]any{"kind": "approval", "key": "r1:pack:3"}),
+	}}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "r1"}, envOf(nil),
+		strings.NewReader("is it done?\n/say hello?\n"), &out, &errOut)
+	assert.Equal(t, ExitOK, code, errOut.String())
+	assert.Contains(t, out.String(), "⏸ issue_refund(amount: 89.90, order_id: ORD-1042) waits for approval by finance, until 2026-12-03T10:00:00.000Z.")
+	assert.Contains(t, out.String(), `{"resumeValue":{"action":"accept"}}`)
+	assert.Contains(t, out.String(), `/v1/runs/r1/interrupts/pack`)
+	assert.Contains(t, errOut.String(), "not sent: the agent's issue_refund call waits for approval")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Empty(t, f.posts, "no line was sent")
+}

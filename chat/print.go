@@ -245,6 +245,21 @@ func (s *session) showWait(ctx context.Context, re runEvent) {
 			body = fmt.Sprintf(`{"resumeValue":{"event":%q,"context":"…"}}`, evs[0])
 		}
 		s.v.stopThinking()
+		if tool, args, approvers, ok := it.toolCall(); ok {
+			who := "anyone who may resolve interrupts"
+			if len(approvers) > 0 {
+				who = strings.Join(approvers, ", ")
+			}
+			expires := ""
+			if it.ExpiresAt != "" {
+				expires = ", until " + it.ExpiresAt
+			}
+			s.v.emit(kindWait, "", fmt.Sprintf("⏸ %s(%s) waits for approval by %s%s. Decide through the API, for example:\n"+
+				"    curl -s -X POST %s/v1/runs/%s/interrupts/%s -H \"Authorization: Bearer $WOP_API_KEY\" -H 'Content-Type: application/json' -d '{\"resumeValue\":{\"action\":\"accept\"}}'\n"+
+				"  (or {\"action\":\"reject\",\"feedback\":\"why\"}, or {\"action\":\"edit-accept\",\"editedArtifactData\":{\"arguments\":{…}}}). Messages are not sent until it is decided.",
+				tool, compactArgs(args, 70), who, expires, s.c.base, s.runID, it.NodeID))
+			return
+		}
 		s.v.emit(kindWait, "", fmt.Sprintf("⏸ The run waits for %s at node %s. It is resolved through the API, for example:\n"+
 			"    curl -s -X POST %s/v1/runs/%s/interrupts/%s -H \"Authorization: Bearer $WOP_API_KEY\" -H 'Content-Type: application/json' -d '%s'\n"+
 			"  Lines you type are not sent meanwhile; start one with /say to message the agent.",

@@ -25,12 +25,15 @@ import (
 // newAPI serves a second API over c's Temporal client and catalog with the given keys.
 func newAPI(t *testing.T, c *apiClient, keys []api.Key) (*apiClient, error) {
 	t.Helper()
-	srv, err := api.New(api.Config{Keys: keys, TokenSecret: []byte(randomHex(16))}, c.Stack.Client(), c.Stack.Catalog(),
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ts := httptest.NewUnstartedServer(nil)
+	srv, err := api.New(api.Config{Keys: keys, TokenSecret: []byte(randomHex(16)), PublicURL: "http://" + ts.Listener.Addr().String()},
+		c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
+		ts.Close()
 		return nil, err
 	}
-	ts := httptest.NewServer(srv.Handler())
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

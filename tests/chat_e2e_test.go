@@ -189,6 +189,14 @@ func TestChatThroughAPseudoTerminal(t *testing.T) {
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
 	term.waitFor("── state awaiting_approval → refunded (Approved, external)")
 	term.waitFor("⚙ issue_refund(")
+	// The refund pack acts with approval: the payment waits for its own decision, which
+	// the chat shows and does not take from the keyboard.
+	term.waitFor("⏸ issue_refund(amount: 89.90")
+	term.waitFor(`{"resumeValue":{"action":"accept"}}`)
+	term.typeLine("/say is it paid?")
+	term.waitFor("not sent: the agent's issue_refund call waits for approval")
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+runID+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "accept the refund: %v", body)
 	term.waitFor("refund: Good news: your refund of $89.90")
 	term.waitFor(fmt.Sprintf("· Run %s completed.", runID))
 	assert.Equal(t, chat.ExitOK, term.exit())
@@ -208,5 +216,6 @@ func TestChatThroughAPseudoTerminal(t *testing.T) {
 		assert.Contains(t, screen, line)
 	}
 	assert.NotContains(t, screen, "you: curl", "the refused line never reached the run")
+	assert.NotContains(t, screen, "you: is it paid?", "nor the line sent while the payment waited")
 	assert.NotContains(t, again.rawOutput(), "\x1b[1;", "no colour under NO_COLOR")
 }

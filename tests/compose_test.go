@@ -167,8 +167,9 @@ func TestComposeBootstrapRegistersTheSearchAttributes(t *testing.T) {
 		got = append(got, name+":"+typ)
 	}
 	cliType := map[enumspb.IndexedValueType]string{
-		enumspb.INDEXED_VALUE_TYPE_KEYWORD:  "Keyword",
-		enumspb.INDEXED_VALUE_TYPE_DATETIME: "Datetime",
+		enumspb.INDEXED_VALUE_TYPE_KEYWORD:      "Keyword",
+		enumspb.INDEXED_VALUE_TYPE_DATETIME:     "Datetime",
+		enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST: "KeywordList",
 	}
 	want := make([]string, 0, len(workflows.SearchAttributes))
 	for name, typ := range workflows.SearchAttributes {

@@ -770,13 +770,63 @@ func TestConformanceIdempotency(t *testing.T) {
 	assert.NotContains(t, string(r4), cfObj(t, r3)["runId"].(string))
 }
 
+// TestConformanceWebhookNegative follows the suite's webhook-negative and
+// webhook-tenant-isolation scenarios: the host advertises webhooks, so its SSRF guard
+// refuses loopback (and metadata) destinations with 400 webhook_url_rejected, malformed
+// bodies are 400 validation_error, an unknown subscription is 404
+// subscription_not_found, and a key registers and removes webhooks of its own tenant
+// only.
 func TestConformanceWebhookNegative(t *testing.T) {
 	c := startStack(t)
 	_, _, raw := cfCall(t, c, "", http.MethodGet, "/.well-known/openwop", nil)
-	// Not advertised, so the scenario is inapplicable; and the routes do not exist.
-	assert.NotContains(t, cfObj(t, raw), "webhooks")
-	status, _, _ := cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", map[string]any{"url": "http://127.0.0.1/x"})
-	assert.Contains(t, []int{404, 405}, status)
+	caps := cfObj(t, raw)
+	require.Contains(t, caps, "webhooks")
+	wh := caps["webhooks"].(map[string]any)
+	assert.Equal(t, true, wh["supported"])
+	assert.Equal(t, []any{"v1"}, wh["signatureAlgorithms"])
+
+	refused := func(body map[string]any) {
+		t.Helper()
+		status, _, raw := cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", body)
+		require.Equal(t, 400, status, "%v: %s", body, raw)
+		cfValidate(t, "error-envelope.schema.json", raw)
+		assert.Equal(t, "webhook_url_rejected", cfObj(t, raw)["error"], "%v", body)
+	}
+	refused(map[string]any{"url": "http://127.0.0.1:65535/", "events": []string{"run.completed"}, "tenantId": "default"})
+	for _, u := range []string{"https://169.254.169.254/latest/meta-data/", "https://[fd00:ec2::254]/", "https://metadata.google.internal/computeMetadata/v1/", "https://10.0.0.7/hook", "https://localhost/hook"} {
+		refused(map[string]any{"url": u, "events": []string{"run.completed"}})
+	}
+
+	status, _, raw := cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", map[string]any{"url": "not a url"})
+	assert.Contains(t, []int{400, 422}, status)
+	assert.Contains(t, []string{"validation_error", "webhook_url_rejected"}, cfObj(t, raw)["error"])
+	status, _, raw = cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", map[string]any{"eventTypes": []string{"run.completed"}})
+	assert.Equal(t, 400, status)
+	assert.Equal(t, "validation_error", cfObj(t, raw)["error"])
+	status, _, raw = cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", map[string]any{"url": "https://example.com/x", "events": []string{}})
+	assert.Equal(t, 400, status, "empty events: %s", raw)
+	status, _, raw = cfCall(t, c, c.Key, http.MethodDelete, "/v1/webhooks/wh-does-not-exist", nil)
+	assert.Equal(t, 404, status)
+	cfValidate(t, "error-envelope.schema.json", raw)
+	assert.Equal(t, "subscription_not_found", cfObj(t, raw)["error"])
+
+	// Tenant scoping (webhook-tenant-isolation).
+	const safeURL = "https://example.com/openwop-conformance/webhook-tenant-isolation"
+	status, _, _ = cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", map[string]any{"url": safeURL, "events": []string{"run.completed"}, "tenantId": "openwop-conformance-foreign-1"})
+	assert.NotEqual(t, 201, status, "registering under a foreign tenant is refused")
+	status, _, raw = cfCall(t, c, c.Key, http.MethodPost, "/v1/webhooks", map[string]any{"url": safeURL, "events": []string{"run.completed"}})
+	require.Equal(t, 201, status, "%s", raw)
+	reg := cfObj(t, raw)
+	id, _ := reg["webhookId"].(string)
+	require.NotEmpty(t, id)
+	require.Len(t, reg["secret"], 64)
+	require.Len(t, reg["secretFingerprint"], 8)
+	status, _, _ = cfCall(t, c, c.Key, http.MethodDelete, "/v1/webhooks/"+id+"?tenantId=openwop-conformance-foreign-1", nil)
+	assert.True(t, status != 204 && status < 500, "a foreign tenant scope does not remove it: %d", status)
+	status, _, _ = cfCall(t, c, c.Key, http.MethodDelete, "/v1/webhooks/"+id, nil)
+	assert.Equal(t, 204, status)
+	status, _, _ = cfCall(t, c, c.Key, http.MethodDelete, "/v1/webhooks/"+id, nil)
+	assert.Equal(t, 404, status, "removed once")
 }
 
 // ---------------------------------------------------------------------------------

@@ -655,15 +655,18 @@ func TestFaultHundredConcurrentExchanges(t *testing.T) {
 	var accepted []string
 	other := map[int]int{}
 	for i, s := range statuses {
-		if s == http.StatusOK {
+		// 202: queued behind the turns before it for longer than the API waits; the run
+		// holds it and records it in turn.
+		if s == http.StatusOK || s == http.StatusAccepted {
 			accepted = append(accepted, texts[i])
-		} else {
+		}
+		if s != http.StatusOK {
 			other[s]++
 		}
 	}
 	t.Logf("%d of %d accepted; other statuses: %v", len(accepted), n, other)
 	for s := range other {
-		assert.Contains(t, []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
+		assert.Contains(t, []int{http.StatusAccepted, http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable}, s,
 			"a refused exchange is refused with a status a client can act on")
 	}
 	require.NotEmpty(t, accepted)
@@ -709,12 +712,18 @@ func TestFaultModelFailsPermanently(t *testing.T) {
 	}
 	assert.Empty(t, snap["interrupts"], "no interrupt left pending")
 	assert.Nil(t, snap["interrupt"], "no interrupt left pending")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d, err := c.Stack.Client().DescribeWorkflowExecution(ctx, fc.runID, "")
-	require.NoError(t, err)
-	assert.NotEqual(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the workflow is closed")
-	assert.Empty(t, d.GetPendingActivities(), "no activity left pending")
+	// The workflow closes once Temporal took the run's last webhook notice, a workflow
+	// task after its terminal event.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := c.Stack.Client().DescribeWorkflowExecution(ctx, fc.runID, "")
+		if !assert.NoError(ct, err) {
+			return
+		}
+		assert.NotEqual(ct, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "the workflow is closed")
+		assert.Empty(ct, d.GetPendingActivities(), "no activity left pending")
+	}, 30*time.Second, 100*time.Millisecond)
 
 	status, body = fc.send("too late", "")
 	assert.GreaterOrEqual(t, status, 400, "an exchange after the failure is refused: %v", body)
@@ -738,8 +747,8 @@ type devProcess struct {
 }
 
 // startDev starts `wop dev` on dataDir with fixed ports and waits until its API
-// answers /healthz.
-func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort int, key string) *devProcess {
+// answers /healthz. extra flags follow the defaults (a repeated flag's last value wins).
+func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort int, key string, extra ...string) *devProcess {
 	t.Helper()
 	logf, err := os.OpenFile(filepath.Join(dataDir, "..", "dev.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	require.NoError(t, err)
@@ -749,6 +758,7 @@ func startDev(t *testing.T, bin, dataDir string, httpPort, temporalPort, uiPort 
 		"--temporal-port", strconv.Itoa(temporalPort),
 		"--ui-port", strconv.Itoa(uiPort),
 		"--packs", faultPacksDir)
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Env = append(os.Environ(), "WOP_API_KEY="+key, "WOP_LOG_LEVEL=error", "WOP_TEMPORAL_LOG_LEVEL=error", "WOP_MOCK_STRICT=true")
 	cmd.Env = append(cmd.Env, "TEMPORAL_ADDRESS=") // always the embedded server
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -835,4 +845,13 @@ func TestFaultDevProcessKilledMidConversation(t *testing.T) {
 	fc.say("after the restart")
 	evs := fc.close()
 	checkLog(t, evs, logCheck{Accepted: []string{"before the kill", "at the kill", "after the restart"}, Ordered: true, Replies: true, Terminal: "run.completed"})
+
+	// wop dev shows its key masked, never whole, and keeps its data to its owner.
+	out, err := os.ReadFile(filepath.Join(tmp, "dev.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(out), key[:8]+"…"+key[len(key)-4:], "the key is shown masked")
+	assert.NotContains(t, string(out), key, "the whole key is never printed")
+	st, err := os.Stat(filepath.Join(dataDir, "temporal.db"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "temporal.db is its owner's only")
 }

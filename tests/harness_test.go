@@ -29,6 +29,7 @@ import (
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // packsDir is the repository's packs folder, loaded by every harness stack.
@@ -101,6 +102,10 @@ type stackOptions struct {
 	Env       map[string]string
 	// Logger receives the host's logs instead of the harness's.
 	Logger *slog.Logger
+	// Webhooks: deliveries may reach the test's loopback receivers, with this retry
+	// policy.
+	WebhookAllowPrivate bool
+	WebhookDelivery     workflows.WebhookDeliveryConfig
 }
 
 // startPrivateStack starts a stack of its own for a test that stops or restarts parts of
@@ -125,6 +130,8 @@ func startPrivateStack(t *testing.T, o stackOptions) *apiClient {
 	if o.Logger != nil {
 		opts.Logger, opts.Worker.Logger = o.Logger, o.Logger
 	}
+	opts.API.WebhookAllowPrivate, opts.Worker.WebhookAllowPrivate = o.WebhookAllowPrivate, o.WebhookAllowPrivate
+	opts.API.WebhookDelivery = o.WebhookDelivery
 	if o.Tweak != nil {
 		o.Tweak(&opts)
 	}
@@ -161,6 +168,8 @@ func harnessOptions(dataDir, key string) stack.Options {
 	wcfg.ShutdownTimeout = time.Second
 	// The tests' scripts are acceptance oracles: a round off script fails the run.
 	wcfg.MockStrict = true
+	webhookKey := []byte(randomHex(32)) // the API and the worker share it
+	wcfg.WebhookSecret = webhookKey
 	level := slog.LevelError
 	if os.Getenv("WOP_TEST_LOG") != "" {
 		level = slog.LevelDebug
@@ -172,8 +181,9 @@ func harnessOptions(dataDir, key string) stack.Options {
 		Namespace:       os.Getenv("TEMPORAL_NAMESPACE"),
 		SeedFixtures:    true,
 		API: api.Config{
-			Keys:        []api.Key{{ID: "test", Secret: key, Tenant: "default", Scopes: api.AllScopes}},
-			TokenSecret: []byte(randomHex(32)),
+			Keys:          []api.Key{{ID: "test", Secret: key, Tenant: "default", Scopes: api.AllScopes}},
+			TokenSecret:   []byte(randomHex(32)),
+			WebhookSecret: webhookKey,
 		},
 		Worker:         wcfg,
 		Logger:         logger,

@@ -209,14 +209,31 @@ func TestInboxInChromium(t *testing.T) {
 		chromedp.SendKeys(card(refund, "external-event", `textarea[name="context"]`), "Approved 89.90 USD, ref APR-7731"),
 		chromedp.Click(card(refund, "external-event", `button[data-event="Approved"]`)),
 		chromedp.WaitNotPresent(card(refund, "external-event")))
+	// The refund pack acts with approval: issue_refund's call waits for its own
+	// decision, which the inbox shows as a tool call and approves.
+	run("see the refund's payment", chromedp.WaitVisible(card(refund, "approval")))
+	payment := strings.ToLower(text(card(refund, "approval", ".block")))
+	for _, want := range []string{"tool call", "issue_refund", "external", "ord-1042", "89.90"} {
+		assert.Contains(t, payment, want, "the payment's tool call block")
+	}
+	run("approve the refund's payment",
+		chromedp.Click(card(refund, "approval", `button[data-action="accept"]`)),
+		chromedp.WaitNotPresent(card(refund, "approval")))
 	done := cfWaitTerminal(t, a, refund)
+	// Between the payment's decision and the end of the run the conversation was
+	// open again for a moment; the inbox drops it once the run has ended.
+	run("the refund is done", chromedp.WaitNotPresent(card(refund, "conversation")))
 	assert.Equal(t, "completed", done["status"])
 	assert.Equal(t, "refunded", done["pack"].(map[string]any)["state"])
 
-	// What remains is the late approval alone.
-	remaining, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('li.item:not([hidden])').length`))
-	require.NoError(t, err)
-	assert.Equal(t, 1, remaining)
+	// What remains is the late approval alone, once the stream has sent the list after
+	// the refund run's end (it may first list the run's conversation, which waited too).
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		remaining, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('li.item:not([hidden])').length`))
+		if assert.NoError(c, err) {
+			assert.Equal(c, 1, remaining)
+		}
+	}, 15*time.Second, 100*time.Millisecond)
 	screenshot("inbox-after.png")
 	cfCancel(t, a, late)
 }

@@ -46,10 +46,14 @@ func keysFileAPI(t *testing.T, c *apiClient) *tenantKeys {
 	} {
 		require.NoError(t, api.AppendKey(k.File, e))
 	}
-	srv, err := api.New(api.Config{KeysFile: k.File, TokenSecret: []byte(randomHex(16))}, c.Stack.Client(), c.Stack.Catalog(),
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The API knows its public URL, as a deployed one does (callback URLs are built from
+	// it, never from a request's Host).
+	ts := httptest.NewUnstartedServer(nil)
+	srv, err := api.New(api.Config{KeysFile: k.File, TokenSecret: []byte(randomHex(16)), PublicURL: "http://" + ts.Listener.Addr().String()},
+		c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	ts := httptest.NewServer(srv.Handler())
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

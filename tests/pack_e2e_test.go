@@ -230,12 +230,21 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
+
+	// The refund pack acts with approval: issue_refund waits for its own decision.
+	s = pkWait(t, c, id, "waiting for the refund's approval", func(s workflows.Snapshot) bool {
+		return s.Interrupt != nil && s.Interrupt.Kind == "approval"
+	})
+	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
+	require.Contains(t, string(s.Interrupt.Data), `"tool":"issue_refund"`)
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "accept the refund: %v", body)
 	s = pkCompleted(t, c, id)
 	require.Equal(t, "refunded", s.Pack.State)
 	turns := pkTurns(t, pkEvents(t, c, id))
 	last := pkText(t, turns[len(turns)-1])
 	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
-	pkReplay(t, c, id, "refund")
+	pkReplay(t, c, id, "refund-approval")
 }
 
 // TestPackCodeFixLoopE2E runs RFC 0014 Example 2: every state is control: agent, so after
@@ -339,6 +348,10 @@ func TestPackRefundAnswersWhileItWaitsE2E(t *testing.T) {
 	status, _, body := c.do(http.MethodPost, "/v1/runs/"+rf+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
+	// issue_refund waits for its approval (the pack acts with approval).
+	pkWait(t, c, rf, "waiting for the refund's approval", func(s workflows.Snapshot) bool { return s.Interrupt != nil && s.Interrupt.Kind == "approval" })
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+rf+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "accept the refund: %v", body)
 	s := pkCompleted(t, c, rf)
 	require.Equal(t, "refunded", s.Pack.State)
 	agent := agentTexts(t, pkTurns(t, pkEvents(t, c, rf)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -19,8 +20,20 @@ import (
 type Report struct {
 	Bound   []BoundTool
 	Unbound []UnboundTool
+	// Approvals are the pack tools whose calls wait for a person's decision.
+	Approvals []ApprovalTool
 	// Diags are located in the bindings file where possible.
 	Diags packs.Diagnostics
+}
+
+// ApprovalTool is a pack tool whose calls wait for approval.
+type ApprovalTool struct {
+	Pack, Tool string
+	// Reason says why (the binding, or the pack's autonomy level and the tool's effect).
+	Reason string
+	// Settings are the tool's approval settings from the bindings file (the host's
+	// defaults apply to what they leave unset).
+	Settings activities.ToolApproval
 }
 
 // BoundTool is a pack tool with a binding.
@@ -63,6 +76,16 @@ func (s *Set) Check(ctx context.Context, loaded []*packs.Loaded) *Report {
 		for _, name := range l.Pack.ToolNames() {
 			tool := l.Pack.Tools[name]
 			declared[name] = append(declared[name], l)
+			settings, _ := s.ApprovalOf(name)
+			for _, prompt := range l.Pack.PromptKeys() {
+				if !slices.Contains(l.Pack.Prompts[prompt].Tools, name) {
+					continue
+				}
+				if ok, why := activities.ApprovalNeeded(settings.Mode, l.Pack.AutonomyLevel(prompt), name, tool.Effect()); ok {
+					r.Approvals = append(r.Approvals, ApprovalTool{Pack: l.Pack.ID, Tool: name, Reason: why, Settings: settings})
+					break
+				}
+			}
 			b := s.Binding(name)
 			if b == nil {
 				mock := false
@@ -89,6 +112,11 @@ func (s *Set) Check(ctx context.Context, loaded []*packs.Loaded) *Report {
 		}
 		if b.MCP != nil {
 			usedServers[b.MCP.Server] = append(usedServers[b.MCP.Server], name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Approvals())) {
+		if s.Binding(name) == nil && len(declared[name]) == 0 {
+			r.warn(s.approvalPosition(name), "tools."+name, "no loaded pack declares tool %s; its approval settings are not used", name)
 		}
 	}
 	for _, name := range s.serverNames() {
@@ -194,7 +222,42 @@ func (r *Report) Print(w io.Writer, indent string) {
 			fmt.Fprintf(w, "%swarning: unbound, calls get an error result: %s\n", indent, strings.Join(none, ", "))
 		}
 	}
+	for _, a := range r.Approvals {
+		fmt.Fprintf(w, "%s%s/%s waits for approval: %s%s\n", indent, a.Pack, a.Tool, a.Reason, approvalSummary(a.Settings))
+	}
 	for _, d := range r.Diags {
 		fmt.Fprintf(w, "%s%s\n", indent, d.String())
 	}
+}
+
+// approvalSummary describes approval settings in a few words ("" when none are set).
+func approvalSummary(a activities.ToolApproval) string {
+	var parts []string
+	if len(a.Approvers) > 0 {
+		parts = append(parts, "approvers "+strings.Join(a.Approvers, ", "))
+	}
+	if a.RequiredApprovals > 1 {
+		parts = append(parts, fmt.Sprintf("%d approvals", a.RequiredApprovals))
+	}
+	if a.Timeout > 0 {
+		parts = append(parts, "expires after "+a.Timeout.String())
+	}
+	if a.RemindEvery > 0 {
+		parts = append(parts, "reminders every "+a.RemindEvery.String())
+	}
+	if a.EscalateAfter > 0 {
+		parts = append(parts, fmt.Sprintf("escalates to %s after %s", strings.Join(a.EscalateTo, ", "), a.EscalateAfter))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
+
+// approvalPosition is where the approval settings of a tool without a binding were
+// declared.
+func (s *Set) approvalPosition(name string) position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.approvalPos[name]
 }

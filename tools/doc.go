@@ -25,7 +25,15 @@
 //	    http: { url: https://payments.internal/refunds }
 //	    idempotent: true            # the target honours Idempotency-Key: a write may be retried
 //	    max_attempts: 3             # attempts of a call that may be retried (default 5)
-//	    approval: never             # never | required (required is refused: not available yet)
+//	    approval: required          # never | required; unset, the pack's governance decides
+//	    approval_timeout: 72h       # the decision's deadline (then: rejected as expired)
+//	    approval_reminder: 24h      # remind approvers while it waits
+//	    approvers: [finance]        # who may decide (API key ids); unset: anyone allowed to resolve
+//	    required_approvals: 1       # quorum of accepting votes
+//	    escalate_after: 48h         # then escalate_to may decide too (and is notified)
+//	    escalate_to: [finance-leads]
+//	  issue_refund:                 # approval settings alone: the tool runs where it would
+//	    approval: required          # without a binding (a Go function, the mock), after approval
 //	  search_docs:
 //	    mcp: { server: docs, tool: search, timeout: 60s }   # tool defaults to the binding's name
 //	mcp_servers:
@@ -87,6 +95,19 @@
 // The idempotency key is OpenWOP's logical invocation id (activities.ToolIdempotencyKey):
 // base64url(sha256("openwop:activity:v2" \0 tenant \0 runId \0 nodeId \0 "<round>:<callId>"
 // \0 "tool:<name>")).
+//
+// # Approvals
+//
+// A call waits for a person's decision before it runs when its binding says approval:
+// required, or, unless the binding says approval: never, when the agent that calls it
+// declares autonomy_level acts_with_approval (its agents.members governance, else the
+// pack's metadata.governance) and the tool's action_scope.effect is write, external or
+// undeclared. The wait is an OpenWOP approval interrupt on the run (see package
+// workflows); approval_timeout, approval_reminder, approvers, required_approvals,
+// escalate_after and escalate_to tune it, over the host's defaults (WOP_APPROVAL_*;
+// the deadline is 72h unless set). Durations take Go units or whole days (7d). An
+// entry may hold approval settings only: the tool then runs where it would without a
+// binding.
 //
 // # Secrets
 //

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -238,6 +239,78 @@ func (d *fileDecoder) duration(n *yaml.Node, path string) (time.Duration, bool) 
 	return dur, true
 }
 
+// longDuration reads a duration of an approval wait, which may be days long: Go
+// durations such as 90m or 72h, or whole days such as 7d.
+func (d *fileDecoder) longDuration(n *yaml.Node, path string) (time.Duration, bool) {
+	if n.Kind == yaml.ScalarNode && (n.Tag == "!!int" || n.Tag == "!!float") {
+		d.errorf(n, path, "must be a duration with a unit, such as %sh", n.Value)
+		return 0, false
+	}
+	v, ok := d.str(n, path)
+	if !ok {
+		return 0, false
+	}
+	dur, err := parseLongDuration(v)
+	if err != nil || dur <= 0 {
+		d.errorf(n, path, "must be a positive duration such as 30m, 72h or 7d (got %q)", v)
+		return 0, false
+	}
+	if dur > activities.MaxApprovalWait {
+		d.errorf(n, path, "must be at most %s (got %s)", activities.MaxApprovalWait, dur)
+		return 0, false
+	}
+	return dur, true
+}
+
+// parseLongDuration reads a Go duration, or a whole number of days ("7d").
+func parseLongDuration(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bad number of days %q", days)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// ParseApprovalDuration reads an approval duration as the bindings file does: a Go
+// duration such as 90m or 72h, or whole days such as 7d.
+func ParseApprovalDuration(v string) (time.Duration, error) {
+	d, err := parseLongDuration(strings.TrimSpace(v))
+	if err != nil || d < 0 || d > activities.MaxApprovalWait {
+		return 0, fmt.Errorf("want a duration such as 30m, 72h or 7d, at most %s (got %q)", activities.MaxApprovalWait, v)
+	}
+	return d, nil
+}
+
+// names reads a non-empty list of principal names (approvers).
+func (d *fileDecoder) names(n *yaml.Node, path string) []string {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		n = &yaml.Node{Kind: yaml.SequenceNode, Content: []*yaml.Node{n}, Line: n.Line, Column: n.Column}
+	}
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		d.errorf(n, path, "must be a list of names, e.g. [finance, alice] (got %s)", describe(n))
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i, item := range n.Content {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		v, ok := d.required(resolve(item), ip)
+		if !ok {
+			return nil
+		}
+		if seen[v] {
+			d.errorf(item, ip, "%q is listed twice", v)
+			return nil
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	return out
+}
+
 // secrets reads a mapping of names to values, expanding ${VAR} from the worker's
 // environment. It returns the values and the expanded variables' values (secrets).
 func (d *fileDecoder) secrets(n *yaml.Node, path, what string) (map[string]Secret, []string) {
@@ -419,7 +492,8 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 	}
 	for _, f := range fields {
 		path := join("tools", f.key)
-		bf, ok := d.mapping(f.valueNode, path, "http", "activity", "mcp", "idempotent", "max_attempts", "approval")
+		bf, ok := d.mapping(f.valueNode, path, "http", "activity", "mcp", "idempotent", "max_attempts",
+			"approval", "approval_timeout", "approval_reminder", "approvers", "required_approvals", "escalate_after", "escalate_to")
 		if !ok {
 			continue
 		}
@@ -455,25 +529,53 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 			case "approval":
 				if v, ok := d.str(g.valueNode, gp); ok {
 					switch v {
-					case ApprovalNever:
+					case ApprovalNever, ApprovalRequired:
 						b.Approval = v
-					case ApprovalRequired:
-						d.errorf(g.valueNode, gp, "approval: required is not available on this host yet, so %s would run without the approval it asks for; remove the binding or set approval: never", f.key)
 					default:
 						d.errorf(g.valueNode, gp, "must be never or required (got %q)", v)
 					}
 				}
+			case "approval_timeout":
+				b.ApprovalSettings.Timeout, _ = d.longDuration(g.valueNode, gp)
+			case "approval_reminder":
+				b.ApprovalSettings.RemindEvery, _ = d.longDuration(g.valueNode, gp)
+			case "escalate_after":
+				b.ApprovalSettings.EscalateAfter, _ = d.longDuration(g.valueNode, gp)
+			case "approvers":
+				b.ApprovalSettings.Approvers = d.names(g.valueNode, gp)
+			case "escalate_to":
+				b.ApprovalSettings.EscalateTo = d.names(g.valueNode, gp)
+			case "required_approvals":
+				v, err := strconv.Atoi(g.valueNode.Value)
+				if g.valueNode.Tag != "!!int" || err != nil || v < 1 || v > 100 {
+					d.errorf(g.valueNode, gp, "must be a whole number from 1 to 100 (got %s)", describe(g.valueNode))
+					continue
+				}
+				b.ApprovalSettings.RequiredApprovals = v
 			}
-		}
-		if len(kinds) == 0 {
-			d.errorf(f.keyNode, path, "a binding needs one of http, activity or mcp")
-			continue
 		}
 		if len(kinds) > 1 {
 			d.errorf(f.keyNode, path, "a binding has one kind; this one sets %s", strings.Join(kinds, " and "))
 			continue
 		}
 		if len(d.diags.Errors()) > errs {
+			continue
+		}
+		if len(kinds) == 0 {
+			// An entry of approval settings only: the tool runs where it would without
+			// a binding, and its calls wait for a decision as the entry says.
+			approval := b.ApprovalSettings
+			approval.Mode = b.Approval
+			switch {
+			case b.Idempotent || b.MaxAttempts > 0:
+				d.errorf(f.keyNode, path, "idempotent and max_attempts apply to a binding; add one of http, activity or mcp")
+			case approval.IsZero():
+				d.errorf(f.keyNode, path, "a binding needs one of http, activity or mcp (or, for a tool that runs where it would without one, only approval settings)")
+			default:
+				if err := d.set.addApproval(f.key, approval, position{d.file, f.keyNode.Line, f.keyNode.Column}); err != nil {
+					d.errorf(f.keyNode, path, "%v", err)
+				}
+			}
 			continue
 		}
 		if err := d.set.add(f.key, b, secrets); err != nil {

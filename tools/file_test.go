@@ -111,6 +111,52 @@ func TestRouteFollowsActionScope(t *testing.T) {
 	require.False(t, ok)
 }
 
+// TestApprovalSettings reads approval settings with a binding and on their own: a tool
+// without a binding runs where it would (the mock, a Go function) and still waits.
+func TestApprovalSettings(t *testing.T) {
+	s := NewSet()
+	src := `tools:
+  issue_refund:
+    approval: required
+    approval_timeout: 7d
+    approval_reminder: 24h
+    approvers: [finance]
+    escalate_after: 48h
+    escalate_to: [finance-leads, cfo]
+  pay:
+    http: { url: "https://payments.internal/pay" }
+    approval: required
+    required_approvals: 2
+    approvers: [ann, ben]
+  read_only:
+    http: { url: "https://x.internal/read" }
+    approval: never
+`
+	diags, err := s.Parse("tools.yaml", []byte(src), LoadOptions{})
+	require.NoError(t, err, "%s", diags)
+	require.Equal(t, []string{"pay", "read_only"}, s.Names(), "an entry of approval settings binds nothing")
+	a, ok := s.ApprovalOf("issue_refund")
+	require.True(t, ok)
+	require.Equal(t, activities.ToolApproval{Mode: activities.ApprovalRequired, Timeout: 7 * 24 * time.Hour, RemindEvery: 24 * time.Hour,
+		Approvers: []string{"finance"}, EscalateAfter: 48 * time.Hour, EscalateTo: []string{"finance-leads", "cfo"}}, a)
+	a, _ = s.ApprovalOf("pay")
+	require.Equal(t, activities.ToolApproval{Mode: activities.ApprovalRequired, Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}, a)
+	a, _ = s.ApprovalOf("read_only")
+	require.Equal(t, activities.ApprovalNever, a.Mode)
+	_, ok = s.ApprovalOf("unknown")
+	require.False(t, ok)
+	_, ok = s.Route(activities.ToolRouteCall{Tool: "issue_refund"})
+	require.False(t, ok, "issue_refund runs where it would without a binding")
+
+	// A set merged into another keeps its approval settings.
+	merged := NewSet()
+	require.NoError(t, merged.Merge(s))
+	a, ok = merged.ApprovalOf("issue_refund")
+	require.True(t, ok)
+	require.Equal(t, 7*24*time.Hour, a.Timeout)
+	require.ErrorContains(t, merged.AddApproval("pay", activities.ToolApproval{Mode: activities.ApprovalNever}), "is bound")
+}
+
 func TestBadBindingsFileIsLocated(t *testing.T) {
 	env := envOf(map[string]string{"SET": "x"})
 	cases := []struct {
@@ -119,7 +165,8 @@ func TestBadBindingsFileIsLocated(t *testing.T) {
 	}{
 		{"syntax", "tools:\n  a: [\n", []string{"tools.yaml:2:1: error: YAML syntax error: did not find expected node content"}},
 		{"unknown top key", "tool:\n  a: {}\n", []string{`tools.yaml:1:1: error: unknown field "tool" (did you mean "tools"?)`}},
-		{"no kind", "tools:\n  a: { idempotent: true }\n", []string{"tools.yaml:2:3: error: tools.a: a binding needs one of http, activity or mcp"}},
+		{"no kind", "tools:\n  a: { idempotent: true }\n", []string{"tools.yaml:2:3: error: tools.a: idempotent and max_attempts apply to a binding; add one of http, activity or mcp"}},
+		{"empty", "tools:\n  a: {}\n", []string{"tools.yaml:2:3: error: tools.a: a binding needs one of http, activity or mcp (or, for a tool that runs where it would without one, only approval settings)"}},
 		{"two kinds", "tools:\n  a:\n    http: { url: http://x/ }\n    activity: { type: A, task_queue: q }\n",
 			[]string{"tools.yaml:2:3: error: tools.a: a binding has one kind; this one sets http and activity"}},
 		{"typo", "tools:\n  a:\n    http: { url: http://x/, timout: 3s }\n", []string{`tools.yaml:3:29: error: tools.a.http: unknown field "timout" (did you mean "timeout"?)`}},
@@ -133,7 +180,12 @@ func TestBadBindingsFileIsLocated(t *testing.T) {
 			[]string{`tools.yaml:3:20: error: tools.a.mcp.server: MCP server "dcos" is not declared under mcp_servers (did you mean "docs"?)`}},
 		{"server both", "mcp_servers:\n  docs: { url: http://x/mcp, command: [d] }\n", []string{"tools.yaml:2:3: error: mcp_servers.docs: set command (stdio) or url (streamable HTTP), not both"}},
 		{"command string", "mcp_servers:\n  docs: { command: docs-mcp --stdio }\n", []string{"tools.yaml:2:20: error: mcp_servers.docs.command: must be a list"}},
-		{"approval required", "tools:\n  a:\n    http: { url: http://x/ }\n    approval: required\n", []string{"tools.yaml:4:15: error: tools.a.approval: approval: required is not available on this host yet"}},
+		{"approval timeout number", "tools:\n  a:\n    approval: required\n    approval_timeout: 72\n", []string{"tools.yaml:4:23: error: tools.a.approval_timeout: must be a duration with a unit, such as 72h"}},
+		{"approval timeout too long", "tools:\n  a:\n    approval: required\n    approval_timeout: 400d\n", []string{"tools.yaml:4:23: error: tools.a.approval_timeout: must be at most"}},
+		{"escalation without group", "tools:\n  a:\n    http: { url: http://x/ }\n    escalate_after: 2h\n", []string{"tools.yaml:2:3: error: tools.a: tool \"a\": escalate_after and escalate_to go together"}},
+		{"approvers not names", "tools:\n  a:\n    approval: required\n    approvers: { finance: true }\n", []string{"tools.yaml:4:16: error: tools.a.approvers: must be a list of names"}},
+		{"approver twice", "tools:\n  a:\n    approval: required\n    approvers: [ann, ann]\n", []string{`tools.yaml:4:22: error: tools.a.approvers[1]: "ann" is listed twice`}},
+		{"quorum", "tools:\n  a:\n    approval: required\n    required_approvals: 3\n    approvers: [ann, ben]\n", []string{"tools.yaml:2:3: error: tools.a: tool \"a\": required_approvals 3 is more than the 2 approvers listed"}},
 		{"approval typo", "tools:\n  a:\n    http: { url: http://x/ }\n    approval: sometimes\n", []string{`tools.yaml:4:15: error: tools.a.approval: must be never or required (got "sometimes")`}},
 		{"system tool", "tools:\n  workflow__transition:\n    http: { url: http://x/ }\n", []string{"tools.yaml:2:3: error: tools.workflow__transition: tool name \"workflow__transition\": names with a double underscore are system tools"}},
 		{"duplicate", "tools:\n  a:\n    http: { url: http://x/ }\n  a:\n    http: { url: http://y/ }\n", []string{`tools.yaml:4:3: error: tools.a: duplicate key "a"`}},

@@ -30,9 +30,13 @@ type Binding struct {
 	// MaxAttempts bounds the attempts of a call that may be retried; 0 means
 	// activities.DefaultToolAttempts.
 	MaxAttempts int
-	// Approval is "never" or "required" (a person approves each call first). Approvals
-	// are not available yet: a binding that requires one is refused.
+	// Approval is "required" (a person approves each call first), "never" (no call
+	// waits, whatever the pack's autonomy level), or "" (the pack's governance
+	// decides: see the package doc).
 	Approval string
+	// ApprovalSettings tune the wait of a call that needs a decision: its deadline,
+	// reminders, approvers and escalation. Its Mode is ignored; Approval is the mode.
+	ApprovalSettings activities.ToolApproval
 
 	// Source is where the binding was declared ("file:line"), empty for code.
 	Source string
@@ -128,8 +132,13 @@ type Set struct {
 	mu       sync.Mutex
 	bindings map[string]*Binding
 	servers  map[string]*MCPServer
-	files    []string
-	secrets  []string
+	// approvals are the approval settings by tool: of bindings, and of entries that set
+	// only approval settings (the tool runs where it would without a binding).
+	approvals map[string]activities.ToolApproval
+	// approvalPos is where an entry of approval settings only was declared.
+	approvalPos map[string]position
+	files       []string
+	secrets     []string
 
 	http *http.Client
 	mcp  *mcpPool
@@ -137,7 +146,7 @@ type Set struct {
 
 // NewSet returns an empty set.
 func NewSet() *Set {
-	s := &Set{bindings: map[string]*Binding{}, servers: map[string]*MCPServer{}}
+	s := &Set{bindings: map[string]*Binding{}, servers: map[string]*MCPServer{}, approvals: map[string]activities.ToolApproval{}, approvalPos: map[string]position{}}
 	s.http = &http.Client{
 		// A tool endpoint answers; it does not send the call (and its headers) elsewhere.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -171,12 +180,10 @@ func (s *Set) add(name string, b Binding, secrets []string) error {
 	if kinds != 1 {
 		return fmt.Errorf("tool %q: a binding sets exactly one of http, activity, mcp (or a Go function), not %d", name, kinds)
 	}
-	switch b.Approval {
-	case "", ApprovalNever:
-	case ApprovalRequired:
-		return fmt.Errorf("tool %q: approval: required is not available on this host yet, so the tool would run without the approval it asks for; remove the binding or set approval: never", name)
-	default:
-		return fmt.Errorf("tool %q: approval must be never or required, not %q", name, b.Approval)
+	approval := b.ApprovalSettings
+	approval.Mode = b.Approval
+	if err := approval.Check(); err != nil {
+		return fmt.Errorf("tool %q: %w", name, err)
 	}
 	if b.MaxAttempts < 0 {
 		return fmt.Errorf("tool %q: max_attempts must be at least 1", name)
@@ -207,10 +214,62 @@ func (s *Set) add(name string, b Binding, secrets []string) error {
 	if b.Activity != nil && b.Activity.StartToCloseTimeout == 0 {
 		b.Activity.StartToCloseTimeout = DefaultActivityTimeout
 	}
+	if _, ok := s.approvals[name]; ok {
+		return fmt.Errorf("tool %q has approval settings twice", name)
+	}
 	cp := b
 	s.bindings[name] = &cp
+	if !approval.IsZero() {
+		s.approvals[name] = approval
+	}
 	s.secrets = append(s.secrets, secrets...)
 	return nil
+}
+
+// AddApproval sets the approval settings of a tool that has no binding of its own: its
+// calls run where they would without one (a Go function, the mock's tool_results), and
+// wait for a decision as the settings say.
+func (s *Set) AddApproval(name string, approval activities.ToolApproval) error {
+	return s.addApproval(name, approval, position{})
+}
+
+func (s *Set) addApproval(name string, approval activities.ToolApproval, pos position) error {
+	if !toolNamePattern.MatchString(name) {
+		return fmt.Errorf("tool name %q must match %s", name, toolNamePattern)
+	}
+	if err := approval.Check(); err != nil {
+		return fmt.Errorf("tool %q: %w", name, err)
+	}
+	if approval.IsZero() {
+		return fmt.Errorf("tool %q: an entry without a binding needs approval settings (approval, approval_timeout, approvers, ...)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bindings[name] != nil {
+		return fmt.Errorf("tool %q is bound; give its approval settings with its binding", name)
+	}
+	if _, ok := s.approvals[name]; ok {
+		return fmt.Errorf("tool %q has approval settings twice", name)
+	}
+	s.approvals[name] = approval
+	s.approvalPos[name] = pos
+	return nil
+}
+
+// ApprovalOf implements activities.ToolApprovals: the approval settings of a tool's
+// entry, bound or not.
+func (s *Set) ApprovalOf(tool string) (activities.ToolApproval, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.approvals[tool]
+	return a, ok
+}
+
+// Approvals returns the tools with approval settings, sorted, and their settings.
+func (s *Set) Approvals() map[string]activities.ToolApproval {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.approvals)
 }
 
 // AddMCPServer declares an MCP server that MCP bindings may name.
@@ -408,6 +467,7 @@ func (s *Set) Merge(other *Set) error {
 	other.mu.Lock()
 	servers := maps.Clone(other.servers)
 	bindings := maps.Clone(other.bindings)
+	approvals := maps.Clone(other.approvals)
 	secrets := slices.Clone(other.secrets)
 	other.mu.Unlock()
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
@@ -422,6 +482,14 @@ func (s *Set) Merge(other *Set) error {
 			b.MCP = &m
 		}
 		if err := s.add(name, b, nil); err != nil {
+			return err
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(approvals)) {
+		if bindings[name] != nil {
+			continue // came with its binding
+		}
+		if err := s.AddApproval(name, approvals[name]); err != nil {
 			return err
 		}
 	}

@@ -89,6 +89,9 @@ func LogTools(logger *slog.Logger, set *tools.Set, r *tools.Report) {
 		}
 		logger.Warn("Tool unbound", "pack", u.Pack, "tool", u.Tool, "answeredBy", answer)
 	}
+	for _, a := range r.Approvals {
+		logger.Info("Tool calls wait for approval", "pack", a.Pack, "tool", a.Tool, "reason", a.Reason)
+	}
 	for _, d := range r.Diags {
 		logger.Warn("Tool bindings warning", "diagnostic", d.String())
 	}

@@ -46,7 +46,7 @@ func TestLoadToolsRefusesABadFileWithItsLine(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tools.yaml")
-	bad := "tools:\n  track_order:\n    http: { url: http://x/ }\n  get_balance:\n    http:\n      url: http://x/\n      headers: { Authorization: \"Bearer ${BANK_TOKEN}\" }\n    approval: required\n"
+	bad := "tools:\n  track_order:\n    http: { url: http://x/ }\n  get_balance:\n    http:\n      url: http://x/\n      headers: { Authorization: \"Bearer ${BANK_TOKEN}\" }\n    approval: sometimes\n"
 	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLoadToolsRefusesABadFileWithItsLine(t *testing.T) {
 	msg := err.Error()
 	for _, want := range []string{
 		file + ":7:33: error: tools.get_balance.http.headers.Authorization: ${BANK_TOKEN} is not set in the worker's environment",
-		file + ":8:15: error: tools.get_balance.approval: approval: required is not available on this host yet",
+		file + ":8:15: error: tools.get_balance.approval: must be never or required (got \"sometimes\")",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the error lacks %q:\n%s", want, msg)

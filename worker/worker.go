@@ -63,6 +63,18 @@ type Config struct {
 	// Getenv reads the ${VAR} references of the bindings file (secrets in headers and
 	// MCP environments). Nil means os.Getenv; ConfigFromEnv sets the getenv it was given.
 	Getenv func(string) string `json:"-"`
+	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET, shared with the
+	// API): deliveries are signed with secrets derived from it.
+	WebhookSecret []byte `json:"-"`
+	// WebhookAllowPrivate lets deliveries reach loopback and private addresses
+	// (WOP_WEBHOOK_ALLOW_PRIVATE); link-local and metadata addresses stay refused.
+	WebhookAllowPrivate bool
+	// Version names the host in webhook deliveries' User-Agent.
+	Version string
+	// ApprovalDefaults are the host's approval settings of tool calls that need a
+	// person's decision; a tool's entry in the bindings file overrides them field by
+	// field. The deadline defaults to activities.DefaultApprovalTimeout.
+	ApprovalDefaults activities.ToolApproval
 	// HealthAddr, when set, serves GET /healthz on that address while the worker runs
 	// (for container health checks; the worker has no other port), and GET /metrics
 	// when Metrics is set.
@@ -173,6 +185,12 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_STREAM_SECRET                secret shared with the API processes (required with the address)
 //	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
 //	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
+//	WOP_WEBHOOK_SECRET               key webhook signing secrets derive from (the API's too)
+//	WOP_WEBHOOK_ALLOW_PRIVATE        true: deliver to loopback and private addresses
+//	WOP_APPROVAL_TIMEOUT             deadline of a tool call's approval (default 72h; 7d and Go durations)
+//	WOP_APPROVAL_REMINDER            remind approvers at this interval while a call waits (default off)
+//	WOP_APPROVAL_ESCALATE_AFTER      add WOP_APPROVAL_ESCALATE_TO to the approvers after this wait
+//	WOP_APPROVAL_ESCALATE_TO         comma-separated principals a waiting approval escalates to
 //
 // and the model providers from the variables activities.ProvidersFromEnv reads
 // (WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
@@ -232,6 +250,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		errs = append(errs, err)
 	}
 	cfg.TurnLimits = limits
+	if err := approvalDefaultsFromEnv(getenv, &cfg.ApprovalDefaults); err != nil {
+		errs = append(errs, err)
+	}
+	if v := getenv("WOP_WEBHOOK_SECRET"); v != "" {
+		cfg.WebhookSecret = []byte(v)
+	}
+	if v := strings.TrimSpace(getenv("WOP_WEBHOOK_ALLOW_PRIVATE")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("WOP_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v))
+		}
+		cfg.WebhookAllowPrivate = b
+	}
 	providers, err := activities.ProvidersFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
@@ -397,6 +428,11 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
 		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
+
+		ApprovalDefaults:    cfg.ApprovalDefaults,
+		WebhookSecret:       cfg.WebhookSecret,
+		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+		Version:             cfg.Version,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build activities: %w", err)
@@ -409,4 +445,33 @@ func (c Config) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Logger
+}
+
+// approvalDefaultsFromEnv reads the WOP_APPROVAL_* variables into a.
+func approvalDefaultsFromEnv(getenv func(string) string, a *activities.ToolApproval) error {
+	var errs []error
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"WOP_APPROVAL_TIMEOUT", &a.Timeout}, {"WOP_APPROVAL_REMINDER", &a.RemindEvery}, {"WOP_APPROVAL_ESCALATE_AFTER", &a.EscalateAfter}} {
+		if raw := strings.TrimSpace(getenv(v.name)); raw != "" {
+			d, err := tools.ParseApprovalDuration(raw)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", v.name, err))
+				continue
+			}
+			*v.dst = d
+		}
+	}
+	if raw := strings.TrimSpace(getenv("WOP_APPROVAL_ESCALATE_TO")); raw != "" {
+		for _, p := range strings.Split(raw, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				a.EscalateTo = append(a.EscalateTo, p)
+			}
+		}
+	}
+	if err := a.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("WOP_APPROVAL_*: %w", err))
+	}
+	return errors.Join(errs...)
 }

@@ -38,10 +38,28 @@ const (
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
+	// OutcomesQuery answers what the run did with several requests at once, so an API
+	// process waiting on many resolves of one run asks once per change of the run.
+	OutcomesQuery = "openwop.outcomes" // (OutcomesRequest) -> OutcomesPage
 	// RunBasisQuery returns what the run was started with that a fork replay must
 	// run on: its definitions, its packs by hash, its limits.
 	RunBasisQuery = "openwop.run-basis" // () -> RunBasis
 )
+
+// OutcomesRequest asks for the outcomes of requests by RequestID.
+type OutcomesRequest struct {
+	RequestIDs []string `json:"requestIds"`
+}
+
+// OutcomesPage answers OutcomesQuery: the outcomes the run has recorded among the
+// requested ids (the others are queued or not yet received), and whether the run has
+// ended, after which a request without an outcome is never applied.
+type OutcomesPage struct {
+	Outcomes []ResolveOutcome `json:"outcomes"`
+	Queued   []string         `json:"queued,omitempty"`
+	Terminal bool             `json:"terminal,omitempty"`
+	Status   string           `json:"status"`
+}
 
 // RunBasis is the part of a run's input a `:fork` replay reuses, so the fork runs on
 // the source's recorded definition and packs (whatever the packs folder holds now)
@@ -109,6 +127,9 @@ type RunInput struct {
 	RequestDigest string `json:"requestDigest,omitempty"`
 	// ParentRunID is set on child runs (core.subWorkflow).
 	ParentRunID string `json:"parentRunId,omitempty"`
+	// CallbackURL, when set, receives the run's webhook events (webhooks.go), signed
+	// with the run's callback secret (activities.CallbackSecret).
+	CallbackURL string `json:"callbackUrl,omitempty"`
 	// Fork is set on a `:fork` replay: the source run and its recorded event log.
 	Fork *ForkSource `json:"fork,omitempty"`
 	// Limits are the host's limits on the agent work of one user turn (engine rounds
@@ -263,6 +284,9 @@ type PendingInterrupt struct {
 	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
 	RequestedAt  string          `json:"requestedAt"`
 	ExpiresAt    string          `json:"expiresAt,omitempty"`
+	// BearerOnly interrupts resume only with an authenticated call (Authorization:
+	// Bearer); the API issues no signed token for them and refuses token resumes (401).
+	BearerOnly bool `json:"bearerOnly,omitempty"`
 	// Set by the API, not the workflow.
 	InterruptToken string `json:"interruptToken,omitempty"`
 	CallbackURL    string `json:"callbackUrl,omitempty"`
@@ -309,6 +333,18 @@ type ResolveRequest struct {
 	ReceivedAtMs int64 `json:"receivedAtMs,omitempty"`
 	// Via is "rest" or "token".
 	Via string `json:"via,omitempty"`
+	// Caller is the authenticated identity that sent the request: the API key's id, or
+	// the subject a signed token was issued to. A quorum vote counts for Caller, so a
+	// caller votes once however it names itself. Empty on requests sent before callers
+	// were named (the run then reads the voter from the resume value, as it did).
+	Caller string `json:"caller,omitempty"`
+	// Delegate is set when the caller may cast votes for the voters it names in the
+	// resume value (resumeValue.voter or decidedBy): a key with approvals:delegate.
+	Delegate bool `json:"delegate,omitempty"`
+	// AtTurn, when set, is the conversation turn index the request was issued for (a
+	// signed token binds one exchange); the run refuses it once the conversation has
+	// moved past that turn.
+	AtTurn *int `json:"atTurn,omitempty"`
 }
 
 // ResolveCheck is the answer to ValidateResolveQuery. OK=false carries the HTTP status
@@ -326,10 +362,17 @@ type ResolveCheck struct {
 	Tenant        string `json:"tenant,omitempty"`
 	CurrentStatus string `json:"currentStatus,omitempty"`
 	LastSequence  int64  `json:"lastSequence"`
-	// Replayed is true (with OK) when the run already received a request with this
-	// RequestID — a resolve repeated with the same Idempotency-Key: the API answers as
-	// it did the first time and sends nothing.
+	// Replayed is true when the run already received a request with this RequestID (a
+	// resolve repeated with the same Idempotency-Key, or the API asking after its own
+	// signal): Outcome then says what the run did with it, or Pending that it waits in
+	// the run's queue. The API sends nothing more for such a request.
 	Replayed bool `json:"replayed,omitempty"`
+	// Outcome is what the run did with the request (Replayed only).
+	Outcome *ResolveOutcome `json:"outcome,omitempty"`
+	// Pending is true when the request is queued and not yet applied or refused.
+	Pending bool `json:"pending,omitempty"`
+	// Terminal is true when the run has ended: a request it has not applied never will be.
+	Terminal bool `json:"terminal,omitempty"`
 
 	// misrouted marks the refusal of an event injection that runs recorded before
 	// eventRoutingVersion took as a chat reply (pack_events.go).

@@ -27,8 +27,9 @@ import (
 //     names those before it. Temporal stays the only store.
 //   - Sets that would grow with every turn are windows: the request ids applied
 //     (appliedWindow, the newest 64, so a resolve repeated with its Idempotency-Key
-//     is recognised while fewer than 64 others came in between) and the interrupts
-//     resolved (resolvedWindow). Everything else carried is bounded by the definition
+//     is recognised while fewer than 64 others came in between), the interrupts
+//     resolved (resolvedWindow) and the outcomes of the newest requests (carriedOutcomes,
+//     outcomes.go). Everything else carried is bounded by the definition
 //     (nodes, outputs, pending interrupts) or by the limits on inputs.
 //
 // Adding carried state: a field whose size grows with the run's length does not
@@ -82,6 +83,7 @@ type carriedState struct {
 	ResolvedNodes []string                              `json:"resolvedNodes,omitempty"`
 	ResolvedIDs   []string                              `json:"resolvedIds,omitempty"` // oldest first
 	Applied       []string                              `json:"applied,omitempty"`     // oldest first
+	Outcomes      []ResolveOutcome                      `json:"outcomes,omitempty"`    // at most carriedOutcomes, oldest first
 	Inbox         []ResolveRequest                      `json:"inbox,omitempty"`
 	Cancel        *CancelRequest                        `json:"cancel,omitempty"`
 	ChildRuns     []ChildRun                            `json:"childRuns,omitempty"`
@@ -124,6 +126,7 @@ func (r *runner) maybeContinueAsNew() error {
 	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
 		return r.cancelErr(err)
 	}
+	r.flushNotices()
 	r.drainSignals()
 	if r.cancelReq != nil || !r.canCarryInbox() {
 		// Keep the drained work in this execution; it is processed before the next
@@ -174,6 +177,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 	if r.carried != nil {
 		st.Generation = r.carried.Generation + 1
 	}
+	st.Outcomes = r.outcomes.newest(carriedOutcomes)
 	for _, it := range r.pending {
 		st.Pending = append(st.Pending, carriedInterrupt{
 			PendingInterrupt: it.PendingInterrupt, RequestedEvent: it.requestedEvent, SuspendedEvent: it.suspendedEvent,
@@ -249,6 +253,7 @@ func (r *runner) restore() error {
 	}
 	r.resolvedIDs.addAll(st.ResolvedIDs)
 	r.applied.addAll(st.Applied)
+	r.outcomes.list = st.Outcomes
 	r.inbox = st.Inbox
 	r.cancelReq = st.Cancel
 	r.childRuns = st.ChildRuns

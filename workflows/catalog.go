@@ -203,6 +203,7 @@ type RunRequest struct {
 	Metadata      json.RawMessage
 	Configurable  json.RawMessage
 	RequestDigest string
+	CallbackURL   string
 }
 
 // NewRunInput builds the RunInput of a run of definition req.WorkflowID: the
@@ -220,7 +221,7 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 	}
 	in := &RunInput{
 		RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
-		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest,
+		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest, CallbackURL: req.CallbackURL,
 	}
 	seen := map[string]bool{def.ID: true}
 	queue := []*Definition{def}

@@ -448,14 +448,19 @@ type conversationAction struct {
 }
 
 // checkConversationResolve validates a resolve of the conversation interrupt: both
-// resume shapes, the turn rules, the roster, the content schema, duplicates.
-func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest) (json.RawMessage, string, ResolveCheck) {
+// resume shapes, the turn rules, the roster, the content schema, duplicates. legacy
+// checks client turns by the rules before integrityVersion.
+func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, legacy bool) (json.RawMessage, string, ResolveCheck) {
 	c := it.conv
 	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
 		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
 	}
 	if c.Closed {
 		return bad("conversation %s is closed", c.ID)
+	}
+	if req.AtTurn != nil && *req.AtTurn != c.NextTurnIndex() {
+		return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved",
+			Message: fmt.Sprintf("this request was issued for turn %d of conversation %s, which is now at turn %d; a signed token carries one exchange, read the run for a fresh one", *req.AtTurn, c.ID, c.NextTurnIndex())}
 	}
 	var cr ConversationResolve
 	var probe map[string]json.RawMessage
@@ -477,7 +482,7 @@ func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest) (js
 			return bad("operation must be exchange or close, got %q", cr.Operation)
 		}
 		if len(cr.Turn) > 0 {
-			t, check := r.checkClientTurn(c, cr.Turn, req, act.Op == "close")
+			t, check := r.checkClientTurn(c, cr.Turn, req, legacy)
 			if !check.OK {
 				return nil, "", check
 			}
@@ -491,7 +496,7 @@ func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest) (js
 			return bad("reply does not match the conversation's schema: %v", err)
 		}
 		idx := c.NextTurnIndex()
-		t := Turn{MessageID: c.messageID(idx, RoleUser), From: orDefault(req.ResolvedBy, "user"), Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: RoleUser, TurnIndex: idx}
+		t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: RoleUser, TurnIndex: idx}
 		act.Turn = &t
 	}
 	status := StatusWaitingApproval
@@ -501,42 +506,88 @@ func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest) (js
 	return mustJSON(act), status, ResolveCheck{OK: true}
 }
 
+// maxTurnField is the turn schema's maxLength of messageId, from, to, groupId and
+// speakerId.
+const maxTurnField = 256
+
 // checkClientTurn validates a client-supplied turn and completes it (turnIndex,
-// messageId, ts).
-func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, closing bool) (*Turn, ResolveCheck) {
-	bad := func(format string, args ...any) (*Turn, ResolveCheck) {
-		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+// messageId, ts). Callers write user turns; agent turns only in a conversation with a
+// roster, as one of its participants other than the conversation's own agent; system
+// turns never (they are the host's). A messageId in the host's namespace
+// (<conversationId>:…) must be exactly the id the host gives this turn, so no caller
+// squats the id of a later host turn. legacy applies the rules before integrityVersion:
+// any role, any from, unbounded fields.
+func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*Turn, ResolveCheck) {
+	bad := func(field, format string, args ...any) (*Turn, ResolveCheck) {
+		check := ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+		if field != "" {
+			check.Details = mustJSON(map[string]string{"field": field})
+		}
+		return nil, check
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return bad("turn must be a JSON object: %v", err)
+		return bad("turn", "turn must be a JSON object: %v", err)
 	}
 	var t Turn
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return bad("turn is malformed: %v", err)
+		return bad("turn", "turn is malformed: %v", err)
 	}
 	if _, ok := fields["content"]; !ok {
-		return bad("turn.content is required")
+		return bad("turn.content", "turn.content is required")
 	}
 	switch t.Role {
 	case RoleUser, RoleAgent, RoleSystem:
 	case "":
 		t.Role = RoleUser
 	default:
-		return bad("turn.role must be user, agent or system, got %q", t.Role)
+		return bad("turn.role", "turn.role must be user, agent or system, got %q", t.Role)
+	}
+	if !legacy {
+		for _, f := range []struct{ name, value string }{
+			{"turn.messageId", t.MessageID}, {"turn.from", t.From}, {"turn.to", t.To}, {"turn.groupId", t.GroupID}, {"turn.speakerId", t.SpeakerID},
+		} {
+			if len(f.value) > maxTurnField {
+				return bad(f.name, "%s is %d bytes long; the turn schema allows at most %d", f.name, len(f.value), maxTurnField)
+			}
+		}
+		if _, ok := fields["messageId"]; ok && t.MessageID == "" {
+			return bad("turn.messageId", "turn.messageId must not be empty; omit it and the host assigns one")
+		}
+		switch t.Role {
+		case RoleSystem:
+			return bad("turn.role", "system turns are the host's; callers write user turns")
+		case RoleAgent:
+			if len(c.Participants) == 0 {
+				return bad("turn.role", "agent turns are the host's: conversation %s has no roster of participants, so callers write user turns", c.ID)
+			}
+			if c.isHostAgent(t.SpeakerID) || c.isHostAgent(t.From) {
+				return bad("turn.speakerId", "%q is the conversation's own agent; only the host speaks for it", c.AgentID)
+			}
+		case RoleUser:
+			if t.From != "" && t.From != RoleUser && (!c.inRoster(t.From) || c.isHostAgent(t.From)) {
+				return bad("turn.from", "turn.from of a user turn is \"user\" (or a participant of the conversation's roster), got %q", t.From)
+			}
+		}
 	}
 	if t.From == "" {
-		if t.Role == RoleAgent {
-			return bad("turn.from is required on agent turns")
+		if t.Role == RoleAgent && legacy {
+			return bad("turn.from", "turn.from is required on agent turns")
 		}
-		t.From = orDefault(req.ResolvedBy, t.Role)
+		t.From = orDefault(t.SpeakerID, RoleUser)
+		if legacy {
+			t.From = orDefault(req.ResolvedBy, t.Role)
+		}
 	}
 	if t.Role == RoleAgent {
 		if t.SpeakerID == "" {
-			return bad("turn.speakerId is required on agent turns")
+			return bad("turn.speakerId", "turn.speakerId is required on agent turns")
 		}
 		if len(c.Participants) > 0 && !c.inRoster(t.SpeakerID) {
-			return bad("speaker %q is not a participant of conversation %s", t.SpeakerID, c.ID)
+			return bad("turn.speakerId", "speaker %q is not a participant of conversation %s", t.SpeakerID, c.ID)
+		}
+		if !legacy && t.From != t.SpeakerID {
+			return bad("turn.from", "turn.from of an agent turn is its speaker %q, got %q", t.SpeakerID, t.From)
 		}
 	}
 	idx := c.NextTurnIndex()
@@ -544,7 +595,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 		if t.MessageID != "" && c.hasMessage(t.MessageID) {
 			return nil, ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
 		}
-		return bad("turn.turnIndex must be %d (the next turn), got %d", idx, t.TurnIndex)
+		return bad("turn.turnIndex", "turn.turnIndex must be %d (the next turn), got %d", idx, t.TurnIndex)
 	}
 	t.TurnIndex = idx
 	if t.MessageID == "" {
@@ -553,20 +604,28 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 	if c.hasMessage(t.MessageID) {
 		return nil, ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
 	}
+	if !legacy && strings.HasPrefix(t.MessageID, c.ID+":") && t.MessageID != c.messageID(idx, t.Role) {
+		return bad("turn.messageId", "turn.messageId %q is in the host's namespace %s:…; use %q for this turn, an id of your own outside it, or none", t.MessageID, c.ID, c.messageID(idx, t.Role))
+	}
 	if _, ok := fields["ts"]; !ok {
 		t.Ts = req.ReceivedAtMs
 	}
 	if t.Ts < 0 {
-		return bad("turn.ts must be >= 0")
+		return bad("turn.ts", "turn.ts must be >= 0")
 	}
 	if len(t.Content) == 0 {
 		t.Content = json.RawMessage("null")
 	}
 	if err := r.validateAgainst(c.Schema, t.Content); err != nil {
-		return bad("turn content does not match the conversation's schema: %v", err)
+		return bad("turn.content", "turn content does not match the conversation's schema: %v", err)
 	}
-	_ = closing
 	return &t, ResolveCheck{OK: true}
+}
+
+// isHostAgent reports whether id is one the host speaks as: the conversation's own
+// agent (a pack's id and its per-state ids "<packId>:<state>") or the system.
+func (c *conversation) isHostAgent(id string) bool {
+	return id == c.AgentID || strings.HasPrefix(id, c.AgentID+":") || id == RoleSystem
 }
 
 // checkAgentResolve validates a resolve of an agent's own interrupt.
@@ -704,7 +763,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 		}
 		if op.FirstUserText != "" {
 			idx := c.NextTurnIndex()
-			t := Turn{MessageID: c.messageID(idx, RoleUser), From: orDefault(r.in.Owner.Principal, "user"), Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: RoleUser, TurnIndex: idx}
+			t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: RoleUser, TurnIndex: idx}
 			c.record(t)
 			rep, err := agent.Reply(r.ctx, c, t)
 			if err != nil {

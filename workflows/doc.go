@@ -12,10 +12,15 @@
 //     workflows; the workflow's result is its final Snapshot.
 //   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
 //     ResolveCheck (OK=false carries Status and Code: 404 interrupt_not_found, 400 or
-//     422 validation_error, 409 interrupt_already_resolved, 410 interrupt_cancelled);
-//     on OK signal ResolveSignal with the same request. Set RequestID (de-duplication)
-//     and ReceivedAtMs (the ts of a bare conversation reply). The workflow validates
-//     again and ignores what it rejects; signals are queued in arrival order.
+//     422 validation_error, 403 forbidden, 409 interrupt_already_resolved, 410
+//     interrupt_cancelled; Replayed with Outcome for a request the run has already
+//     decided); on OK signal ResolveSignal with the same request. Set RequestID (the
+//     request's identity), Caller (who, from the credential), ReceivedAtMs (the ts of a
+//     bare conversation reply). The workflow takes signals in arrival order, validates
+//     each again and records its ResolveOutcome (applied, or refused with status and
+//     code) by RequestID: answer the caller with that outcome (OutcomesQuery for many
+//     at once, ValidateResolveQuery for one), not with the first check. Requests still
+//     queued when the run ends are refused (410 after a cancel); see outcomes.go.
 //   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow. A
 //     pack's turn stops between rounds and tool calls, and the activity in flight is
 //     cancelled (pack_cancel.go).
@@ -55,4 +60,13 @@
 //     a call that fails after its retries is an error result for the model. Runs
 //     whose first tool batch predates this keep the ToolCall-only path
 //     (GetVersion "tool-routes"); see packtools.go.
+//   - A tool call that needs a person's decision (the binding's approval setting, or
+//     the agent's autonomy_level acts_with_approval with a write, external or
+//     undeclared tool) waits on an approval interrupt at the pack's node before its
+//     batch runs, with a durable deadline, reminders and escalation; see
+//     approvals_tool.go (GetVersion "tool-approvals").
+//   - Webhooks: each tenant's subscriptions live in a WebhookDispatcher workflow; runs
+//     signal it the events webhooks may receive (notify.go, GetVersion
+//     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
+//     destination; see webhooks.go.
 package workflows

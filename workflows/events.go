@@ -93,6 +93,7 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 	if nodeID != "" {
 		r.nodeLast[nodeID] = ev.EventID
 	}
+	r.notifyWebhooks(ev)
 	return ev.EventID
 }
 
@@ -117,7 +118,7 @@ func EventBytes(e *Event) int {
 // eventsPage answers EventsQuery from the events this execution holds. A cursor before
 // them gets no events, FirstSequence and the earlier executions to ask (Earlier).
 func (r *runner) eventsPage(req EventsRequest) EventsPage {
-	page := EventsPage{Events: []Event{}, LastSequence: r.nextSeq() - 1, FirstSequence: r.base, Terminal: r.terminal, Tenant: r.in.Owner.Tenant}
+	page := EventsPage{Events: []Event{}, LastSequence: r.nextSeq() - 1, FirstSequence: r.base, Terminal: r.terminal || r.closing != "", Tenant: r.in.Owner.Tenant}
 	start := max(req.After+1, 0)
 	if start < r.base {
 		page.Earlier = r.segments

@@ -21,6 +21,7 @@ type interrupt struct {
 	agent          bool   // raised by a conversation agent next to its conversation
 	conv           *conversation
 	approval       *approvalData
+	tool           *toolApproval // a pack tool call's approval (approvals_tool.go)
 	votes          []approvalVote
 	describe       string
 	timedOut       bool
@@ -48,6 +49,7 @@ type interruptSpec struct {
 	Reason       string // node.suspended reason, e.g. "conversation-input"
 	Describe     string // words for the Temporal UI's current details
 	Agent        bool
+	BearerOnly   bool // resumes only with an authenticated call (no signed token)
 }
 
 // legacyKinds are the kinds node.suspended / interrupt.resolved may name.
@@ -75,6 +77,7 @@ func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
 		ResumeSchema: spec.ResumeSchema,
 		TimeoutMs:    spec.TimeoutMs,
 		RequestedAt:  formatTime(now),
+		BearerOnly:   spec.BearerOnly,
 	}, agent: spec.Agent, describe: spec.Describe}
 	if spec.TimeoutMs > 0 {
 		it.ExpiresAt = formatTime(now.Add(time.Duration(spec.TimeoutMs) * time.Millisecond))
@@ -208,21 +211,28 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 		}
 		req = r.inbox[0]
 		r.inbox = r.inbox[1:]
-		check, res := r.checkResolve(req)
-		if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
-			r.legacyEventRouting = true
-			check, res = r.checkResolve(req)
+		if req.Via != "fork" && r.outcomes.find(req.RequestID) != nil {
+			continue // the same request signalled again: it keeps its first outcome
 		}
+		check, res := r.checkSignalled(req)
 		if !check.OK {
-			workflow.GetLogger(r.ctx).Info("Ignoring a resolve the workflow rejects", "nodeId", req.NodeID, "code", check.Code, "message", check.Message)
+			workflow.GetLogger(r.ctx).Info("Refusing a resolve", "nodeId", req.NodeID, "requestId", req.RequestID, "code", check.Code, "message", check.Message)
+			r.recordRefused(req, check)
+			continue
+		}
+		if res.noop {
+			r.recordApplied(req, check.RunStatus) // a repeated vote: counted once already
 			continue
 		}
 		if res.target.NodeID != nodeID {
+			r.recordRefused(req, ResolveCheck{Status: http.StatusNotFound, Code: "interrupt_not_found",
+				Message: fmt.Sprintf("no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)})
 			continue
 		}
 		if req.RequestID != "" {
 			r.applied.add(req.RequestID)
 		}
+		r.recordApplied(req, check.RunStatus)
 		return req, res.target, res.value, nil, nil
 	}
 }
@@ -231,6 +241,26 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 type resolution struct {
 	target *interrupt
 	value  json.RawMessage // normalized resume value
+	// noop: the request repeats a quorum vote already counted; it changes nothing.
+	noop bool
+}
+
+// checkSignalled is checkResolve for a request the run received as a signal: one the
+// integrity rules refuse but the earlier rules accept is applied by runs that started
+// before the rules (their history has no integrityVersion marker at that point).
+func (r *runner) checkSignalled(req ResolveRequest) (ResolveCheck, *resolution) {
+	check, res := r.checkResolve(req, false)
+	if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
+		r.legacyEventRouting = true
+		check, res = r.checkResolve(req, false)
+	}
+	if check.OK {
+		return check, res
+	}
+	if lc, lres := r.checkResolve(req, true); lc.OK && !r.changed(integrityVersion) {
+		return lc, lres
+	}
+	return check, res
 }
 
 func reject(status int, code, format string, args ...any) (ResolveCheck, *resolution) {
@@ -239,13 +269,13 @@ func reject(status int, code, format string, args ...any) (ResolveCheck, *resolu
 
 // checkResolve is the one validation of a ResolveRequest, used by ValidateResolveQuery
 // (the API's synchronous answer) and by the workflow before it applies a signal. It
-// changes nothing.
-func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
+// changes nothing. legacy checks by the rules before integrityVersion.
+func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *resolution) {
 	if req.NodeID == "" {
 		return reject(http.StatusBadRequest, "validation_error", "nodeId is required")
 	}
-	if r.terminal || r.cancelReq != nil {
-		if r.status == StatusCancelled || r.cancelReq != nil {
+	if r.terminal || r.closing != "" || r.cancelReq != nil {
+		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
 			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
@@ -254,7 +284,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		if r.resolvedNodes[req.NodeID] {
 			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, r.status)
+		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
@@ -291,6 +321,12 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 		}
 		return reject(http.StatusNotFound, "interrupt_not_found", "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
 	}
+	if t, refused, ok := r.routeToolApproval(cands, req); ok {
+		if refused != nil {
+			return *refused, nil
+		}
+		cands = []*interrupt{t}
+	}
 	target := cands[0]
 	if len(cands) > 1 {
 		// An agent's own wait and its conversation share the node: a value carrying an
@@ -303,22 +339,29 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 			}
 		}
 	}
+	if target.BearerOnly && req.Via == "token" {
+		return reject(http.StatusUnauthorized, "unauthenticated", "the interrupt at node %q resumes only with an authenticated call (Authorization: Bearer), not a signed token", req.NodeID)
+	}
 	var (
 		value  json.RawMessage
 		check  ResolveCheck
 		status = StatusRunning
+		noop   bool
 	)
 	switch {
 	case target.conv != nil:
 		if refused := r.misroutedEvent(target, req); refused != nil {
 			return *refused, nil
 		}
-		value, status, check = r.checkConversationResolve(target, req)
+		value, status, check = r.checkConversationResolve(target, req, legacy)
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)
 		status = StatusWaitingApproval
 	case target.Kind == "approval":
-		value, status, check = r.checkApproval(target, req)
+		value, status, check, noop = r.checkApproval(target, req)
+		if check.OK && !noop && target.tool != nil {
+			check = r.checkToolEdit(target, value)
+		}
 	case target.Kind == "clarification":
 		value, check = r.checkClarification(target, req)
 	case target.Kind == "external-event":
@@ -334,7 +377,7 @@ func (r *runner) checkResolve(req ResolveRequest) (ResolveCheck, *resolution) {
 			return reject(http.StatusBadRequest, "validation_error", "resumeValue does not match the interrupt's resumeSchema: %v", err)
 		}
 	}
-	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value}
+	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}
 }
 
 // ---- approval ----
@@ -390,6 +433,9 @@ func normalizeApproval(raw json.RawMessage) (approvalResume, error) {
 	return v, nil
 }
 
+// voter is who a vote counts for, as the run read it before requests named their
+// caller (ResolveRequest.Caller empty): the resume value's voter, else decidedBy, else
+// the key id.
 func (v approvalResume) voter(req ResolveRequest) string {
 	switch {
 	case v.Voter != "":
@@ -403,9 +449,32 @@ func (v approvalResume) voter(req ResolveRequest) string {
 	}
 }
 
-func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (json.RawMessage, string, ResolveCheck) {
-	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
-		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+// approvalVoter is who a vote counts for. Identity comes from the credential: the
+// caller (an API key, or the subject a token was issued to). A delegate caller (a key
+// with approvals:delegate, e.g. a chat relay) votes for the voter it names; any other
+// caller naming someone else in voter or decidedBy is refused 403.
+func approvalVoter(v approvalResume, req ResolveRequest) (string, *ResolveCheck) {
+	if req.Caller == "" {
+		return v.voter(req), nil
+	}
+	if req.Delegate {
+		return orDefault(v.Voter, orDefault(v.DecidedBy, req.Caller)), nil
+	}
+	for _, f := range [][2]string{{"resumeValue.voter", v.Voter}, {"resumeValue.decidedBy", v.DecidedBy}} {
+		if field, named := f[0], f[1]; named != "" && named != req.Caller {
+			return "", &ResolveCheck{Status: http.StatusForbidden, Code: "forbidden",
+				Message: fmt.Sprintf("%s names %q, but the caller is %q: a vote counts for its credential, and only keys with the approvals:delegate scope vote for others", field, named, req.Caller),
+				Details: mustJSON(map[string]string{"field": field, "scopeRequired": "approvals:delegate"})}
+		}
+	}
+	return req.Caller, nil
+}
+
+// checkApproval validates an approval resolve. noop is true for a vote that repeats
+// the same voter's counted vote (idempotent: answered like the first, changes nothing).
+func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.RawMessage, status string, check ResolveCheck, noop bool) {
+	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck, bool) {
+		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}, false
 	}
 	v, err := normalizeApproval(req.ResumeValue)
 	if err != nil {
@@ -426,22 +495,29 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (json.RawMessa
 	if v.Action == "edit-accept" && len(v.EditedArtifactData) == 0 {
 		return bad("action edit-accept needs editedArtifactData")
 	}
-	voter := v.voter(req)
+	voter, deny := approvalVoter(v, req)
+	if deny != nil {
+		return nil, "", *deny, false
+	}
 	if len(it.approval.ApproversList) > 0 && v.Action != "ask" {
 		listed := false
 		for _, a := range it.approval.ApproversList {
 			listed = listed || a == voter
 		}
 		if !listed {
-			return nil, "", ResolveCheck{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf("%q is not in the approvers list of node %q", voter, it.NodeID)}
+			return nil, "", ResolveCheck{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf("%q is not in the approvers list of node %q", voter, it.NodeID)}, false
 		}
 	}
 	for _, vote := range it.votes {
-		if vote.Voter == voter {
-			return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("%q has already voted at node %q", voter, it.NodeID)}
+		if vote.Voter != voter {
+			continue
 		}
+		if vote.Action == v.Action && req.Caller != "" {
+			return nil, StatusWaitingApproval, ResolveCheck{OK: true}, true
+		}
+		return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
 	}
-	status := StatusRunning
+	status = StatusRunning
 	if v.Action == "ask" {
 		status = StatusWaitingApproval
 	} else if accepts, rejects := tally(it, v.Action); !quorumDecided(it.approval, accepts, rejects) {
@@ -450,7 +526,10 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (json.RawMessa
 	if v.DecidedBy == "" && v.Action != "ask" {
 		v.DecidedBy = voter
 	}
-	return mustJSON(v), status, ResolveCheck{OK: true}
+	if req.Caller != "" && v.Action != "ask" {
+		v.Voter = voter
+	}
+	return mustJSON(v), status, ResolveCheck{OK: true}, false
 }
 
 // tally counts accepting and rejecting votes including a prospective one.
@@ -495,6 +574,8 @@ type approvalConfig struct {
 	approvalData
 	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	// BearerOnly: the approval resumes only with an authenticated call, never a token.
+	BearerOnly bool `json:"bearerOnly,omitempty"`
 }
 
 // execApprovalGate suspends on an approval interrupt until quorum, rejection or timeout.
@@ -505,10 +586,10 @@ func execApprovalGate(r *runner, n *Node, _ map[string]json.RawMessage) (map[str
 			return nil, failNode("validation_error", "core.approvalGate config: %v", err)
 		}
 	}
-	return runApproval(r, n, cfg.approvalData, cfg.TimeoutMs, cfg.ResumeSchema)
+	return runApproval(r, n, cfg.approvalData, cfg.TimeoutMs, cfg.ResumeSchema, cfg.BearerOnly)
 }
 
-func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSchema json.RawMessage) (map[string]json.RawMessage, error) {
+func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSchema json.RawMessage, bearerOnly bool) (map[string]json.RawMessage, error) {
 	if d.ArtifactID == "" {
 		d.ArtifactID = n.ID
 	}
@@ -528,7 +609,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	if d.required() > 1 {
 		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), orDefault(d.RejectionPolicy, "single-veto"))
 	}
-	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + "."})
+	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
 	it.approval = &d
 	legacy := map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
 	if d.RequiredApprovals > 0 {
@@ -753,6 +834,7 @@ type interruptConfig struct {
 	Data         json.RawMessage `json:"data"`
 	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
 	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	BearerOnly   bool            `json:"bearerOnly,omitempty"`
 }
 
 // execInterrupt raises the interrupt its config describes.
@@ -765,7 +847,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 	case "approval":
 		var d approvalData
 		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
-		return runApproval(r, n, d, cfg.TimeoutMs, cfg.ResumeSchema)
+		return runApproval(r, n, d, cfg.TimeoutMs, cfg.ResumeSchema, cfg.BearerOnly)
 	case "clarification":
 		var d clarificationData
 		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
@@ -797,7 +879,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 		}
 		words = fmt.Sprintf("Waiting for a %q resume value.", d.CustomKind)
 	}
-	it := r.raise(n.ID, interruptSpec{Kind: cfg.Kind, Data: data, TimeoutMs: cfg.TimeoutMs, ResumeSchema: cfg.ResumeSchema, Describe: words})
+	it := r.raise(n.ID, interruptSpec{Kind: cfg.Kind, Data: data, TimeoutMs: cfg.TimeoutMs, ResumeSchema: cfg.ResumeSchema, Describe: words, BearerOnly: cfg.BearerOnly})
 	req, _, value, timedOut, err := r.nextResolve(n.ID)
 	if err != nil {
 		return nil, err

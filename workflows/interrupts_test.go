@@ -195,3 +195,127 @@ func TestCustomInterruptResumeSchema(t *testing.T) {
 	require.Equal(t, StatusCompleted, s.Status)
 	require.JSONEq(t, `{"choice":"b"}`, string(s.Variables["resumeValue"]))
 }
+
+// vote is a quorum vote as the API sends it: the caller named by the credential.
+func vote(id, caller string, delegate bool, value string) ResolveRequest {
+	return ResolveRequest{RequestID: id, NodeID: "gate", ResumeValue: json.RawMessage(value), ResolvedBy: caller, Caller: caller, Delegate: delegate}
+}
+
+// A vote counts for its caller's credential: a body voter naming someone else is
+// refused unless the caller is a delegate, and a repeated vote is idempotent.
+func TestQuorumVotersComeFromTheCredential(t *testing.T) {
+	tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-quorum", ""))
+	checks := map[string]ResolveCheck{}
+	var after Snapshot
+	tr.at(time.Second, func() {
+		checks["impersonate"] = tr.check(vote("x1", "key-a", false, `{"action":"accept","voter":"approver-9"}`))
+		checks["decidedBy"] = tr.check(vote("x2", "key-a", false, `{"action":"accept","decidedBy":"cfo"}`))
+		checks["self"] = tr.check(vote("x3", "key-a", false, `{"action":"accept","voter":"key-a"}`))
+		tr.resolveReq(vote("v1", "key-a", false, `{"action":"accept","voter":"approver-9"}`)) // refused by the run too
+		tr.resolveReq(vote("v2", "key-a", false, `{"action":"accept"}`))
+		tr.resolveReq(vote("v3", "key-a", false, `{"action":"accept"}`)) // the same voter again
+		tr.resolveReq(vote("v4", "relay", true, `{"action":"accept","voter":"approver-1"}`))
+	})
+	tr.at(2*time.Second, func() {
+		after = tr.snapshot()
+		checks["repeat"] = tr.check(vote("x4", "key-a", false, `{"action":"accept"}`))
+		checks["changeMind"] = tr.check(vote("x5", "key-a", false, `{"action":"reject"}`))
+		tr.resolveReq(vote("v5", "key-b", false, `{"action":"accept"}`))
+	})
+	s := tr.execute()
+	require.Equal(t, http.StatusForbidden, checks["impersonate"].Status)
+	require.JSONEq(t, `{"field":"resumeValue.voter","scopeRequired":"approvals:delegate"}`, string(checks["impersonate"].Details))
+	require.Equal(t, http.StatusForbidden, checks["decidedBy"].Status)
+	require.True(t, checks["self"].OK)
+	require.Equal(t, StatusWaitingApproval, after.Status, "key-a and the relay's approver-1: two of three")
+	require.True(t, checks["repeat"].OK, "a repeated vote is idempotent: %+v", checks["repeat"])
+	require.Equal(t, StatusWaitingApproval, checks["repeat"].RunStatus)
+	require.Equal(t, http.StatusConflict, checks["changeMind"].Status)
+	require.Equal(t, StatusCompleted, s.Status)
+	recv := ofType(tr.events(), EvApprovalReceived)
+	require.Len(t, recv, 3)
+	var by []any
+	for _, e := range recv {
+		by = append(by, payload(t, e)["decidedBy"])
+	}
+	require.Equal(t, []any{"key-a", "approver-1", "key-b"}, by)
+	outcome := func(id string) ResolveOutcome {
+		c := tr.check(vote(id, "key-a", false, `{"action":"accept"}`))
+		require.NotNil(t, c.Outcome, id)
+		return *c.Outcome
+	}
+	require.Equal(t, http.StatusForbidden, outcome("v1").Status)
+	require.Equal(t, ResolveOutcome{RequestID: "v3", Applied: true, RunStatus: StatusWaitingApproval}, outcome("v3"))
+	require.Equal(t, ResolveOutcome{RequestID: "v5", Applied: true, RunStatus: StatusRunning}, outcome("v5"))
+}
+
+// A resolve queued in the run when a cancel arrives is refused 410
+// interrupt_cancelled and recorded so; it is never applied. (The run is busy in a delay
+// node, so the resolve waits in its queue as it would behind a model round.)
+func TestResolveLosingToCancelIsRefused(t *testing.T) {
+	def := &Definition{ID: "busy-then-gate", Name: "b", Version: "1", Nodes: []Node{
+		{ID: "wait", TypeID: "core.delay", Config: json.RawMessage(`{"delayMs":60000}`)},
+		{ID: "gate", TypeID: "core.approvalGate", Config: json.RawMessage(`{"actions":["accept","reject"]}`)},
+	}, Edges: []Edge{{ID: "e", SourceNodeID: "wait", TargetNodeID: "gate"}}}
+	def.Normalize()
+	tr := newTestRun(t, RunInput{RunID: "run-busy", Definition: def})
+	var queued ResolveCheck
+	tr.at(time.Second, func() {
+		tr.resolveReq(ResolveRequest{RequestID: "late", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), Caller: "k"})
+	})
+	tr.at(2*time.Second, func() {
+		queued = tr.check(ResolveRequest{RequestID: "late", NodeID: "gate"})
+		tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "race"})
+	})
+	s := tr.execute()
+	require.True(t, queued.Replayed && queued.Pending, "queued behind the busy node: %+v", queued)
+	require.Equal(t, StatusCancelled, s.Status)
+	require.Empty(t, ofType(tr.events(), EvInterruptResolved))
+	c := tr.check(ResolveRequest{RequestID: "late", NodeID: "gate"})
+	require.NotNil(t, c.Outcome)
+	require.Equal(t, ResolveOutcome{RequestID: "late", Status: http.StatusGone, Code: "interrupt_cancelled", Message: c.Outcome.Message}, *c.Outcome)
+	require.True(t, c.Terminal)
+}
+
+// A bearer-only approval refuses token resumes; a token issued for one turn of a
+// conversation carries that exchange only.
+func TestBearerOnlyAndTurnBoundRequests(t *testing.T) {
+	t.Run("bearer only", func(t *testing.T) {
+		tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-auth-required", ""))
+		var waiting Snapshot
+		var byToken, byKey ResolveCheck
+		tr.at(time.Second, func() {
+			waiting = tr.snapshot()
+			byToken = tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), Via: "token", Caller: "k"})
+			byKey = tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), Via: "rest", Caller: "k"})
+			tr.resolveReq(ResolveRequest{RequestID: "t", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), Via: "token", Caller: "k"})
+			tr.resolveReq(ResolveRequest{RequestID: "b", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"reject"}`), Via: "rest", Caller: "k"})
+		})
+		s := tr.execute()
+		require.True(t, waiting.Interrupt.BearerOnly)
+		require.Equal(t, http.StatusUnauthorized, byToken.Status)
+		require.True(t, byKey.OK)
+		require.Equal(t, StatusFailed, s.Status, "the token resume was refused, the bearer reject applied")
+	})
+	t.Run("turn bound", func(t *testing.T) {
+		tr := newTestRun(t, fixtureInput(t, "conformance-conversation-council", ""))
+		at := func(n int) *int { return &n }
+		var stale, fresh ResolveCheck
+		tr.at(time.Second, func() {
+			tr.resolveReq(ResolveRequest{RequestID: "a", NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"one"}`), AtTurn: at(1)})
+			tr.resolveReq(ResolveRequest{RequestID: "b", NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"two"}`), AtTurn: at(1)})
+		})
+		tr.at(2*time.Second, func() {
+			stale = tr.check(ResolveRequest{NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"three"}`), AtTurn: at(1)})
+			fresh = tr.check(ResolveRequest{NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"three"}`), AtTurn: at(3)})
+			tr.resolveReq(ResolveRequest{RequestID: "c", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"close"}`)})
+		})
+		tr.execute()
+		require.Equal(t, http.StatusConflict, stale.Status)
+		require.True(t, fresh.OK)
+		b := tr.check(ResolveRequest{RequestID: "b", NodeID: "convo"})
+		require.NotNil(t, b.Outcome)
+		require.Equal(t, http.StatusConflict, b.Outcome.Status, "the second use of a one-exchange token")
+		require.Len(t, ofType(tr.events(), EvConversationExchanged), 2, "one user turn and the chair's echo")
+	})
+}

@@ -306,7 +306,16 @@ func TestPackRefundExternalWait(t *testing.T) {
 		tr.resolveReq(ResolveRequest{NodeID: ServedPackNodeID, InterruptID: waiting.Interrupt.InterruptID, ResolvedBy: "finance",
 			ResumeValue: json.RawMessage(`{"event":"Approved","context":"Approved 89.90 USD, ref APR-7731"}`)})
 	})
+	// The pack acts with approval: issue_refund (external) waits for its own decision.
+	var payment Snapshot
+	tr.at(14*24*time.Hour+time.Hour, func() {
+		payment = tr.snapshot()
+		tr.resolveReq(ResolveRequest{NodeID: ServedPackNodeID, ResolvedBy: "finance-lead", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
+	})
 	final := tr.finish()
+	require.Equal(t, StatusWaitingApproval, payment.Status)
+	require.Equal(t, "approval", payment.Interrupt.Kind)
+	require.Contains(t, string(payment.Interrupt.Data), `"tool":"issue_refund"`)
 	require.GreaterOrEqual(t, end.Sub(start), 13*24*time.Hour)
 
 	require.Equal(t, StatusWaitingExternal, waiting.Status)

@@ -68,13 +68,26 @@ func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activit
 		return nil, rt.newActivityError("route the tool calls", fmt.Errorf("%d calls got %d routes", len(live), len(routes.Routes)))
 	}
 
+	// Calls that need a person's decision wait for it first (approvals_tool.go).
+	decided, err := rt.approveCalls(calls, live, routes.Routes)
+	if err != nil {
+		return nil, err
+	}
+
 	futures := make([]workflow.Future, len(live))
 	ids := map[string]bool{}
 	actx, cancel := workflow.WithCancel(rt.ctx) // a cancel of the run cancels the calls (pack_cancel.go)
 	for j, i := range live {
+		if decided != nil && decided[j] != nil {
+			continue // rejected or expired: not run
+		}
 		futures[j] = rt.startTool(actx, calls[i], routes.Routes[j], ids)
 	}
 	for j, i := range live {
+		if decided != nil && decided[j] != nil {
+			out[i] = decided[j]
+			continue
+		}
 		rt.await(futures[j], cancel)
 		r, err := toolOutcome(rt.ctx, futures[j], calls[i], routes.Routes[j])
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 // worker process, unit tests and end-to-end tests share this one function.
 func Register(r worker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
+	r.RegisterWorkflowWithOptions(WebhookDispatcher, workflow.RegisterOptions{Name: WebhookDispatcherWorkflowName})
+	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflowName})
 	if acts != nil {
 		r.RegisterActivity(acts)
 	}

@@ -31,6 +31,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
+			r.RegisterWorkflowWithOptions(WebhookDispatcher, workflow.RegisterOptions{Name: WebhookDispatcherWorkflowName})
+			r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflowName})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
 		})
 	}

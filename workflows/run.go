@@ -102,8 +102,9 @@ type runner struct {
 
 	pending       []*interrupt
 	resolvedNodes map[string]bool
-	resolvedIDs   *idWindow // InterruptIDs resolved, the newest ones
-	applied       *idWindow // RequestIDs applied, the newest ones
+	resolvedIDs   *idWindow  // InterruptIDs resolved, the newest ones
+	applied       *idWindow  // RequestIDs applied, the newest ones
+	outcomes      outcomeLog // what the run did with recent requests, by RequestID
 	inbox         []ResolveRequest
 	cancelReq     *CancelRequest
 
@@ -128,6 +129,12 @@ type runner struct {
 	bounded           bool
 	suggestedAtLength int
 	suggestedAtSize   int
+
+	// notify queues the events webhooks may receive (notify.go).
+	notify notifier
+	// closing is the status the run is finishing with while its last webhook notices
+	// are signalled (finish): readers already see the end, and nothing new is accepted.
+	closing string
 
 	// legacyTriggerRules is set for runs that started before the trigger rules were
 	// read as shouldRun documents.
@@ -235,16 +242,20 @@ func (r *runner) setup() error {
 		return fmt.Errorf("register %s: %w", TranscriptPageQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		var check ResolveCheck
-		if r.received(req.RequestID) {
-			check = ResolveCheck{OK: true, Replayed: true, RunStatus: r.status}
-		} else {
-			check, _ = r.checkResolve(req)
+		check, seen := r.requestState(req.RequestID)
+		if !seen {
+			check, _ = r.checkResolve(req, false)
 		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, r.status, r.nextSeq()-1
+		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
+		check.Terminal = r.terminal || r.closing != ""
 		return check, nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
+	}
+	if err := workflow.SetQueryHandler(ctx, OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) {
+		return r.outcomesPage(req), nil
+	}); err != nil {
+		return fmt.Errorf("register %s: %w", OutcomesQuery, err)
 	}
 	if len(r.in.Carried) > 0 {
 		if err := r.restore(); err != nil {
@@ -271,24 +282,6 @@ func (r *runner) setup() error {
 		}
 	})
 	return nil
-}
-
-// received reports whether a resolve with this request id (derived from an
-// Idempotency-Key) was applied or is waiting in the inbox. Ids of keyless requests are
-// random, so only keyed ones ever match.
-func (r *runner) received(requestID string) bool {
-	if !strings.HasPrefix(requestID, IdempotentRequestPrefix) {
-		return false
-	}
-	if r.applied.has(requestID) {
-		return true
-	}
-	for _, q := range r.inbox {
-		if q.RequestID == requestID {
-			return true
-		}
-	}
-	return false
 }
 
 // IdempotentRequestPrefix starts the RequestID of a resolve sent with an
@@ -325,7 +318,7 @@ func (r *runner) drainSignals() {
 }
 
 func (r *runner) requestCancel(req CancelRequest) {
-	if r.cancelReq != nil || r.terminal {
+	if r.cancelReq != nil || r.terminal || r.closing != "" {
 		return
 	}
 	if req.Reason == "" {
@@ -720,12 +713,18 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 func (r *runner) lastEventIDAny() string { return r.lastID }
 
 func (r *runner) finish(status string) (*Snapshot, error) {
-	r.terminal = true
+	// The terminal event is written; while Temporal takes the last webhook notices the
+	// run already reads as ended (snapshot, events, resolve checks), and the commands
+	// that close it follow.
+	r.closing = status
 	r.completedAt = formatTime(workflow.Now(r.ctx))
+	r.flushNotices()
+	r.terminal = true
 	r.pending = nil
 	r.currentNode = ""
 	r.setStatus(status)
 	r.setDetails("")
+	r.refuseQueued()
 	r.countRunEnded(status)
 	return r.snapshot(), nil
 }
@@ -789,7 +788,7 @@ func (r *runner) temporalCancel() *CancelRequest {
 
 // refreshStatus derives the run status from the pending interrupts and child runs.
 func (r *runner) refreshStatus() {
-	if r.terminal {
+	if r.terminal || r.closing != "" {
 		return
 	}
 	if r.cancelReq != nil {
@@ -916,14 +915,20 @@ func (r *runner) snapshot() *Snapshot {
 	if !r.startedAt.IsZero() {
 		s.StartedAt = formatTime(r.startedAt)
 	}
-	for _, it := range r.pending {
-		s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
+	if r.closing != "" && !r.terminal {
+		// The terminal event is written and the run is closing (finish).
+		s.Status, s.CurrentNodeID = r.closing, ""
+	} else {
+		for _, it := range r.pending {
+			s.Interrupts = append(s.Interrupts, it.PendingInterrupt)
+		}
 	}
 	if len(s.Interrupts) > 0 {
-		// The interrupt a client resolves next: an agent's external wait first.
+		// The interrupt a client resolves next: a tool call's approval or an agent's
+		// external wait before the conversation it interrupts.
 		first := s.Interrupts[0]
 		for _, it := range s.Interrupts {
-			if it.Kind == "external-event" {
+			if it.Kind == "external-event" || it.Kind == "approval" {
 				first = it
 			}
 		}

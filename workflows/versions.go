@@ -17,6 +17,11 @@ const (
 	// model or tool for a recorded turn, spends no usage twice and reports divergence
 	// (pack_replay.go).
 	forkReplayVersion = "fork-replay"
+	// integrityVersion: a signalled client turn must be a user turn (an agent turn only
+	// as a roster participant), with bounded fields and no messageId of the host's but
+	// its own (conversation.go checkClientTurn). A run asks only when a request breaks a
+	// rule the earlier code did not have (interrupts.go checkSignalled).
+	integrityVersion = "request-integrity"
 )
 
 // changed reports whether the run takes the new path of change id (version 1), asking

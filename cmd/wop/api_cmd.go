@@ -55,6 +55,9 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if len(apiCfg.Keys) == 0 && apiCfg.KeysFile == "" {
 		logger.Warn("No API keys configured (WOP_API_KEY, WOP_KEYS_FILE): every authenticated route answers 401")
 	}
+	if apiCfg.PublicURL == "" && len(apiCfg.Guards.AllowedHosts) == 0 {
+		logger.Warn("Neither WOP_PUBLIC_URL nor WOP_ALLOWED_HOSTS is set: a request's Host header is not trusted, so snapshots carry interrupt tokens without callback URLs and links are relative")
+	}
 
 	loaded, err := worker.LoadPacks(packsDir, logger)
 	if err != nil {
@@ -88,7 +91,7 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 		return fail(stderr, "api", err)
 	}
 	defer onHangup(func() { _ = srv.ReloadKeys() })()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	logger.Info("API listening", "addr", ln.Addr().String(), "temporal", address, "namespace", namespace, "packs", len(loaded))

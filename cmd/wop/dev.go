@@ -40,8 +40,9 @@ var benchCommand = command{"bench", "measure host turn latency against Temporal'
 
 // Files the dev command keeps in the data folder besides the Temporal database.
 const (
-	devKeyFile    = "api-key"
-	devSecretFile = "token-secret"
+	devKeyFile     = "api-key"
+	devSecretFile  = "token-secret"
+	devWebhookFile = "webhook-secret"
 )
 
 // devConfig is the resolved configuration of `wop dev`.
@@ -107,7 +108,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", fmt.Errorf("temporal log level %q: want debug, info, warn or error", cfg.temporalLog))
 	}
 
-	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
 		return fail(stderr, "dev", fmt.Errorf("data folder %s is not writable: %w", cfg.dataDir, unwrapPath(err)))
 	}
 	key, keyFromFile, err := devSecret(env, "WOP_API_KEY", filepath.Join(cfg.dataDir, devKeyFile), "wop_dev_", 24)
@@ -118,15 +119,13 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
-	apiCfg, err := api.ConfigFromEnv(func(name string) string {
-		switch name {
-		case "WOP_API_KEY":
-			return key
-		case "WOP_TOKEN_SECRET":
-			return secret
-		}
-		return env(name)
-	})
+	webhookSecret, _, err := devSecret(env, "WOP_WEBHOOK_SECRET", filepath.Join(cfg.dataDir, devWebhookFile), "", 32)
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+	// The API and the worker of the dev process share the generated secrets.
+	env = withEnv(env, map[string]string{"WOP_API_KEY": key, "WOP_TOKEN_SECRET": secret, "WOP_WEBHOOK_SECRET": webhookSecret})
+	apiCfg, err := api.ConfigFromEnv(env)
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
@@ -193,7 +192,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 
 	keyNote := "from WOP_API_KEY"
 	if keyFromFile {
-		keyNote = "kept in " + filepath.Join(cfg.dataDir, devKeyFile)
+		keyNote = "the whole key is in " + filepath.Join(cfg.dataDir, devKeyFile) + ", readable by you only"
 	}
 	fmt.Fprintf(stdout, "wop dev is ready in %.2fs\n", time.Since(started).Seconds())
 	fmt.Fprintf(stdout, "  API          %s\n", st.APIURL())
@@ -205,7 +204,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		where = "external, from TEMPORAL_ADDRESS"
 	}
 	fmt.Fprintf(stdout, "  Temporal     %s (namespace %s, %s)\n", st.TemporalAddress(), st.Namespace(), where)
-	fmt.Fprintf(stdout, "  API key      %s (%s)\n", key, keyNote)
+	fmt.Fprintf(stdout, "  API key      %s (%s)\n", maskSecret(key), keyNote)
 	packsLine := fmt.Sprintf("%d from %s", st.PackCount(), cfg.packsDir)
 	if broken != nil {
 		packsLine += fmt.Sprintf(" (%d not served, see above)", len(broken.Failed))
@@ -266,6 +265,10 @@ func devSecret(env func(string) string, name, file, prefix string, n int) (value
 	}
 	if raw, err := os.ReadFile(file); err == nil {
 		if v := strings.TrimSpace(string(raw)); v != "" {
+			// A file written by an earlier version may be readable by others.
+			if err := os.Chmod(file, 0o600); err != nil {
+				return "", false, fmt.Errorf("restrict %s to its owner: %w", file, unwrapPath(err))
+			}
 			return v, true, nil
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -280,6 +283,15 @@ func devSecret(env func(string) string, name, file, prefix string, n int) (value
 		return "", false, fmt.Errorf("data folder %s is not writable: %w", filepath.Dir(file), unwrapPath(err))
 	}
 	return v, true, nil
+}
+
+// maskSecret shows enough of a secret to recognise it and not enough to use it: the
+// first 8 and last 4 characters of a long one, nothing of a short one.
+func maskSecret(v string) string {
+	if len(v) < 20 {
+		return strings.Repeat("*", len(v))
+	}
+	return v[:8] + "…" + v[len(v)-4:]
 }
 
 // unwrapPath drops the *os.PathError wrapper, whose path the message already names.
@@ -302,4 +314,14 @@ func envPort(env func(string) string, name string, def int) (int, error) {
 		return 0, fmt.Errorf("%s=%q: want a port number", name, v)
 	}
 	return p, nil
+}
+
+// withEnv returns env with the given variables set.
+func withEnv(env func(string) string, set map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := set[name]; ok {
+			return v
+		}
+		return env(name)
+	}
 }

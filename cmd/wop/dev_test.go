@@ -59,6 +59,27 @@ func TestDevBadPortEnvIsAnError(t *testing.T) {
 	}
 }
 
+func TestDevKeyIsShownMaskedAndKeptPrivate(t *testing.T) {
+	key := "wop_dev_0123456789abcdef0123456789abcdef"
+	if got := maskSecret(key); got != "wop_dev_…cdef" || strings.Contains(got, "0123456789") {
+		t.Errorf("maskSecret = %q", got)
+	}
+	if got := maskSecret("short"); got != "*****" {
+		t.Errorf("a short secret shows nothing: %q", got)
+	}
+	// A key file an earlier version left readable by others is narrowed on read.
+	file := filepath.Join(t.TempDir(), "api-key")
+	if err := os.WriteFile(file, []byte(key+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, err := devSecret(envMap(nil), "WOP_API_KEY", file, "wop_dev_", 8); err != nil || v != key {
+		t.Fatalf("devSecret = %q, %v", v, err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode after read: %v %v", st.Mode(), err)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a running command.
 type syncBuffer struct {
 	mu sync.Mutex

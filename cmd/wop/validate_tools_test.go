@@ -87,10 +87,11 @@ func TestBannerSaysWhichToolsAreBound(t *testing.T) {
 	var out bytes.Buffer
 	printTools(&out, "packs/tools.yaml", set.Check(context.Background(), loaded))
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
-	if len(lines) != 3 ||
+	if len(lines) != 4 ||
 		lines[0] != "  Tools        1 bound, 10 unbound (bindings from packs/tools.yaml)" ||
 		lines[1] != "                 orders/track_order  POST http://127.0.0.1:8099/track_order (read, retried)" ||
-		!strings.HasPrefix(lines[2], "                 warning: unbound, answered by the mock's tool_results: code-fix/apply_patch") {
+		!strings.HasPrefix(lines[2], "                 warning: unbound, answered by the mock's tool_results: code-fix/apply_patch") ||
+		!strings.HasPrefix(lines[3], "                 refund/issue_refund waits for approval: ") {
 		t.Errorf("banner:\n%s", out.String())
 	}
 

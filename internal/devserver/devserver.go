@@ -116,7 +116,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}()
 
 	if opts.DataDir != "" {
-		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("data folder %s is not usable: %w", opts.DataDir, err)
 		}
 		s.dbPath = filepath.Join(opts.DataDir, DBFileName)
@@ -138,6 +138,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 
 	sqlConf, existed, err := s.prepareDatabase()
 	if err != nil {
+		return nil, err
+	}
+	if err := ownerOnly(s.dbPath); err != nil {
 		return nil, err
 	}
 

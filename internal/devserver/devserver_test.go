@@ -165,3 +165,32 @@ func TestUIServesAssetsAndNamespaces(t *testing.T) {
 }
 
 func quietSDK() sdklog.Logger { return sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)) }
+
+// The database and its journals are readable by their owner only, also when an earlier
+// version left them wider.
+func TestDataFilesAreOwnerOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s := start(t, Options{DataDir: dir})
+	s.Stop()
+	db := filepath.Join(dir, DBFileName)
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start(t, Options{DataDir: dir})
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("data folder: %v %v", st.Mode(), err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v; want owner only", e.Name(), perm)
+		}
+	}
+}

@@ -291,10 +291,7 @@ func (s *Stack) serveAPI(ln net.Listener) error {
 		_ = ln.Close()
 		return fmt.Errorf("build API: %w", err)
 	}
-	httpSrv := &http.Server{
-		Handler:           apiSrv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	httpSrv := apiSrv.HTTPServer()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -1,0 +1,326 @@
+package activities
+
+// This file delivers run events to webhook subscribers (OpenWOP spec/v1/webhooks.md):
+// one POST per event, signed with HMAC-SHA256 over "<timestamp>.<body>" under the
+// subscription's secret. Secrets are never stored: a subscription's secret is derived
+// from the host's webhook key (WOP_WEBHOOK_SECRET, which the API and the workers share)
+// and the subscription's tenant and id, so it never enters a workflow's input,
+// history or events. Retries are Temporal's (the delivery workflow's retry policy); a
+// destination that is not allowed is refused without retrying.
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+)
+
+// Headers of a webhook delivery (webhooks.md §Headers), sent in both the X-openwop-*
+// family and the OpenWOP-* family of RFC 0165 with the same values.
+const (
+	HeaderWebhookID          = "X-openwop-Webhook-Id"
+	HeaderWebhookEventType   = "X-openwop-Event-Type"
+	HeaderWebhookTimestamp   = "X-openwop-Timestamp"
+	HeaderWebhookSignature   = "X-openwop-Signature"
+	HeaderWebhookSigAlgo     = "X-openwop-Signature-Algorithm"
+	WebhookSignatureAlgoV1   = "v1"
+	webhookUserAgentPrefix   = "openwop-webhook-dispatcher/wop-"
+	maxWebhookResponseToRead = 4 << 10
+)
+
+// ErrTypeWebhookRefused marks a delivery whose destination is not allowed (or that
+// cannot be signed): retrying cannot help.
+const ErrTypeWebhookRefused = "WebhookRefused"
+
+// DefaultWebhookAttemptTimeout bounds one delivery attempt (webhooks.md: 5 s).
+const DefaultWebhookAttemptTimeout = 5 * time.Second
+
+// WebhookDelivery is one event to deliver to one destination.
+type WebhookDelivery struct {
+	Tenant string `json:"tenant"`
+	// WebhookID is the subscription's id, or "" for the run's own callbackUrl.
+	WebhookID string `json:"webhookId,omitempty"`
+	URL       string `json:"url"`
+	RunID     string `json:"runId"`
+	// EventType, Sequence and Event are the run event: Event is its RunEventDoc.
+	EventType string          `json:"eventType"`
+	Sequence  int64           `json:"sequence"`
+	Event     json.RawMessage `json:"event"`
+	// AttemptTimeout bounds one POST (default DefaultWebhookAttemptTimeout).
+	AttemptTimeout time.Duration `json:"attemptTimeout,omitempty"`
+}
+
+// WebhookDeliveryResult says how the delivery went.
+type WebhookDeliveryResult struct {
+	Status  int   `json:"status"`
+	Attempt int32 `json:"attempt"`
+}
+
+// WebhookSecret derives the signing secret of subscription webhookID of tenant from the
+// host's webhook key: hex(HMAC-SHA256(key, "openwop-webhook" \0 tenant \0 webhookID)).
+func WebhookSecret(key []byte, tenant, webhookID string) string {
+	return deriveSecret(key, "openwop-webhook", tenant, webhookID)
+}
+
+// CallbackSecret derives the signing secret of the deliveries to run runID's
+// callbackUrl: hex(HMAC-SHA256(key, "openwop-callback" \0 tenant \0 runID)).
+func CallbackSecret(key []byte, tenant, runID string) string {
+	return deriveSecret(key, "openwop-callback", tenant, runID)
+}
+
+func deriveSecret(key []byte, parts ...string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// SecretFingerprint is the first 8 hex characters of sha256(secret), which logs and
+// listings show instead of the secret.
+func SecretFingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])[:8]
+}
+
+// SignWebhook returns the X-openwop-Signature value of body at timestamp ts (Unix
+// seconds): "sha256=" + hex(HMAC-SHA256(secret, "<ts>.<body>")).
+func SignWebhook(secret string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(strconv.FormatInt(ts, 10) + "."))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// WebhookBody is the JSON body of a delivery: webhooks.md's wrapper (runId,
+// workspaceId, event) with the event's type, sequence and id repeated at the top for
+// receivers that read them there.
+func WebhookBody(d WebhookDelivery) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"runId": d.RunID, "workspaceId": d.Tenant, "tenantId": d.Tenant,
+		"type": d.EventType, "sequence": d.Sequence, "event": d.Event,
+	})
+}
+
+// DeliverWebhook POSTs one run event to its destination, signed. A 2xx answer is a
+// delivery; anything else (a timeout, a refused connection, a 3xx, 4xx or 5xx) fails
+// the attempt and Temporal retries it as the delivery workflow's policy says. A
+// destination that resolves to a refused address fails without retry.
+func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*WebhookDeliveryResult, error) {
+	if len(a.webhookKey) == 0 {
+		return nil, nonRetryable(ErrTypeWebhookRefused, "this worker has no webhook signing key (WOP_WEBHOOK_SECRET), so it cannot sign deliveries")
+	}
+	if err := CheckWebhookURL(d.URL, a.webhookAllowPrivate); err != nil {
+		return nil, nonRetryable(ErrTypeWebhookRefused, "%v", err)
+	}
+	secret := CallbackSecret(a.webhookKey, d.Tenant, d.RunID)
+	id := "callback:" + d.RunID
+	if d.WebhookID != "" {
+		secret = WebhookSecret(a.webhookKey, d.Tenant, d.WebhookID)
+		id = d.WebhookID
+	}
+	body, err := WebhookBody(d)
+	if err != nil {
+		return nil, nonRetryable(ErrTypeWebhookRefused, "encode the delivery: %v", err)
+	}
+	timeout := d.AttemptTimeout
+	if timeout <= 0 {
+		timeout = DefaultWebhookAttemptTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, nonRetryable(ErrTypeWebhookRefused, "webhook URL %q: %v", d.URL, err)
+	}
+	ts := time.Now().Unix()
+	sig := SignWebhook(secret, ts, body)
+	headers := map[string]string{
+		HeaderWebhookID: id, HeaderWebhookEventType: d.EventType, HeaderWebhookTimestamp: strconv.FormatInt(ts, 10),
+		HeaderWebhookSignature: sig, HeaderWebhookSigAlgo: WebhookSignatureAlgoV1,
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+		req.Header.Set("OpenWOP-"+strings.TrimPrefix(k, "X-openwop-"), v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", webhookUserAgentPrefix+a.version)
+	attempt := activity.GetInfo(ctx).Attempt
+	resp, err := a.webhookClient().Do(req)
+	if err != nil {
+		var refused *refusedAddressError
+		if errors.As(err, &refused) {
+			return nil, nonRetryable(ErrTypeWebhookRefused, "%v", refused)
+		}
+		return nil, fmt.Errorf("POST %s (attempt %d): %w", d.URL, attempt, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxWebhookResponseToRead))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, fmt.Errorf("POST %s answered HTTP %d (attempt %d)", d.URL, resp.StatusCode, attempt)
+	}
+	a.logger.Info("Webhook delivered", "runId", d.RunID, "webhookId", id, "type", d.EventType, "sequence", d.Sequence, "attempt", attempt, "status", resp.StatusCode)
+	return &WebhookDeliveryResult{Status: resp.StatusCode, Attempt: attempt}, nil
+}
+
+// webhookClient is the HTTP client of deliveries: it never follows redirects and
+// refuses, at connect time, every address CheckWebhookAddr refuses, so a name that
+// resolves to a private or metadata address after registration is refused too.
+func (a *Activities) webhookClient() *http.Client {
+	a.webhookOnce.Do(func() {
+		allow := a.webhookAllowPrivate
+		dialer := &net.Dialer{
+			Timeout: 10 * time.Second,
+			Control: func(_, address string, _ syscall.RawConn) error {
+				host, _, err := net.SplitHostPort(address)
+				if err != nil {
+					return err
+				}
+				ip, err := netip.ParseAddr(host)
+				if err != nil {
+					return &refusedAddressError{addr: host, why: "is not an IP address"}
+				}
+				if why := refusedAddr(ip, allow); why != "" {
+					return &refusedAddressError{addr: host, why: why}
+				}
+				return nil
+			},
+		}
+		a.webhookHTTP = &http.Client{
+			Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second},
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	})
+	return a.webhookHTTP
+}
+
+// refusedAddressError is a connection the delivery client refused to make.
+type refusedAddressError struct{ addr, why string }
+
+func (e *refusedAddressError) Error() string {
+	return fmt.Sprintf("webhook destination %s %s", e.addr, e.why)
+}
+
+// metadataHosts are cloud metadata names a webhook may never name.
+var metadataHosts = []string{"metadata.google.internal", "metadata", "metadata.azure.com", "instance-data", "instance-data.ec2.internal"}
+
+// alwaysRefused are address ranges a webhook may never reach, even when private
+// addresses are allowed: link-local (where cloud metadata services live) and the
+// metadata addresses of the big clouds.
+var alwaysRefused = []netip.Prefix{
+	netip.MustParsePrefix("169.254.0.0/16"),
+	netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+	netip.MustParsePrefix("100.100.100.200/32"), // Alibaba Cloud metadata
+	netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("::/128"),
+}
+
+// privateRanges are refused unless the deployment allows private destinations.
+var privateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("127.0.0.0/8"),
+	netip.MustParsePrefix("::1/128"),
+	netip.MustParsePrefix("fc00::/7"),
+}
+
+// refusedAddr says why ip may not be a webhook destination ("" when it may).
+func refusedAddr(ip netip.Addr, allowPrivate bool) string {
+	ip = ip.Unmap()
+	for _, p := range alwaysRefused {
+		if p.Contains(ip) {
+			return "is a link-local or cloud metadata address"
+		}
+	}
+	if ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
+		return "is a multicast address"
+	}
+	if !allowPrivate {
+		for _, p := range privateRanges {
+			if p.Contains(ip) {
+				return "is a loopback or private address"
+			}
+		}
+	}
+	return ""
+}
+
+// WebhookURLError is a webhook destination the host refuses (OpenWOP
+// webhook_url_rejected); a URL that is not a URL at all is a plain error.
+type WebhookURLError struct{ Reason string }
+
+func (e *WebhookURLError) Error() string { return e.Reason }
+
+// CheckWebhookURL checks a webhook or callback destination before it is used: an
+// absolute https:// URL (http:// only when private destinations are allowed) without
+// credentials, whose host is not a cloud metadata name, and whose literal or resolved
+// addresses are not link-local, metadata, or (unless allowed) loopback or private. A
+// name that does not resolve now is accepted: every delivery checks the addresses it
+// connects to.
+func CheckWebhookURL(raw string, allowPrivate bool) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
+	}
+	if u.Scheme != "https" && !allowPrivate {
+		return &WebhookURLError{Reason: fmt.Sprintf("webhook URLs must use https:// (got %q)", raw)}
+	}
+	if u.User != nil {
+		return &WebhookURLError{Reason: "webhook URLs must not carry credentials"}
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	for _, m := range metadataHosts {
+		if host == m {
+			return &WebhookURLError{Reason: fmt.Sprintf("%s is a cloud metadata host", host)}
+		}
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		if !allowPrivate {
+			return &WebhookURLError{Reason: fmt.Sprintf("%s is a loopback host", host)}
+		}
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if why := refusedAddr(ip, allowPrivate); why != "" {
+			return &WebhookURLError{Reason: fmt.Sprintf("%s %s", host, why)}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil // unresolvable now; each delivery checks what it connects to
+	}
+	for _, ip := range addrs {
+		if why := refusedAddr(ip, allowPrivate); why != "" {
+			return &WebhookURLError{Reason: fmt.Sprintf("%s resolves to %s, which %s", host, ip, why)}
+		}
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

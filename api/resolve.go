@@ -1,0 +1,214 @@
+package api
+
+// A resolve (an approval, an answer, a conversation exchange, a token resume) is
+// answered with what the run did with it, whichever API process received it:
+//
+//  1. the run's validation query answers 4xx at once for a request it would refuse
+//     (nothing is signalled), or with the outcome of a request it has already seen
+//     (the same Idempotency-Key again);
+//  2. the request is signalled; the run applies or refuses requests one at a time, in
+//     arrival order, and records each outcome by request id;
+//  3. the API follows the run's history and asks for that outcome: 200 when the run
+//     applied it, the run's 409/410/4xx when it refused it (a concurrent resolve or a
+//     cancel won), however many API processes sent requests at once.
+//
+// If no outcome arrives within Guards.ResolveWait (10 s by default) — the run is busy,
+// e.g. in a long model round, and takes requests in turn — the request is not lost:
+// Temporal holds it. The answer is 202 {status: "queued", idempotencyKey}, and
+// repeating the request with that Idempotency-Key (generated when the caller sent
+// none) answers its outcome without applying it twice. The run's outcome window keeps
+// the last 256 requests of an execution (64 across continue-as-new; see
+// workflows/outcomes.go).
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+// DefaultResolveWait bounds how long a resolve waits for the run's outcome.
+const DefaultResolveWait = 10 * time.Second
+
+// validateBudget bounds how long a resolve keeps asking a workflow that does not answer.
+const validateBudget = 30 * time.Second
+
+// resolveCaller is who sends a resolve, from its credential.
+type resolveCaller struct {
+	p     *principal   // a bearer key, or nil
+	token *tokenClaims // a signed token, or nil
+}
+
+// requestKey returns the request's Idempotency-Key, or a new one when the caller sent
+// none (it is returned to the caller with 202/503, so a retry stays one request).
+func requestKey(c echo.Context) (key string, given bool, err error) {
+	if k := c.Request().Header.Get(HeaderIdempotencyKey); k != "" {
+		if len(k) > maxIdempotencyKeyLength {
+			return "", false, badRequest("Idempotency-Key is longer than %d characters", maxIdempotencyKeyLength)
+		}
+		return k, true, nil
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "auto-" + hex.EncodeToString(b[:]), false, nil
+}
+
+// resolveRequestID derives a resolve's RequestID from its Idempotency-Key, so every API
+// process names the same request the same way.
+func resolveRequestID(tenant, runID, nodeID, key string) string {
+	sum := sha256.Sum256([]byte("openwop:resolve\x00" + tenant + "\x00" + runID + "\x00" + nodeID + "\x00" + key))
+	return workflows.IdempotentRequestPrefix + hex.EncodeToString(sum[:16])
+}
+
+// resolve validates a resolve with the run's own query, signals it, and answers with
+// the outcome the run records (see the top of this file).
+func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *resolveBody, via string) error {
+	if len(rb.ResumeValue) == 0 {
+		rb.ResumeValue = []byte("null")
+	}
+	if n := int64(len(rb.ResumeValue)); n > s.cfg.MaxTurnBytes {
+		return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+			"the resume value is %d bytes; a turn holds at most %d bytes (maxTurnBytes, WOP_MAX_TURN_BYTES)", n, s.cfg.MaxTurnBytes).
+			with("limit", "maxTurnBytes").with("maxBytes", s.cfg.MaxTurnBytes).with("bytes", n)
+	}
+	ctx := c.Request().Context()
+	key, given, err := requestKey(c)
+	if err != nil {
+		return err
+	}
+	req := workflows.ResolveRequest{
+		NodeID: rb.NodeID, InterruptID: rb.InterruptID, ResumeValue: rb.ResumeValue,
+		ReceivedAtMs: s.cfg.Now().UnixMilli(), Via: via,
+	}
+	tenant := ""
+	switch {
+	case who.p != nil:
+		tenant = who.p.Tenant
+		req.ResolvedBy, req.Caller, req.Delegate = who.p.KeyID, who.p.KeyID, who.p.Scopes[ScopeApprovalsDelegate]
+	case who.token != nil:
+		req.ResolvedBy, req.Caller, req.AtTurn = "token", orText(who.token.Sub, "token"), who.token.Turn
+	}
+	req.RequestID = resolveRequestID(tenant, runID, rb.NodeID, key)
+	// One query answers everything before the signal: the run's own validation
+	// (unknown node, bad value, closed conversation, already resolved, cancelled run),
+	// the run's tenant, and what became of this request if the run has seen it.
+	v, err := s.validateResolve(ctx, runID, req)
+	if err != nil {
+		return s.temporalErr(err, runID)
+	}
+	var check workflows.ResolveCheck
+	if err := v.Get(&check); err != nil {
+		return fmt.Errorf("decoding the resolve check of run %s: %w", runID, err)
+	}
+	if who.p != nil && check.Tenant != who.p.Tenant {
+		return notFound("run %q not found", runID)
+	}
+	if check.Replayed && given {
+		c.Response().Header().Set(HeaderIdempotentReplay, "true")
+	}
+	if done, err := s.answerSeen(c, runID, rb.NodeID, &check); done {
+		return err
+	}
+	if !check.Pending {
+		if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
+			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
+		}
+		if !check.OK {
+			return checkError(&check)
+		}
+		if err := s.tc.SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req); err != nil {
+			var nf *serviceerror.NotFound
+			if errors.As(err, &nf) {
+				return s.closedResolveError(ctx, runID)
+			}
+			return s.temporalErr(err, runID)
+		}
+	}
+	return s.awaitOutcome(c, runID, req, key)
+}
+
+// answerSeen answers a request the run has seen: with its outcome, or, on a worker
+// that predates outcomes (Replayed without one, not pending), as accepted. done is
+// false when the run has not decided yet.
+func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflows.ResolveCheck) (done bool, err error) {
+	switch {
+	case check.Outcome != nil && check.Outcome.Applied:
+		s.log.Info("Interrupt resolved", "runId", runID, "nodeId", nodeID, "requestId", check.Outcome.RequestID)
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, workflows.StatusRunning)})
+	case check.Outcome != nil:
+		o := check.Outcome
+		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details})
+	case check.Replayed && !check.Pending:
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.RunStatus, workflows.StatusRunning)})
+	}
+	return false, nil
+}
+
+// awaitOutcome waits (Guards.ResolveWait at most) until the run records req's outcome
+// or ends, and answers with it. The request was signalled, so Temporal holds it: past
+// the wait the answer is 202 queued, with the Idempotency-Key that learns its outcome.
+func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
+	ctx := c.Request().Context()
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.Guards.ResolveWait)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	res, ok := s.awaitRequest(wctx, runID, req.RequestID)
+	switch {
+	case ok && res.outcome != nil:
+		check := workflows.ResolveCheck{Outcome: res.outcome}
+		_, err := s.answerSeen(c, runID, req.NodeID, &check)
+		return err
+	case ok:
+		if res.status == workflows.StatusCancelled || res.status == workflows.StatusCancelling {
+			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
+		}
+		if res.status == "" {
+			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal before the resolve was applied; its interrupts are void", runID)
+		}
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, res.status)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{
+		"runId": runID, "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
+		"message": fmt.Sprintf("the run has the request queued behind its current work and will apply or refuse it in turn; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", key),
+	})
+}
+
+// validateResolve asks the workflow to check req. A query Temporal could not deliver in
+// time is asked again while validateBudget lasts: it has no effect, and the usual cause
+// is passing — a worker that just stopped still holds the run in its sticky queue until
+// the server falls back to the run's task queue. The client waits rather than gets 503.
+func (s *Server) validateResolve(ctx context.Context, runID string, req workflows.ResolveRequest) (converter.EncodedValue, error) {
+	deadline := time.Now().Add(validateBudget)
+	for {
+		v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.ValidateResolveQuery, req)
+		if err == nil || !isTransient(err) && !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// orText returns s, or def when s is empty.
+func orText(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

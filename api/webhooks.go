@@ -1,0 +1,293 @@
+package api
+
+// OpenWOP's webhook surface (spec/v1/webhooks.md): POST /v1/webhooks registers a
+// subscription, DELETE /v1/webhooks/{webhookId} removes it, GET /v1/webhooks lists the
+// tenant's subscriptions and dead letters. All three need webhooks:manage. The
+// subscriptions live in the tenant's webhook dispatcher workflow (package workflows,
+// webhooks.go); the API starts it on first use and talks to it with updates and a
+// query, so any API process answers the same. A subscription's secret is derived from
+// the host's webhook key (Config.WebhookSecret) and returned once, at registration.
+//
+// The surface exists, and discovery advertises it, only when the host has a webhook
+// key: without one nothing could be signed.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// ScopeWebhooksManage allows registering, listing and removing webhooks.
+const ScopeWebhooksManage = "webhooks:manage"
+
+// Error codes of the webhook surface.
+const (
+	CodeWebhookURLRejected   = "webhook_url_rejected"
+	CodeSubscriptionNotFound = "subscription_not_found"
+	CodeTooManyWebhooks      = "too_many_webhooks"
+)
+
+// maxWebhookTags bounds a subscription's tag filter.
+const maxWebhookTags = 50
+
+// RegisterWebhookRequest is the closed body of POST /v1/webhooks.
+type RegisterWebhookRequest struct {
+	URL      string   `json:"url"`
+	Events   []string `json:"events"`
+	TenantID string   `json:"tenantId,omitempty"`
+	Tags     []string `json:"tags,omitempty"`
+}
+
+// RegisterWebhookResponse is the body of a 201 from POST /v1/webhooks.
+type RegisterWebhookResponse struct {
+	WebhookID          string   `json:"webhookId"`
+	Secret             string   `json:"secret"`
+	SecretFingerprint  string   `json:"secretFingerprint"`
+	SignatureAlgorithm string   `json:"signatureAlgorithm"`
+	URL                string   `json:"url"`
+	Events             []string `json:"events"`
+	Tags               []string `json:"tags,omitempty"`
+	TenantID           string   `json:"tenantId"`
+}
+
+// webhooksEnabled reports whether this host delivers webhooks.
+func (s *Server) webhooksEnabled() bool { return len(s.cfg.WebhookSecret) > 0 }
+
+// webhookRoutes are the routes of the webhook surface (none without a webhook key).
+func (s *Server) webhookRoutes() []route {
+	if !s.webhooksEnabled() {
+		return nil
+	}
+	scopes := []string{ScopeWebhooksManage}
+	return []route{
+		{Method: http.MethodPost, Path: "/v1/webhooks", Scopes: scopes, Summary: "Register a webhook: signed deliveries of run events", Handler: s.handleRegisterWebhook, Body: "RegisterWebhookRequest", OK: 201},
+		{Method: http.MethodGet, Path: "/v1/webhooks", Scopes: scopes, Summary: "List the tenant's webhooks and dead letters", Handler: s.handleListWebhooks, OK: 200},
+		{Method: http.MethodDelete, Path: "/v1/webhooks/{webhookId}", Scopes: scopes, Summary: "Remove a webhook", Handler: s.handleDeleteWebhook, OK: 204},
+	}
+}
+
+// webhookDiscovery is the discovery document's webhooks family.
+func (s *Server) webhookDiscovery() map[string]any {
+	return map[string]any{"supported": true, "signatureAlgorithms": []string{activities.WebhookSignatureAlgoV1}, "events": workflows.WebhookEventTypes}
+}
+
+// checkWebhookURL maps a refused destination to webhook_url_rejected and a URL that is
+// not one to validation_error.
+func (s *Server) checkWebhookURL(field, raw string) error {
+	if err := activities.CheckWebhookURL(raw, s.cfg.WebhookAllowPrivate); err != nil {
+		var ue *activities.WebhookURLError
+		if errors.As(err, &ue) {
+			return apiErr(http.StatusBadRequest, CodeWebhookURLRejected, "%s: %s", field, ue.Reason).with("field", field)
+		}
+		return badRequest("%s: %v", field, err).with("field", field)
+	}
+	return nil
+}
+
+func (s *Server) handleRegisterWebhook(c echo.Context) error {
+	p := principalOf(c)
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	if body == nil {
+		return badRequest("request body is required: {\"url\": \"https://...\", \"events\": [\"run.completed\"]}")
+	}
+	var req RegisterWebhookRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return err
+	}
+	if req.URL == "" {
+		return badRequest("url is required").with("field", "url")
+	}
+	if err := s.checkWebhookURL("url", req.URL); err != nil {
+		return err
+	}
+	if len(req.Events) == 0 {
+		return badRequest("events is required: one or more of %s", strings.Join(workflows.WebhookEventTypes, ", ")).with("field", "events")
+	}
+	seen := map[string]bool{}
+	for i, e := range req.Events {
+		if !slices.Contains(workflows.WebhookEventTypes, e) {
+			return badRequest("events[%d]: %q is not delivered by this host; it delivers %s", i, e, strings.Join(workflows.WebhookEventTypes, ", ")).with("field", fmt.Sprintf("events[%d]", i))
+		}
+		if seen[e] {
+			return badRequest("events[%d]: %q is listed twice", i, e).with("field", fmt.Sprintf("events[%d]", i))
+		}
+		seen[e] = true
+	}
+	if len(req.Tags) > maxWebhookTags {
+		return badRequest("tags may list at most %d tags", maxWebhookTags).with("field", "tags")
+	}
+	for i, t := range req.Tags {
+		if t == "" || len(t) > 256 {
+			return badRequest("tags[%d] must be a non-empty string of at most 256 characters", i).with("field", fmt.Sprintf("tags[%d]", i))
+		}
+	}
+	if req.TenantID != "" && req.TenantID != p.Tenant {
+		return apiErr(http.StatusForbidden, CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
+	}
+	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
+	if len(idemKey) > maxIdempotencyKeyLength {
+		return badRequest("Idempotency-Key is longer than %d characters", maxIdempotencyKeyLength)
+	}
+	id := newWebhookID(p.Tenant, idemKey)
+	digest := webhookDigest(req)
+	secret := activities.WebhookSecret(s.cfg.WebhookSecret, p.Tenant, id)
+	reg := workflows.WebhookRegistration{
+		Subscription: workflows.WebhookSubscription{ID: id, URL: req.URL, Events: req.Events, Tags: req.Tags,
+			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest},
+		Config: &s.cfg.WebhookDelivery,
+	}
+	ctx := c.Request().Context()
+	if err := s.ensureDispatcher(ctx, p.Tenant); err != nil {
+		return err
+	}
+	var got workflows.WebhookRegistered
+	if err := s.updateDispatcher(ctx, p.Tenant, workflows.WebhookRegisterUpdate, reg, &got); err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if got.Replayed {
+		c.Response().Header().Set(HeaderIdempotentReplay, "true")
+	}
+	s.log.Info("Webhook registered", "tenant", p.Tenant, "webhookId", id, "secretFingerprint", reg.Subscription.SecretFingerprint, "events", len(req.Events))
+	return c.JSON(status, RegisterWebhookResponse{
+		WebhookID: id, Secret: secret, SecretFingerprint: reg.Subscription.SecretFingerprint, SignatureAlgorithm: activities.WebhookSignatureAlgoV1,
+		URL: got.Subscription.URL, Events: got.Subscription.Events, Tags: got.Subscription.Tags, TenantID: p.Tenant,
+	})
+}
+
+func (s *Server) handleDeleteWebhook(c echo.Context) error {
+	p := principalOf(c)
+	id := c.Param("webhookId")
+	if err := validateID("webhookId", id); err != nil {
+		return err
+	}
+	if t := c.QueryParam("tenantId"); t != "" && t != p.Tenant {
+		return apiErr(http.StatusNotFound, CodeSubscriptionNotFound, "no webhook %q in tenant %q for this key", id, t)
+	}
+	if err := s.updateDispatcher(c.Request().Context(), p.Tenant, workflows.WebhookUnregisterUpdate, id, nil); err != nil {
+		return err
+	}
+	s.log.Info("Webhook removed", "tenant", p.Tenant, "webhookId", id)
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) handleListWebhooks(c echo.Context) error {
+	p := principalOf(c)
+	v, err := s.tc.QueryWorkflow(c.Request().Context(), workflows.WebhookDispatcherID(p.Tenant), "", workflows.WebhookListQuery)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return c.JSON(http.StatusOK, map[string]any{"webhooks": []any{}, "deadLetters": []any{}})
+	}
+	if err != nil {
+		return fmt.Errorf("list the webhooks of tenant %s: %w", p.Tenant, err)
+	}
+	var list workflows.WebhookList
+	if err := v.Get(&list); err != nil {
+		return fmt.Errorf("decode the webhooks of tenant %s: %w", p.Tenant, err)
+	}
+	for i := range list.Subscriptions {
+		list.Subscriptions[i].Digest = ""
+	}
+	return c.JSON(http.StatusOK, map[string]any{"webhooks": list.Subscriptions, "deadLetters": list.DeadLetters})
+}
+
+// newWebhookID is a new webhook id, or, with an Idempotency-Key, the id the key
+// derives, so the same registration repeated registers once.
+func newWebhookID(tenant, idemKey string) string {
+	if idemKey != "" {
+		sum := sha256.Sum256([]byte("openwop:idempotency\x00" + tenant + "\x00POST /v1/webhooks\x00" + idemKey))
+		return "wh_" + hex.EncodeToString(sum[:10])
+	}
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return "wh_" + hex.EncodeToString(b[:])
+}
+
+// webhookDigest is the digest of a registration, compared under one Idempotency-Key.
+func webhookDigest(req RegisterWebhookRequest) string {
+	b, _ := json.Marshal(req)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ensureDispatcher starts the tenant's webhook dispatcher unless it runs.
+func (s *Server) ensureDispatcher(ctx context.Context, tenant string) error {
+	opts := client.StartWorkflowOptions{
+		ID:                       workflows.WebhookDispatcherID(tenant),
+		TaskQueue:                workflows.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		StaticSummary:            "Webhooks of tenant " + tenant,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SATenant.ValueSet(tenant)),
+	}
+	in := workflows.WebhookDispatcherInput{Tenant: tenant, Config: s.cfg.WebhookDelivery}
+	if _, err := s.tc.ExecuteWorkflow(ctx, opts, workflows.WebhookDispatcherWorkflowName, in); err != nil {
+		return fmt.Errorf("start the webhook dispatcher of tenant %s: %w", tenant, err)
+	}
+	return nil
+}
+
+// updateDispatcher sends an update to the tenant's dispatcher and maps its refusals.
+func (s *Server) updateDispatcher(ctx context.Context, tenant, name string, arg, result any) error {
+	h, err := s.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: workflows.WebhookDispatcherID(tenant), UpdateName: name, Args: []any{arg},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err == nil {
+		err = h.Get(ctx, result)
+	}
+	if err == nil {
+		return nil
+	}
+	var nf *serviceerror.NotFound
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &nf):
+		if name == workflows.WebhookUnregisterUpdate {
+			return apiErr(http.StatusNotFound, CodeSubscriptionNotFound, "no webhook %q in tenant %s", arg, tenant)
+		}
+	case errors.As(err, &appErr):
+		switch appErr.Type() {
+		case workflows.ErrTypeSubscriptionNotFound:
+			return apiErr(http.StatusNotFound, CodeSubscriptionNotFound, "%s", appErr.Message())
+		case workflows.ErrTypeIdempotencyMismatch:
+			return apiErr(http.StatusConflict, CodeIdempotencyMismatch, "Idempotency-Key was already used with a different request body")
+		case workflows.ErrTypeTooManyWebhooks:
+			return apiErr(http.StatusConflict, CodeTooManyWebhooks, "%s", appErr.Message())
+		case CodeValidation:
+			return badRequest("%s", appErr.Message())
+		}
+	}
+	return fmt.Errorf("webhooks of tenant %s (%s): %w", tenant, name, err)
+}
+
+// callbackRun checks a run's callbackUrl and makes sure its tenant's dispatcher runs:
+// the run's events go to that URL, signed with the run's callback secret.
+func (s *Server) callbackRun(ctx context.Context, tenant, callbackURL string) error {
+	if !s.webhooksEnabled() {
+		return badRequest("callbackUrl needs webhook delivery, which this host has not configured (WOP_WEBHOOK_SECRET)").with("field", "callbackUrl")
+	}
+	if err := s.checkWebhookURL("callbackUrl", callbackURL); err != nil {
+		return err
+	}
+	return s.ensureDispatcher(ctx, tenant)
+}

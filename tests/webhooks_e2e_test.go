@@ -1,0 +1,333 @@
+package tests
+
+// Webhooks on the embedded stack: a receiver the test serves on loopback (the stack
+// allows private destinations) verifies every delivery the way webhooks.md tells
+// subscribers to, and answers as each test needs (failures first, or always).
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+// delivery is one POST a webhook receiver got, verified.
+type delivery struct {
+	WebhookID, EventType string
+	Body                 map[string]any
+	Raw                  []byte
+	// Verified: the signature matched the secret the receiver was given.
+	Verified bool
+	Status   int // what the receiver answered
+}
+
+// receiver is a webhook subscriber: it verifies each delivery against its secret and
+// answers with fail() (200 when nil or when it returns 0).
+type receiver struct {
+	*httptest.Server
+	mu      sync.Mutex
+	secrets map[string]string // webhook id (or "callback:<runId>") -> secret
+	got     []delivery
+	fail    func(d delivery, nth int) int
+}
+
+func newReceiver(t *testing.T, fail func(d delivery, nth int) int) *receiver {
+	r := &receiver{secrets: map[string]string{}, fail: fail}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		raw, _ := io.ReadAll(req.Body)
+		d := delivery{WebhookID: req.Header.Get("X-openwop-Webhook-Id"), EventType: req.Header.Get("X-openwop-Event-Type"), Raw: raw}
+		_ = json.Unmarshal(raw, &d.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		d.Verified = verifyDelivery(req.Header, raw, r.secrets[d.WebhookID]) &&
+			req.Header.Get("OpenWOP-Signature") == req.Header.Get("X-openwop-Signature")
+		nth := 0
+		for _, g := range r.got {
+			if g.WebhookID == d.WebhookID && string(g.Raw) == string(raw) {
+				nth++
+			}
+		}
+		d.Status = http.StatusOK
+		if r.fail != nil {
+			if s := r.fail(d, nth); s != 0 {
+				d.Status = s
+			}
+		}
+		r.got = append(r.got, d)
+		w.WriteHeader(d.Status)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// verifyDelivery is webhooks.md's verification recipe: the timestamp within ±5
+// minutes, the v1 algorithm, and sha256=HMAC-SHA256(secret, "<timestamp>.<rawBody>")
+// compared in constant time.
+func verifyDelivery(h http.Header, raw []byte, secret string) bool {
+	if secret == "" || h.Get("X-openwop-Signature-Algorithm") != "v1" {
+		return false
+	}
+	ts, err := strconv.ParseInt(h.Get("X-openwop-Timestamp"), 10, 64)
+	if err != nil || math.Abs(float64(time.Now().Unix()-ts)) > 300 {
+		return false
+	}
+	sig, ok := strings.CutPrefix(h.Get("X-openwop-Signature"), "sha256=")
+	if !ok {
+		return false
+	}
+	want, err := hex.DecodeString(sig)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(strconv.FormatInt(ts, 10) + "."))
+	m.Write(raw)
+	return hmac.Equal(m.Sum(nil), want)
+}
+
+func (r *receiver) trust(id, secret string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secrets[id] = secret
+}
+
+// of returns the deliveries of one run, in arrival order.
+func (r *receiver) of(runID string) []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []delivery
+	for _, d := range r.got {
+		if d.Body["runId"] == runID {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// register subscribes url to events and makes the receiver trust the returned secret.
+func register(t *testing.T, c *apiClient, r *receiver, events ...string) string {
+	t.Helper()
+	status, _, body := c.do(http.MethodPost, "/v1/webhooks", map[string]any{"url": r.URL + "/hook", "events": events})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	id := body["webhookId"].(string)
+	r.trust(id, body["secret"].(string))
+	return id
+}
+
+// startWebhookStack starts a private stack whose webhooks may reach loopback, with
+// quick retries.
+func startWebhookStack(t *testing.T, o stackOptions) *apiClient {
+	o.WebhookAllowPrivate = true
+	if o.WebhookDelivery == (workflows.WebhookDeliveryConfig{}) {
+		o.WebhookDelivery = workflows.WebhookDeliveryConfig{InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxAttempts: 5}
+	}
+	return startPrivateStack(t, o)
+}
+
+// TestWebhookSignedDeliveryE2E follows the suite's webhook-signed-delivery scenario and
+// goes on: a subscription to run.completed gets exactly that event of a
+// conformance-noop run, signed; the receiver answers 500 twice and the delivery is
+// retried until it succeeds, every attempt signed again.
+func TestWebhookSignedDeliveryE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	rec := newReceiver(t, func(d delivery, nth int) int {
+		if nth < 2 {
+			return http.StatusInternalServerError
+		}
+		return 0
+	})
+	id := register(t, c, rec, "run.completed")
+
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-noop"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	runID := body["runId"].(string)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := rec.of(runID)
+		assert.Len(ct, got, 3, "two failed attempts and the one that succeeded")
+		if len(got) == 3 {
+			assert.Equal(ct, 200, got[2].Status)
+		}
+	}, 30*time.Second, 50*time.Millisecond)
+	got := rec.of(runID)
+	for i, d := range got {
+		assert.True(t, d.Verified, "attempt %d carries a valid signature", i+1)
+		assert.Equal(t, id, d.WebhookID)
+		assert.Equal(t, "run.completed", d.EventType)
+		assert.Equal(t, "run.completed", d.Body["type"], "the body has the event's type at the top")
+		assert.Equal(t, "default", d.Body["workspaceId"])
+		ev := d.Body["event"].(map[string]any)
+		assert.Equal(t, runID, ev["runId"])
+		assert.Equal(t, "run.completed", ev["type"])
+		cfValidate(t, "run-event.schema.json", mustMarshal(t, ev))
+	}
+	assert.Equal(t, []int{500, 500, 200}, []int{got[0].Status, got[1].Status, got[2].Status})
+
+	// The same registration under one Idempotency-Key registers once; another body
+	// under it is a conflict.
+	idem := map[string]string{"Authorization": "Bearer " + c.Key, "Idempotency-Key": "hook-" + randomHex(4)}
+	reg := map[string]any{"url": rec.URL + "/again", "events": []string{"run.failed"}}
+	s1, _, b1 := c.doRaw(http.MethodPost, "/v1/webhooks", reg, idem)
+	s2, h2, b2 := c.doRaw(http.MethodPost, "/v1/webhooks", reg, idem)
+	require.Equal(t, http.StatusCreated, s1, "%s", b1)
+	require.Equal(t, http.StatusCreated, s2, "%s", b2)
+	assert.JSONEq(t, string(b1), string(b2), "the same webhook and secret")
+	assert.Equal(t, "true", h2.Get("openwop-Idempotent-Replay"))
+	reg["events"] = []string{"run.completed"}
+	s3, _, b3 := c.doRaw(http.MethodPost, "/v1/webhooks", reg, idem)
+	require.Equal(t, http.StatusConflict, s3, "%s", b3)
+	assert.Contains(t, string(b3), "idempotency_key_mismatch")
+	var again map[string]any
+	require.NoError(t, json.Unmarshal(b1, &again))
+	status, _, _ = c.do(http.MethodDelete, "/v1/webhooks/"+again["webhookId"].(string), nil)
+	require.Equal(t, http.StatusNoContent, status)
+
+	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
+	require.Equal(t, http.StatusOK, status)
+	hooks := list["webhooks"].([]any)
+	require.Len(t, hooks, 1)
+	assert.NotContains(t, hooks[0], "secret", "a listing never shows the secret")
+	assert.Empty(t, list["deadLetters"])
+
+	// Once removed, a subscription gets nothing: a second run is delivered to another
+	// subscription, and no delivery was ever started for the removed one.
+	status, _, _ = c.do(http.MethodDelete, "/v1/webhooks/"+id, nil)
+	require.Equal(t, http.StatusNoContent, status)
+	other := newReceiver(t, nil)
+	otherID := register(t, c, other, "run.completed")
+	status, _, body = c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-noop"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	second := body["runId"].(string)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, other.of(second), 1) }, 30*time.Second, 50*time.Millisecond)
+	eventID := other.of(second)[0].Body["event"].(map[string]any)["eventId"].(string)
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDeliveryWorkflowID("default", otherID, eventID), "")
+	require.NoError(t, err, "the delivery to the subscription that remains")
+	_, err = c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDeliveryWorkflowID("default", id, eventID), "")
+	require.Error(t, err, "no delivery to the removed subscription")
+	assert.Empty(t, rec.of(second))
+
+	whReplay(t, c, runID, "webhook-run")
+	whReplay(t, c, workflows.WebhookDeliveryWorkflowID("default", id, got[0].Body["event"].(map[string]any)["eventId"].(string)), "webhook-delivery-retried")
+	whReplay(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher")
+}
+
+// TestWebhookDeadLetterE2E: a receiver that always fails gets the configured attempts,
+// then the delivery is dead-lettered: listed by GET /v1/webhooks, and its delivery
+// workflow closed Failed.
+func TestWebhookDeadLetterE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: workflows.WebhookDeliveryConfig{InitialInterval: 100 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxAttempts: 3}})
+	rec := newReceiver(t, func(delivery, int) int { return http.StatusServiceUnavailable })
+	id := register(t, c, rec, "run.completed", "run.failed")
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-failure"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	runID := body["runId"].(string)
+	var dead map[string]any
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
+		dls, _ := list["deadLetters"].([]any)
+		if assert.Len(ct, dls, 1) {
+			dead = dls[0].(map[string]any)
+		}
+	}, 30*time.Second, 100*time.Millisecond)
+	assert.Len(t, rec.of(runID), 3, "three attempts")
+	assert.Equal(t, id, dead["webhookId"])
+	assert.Equal(t, runID, dead["runId"])
+	assert.Equal(t, "run.failed", dead["eventType"])
+	assert.Contains(t, dead["error"], "answered HTTP 503")
+	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), dead["deliveryWorkflowId"].(string), "")
+	require.NoError(t, err)
+	assert.Equal(t, "Failed", desc.GetWorkflowExecutionInfo().GetStatus().String())
+	whReplay(t, c, dead["deliveryWorkflowId"].(string), "webhook-delivery-dead-lettered")
+}
+
+// TestWebhookApprovalEventsE2E: a subscriber to the approval events hears that a tool
+// call waits (interrupt.requested, approval.requested), each reminder
+// (workflow.stalled), the escalation (approval.requested again, escalated), the expiry
+// (approval.received timeout) and the end of the run; a run created with callbackUrl
+// gets its events there, signed with the run's callback secret.
+func TestWebhookApprovalEventsE2E(t *testing.T) {
+	t.Parallel()
+	svc := newPayService(t)
+	c := startWebhookStack(t, stackOptions{PacksDir: approvalPacksDir, ToolsFile: writeBindings(t, payBindings(svc.URL))})
+	rec := newReceiver(t, nil)
+	register(t, c, rec, "interrupt.requested", "approval.requested", "workflow.stalled", "approval.received", "run.completed")
+	cb := newReceiver(t, nil)
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "pay-expire", "inputs": map[string]any{"message": "Please pay INV-7."}, "callbackUrl": cb.URL + "/run-events"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	runID := body["runId"].(string)
+	require.Len(t, body["callbackSecret"], 64)
+	cb.trust("callback:"+runID, body["callbackSecret"].(string))
+
+	pkWait(t, c, runID, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	want := []string{"interrupt.requested", "interrupt.requested", "approval.requested", "workflow.stalled", "approval.requested", "workflow.stalled", "approval.received", "run.completed"}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		var types []string
+		for _, d := range rec.of(runID) {
+			types = append(types, d.EventType)
+		}
+		assert.ElementsMatch(ct, want, types, "the conversation's and the payment's interrupt, the request, two reminders, the escalation, the expiry, the end")
+	}, 30*time.Second, 100*time.Millisecond)
+	for _, d := range rec.of(runID) {
+		assert.True(t, d.Verified, "%s is signed", d.EventType)
+		if d.EventType == "approval.requested" {
+			p := d.Body["event"].(map[string]any)["payload"].(map[string]any)
+			assert.Equal(t, "pay_invoice_soon", p["tool"])
+		}
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		got := cb.of(runID)
+		assert.GreaterOrEqual(ct, len(got), 9, "every webhook event of the run, run.started included")
+	}, 30*time.Second, 100*time.Millisecond)
+	for _, d := range cb.of(runID) {
+		assert.True(t, d.Verified, "callback delivery %s is signed with the run's callback secret", d.EventType)
+		assert.Equal(t, "callback:"+runID, d.WebhookID)
+	}
+	whReplay(t, c, runID, "pack-tool-approval-webhooks")
+}
+
+// whReplay replays the Temporal history of workflow id (a run, a webhook dispatcher or
+// a delivery) against the current workflow code; with WOP_RECORD_HISTORIES=1 it also
+// writes it to workflows/testdata/<name>.0.history.json for
+// workflows.TestReplayRecordedHistories.
+func whReplay(t *testing.T, c *apiClient, id, name string) {
+	t.Helper()
+	hist := &historypb.History{}
+	it := c.Stack.Client().GetWorkflowHistory(t.Context(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.WebhookDispatcher, workflow.RegisterOptions{Name: workflows.WebhookDispatcherWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.WebhookDelivery, workflow.RegisterOptions{Name: workflows.WebhookDeliveryWorkflowName})
+	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of %s (%d history events)", id, len(hist.Events))
+	if os.Getenv("WOP_RECORD_HISTORIES") == "1" {
+		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join("..", "workflows", "testdata", name+".0.history.json"), b, 0o644))
+	}
+}

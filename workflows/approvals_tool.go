@@ -1,0 +1,627 @@
+package workflows
+
+// Durable approval of a pack's tool calls. Before a batch of tool calls runs, each call
+// that needs a person's decision (approvalNeeded) suspends the run on an OpenWOP
+// approval interrupt at the pack's node, one call at a time, in call order; the batch's
+// calls then run together (the accepted ones, and those that need no decision, whose
+// results are no older than the decisions when the model reads them):
+//
+//	node.suspended → interrupt.requested (kind approval) → approval.requested
+//	[workflow.stalled per reminder] [approval.requested again on escalation]
+//	… interrupt.resolved → approval.received → node.resumed
+//
+// The interrupt's ApprovalData describes itself for any client: a title, a description,
+// and artifactData with the tool, its arguments, its action_scope, why it needs
+// approval, and the agent's state and text of that round. The actions are accept (the
+// call runs once), reject (the model's next round reads a tool result naming who
+// rejected it and why; the agent goes on) and edit-accept (editedArtifactData.arguments
+// replace the arguments, checked against the tool's parameter schema first). Approver
+// lists and quorum work as for core.approvalGate; the decider is the request's
+// authenticated principal.
+//
+// Time runs on durable timers: the deadline (the binding's approval_timeout, else the
+// host's default, 72h) rejects the call as "expired"; reminders at approval_reminder
+// record workflow.stalled; escalate_after adds escalate_to to the approvers and records
+// approval.requested again. Nothing of it lives in a worker's memory, so a restart or a
+// week-long wait changes nothing. While a call waits, the conversation refuses new
+// messages with 409 approval_pending (routeToolApproval).
+//
+// Runs whose tool batches ran before approvals existed run their calls at once
+// (GetVersion toolApprovalsVersion, asked only for a batch with a call that needs
+// approval, so other histories are unchanged).
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/packs"
+)
+
+// toolApprovalsVersion is the workflow.GetVersion change id of tool calls that wait
+// for approval.
+const toolApprovalsVersion = "tool-approvals"
+
+// ArtifactTypeToolCall is the artifactType of a tool call's approval interrupt.
+const ArtifactTypeToolCall = "tool-call"
+
+// CodeApprovalPending is the error code of a conversation message refused because a
+// tool call of the conversation waits for approval.
+const CodeApprovalPending = "approval_pending"
+
+// Search attributes of a run whose tool call waits for approval, so the Temporal UI can
+// list what waits for whom (for example `WopApprovers = "finance"`).
+var (
+	SAWaitingTool = temporal.NewSearchAttributeKeyKeyword("WopWaitingTool")   // tool of the call waiting for approval
+	SAApprovers   = temporal.NewSearchAttributeKeyKeywordList("WopApprovers") // who may decide it now (unset: anyone)
+)
+
+func init() {
+	SearchAttributes[SAWaitingTool.GetName()] = SAWaitingTool.GetValueType()
+	SearchAttributes[SAApprovers.GetName()] = SAApprovers.GetValueType()
+}
+
+// ToolCallArtifact is the artifactData of a tool call's approval interrupt.
+type ToolCallArtifact struct {
+	Tool      string          `json:"tool"`
+	CallID    string          `json:"callId"`
+	Arguments json.RawMessage `json:"arguments"`
+	// ActionScope is the tool's action_scope as the pack declares it (absent when
+	// undeclared).
+	ActionScope json.RawMessage `json:"actionScope,omitempty"`
+	// Parameters is the tool's parameter schema, which edited arguments must match.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// Reason says why the call needs approval.
+	Reason string `json:"reason"`
+	// Agent is who asks: the pack, its state and round, and the agent's text of that
+	// round.
+	Agent ToolCallAgent `json:"agent"`
+}
+
+// ToolCallAgent is the agent side of a ToolCallArtifact.
+type ToolCallAgent struct {
+	PackID  string `json:"packId"`
+	AgentID string `json:"agentId"`
+	State   string `json:"state"`
+	Round   int    `json:"round"`
+	Text    string `json:"text,omitempty"`
+}
+
+// toolApproval is the state of one tool call's pending approval.
+type toolApproval struct {
+	call      *activities.ToolCallInput
+	settings  activities.ToolApproval
+	params    json.RawMessage // the tool's parameter schema
+	requested time.Time
+	reminders int  // reminders recorded so far
+	escalated bool // escalate_to was added to the approvers
+}
+
+// approvalNeeded decides whether a call waits for a person, and says why
+// (activities.ApprovalNeeded with the recorded route's mode and the autonomy level of
+// the agent that runs the call's state).
+func approvalNeeded(p *packs.Pack, state string, call activities.ToolCallInput, route activities.ToolRoute) (bool, string) {
+	mode := ""
+	if route.Approval != nil {
+		mode = route.Approval.Mode
+	}
+	prompt := ""
+	if p.Workflow != nil && p.Workflow.States[state] != nil {
+		prompt = p.Workflow.States[state].PromptTask
+	}
+	return activities.ApprovalNeeded(mode, p.AutonomyLevel(prompt), call.Tool, p.Tools[call.Tool].Effect())
+}
+
+// approveCalls waits, one call at a time, for the decision on every live call of the
+// batch that needs approval. It returns, per live call, the result that replaces it
+// (rejected or expired), or nil when it runs; an edit-accept has replaced the call's
+// arguments in calls. A nil slice means every call runs as routed.
+func (rt *packRuntime) approveCalls(calls []activities.ToolCallInput, live []int, routes []activities.ToolRoute) ([]*activities.ToolCallResult, error) {
+	var need []int
+	why := map[int]string{}
+	for j, i := range live {
+		if ok, reason := approvalNeeded(rt.a.pack, calls[i].State, calls[i], routes[j]); ok {
+			need = append(need, j)
+			why[j] = reason
+		}
+	}
+	if len(need) == 0 || !rt.c.r.changed(toolApprovalsVersion) {
+		return nil, nil
+	}
+	out := make([]*activities.ToolCallResult, len(live))
+	for _, j := range need {
+		res, err := rt.awaitToolDecision(&calls[live[j]], routes[j], why[j])
+		if err != nil {
+			return nil, err
+		}
+		out[j] = res
+	}
+	return out, nil
+}
+
+// awaitToolDecision raises the approval interrupt of one call and waits for its
+// decision: nil when the call runs (with edited arguments after edit-accept), else the
+// tool result the model reads instead.
+func (rt *packRuntime) awaitToolDecision(call *activities.ToolCallInput, route activities.ToolRoute, reason string) (*activities.ToolCallResult, error) {
+	r := rt.c.r
+	settings := activities.ToolApproval{Timeout: activities.DefaultApprovalTimeout}
+	if route.Approval != nil {
+		settings = *route.Approval
+		if settings.Timeout <= 0 {
+			settings.Timeout = activities.DefaultApprovalTimeout
+		}
+	}
+	tool := rt.a.pack.Tools[call.Tool]
+	art := ToolCallArtifact{
+		Tool: call.Tool, CallID: call.CallID, Arguments: orJSON(call.Args, "{}"), ActionScope: tool.ActionScopeOf(),
+		Reason: reason,
+		Agent:  ToolCallAgent{PackID: rt.a.pack.ID, AgentID: rt.a.agentID(call.State), State: call.State, Round: call.Round, Text: rt.a.roundText()},
+	}
+	if tool != nil {
+		art.Parameters = tool.Parameters
+	}
+	d := approvalData{
+		ArtifactID:        "tool-call:" + call.CallID,
+		ArtifactType:      ArtifactTypeToolCall,
+		Title:             fmt.Sprintf("Approve %s", call.Tool),
+		Description:       toolCallDescription(rt.a.pack, call, tool, reason),
+		ArtifactData:      mustJSON(art),
+		Actions:           []string{"accept", "reject", "edit-accept"},
+		RequiredApprovals: settings.RequiredApprovals,
+		ApproversList:     slices.Clone(settings.Approvers),
+	}
+	ta := &toolApproval{call: call, settings: settings, requested: workflow.Now(rt.ctx)}
+	if tool != nil {
+		ta.params = tool.Parameters
+	}
+	it := r.raise(rt.a.nodeID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
+	it.approval = &d
+	it.tool = ta
+	r.emit(EvApprovalRequested, it.NodeID, approvalRequestedPayload(it, &d), it.requestedEvent)
+	r.upsertToolWait(it)
+	for {
+		req, value, timedOut, err := r.nextToolRequest(it)
+		if err != nil {
+			// The run is being cancelled: the turn stops (pack_cancel.go), and the
+			// run's cancel voids the interrupt.
+			r.upsertToolWait(nil)
+			if rt.Stopped() {
+				return nil, fmt.Errorf("%w: the run was cancelled while %s waited for approval", engine.ErrStopped, call.Tool)
+			}
+			return nil, err
+		}
+		if timedOut {
+			// Reminders and an escalation due before the deadline are recorded even
+			// when a slow worker sees their timers and the deadline's together.
+			r.toolApprovalTick(it)
+			return r.expireToolApproval(it), nil
+		}
+		if req == nil {
+			r.toolApprovalTick(it)
+			continue
+		}
+		res, decided := r.applyToolVote(it, *req, value)
+		if decided {
+			return res, nil
+		}
+	}
+}
+
+// roundText is the agent's text of the round whose tool calls are being run: the
+// newest assistant message of the transcript.
+func (a *packAgent) roundText() string {
+	n := a.m.TranscriptLen()
+	for i := n - 1; i >= 0 && i >= n-64; i-- {
+		if m := a.m.Transcript(i, i+1); len(m) == 1 && m[0].Role == activities.RoleAssistant {
+			return m[0].Text
+		}
+	}
+	return ""
+}
+
+// toolCallDescription is the ApprovalData description of a call, in words.
+func toolCallDescription(p *packs.Pack, call *activities.ToolCallInput, tool *packs.Tool, reason string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (pack %s, state %s) wants to call %s with %s.", p.Name, p.ID, call.State, call.Tool, truncateText(string(orJSON(call.Args, "{}")), 400))
+	if tool != nil {
+		if tool.Description != "" {
+			fmt.Fprintf(&b, " The tool: %s", strings.TrimSpace(tool.Description))
+			if !strings.HasSuffix(b.String(), ".") {
+				b.WriteString(".")
+			}
+		}
+		if e := tool.Effect(); e != "" {
+			fmt.Fprintf(&b, " Effect: %s", e)
+			if rv := tool.Reversibility(); rv != "" {
+				fmt.Fprintf(&b, ", %s", rv)
+			}
+			b.WriteString(".")
+		}
+	}
+	fmt.Fprintf(&b, " It needs approval because %s.", reason)
+	return b.String()
+}
+
+func truncateText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// approvalRequestedPayload is approval.requested for it (the legacy event of approval
+// interrupts; an escalation records it again with the new approvers).
+func approvalRequestedPayload(it *interrupt, d *approvalData) map[string]any {
+	p := map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
+	if d.RequiredApprovals > 0 {
+		p["requiredApprovals"] = d.RequiredApprovals
+	}
+	if len(d.ApproversList) > 0 {
+		p["approversList"] = d.ApproversList
+	}
+	if it.tool != nil {
+		p["tool"] = it.tool.call.Tool
+		p["callId"] = it.tool.call.CallID
+		if it.ExpiresAt != "" {
+			p["expiresAt"] = it.ExpiresAt
+		}
+	}
+	return p
+}
+
+// describe is the Temporal UI's current details of the call's wait.
+func (ta *toolApproval) describe(d *approvalData) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Tool call **%s** (call `%s`, state %s) waits for approval", ta.call.Tool, ta.call.CallID, ta.call.State)
+	if len(d.ApproversList) > 0 {
+		fmt.Fprintf(&b, " by %s", strings.Join(d.ApproversList, ", "))
+	} else {
+		b.WriteString(" by anyone who may resolve interrupts")
+	}
+	if d.RequiredApprovals > 1 {
+		fmt.Fprintf(&b, " (%d approvals needed)", d.RequiredApprovals)
+	}
+	b.WriteString(".")
+	if ta.settings.RemindEvery > 0 {
+		fmt.Fprintf(&b, " Reminders every %s (%d so far).", ta.settings.RemindEvery, ta.reminders)
+	}
+	if ta.settings.EscalateAfter > 0 {
+		if ta.escalated {
+			fmt.Fprintf(&b, " Escalated to %s.", strings.Join(ta.settings.EscalateTo, ", "))
+		} else {
+			fmt.Fprintf(&b, " Escalates to %s at %s.", strings.Join(ta.settings.EscalateTo, ", "), formatTime(ta.requested.Add(ta.settings.EscalateAfter)))
+		}
+	}
+	fmt.Fprintf(&b, " Arguments: `%s`.", truncateText(string(orJSON(ta.call.Args, "{}")), 200))
+	return b.String()
+}
+
+// upsertToolWait sets (or, for nil, clears) the search attributes of a waiting call.
+func (r *runner) upsertToolWait(it *interrupt) {
+	if it == nil {
+		dctx, _ := workflow.NewDisconnectedContext(r.ctx) // also while the run is being cancelled
+		_ = workflow.UpsertTypedSearchAttributes(dctx, SAWaitingTool.ValueUnset(), SAApprovers.ValueUnset())
+		return
+	}
+	upd := []temporal.SearchAttributeUpdate{SAWaitingTool.ValueSet(it.tool.call.Tool)}
+	if len(it.approval.ApproversList) > 0 {
+		upd = append(upd, SAApprovers.ValueSet(slices.Clone(it.approval.ApproversList)))
+	} else {
+		upd = append(upd, SAApprovers.ValueUnset())
+	}
+	_ = workflow.UpsertTypedSearchAttributes(r.ctx, upd...)
+}
+
+// nextTick is when the call's next reminder or escalation is due (zero for none).
+// Neither is due at or after the deadline.
+func (ta *toolApproval) nextTick() time.Time {
+	deadline := ta.requested.Add(ta.settings.Timeout)
+	var next time.Time
+	if e := ta.settings.EscalateAfter; e > 0 && !ta.escalated {
+		next = ta.requested.Add(e)
+	}
+	if every := ta.settings.RemindEvery; every > 0 {
+		rem := ta.requested.Add(time.Duration(ta.reminders+1) * every)
+		if next.IsZero() || rem.Before(next) {
+			next = rem
+		}
+	}
+	if !next.IsZero() && !next.Before(deadline) {
+		return time.Time{}
+	}
+	return next
+}
+
+// isToolRequest reports whether req is addressed to the tool approval it: it names the
+// interrupt, or carries an approval decision ({"action": …} or the legacy
+// {"decision": …}) to its node.
+func isToolRequest(it *interrupt, req ResolveRequest) bool {
+	if req.NodeID != it.NodeID {
+		return false
+	}
+	if req.InterruptID != "" {
+		return req.InterruptID == it.InterruptID
+	}
+	return approvalShaped(req.ResumeValue)
+}
+
+// approvalShaped reports whether a resume value is an approval decision.
+func approvalShaped(raw json.RawMessage) bool {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(raw, &probe) != nil {
+		return false
+	}
+	_, action := probe["action"]
+	_, decision := probe["decision"]
+	return action || decision
+}
+
+// nextToolRequest waits for the next request addressed to the tool approval it (other
+// requests stay queued for the conversation), its deadline (timedOut), or its next
+// reminder or escalation (req nil). Requests the workflow refuses are dropped, as
+// nextResolve drops them.
+func (r *runner) nextToolRequest(it *interrupt) (req *ResolveRequest, value json.RawMessage, timedOut bool, err error) {
+	find := func() int {
+		for i, q := range r.inbox {
+			if isToolRequest(it, q) {
+				return i
+			}
+		}
+		return -1
+	}
+	for {
+		var wait time.Duration
+		if next := it.tool.nextTick(); !next.IsZero() {
+			if wait = next.Sub(workflow.Now(r.ctx)); wait <= 0 {
+				return nil, nil, false, nil
+			}
+		}
+		tick, err := r.await(wait, func() bool { return it.timedOut || find() >= 0 })
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if i := find(); i >= 0 {
+			q := r.inbox[i]
+			r.inbox = append(r.inbox[:i:i], r.inbox[i+1:]...)
+			if q.Via != "fork" && r.outcomes.find(q.RequestID) != nil {
+				continue // the same request signalled again: it keeps its first outcome
+			}
+			check, res := r.checkResolve(q, false)
+			if check.OK && res.target != it {
+				check = ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
+					Message: fmt.Sprintf("the node waits for a decision on its %s call (interrupt %s)", it.tool.call.Tool, it.InterruptID)}
+			}
+			if !check.OK {
+				workflow.GetLogger(r.ctx).Info("Refusing a tool approval", "nodeId", q.NodeID, "requestId", q.RequestID, "code", check.Code, "message", check.Message)
+				r.recordRefused(q, check)
+				continue
+			}
+			if res.noop {
+				r.recordApplied(q, check.RunStatus) // a repeated vote: counted once already
+				continue
+			}
+			if q.RequestID != "" {
+				r.applied.add(q.RequestID)
+			}
+			r.recordApplied(q, check.RunStatus)
+			return &q, res.value, false, nil
+		}
+		if it.timedOut {
+			return nil, nil, true, nil
+		}
+		if tick {
+			return nil, nil, false, nil
+		}
+	}
+}
+
+// toolApprovalTick records the reminders and the escalation that are due.
+func (r *runner) toolApprovalTick(it *interrupt) {
+	ta := it.tool
+	now := workflow.Now(r.ctx)
+	deadline := ta.requested.Add(ta.settings.Timeout)
+	if e := ta.settings.EscalateAfter; e > 0 && !ta.escalated && !now.Before(ta.requested.Add(e)) && ta.requested.Add(e).Before(deadline) {
+		ta.escalated = true
+		// An empty list means anyone may decide; the escalation then only notifies.
+		if len(it.approval.ApproversList) > 0 {
+			for _, a := range ta.settings.EscalateTo {
+				if !slices.Contains(it.approval.ApproversList, a) {
+					it.approval.ApproversList = append(it.approval.ApproversList, a)
+				}
+			}
+		}
+		it.Data = mustJSON(it.approval)
+		p := approvalRequestedPayload(it, it.approval)
+		p["escalated"] = true
+		p["escalatedTo"] = ta.settings.EscalateTo
+		p["escalatedAfterMs"] = e.Milliseconds()
+		r.emit(EvApprovalRequested, it.NodeID, p, it.requestedEvent)
+		r.upsertToolWait(it)
+	}
+	for every := ta.settings.RemindEvery; every > 0; {
+		due := ta.requested.Add(time.Duration(ta.reminders+1) * every)
+		if now.Before(due) || !due.Before(deadline) {
+			break
+		}
+		ta.reminders++
+		p := map[string]any{
+			"stalledForMs": now.Sub(ta.requested).Milliseconds(), "lastNodeId": it.NodeID, "reason": "approval-reminder",
+			"interruptId": it.InterruptID, "kind": "approval", "tool": ta.call.Tool, "callId": ta.call.CallID, "reminder": ta.reminders,
+			"expiresAt": it.ExpiresAt,
+		}
+		if len(it.approval.ApproversList) > 0 {
+			p["approversList"] = it.approval.ApproversList
+		}
+		r.emit(EvWorkflowStalled, it.NodeID, p, it.requestedEvent)
+	}
+	it.describe = ta.describe(it.approval)
+	r.describePending()
+}
+
+// EvWorkflowStalled is the run event of an approval reminder (the run has made no
+// progress for stalledForMs because it waits on a decision).
+const EvWorkflowStalled = "workflow.stalled"
+
+// applyToolVote applies one accepted request: a vote that does not decide yet is
+// recorded; a deciding one settles the interrupt. decided says the wait is over; res
+// is then nil when the call runs.
+func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.RawMessage) (res *activities.ToolCallResult, decided bool) {
+	var v approvalResume
+	_ = json.Unmarshal(value, &v)
+	received := map[string]any{"nodeId": it.NodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
+	if v.Feedback != "" {
+		received["feedback"] = v.Feedback
+	}
+	if v.Comment != "" {
+		received["comment"] = v.Comment
+	}
+	if len(v.EditedArtifactData) > 0 {
+		received["editedArtifactData"] = v.EditedArtifactData
+	}
+	received["tool"], received["callId"] = it.tool.call.Tool, it.tool.call.CallID
+	accepts, rejects := tally(it, v.Action)
+	it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
+	if !quorumDecided(it.approval, accepts, rejects) {
+		r.emit(EvApprovalReceived, it.NodeID, received, it.requestedEvent)
+		r.describePending()
+		return nil, false
+	}
+	r.settle(it)
+	r.upsertToolWait(nil)
+	resolved := r.emitResolved(it, req, value)
+	recv := r.emit(EvApprovalReceived, it.NodeID, received, resolved)
+	r.emitResumed(it, value, recv)
+	call := it.tool.call
+	if rejected(it.approval, rejects) {
+		return rejectedToolResult(call.Tool, v.DecidedBy, orDefault(v.Feedback, v.Comment)), true
+	}
+	if v.Action == "edit-accept" {
+		if args, ok := editedArguments(v.EditedArtifactData); ok {
+			call.Args = args
+		}
+	}
+	return nil, true
+}
+
+// expireToolApproval settles an approval nobody decided before its deadline: the call
+// is rejected with reason "expired".
+func (r *runner) expireToolApproval(it *interrupt) *activities.ToolCallResult {
+	r.settle(it)
+	r.upsertToolWait(nil)
+	value := mustJSON(map[string]string{"action": "timeout", "reason": "expired"})
+	resolved := r.emitResolved(it, ResolveRequest{ResolvedBy: "system"}, value)
+	recv := r.emit(EvApprovalReceived, it.NodeID, map[string]any{
+		"nodeId": it.NodeID, "action": "timeout", "reason": "expired", "decidedAt": formatTime(workflow.Now(r.ctx)),
+		"tool": it.tool.call.Tool, "callId": it.tool.call.CallID,
+	}, resolved)
+	r.emitResumed(it, value, recv)
+	call := it.tool.call
+	b, _ := json.Marshal(map[string]any{
+		"error":  fmt.Sprintf("%s was not run: nobody decided on it within %s, so the call expired", call.Tool, it.tool.settings.Timeout),
+		"status": "rejected", "reason": "expired",
+	})
+	return &activities.ToolCallResult{Content: b, IsError: true}
+}
+
+// rejectedToolResult is the tool result of a rejected call.
+func rejectedToolResult(tool, by, reason string) *activities.ToolCallResult {
+	by = orDefault(by, "an approver")
+	msg := fmt.Sprintf("%s was not run: %s rejected the call", tool, by)
+	if reason != "" {
+		msg += ": " + reason
+	} else {
+		reason = "no reason given"
+	}
+	b, _ := json.Marshal(map[string]any{"error": msg, "status": "rejected", "rejectedBy": by, "reason": reason})
+	return &activities.ToolCallResult{Content: b, IsError: true}
+}
+
+// editedArguments reads the arguments of an edit-accept: editedArtifactData is the
+// edited artifactData, whose "arguments" replace the call's.
+func editedArguments(raw json.RawMessage) (json.RawMessage, bool) {
+	var d struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(raw, &d) != nil || len(d.Arguments) == 0 {
+		return nil, false
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(d.Arguments, &obj) != nil || obj == nil {
+		return nil, false
+	}
+	return d.Arguments, true
+}
+
+// checkToolEdit checks an accepted decision on a tool approval: the arguments of an
+// edit-accept must be an object that matches the tool's parameter schema.
+func (r *runner) checkToolEdit(it *interrupt, value json.RawMessage) ResolveCheck {
+	var v approvalResume
+	if json.Unmarshal(value, &v) != nil || v.Action != "edit-accept" {
+		return ResolveCheck{OK: true}
+	}
+	args, ok := editedArguments(v.EditedArtifactData)
+	if !ok {
+		return ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error",
+			Message: fmt.Sprintf("edit-accept needs editedArtifactData.arguments: the edited arguments object of the %s call", it.tool.call.Tool),
+			Details: mustJSON(map[string]string{"field": "resumeValue.editedArtifactData.arguments"})}
+	}
+	if err := r.validateAgainst(it.tool.params, args); err != nil {
+		return ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error",
+			Message: fmt.Sprintf("the edited arguments do not match the parameters of %s: %v", it.tool.call.Tool, err),
+			Details: mustJSON(map[string]string{"field": "resumeValue.editedArtifactData.arguments"})}
+	}
+	return ResolveCheck{OK: true}
+}
+
+// routeToolApproval picks the target of a request to a pack node among its pending
+// interrupts when one of them is a tool approval: a decision (or a request naming the
+// interrupt) goes to the approval, an injected event to the agent's own wait, and
+// anything else, a conversation message, is refused 409 approval_pending while the
+// call waits. A decision to a pack node with no approval pending is refused 409 as
+// well, so a late click never becomes a chat message. ok is false when none of this
+// applies.
+func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (target *interrupt, refusal *ResolveCheck, ok bool) {
+	// The node's pending tool approval, also when the request names another of the
+	// node's interrupts (a signed token of the conversation).
+	var tool *interrupt
+	for _, it := range r.pending {
+		if it.NodeID == req.NodeID && it.tool != nil {
+			tool = it
+		}
+	}
+	if tool == nil {
+		if _, pack := r.agents[req.NodeID].(*packAgent); pack && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
+			return nil, &ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved",
+				Message: fmt.Sprintf("no tool call waits for approval at node %q of run %s", req.NodeID, r.in.RunID)}, true
+		}
+		return nil, nil, false
+	}
+	if isToolRequest(tool, req) {
+		return tool, nil, true
+	}
+	for _, it := range cands {
+		if it.agent && (req.InterruptID == it.InterruptID || req.InterruptID == "") {
+			var probe map[string]json.RawMessage
+			_ = json.Unmarshal(req.ResumeValue, &probe)
+			if req.InterruptID != "" || probe["event"] != nil {
+				return nil, nil, false // the agent's own wait (an injected event)
+			}
+		}
+	}
+	return nil, &ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
+		Message: fmt.Sprintf("the conversation waits for a decision on its %s call (interrupt %s); messages are accepted again once it is decided",
+			tool.tool.call.Tool, tool.InterruptID),
+		Details: mustJSON(map[string]string{"interruptId": tool.InterruptID, "tool": tool.tool.call.Tool, "nodeId": tool.NodeID})}, true
+}

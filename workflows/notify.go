@@ -1,0 +1,83 @@
+package workflows
+
+// A run tells its tenant's webhook dispatcher (webhooks.go) about the events webhooks
+// may receive. emit queues them; a coroutine of the run sends what is queued as one
+// WebhookNotice signal whenever the run's main coroutine waits, so the run never
+// blocks on it, and a batch of events written together (node.suspended,
+// interrupt.requested, approval.requested) is one signal. A signal to a tenant
+// without a dispatcher fails, which costs the run nothing but the failed signal's
+// history event. Before the run closes or continues as new it waits until Temporal
+// has taken every queued signal (not until any receiver answered).
+//
+// Runs recorded before webhooks signal nothing (GetVersion webhookNotifyVersion, asked
+// at the first event webhooks may receive, normally run.started).
+
+import (
+	"slices"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// webhookNotifyVersion is the workflow.GetVersion change id of runs that signal their
+// tenant's webhook dispatcher.
+const webhookNotifyVersion = "webhook-notify"
+
+// maxNoticeBytes bounds the events of one notice signal; a larger batch is split.
+const maxNoticeBytes = 256 << 10
+
+// notifier is the run's queue of events for its webhook dispatcher.
+type notifier struct {
+	asked   bool // webhookNotifyVersion was asked in this execution
+	on      bool
+	queue   []Event
+	sending bool
+}
+
+// notifyWebhooks queues ev for the tenant's webhook dispatcher when webhooks may
+// receive its type.
+func (r *runner) notifyWebhooks(ev Event) {
+	if !slices.Contains(WebhookEventTypes, ev.Type) {
+		return
+	}
+	n := &r.notify
+	if !n.asked {
+		n.asked = true
+		n.on = r.changed(webhookNotifyVersion)
+		if n.on {
+			dctx, _ := workflow.NewDisconnectedContext(r.ctx) // a cancelled run still reports its end
+			workflow.Go(dctx, r.sendNotices)
+		}
+	}
+	if n.on {
+		n.queue = append(n.queue, ev)
+	}
+}
+
+// sendNotices is the coroutine that signals queued events, in order.
+func (r *runner) sendNotices(ctx workflow.Context) {
+	n := &r.notify
+	for {
+		_ = workflow.Await(ctx, func() bool { return len(n.queue) > 0 })
+		batch, size := 0, 0
+		for batch < len(n.queue) && (batch == 0 || size+len(n.queue[batch].Payload) <= maxNoticeBytes) {
+			size += len(n.queue[batch].Payload)
+			batch++
+		}
+		notice := WebhookNotice{RunID: r.in.RunID, Tags: r.in.Tags, CallbackURL: r.in.CallbackURL, Events: slices.Clone(n.queue[:batch])}
+		n.queue = slices.Delete(n.queue, 0, batch)
+		n.sending = true
+		// Fails when the tenant has no dispatcher: nobody listens, nothing is lost.
+		_ = workflow.SignalExternalWorkflow(ctx, WebhookDispatcherID(r.in.Owner.Tenant), "", WebhookEventsSignal, notice).Get(ctx, nil)
+		n.sending = false
+	}
+}
+
+// flushNotices waits until every queued event was signalled.
+func (r *runner) flushNotices() {
+	n := &r.notify
+	if !n.on {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(r.ctx)
+	_ = workflow.Await(dctx, func() bool { return len(n.queue) == 0 && !n.sending })
+}

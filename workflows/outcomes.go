@@ -1,0 +1,174 @@
+package workflows
+
+// Request outcomes: the run records what it did with each resolve request it received
+// (applied, or refused with an HTTP status and an OpenWOP error code), so that the API
+// process that sent the signal — whichever one it was — answers with what the run did,
+// not with what a query saw before the signal. The record is a window of the most
+// recent outcomes (outcomeWindow), the newest of them carried across continue-as-new;
+// a request older than the window is answered from `applied` when it was applied.
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+)
+
+// outcomeWindow is how many request outcomes an execution keeps (the newest ones);
+// carriedOutcomes of them travel across continue-as-new, which happens only when no
+// request is queued, so an API process still waiting there asks for a recent one.
+const (
+	outcomeWindow   = 256
+	carriedOutcomes = 64
+)
+
+// maxOutcomeMessage and maxOutcomeDetails bound what is kept of a refused request's
+// error (its message, its details object).
+const (
+	maxOutcomeMessage = 300
+	maxOutcomeDetails = 300
+)
+
+// ResolveOutcome is what the run did with one ResolveRequest.
+type ResolveOutcome struct {
+	RequestID string `json:"requestId"`
+	// Applied is true when the run applied the request (an interrupt resolved, a vote
+	// counted, a turn recorded), or found it to repeat a vote already counted.
+	Applied bool `json:"applied"`
+	// RunStatus is the run status an applied request is answered with.
+	RunStatus string `json:"runStatus,omitempty"`
+	// Status, Code and Message say why a request was refused (HTTP status, OpenWOP code).
+	Status  int             `json:"status,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Message string          `json:"message,omitempty"`
+	Details json.RawMessage `json:"details,omitempty"` // at most maxOutcomeDetails bytes
+}
+
+// outcomeLog is the bounded record of outcomes, oldest first.
+type outcomeLog struct{ list []ResolveOutcome }
+
+// find returns the outcome of requestID, if it is still in the window.
+func (l *outcomeLog) find(requestID string) *ResolveOutcome {
+	if requestID == "" {
+		return nil
+	}
+	for i := len(l.list) - 1; i >= 0; i-- {
+		if l.list[i].RequestID == requestID {
+			return &l.list[i]
+		}
+	}
+	return nil
+}
+
+// add records o unless the request already has an outcome (a signal delivered twice
+// keeps its first outcome), dropping the oldest beyond the window.
+func (l *outcomeLog) add(o ResolveOutcome) {
+	if o.RequestID == "" || l.find(o.RequestID) != nil {
+		return
+	}
+	if len(o.Message) > maxOutcomeMessage {
+		o.Message = strings.ToValidUTF8(o.Message[:maxOutcomeMessage], "") + "…"
+	}
+	if len(o.Details) > maxOutcomeDetails {
+		o.Details = nil
+	}
+	l.list = append(l.list, o)
+	if n := len(l.list) - outcomeWindow; n > 0 {
+		l.list = append([]ResolveOutcome(nil), l.list[n:]...)
+	}
+}
+
+// newest returns the newest n outcomes, oldest first.
+func (l *outcomeLog) newest(n int) []ResolveOutcome {
+	if len(l.list) <= n {
+		return l.list
+	}
+	return l.list[len(l.list)-n:]
+}
+
+// recordApplied notes that req was applied; the API answers it with status.
+func (r *runner) recordApplied(req ResolveRequest, status string) {
+	if req.Via == "fork" {
+		return
+	}
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: orDefault(status, StatusRunning)})
+}
+
+// recordRefused notes that req was refused for the reason check gives.
+func (r *runner) recordRefused(req ResolveRequest, check ResolveCheck) {
+	if req.Via == "fork" {
+		return
+	}
+	status := check.Status
+	if status < 400 || status > 599 {
+		status = http.StatusBadRequest
+	}
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Status: status, Code: check.Code, Message: check.Message, Details: check.Details})
+}
+
+// refuseQueued refuses every request still waiting in the inbox of a run that has
+// ended (or is ending): each gets the answer the run's validation gives now (410
+// interrupt_cancelled for a cancelled run, 409 for an interrupt resolved meanwhile).
+// Signals that arrived since the last drain are taken in first.
+func (r *runner) refuseQueued() {
+	r.drainSignals()
+	for _, req := range r.inbox {
+		check, _ := r.checkResolve(req, false)
+		if check.OK {
+			check = ResolveCheck{Status: http.StatusGone, Code: "interrupt_cancelled", Message: "the run ended before this request was applied"}
+		}
+		r.recordRefused(req, check)
+	}
+	r.inbox = nil
+}
+
+// queued reports whether a request with this id waits in the inbox.
+func (r *runner) queued(requestID string) bool {
+	if requestID == "" {
+		return false
+	}
+	for _, q := range r.inbox {
+		if q.RequestID == requestID {
+			return true
+		}
+	}
+	return false
+}
+
+// requestState answers ValidateResolveQuery for a request the run has seen: its
+// outcome, or that it is queued. ok is false for a request the run has not seen.
+func (r *runner) requestState(requestID string) (check ResolveCheck, ok bool) {
+	if o := r.outcomes.find(requestID); o != nil {
+		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details}
+		return check, true
+	}
+	if r.queued(requestID) {
+		return ResolveCheck{OK: true, Replayed: true, Pending: true, RunStatus: r.status}, true
+	}
+	if requestID != "" && r.applied.has(requestID) {
+		// Applied, and older than the outcome window.
+		o := &ResolveOutcome{RequestID: requestID, Applied: true, RunStatus: r.status}
+		return ResolveCheck{OK: true, Replayed: true, Outcome: o, RunStatus: r.status}, true
+	}
+	return ResolveCheck{}, false
+}
+
+// maxOutcomesAsked bounds the ids one OutcomesQuery answers.
+const maxOutcomesAsked = 1000
+
+// outcomesPage answers OutcomesQuery.
+func (r *runner) outcomesPage(req OutcomesRequest) OutcomesPage {
+	page := OutcomesPage{Outcomes: []ResolveOutcome{}, Terminal: r.terminal, Status: r.status}
+	for i, id := range req.RequestIDs {
+		if i == maxOutcomesAsked {
+			break
+		}
+		check, seen := r.requestState(id)
+		switch {
+		case check.Outcome != nil:
+			page.Outcomes = append(page.Outcomes, *check.Outcome)
+		case seen && check.Pending:
+			page.Queued = append(page.Queued, id)
+		}
+	}
+	return page
+}
