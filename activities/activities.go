@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -55,6 +57,12 @@ type Config struct {
 	// MockStrict makes the mock fail rounds that are off script instead of answering
 	// the script's default (tests set it; see MockProvider).
 	MockStrict bool
+	// MockChunkDelay is the pause of the default mock before each piece of its reply
+	// (MockProvider.ChunkDelay); 0 streams a scripted reply at once.
+	MockChunkDelay time.Duration
+	// Chunks receives the reply of every model round while the provider streams it
+	// (package chunks); nil publishes nothing. Chunks never enter the workflow's history.
+	Chunks *chunks.Hub
 	// Transcripts reads a round's messages; required. Use ClientTranscripts in a worker.
 	Transcripts TranscriptSource
 	// Tools maps a tool name to its executor. Optional.
@@ -93,6 +101,7 @@ type Activities struct {
 	transcripts TranscriptSource
 	tools       map[string]ToolFunc
 	bindings    ToolBindings
+	chunks      *chunks.Hub
 	logger      *slog.Logger
 	context     ContextBudget
 	maxResult   int
@@ -120,12 +129,12 @@ func New(cfg Config) (*Activities, error) {
 			return nil, fmt.Errorf("activities: provider %q is nil", key)
 		}
 		if m, ok := p.(*MockProvider); ok && m.Scripts == nil {
-			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict}
+			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict, ChunkDelay: max(m.ChunkDelay, cfg.MockChunkDelay)}
 		}
 		providers[key] = p
 	}
 	if len(providers) == 0 {
-		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict}
+		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict, ChunkDelay: cfg.MockChunkDelay}
 	}
 	if providers[DefaultProviderKey] == nil {
 		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))
@@ -140,6 +149,7 @@ func New(cfg Config) (*Activities, error) {
 		transcripts: cfg.Transcripts,
 		tools:       cfg.Tools,
 		bindings:    cfg.Bindings,
+		chunks:      cfg.Chunks,
 		logger:      logger,
 		context:     cfg.Context.withDefaults(),
 		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
@@ -211,11 +221,18 @@ func (a *Activities) modelRound(ctx context.Context, in ModelRoundInput, src Tra
 		req.Earlier, req.Messages = msgs[:from], msgs[from:]
 	}
 
+	// The reply streams to the worker's chunk hub while the provider writes it. The
+	// heartbeat's detail stays a fixed description: Temporal writes the last heartbeat
+	// into the history when an attempt times out, and chunks never go there.
+	pub := a.chunks.Begin(chunks.Round{RunID: in.RunID, NodeID: in.NodeID, State: in.State, Round: in.Round,
+		MessageID: in.MessageID, Speaker: in.PackID, Attempt: attempt(ctx), Provider: p.Name(), Model: modelName(p)})
+	req.Stream = pub.Text
 	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
 	res, err := p.Complete(ctx, req)
 	stop()
 	if err != nil {
+		pub.Abort(errorType(err))
 		log.Warn("Model round failed", "error", err, "elapsed", time.Since(start).Round(time.Millisecond))
 		return nil, err
 	}
@@ -223,11 +240,57 @@ func (a *Activities) modelRound(ctx context.Context, in ModelRoundInput, src Tra
 		res.Provider = p.Name()
 	}
 	if err := limitReply(res, a.maxResult, log); err != nil {
+		pub.Abort(errorType(err))
 		return nil, err
 	}
+	pub.End(finalChunk(res))
 	log.Info("Model round done", "model", res.Model, "toolCalls", len(res.ToolCalls),
 		"inputTokens", res.Usage.InputTokens, "outputTokens", res.Usage.OutputTokens, "elapsed", time.Since(start).Round(time.Millisecond))
 	return res, nil
+}
+
+// attempt is the activity attempt of ctx (1 outside an activity).
+func attempt(ctx context.Context) int {
+	if activity.IsActivity(ctx) {
+		return int(activity.GetInfo(ctx).Attempt)
+	}
+	return 1
+}
+
+// modelName is the model a provider calls, when it says.
+func modelName(p Provider) string {
+	if mn, ok := p.(modelNamer); ok {
+		return mn.ModelName()
+	}
+	if _, ok := p.(*MockProvider); ok {
+		return MockModel
+	}
+	return ""
+}
+
+// errorType names a failed round for its last chunk: the application error's type,
+// or what ended it.
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr) && appErr.Type() != "":
+		return appErr.Type()
+	case errors.Is(err, context.Canceled):
+		return "Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "Timeout"
+	}
+	return "Error"
+}
+
+// finalChunk is what the last chunk of a round that succeeded says.
+func finalChunk(res *ModelRoundResult) chunks.Final {
+	f := chunks.Final{FinishReason: res.FinishReason, Model: res.Model,
+		Usage: chunks.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}}
+	for _, c := range res.ToolCalls {
+		f.ToolCalls = append(f.ToolCalls, chunks.ToolCall{ID: c.ID, Name: c.Name, Arguments: string(c.Args)})
+	}
+	return f
 }
 
 // heartbeat records a heartbeat with detail every heartbeatEvery until the returned

@@ -75,15 +75,37 @@ func (p *AnthropicProvider) LogValue() slog.Value {
 		slog.String("baseURL", p.BaseURL), slog.String("key", redactedKey(p.apiKey)))
 }
 
-// Complete implements Provider.
+// Complete implements Provider. The message is streamed: each text delta goes to
+// req.Stream as it arrives (text blocks after the first are preceded by the blank line
+// that joins them in the result), and the result is assembled from the same events by
+// the SDK's accumulator.
 func (p *AnthropicProvider) Complete(ctx context.Context, req *Request) (*ModelRoundResult, error) {
 	params, opts, err := p.params(req)
 	if err != nil {
 		return nil, err
 	}
 	redact := redactor(p.apiKey)
-	msg, err := p.svc.New(ctx, params, opts...)
-	if err != nil {
+	stream := p.svc.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	var msg anthropic.Message
+	texts := textJoiner{req: req}
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, badResponse(ProviderAnthropic, "the streamed events do not form a message: "+err.Error())
+		}
+		switch ev.Type {
+		case "content_block_start":
+			if ev.ContentBlock.Type == "text" {
+				texts.text(int(ev.Index), ev.ContentBlock.Text)
+			}
+		case "content_block_delta":
+			if ev.Delta.Type == "text_delta" {
+				texts.text(int(ev.Index), ev.Delta.Text)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {
 			return nil, classifyHTTP(httpFailure{
@@ -92,7 +114,32 @@ func (p *AnthropicProvider) Complete(ctx context.Context, req *Request) (*ModelR
 		}
 		return nil, classifyTransport(ctx, ProviderAnthropic, err, redact)
 	}
-	return p.result(req, msg)
+	return p.result(req, &msg)
+}
+
+// textJoiner streams the text blocks of a message as result joins them: non-empty
+// blocks separated by a blank line.
+type textJoiner struct {
+	req     *Request
+	started map[int]bool
+	any     bool
+}
+
+func (j *textJoiner) text(block int, text string) {
+	if text == "" {
+		return
+	}
+	if !j.started[block] {
+		if j.started == nil {
+			j.started = map[int]bool{}
+		}
+		j.started[block] = true
+		if j.any {
+			j.req.emit("\n\n")
+		}
+		j.any = true
+	}
+	j.req.emit(text)
 }
 
 func (p *AnthropicProvider) params(req *Request) (anthropic.MessageNewParams, []option.RequestOption, error) {

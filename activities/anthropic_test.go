@@ -38,7 +38,7 @@ func TestAnthropicPlainText(t *testing.T) {
 	assert.NotEmpty(t, reqs[0].Header.Get("Anthropic-Version"))
 	assert.JSONEq(t, `{"model":"claude-test","max_tokens":4096,
 		"system":[{"type":"text","text":"Be brief."},{"type":"text","text":"Conversation with pack bank, state verifying."}],
-		"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, reqs[0].Raw)
+		"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"stream":true}`, reqs[0].Raw, "the message is streamed")
 }
 
 func TestAnthropicToolUseBothWays(t *testing.T) {

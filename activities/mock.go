@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/wop-dev/wop/packs"
 )
@@ -40,6 +41,9 @@ type MockProvider struct {
 	Scripts map[string]*packs.MockScript
 	// Strict fails off-script rounds for every script (the project's tests set it).
 	Strict bool
+	// ChunkDelay is paused before each piece (word) of a reply as it streams to
+	// Request.Stream; 0 streams the reply at once.
+	ChunkDelay time.Duration
 }
 
 // Name implements Provider.
@@ -52,8 +56,9 @@ func (p *MockProvider) wantsWholeTranscript(pack string) bool {
 	return s != nil && len(s.Rounds) > 0
 }
 
-// Complete implements Provider.
-func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundResult, error) {
+// Complete implements Provider. The reply's text streams word by word, ChunkDelay
+// before each word.
+func (p *MockProvider) Complete(ctx context.Context, req *Request) (*ModelRoundResult, error) {
 	in := req.Input
 	script := p.Scripts[in.PackID]
 	var text string
@@ -103,6 +108,9 @@ func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundRes
 			}
 		}
 	}
+	if err := p.stream(ctx, req, text); err != nil {
+		return nil, err
+	}
 	finish := "stop"
 	if len(calls) > 0 {
 		finish = "tool_calls"
@@ -115,6 +123,43 @@ func (p *MockProvider) Complete(_ context.Context, req *Request) (*ModelRoundRes
 		Usage:        Usage{InputTokens: inputTokens(req), OutputTokens: outputTokens(text, calls)},
 		FinishReason: finish,
 	}, nil
+}
+
+// stream passes text to req.Stream word by word, ChunkDelay before each word.
+func (p *MockProvider) stream(ctx context.Context, req *Request, text string) error {
+	if req.Stream == nil {
+		return nil
+	}
+	for _, w := range words(text) {
+		if p.ChunkDelay > 0 {
+			t := time.NewTimer(p.ChunkDelay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		}
+		req.emit(w)
+	}
+	return nil
+}
+
+// words splits text into words, each with the spaces before it; they concatenate to
+// text.
+func words(text string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
 }
 
 // mockRounds lists what the script saw of every round of the run so far, the current one

@@ -92,15 +92,35 @@ func (p *OpenAIProvider) LogValue() slog.Value {
 		slog.String("baseURL", p.BaseURL), slog.String("key", redactedKey(p.apiKey)))
 }
 
-// Complete implements Provider.
+// Complete implements Provider. The completion is streamed (stream: true, with
+// stream_options.include_usage for the token counts): each content delta goes to
+// req.Stream as it arrives, and the result is assembled from the same chunks by the
+// SDK's accumulator, so it is the completion a non-streamed call would have returned.
 func (p *OpenAIProvider) Complete(ctx context.Context, req *Request) (*ModelRoundResult, error) {
 	params, err := p.params(req)
 	if err != nil {
 		return nil, err
 	}
+	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	redact := redactor(p.apiKey)
-	resp, err := p.svc.New(ctx, params)
-	if err != nil {
+	stream := p.svc.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	streamed := false
+	for stream.Next() {
+		chunk := stream.Current()
+		if !acc.AddChunk(chunk) {
+			return nil, badResponse(p.Name(), "a streamed chunk does not fit the completion streamed so far")
+		}
+		for _, c := range chunk.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			req.emit(c.Delta.Content)
+			streamed = streamed || c.Delta.Content != ""
+		}
+	}
+	if err := stream.Err(); err != nil {
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
 			return nil, classifyHTTP(httpFailure{
@@ -109,7 +129,11 @@ func (p *OpenAIProvider) Complete(ctx context.Context, req *Request) (*ModelRoun
 		}
 		return nil, classifyTransport(ctx, p.Name(), err, redact)
 	}
-	return p.result(req, resp)
+	res, err := p.result(req, &acc.ChatCompletion)
+	if err == nil && !streamed {
+		req.emit(res.Text) // a refusal is the reply's text when there is no content
+	}
+	return res, err
 }
 
 func (p *OpenAIProvider) params(req *Request) (openai.ChatCompletionNewParams, error) {

@@ -69,7 +69,8 @@ func TestOpenAIPlainText(t *testing.T) {
 	assert.Equal(t, "POST", reqs[0].Method)
 	assert.Equal(t, "/v1/chat/completions", reqs[0].Path)
 	assert.Equal(t, "Bearer "+testOpenAIKey, reqs[0].Header.Get("Authorization"))
-	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]}`, reqs[0].Raw)
+	assert.JSONEq(t, `{"model":"gpt-test","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}],
+		"stream":true,"stream_options":{"include_usage":true}}`, reqs[0].Raw, "the completion is streamed, with its usage")
 }
 
 func TestOpenAIToolCallsBothWays(t *testing.T) {

@@ -29,7 +29,8 @@ const DefaultProviderKey = "default"
 type Provider interface {
 	// Name is the canonical provider id: mock, openai, anthropic, openai-compatible.
 	Name() string
-	// Complete runs one model round over the request's transcript.
+	// Complete runs one model round over the request's transcript, passing the reply's
+	// text to req.Stream as it is produced.
 	Complete(ctx context.Context, req *Request) (*ModelRoundResult, error)
 }
 
@@ -42,6 +43,18 @@ type Request struct {
 	// Earlier are messages [0, From), read only for a provider that asks for the whole
 	// transcript (the scripted mock); nil otherwise.
 	Earlier []Message
+	// Stream, when not nil, receives the reply's text while the provider produces it,
+	// piece by piece and in order; the pieces concatenate to the result's Text. The
+	// ModelRound activity points it at the worker's chunk hub (package chunks). A
+	// provider that cannot stream may call it once with the whole text, or not at all.
+	Stream func(text string)
+}
+
+// emit passes a piece of the reply to Stream.
+func (r *Request) emit(text string) {
+	if r.Stream != nil && text != "" {
+		r.Stream(text)
+	}
 }
 
 // wholeTranscriptProvider is a provider whose rounds of a pack need Request.Earlier.

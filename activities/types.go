@@ -131,6 +131,10 @@ type ModelRoundInput struct {
 	// ModelOverrides are the prompt's model_overrides by model name, templates rendered
 	// (packs.RenderOverrides). The round applies the one named after its provider's model.
 	ModelOverrides map[string]ModelOverride `json:"modelOverrides,omitempty"`
+	// MessageID is the conversation message the round's text is for (the agent turn
+	// the reply becomes part of); the round's streamed chunks carry it. Rounds scheduled
+	// before it existed carry none.
+	MessageID string `json:"messageId,omitempty"`
 }
 
 // ModelOverride is what a prompt's model_overrides entry changes for one model: a full

@@ -5,8 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/wop-dev/wop/internal/fakemodel"
 )
 
 // wireServer is an httptest server that answers each request with the next scripted
@@ -52,6 +55,10 @@ func newWireServer(t *testing.T, responses ...wireResponse) *wireServer {
 		for k, v := range resp.header {
 			w.Header().Set(k, v)
 		}
+		if stream, _ := body["stream"].(bool); stream && resp.status == http.StatusOK && w.Header().Get("Content-Type") == "" {
+			writeStreamed(w, r.URL.Path, resp.body)
+			return
+		}
 		if w.Header().Get("Content-Type") == "" {
 			w.Header().Set("Content-Type", "application/json")
 		}
@@ -60,6 +67,34 @@ func newWireServer(t *testing.T, responses ...wireResponse) *wireServer {
 	}))
 	t.Cleanup(ws.Close)
 	return ws
+}
+
+// writeStreamed answers a streamed request with the scripted answer as the provider
+// streams it (fakemodel): a completion or message body becomes its events; a body that
+// is not JSON is sent as the data of a single event, as a broken stream would.
+func writeStreamed(w http.ResponseWriter, path, body string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	var events []fakemodel.Event
+	var err error
+	if strings.HasSuffix(path, "/chat/completions") {
+		events, err = fakemodel.OpenAIChunks([]byte(body))
+		events = append(events, fakemodel.Event{Data: []byte("[DONE]")})
+	} else {
+		events, err = fakemodel.AnthropicEvents([]byte(body))
+	}
+	if err != nil {
+		events = []fakemodel.Event{{Name: "message_start", Data: []byte(body)}}
+		if strings.HasSuffix(path, "/chat/completions") {
+			events[0].Name = ""
+		}
+	}
+	for _, ev := range events {
+		if ev.Name != "" {
+			_, _ = io.WriteString(w, "event: "+ev.Name+"\n")
+		}
+		_, _ = io.WriteString(w, "data: "+string(ev.Data)+"\n\n")
+	}
 }
 
 func (ws *wireServer) got() []wireRequest {

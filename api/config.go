@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -103,6 +104,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// Version is the implementation version reported by discovery.
 	Version string
+	// StreamSecret is the secret shared with the workers' chunk endpoints (package
+	// chunks; WOP_STREAM_SECRET): with it, streamMode=messages delivers the replies of
+	// model rounds as they stream. Without it, messages streams carry no chunks.
+	StreamSecret []byte
 	// Now is the clock (tests); time.Now when nil.
 	Now func() time.Time
 	// WebhookSecret is the host's webhook key (WOP_WEBHOOK_SECRET): the signing secret
@@ -181,6 +186,7 @@ func (c Config) withDefaults() Config {
 //	WOP_WEBHOOK_ALLOW_PRIVATE  true: accept loopback and private webhook destinations
 //	WOP_WEBHOOK_RETRY_FOR      how long a delivery is retried before it is dead-lettered (default 24h)
 //	WOP_WEBHOOK_MAX_ATTEMPTS   attempts of a delivery (default 0: until WOP_WEBHOOK_RETRY_FOR)
+//	WOP_STREAM_SECRET     secret shared with the workers' chunk endpoints (streamMode=messages)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
@@ -225,6 +231,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("WOP_TOKEN_TTL=%q: want a positive Go duration such as 24h", v)
 		}
 		cfg.TokenTTL = d
+	}
+	if v := getenv("WOP_STREAM_SECRET"); v != "" {
+		if len(v) < chunks.MinSecretBytes {
+			return cfg, fmt.Errorf("WOP_STREAM_SECRET: want at least %d bytes", chunks.MinSecretBytes)
+		}
+		cfg.StreamSecret = []byte(v)
 	}
 	if v := getenv("WOP_WEBHOOK_SECRET"); v != "" {
 		cfg.WebhookSecret = []byte(v)

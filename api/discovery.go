@@ -140,6 +140,8 @@ func (s *Server) openAPIDoc() map[string]any {
 			params = append(params,
 				map[string]any{"name": "streamMode", "in": "query", "schema": map[string]any{"type": "string"}, "description": "values|updates|messages|debug, comma-combinable except values"},
 				map[string]any{"name": "Last-Event-ID", "in": "header", "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "bufferMs", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 0, "maximum": MaxBufferMs},
+					"description": "gather frames for up to this many milliseconds into `event: batch` frames (0: none); flushed at once on terminal and suspension events"},
 				lastSequenceParam, afterSequenceParam)
 		case "/v1/runs/{runId}/events/poll":
 			params = append(params, lastSequenceParam, afterSequenceParam,

@@ -94,7 +94,7 @@ func (f streamFilter) match(t string) bool {
 		return true
 	case f.updates && isUpdate(t):
 		return true
-	case f.messages && t == "ai.message.chunk":
+	case f.messages && t == EventTypeMessageChunk:
 		return true
 	}
 	return false
@@ -263,6 +263,10 @@ func (s *Server) handleEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	buffer, err := parseBufferMs(c.QueryParam("bufferMs"))
+	if err != nil {
+		return err
+	}
 	p := principalOf(c)
 	ctx := c.Request().Context()
 	if wantsJSON(c.Request().Header.Get(echo.HeaderAccept)) {
@@ -292,110 +296,7 @@ func (s *Server) handleEvents(c echo.Context) error {
 		}
 		after = n
 	}
-	return s.streamSSE(c, snap, id, after, filter)
-}
-
-func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID string, after int64, filter streamFilter) error {
-	s.wg.Add(1)
-	defer s.wg.Done()
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
-	s.streamDeadlines(c)
-
-	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flush := func() { w.Flush() }
-	writeFrame := func(id int64, typ string, data any) error {
-		b, err := json.Marshal(data)
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", id, typ, b); err != nil {
-			return err
-		}
-		flush()
-		return nil
-	}
-	_, _ = fmt.Fprint(w, ": stream open\n\n")
-	flush()
-
-	// A values frame's id is the last sequence its snapshot reflects; ids only grow, so
-	// a frame that would not advance is not sent.
-	lastValues := int64(-1)
-	valuesFrame := func(seq int64) error {
-		cur, err := s.snapshot(ctx, nil, runID)
-		if err != nil {
-			return err
-		}
-		if seq = max(seq, cur.LastSequence); seq <= lastValues {
-			return nil
-		}
-		lastValues = seq
-		s.decorate(c, cur)
-		cur.RequestDigest = ""
-		return writeFrame(seq, "state.snapshot", workflows.Event{
-			EventID: fmt.Sprintf("evt-%s-%d-snapshot", runID, seq), RunID: runID, Type: "state.snapshot",
-			Payload: mustJSON(cur), Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Sequence: seq,
-		})
-	}
-	if filter.values {
-		// values: a snapshot first (on connect and on resume); then follow the log from
-		// what that snapshot reflects.
-		if err := valuesFrame(max(after, snap.LastSequence)); err != nil {
-			return nil
-		}
-		after = max(after, lastValues)
-	}
-	f := s.follow(ctx, runID, after)
-	defer f.close()
-	ticker := time.NewTicker(s.cfg.KeepAlive)
-	defer ticker.Stop()
-	for {
-		evs, terminal, ticked, err := f.next(ctx, ticker.C)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warn("Event stream ended on error", "runId", runID, "error", err)
-			}
-			return nil
-		}
-		if ticked {
-			if _, err := fmt.Fprint(w, ":keepalive\n\n"); err != nil {
-				return nil
-			}
-			flush()
-			continue
-		}
-		lastUpdate := int64(-1)
-		for _, ev := range evs {
-			if filter.values {
-				if isUpdate(ev.Type) {
-					lastUpdate = ev.Sequence
-				}
-				continue
-			}
-			if !filter.match(ev.Type) {
-				continue
-			}
-			if err := writeFrame(ev.Sequence, ev.Type, ev); err != nil {
-				return nil
-			}
-		}
-		if filter.values && lastUpdate >= 0 {
-			if err := valuesFrame(lastUpdate); err != nil {
-				return nil
-			}
-		}
-		if terminal {
-			return nil
-		}
-	}
+	return s.streamSSE(c, snap, id, after, filter, buffer)
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -42,6 +43,12 @@ type Server struct {
 	watches     outcomeWatches
 	routes      []route
 	verbs       map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
+
+	// chunkClient reads the workers' chunk endpoints (nil without a stream secret);
+	// chunkFeeds are the runs' shared chunk readers (chunkfeed.go).
+	chunkClient  *chunks.Client
+	chunkFeedsMu sync.Mutex
+	chunkFeeds   map[string]*chunkFeed
 
 	feedsMu sync.Mutex
 	feeds   map[string]*runFeed // one per run being read (feed.go)
@@ -123,6 +130,16 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		feeds:       map[string]*runFeed{},
 		ctx:         ctx, cancel: cancel,
 	}
+	if len(cfg.StreamSecret) > 0 {
+		key, err := chunks.NewKey(cfg.StreamSecret)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("api.New: Config.StreamSecret: %w", err)
+		}
+		s.chunkClient = &chunks.Client{Key: key}
+	}
+	s.chunkFeeds = map[string]*chunkFeed{}
+	s.cfg.StreamSecret = nil
 	if err := s.loadKeys(static); err != nil {
 		cancel()
 		return nil, fmt.Errorf("api.New: %w", err)

@@ -55,6 +55,7 @@ import (
 	"go.temporal.io/server/common/metrics"
 	"google.golang.org/grpc"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
@@ -114,18 +115,27 @@ type Options struct {
 	// workflow tasks (default worker.DefaultWorkflowCacheSize). A smaller cache trades
 	// idle memory for replays when an evicted conversation gets its next turn.
 	WorkerCacheSize int
+	// StreamSamples is the number of timed turns of the stream workload.
+	StreamSamples int
+	// StreamChunkDelay is the fake provider's delay before each piece of its reply in
+	// the stream workload (default 50ms, a model writing 20 tokens a second).
+	StreamChunkDelay time.Duration
 	// Only, when non-empty, runs just these workloads (latency, throughput, history,
-	// idle, carried); the figures of the others stay zero. For profiling one workload.
+	// idle, carried, stream); the figures of the others stay zero. For profiling one
+	// workload.
 	Only []string
 	// Logger receives the host's logs (nil discards them).
 	Logger *slog.Logger
 }
 
+// DefaultStreamChunkDelay is the stream workload's default delay per piece.
+const DefaultStreamChunkDelay = 50 * time.Millisecond
+
 // FullOptions are the counts of a full run.
 func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, BreakdownTurns: 30,
-		CarriedTurns: 2000, CarriedEarlyTurn: 10}
+		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 50}
 }
 
 // QuickOptions are the counts of a --quick run (about a minute on 2 cores), on a
@@ -133,7 +143,7 @@ func FullOptions() Options {
 func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, BreakdownTurns: 20,
-		CarriedTurns: 2000, CarriedEarlyTurn: 10}
+		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 10}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -156,10 +166,14 @@ func (o Options) withDefaults() Options {
 	set(&o.IdleRuns, d.IdleRuns)
 	set(&o.CarriedTurns, d.CarriedTurns)
 	set(&o.CarriedEarlyTurn, d.CarriedEarlyTurn)
+	set(&o.StreamSamples, d.StreamSamples)
 	if o.Duration <= 0 {
 		o.Duration = d.Duration
 	}
 	set(&o.BreakdownTurns, d.BreakdownTurns)
+	if o.StreamChunkDelay <= 0 {
+		o.StreamChunkDelay = DefaultStreamChunkDelay
+	}
 	if o.HistoryEarlyTurn > o.HistoryTurns {
 		o.HistoryEarlyTurn = o.HistoryTurns
 	}
@@ -197,6 +211,15 @@ type Result struct {
 	// turn 10 and turn 2000 of a conversation of 2 KB messages (the carried workload).
 	CarriedBytesTurn10   int64 `json:"carried_bytes_turn10"`
 	CarriedBytesTurn2000 int64 `json:"carried_bytes_turn2000"`
+	// FirstChunkP50Ms and FirstChunkP99Ms are the time from sending a turn to the first
+	// ai.message.chunk of its streamed reply read from the run's SSE stream, with a
+	// fake provider that waits StreamChunkDelay before each piece (the stream workload);
+	// ProviderFirstChunkP50Ms is that provider's own time to its first piece, and
+	// StreamedReplyP50Ms the time to the durable reply event of the same turns.
+	FirstChunkP50Ms         float64 `json:"first_chunk_p50_ms"`
+	FirstChunkP99Ms         float64 `json:"first_chunk_p99_ms"`
+	ProviderFirstChunkP50Ms float64 `json:"provider_first_chunk_p50_ms"`
+	StreamedReplyP50Ms      float64 `json:"streamed_reply_p50_ms"`
 }
 
 // bench is one run's state.
@@ -223,6 +246,8 @@ type bench struct {
 	// breakdowns are what the breakdown workload found.
 	metrics    *serverMetrics
 	breakdowns []*kindBreakdown
+	// streamModel is the fake provider of the stream workload.
+	streamModel *streamModel
 }
 
 // Run starts the stack, runs every workload, prints the table and the JSON line to
@@ -264,8 +289,9 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	} else {
 		fmt.Fprintf(stdout, "worker cache: %d workflows\n", b.cacheSize())
 	}
-	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs\n\n",
-		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns)
+	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs, %d streamed turns (%s per piece)\n\n",
+		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns,
+		opts.StreamSamples, opts.StreamChunkDelay)
 
 	var res Result
 	steps := []struct {
@@ -278,6 +304,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"throughput", b.throughput},
 		{"history", b.history},
 		{"carried", b.carried},
+		{"stream", b.stream},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
@@ -338,6 +365,8 @@ func progress(step string, r *Result) string {
 		return fmt.Sprintf("%.1f MB for %d runs", r.IdleRSSMB, r.IdleRuns)
 	case "carried":
 		return fmt.Sprintf("%d and %d bytes", r.CarriedBytesTurn10, r.CarriedBytesTurn2000)
+	case "stream":
+		return fmt.Sprintf("first chunk p50 %.1f ms (provider %.1f ms)", r.FirstChunkP50Ms, r.ProviderFirstChunkP50Ms)
 	}
 	return ""
 }
@@ -408,6 +437,11 @@ func (b *bench) start(ctx context.Context) error {
 	wcfg.WorkflowCacheSize = b.cacheSize()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
+	model := startStreamModel(b.opts.StreamChunkDelay)
+	wcfg.Providers = map[string]activities.Provider{
+		activities.DefaultProviderKey: &activities.MockProvider{},
+		StreamProvider:                model.provider(),
+	}
 	logger := b.opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -441,18 +475,20 @@ func (b *bench) start(ctx context.Context) error {
 		ServerLogLevel: slog.LevelError,
 	})
 	if err != nil {
+		model.close()
 		cleanupTmp()
 		return fmt.Errorf("start the host: %w", err)
 	}
 	fw, err := startFloorWorker(st.Client())
 	if err != nil {
 		st.Stop()
+		model.close()
 		cleanupTmp()
 		return err
 	}
-	b.st, b.tc = st, st.Client()
+	b.st, b.tc, b.streamModel = st, st.Client(), model
 	b.api = newAPIClient(st.APIURL(), key, b.opts.Concurrency+8)
-	b.stopFns = append(b.stopFns, fw.Stop, b.api.close, st.Stop, cleanupTmp)
+	b.stopFns = append(b.stopFns, fw.Stop, b.api.close, st.Stop, model.close, cleanupTmp)
 	return nil
 }
 

@@ -21,10 +21,14 @@ func TestBenchPackLoadsWithoutDiagnostics(t *testing.T) {
 	loaded, diags, err := packs.LoadDir(dir)
 	require.NoError(t, err, "diagnostics: %v", diags)
 	assert.Empty(t, diags, "the bench pack should load cleanly")
-	require.Len(t, loaded, 1)
-	assert.Equal(t, PackID, loaded[0].Pack.ID)
-	require.NotNil(t, loaded[0].Pack.Workflow)
-	assert.Equal(t, "chat", loaded[0].Pack.Workflow.Entry)
+	require.Len(t, loaded, 2)
+	ids := []string{}
+	for _, l := range loaded {
+		ids = append(ids, l.Pack.ID)
+		require.NotNil(t, l.Pack.Workflow)
+		assert.Equal(t, "chat", l.Pack.Workflow.Entry)
+	}
+	assert.ElementsMatch(t, []string{PackID, StreamPackID}, ids)
 }
 
 func TestPercentileIsNearestRank(t *testing.T) {
@@ -92,7 +96,8 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	// conversation at least one turn, so they are above zero however busy the machine.
 	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "floor_activity_p50_ms", "floor_activity_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
 		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
-		"carried_bytes_turn10", "carried_bytes_turn2000"} {
+		"carried_bytes_turn10", "carried_bytes_turn2000",
+		"first_chunk_p50_ms", "first_chunk_p99_ms", "provider_first_chunk_p50_ms", "streamed_reply_p50_ms"} {
 		v, ok := got[k]
 		if assert.True(t, ok, "key %s in %s", k, last) {
 			assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s is finite", k)
@@ -105,7 +110,8 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
 	assert.Equal(t, 5.0, got["idle_runs"])
-	assert.Len(t, got, 15, "exactly the documented keys: %s", last)
+	assert.Len(t, got, 19, "exactly the documented keys: %s", last)
+	assert.GreaterOrEqual(t, got["first_chunk_p50_ms"], got["provider_first_chunk_p50_ms"], "the host adds to the provider's own delay")
 	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])
 	assert.GreaterOrEqual(t, got["exchange_p99_ms"], got["exchange_p50_ms"])
 	assert.Contains(t, out.String(), "ratio p50", "the table precedes the JSON line")

@@ -39,10 +39,12 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 200)")
 	fs.StringVar(&o.DataDir, "data", "", "keep the embedded server's SQLite file in this `folder` (default: a temporary one)")
 	fs.BoolVar(&o.Memory, "memory", false, "keep the embedded server's database in memory instead of a file")
+	fs.IntVar(&o.StreamSamples, "stream-samples", 0, "timed turns of the stream workload (default 50, quick 10)")
+	fs.DurationVar(&o.StreamChunkDelay, "stream-delay", 0, "the stream workload's fake provider waits this long before each piece of its reply (default 50ms)")
 	fs.IntVar(&o.WorkerCacheSize, "worker-cache", 0, "sticky workflow cache size of the workers (default 256, as wop worker)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
-	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried)")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream)")
 	fs.Func("dynamic-config", "override the embedded server's dynamic config: `key=value` (a number, true/false, a duration such as 10ms, or text; repeatable)", func(kv string) error {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -68,8 +70,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried"}, w) {
-				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried)\n", w)
+			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream)\n", w)
 				return 2
 			}
 			o.Only = append(o.Only, w)

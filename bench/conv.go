@@ -179,6 +179,18 @@ func (c *conv) failure(ctx context.Context) string {
 // exchange posts one user message and waits until the agent's reply is readable. It
 // returns the time from the start of the POST to the reply event read from the API.
 func (c *conv) exchange(ctx context.Context) (time.Duration, error) {
+	start, err := c.send(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.waitFor(ctx, isAgentReply); err != nil {
+		return 0, fmt.Errorf("run %s turn %d: wait for the agent's reply: %w", c.runID, c.turns, err)
+	}
+	return time.Since(start), nil
+}
+
+// send posts the conversation's next user message and returns when it started.
+func (c *conv) send(ctx context.Context) (time.Time, error) {
 	c.turns++
 	body := map[string]any{"resumeValue": map[string]any{
 		"operation": "exchange",
@@ -188,20 +200,20 @@ func (c *conv) exchange(ctx context.Context) (time.Duration, error) {
 	err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
 	var se *statusError
 	if errors.As(err, &se) && se.status == http.StatusAccepted {
-		err = nil // queued behind the run's work (a loaded host): the reply is awaited below
+		err = nil // queued behind the run's work (a loaded host): the caller awaits the reply
 	}
 	if err != nil {
-		return 0, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
+		return start, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
 	}
 	if c.onPosted != nil {
 		c.onPosted()
 	}
-	if _, err := c.waitFor(ctx, func(e event) bool {
-		return e.Type == "conversation.exchanged" && e.Payload.Turn.Role == "agent"
-	}); err != nil {
-		return 0, fmt.Errorf("run %s turn %d: wait for the agent's reply: %w", c.runID, c.turns, err)
-	}
-	return time.Since(start), nil
+	return start, nil
+}
+
+// isAgentReply matches the event of the agent's reply.
+func isAgentReply(e event) bool {
+	return e.Type == "conversation.exchanged" && e.Payload.Turn.Role == "agent"
 }
 
 // closeConv closes the conversation (the run then completes).

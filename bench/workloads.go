@@ -315,9 +315,14 @@ func (b *bench) idleTurns(ctx context.Context, opened []*conv) error {
 
 // openConv opens a bench-echo conversation and remembers it for clean-up.
 func (b *bench) openConv(ctx context.Context) (*conv, error) {
+	return b.openConvOf(ctx, PackID)
+}
+
+// openConvOf opens a conversation with a run of pack, ended with the bench.
+func (b *bench) openConvOf(ctx context.Context, pack string) (*conv, error) {
 	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
 	defer cancel()
-	c, err := openConv(tctx, b.api, PackID)
+	c, err := openConv(tctx, b.api, pack)
 	if err != nil {
 		return nil, err
 	}
@@ -376,6 +381,9 @@ func (b *bench) table(r *Result) {
 	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
 	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,
 		safeDiv(float64(r.CarriedBytesTurn2000), float64(r.CarriedBytesTurn10)), o.CarriedEarlyTurn, mark(float64(r.CarriedBytesTurn2000) <= 1.2*float64(r.CarriedBytesTurn10)))
+	fmt.Fprintf(tw, "time to first chunk (POST exchange → ai.message.chunk on SSE)\tp50 %.1f ms, p99 %.1f ms\tprovider's own p50 %.1f ms (%s per piece)\t\n",
+		r.FirstChunkP50Ms, r.FirstChunkP99Ms, r.ProviderFirstChunkP50Ms, o.StreamChunkDelay)
+	fmt.Fprintf(tw, "streamed turn (POST exchange → reply event)\tp50 %.1f ms\t\t\n", r.StreamedReplyP50Ms)
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)

@@ -125,6 +125,9 @@ type session struct {
 	endCode int
 	// shown is the sequence of the last event shown (-1 before the first).
 	shown int64
+	// streaming is the reply streaming now (streamMode=messages); streamed is the last
+	// one that ended, whose agent turn is then not printed again.
+	streaming, streamed streamedReply
 }
 
 func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {

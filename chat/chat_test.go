@@ -116,7 +116,7 @@ func (f *fakeAPI) serveEvents(w http.ResponseWriter, r *http.Request) {
 		st = f.streams[n]
 	}
 	f.mu.Unlock()
-	assert.Equal(f.t, "debug", r.URL.Query().Get("streamMode"))
+	assert.Equal(f.t, "debug,messages", r.URL.Query().Get("streamMode"))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(200)
 	w.(http.Flusher).Flush()
@@ -132,6 +132,10 @@ func (f *fakeAPI) serveEvents(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, ":keepalive\n\n")
 	for _, ev := range st.events {
 		b, _ := json.Marshal(ev)
+		if ev["type"] == "ai.message.chunk" { // ephemeral: no SSE id
+			_, _ = fmt.Fprintf(w, "event: %v\ndata: %s\n\n", ev["type"], b)
+			continue
+		}
 		_, _ = fmt.Fprintf(w, "id: %v\nevent: %v\ndata: %s\n\n", ev["sequence"], ev["type"], b)
 	}
 	w.(http.Flusher).Flush()
@@ -314,6 +318,60 @@ func TestChatPipedInputWaitsForTheReply(t *testing.T) {
 	assert.Equal(t, "Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.\nsupport: Hello!\n"+
 		"· Left run r1; it goes on. Attach again with: wop chat r1\n", out.String())
 	require.Len(t, f.posts, 2)
+}
+
+// chunkEv is an ai.message.chunk event of round 0 of node pack, after durable event seq.
+func chunkEv(seq, attempt, n int, text string, last bool, extra map[string]any) map[string]any {
+	p := map[string]any{"nodeId": "pack", "runId": "r1", "chunk": text, "isLast": last, "round": 0, "state": "chat",
+		"attempt": attempt, "seq": n, "messageId": "r1:pack:0:2:agent", "speakerId": "support"}
+	for k, v := range extra {
+		p[k] = v
+	}
+	e := ev(seq, "ai.message.chunk", p)
+	e["eventId"] = fmt.Sprintf("chunk-r1-a%d-%d", attempt, n)
+	return e
+}
+
+// TestChatPrintsAStreamingReplyOnce: the chat asks for the messages mode, writes a reply
+// as its chunks come, and does not print the turn that repeats it; an attempt that
+// fails mid-reply ends its line with a note, and its retry streams on a new line.
+func TestChatPrintsAStreamingReplyOnce(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.workflows["support"] = true
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack",
+		"interrupts": []any{map[string]any{"nodeId": "pack", "kind": "conversation.exchange", "key": "r1:pack:0"}}}
+	f.streams = []fakeStream{{waitForPost: true, events: []map[string]any{
+		ev(0, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "balance?"})),
+		chunkEv(0, 1, 0, "Your bal", false, nil),
+		chunkEv(0, 1, 1, "", true, map[string]any{"aborted": true, "error": "ModelUnavailable"}),
+		chunkEv(0, 2, 0, "\nYour balance", false, nil),
+		chunkEv(0, 2, 1, " is $42.\nAnything else?", false, nil),
+		chunkEv(0, 2, 2, "", true, map[string]any{"meta": map[string]any{"finishReason": "stop"}}),
+		ev(1, "conversation.exchanged", turnPayload(2, "agent", "support", map[string]any{"text": "Your balance is $42.\nAnything else?"})),
+		ev(2, "conversation.exchanged", turnPayload(3, "agent", "support", map[string]any{"text": "A reply that did not stream."})),
+		// A turn of two rounds, the first with a tool call: its reply joins their texts.
+		chunkEv(2, 1, 0, "Checking.", false, map[string]any{"round": 1, "messageId": "r1:pack:0:4:agent"}),
+		chunkEv(2, 1, 1, "", true, map[string]any{"round": 1, "messageId": "r1:pack:0:4:agent",
+			"meta": map[string]any{"toolCalls": []any{map[string]any{"name": "lookup"}}}}),
+		chunkEv(2, 1, 0, "Done.", false, map[string]any{"round": 2, "messageId": "r1:pack:0:4:agent"}),
+		chunkEv(2, 1, 1, "", true, map[string]any{"round": 2, "messageId": "r1:pack:0:4:agent"}),
+		ev(3, "conversation.exchanged", map[string]any{"turnIndex": 4, "turn": map[string]any{"messageId": "r1:pack:0:4:agent",
+			"from": "support", "speakerId": "support", "role": "agent", "turnIndex": 4, "content": map[string]any{"text": "Checking.\n\nDone."}}}),
+	}}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "support"}, envOf(nil), strings.NewReader("balance?"), &out, &errOut)
+	assert.Equal(t, ExitOK, code, errOut.String())
+	assert.Equal(t, strings.Join([]string{
+		"Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.",
+		"support: Your bal (interrupted; the model is asked again)",
+		"support: Your balance is $42.",
+		"         Anything else?",
+		"support: A reply that did not stream.",
+		"support: Checking.",
+		"support: Done.",
+		"· Left run r1; it goes on. Attach again with: wop chat r1",
+		"",
+	}, "\n"), out.String())
 }
 
 // TestChatReattachShowsTheWholeTranscript: attaching replays the run's conversation,

@@ -75,12 +75,13 @@ type event struct {
 	data []byte // the run event document
 }
 
-// stream reads the run's events (streamMode=debug), after lastID when set, calls
+// stream reads the run's events (streamMode=debug, and messages for the replies as
+// they stream), after lastID when set, calls
 // opened once the API has accepted the stream, and calls fn for each event until fn
 // returns true or the stream ends. It returns the HTTP status of the stream (0 when the
 // API could not be reached) and why it ended early.
 func (c *client) stream(ctx context.Context, runID, lastID string, opened func(), fn func(event) bool) (int, error) {
-	req, err := c.request(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/events?streamMode=debug", nil)
+	req, err := c.request(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/events?streamMode=debug,messages", nil)
 	if err != nil {
 		return 0, err
 	}

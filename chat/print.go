@@ -18,6 +18,7 @@ type runEvent struct {
 
 // turn is a conversation turn (conversation-turn.schema.json), as far as it is shown.
 type turn struct {
+	MessageID string          `json:"messageId"`
 	Role      string          `json:"role"`
 	From      string          `json:"from"`
 	SpeakerID string          `json:"speakerId"`
@@ -70,6 +71,8 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 			p.FinalTurn = turn{Role: "system", Content: json.RawMessage(`{"text":"The conversation is closed."}`)}
 		}
 		s.showTurn(p.FinalTurn)
+	case "ai.message.chunk":
+		s.showChunk(re)
 	case "agent.handoff":
 		s.showHandoff(re.Payload)
 	case "agent.toolCalled":
@@ -133,7 +136,14 @@ func (s *session) showTurn(t turn) {
 			who = "agent"
 		}
 		s.v.stopThinking()
-		s.v.emit(kindAgent, who, text)
+		s.mu.Lock()
+		streamed := s.streamed
+		s.streamed = streamedReply{}
+		s.mu.Unlock()
+		// A reply the terminal shows already as it streamed is not printed again.
+		if !streamed.is(t.MessageID, who, text) {
+			s.v.emit(kindAgent, who, text)
+		}
 		s.notifyReply()
 	case "user":
 		if !s.ownEcho(text) {

@@ -47,8 +47,8 @@ var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "�
 // view draws the conversation. Every line goes through emit, which takes the thinking
 // indicator and the prompt off the terminal's last line, writes the line, and puts
 // them back, so lines that arrive while the user types never mix with the prompt. A
-// renderer of partial replies (token streaming) adds a method beside emit that keeps
-// an open line the same way.
+// reply that streams is written as it comes on an open line (streamText), which
+// endStream or the next emit ends.
 type view struct {
 	mu       sync.Mutex
 	out, err io.Writer
@@ -61,6 +61,10 @@ type view struct {
 	thinking bool
 	frame    int
 	stop     chan struct{} // closes to stop the indicator's ticker
+	// open: a streamed reply's line is being written (no newline yet); indent is the
+	// width of its "speaker: " lead, for its continuation lines.
+	open   bool
+	indent int
 }
 
 // newView builds the view of out; colour follows the terminal and the environment.
@@ -88,6 +92,7 @@ func (v *view) paint(k kind, s string) string {
 func (v *view) emit(k kind, speaker, text string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.endOpen()
 	v.clearLast()
 	var line string
 	switch k {
@@ -111,6 +116,42 @@ func (v *view) emit(k kind, speaker, text string) {
 	v.drawLast()
 }
 
+// streamText writes text of a streamed reply: the first piece opens the line
+// "speaker: ", later ones continue it.
+func (v *view) streamText(speaker, text string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.open {
+		v.clearLast()
+		lead := speaker + ": "
+		fmt.Fprint(v.out, v.paint(kindAgent, lead))
+		v.open, v.indent = true, len([]rune(lead))
+	}
+	fmt.Fprint(v.out, strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", v.indent)))
+}
+
+// endStream ends the streamed reply's line, with note after it when not empty.
+func (v *view) endStream(note string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.open {
+		return
+	}
+	if note != "" {
+		fmt.Fprint(v.out, " "+v.paint(kindSystem, note))
+	}
+	v.endOpen()
+	v.drawLast()
+}
+
+// endOpen ends an open streamed line. Callers hold mu.
+func (v *view) endOpen() {
+	if v.open {
+		fmt.Fprintln(v.out)
+		v.open = false
+	}
+}
+
 // clearLast removes the prompt or the indicator from the last line. Callers hold mu.
 func (v *view) clearLast() {
 	if v.tty && v.shown {
@@ -122,7 +163,7 @@ func (v *view) clearLast() {
 // drawLast puts the indicator, or the prompt when input is expected, on the last line.
 // Callers hold mu.
 func (v *view) drawLast() {
-	if !v.tty {
+	if !v.tty || v.open {
 		return
 	}
 	switch {
@@ -199,6 +240,7 @@ func (v *view) stopThinking() {
 
 // close takes the prompt and the indicator off the terminal for good.
 func (v *view) close() {
+	v.endStream("")
 	v.stopThinking()
 	v.expectInput(false)
 }

@@ -51,6 +51,7 @@ func TestMain(m *testing.M) {
 		shared.stack.Stop()
 	}
 	stopAgentStack()
+	stopStreamStack()
 	os.Exit(code)
 }
 

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/mcptest"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/workflows"
@@ -111,10 +112,28 @@ func TestSecretsStayOutOfHistoryEventsAndLogs(t *testing.T) {
 			return
 		}
 		calls.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test",`+
-			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello, I can help with that."},"finish_reason":"stop"}],`+
-			`"usage":{"prompt_tokens":42,"completion_tokens":7,"total_tokens":49}}`)
+		completion := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test",` +
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello, I can help with that."},"finish_reason":"stop"}],` +
+			`"usage":{"prompt_tokens":42,"completion_tokens":7,"total_tokens":49}}`
+		var body struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if !body.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, completion)
+			return
+		}
+		// The same completion, streamed, as OpenAI streams it.
+		events, err := fakemodel.OpenAIChunks([]byte(completion))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, ev := range append(events, fakemodel.Event{Data: []byte("[DONE]")}) {
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", ev.Data)
+		}
 	}))
 	defer fake.Close()
 

@@ -22,6 +22,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/tools"
@@ -84,6 +85,26 @@ type Config struct {
 	// Logger receives the worker's own logs. Nil discards them. It is not read from
 	// the environment.
 	Logger *slog.Logger `json:"-"`
+	// StreamAddr is the address the worker serves its chunk endpoint on (package
+	// chunks: the replies of its model rounds while they stream, to API processes that
+	// present a token signed with StreamSecret), e.g. ":7244". Empty: no endpoint, and the
+	// API processes get no chunks of this worker's rounds.
+	StreamAddr string
+	// StreamURL is the endpoint's URL as API processes reach it, advertised in the
+	// worker's Temporal identity. Empty: http://<StreamAddr>, with the host name when the
+	// address binds every interface.
+	StreamURL string
+	// StreamSecret is the secret the worker shares with the API processes
+	// (WOP_STREAM_SECRET, at least 16 bytes); required with StreamAddr.
+	StreamSecret []byte `json:"-"`
+	// MockChunkDelay is the scripted mock's pause before each word of a reply as it
+	// streams (0: at once).
+	MockChunkDelay time.Duration
+	// Chunks is the hub the model rounds publish to; StartStream sets it. Nil: none.
+	Chunks *chunks.Hub `json:"-"`
+	// Identity is the worker's Temporal identity; StartStream sets it to advertise the
+	// chunk endpoint (chunks.Identity). Empty: the client's.
+	Identity string
 	// TurnLimits are the host's limits on the agent work of one user turn (model
 	// rounds and tool calls, counted across a pack's state changes; 0 = none). Every
 	// run carries the limits of the catalog that started it (LoadCatalog), so the
@@ -158,6 +179,10 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_WORKER_CACHE_SIZE            workflows kept in memory between tasks (default 256, 0 = SDK default)
 //	WOP_WORKER_HEALTH_ADDR           serve GET /healthz and /metrics there while running (default off)
 //	WOP_MOCK_STRICT                  true: the scripted mock fails off-script rounds (default false)
+//	WOP_MOCK_CHUNK_DELAY             pause of the scripted mock before each streamed word (default 0)
+//	WOP_WORKER_STREAM_ADDR           serve the chunk endpoint there, e.g. :7244 (default off)
+//	WOP_WORKER_STREAM_URL            the endpoint's URL as API processes reach it (default from the address)
+//	WOP_STREAM_SECRET                secret shared with the API processes (required with the address)
 //	WOP_MAX_ROUNDS_PER_TURN          model rounds per user turn (default 25, 0 = none; see TurnLimitsFromEnv)
 //	WOP_MAX_TOOL_CALLS_PER_TURN      tool calls per user turn (default 50, 0 = none)
 //	WOP_WEBHOOK_SECRET               key webhook signing secrets derive from (the API's too)
@@ -198,6 +223,19 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("WOP_WORKER_SHUTDOWN_TIMEOUT=%q: want a duration such as 10s", v))
 		} else {
 			cfg.ShutdownTimeout = d
+		}
+	}
+	cfg.StreamAddr = strings.TrimSpace(getenv("WOP_WORKER_STREAM_ADDR"))
+	cfg.StreamURL = strings.TrimSpace(getenv("WOP_WORKER_STREAM_URL"))
+	if v := getenv("WOP_STREAM_SECRET"); v != "" {
+		cfg.StreamSecret = []byte(v)
+	}
+	if v := strings.TrimSpace(getenv("WOP_MOCK_CHUNK_DELAY")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("WOP_MOCK_CHUNK_DELAY=%q: want a duration such as 20ms", v))
+		} else {
+			cfg.MockChunkDelay = d
 		}
 	}
 	if v := strings.TrimSpace(getenv("WOP_MOCK_STRICT")); v != "" {
@@ -241,6 +279,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.RegisterTuningFlags(fs)
 	fs.StringVar(&c.HealthAddr, "health-addr", c.HealthAddr,
 		"serve GET /healthz on this `address` while running (env WOP_WORKER_HEALTH_ADDR)")
+	fs.StringVar(&c.StreamAddr, "stream-addr", c.StreamAddr,
+		"serve the chunk endpoint (streamed replies, for the API processes) on this `address` (env WOP_WORKER_STREAM_ADDR; needs WOP_STREAM_SECRET)")
+	fs.StringVar(&c.StreamURL, "stream-url", c.StreamURL,
+		"the chunk endpoint's `URL` as API processes reach it (env WOP_WORKER_STREAM_URL; default from --stream-addr)")
 }
 
 // RegisterTuningFlags adds the flags that tune a running worker (concurrency, pollers,
@@ -288,6 +330,8 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		// throttle (80% of the heartbeat timeout) would let a cancelled model round run
 		// on for up to 24 s.
 		MaxHeartbeatThrottleInterval: activities.HeartbeatInterval,
+		// Advertises the chunk endpoint, if any, to the API processes (package chunks).
+		Identity: cfg.Identity,
 	})
 	workflows.Register(w, acts)
 	return w
@@ -308,6 +352,14 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	}
 	defer func() { _ = bindings.Close() }()
 	LogTools(logger, bindings, report)
+	stream, err := StartStream(&cfg)
+	if err != nil {
+		return err
+	}
+	if stream != nil {
+		defer func() { _ = stream.Close() }()
+		logger.Info("Chunk endpoint listening", "addr", stream.Addr(), "url", stream.URL())
+	}
 	acts, err := NewActivities(c, cfg, loaded, bindings)
 	if err != nil {
 		return err
@@ -366,9 +418,11 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		}
 	}
 	acts, err := activities.New(activities.Config{
-		Providers:   cfg.Providers,
-		MockScripts: scripts,
-		MockStrict:  cfg.MockStrict,
+		Providers:      cfg.Providers,
+		MockScripts:    scripts,
+		MockStrict:     cfg.MockStrict,
+		MockChunkDelay: cfg.MockChunkDelay,
+		Chunks:         cfg.Chunks,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
 		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),

@@ -471,6 +471,9 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 		return nil, err
 	}
 	if !recorded {
+		// The reply's streamed chunks name the agent turn it is for. The input is not
+		// part of what a replay compares, so runs recorded without it replay unchanged.
+		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), RoleAgent)
 		local, ok, err := rt.localRound(in)
 		if ok {
 			out = local

@@ -7,6 +7,8 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/internal/devserver"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/tools"
@@ -84,6 +87,7 @@ type Stack struct {
 
 	mu       sync.Mutex
 	worker   sdkworker.Worker
+	stream   *worker.StreamServer // the running worker's chunk endpoint
 	apiSrv   *api.Server
 	httpSrv  *http.Server
 	httpDone chan struct{}
@@ -110,6 +114,24 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = client.DefaultNamespace
+	}
+	// Streamed replies: the worker serves its chunk endpoint on a free loopback port,
+	// and the API reads it with the secret they share (one made up for this process
+	// unless either side was given one).
+	switch {
+	case len(opts.Worker.StreamSecret) == 0 && len(opts.API.StreamSecret) == 0:
+		opts.Worker.StreamSecret = []byte(randomSecret())
+		opts.API.StreamSecret = opts.Worker.StreamSecret
+	case len(opts.API.StreamSecret) == 0:
+		opts.API.StreamSecret = opts.Worker.StreamSecret
+	case len(opts.Worker.StreamSecret) == 0:
+		opts.Worker.StreamSecret = opts.API.StreamSecret
+	}
+	if opts.Worker.StreamAddr == "" {
+		opts.Worker.StreamAddr = "127.0.0.1:0"
+	}
+	if opts.Worker.Chunks == nil {
+		opts.Worker.Chunks = chunks.NewHub()
 	}
 	s := &Stack{opts: opts, logger: opts.Logger}
 	defer func() {
@@ -205,11 +227,21 @@ func (s *Stack) StartWorker() error {
 	if s.worker != nil {
 		return nil
 	}
-	w := worker.New(s.client, s.opts.Worker, s.acts)
-	if err := w.Start(); err != nil {
+	// Each worker gets a chunk endpoint of its own (a new port, as a new process would)
+	// serving the stack's hub, and advertises it in its identity.
+	wcfg := s.opts.Worker
+	stream, err := worker.StartStream(&wcfg)
+	if err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	s.worker = w
+	w := worker.New(s.client, wcfg, s.acts)
+	if err := w.Start(); err != nil {
+		if stream != nil {
+			_ = stream.Close()
+		}
+		return fmt.Errorf("start worker: %w", err)
+	}
+	s.worker, s.stream = w, stream
 	return nil
 }
 
@@ -217,11 +249,14 @@ func (s *Stack) StartWorker() error {
 // worker polls again.
 func (s *Stack) StopWorker() {
 	s.mu.Lock()
-	w := s.worker
-	s.worker = nil
+	w, stream := s.worker, s.stream
+	s.worker, s.stream = nil, nil
 	s.mu.Unlock()
 	if w != nil {
 		w.Stop()
+	}
+	if stream != nil {
+		_ = stream.Close()
 	}
 }
 
@@ -352,6 +387,28 @@ func (s *Stack) TemporalAddress() string {
 		return s.server.FrontendAddress()
 	}
 	return s.opts.TemporalAddress
+}
+
+// StreamURL is the chunk endpoint of the running worker ("" when none runs).
+func (s *Stack) StreamURL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stream == nil {
+		return ""
+	}
+	return s.stream.URL()
+}
+
+// Chunks is the hub the stack's model rounds publish to.
+func (s *Stack) Chunks() *chunks.Hub { return s.opts.Worker.Chunks }
+
+// randomSecret is a fresh 32-byte secret, hex-encoded.
+func randomSecret() string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err))
+	}
+	return hex.EncodeToString(b)
 }
 
 // Namespace is the Temporal namespace of the stack.
