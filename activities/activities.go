@@ -357,6 +357,7 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 			res = &ToolCallResult{}
 		}
 		res.Content = jsonContent(res.Content)
+		res.route = RouteGo
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
 	}
@@ -375,6 +376,10 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 				res = &ToolCallResult{}
 			}
 			res.Content = jsonContent(res.Content)
+			res.route = RouteNone
+			if route, ok := a.bindings.Route(ToolRouteCall{CallID: in.CallID, Tool: in.Tool}); ok {
+				res.route = route.Kind
+			}
 			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
 			return res, nil
 		}
@@ -382,14 +387,14 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {
 			log.Info("Tool call done", "executor", "mock")
-			return &ToolCallResult{Content: jsonContent(out)}, nil
+			return &ToolCallResult{Content: jsonContent(out), route: RouteMock}, nil
 		}
 	}
 	log.Warn("Tool call has no executor", "executor", "none")
 	content, _ := json.Marshal(map[string]string{
 		"error": fmt.Sprintf("no executor is configured for tool %q on this host; the call was not run", in.Tool),
 	})
-	return &ToolCallResult{Content: content, IsError: true}, nil
+	return &ToolCallResult{Content: content, IsError: true, route: RouteNone}, nil
 }
 
 // jsonContent returns raw as valid JSON: null for empty, a JSON string for text that

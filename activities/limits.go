@@ -65,7 +65,7 @@ func limitToolResult(res *ToolCallResult, max int) *ToolCallResult {
 		}
 		content, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(res.Content), "maxBytes": max, "head": head})
 		if len(content) <= max || keep == 0 {
-			return &ToolCallResult{Content: content, IsError: res.IsError}
+			return &ToolCallResult{Content: content, IsError: res.IsError, route: res.route}
 		}
 		keep /= 2 // escaping made the head longer than the limit
 	}

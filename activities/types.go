@@ -221,6 +221,19 @@ type ToolCallInput struct {
 type ToolCallResult struct {
 	Content json.RawMessage `json:"content"`
 	IsError bool            `json:"isError,omitempty"`
+
+	// route is the kind of executor that ran the call (a Route* constant). It stays in
+	// the worker: metrics read it through ToolBinding, history never holds it.
+	route string
+}
+
+// ToolBinding is the kind of executor that ran the call (http, mcp, go, mock, none), or
+// "" for a result read back from history. The worker's metrics label tool calls with it.
+func (r *ToolCallResult) ToolBinding() string {
+	if r == nil {
+		return ""
+	}
+	return r.route
 }
 
 // Error types of non-retryable application errors raised by activities. Workflows
