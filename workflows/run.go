@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // Cancellation, failure and Temporal status (a decision): the event log is the run's
@@ -965,7 +966,7 @@ func (r *runner) transcriptPage(req activities.TranscriptPageRequest) (activitie
 		return page, err
 	}
 	if page.Messages == nil {
-		page.Messages = []activities.Message{}
+		page.Messages = []convo.Message{}
 	}
 	page.Earlier = r.segments
 	return page, nil
@@ -973,7 +974,7 @@ func (r *runner) transcriptPage(req activities.TranscriptPageRequest) (activitie
 
 // transcript answers TranscriptQuery: messages [From, To), which this execution must
 // hold within one page (DefaultTranscriptPageBytes).
-func (r *runner) transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
+func (r *runner) transcript(ref convo.TranscriptRef) ([]convo.Message, error) {
 	a := r.agentFor(ref.Key)
 	if a == nil {
 		return nil, fmt.Errorf("run %s has no transcript %q", r.in.RunID, ref.Key)
