@@ -83,8 +83,9 @@ type Config struct {
 	WebhookAllowPrivate bool
 	// Version names the host in the User-Agent of webhook deliveries.
 	Version string
-	// Logger receives activity logs; nil discards them. Activities also log through
-	// the Temporal activity logger.
+	// Logger receives activity logs (model rounds, tool calls, webhook deliveries), each
+	// with the run id and the round or call it is about; nil discards them. It is the
+	// only log the activities write to.
 	Logger *slog.Logger
 	// Context bounds the messages a model round sends its provider (zero fields: the
 	// defaults, DefaultContextBytes and DefaultContextMessages).

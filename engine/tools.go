@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -104,7 +105,7 @@ func (m *Machine) toolSpecs(s *packs.State) []convo.ToolSpec {
 		specs = append(specs, convo.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
 	if transitionOffered(s) {
-		specs = append(specs, transitionSpec(sortedKeys(s.OnEvent)))
+		specs = append(specs, transitionSpec(mapkeys.Sorted(s.OnEvent)))
 	}
 	if names := artifactNames(m.cfg.Pack); len(names) > 0 {
 		specs = append(specs, artifactSpec(names))
@@ -211,7 +212,7 @@ func (m *Machine) transitionCall(t *turn, s *packs.State, c convo.ToolCall) *con
 	}
 	event, _ := args["event"].(string)
 	context, _ := args["context"].(string)
-	events := sortedKeys(s.OnEvent)
+	events := mapkeys.Sorted(s.OnEvent)
 	if t.transition != nil {
 		return errorResult("one transition per round: event %s is already scheduled; this call was ignored", t.transition.event)
 	}
@@ -220,7 +221,7 @@ func (m *Machine) transitionCall(t *turn, s *packs.State, c convo.ToolCall) *con
 		return errorResult("unknown event %q in state %q; valid events: %s", event, m.st.CurrentState, joinEvents(events))
 	}
 	var extras map[string]any
-	for _, k := range sortedKeys(args) {
+	for _, k := range mapkeys.Sorted(args) {
 		if k != "event" && k != "context" {
 			if extras == nil {
 				extras = map[string]any{}

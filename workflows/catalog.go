@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -315,7 +316,7 @@ func CheckInputs(def *Definition, inputs json.RawMessage) error {
 func RunSummary(in *RunInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OpenWOP run of %s", in.Definition.ID)
-	for _, id := range sortedKeys(in.Packs) {
+	for _, id := range mapkeys.Sorted(in.Packs) {
 		fmt.Fprintf(&b, " · pack %s@%s", id, in.Packs[id].Version)
 	}
 	if in.Owner.Tenant != "" {

@@ -852,8 +852,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			ev, _ := parseInjected(req)
 			c.agentIt = nil
 			r.settle(target)
-			resolved := r.emitResolved(target, req, value)
-			_ = resolved
+			r.emitResolved(target, req, value)
 			rep, err := agent.Inject(r.ctx, c, ev)
 			if err != nil {
 				return nil, agentFailure(c.NodeID, err)

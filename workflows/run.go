@@ -13,6 +13,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // Cancellation, failure and Temporal status (a decision): the event log is the run's
@@ -392,7 +393,7 @@ func (r *runner) run() (*Snapshot, error) {
 			r.emit(EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
 			continue
 		}
-		outs, err := r.execNode(n)
+		_, err = r.execNode(n) // the outputs are in the node record
 		switch {
 		case err == nil:
 		case errors.Is(err, errCancelled):
@@ -408,7 +409,6 @@ func (r *runner) run() (*Snapshot, error) {
 			r.emit(EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
-		_ = outs
 	}
 	return r.complete()
 }
@@ -603,7 +603,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 	if len(r.in.Inputs) > 0 {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(r.in.Inputs, &in) == nil {
-			for _, k := range sortedKeys(in) {
+			for _, k := range mapkeys.Sorted(in) {
 				vars[k] = in[k]
 			}
 		}
@@ -612,7 +612,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 		if rec.State != "completed" {
 			continue
 		}
-		for _, k := range sortedKeys(rec.Outputs) {
+		for _, k := range mapkeys.Sorted(rec.Outputs) {
 			vars[k] = rec.Outputs[k]
 		}
 	}
@@ -658,7 +658,7 @@ func (r *runner) complete() (*Snapshot, error) {
 	}
 	for _, rec := range r.nodes {
 		if rec.State == "completed" && !hasOut[rec.NodeID] {
-			for _, k := range sortedKeys(rec.Outputs) {
+			for _, k := range mapkeys.Sorted(rec.Outputs) {
 				outs[k] = rec.Outputs[k]
 			}
 		}
