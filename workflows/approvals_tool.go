@@ -480,7 +480,7 @@ const EvWorkflowStalled = "workflow.stalled"
 // is then nil when the call runs.
 func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.RawMessage) (res *convo.ToolCallResult, decided bool) {
 	var v approvalResume
-	_ = json.Unmarshal(value, &v)
+	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
 	received := map[string]any{"nodeId": it.NodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
 	if v.Feedback != "" {
 		received["feedback"] = v.Feedback
@@ -615,7 +615,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 	for _, it := range cands {
 		if it.agent && (req.InterruptID == it.InterruptID || req.InterruptID == "") {
 			var probe map[string]json.RawMessage
-			_ = json.Unmarshal(req.ResumeValue, &probe)
+			_ = json.Unmarshal(req.ResumeValue, &probe) // a value that is not an object names no event
 			if req.InterruptID != "" || probe["event"] != nil {
 				return nil, nil, false // the agent's own wait (an injected event)
 			}

@@ -234,6 +234,8 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 				WorkflowID string `json:"workflowId"`
 				Pack       string `json:"pack"`
 			}
+			// A config that does not decode names nothing to follow; the node itself
+			// fails on it when it runs (execSubWorkflow, newPackAgent).
 			_ = json.Unmarshal(n.Config, &cfg)
 			switch n.TypeID {
 			case "core.subWorkflow":
@@ -290,7 +292,7 @@ func CheckInputs(def *Definition, inputs json.RawMessage) error {
 			continue
 		}
 		var x any
-		_ = json.Unmarshal(raw, &x)
+		_ = json.Unmarshal(raw, &x) // raw is a value of the object decoded above: it decodes
 		okType := true
 		switch v.Type {
 		case "string":

@@ -849,7 +849,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			return nil, failNode(code, "%s", why)
 		}
 		if target.agent {
-			ev, _ := parseInjected(req)
+			ev, _ := parseInjected(req) // checkAgentResolve accepted it: it parses
 			c.agentIt = nil
 			r.settle(target)
 			r.emitResolved(target, req, value)

@@ -368,7 +368,7 @@ func (a *packAgent) checkReply(c *conversation, e Event, t Turn) {
 		Text  string `json:"text"`
 		State string `json:"state"`
 	}
-	_ = json.Unmarshal(t.Content, &body)
+	_ = json.Unmarshal(t.Content, &body) // a recorded turn; content without a text compares as ""
 	if body.Text != last.Reply || body.State != "" && body.State != last.State {
 		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("turn %d: the source answered in state %q, the replay in state %q with another text", t.TurnIndex, body.State, last.State))
 	}
@@ -386,7 +386,7 @@ func (a *packAgent) checkClose(c *conversation, e Event) {
 			FinalState string `json:"finalState"`
 		} `json:"outcome"`
 	}
-	_ = json.Unmarshal(e.Payload, &p)
+	_ = json.Unmarshal(e.Payload, &p) // a recorded event; without a final state there is nothing to compare
 	if want := p.Outcome.FinalState; want != "" && (a.m.Status() != engine.StatusCompleted || a.m.CurrentState() != want) {
 		a.divergeAt(c, "output", EvConversationClosed, e, fmt.Sprintf("the source pack completed in state %q; the replay's is %s in state %q", want, a.m.Status(), a.m.CurrentState()))
 	}

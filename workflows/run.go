@@ -558,6 +558,8 @@ func (r *runner) checkRequires(n *Node) error {
 		Requires []string `json:"requires"`
 	}
 	if len(n.Config) > 0 {
+		// Lenient, as it always was: a config that does not decode requires nothing
+		// here (the nodes that read it report it).
 		_ = json.Unmarshal(n.Config, &cfg)
 	}
 	for _, c := range cfg.Requires {
