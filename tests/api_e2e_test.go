@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -166,9 +165,11 @@ func TestSSEFollowsALiveRun(t *testing.T) {
 			map[string]string{"Authorization": "Bearer " + c.Key})
 		resolved <- status
 	}()
-	var first sync.Once
+	seen := 0 // onFrame runs on this goroutine, frame by frame
 	status, frames, closed := cfSSEFollow(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second, func(cfFrame) {
-		first.Do(func() { close(attached) })
+		if seen++; seen == 1 {
+			close(attached)
+		}
 	})
 	require.Equal(t, 200, status)
 	require.NotEmpty(t, frames, "the stream of a waiting run sends its events so far")
