@@ -359,6 +359,7 @@ func (a *Activities) toolCall(ctx context.Context, in convo.ToolCallInput) (*con
 			res = &convo.ToolCallResult{}
 		}
 		res.Content = jsonContent(res.Content)
+		res.Route = RouteGo
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
 	}
@@ -377,6 +378,10 @@ func (a *Activities) toolCall(ctx context.Context, in convo.ToolCallInput) (*con
 				res = &convo.ToolCallResult{}
 			}
 			res.Content = jsonContent(res.Content)
+			res.Route = RouteNone
+			if route, ok := a.bindings.Route(ToolRouteCall{CallID: in.CallID, Tool: in.Tool}); ok {
+				res.Route = route.Kind
+			}
 			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
 			return res, nil
 		}
@@ -384,14 +389,14 @@ func (a *Activities) toolCall(ctx context.Context, in convo.ToolCallInput) (*con
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {
 			log.Info("Tool call done", "executor", "mock")
-			return &convo.ToolCallResult{Content: jsonContent(out)}, nil
+			return &convo.ToolCallResult{Content: jsonContent(out), Route: RouteMock}, nil
 		}
 	}
 	log.Warn("Tool call has no executor", "executor", "none")
 	content, _ := json.Marshal(map[string]string{
 		"error": fmt.Sprintf("no executor is configured for tool %q on this host; the call was not run", in.Tool),
 	})
-	return &convo.ToolCallResult{Content: content, IsError: true}, nil
+	return &convo.ToolCallResult{Content: content, IsError: true, Route: RouteNone}, nil
 }
 
 // jsonContent returns raw as valid JSON: null for empty, a JSON string for text that

@@ -67,7 +67,7 @@ func limitToolResult(res *convo.ToolCallResult, max int) *convo.ToolCallResult {
 		}
 		content, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(res.Content), "maxBytes": max, "head": head})
 		if len(content) <= max || keep == 0 {
-			return &convo.ToolCallResult{Content: content, IsError: res.IsError}
+			return &convo.ToolCallResult{Content: content, IsError: res.IsError, Route: res.Route}
 		}
 		keep /= 2 // escaping made the head longer than the limit
 	}

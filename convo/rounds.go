@@ -73,4 +73,18 @@ type ToolCallInput struct {
 type ToolCallResult struct {
 	Content json.RawMessage `json:"content"`
 	IsError bool            `json:"isError,omitempty"`
+
+	// Route is the kind of executor that ran the call (one of the activities' Route*
+	// constants). It stays in the worker: it is never encoded (json:"-"), so history
+	// never holds it; metrics read it through ToolBinding.
+	Route string `json:"-"`
+}
+
+// ToolBinding is the kind of executor that ran the call (http, mcp, go, mock, none), or
+// "" for a result read back from history. The worker's metrics label tool calls with it.
+func (r *ToolCallResult) ToolBinding() string {
+	if r == nil {
+		return ""
+	}
+	return r.Route
 }

@@ -196,6 +196,8 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	}
 	fmt.Fprintf(stdout, "wop dev is ready in %.2fs\n", time.Since(started).Seconds())
 	fmt.Fprintf(stdout, "  API          %s\n", st.APIURL())
+	fmt.Fprintf(stdout, "  Inbox        %s/inbox (approvals; sign in with the API key)\n", st.APIURL())
+	fmt.Fprintf(stdout, "  Metrics      %s/metrics\n", st.APIURL())
 	if u := st.UIURL(); u != "" {
 		fmt.Fprintf(stdout, "  Temporal UI  %s\n", u)
 	}

@@ -5,8 +5,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -127,6 +129,17 @@ func TestDevServesTheGoodPacksAndReportsBrokenOnesOnce(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
 		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	// The banner's inbox and metrics addresses answer.
+	for _, line := range []string{"Inbox", "Metrics"} {
+		m := regexp.MustCompile(`(?m)^  ` + line + ` +(http://\S+)`).FindStringSubmatch(out.String())
+		if assert.NotNil(t, m, "the banner has a %s line: %s", line, out.String()) {
+			resp, err := http.Get(m[1])
+			if assert.NoError(t, err) {
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode, m[1])
+			}
+		}
+	}
 	cancel()
 	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
 

@@ -181,8 +181,9 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 			{"wop_turns_total", map[string]string{"workflow_id": "support", "role": "agent"}, 2},
 			{"wop_model_rounds_total", map[string]string{"provider": "mock", "outcome": "ok"}, 6},
 			{"wop_model_tokens_total", map[string]string{"provider": "mock", "direction": "input"}, 0},
-			{"wop_tool_calls_total", map[string]string{"tool": "verify_account", "outcome": "ok"}, 1},
-			{"wop_tool_calls_total", map[string]string{"tool": "get_balance", "outcome": "ok"}, 1},
+			// The support pack's tools are answered by its scripted tool_results.
+			{"wop_tool_calls_total", map[string]string{"tool": "verify_account", "binding": "mock", "outcome": "ok"}, 1},
+			{"wop_tool_calls_total", map[string]string{"tool": "get_balance", "binding": "mock", "outcome": "ok"}, 1},
 			{"wop_human_wait_seconds", map[string]string{"kind": "approval"}, 1},
 			{"wop_human_wait_seconds", map[string]string{"kind": "conversation"}, 1},
 			{"go_goroutines", nil, 1},
