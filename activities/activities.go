@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -33,17 +34,17 @@ const HeartbeatInterval = time.Second
 // heartbeatEvery is HeartbeatInterval; tests shorten it.
 var heartbeatEvery = HeartbeatInterval
 
-// TranscriptSource reads the messages a TranscriptRef points at: messages [From, To),
+// TranscriptSource reads the messages a convo.TranscriptRef points at: messages [From, To),
 // or, when the ref names a budget (MaxBytes, MaxMessages), the newest of them within it
 // (see ContextBudget).
 type TranscriptSource interface {
-	Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error)
+	Transcript(ctx context.Context, ref convo.TranscriptRef) ([]convo.Message, error)
 }
 
 // ToolFunc executes one tool call. A failure the model should see (bad arguments, a
 // business error) is a result with IsError; a returned error fails the activity
 // attempt and is retried by Temporal.
-type ToolFunc func(ctx context.Context, in ToolCallInput) (*ToolCallResult, error)
+type ToolFunc func(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error)
 
 // Config holds the dependencies of the activities.
 type Config struct {
@@ -82,8 +83,9 @@ type Config struct {
 	WebhookAllowPrivate bool
 	// Version names the host in the User-Agent of webhook deliveries.
 	Version string
-	// Logger receives activity logs; nil discards them. Activities also log through
-	// the Temporal activity logger.
+	// Logger receives activity logs (model rounds, tool calls, webhook deliveries), each
+	// with the run id and the round or call it is about; nil discards them. It is the
+	// only log the activities write to.
 	Logger *slog.Logger
 	// Context bounds the messages a model round sends its provider (zero fields: the
 	// defaults, DefaultContextBytes and DefaultContextMessages).
@@ -183,12 +185,12 @@ func (a *Activities) provider(key string) (Provider, string, error) {
 // flat), calls the provider and returns the text, tool calls, usage and model. It
 // heartbeats while the provider works. Permanent failures are non-retryable
 // application errors typed with the ErrType* constants.
-func (a *Activities) ModelRound(ctx context.Context, in ModelRoundInput) (*ModelRoundResult, error) {
+func (a *Activities) ModelRound(ctx context.Context, in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 	return a.modelRound(ctx, in, a.transcripts)
 }
 
 // modelRound runs one model round reading its transcript from src.
-func (a *Activities) modelRound(ctx context.Context, in ModelRoundInput, src TranscriptSource) (*ModelRoundResult, error) {
+func (a *Activities) modelRound(ctx context.Context, in convo.ModelRoundInput, src TranscriptSource) (*convo.ModelRoundResult, error) {
 	p, key, err := a.provider(in.Provider)
 	if err != nil {
 		return nil, err
@@ -196,7 +198,7 @@ func (a *Activities) modelRound(ctx context.Context, in ModelRoundInput, src Tra
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "provider", p.Name(), "providerKey", key)
 	if mn, ok := p.(modelNamer); ok && len(in.ModelOverrides) > 0 {
 		if ov, ok := in.ModelOverrides[mn.ModelName()]; ok {
-			if in, err = ov.apply(in); err != nil {
+			if in, err = applyOverride(ov, in); err != nil {
 				return nil, nonRetryable(ErrTypeBadRequest, "model round %d of run %s: model_overrides[%q]: %v", in.Round, in.RunID, mn.ModelName(), err)
 			}
 			log = log.With("modelOverride", mn.ModelName())
@@ -284,7 +286,7 @@ func errorType(err error) string {
 }
 
 // finalChunk is what the last chunk of a round that succeeded says.
-func finalChunk(res *ModelRoundResult) chunks.Final {
+func finalChunk(res *convo.ModelRoundResult) chunks.Final {
 	f := chunks.Final{FinishReason: res.FinishReason, Model: res.Model,
 		Usage: chunks.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}}
 	for _, c := range res.ToolCalls {
@@ -331,7 +333,7 @@ func heartbeat(ctx context.Context, detail string) (stop func()) {
 // IsError result telling the model that no executor is configured for the tool on this
 // host, so the model can carry on without it. Arguments and results are not logged
 // (they may hold user data); the log says which executor ran.
-func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
+func (a *Activities) ToolCall(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 	res, err := a.toolCall(ctx, in)
 	if err != nil {
 		return nil, err
@@ -340,7 +342,7 @@ func (a *Activities) ToolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 }
 
 // toolCall runs one tool call with the executor ToolCall describes.
-func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallResult, error) {
+func (a *Activities) toolCall(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 	log := a.logger.With("runId", in.RunID, "packId", in.PackID, "state", in.State, "round", in.Round, "tool", in.Tool, "callId", in.CallID)
 	if in.IdempotencyKey == "" {
 		in.IdempotencyKey = ToolIdempotencyKey("", in)
@@ -354,10 +356,10 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 			return nil, fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
 		}
 		if res == nil {
-			res = &ToolCallResult{}
+			res = &convo.ToolCallResult{}
 		}
 		res.Content = jsonContent(res.Content)
-		res.route = RouteGo
+		res.Route = RouteGo
 		log.Info("Tool call done", "executor", "registered", "isError", res.IsError)
 		return res, nil
 	}
@@ -373,12 +375,12 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 				return nil, err
 			}
 			if res == nil {
-				res = &ToolCallResult{}
+				res = &convo.ToolCallResult{}
 			}
 			res.Content = jsonContent(res.Content)
-			res.route = RouteNone
+			res.Route = RouteNone
 			if route, ok := a.bindings.Route(ToolRouteCall{CallID: in.CallID, Tool: in.Tool}); ok {
-				res.route = route.Kind
+				res.Route = route.Kind
 			}
 			log.Info("Tool call done", "executor", "binding", "isError", res.IsError, "elapsed", elapsed)
 			return res, nil
@@ -387,14 +389,14 @@ func (a *Activities) toolCall(ctx context.Context, in ToolCallInput) (*ToolCallR
 	if script := a.scripts[in.PackID]; script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {
 			log.Info("Tool call done", "executor", "mock")
-			return &ToolCallResult{Content: jsonContent(out), route: RouteMock}, nil
+			return &convo.ToolCallResult{Content: jsonContent(out), Route: RouteMock}, nil
 		}
 	}
 	log.Warn("Tool call has no executor", "executor", "none")
 	content, _ := json.Marshal(map[string]string{
 		"error": fmt.Sprintf("no executor is configured for tool %q on this host; the call was not run", in.Tool),
 	})
-	return &ToolCallResult{Content: content, IsError: true, route: RouteNone}, nil
+	return &convo.ToolCallResult{Content: content, IsError: true, Route: RouteNone}, nil
 }
 
 // jsonContent returns raw as valid JSON: null for empty, a JSON string for text that

@@ -17,18 +17,19 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
 // fakeTranscripts serves transcripts from memory and records the references asked for.
 type fakeTranscripts struct {
 	mu   sync.Mutex
-	msgs map[string][]Message // by transcript key
-	refs []TranscriptRef
+	msgs map[string][]convo.Message // by transcript key
+	refs []convo.TranscriptRef
 	err  error
 }
 
-func (f *fakeTranscripts) Transcript(_ context.Context, ref TranscriptRef) ([]Message, error) {
+func (f *fakeTranscripts) Transcript(_ context.Context, ref convo.TranscriptRef) ([]convo.Message, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.refs = append(f.refs, ref)
@@ -65,26 +66,26 @@ func TestNewRequiresTranscripts(t *testing.T) {
 // transcript (here a mock without rounds) reads only the round's window, within the
 // worker's context budget.
 func TestModelRoundAsksForTheContextBudget(t *testing.T) {
-	src := &fakeTranscripts{msgs: map[string][]Message{"conv": {
-		{Role: RoleUser, Text: "hello"}, {Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "again"},
+	src := &fakeTranscripts{msgs: map[string][]convo.Message{"conv": {
+		{Role: convo.RoleUser, Text: "hello"}, {Role: convo.RoleAssistant, Text: "hi"}, {Role: convo.RoleUser, Text: "again"},
 	}}}
 	scripts := map[string]*packs.MockScript{"bank": {Default: "Noted."}}
 	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
-	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "s", Round: 1,
-		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
+	in := convo.ModelRoundInput{RunID: "run-1", PackID: "bank", State: "s", Round: 1,
+		Transcript: convo.TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
 	_, err := env.ExecuteActivity(a.ModelRound, in)
 	require.NoError(t, err)
 	want := in.Transcript
 	want.MaxBytes, want.MaxMessages = DefaultContextBytes, DefaultContextMessages // the round's budget
-	assert.Equal(t, []TranscriptRef{want}, src.refs)
+	assert.Equal(t, []convo.TranscriptRef{want}, src.refs)
 }
 
 func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
-	src := &fakeTranscripts{msgs: map[string][]Message{
+	src := &fakeTranscripts{msgs: map[string][]convo.Message{
 		"conv": {
-			{Role: RoleUser, Text: "hello, I want my balance"}, // outside [From, To): must not be seen
-			{Role: RoleAssistant, Text: "hi"},
-			{Role: RoleUser, Text: "close my account"},
+			{Role: convo.RoleUser, Text: "hello, I want my balance"}, // outside [From, To): must not be seen
+			{Role: convo.RoleAssistant, Text: "hi"},
+			{Role: convo.RoleUser, Text: "close my account"},
 		},
 	}}
 	scripts := map[string]*packs.MockScript{"bank": {Rounds: []packs.MockRound{
@@ -93,11 +94,11 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	}}}
 	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts, MockStrict: true})
 
-	in := ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
-		Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
+	in := convo.ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
+		Transcript: convo.TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}}
 	val, err := env.ExecuteActivity(a.ModelRound, in)
 	require.NoError(t, err)
-	var res ModelRoundResult
+	var res convo.ModelRoundResult
 	require.NoError(t, val.Get(&res))
 	assert.Equal(t, "Closing.", res.Text)
 	require.Len(t, res.ToolCalls, 1)
@@ -108,10 +109,10 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 	// the script still waits).
 	whole := in.Transcript
 	whole.From = 0
-	assert.Equal(t, []TranscriptRef{whole}, src.refs)
+	assert.Equal(t, []convo.TranscriptRef{whole}, src.refs)
 
 	// The same script with a window that ends before "close my account" fails the expectation.
-	in.Transcript = TranscriptRef{RunID: "run-1", Key: "conv", From: 0, To: 2}
+	in.Transcript = convo.TranscriptRef{RunID: "run-1", Key: "conv", From: 0, To: 2}
 	in.Round = 1
 	_, err = env.ExecuteActivity(a.ModelRound, in)
 	require.Error(t, err)
@@ -124,7 +125,7 @@ func TestModelRoundActivityReadsTranscriptByReference(t *testing.T) {
 func TestModelRoundActivityTranscriptFailureIsRetryable(t *testing.T) {
 	src := &fakeTranscripts{err: errors.New("query timed out")}
 	a, env := newTestActivities(t, Config{Transcripts: src})
-	_, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{RunID: "r", PackID: "p", Round: 4})
+	_, err := env.ExecuteActivity(a.ModelRound, convo.ModelRoundInput{RunID: "r", PackID: "p", Round: 4})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "query timed out")
 	assert.Contains(t, err.Error(), "read transcript")
@@ -142,42 +143,42 @@ type recordingProvider struct {
 }
 
 func (p *recordingProvider) Name() string { return p.name }
-func (p *recordingProvider) Complete(_ context.Context, req *Request) (*ModelRoundResult, error) {
+func (p *recordingProvider) Complete(_ context.Context, req *Request) (*convo.ModelRoundResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reqs = append(p.reqs, req)
-	return &ModelRoundResult{Text: "from " + p.name, Model: "m"}, nil
+	return &convo.ModelRoundResult{Text: "from " + p.name, Model: "m"}, nil
 }
 
 func TestModelRoundActivityProviderSelection(t *testing.T) {
 	def := &recordingProvider{name: "openai"}
 	fast := &recordingProvider{name: "anthropic"}
-	src := &fakeTranscripts{msgs: map[string][]Message{"k": {{Role: RoleUser, Text: "hi"}}}}
+	src := &fakeTranscripts{msgs: map[string][]convo.Message{"k": {{Role: convo.RoleUser, Text: "hi"}}}}
 	a, env := newTestActivities(t, Config{Transcripts: src, Providers: map[string]Provider{DefaultProviderKey: def, "fast": fast}})
 
 	for key, want := range map[string]string{"": "from openai", "default": "from openai", "fast": "from anthropic", "unknown": "from openai"} {
-		val, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{Provider: key, Transcript: TranscriptRef{Key: "k", To: 1}})
+		val, err := env.ExecuteActivity(a.ModelRound, convo.ModelRoundInput{Provider: key, Transcript: convo.TranscriptRef{Key: "k", To: 1}})
 		require.NoError(t, err, key)
-		var res ModelRoundResult
+		var res convo.ModelRoundResult
 		require.NoError(t, val.Get(&res))
 		assert.Equal(t, want, res.Text, key)
 		assert.NotEmpty(t, res.Provider, "the provider's canonical name is filled in")
 	}
 	require.Len(t, fast.reqs, 1)
-	assert.Equal(t, []Message{{Role: RoleUser, Text: "hi"}}, fast.reqs[0].Messages)
+	assert.Equal(t, []convo.Message{{Role: convo.RoleUser, Text: "hi"}}, fast.reqs[0].Messages)
 }
 
 func TestToolCallActivityExecutors(t *testing.T) {
-	var got ToolCallInput
+	var got convo.ToolCallInput
 	tools := map[string]ToolFunc{
-		"lookup": func(_ context.Context, in ToolCallInput) (*ToolCallResult, error) {
+		"lookup": func(_ context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 			got = in
-			return &ToolCallResult{Content: json.RawMessage(`{"found":true}`)}, nil
+			return &convo.ToolCallResult{Content: json.RawMessage(`{"found":true}`)}, nil
 		},
-		"plain": func(context.Context, ToolCallInput) (*ToolCallResult, error) {
-			return &ToolCallResult{Content: json.RawMessage(`not json`), IsError: true}, nil
+		"plain": func(context.Context, convo.ToolCallInput) (*convo.ToolCallResult, error) {
+			return &convo.ToolCallResult{Content: json.RawMessage(`not json`), IsError: true}, nil
 		},
-		"broken": func(context.Context, ToolCallInput) (*ToolCallResult, error) {
+		"broken": func(context.Context, convo.ToolCallInput) (*convo.ToolCallResult, error) {
 			return nil, errors.New("database down")
 		},
 	}
@@ -189,13 +190,13 @@ func TestToolCallActivityExecutors(t *testing.T) {
 	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, Tools: tools, MockScripts: scripts,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 
-	run := func(pack, tool string) (*ToolCallResult, error) {
-		val, err := env.ExecuteActivity(a.ToolCall, ToolCallInput{RunID: "r", PackID: pack, Tool: tool, CallID: "call_0_0_" + tool,
+	run := func(pack, tool string) (*convo.ToolCallResult, error) {
+		val, err := env.ExecuteActivity(a.ToolCall, convo.ToolCallInput{RunID: "r", PackID: pack, Tool: tool, CallID: "call_0_0_" + tool,
 			Args: json.RawMessage(`{"secret_arg":"s3cr3t"}`)})
 		if err != nil {
 			return nil, err
 		}
-		var res ToolCallResult
+		var res convo.ToolCallResult
 		require.NoError(t, val.Get(&res))
 		return &res, nil
 	}
@@ -233,13 +234,13 @@ func TestToolCallActivityExecutors(t *testing.T) {
 type slowProvider struct{ delay time.Duration }
 
 func (p slowProvider) Name() string { return "slow" }
-func (p slowProvider) Complete(ctx context.Context, _ *Request) (*ModelRoundResult, error) {
+func (p slowProvider) Complete(ctx context.Context, _ *Request) (*convo.ModelRoundResult, error) {
 	select {
 	case <-time.After(p.delay):
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return &ModelRoundResult{Text: "done", Provider: "slow", Model: "slow-1"}, nil
+	return &convo.ModelRoundResult{Text: "done", Provider: "slow", Model: "slow-1"}, nil
 }
 
 func TestModelRoundHeartbeats(t *testing.T) {
@@ -257,7 +258,7 @@ func TestModelRoundHeartbeats(t *testing.T) {
 		beats = append(beats, d)
 		mu.Unlock()
 	})
-	_, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{PackID: "p", State: "triage", Round: 3})
+	_, err := env.ExecuteActivity(a.ModelRound, convo.ModelRoundInput{PackID: "p", State: "triage", Round: 3})
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
@@ -274,11 +275,11 @@ type namedModelProvider struct {
 func (p *namedModelProvider) ModelName() string { return p.model }
 
 func TestModelRoundAppliesTheOverrideOfItsModel(t *testing.T) {
-	src := &fakeTranscripts{msgs: map[string][]Message{"k": {{Role: RoleUser, Text: "hi"}}}}
-	in := ModelRoundInput{
+	src := &fakeTranscripts{msgs: map[string][]convo.Message{"k": {{Role: convo.RoleUser, Text: "hi"}}}}
+	in := convo.ModelRoundInput{
 		System: "BASE", Parameters: json.RawMessage(`{"temperature":0.2,"max_tokens":100}`),
-		Transcript: TranscriptRef{Key: "k", To: 1},
-		ModelOverrides: map[string]ModelOverride{
+		Transcript: convo.TranscriptRef{Key: "k", To: 1},
+		ModelOverrides: map[string]convo.ModelOverride{
 			"gpt-wrap":    {Prefix: "P|", Suffix: "|S", Parameters: json.RawMessage(`{"temperature":0.9}`)},
 			"gpt-replace": {System: "FULL", Prefix: "ignored"},
 		},

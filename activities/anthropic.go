@@ -11,6 +11,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // DefaultAnthropicModel is the model of the anthropic provider when WOP_MODEL is unset.
@@ -79,7 +81,7 @@ func (p *AnthropicProvider) LogValue() slog.Value {
 // req.Stream as it arrives (text blocks after the first are preceded by the blank line
 // that joins them in the result), and the result is assembled from the same events by
 // the SDK's accumulator.
-func (p *AnthropicProvider) Complete(ctx context.Context, req *Request) (*ModelRoundResult, error) {
+func (p *AnthropicProvider) Complete(ctx context.Context, req *Request) (*convo.ModelRoundResult, error) {
 	params, opts, err := p.params(req)
 	if err != nil {
 		return nil, err
@@ -171,15 +173,15 @@ func (p *AnthropicProvider) params(req *Request) (anthropic.MessageNewParams, []
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
-		case RoleSystem:
+		case convo.RoleSystem:
 			if m.Text != "" {
 				params.System = append(params.System, anthropic.TextBlockParam{Text: m.Text})
 			}
-		case RoleUser:
+		case convo.RoleUser:
 			if m.Text != "" {
 				add(true, anthropic.NewTextBlock(m.Text))
 			}
-		case RoleAssistant:
+		case convo.RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if m.Text != "" {
 				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
@@ -192,7 +194,7 @@ func (p *AnthropicProvider) params(req *Request) (anthropic.MessageNewParams, []
 				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, args, c.Name))
 			}
 			add(false, blocks...)
-		case RoleTool:
+		case convo.RoleTool:
 			text := m.Text
 			if text == "" {
 				text = "{}"
@@ -273,15 +275,15 @@ func (p *AnthropicProvider) params(req *Request) (anthropic.MessageNewParams, []
 	return params, opts, nil
 }
 
-func (p *AnthropicProvider) result(req *Request, msg *anthropic.Message) (*ModelRoundResult, error) {
+func (p *AnthropicProvider) result(req *Request, msg *anthropic.Message) (*convo.ModelRoundResult, error) {
 	if msg == nil {
 		return nil, badResponse(ProviderAnthropic, "empty message")
 	}
-	res := &ModelRoundResult{
+	res := &convo.ModelRoundResult{
 		Provider:     ProviderAnthropic,
 		Model:        msg.Model,
 		FinishReason: string(msg.StopReason),
-		Usage:        Usage{InputTokens: int(msg.Usage.InputTokens), OutputTokens: int(msg.Usage.OutputTokens)},
+		Usage:        convo.Usage{InputTokens: int(msg.Usage.InputTokens), OutputTokens: int(msg.Usage.OutputTokens)},
 	}
 	if res.Model == "" {
 		res.Model = p.Model
@@ -301,7 +303,7 @@ func (p *AnthropicProvider) result(req *Request, msg *anthropic.Message) (*Model
 			if id == "" {
 				id = callID(req.Input.Round, len(res.ToolCalls), b.Name)
 			}
-			res.ToolCalls = append(res.ToolCalls, ToolCall{ID: id, Name: b.Name, Args: objectArgs(string(b.Input))})
+			res.ToolCalls = append(res.ToolCalls, convo.ToolCall{ID: id, Name: b.Name, Args: objectArgs(string(b.Input))})
 		default:
 			// thinking and server-tool blocks carry nothing the transcript keeps.
 		}

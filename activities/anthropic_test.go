@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 const testAnthropicKey = "sk-ant-test-0123456789abcdefSECRET"
@@ -21,15 +23,15 @@ func TestAnthropicPlainText(t *testing.T) {
 		`[{"type":"text","text":"Hello"},{"type":"text","text":"there."}]`, "end_turn")})
 	p := NewAnthropicProvider(testAnthropicKey, "claude-test", ws.URL)
 	res, err := p.Complete(context.Background(), &Request{
-		Input: ModelRoundInput{System: "Be brief."},
-		Messages: []Message{
-			{Role: RoleSystem, Text: "Conversation with pack bank, state verifying."},
-			{Role: RoleUser, Text: "hi"},
+		Input: convo.ModelRoundInput{System: "Be brief."},
+		Messages: []convo.Message{
+			{Role: convo.RoleSystem, Text: "Conversation with pack bank, state verifying."},
+			{Role: convo.RoleUser, Text: "hi"},
 		},
 	})
 	require.NoError(t, err)
-	assert.Equal(t, &ModelRoundResult{Text: "Hello\n\nthere.", Provider: ProviderAnthropic, Model: "claude-test-2025",
-		Usage: Usage{InputTokens: 21, OutputTokens: 9}, FinishReason: "end_turn"}, res)
+	assert.Equal(t, &convo.ModelRoundResult{Text: "Hello\n\nthere.", Provider: ProviderAnthropic, Model: "claude-test-2025",
+		Usage: convo.Usage{InputTokens: 21, OutputTokens: 9}, FinishReason: "end_turn"}, res)
 
 	reqs := ws.got()
 	require.Len(t, reqs, 1)
@@ -50,7 +52,7 @@ func TestAnthropicToolUseBothWays(t *testing.T) {
 	req := conversationRequest()
 	req.Input.ToolChoice = "required"
 	// A user message right after the tool results joins the same user turn.
-	req.Messages = append(req.Messages, Message{Role: RoleUser, Text: "also, hurry"})
+	req.Messages = append(req.Messages, convo.Message{Role: convo.RoleUser, Text: "also, hurry"})
 	res, err := p.Complete(context.Background(), req)
 	require.NoError(t, err)
 
@@ -114,7 +116,7 @@ func TestAnthropicErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := newWireServer(t, tc.resp)
 			p := NewAnthropicProvider(testAnthropicKey, "claude-test", ws.URL)
-			_, err := p.Complete(context.Background(), &Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}})
+			_, err := p.Complete(context.Background(), &Request{Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}}})
 			appErr := requireAppError(t, err, tc.wantType, tc.nonRetryable)
 			assert.Equal(t, tc.retryDelay, appErr.NextRetryDelay())
 			assert.Contains(t, err.Error(), tc.contains)
@@ -129,9 +131,9 @@ func TestAnthropicTranscriptStartsWithUser(t *testing.T) {
 		wireResponse{status: 200, body: anthropicBody(`[{"type":"text","text":"a"}]`, "end_turn")},
 		wireResponse{status: 200, body: anthropicBody(`[{"type":"text","text":"b"}]`, "end_turn")})
 	p := NewAnthropicProvider(testAnthropicKey, "claude-test", ws.URL)
-	_, err := p.Complete(context.Background(), &Request{Input: ModelRoundInput{System: "s"}})
+	_, err := p.Complete(context.Background(), &Request{Input: convo.ModelRoundInput{System: "s"}})
 	require.NoError(t, err)
-	_, err = p.Complete(context.Background(), &Request{Messages: []Message{{Role: RoleAssistant, Text: "Welcome!"}, {Role: RoleUser, Text: "hi"}}})
+	_, err = p.Complete(context.Background(), &Request{Messages: []convo.Message{{Role: convo.RoleAssistant, Text: "Welcome!"}, {Role: convo.RoleUser, Text: "hi"}}})
 	require.NoError(t, err)
 	reqs := ws.got()
 	require.Len(t, reqs, 2)

@@ -9,6 +9,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // chainClient answers TranscriptPageQuery as the executions of one run that continued
@@ -16,7 +18,7 @@ import (
 // names the executions before it, and fills a page from its newest message back.
 type chainClient struct {
 	client.Client
-	msgs  []Message
+	msgs  []convo.Message
 	execs []fakeExecution // oldest first; the last one is the current execution
 	asked []string        // run ids queried, "" for the current execution
 }
@@ -50,14 +52,14 @@ func (c *chainClient) QueryWorkflow(_ context.Context, workflowID, runID, query 
 		}
 	}
 	e := c.execs[idx]
-	page := TranscriptPage{Base: e.base, Len: e.end, Messages: []Message{}}
+	page := TranscriptPage{Base: e.base, Len: e.end, Messages: []convo.Message{}}
 	for i := idx - 1; i >= 0; i-- {
 		page.Earlier = append(page.Earlier, Segment{RunID: c.execs[i].runID})
 	}
 	from, to := max(req.From, e.base), min(req.To, e.end)
 	start, size := to, 0
 	for start > from {
-		b := MessageBytes(&c.msgs[start-1])
+		b := convo.MessageBytes(&c.msgs[start-1])
 		if start < to && size+b > req.MaxBytes {
 			break
 		}
@@ -78,7 +80,7 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 	ctx := context.Background()
 
 	// A persistent context without a budget: every message, from all three executions.
-	got, err := src.Transcript(ctx, TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60})
+	got, err := src.Transcript(ctx, convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60})
 	if err != nil || len(got) != 60 || got[0].Text != msgs[0].Text || got[59].Text != msgs[59].Text {
 		t.Fatalf("whole transcript: %d messages, %v", len(got), err)
 	}
@@ -88,12 +90,12 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 	// Within a budget of 25 messages' bytes: the newest messages, from a user message,
 	// read from the two newest executions only.
 	cl.asked = nil
-	budget := 25 * MessageBytes(&msgs[0])
-	got, err = src.Transcript(ctx, TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60, MaxBytes: budget})
+	budget := 25 * convo.MessageBytes(&msgs[0])
+	got, err = src.Transcript(ctx, convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60, MaxBytes: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 24 || got[0].Role != RoleUser || got[23].Text != msgs[59].Text {
+	if len(got) != 24 || got[0].Role != convo.RoleUser || got[23].Text != msgs[59].Text {
 		t.Fatalf("budgeted: %d messages starting with a %s message", len(got), got[0].Role)
 	}
 	for _, id := range cl.asked {
@@ -103,7 +105,7 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 	}
 	// A transient context that starts in e3 never leaves it.
 	cl.asked = nil
-	got, err = src.Transcript(ctx, TranscriptRef{RunID: "run-1", Key: "agent", From: 50, To: 60})
+	got, err = src.Transcript(ctx, convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 50, To: 60})
 	if err != nil || len(got) != 10 || strings.Join(cl.asked, ",") != "" {
 		t.Fatalf("context in e3: %d messages, %v, asked %q", len(got), err, cl.asked)
 	}

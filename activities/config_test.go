@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -105,7 +106,7 @@ func TestMockMismatchNamesScriptFileAndLine(t *testing.T) {
 	script, _, err := packs.LoadMock(path)
 	require.NoError(t, err)
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}, Strict: true}
-	_, err = p.Complete(t.Context(), mockReq("verifying", 1, Message{Role: RoleUser, Text: "hi"}, earlierRound("verifying")))
+	_, err = p.Complete(t.Context(), mockReq("verifying", 1, convo.Message{Role: convo.RoleUser, Text: "hi"}, earlierRound("verifying")))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "bank.mock.yaml:4")
 }
@@ -126,17 +127,17 @@ func TestActivitiesWithLoadedScript(t *testing.T) {
 	require.NoError(t, err)
 	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, MockScripts: map[string]*packs.MockScript{"bank": script}})
 
-	val, err := env.ExecuteActivity(a.ModelRound, ModelRoundInput{PackID: "bank", State: "verifying"})
+	val, err := env.ExecuteActivity(a.ModelRound, convo.ModelRoundInput{PackID: "bank", State: "verifying"})
 	require.NoError(t, err)
-	var round ModelRoundResult
+	var round convo.ModelRoundResult
 	require.NoError(t, val.Get(&round))
 	require.Len(t, round.ToolCalls, 1)
 	call := round.ToolCalls[0]
 	assert.JSONEq(t, `{"account_id":"ACC-12345"}`, string(call.Args))
 
-	val, err = env.ExecuteActivity(a.ToolCall, ToolCallInput{PackID: "bank", Tool: call.Name, CallID: call.ID, Args: call.Args})
+	val, err = env.ExecuteActivity(a.ToolCall, convo.ToolCallInput{PackID: "bank", Tool: call.Name, CallID: call.ID, Args: call.Args})
 	require.NoError(t, err)
-	var out ToolCallResult
+	var out convo.ToolCallResult
 	require.NoError(t, val.Get(&out))
 	assert.False(t, out.IsError)
 	var got map[string]any

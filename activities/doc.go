@@ -6,8 +6,8 @@
 //
 // Register one *Activities (built with New) on the worker. Its activities are:
 //
-//   - ModelRound(ModelRoundInput) → ModelRoundResult. The input carries a
-//     TranscriptRef, not the transcript: the activity reads the messages through
+//   - ModelRound(convo.ModelRoundInput) → convo.ModelRoundResult. The input carries a
+//     convo.TranscriptRef, not the transcript: the activity reads the messages through
 //     Config.Transcripts (ClientTranscripts queries the run's executions with
 //     TranscriptPageQuery, walking back through those that continued as new), so a
 //     run's history grows by a constant amount per round. The round sees the newest
@@ -24,7 +24,7 @@
 //     the mock; none) and how often it may be attempted (ToolAttempts: read tools are
 //     retried, write and external tools only when their binding is idempotent). Its
 //     recorded answer is how the workflow learns the bindings deterministically.
-//   - ToolCall(ToolCallInput) → ToolCallResult. The executor is the ToolFunc
+//   - ToolCall(convo.ToolCallInput) → convo.ToolCallResult. The executor is the ToolFunc
 //     registered for the tool, else its binding on this worker (HTTP, MCP, Go), else
 //     the pack's mock tool_results entry, else none: the result is then an IsError
 //     result that tells the model no executor is configured for the tool on this host

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"unicode/utf8"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // DefaultMaxResultBytes bounds what one activity hands back to a run: the text of a
@@ -21,7 +23,7 @@ const ErrTypeResultTooLarge = "payload_too_large"
 // limitReply cuts a model reply whose text exceeds max bytes, visibly: the kept text
 // ends with a note saying how long the reply was. Tool calls whose arguments together
 // exceed max fail the round.
-func limitReply(res *ModelRoundResult, max int, log *slog.Logger) error {
+func limitReply(res *convo.ModelRoundResult, max int, log *slog.Logger) error {
 	args := 0
 	for _, tc := range res.ToolCalls {
 		args += len(tc.Args)
@@ -53,7 +55,7 @@ func truncateText(s string, max int) string {
 // limitToolResult replaces a tool result whose content exceeds max bytes by an object
 // that says so and keeps the beginning of the content as text:
 // {"truncated": true, "bytes": N, "maxBytes": M, "head": "..."}.
-func limitToolResult(res *ToolCallResult, max int) *ToolCallResult {
+func limitToolResult(res *convo.ToolCallResult, max int) *convo.ToolCallResult {
 	if res == nil || len(res.Content) <= max {
 		return res
 	}
@@ -65,7 +67,7 @@ func limitToolResult(res *ToolCallResult, max int) *ToolCallResult {
 		}
 		content, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(res.Content), "maxBytes": max, "head": head})
 		if len(content) <= max || keep == 0 {
-			return &ToolCallResult{Content: content, IsError: res.IsError, route: res.route}
+			return &convo.ToolCallResult{Content: content, IsError: res.IsError, Route: res.Route}
 		}
 		keep /= 2 // escaping made the head longer than the limit
 	}

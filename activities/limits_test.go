@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 func TestLimitReplyTruncatesVisibly(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	res := &ModelRoundResult{Text: strings.Repeat("é", 1000)} // 2,000 bytes
+	res := &convo.ModelRoundResult{Text: strings.Repeat("é", 1000)} // 2,000 bytes
 	if err := limitReply(res, 500, log); err != nil {
 		t.Fatal(err)
 	}
@@ -23,11 +25,11 @@ func TestLimitReplyTruncatesVisibly(t *testing.T) {
 	if !json.Valid(mustMarshal(t, res.Text)) || strings.ContainsRune(res.Text, '\uFFFD') {
 		t.Fatal("the cut must fall on a character boundary")
 	}
-	short := &ModelRoundResult{Text: "fine"}
+	short := &convo.ModelRoundResult{Text: "fine"}
 	if err := limitReply(short, 500, log); err != nil || short.Text != "fine" {
 		t.Fatalf("a short reply is left alone: %q %v", short.Text, err)
 	}
-	calls := &ModelRoundResult{ToolCalls: []ToolCall{{Name: "x", Args: json.RawMessage(`"` + strings.Repeat("a", 600) + `"`)}}}
+	calls := &convo.ModelRoundResult{ToolCalls: []convo.ToolCall{{Name: "x", Args: json.RawMessage(`"` + strings.Repeat("a", 600) + `"`)}}}
 	err := limitReply(calls, 500, log)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeResultTooLarge || !appErr.NonRetryable() {
@@ -36,7 +38,7 @@ func TestLimitReplyTruncatesVisibly(t *testing.T) {
 }
 
 func TestLimitToolResultKeepsAMarkedHead(t *testing.T) {
-	big := &ToolCallResult{Content: json.RawMessage(`"` + strings.Repeat("\"q\"", 1000) + `"`), IsError: true}
+	big := &convo.ToolCallResult{Content: json.RawMessage(`"` + strings.Repeat("\"q\"", 1000) + `"`), IsError: true}
 	got := limitToolResult(big, 1000)
 	if len(got.Content) > 1000 || !got.IsError {
 		t.Fatalf("limited result: %d bytes, isError %v", len(got.Content), got.IsError)
@@ -50,7 +52,7 @@ func TestLimitToolResultKeepsAMarkedHead(t *testing.T) {
 	if err := json.Unmarshal(got.Content, &body); err != nil || !body.Truncated || body.Bytes != len(big.Content) || body.MaxBytes != 1000 || body.Head == "" {
 		t.Fatalf("limited result %s: %v", got.Content, err)
 	}
-	small := &ToolCallResult{Content: json.RawMessage(`{"ok":true}`)}
+	small := &convo.ToolCallResult{Content: json.RawMessage(`{"ok":true}`)}
 	if limitToolResult(small, 1000) != small {
 		t.Fatal("a small result is left alone")
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // ErrTypeNotLocal is the failure of ModelRoundLocal when the round's provider is not the
@@ -18,8 +20,8 @@ const ErrTypeNotLocal = "ModelRoundNotLocal"
 // travels whole instead of being read back from the workflow, which could not answer a
 // query while the workflow task that runs the local activity is in flight.
 type LocalModelRoundInput struct {
-	Round    ModelRoundInput `json:"round"`
-	Messages []Message       `json:"messages"`
+	Round    convo.ModelRoundInput `json:"round"`
+	Messages []convo.Message       `json:"messages"`
 }
 
 // ModelRoundLocal runs a model round answered by the scripted mock as a local activity:
@@ -28,7 +30,7 @@ type LocalModelRoundInput struct {
 // completed, and a workflow task to read the result). Any other provider gets the
 // non-retryable ErrTypeNotLocal: a real model call is always an activity of its own,
 // with its own timeouts, retries and heartbeats.
-func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInput) (*ModelRoundResult, error) {
+func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInput) (*convo.ModelRoundResult, error) {
 	p, key, err := a.provider(in.Round.Provider)
 	if err != nil {
 		return nil, err
@@ -47,11 +49,11 @@ func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInpu
 
 // inlineTranscript is the transcript a LocalModelRoundInput carries, from its first
 // message.
-type inlineTranscript []Message
+type inlineTranscript []convo.Message
 
 // Transcript implements TranscriptSource: messages [From, To) of the carried ones,
 // within ref's budget when it has one (as a TranscriptSource answers an activity).
-func (t inlineTranscript) Transcript(_ context.Context, ref TranscriptRef) ([]Message, error) {
+func (t inlineTranscript) Transcript(_ context.Context, ref convo.TranscriptRef) ([]convo.Message, error) {
 	if ref.From < 0 || ref.From > ref.To || ref.To > len(t) {
 		return nil, fmt.Errorf("transcript range [%d, %d) is outside the %d messages carried", ref.From, ref.To, len(t))
 	}

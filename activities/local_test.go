@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -21,13 +22,13 @@ func TestModelRoundLocalUsesTheInlineTranscript(t *testing.T) {
 	}}}
 	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts})
 	in := LocalModelRoundInput{
-		Round: ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
-			Transcript: TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}},
-		Messages: []Message{{Role: RoleUser, Text: "hello"}, {Role: RoleAssistant, Text: "hi"}, {Role: RoleUser, Text: "close my account"}},
+		Round: convo.ModelRoundInput{RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
+			Transcript: convo.TranscriptRef{RunID: "run-1", Key: "conv", From: 1, To: 3}},
+		Messages: []convo.Message{{Role: convo.RoleUser, Text: "hello"}, {Role: convo.RoleAssistant, Text: "hi"}, {Role: convo.RoleUser, Text: "close my account"}},
 	}
 	val, err := env.ExecuteActivity(a.ModelRoundLocal, in)
 	require.NoError(t, err)
-	var res ModelRoundResult
+	var res convo.ModelRoundResult
 	require.NoError(t, val.Get(&res))
 	assert.Equal(t, "Closing.", res.Text)
 	assert.Equal(t, ProviderMock, res.Provider)
@@ -48,7 +49,7 @@ func TestModelRoundLocalUsesTheInlineTranscript(t *testing.T) {
 func TestModelRoundLocalRefusesRealProviders(t *testing.T) {
 	p := &recordingProvider{name: ProviderMock}
 	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, Providers: map[string]Provider{DefaultProviderKey: p}})
-	_, err := env.ExecuteActivity(a.ModelRoundLocal, LocalModelRoundInput{Round: ModelRoundInput{RunID: "r", PackID: "p", Round: 2}})
+	_, err := env.ExecuteActivity(a.ModelRoundLocal, LocalModelRoundInput{Round: convo.ModelRoundInput{RunID: "r", PackID: "p", Round: 2}})
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%T %v", err, err)
 	assert.Equal(t, ErrTypeNotLocal, appErr.Type())

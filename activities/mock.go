@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -58,11 +59,11 @@ func (p *MockProvider) wantsWholeTranscript(pack string) bool {
 
 // Complete implements Provider. The reply's text streams word by word, ChunkDelay
 // before each word.
-func (p *MockProvider) Complete(ctx context.Context, req *Request) (*ModelRoundResult, error) {
+func (p *MockProvider) Complete(ctx context.Context, req *Request) (*convo.ModelRoundResult, error) {
 	in := req.Input
 	script := p.Scripts[in.PackID]
 	var text string
-	var calls []ToolCall
+	var calls []convo.ToolCall
 	switch {
 	case script == nil:
 		text = fmt.Sprintf("Mock reply from pack %q in state %q (no mock script is configured for this pack).", in.PackID, in.State)
@@ -104,7 +105,7 @@ func (p *MockProvider) Complete(ctx context.Context, req *Request) (*ModelRoundR
 				if len(c.Args) > 0 && string(c.Args) != "null" {
 					args = append(json.RawMessage(nil), c.Args...)
 				}
-				calls = append(calls, ToolCall{ID: callID(in.Round, i, c.Name), Name: c.Name, Args: args})
+				calls = append(calls, convo.ToolCall{ID: callID(in.Round, i, c.Name), Name: c.Name, Args: args})
 			}
 		}
 	}
@@ -115,12 +116,12 @@ func (p *MockProvider) Complete(ctx context.Context, req *Request) (*ModelRoundR
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
-	return &ModelRoundResult{
+	return &convo.ModelRoundResult{
 		Text:         text,
 		ToolCalls:    calls,
 		Provider:     ProviderMock,
 		Model:        MockModel,
-		Usage:        Usage{InputTokens: inputTokens(req), OutputTokens: outputTokens(text, calls)},
+		Usage:        convo.Usage{InputTokens: inputTokens(req), OutputTokens: outputTokens(text, calls)},
 		FinishReason: finish,
 	}, nil
 }
@@ -168,14 +169,14 @@ func words(text string) []string {
 func mockRounds(req *Request) []packs.MockSeen {
 	var out []packs.MockSeen
 	var cur packs.MockSeen
-	for _, msgs := range [][]Message{req.Earlier, req.Messages} {
+	for _, msgs := range [][]convo.Message{req.Earlier, req.Messages} {
 		for _, m := range msgs {
 			switch m.Role {
-			case RoleUser:
+			case convo.RoleUser:
 				cur.User, cur.HasUser = m.Text, true
-			case RoleTool:
+			case convo.RoleTool:
 				cur.ToolResult, cur.HasToolResult = m.Text, true
-			case RoleAssistant:
+			case convo.RoleAssistant:
 				seen := cur
 				seen.State = m.State
 				out = append(out, seen)
@@ -221,7 +222,7 @@ func inputTokens(req *Request) int {
 	return tokens(n)
 }
 
-func outputTokens(text string, calls []ToolCall) int {
+func outputTokens(text string, calls []convo.ToolCall) int {
 	n := len(text)
 	for _, c := range calls {
 		n += len(c.Name) + len(c.Args)

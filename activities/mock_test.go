@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -31,16 +32,16 @@ func balanceScript() *packs.MockScript {
 	}
 }
 
-func mockReq(state string, round int, msgs ...Message) *Request {
+func mockReq(state string, round int, msgs ...convo.Message) *Request {
 	return &Request{
-		Input:    ModelRoundInput{RunID: "run-1", PackID: "bank", State: state, Round: round, System: "You are a bank."},
+		Input:    convo.ModelRoundInput{RunID: "run-1", PackID: "bank", State: state, Round: round, System: "You are a bank."},
 		Messages: msgs,
 	}
 }
 
 // earlierRound is the assistant message an earlier round left in the transcript.
-func earlierRound(state string) Message {
-	return Message{Role: RoleAssistant, Text: "…", State: state}
+func earlierRound(state string) convo.Message {
+	return convo.Message{Role: convo.RoleAssistant, Text: "…", State: state}
 }
 
 func appErrType(t *testing.T, err error) (string, bool) {
@@ -56,13 +57,13 @@ func strictMock(s *packs.MockScript) *MockProvider {
 
 func TestMockFollowsScriptInOrder(t *testing.T) {
 	p := strictMock(balanceScript())
-	user := Message{Role: RoleUser, Text: "what is my balance?"}
+	user := convo.Message{Role: convo.RoleUser, Text: "what is my balance?"}
 
 	r0, err := p.Complete(context.Background(), mockReq("verifying", 0, user))
 	require.NoError(t, err)
 	assert.Equal(t, "Let me check that account.", r0.Text)
 	require.Len(t, r0.ToolCalls, 1)
-	assert.Equal(t, ToolCall{ID: "call_0_0_verify_account", Name: "verify_account", Args: json.RawMessage(`{"account_id":"ACC-12345"}`)}, r0.ToolCalls[0])
+	assert.Equal(t, convo.ToolCall{ID: "call_0_0_verify_account", Name: "verify_account", Args: json.RawMessage(`{"account_id":"ACC-12345"}`)}, r0.ToolCalls[0])
 	assert.Equal(t, "tool_calls", r0.FinishReason)
 	assert.Equal(t, ProviderMock, r0.Provider)
 	assert.Equal(t, MockModel, r0.Model)
@@ -81,7 +82,7 @@ func TestMockFollowsScriptInOrder(t *testing.T) {
 
 	// Rounds before the context window (Earlier) count too.
 	req := mockReq("verifying", 1, user)
-	req.Earlier = []Message{user, earlierRound("verifying")}
+	req.Earlier = []convo.Message{user, earlierRound("verifying")}
 	r1b, err := p.Complete(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, r1.ToolCalls, r1b.ToolCalls)
@@ -89,7 +90,7 @@ func TestMockFollowsScriptInOrder(t *testing.T) {
 
 func TestMockExpectStateMismatch(t *testing.T) {
 	p := strictMock(balanceScript())
-	user := Message{Role: RoleUser, Text: "my balance"}
+	user := convo.Message{Role: convo.RoleUser, Text: "my balance"}
 	_, err := p.Complete(context.Background(), mockReq("triage", 1, user, earlierRound("verifying")))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
@@ -105,9 +106,9 @@ func TestMockExpectUser(t *testing.T) {
 
 	// Only the latest user message counts.
 	_, err := p.Complete(context.Background(), mockReq("verifying", 0,
-		Message{Role: RoleUser, Text: "my balance please"},
-		Message{Role: RoleSystem, Text: "sure"},
-		Message{Role: RoleUser, Text: "actually, close my account"}))
+		convo.Message{Role: convo.RoleUser, Text: "my balance please"},
+		convo.Message{Role: convo.RoleSystem, Text: "sure"},
+		convo.Message{Role: convo.RoleUser, Text: "actually, close my account"}))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
 	assert.Equal(t, ErrTypeMockMismatch, typ)
@@ -115,14 +116,14 @@ func TestMockExpectUser(t *testing.T) {
 	assert.Contains(t, err.Error(), `"balance"`)
 	assert.Contains(t, err.Error(), "close my account")
 
-	_, err = p.Complete(context.Background(), mockReq("verifying", 0, Message{Role: RoleSystem, Text: "balance"}))
+	_, err = p.Complete(context.Background(), mockReq("verifying", 0, convo.Message{Role: convo.RoleSystem, Text: "balance"}))
 	require.Error(t, err)
 	typ, _ = appErrType(t, err)
 	assert.Equal(t, ErrTypeMockMismatch, typ)
 	assert.Contains(t, err.Error(), "no user message")
 
 	// Case does not matter.
-	res, err := p.Complete(context.Background(), mockReq("verifying", 0, Message{Role: RoleUser, Text: "BALANCE?"}))
+	res, err := p.Complete(context.Background(), mockReq("verifying", 0, convo.Message{Role: convo.RoleUser, Text: "BALANCE?"}))
 	require.NoError(t, err)
 	assert.Equal(t, "Let me check that account.", res.Text)
 }
@@ -132,7 +133,7 @@ func TestMockExpectUser(t *testing.T) {
 func TestMockForgivesOffScriptRounds(t *testing.T) {
 	script := balanceScript()
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
-	off := Message{Role: RoleUser, Text: "what's the weather?"}
+	off := convo.Message{Role: convo.RoleUser, Text: "what's the weather?"}
 	res, err := p.Complete(context.Background(), mockReq("verifying", 0, off))
 	require.NoError(t, err)
 	assert.Equal(t, "OK.", res.Text)
@@ -140,7 +141,7 @@ func TestMockForgivesOffScriptRounds(t *testing.T) {
 
 	// The next message is the one the script waits for: its first round answers.
 	res, err = p.Complete(context.Background(), mockReq("verifying", 1, off, earlierRound("verifying"),
-		Message{Role: RoleUser, Text: "my balance please"}))
+		convo.Message{Role: convo.RoleUser, Text: "my balance please"}))
 	require.NoError(t, err)
 	assert.Equal(t, "Let me check that account.", res.Text)
 
@@ -159,7 +160,7 @@ func TestMockForgivesOffScriptRounds(t *testing.T) {
 
 func TestMockScriptedError(t *testing.T) {
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": balanceScript()}}
-	user := Message{Role: RoleUser, Text: "balance"}
+	user := convo.Message{Role: convo.RoleUser, Text: "balance"}
 	_, err := p.Complete(context.Background(), mockReq("resolution", 2, user, earlierRound("verifying"), earlierRound("verifying")))
 	require.Error(t, err)
 	typ, nonRetryable := appErrType(t, err)
@@ -171,7 +172,7 @@ func TestMockScriptedError(t *testing.T) {
 func TestMockExhausted(t *testing.T) {
 	script := &packs.MockScript{Default: "OK.", Rounds: []packs.MockRound{{Text: "one"}, {Text: "two"}, {Text: "three"}}}
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}}
-	three := []Message{{Role: RoleUser, Text: "hi"}, earlierRound("a"), earlierRound("a"), earlierRound("a")}
+	three := []convo.Message{{Role: convo.RoleUser, Text: "hi"}, earlierRound("a"), earlierRound("a"), earlierRound("a")}
 
 	res, err := p.Complete(context.Background(), mockReq("anything", 3, three...))
 	require.NoError(t, err)

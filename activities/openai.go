@@ -11,6 +11,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // DefaultOpenAIModel is the model of the openai provider when WOP_MODEL is unset.
@@ -96,7 +98,7 @@ func (p *OpenAIProvider) LogValue() slog.Value {
 // stream_options.include_usage for the token counts): each content delta goes to
 // req.Stream as it arrives, and the result is assembled from the same chunks by the
 // SDK's accumulator, so it is the completion a non-streamed call would have returned.
-func (p *OpenAIProvider) Complete(ctx context.Context, req *Request) (*ModelRoundResult, error) {
+func (p *OpenAIProvider) Complete(ctx context.Context, req *Request) (*convo.ModelRoundResult, error) {
 	params, err := p.params(req)
 	if err != nil {
 		return nil, err
@@ -146,11 +148,11 @@ func (p *OpenAIProvider) params(req *Request) (openai.ChatCompletionNewParams, e
 	}
 	for i, m := range req.Messages {
 		switch m.Role {
-		case RoleSystem:
+		case convo.RoleSystem:
 			params.Messages = append(params.Messages, openai.SystemMessage(m.Text))
-		case RoleUser:
+		case convo.RoleUser:
 			params.Messages = append(params.Messages, openai.UserMessage(m.Text))
-		case RoleAssistant:
+		case convo.RoleAssistant:
 			if m.Text == "" && len(m.ToolCalls) == 0 {
 				continue // the API rejects an assistant message with neither content nor tool calls
 			}
@@ -171,7 +173,7 @@ func (p *OpenAIProvider) params(req *Request) (openai.ChatCompletionNewParams, e
 				})
 			}
 			params.Messages = append(params.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		case RoleTool:
+		case convo.RoleTool:
 			params.Messages = append(params.Messages, openai.ToolMessage(toolResultText(m), m.ToolCallID))
 		default:
 			return params, nonRetryable(ErrTypeBadRequest, "transcript message %d has unknown role %q", i, m.Role)
@@ -220,17 +222,17 @@ func (p *OpenAIProvider) params(req *Request) (openai.ChatCompletionNewParams, e
 	return params, nil
 }
 
-func (p *OpenAIProvider) result(req *Request, resp *openai.ChatCompletion) (*ModelRoundResult, error) {
+func (p *OpenAIProvider) result(req *Request, resp *openai.ChatCompletion) (*convo.ModelRoundResult, error) {
 	if resp == nil || len(resp.Choices) == 0 {
 		return nil, badResponse(p.Name(), "no choices in the chat completion")
 	}
 	choice := resp.Choices[0]
-	res := &ModelRoundResult{
+	res := &convo.ModelRoundResult{
 		Text:         choice.Message.Content,
 		Provider:     p.Name(),
 		Model:        resp.Model,
 		FinishReason: choice.FinishReason,
-		Usage:        Usage{InputTokens: int(resp.Usage.PromptTokens), OutputTokens: int(resp.Usage.CompletionTokens)},
+		Usage:        convo.Usage{InputTokens: int(resp.Usage.PromptTokens), OutputTokens: int(resp.Usage.CompletionTokens)},
 	}
 	if res.Model == "" {
 		res.Model = p.Model
@@ -249,7 +251,7 @@ func (p *OpenAIProvider) result(req *Request, resp *openai.ChatCompletion) (*Mod
 		if id == "" {
 			id = callID(req.Input.Round, i, c.Function.Name)
 		}
-		res.ToolCalls = append(res.ToolCalls, ToolCall{ID: id, Name: c.Function.Name, Args: objectArgs(c.Function.Arguments)})
+		res.ToolCalls = append(res.ToolCalls, convo.ToolCall{ID: id, Name: c.Function.Name, Args: objectArgs(c.Function.Arguments)})
 	}
 	return res, nil
 }

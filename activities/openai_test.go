@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 const testOpenAIKey = "sk-test-0123456789abcdefSECRET"
@@ -29,10 +31,10 @@ func jsonString(s string) string {
 // assistant's two tool calls and both results (one an error).
 func conversationRequest() *Request {
 	return &Request{
-		Input: ModelRoundInput{
+		Input: convo.ModelRoundInput{
 			RunID: "run-1", PackID: "bank", State: "verifying", Round: 1,
 			System: "You are a bank assistant.",
-			Tools: []ToolSpec{
+			Tools: []convo.ToolSpec{
 				{Name: "verify_account", Description: "Verify an account",
 					Parameters: json.RawMessage(`{"type":"object","properties":{"account_id":{"type":"string"}},"required":["account_id"]}`)},
 				{Name: "workflow__transition", Description: "Transition the workflow",
@@ -41,14 +43,14 @@ func conversationRequest() *Request {
 			ToolChoice: "auto",
 			Parameters: json.RawMessage(`{"temperature":0.2,"max_tokens":300,"top_p":0.9,"top_k":40}`),
 		},
-		Messages: []Message{
-			{Role: RoleUser, Text: "What is the balance of ACC-1?"},
-			{Role: RoleAssistant, Text: "Checking.", ToolCalls: []ToolCall{
+		Messages: []convo.Message{
+			{Role: convo.RoleUser, Text: "What is the balance of ACC-1?"},
+			{Role: convo.RoleAssistant, Text: "Checking.", ToolCalls: []convo.ToolCall{
 				{ID: "call_a", Name: "verify_account", Args: json.RawMessage(`{"account_id":"ACC-1"}`)},
 				{ID: "call_b", Name: "get_balance", Args: json.RawMessage(`{"account_id":"ACC-1"}`)},
 			}},
-			{Role: RoleTool, ToolCallID: "call_a", Name: "verify_account", Text: `{"ok":true}`},
-			{Role: RoleTool, ToolCallID: "call_b", Name: "get_balance", Text: `{"error":"no executor"}`, IsError: true},
+			{Role: convo.RoleTool, ToolCallID: "call_a", Name: "verify_account", Text: `{"ok":true}`},
+			{Role: convo.RoleTool, ToolCallID: "call_b", Name: "get_balance", Text: `{"error":"no executor"}`, IsError: true},
 		},
 	}
 }
@@ -57,12 +59,12 @@ func TestOpenAIPlainText(t *testing.T) {
 	ws := newWireServer(t, openAIText("Hello there."))
 	p := NewOpenAIProvider(testOpenAIKey, "gpt-test", ws.URL+"/v1")
 	res, err := p.Complete(context.Background(), &Request{
-		Input:    ModelRoundInput{System: "Be brief.", Round: 0},
-		Messages: []Message{{Role: RoleUser, Text: "hi"}, {Role: RoleAssistant}},
+		Input:    convo.ModelRoundInput{System: "Be brief.", Round: 0},
+		Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}, {Role: convo.RoleAssistant}},
 	})
 	require.NoError(t, err)
-	assert.Equal(t, &ModelRoundResult{Text: "Hello there.", Provider: ProviderOpenAI, Model: "gpt-test-2025",
-		Usage: Usage{InputTokens: 12, OutputTokens: 5}, FinishReason: "stop"}, res)
+	assert.Equal(t, &convo.ModelRoundResult{Text: "Hello there.", Provider: ProviderOpenAI, Model: "gpt-test-2025",
+		Usage: convo.Usage{InputTokens: 12, OutputTokens: 5}, FinishReason: "stop"}, res)
 
 	reqs := ws.got()
 	require.Len(t, reqs, 1)
@@ -85,7 +87,7 @@ func TestOpenAIToolCallsBothWays(t *testing.T) {
 
 	assert.Empty(t, res.Text)
 	assert.Equal(t, "tool_calls", res.FinishReason)
-	assert.Equal(t, Usage{InputTokens: 80, OutputTokens: 30}, res.Usage)
+	assert.Equal(t, convo.Usage{InputTokens: 80, OutputTokens: 30}, res.Usage)
 	require.Len(t, res.ToolCalls, 2)
 	assert.Equal(t, "call_X1", res.ToolCalls[0].ID)
 	assert.Equal(t, "workflow__transition", res.ToolCalls[0].Name)
@@ -175,7 +177,7 @@ func TestOpenAIErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := newWireServer(t, tc.resp)
 			p := NewOpenAIProvider(testOpenAIKey, "gpt-test", ws.URL+"/v1")
-			_, err := p.Complete(context.Background(), &Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}})
+			_, err := p.Complete(context.Background(), &Request{Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}}})
 			appErr := requireAppError(t, err, tc.wantType, tc.nonRetryable)
 			assert.Equal(t, tc.retryDelay, appErr.NextRetryDelay())
 			assert.Contains(t, err.Error(), tc.contains)
@@ -191,12 +193,12 @@ func TestOpenAIUnreachableIsRetryable(t *testing.T) {
 	url := ws.URL
 	ws.Close()
 	p := NewOpenAIProvider(testOpenAIKey, "gpt-test", url+"/v1")
-	_, err := p.Complete(context.Background(), &Request{Messages: []Message{{Role: RoleUser, Text: "hi"}}})
+	_, err := p.Complete(context.Background(), &Request{Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}}})
 	requireAppError(t, err, ErrTypeUnavailable, false)
 }
 
 func TestOpenAIRejectsUnknownRole(t *testing.T) {
 	p := NewOpenAIProvider(testOpenAIKey, "gpt-test", "http://127.0.0.1:1/v1")
-	_, err := p.Complete(context.Background(), &Request{Messages: []Message{{Role: "narrator", Text: "x"}}})
+	_, err := p.Complete(context.Background(), &Request{Messages: []convo.Message{{Role: "narrator", Text: "x"}}})
 	requireAppError(t, err, ErrTypeBadRequest, true)
 }

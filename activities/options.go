@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // NonRetryableErrorTypes lists the permanent failures of model rounds and tool calls:
@@ -25,7 +27,7 @@ var NonRetryableErrorTypes = []string{
 
 // ModelRoundOptions returns the activity options of a ModelRound for a provider: a
 // canonical provider id (mock, openai, anthropic, openai-compatible; the Provider of
-// the run's previous ModelRoundResult) or, when it is not known yet, anything else
+// the run's previous convo.ModelRoundResult) or, when it is not known yet, anything else
 // such as the logical key, which gets options that suit every real provider.
 //
 //	provider            StartToClose  Heartbeat  attempts  backoff
@@ -77,7 +79,7 @@ func ToolCallOptions() workflow.ActivityOptions {
 // ModelRoundSummary is a one-line summary of a model round for the Temporal UI
 // (ActivityOptions.Summary): state, prompt, round and provider key. It holds no
 // message text.
-func ModelRoundSummary(in ModelRoundInput) string {
+func ModelRoundSummary(in convo.ModelRoundInput) string {
 	key := in.Provider
 	if key == "" {
 		key = DefaultProviderKey
@@ -87,7 +89,7 @@ func ModelRoundSummary(in ModelRoundInput) string {
 
 // ToolCallSummary is a one-line summary of a tool call for the Temporal UI: tool,
 // state and call id. It holds no arguments.
-func ToolCallSummary(in ToolCallInput) string {
+func ToolCallSummary(in convo.ToolCallInput) string {
 	return fmt.Sprintf("tool %s · state %s · round %d · %s", in.Tool, in.State, in.Round, in.CallID)
 }
 

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
-// Canonical provider ids, as reported in ModelRoundResult.Provider and accepted by
+// Canonical provider ids, as reported in convo.ModelRoundResult.Provider and accepted by
 // WOP_MODEL_PROVIDER and ModelRoundOptions.
 const (
 	ProviderMock             = "mock"
@@ -31,18 +32,18 @@ type Provider interface {
 	Name() string
 	// Complete runs one model round over the request's transcript, passing the reply's
 	// text to req.Stream as it is produced.
-	Complete(ctx context.Context, req *Request) (*ModelRoundResult, error)
+	Complete(ctx context.Context, req *Request) (*convo.ModelRoundResult, error)
 }
 
 // Request is one model round as a provider sees it: the activity input plus the
-// transcript the activity fetched through the input's TranscriptRef.
+// transcript the activity fetched through the input's convo.TranscriptRef.
 type Request struct {
-	Input ModelRoundInput
+	Input convo.ModelRoundInput
 	// Messages are the round's context: messages [From, To) of the transcript.
-	Messages []Message
+	Messages []convo.Message
 	// Earlier are messages [0, From), read only for a provider that asks for the whole
 	// transcript (the scripted mock); nil otherwise.
-	Earlier []Message
+	Earlier []convo.Message
 	// Stream, when not nil, receives the reply's text while the provider produces it,
 	// piece by piece and in order; the pieces concatenate to the result's Text. The
 	// ModelRound activity points it at the worker's chunk hub (package chunks). A
@@ -77,7 +78,7 @@ func (r *Request) parameters() (packs.Parameters, error) {
 
 // offeredTools returns the tools to declare to the model: none when the tool choice
 // is "none" (the model then cannot call any), else all of them.
-func (r *Request) offeredTools() []ToolSpec {
+func (r *Request) offeredTools() []convo.ToolSpec {
 	if r.Input.ToolChoice == "none" {
 		return nil
 	}
@@ -121,7 +122,7 @@ func schemaObject(name string, raw json.RawMessage) (map[string]any, error) {
 
 // toolResultText is the text of a tool-result message as sent to a provider that has
 // no error flag (OpenAI chat completions): error results are marked.
-func toolResultText(m Message) string {
+func toolResultText(m convo.Message) string {
 	text := m.Text
 	if text == "" {
 		text = "{}"

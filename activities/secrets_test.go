@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // TestNoKeyInErrorsLogsOrResults runs both real providers through the ModelRound
@@ -40,15 +42,15 @@ func TestNoKeyInErrorsLogsOrResults(t *testing.T) {
 
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			src := &fakeTranscripts{msgs: map[string][]Message{"c": {{Role: RoleUser, Text: "hello"}}}}
+			src := &fakeTranscripts{msgs: map[string][]convo.Message{"c": {{Role: convo.RoleUser, Text: "hello"}}}}
 			a, env := newTestActivities(t, Config{Transcripts: src, Providers: map[string]Provider{DefaultProviderKey: p}, Logger: logger})
 			logger.Info("Providers configured", "provider", p)
 
-			in := ModelRoundInput{RunID: "run-s", PackID: "bank", State: "s", Transcript: TranscriptRef{RunID: "run-s", Key: "c", To: 1}}
+			in := convo.ModelRoundInput{RunID: "run-s", PackID: "bank", State: "s", Transcript: convo.TranscriptRef{RunID: "run-s", Key: "c", To: 1}}
 			var outputs []string
 			val, err := env.ExecuteActivity(a.ModelRound, in)
 			require.NoError(t, err)
-			var res ModelRoundResult
+			var res convo.ModelRoundResult
 			require.NoError(t, val.Get(&res))
 			b, _ := json.Marshal(res)
 			outputs = append(outputs, string(b))

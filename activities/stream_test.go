@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/packs"
 )
@@ -36,7 +37,7 @@ func (p *pieces) all() []string {
 }
 
 func streamingRequest(p *pieces) *Request {
-	return &Request{Input: ModelRoundInput{Round: 2}, Messages: []Message{{Role: RoleUser, Text: "hi"}}, Stream: p.add}
+	return &Request{Input: convo.ModelRoundInput{Round: 2}, Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}}, Stream: p.add}
 }
 
 // TestProvidersStreamTheReplyTheyReturn: each provider passes the reply to Stream
@@ -61,7 +62,7 @@ func TestProvidersStreamTheReplyTheyReturn(t *testing.T) {
 			assert.Equal(t, reply.Text, strings.Join(got.all(), ""))
 			assert.Equal(t, reply.Text, res.Text)
 			assert.Equal(t, "m-1", res.Model)
-			assert.Equal(t, Usage{InputTokens: 30, OutputTokens: 9}, res.Usage)
+			assert.Equal(t, convo.Usage{InputTokens: 30, OutputTokens: 9}, res.Usage)
 			require.Len(t, res.ToolCalls, 1)
 			assert.Equal(t, "call_9", res.ToolCalls[0].ID)
 			assert.Equal(t, "get_balance", res.ToolCalls[0].Name)
@@ -126,7 +127,7 @@ func TestMockStreamsWordByWord(t *testing.T) {
 	scripts := map[string]*packs.MockScript{"p": {Rounds: []packs.MockRound{{Text: "Your balance is 120 EUR."}}}}
 	m := &MockProvider{Scripts: scripts, ChunkDelay: 5 * time.Millisecond}
 	var got pieces
-	req := &Request{Input: ModelRoundInput{PackID: "p", State: "s"}, Messages: []Message{{Role: RoleUser, Text: "hi"}}, Stream: got.add}
+	req := &Request{Input: convo.ModelRoundInput{PackID: "p", State: "s"}, Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}}, Stream: got.add}
 	start := time.Now()
 	res, err := m.Complete(context.Background(), req)
 	require.NoError(t, err)
@@ -137,7 +138,7 @@ func TestMockStreamsWordByWord(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err = (&MockProvider{Scripts: scripts, ChunkDelay: time.Hour}).Complete(ctx, &Request{
-		Input: ModelRoundInput{PackID: "p", State: "s"}, Messages: []Message{{Role: RoleUser, Text: "hi"}}, Stream: func(string) {}})
+		Input: convo.ModelRoundInput{PackID: "p", State: "s"}, Messages: []convo.Message{{Role: convo.RoleUser, Text: "hi"}}, Stream: func(string) {}})
 	require.ErrorIs(t, err, context.Canceled)
 }
 
@@ -157,11 +158,11 @@ func readHub(t *testing.T, h *chunks.Hub, run string) []chunks.Chunk {
 // attempt ends its stream aborted.
 func TestModelRoundPublishesChunks(t *testing.T) {
 	hub := chunks.NewHub()
-	src := &fakeTranscripts{msgs: map[string][]Message{"agent": {{Role: RoleUser, Text: "hi"}}}}
+	src := &fakeTranscripts{msgs: map[string][]convo.Message{"agent": {{Role: convo.RoleUser, Text: "hi"}}}}
 	scripts := map[string]*packs.MockScript{"p": {Rounds: []packs.MockRound{{Text: "Hello you."}}}}
 	a, env := newTestActivities(t, Config{Transcripts: src, MockScripts: scripts, Chunks: hub})
-	in := ModelRoundInput{RunID: "run-7", PackID: "p", NodeID: "agent", State: "chat", Round: 0, MessageID: "conv:2:agent",
-		Transcript: TranscriptRef{RunID: "run-7", Key: "agent", From: 0, To: 1}}
+	in := convo.ModelRoundInput{RunID: "run-7", PackID: "p", NodeID: "agent", State: "chat", Round: 0, MessageID: "conv:2:agent",
+		Transcript: convo.TranscriptRef{RunID: "run-7", Key: "agent", From: 0, To: 1}}
 	_, err := env.ExecuteActivity(a.ModelRound, in)
 	require.NoError(t, err)
 	got := readHub(t, hub, "run-7")

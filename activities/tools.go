@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/convo"
 )
 
 // Route kinds (ToolRoute.Kind): where a tool call runs.
@@ -40,7 +42,7 @@ type ToolBindings interface {
 	// Execute runs a call whose tool is bound on this worker (HTTP, MCP, Go). It reports
 	// false when it has no such binding for the tool. A returned error fails the activity
 	// attempt (Temporal retries it as the call's RetryPolicy allows).
-	Execute(ctx context.Context, in ToolCallInput) (*ToolCallResult, bool, error)
+	Execute(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, bool, error)
 }
 
 // RouteToolsInput asks where each call of one tool batch runs.
@@ -152,7 +154,7 @@ func RouteToolsOptions() workflow.LocalActivityOptions {
 // runId \0 nodeId \0 ordinal \0 providerKey)), with ordinal "<round>:<callId>" and
 // providerKey "tool:<name>". HTTP bindings send it as the Idempotency-Key header;
 // activity bindings get it as their ActivityID.
-func ToolIdempotencyKey(tenant string, in ToolCallInput) string {
+func ToolIdempotencyKey(tenant string, in convo.ToolCallInput) string {
 	h := sha256.New()
 	for i, part := range []string{"openwop:activity:v2", tenant, in.RunID, in.NodeID, fmt.Sprintf("%d:%s", in.Round, in.CallID), "tool:" + in.Tool} {
 		if i > 0 {

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
 // fakeBindings binds "lookup" (HTTP-like, executed here) and "balance" (an activity).
 type fakeBindings struct {
-	executed []ToolCallInput
+	executed []convo.ToolCallInput
 }
 
 func (f *fakeBindings) Route(c ToolRouteCall) (ToolRoute, bool) {
@@ -28,11 +29,11 @@ func (f *fakeBindings) Route(c ToolRouteCall) (ToolRoute, bool) {
 	return ToolRoute{}, false
 }
 
-func (f *fakeBindings) Execute(_ context.Context, in ToolCallInput) (*ToolCallResult, bool, error) {
+func (f *fakeBindings) Execute(_ context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	switch in.Tool {
 	case "lookup":
 		f.executed = append(f.executed, in)
-		return &ToolCallResult{Content: json.RawMessage(`{"from":"binding"}`)}, true, nil
+		return &convo.ToolCallResult{Content: json.RawMessage(`{"from":"binding"}`)}, true, nil
 	case "flaky":
 		return nil, true, errors.New("the endpoint is down")
 	}
@@ -42,7 +43,9 @@ func (f *fakeBindings) Execute(_ context.Context, in ToolCallInput) (*ToolCallRe
 func TestRouteTools(t *testing.T) {
 	scripts := map[string]*packs.MockScript{"bank": {ToolResults: map[string]json.RawMessage{
 		"verify": json.RawMessage(`{"ok":true}`), "lookup": json.RawMessage(`{"from":"mock"}`)}}}
-	goTools := map[string]ToolFunc{"note": func(context.Context, ToolCallInput) (*ToolCallResult, error) { return &ToolCallResult{}, nil }}
+	goTools := map[string]ToolFunc{"note": func(context.Context, convo.ToolCallInput) (*convo.ToolCallResult, error) {
+		return &convo.ToolCallResult{}, nil
+	}}
 	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, MockScripts: scripts, Tools: goTools, Bindings: &fakeBindings{}})
 	val, err := env.ExecuteActivity(a.RouteTools, RouteToolsInput{RunID: "r", PackID: "bank", Calls: []ToolRouteCall{
 		{CallID: "1", Tool: "lookup", Effect: "read"},
@@ -97,16 +100,16 @@ func TestToolCallRunsTheBinding(t *testing.T) {
 	scripts := map[string]*packs.MockScript{"bank": {ToolResults: map[string]json.RawMessage{"lookup": json.RawMessage(`{"from":"mock"}`)}}}
 	b := &fakeBindings{}
 	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, MockScripts: scripts, Bindings: b})
-	in := ToolCallInput{RunID: "r", NodeID: "agent", PackID: "bank", Tool: "lookup", CallID: "call_0_0_lookup", Args: json.RawMessage(`{}`)}
+	in := convo.ToolCallInput{RunID: "r", NodeID: "agent", PackID: "bank", Tool: "lookup", CallID: "call_0_0_lookup", Args: json.RawMessage(`{}`)}
 	val, err := env.ExecuteActivity(a.ToolCall, in)
 	require.NoError(t, err)
-	var res ToolCallResult
+	var res convo.ToolCallResult
 	require.NoError(t, val.Get(&res))
 	assert.JSONEq(t, `{"from":"binding"}`, string(res.Content), "a binding wins over the mock's tool_results")
 	require.Len(t, b.executed, 1)
 	assert.Equal(t, ToolIdempotencyKey("", in), b.executed[0].IdempotencyKey, "a call scheduled without a key gets one")
 
-	_, err = env.ExecuteActivity(a.ToolCall, ToolCallInput{PackID: "bank", Tool: "flaky", CallID: "c"})
+	_, err = env.ExecuteActivity(a.ToolCall, convo.ToolCallInput{PackID: "bank", Tool: "flaky", CallID: "c"})
 	require.ErrorContains(t, err, "the endpoint is down", "a binding's error fails the attempt")
 }
 
@@ -121,13 +124,13 @@ func TestToolAttempts(t *testing.T) {
 }
 
 func TestToolIdempotencyKey(t *testing.T) {
-	in := ToolCallInput{RunID: "r_1", NodeID: "agent", Round: 2, CallID: "call_2_0_lookup", Tool: "lookup", State: "a", Args: json.RawMessage(`{"x":1}`)}
+	in := convo.ToolCallInput{RunID: "r_1", NodeID: "agent", Round: 2, CallID: "call_2_0_lookup", Tool: "lookup", State: "a", Args: json.RawMessage(`{"x":1}`)}
 	k := ToolIdempotencyKey("acme", in)
 	assert.Len(t, k, 43)
 	same := in
 	same.State, same.Args = "b", json.RawMessage(`{"x":2}`) // attempts of one call share the key
 	assert.Equal(t, k, ToolIdempotencyKey("acme", same))
-	for name, other := range map[string]ToolCallInput{
+	for name, other := range map[string]convo.ToolCallInput{
 		"round": {RunID: "r_1", NodeID: "agent", Round: 3, CallID: "call_2_0_lookup", Tool: "lookup"},
 		"call":  {RunID: "r_1", NodeID: "agent", Round: 2, CallID: "call_2_1_lookup", Tool: "lookup"},
 		"run":   {RunID: "r_2", NodeID: "agent", Round: 2, CallID: "call_2_0_lookup", Tool: "lookup"},
@@ -141,7 +144,7 @@ func TestMockExpectToolResult(t *testing.T) {
 	script := &packs.MockScript{Rounds: []packs.MockRound{{ExpectToolResult: `"status":"shipped"`, Text: "It shipped."}}}
 	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": script}, Strict: true}
 
-	_, err := p.Complete(context.Background(), mockReq("s", 0, Message{Role: RoleUser, Text: "where?"}))
+	_, err := p.Complete(context.Background(), mockReq("s", 0, convo.Message{Role: convo.RoleUser, Text: "where?"}))
 	require.Error(t, err)
 	typ, _ := appErrType(t, err)
 	assert.Equal(t, ErrTypeMockMismatch, typ)
@@ -149,12 +152,12 @@ func TestMockExpectToolResult(t *testing.T) {
 
 	// Only the latest tool result counts.
 	_, err = p.Complete(context.Background(), mockReq("s", 0,
-		Message{Role: RoleTool, Text: `{"status":"shipped"}`},
-		Message{Role: RoleTool, Text: `{"error":"connection refused"}`}))
+		convo.Message{Role: convo.RoleTool, Text: `{"status":"shipped"}`},
+		convo.Message{Role: convo.RoleTool, Text: `{"error":"connection refused"}`}))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `expected the latest tool result to contain "\"status\":\"shipped\"" but it is "{\"error\":\"connection refused\"}"`)
 
-	res, err := p.Complete(context.Background(), mockReq("s", 0, Message{Role: RoleTool, Text: `{"order":"ORD-1","status":"shipped"}`}))
+	res, err := p.Complete(context.Background(), mockReq("s", 0, convo.Message{Role: convo.RoleTool, Text: `{"order":"ORD-1","status":"shipped"}`}))
 	require.NoError(t, err)
 	assert.Equal(t, "It shipped.", res.Text)
 }

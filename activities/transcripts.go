@@ -3,9 +3,6 @@ package activities
 import (
 	"container/list"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,36 +10,9 @@ import (
 	"sync/atomic"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/wop-dev/wop/convo"
 )
-
-// ExtendTranscriptDigest returns the digest of a transcript's messages [0, n+len(msgs))
-// from the digest of its messages [0, n): each message folds its JSON encoding into the
-// previous digest with SHA-256. The digest of no messages is "". The workflow extends
-// it as it appends messages and a TranscriptRef carries it, so a TranscriptCache can
-// check that the messages it holds plus a round's tail are exactly the run's, without
-// either side keeping the whole transcript.
-func ExtendTranscriptDigest(digest string, msgs ...Message) string {
-	for i := range msgs {
-		h := sha256.New()
-		h.Write([]byte(digest))
-		_ = json.NewEncoder(h).Encode(&msgs[i]) // a Message always encodes; the hash never fails
-		digest = hex.EncodeToString(h.Sum(nil)[:16])
-	}
-	return digest
-}
-
-// TranscriptDigest is the digest of a whole transcript (ExtendTranscriptDigest from "").
-func TranscriptDigest(msgs []Message) string { return ExtendTranscriptDigest("", msgs...) }
-
-// MessageBytes is the size a message counts for in pages and budgets: its texts, tool
-// calls and a fixed overhead for the encoding.
-func MessageBytes(m *Message) int {
-	n := 64 + len(m.Role) + len(m.Text) + len(m.ToolCallID) + len(m.Name) + len(m.State)
-	for _, tc := range m.ToolCalls {
-		n += 32 + len(tc.ID) + len(tc.Name) + len(tc.Args)
-	}
-	return n
-}
 
 // The transcript budget of a model round: a round sees the newest messages of its
 // context that fit in DefaultContextBytes and DefaultContextMessages (Config.Context
@@ -79,12 +49,12 @@ func (b ContextBudget) withDefaults() ContextBudget {
 // user message before it when the newest turn alone exceeds the budget. ok is false
 // when msgs do not reach back far enough to decide: the caller reads earlier messages
 // and asks again.
-func windowStart(msgs []Message, base, from, maxBytes, maxMessages int) (start int, ok bool) {
+func windowStart(msgs []convo.Message, base, from, maxBytes, maxMessages int) (start int, ok bool) {
 	end := base + len(msgs)
 	lo := max(base, from)
 	cut, size := -1, 0
 	for i := end; i > lo; i-- {
-		size += MessageBytes(&msgs[i-1-base])
+		size += convo.MessageBytes(&msgs[i-1-base])
 		if (maxBytes > 0 && size > maxBytes) || (maxMessages > 0 && end-(i-1) > maxMessages) {
 			cut = i
 			break
@@ -95,12 +65,12 @@ func windowStart(msgs []Message, base, from, maxBytes, maxMessages int) (start i
 		return lo, base <= from
 	}
 	for j := cut; j < end; j++ {
-		if msgs[j-base].Role == RoleUser {
+		if msgs[j-base].Role == convo.RoleUser {
 			return j, true
 		}
 	}
 	for j := cut - 1; j >= lo; j-- {
-		if msgs[j-base].Role == RoleUser {
+		if msgs[j-base].Role == convo.RoleUser {
 			return j, true
 		}
 	}
@@ -124,7 +94,7 @@ type ClientTranscripts struct {
 const clientPageBytes = 256 << 10
 
 // Transcript implements TranscriptSource.
-func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
+func (c ClientTranscripts) Transcript(ctx context.Context, ref convo.TranscriptRef) ([]convo.Message, error) {
 	if c.Client == nil {
 		return nil, errors.New("transcript source has no Temporal client")
 	}
@@ -132,7 +102,7 @@ func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([
 		return nil, fmt.Errorf("transcript %q of run %s: range [%d, %d) is empty or negative", ref.Key, ref.RunID, ref.From, ref.To)
 	}
 	var (
-		msgs     []Message // messages [lo, ref.To)
+		msgs     []convo.Message // messages [lo, ref.To)
 		lo       = ref.To
 		exec     string // the execution asked: "" is the run's current one
 		hops     int
@@ -172,7 +142,7 @@ func (c ClientTranscripts) Transcript(ctx context.Context, ref TranscriptRef) ([
 const maxExecutionHops = 1000
 
 // page asks one execution for the newest messages before index to.
-func (c ClientTranscripts) page(ctx context.Context, ref TranscriptRef, exec string, to int) (*TranscriptPage, error) {
+func (c ClientTranscripts) page(ctx context.Context, ref convo.TranscriptRef, exec string, to int) (*TranscriptPage, error) {
 	req := TranscriptPageRequest{Key: ref.Key, From: ref.From, To: to, MaxBytes: clientPageBytes}
 	if ref.MaxBytes > 0 {
 		req.MaxBytes = min(clientPageBytes, ref.MaxBytes)
@@ -194,7 +164,7 @@ const DefaultTranscriptCacheBytes = 16 << 20
 // TranscriptCache is a TranscriptSource that keeps, per run and transcript, the window
 // of messages its latest model round saw, with a margin of half the round's budget
 // (so a round whose new messages are short, and whose window therefore reaches further
-// back, still finds it in the cache). A round's TranscriptRef carries the messages
+// back, still finds it in the cache). A round's convo.TranscriptRef carries the messages
 // added since the run's previous round (Tail) and the digest of the whole transcript:
 // when the cache holds the window up to where the tail starts (or a few messages short
 // of it, which it reads from the source), it appends, checks the digest, cuts the
@@ -217,9 +187,9 @@ type TranscriptCache struct {
 
 type cachedTranscript struct {
 	key    string
-	start  int       // index of msgs[0] in the transcript
-	msgs   []Message // messages [start, start+len)
-	digest string    // digest of messages [0, start+len)
+	start  int             // index of msgs[0] in the transcript
+	msgs   []convo.Message // messages [start, start+len)
+	digest string          // digest of messages [0, start+len)
 	size   int
 }
 
@@ -239,7 +209,7 @@ func NewTranscriptCache(src TranscriptSource, maxBytes int) *TranscriptCache {
 func (c *TranscriptCache) Stats() (hits, misses int64) { return c.hits.Load(), c.misses.Load() }
 
 // Transcript implements TranscriptSource.
-func (c *TranscriptCache) Transcript(ctx context.Context, ref TranscriptRef) ([]Message, error) {
+func (c *TranscriptCache) Transcript(ctx context.Context, ref convo.TranscriptRef) ([]convo.Message, error) {
 	if ref.Digest == "" || ref.From < 0 || ref.From > ref.To {
 		// A round scheduled without a digest (or a range the workflow will reject).
 		c.misses.Add(1)
@@ -268,7 +238,7 @@ func (c *TranscriptCache) Transcript(ctx context.Context, ref TranscriptRef) ([]
 }
 
 // widened is ref with half as much budget again: what the cache keeps.
-func widened(ref TranscriptRef) TranscriptRef {
+func widened(ref convo.TranscriptRef) convo.TranscriptRef {
 	ref.MaxBytes += ref.MaxBytes / 2
 	ref.MaxMessages += ref.MaxMessages / 2
 	return ref
@@ -277,7 +247,7 @@ func widened(ref TranscriptRef) TranscriptRef {
 // extend answers ref from the cached window of key when it can: the window, the
 // messages between it and the tail (read from the source when there are few), and the
 // tail together must have ref's digest and reach back as far as ref's budget needs.
-func (c *TranscriptCache) extend(ctx context.Context, key string, ref TranscriptRef) ([]Message, bool, error) {
+func (c *TranscriptCache) extend(ctx context.Context, key string, ref convo.TranscriptRef) ([]convo.Message, bool, error) {
 	c.mu.Lock()
 	el, ok := c.items[key]
 	var e *cachedTranscript
@@ -291,7 +261,7 @@ func (c *TranscriptCache) extend(ctx context.Context, key string, ref Transcript
 	}
 	end := e.start + len(e.msgs)
 	tailStart := ref.To - len(ref.Tail)
-	var msgs []Message
+	var msgs []convo.Message
 	switch {
 	case end == ref.To:
 		if e.digest != ref.Digest {
@@ -300,17 +270,17 @@ func (c *TranscriptCache) extend(ctx context.Context, key string, ref Transcript
 		msgs = e.msgs // the same round again (a retry)
 	case end < ref.To && tailStart <= end:
 		added := ref.Tail[end-tailStart:]
-		if ExtendTranscriptDigest(e.digest, added...) != ref.Digest {
+		if convo.ExtendTranscriptDigest(e.digest, added...) != ref.Digest {
 			return nil, false, nil
 		}
 		msgs = append(slices.Clip(e.msgs), added...)
 	case end < tailStart && tailStart-end <= maxCacheGap:
-		gap, err := c.src.Transcript(ctx, TranscriptRef{RunID: ref.RunID, Key: ref.Key, From: end, To: tailStart})
+		gap, err := c.src.Transcript(ctx, convo.TranscriptRef{RunID: ref.RunID, Key: ref.Key, From: end, To: tailStart})
 		if err != nil {
 			return nil, false, err
 		}
 		added := append(gap, ref.Tail...)
-		if len(gap) != tailStart-end || ExtendTranscriptDigest(e.digest, added...) != ref.Digest {
+		if len(gap) != tailStart-end || convo.ExtendTranscriptDigest(e.digest, added...) != ref.Digest {
 			return nil, false, nil
 		}
 		msgs = append(slices.Clip(e.msgs), added...)
@@ -330,8 +300,8 @@ func (c *TranscriptCache) extend(ctx context.Context, key string, ref Transcript
 	return slices.Clone(msgs[start-e.start:]), true, nil
 }
 
-func (c *TranscriptCache) store(key string, start int, msgs []Message, digest string) {
-	e := &cachedTranscript{key: key, start: start, msgs: msgs, digest: digest, size: messagesSize(msgs)}
+func (c *TranscriptCache) store(key string, start int, msgs []convo.Message, digest string) {
+	e := &cachedTranscript{key: key, start: start, msgs: msgs, digest: digest, size: convo.MessagesSize(msgs)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
@@ -352,37 +322,3 @@ func (c *TranscriptCache) store(key string, start int, msgs []Message, digest st
 		c.bytes -= old.size
 	}
 }
-
-// messagesSize estimates the memory messages hold.
-func messagesSize(msgs []Message) int {
-	n := 0
-	for i := range msgs {
-		n += 64 + MessageBytes(&msgs[i])
-	}
-	return n
-}
-
-// TranscriptTail returns the messages a round's TranscriptRef carries inline: those
-// added since the previous assistant message, that message included (what the run added
-// since its previous round), or none when they exceed maxTailMessages or maxTailBytes
-// (the worker then asks the workflow, and history stays small).
-func TranscriptTail(msgs []Message) []Message {
-	start := 0
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleAssistant {
-			start = i
-			break
-		}
-	}
-	tail := msgs[start:]
-	if len(tail) > maxTailMessages || messagesSize(tail) > maxTailBytes {
-		return nil
-	}
-	return slices.Clone(tail)
-}
-
-// Bounds of TranscriptTail.
-const (
-	maxTailMessages = 32
-	maxTailBytes    = 16 << 10
-)

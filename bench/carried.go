@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -123,15 +124,15 @@ func carriedExecution(ctx context.Context, in workflows.RunInput, from, to int) 
 	env.OnSignalExternalWorkflow(mock.Anything, workflows.WebhookDispatcherID(in.Owner.Tenant), mock.Anything, workflows.WebhookEventsSignal, mock.Anything).
 		Return(errors.New("no webhook dispatcher")).Maybe()
 	reply := strings.Repeat("r", carriedMessageBytes)
-	answer := func() *activities.ModelRoundResult {
-		return &activities.ModelRoundResult{Text: reply, Provider: activities.ProviderMock, Model: activities.MockModel,
-			Usage: activities.Usage{InputTokens: 1, OutputTokens: carriedMessageBytes / 4}, FinishReason: "stop"}
+	answer := func() *convo.ModelRoundResult {
+		return &convo.ModelRoundResult{Text: reply, Provider: activities.ProviderMock, Model: activities.MockModel,
+			Usage: convo.Usage{InputTokens: 1, OutputTokens: carriedMessageBytes / 4}, FinishReason: "stop"}
 	}
-	env.RegisterActivityWithOptions(func(_ context.Context, _ activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, _ convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		return answer(), nil
 	}, activity.RegisterOptions{Name: "ModelRound"})
 	// Rounds after one the mock answered run as the local activity, as on the host.
-	env.RegisterActivityWithOptions(func(_ context.Context, _ activities.LocalModelRoundInput) (*activities.ModelRoundResult, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, _ activities.LocalModelRoundInput) (*convo.ModelRoundResult, error) {
 		return answer(), nil
 	}, activity.RegisterOptions{Name: "ModelRoundLocal"})
 	for t := from + 1; t <= to; t++ {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -14,36 +14,36 @@ var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
 // snapshot is what the fake runtime saw of the machine when a round started.
 type snapshot struct {
-	In          activities.ModelRoundInput
+	In          convo.ModelRoundInput
 	Visits      map[string]int
 	TotalVisits int
 	ToolCalls   int
-	Messages    []activities.Message // the transcript the round's reference points at
+	Messages    []convo.Message // the transcript the round's reference points at
 }
 
 // fakeRuntime scripts model rounds and tool results and records what it receives.
 type fakeRuntime struct {
 	t  *testing.T
 	m  *Machine
-	mu []*activities.ModelRoundResult // scripted rounds, consumed by ModelRoundInput.Round
+	mu []*convo.ModelRoundResult // scripted rounds, consumed by ModelRoundInput.Round
 	// next, when set, answers rounds the list does not cover.
-	next      func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error)
-	toolFn    func(in activities.ToolCallInput) *activities.ToolCallResult
+	next      func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error)
+	toolFn    func(in convo.ToolCallInput) *convo.ToolCallResult
 	toolErr   error
 	now       time.Time
 	tick      time.Duration // added to now after every model round
 	rounds    []snapshot
-	toolCalls [][]activities.ToolCallInput
+	toolCalls [][]convo.ToolCallInput
 	events    []Event
 	// stop, when set, answers Stopped.
 	stop func() bool
 }
 
-func newFake(t *testing.T, rounds ...*activities.ModelRoundResult) *fakeRuntime {
+func newFake(t *testing.T, rounds ...*convo.ModelRoundResult) *fakeRuntime {
 	return &fakeRuntime{t: t, mu: rounds, now: t0}
 }
 
-func (f *fakeRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+func (f *fakeRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 	snap := snapshot{In: in}
 	if f.m != nil {
 		st := f.m.State()
@@ -66,18 +66,18 @@ func (f *fakeRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRou
 	return nil, nil
 }
 
-func (f *fakeRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
+func (f *fakeRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
 	f.toolCalls = append(f.toolCalls, calls)
 	if f.toolErr != nil {
 		return nil, f.toolErr
 	}
-	out := make([]*activities.ToolCallResult, len(calls))
+	out := make([]*convo.ToolCallResult, len(calls))
 	for i, c := range calls {
 		if f.toolFn != nil {
 			out[i] = f.toolFn(c)
 			continue
 		}
-		out[i] = &activities.ToolCallResult{Content: json.RawMessage(fmt.Sprintf(`{"tool":%q,"ok":true}`, c.Tool))}
+		out[i] = &convo.ToolCallResult{Content: json.RawMessage(fmt.Sprintf(`{"tool":%q,"ok":true}`, c.Tool))}
 	}
 	return out, nil
 }
@@ -107,21 +107,21 @@ func (f *fakeRuntime) eventsOf(kind string) []Event {
 }
 
 // text is a model round that only answers text.
-func text(s string) *activities.ModelRoundResult {
-	return &activities.ModelRoundResult{Text: s, Usage: activities.Usage{InputTokens: 10, OutputTokens: 5}}
+func text(s string) *convo.ModelRoundResult {
+	return &convo.ModelRoundResult{Text: s, Usage: convo.Usage{InputTokens: 10, OutputTokens: 5}}
 }
 
 // call is one tool call with JSON args.
-func call(name, args string) activities.ToolCall {
-	return activities.ToolCall{Name: name, Args: json.RawMessage(args)}
+func call(name, args string) convo.ToolCall {
+	return convo.ToolCall{Name: name, Args: json.RawMessage(args)}
 }
 
 // calls is a model round with optional text and tool calls.
-func calls(txt string, cs ...activities.ToolCall) *activities.ModelRoundResult {
-	return &activities.ModelRoundResult{Text: txt, ToolCalls: cs, Usage: activities.Usage{InputTokens: 10, OutputTokens: 5}}
+func calls(txt string, cs ...convo.ToolCall) *convo.ModelRoundResult {
+	return &convo.ModelRoundResult{Text: txt, ToolCalls: cs, Usage: convo.Usage{InputTokens: 10, OutputTokens: 5}}
 }
 
-func transition(event, context string) activities.ToolCall {
+func transition(event, context string) convo.ToolCall {
 	return call(ToolTransition, fmt.Sprintf(`{"event":%q,"context":%q}`, event, context))
 }
 

@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/wop-dev/wop/packs"
+import (
+	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/packs"
+)
 
 // Accepting returns the state the run is in and its sorted events when that state
 // accepts injected events now (external or hybrid, not terminal, the run open), else
@@ -11,7 +14,7 @@ func (m *Machine) Accepting() *AwaitingEvent {
 		return nil
 	}
 	if s := m.state(); injectable(s) {
-		return &AwaitingEvent{State: m.st.CurrentState, Events: sortedKeys(s.OnEvent)}
+		return &AwaitingEvent{State: m.st.CurrentState, Events: mapkeys.Sorted(s.OnEvent)}
 	}
 	return nil
 }
@@ -21,9 +24,9 @@ func (m *Machine) Accepting() *AwaitingEvent {
 // caller where an event can go.
 func (m *Machine) InjectableStates() map[string][]string {
 	out := map[string][]string{}
-	for _, name := range sortedKeys(m.cfg.Pack.Workflow.States) {
+	for _, name := range mapkeys.Sorted(m.cfg.Pack.Workflow.States) {
 		if s := m.cfg.Pack.Workflow.States[name]; injectable(s) {
-			out[name] = sortedKeys(s.OnEvent)
+			out[name] = mapkeys.Sorted(s.OnEvent)
 		}
 	}
 	return out

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -56,7 +56,7 @@ func TestHostRoundLimitCountsAcrossStates(t *testing.T) {
 func TestHostRoundLimitIsPerTurn(t *testing.T) {
 	// Three rounds a turn under a limit of three: every turn fits.
 	f := newFake(t)
-	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	f.next = func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		if in.Round%3 == 2 {
 			return text("done for now"), nil
 		}
@@ -77,7 +77,7 @@ func TestHostRoundLimitIsPerTurn(t *testing.T) {
 
 func TestHostToolCallLimit(t *testing.T) {
 	f := newFake(t)
-	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	f.next = func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		switch in.State {
 		case "start":
 			return calls("", transition("Go", "go")), nil
@@ -138,7 +138,7 @@ func TestStoppedBetweenRounds(t *testing.T) {
 func TestStoppedInFlight(t *testing.T) {
 	// The model round in flight is stopped: nothing of it enters the state.
 	f := newFake(t)
-	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	f.next = func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		if in.Round == 1 {
 			return nil, fmt.Errorf("round cancelled: %w", ErrStopped)
 		}
@@ -152,7 +152,7 @@ func TestStoppedInFlight(t *testing.T) {
 
 	// A tool batch in flight is stopped too.
 	f2 := newFake(t)
-	f2.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	f2.next = func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		if in.State == "a" {
 			return calls("", call("lookup", `{}`)), nil
 		}

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -18,9 +19,9 @@ import (
 // `ErrorCode() string` method lends its code to the TurnResult.
 type Runtime interface {
 	// Model runs one model round.
-	Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error)
+	Model(in convo.ModelRoundInput) (*convo.ModelRoundResult, error)
 	// Tools executes a batch of pack tool calls; the results are in call order.
-	Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error)
+	Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error)
 	// Now is the current (workflow) time.
 	Now() time.Time
 	// Emit records an engine event.
@@ -134,21 +135,21 @@ type State struct {
 	Turns       int               `json:"turns"`
 	Artifacts   map[string]string `json:"artifacts,omitempty"`
 	// LastContext is bound as {{workflow_context}} until the next transition.
-	LastContext string           `json:"last_context,omitempty"`
-	Usage       activities.Usage `json:"usage"`
-	History     []Transition     `json:"history,omitempty"`
-	StartedAt   time.Time        `json:"started_at"`
-	UpdatedAt   time.Time        `json:"updated_at"`
+	LastContext string       `json:"last_context,omitempty"`
+	Usage       convo.Usage  `json:"usage"`
+	History     []Transition `json:"history,omitempty"`
+	StartedAt   time.Time    `json:"started_at"`
+	UpdatedAt   time.Time    `json:"updated_at"`
 
 	// Transcript is the model-facing conversation, append-only, from message
 	// TranscriptBase on. A run carries only the messages of its latest round across
 	// continue-as-new (Checkpoint); the earlier ones stay with the execution that
 	// appended them and are read through the run's transcript query. States carried
 	// before the base existed hold the whole transcript (base 0).
-	Transcript     []activities.Message `json:"transcript,omitempty"`
-	TranscriptBase int                  `json:"transcript_base,omitempty"`
+	Transcript     []convo.Message `json:"transcript,omitempty"`
+	TranscriptBase int             `json:"transcript_base,omitempty"`
 	// TranscriptDigest is the digest of the whole transcript, messages [0, Len)
-	// (activities.ExtendTranscriptDigest), extended as messages are appended.
+	// (convo.ExtendTranscriptDigest), extended as messages are appended.
 	TranscriptDigest string `json:"transcript_digest,omitempty"`
 	// ContextStart is the index in the transcript where the current state's context
 	// starts; a transient state moves it forward on entry.
@@ -237,7 +238,7 @@ func Resume(cfg Config, st State) (*Machine, error) {
 	}
 	if st.TranscriptDigest == "" && st.TranscriptBase == 0 {
 		// A state carried before the digest was kept holds the whole transcript.
-		st.TranscriptDigest = activities.ExtendTranscriptDigest("", st.Transcript...)
+		st.TranscriptDigest = convo.ExtendTranscriptDigest("", st.Transcript...)
 	}
 	return &Machine{cfg: cfg, st: &st}, nil
 }
@@ -253,7 +254,7 @@ func checkConfig(cfg Config) error {
 	if p.Workflow.States[p.Workflow.Entry] == nil {
 		return fmt.Errorf("engine: pack %q: workflow entry %q is not a state", p.ID, p.Workflow.Entry)
 	}
-	for _, name := range sortedKeys(p.Workflow.States) {
+	for _, name := range mapkeys.Sorted(p.Workflow.States) {
 		s := p.Workflow.States[name]
 		if s == nil {
 			return fmt.Errorf("engine: pack %q: state %q is empty", p.ID, name)
@@ -271,7 +272,7 @@ func (m *Machine) State() State {
 	st.VisitCounts = copyMap(m.st.VisitCounts)
 	st.Artifacts = copyMap(m.st.Artifacts)
 	st.History = append([]Transition(nil), m.st.History...)
-	st.Transcript = append([]activities.Message(nil), m.st.Transcript...)
+	st.Transcript = append([]convo.Message(nil), m.st.Transcript...)
 	return st
 }
 
@@ -287,13 +288,13 @@ func (m *Machine) Counters() State {
 }
 
 // Checkpoint returns the state to carry across continue-as-new. Its transcript is cut
-// to the messages since the latest model round (activities.TranscriptTail: what the
+// to the messages since the latest model round (convo.TranscriptTail: what the
 // next round's TranscriptRef carries inline) or to none when those exceed the tail's
 // bounds; the execution that appended the others keeps answering for them.
 func (m *Machine) Checkpoint() State {
 	st := m.Counters()
 	st.History = append([]Transition(nil), m.st.History...)
-	tail := activities.TranscriptTail(m.st.Transcript)
+	tail := convo.TranscriptTail(m.st.Transcript)
 	st.Transcript = tail
 	st.TranscriptBase = m.TranscriptLen() - len(tail)
 	return st
@@ -321,36 +322,36 @@ func (m *Machine) TranscriptBase() int { return m.st.TranscriptBase }
 
 // Transcript returns messages [from, to) of the transcript, clamped to the messages
 // the machine holds, [TranscriptBase, TranscriptLen).
-func (m *Machine) Transcript(from, to int) []activities.Message {
+func (m *Machine) Transcript(from, to int) []convo.Message {
 	base, n := m.st.TranscriptBase, m.TranscriptLen()
 	from = max(base, min(from, n))
 	to = max(from, min(to, n))
-	return append([]activities.Message(nil), m.st.Transcript[from-base:to-base]...)
+	return append([]convo.Message(nil), m.st.Transcript[from-base:to-base]...)
 }
 
 // TranscriptPage returns the newest messages of [from, to) that the machine holds,
-// at most maxBytes of them (activities.MessageBytes) but at least one, and the index
+// at most maxBytes of them (convo.MessageBytes) but at least one, and the index
 // of the first one returned.
-func (m *Machine) TranscriptPage(from, to, maxBytes int) ([]activities.Message, int) {
+func (m *Machine) TranscriptPage(from, to, maxBytes int) ([]convo.Message, int) {
 	base, n := m.st.TranscriptBase, m.TranscriptLen()
 	from = max(base, min(from, n))
 	to = max(from, min(to, n))
 	start, size := to, 0
 	for start > from {
-		b := activities.MessageBytes(&m.st.Transcript[start-1-base])
+		b := convo.MessageBytes(&m.st.Transcript[start-1-base])
 		if start < to && size+b > maxBytes {
 			break
 		}
 		size += b
 		start--
 	}
-	return append([]activities.Message(nil), m.st.Transcript[start-base:to-base]...), start
+	return append([]convo.Message(nil), m.st.Transcript[start-base:to-base]...), start
 }
 
 // appendMessage adds a message to the transcript and its digest.
-func (m *Machine) appendMessage(msg activities.Message) {
+func (m *Machine) appendMessage(msg convo.Message) {
 	m.st.Transcript = append(m.st.Transcript, msg)
-	m.st.TranscriptDigest = activities.ExtendTranscriptDigest(m.st.TranscriptDigest, msg)
+	m.st.TranscriptDigest = convo.ExtendTranscriptDigest(m.st.TranscriptDigest, msg)
 }
 
 // Awaiting returns the external state the run waits in, or nil.
@@ -358,11 +359,11 @@ func (m *Machine) Awaiting() *AwaitingEvent {
 	if m.st.Status != StatusAwaitingEvent {
 		return nil
 	}
-	return &AwaitingEvent{State: m.st.CurrentState, Events: sortedKeys(m.state().OnEvent)}
+	return &AwaitingEvent{State: m.st.CurrentState, Events: mapkeys.Sorted(m.state().OnEvent)}
 }
 
 // Events returns the sorted events of the current state.
-func (m *Machine) Events() []string { return sortedKeys(m.state().OnEvent) }
+func (m *Machine) Events() []string { return mapkeys.Sorted(m.state().OnEvent) }
 
 func (m *Machine) state() *packs.State { return m.cfg.Pack.Workflow.States[m.st.CurrentState] }
 
@@ -399,7 +400,7 @@ func (m *Machine) CanInject(event string) error {
 		return fmt.Errorf("engine: state %q is terminal and accepts no events", m.st.CurrentState)
 	}
 	if _, ok := s.OnEvent[event]; !ok {
-		return fmt.Errorf("engine: state %q has no event %q; valid events: %s", m.st.CurrentState, event, joinEvents(sortedKeys(s.OnEvent)))
+		return fmt.Errorf("engine: state %q has no event %q; valid events: %s", m.st.CurrentState, event, joinEvents(mapkeys.Sorted(s.OnEvent)))
 	}
 	return nil
 }
@@ -408,11 +409,11 @@ func (m *Machine) CanInject(event string) error {
 type turn struct {
 	rt         Runtime
 	res        *TurnResult
-	trigger    *activities.Message // the message that started the turn, copied on transient entry
-	segRounds  int                 // model rounds in the current state segment
-	segCalls   int                 // tool calls in the current state segment
-	rounds     int                 // model rounds of the whole turn (Config.Limits)
-	calls      int                 // tool calls of the whole turn (Config.Limits)
+	trigger    *convo.Message // the message that started the turn, copied on transient entry
+	segRounds  int            // model rounds in the current state segment
+	segCalls   int            // tool calls in the current state segment
+	rounds     int            // model rounds of the whole turn (Config.Limits)
+	calls      int            // tool calls of the whole turn (Config.Limits)
 	transition *pendingTransition
 }
 
@@ -427,7 +428,7 @@ func (m *Machine) Turn(rt Runtime, userText string) (*TurnResult, error) {
 		return nil, ErrClosed
 	}
 	m.st.Turns++
-	msg := activities.Message{Role: activities.RoleUser, Text: userText, State: m.st.CurrentState}
+	msg := convo.Message{Role: convo.RoleUser, Text: userText, State: m.st.CurrentState}
 	m.appendMessage(msg)
 	t := &turn{rt: rt, res: &TurnResult{}, trigger: &msg}
 	m.loop(t)
@@ -455,8 +456,8 @@ func (m *Machine) Inject(rt Runtime, event, context string) (*TurnResult, error)
 		m.fail(CodeUnsupportedState, fmt.Sprintf("state %q is a composition state; compositions are not supported", m.st.CurrentState))
 		return m.finish(t), nil
 	}
-	msg := activities.Message{
-		Role:  activities.RoleUser,
+	msg := convo.Message{
+		Role:  convo.RoleUser,
 		Text:  fmt.Sprintf("[Event %s from outside the conversation] %s", event, context),
 		State: m.st.CurrentState,
 	}
@@ -514,7 +515,7 @@ func (m *Machine) loop(t *turn) {
 			return
 		}
 		if out == nil {
-			out = &activities.ModelRoundResult{}
+			out = &convo.ModelRoundResult{}
 		}
 		m.st.ModelRounds++
 		t.segRounds++
@@ -528,7 +529,7 @@ func (m *Machine) loop(t *turn) {
 		}})
 
 		text := m.validate(t, prompt, out.Text)
-		calls := make([]activities.ToolCall, len(out.ToolCalls))
+		calls := make([]convo.ToolCall, len(out.ToolCalls))
 		for i, c := range out.ToolCalls {
 			if c.ID == "" {
 				c.ID = fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name)
@@ -538,8 +539,8 @@ func (m *Machine) loop(t *turn) {
 			}
 			calls[i] = c
 		}
-		m.appendMessage(activities.Message{
-			Role: activities.RoleAssistant, Text: text, ToolCalls: calls, State: sname,
+		m.appendMessage(convo.Message{
+			Role: convo.RoleAssistant, Text: text, ToolCalls: calls, State: sname,
 		})
 		if text != "" {
 			t.res.Segments = append(t.res.Segments, Segment{State: sname, Text: text})
@@ -607,22 +608,22 @@ func (m *Machine) copyTrigger(t *turn, target *packs.State) {
 }
 
 // roundInput builds the ModelRoundInput of the next round in state s.
-func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (activities.ModelRoundInput, error) {
+func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (convo.ModelRoundInput, error) {
 	system, err := packs.Render(m.cfg.Pack, s.PromptTask, m.cfg.Vars, packs.RuntimeVars{
 		WorkflowContext: m.st.LastContext, Artifacts: m.st.Artifacts,
 	})
 	if err != nil {
-		return activities.ModelRoundInput{}, err
+		return convo.ModelRoundInput{}, err
 	}
 	var params json.RawMessage
 	if prompt.Parameters != nil {
 		if params, err = json.Marshal(prompt.Parameters); err != nil {
-			return activities.ModelRoundInput{}, fmt.Errorf("encode parameters of prompt %q: %w", s.PromptTask, err)
+			return convo.ModelRoundInput{}, fmt.Errorf("encode parameters of prompt %q: %w", s.PromptTask, err)
 		}
 	}
 	overrides, err := m.modelOverrides(s.PromptTask)
 	if err != nil {
-		return activities.ModelRoundInput{}, err
+		return convo.ModelRoundInput{}, err
 	}
 	provider := prompt.Provider
 	if provider == "" {
@@ -632,7 +633,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 	if t.segRounds == 0 && prompt.ToolPolicy != nil {
 		choice = prompt.ToolPolicy.ToolChoice
 	}
-	return activities.ModelRoundInput{
+	return convo.ModelRoundInput{
 		RunID:      m.cfg.RunID,
 		PackID:     m.cfg.Pack.ID,
 		PackHash:   m.cfg.Pack.Hash,
@@ -645,9 +646,9 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 		Tools:      m.toolSpecs(s),
 		ToolChoice: choice,
 		Parameters: params,
-		Transcript: activities.TranscriptRef{
+		Transcript: convo.TranscriptRef{
 			RunID: m.cfg.RunID, Key: m.cfg.NodeID, From: m.st.ContextStart, To: m.TranscriptLen(),
-			Tail: activities.TranscriptTail(m.st.Transcript), Digest: m.st.TranscriptDigest,
+			Tail: convo.TranscriptTail(m.st.Transcript), Digest: m.st.TranscriptDigest,
 		},
 		ModelOverrides: overrides,
 	}, nil
@@ -655,17 +656,17 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (act
 
 // modelOverrides renders the prompt's model_overrides for the round; the activity
 // applies the entry of its provider's model, which only the worker knows.
-func (m *Machine) modelOverrides(promptKey string) (map[string]activities.ModelOverride, error) {
+func (m *Machine) modelOverrides(promptKey string) (map[string]convo.ModelOverride, error) {
 	ovs, err := packs.RenderOverrides(m.cfg.Pack, promptKey, m.cfg.Vars, packs.RuntimeVars{
 		WorkflowContext: m.st.LastContext, Artifacts: m.st.Artifacts,
 	})
 	if err != nil || len(ovs) == 0 {
 		return nil, err
 	}
-	out := make(map[string]activities.ModelOverride, len(ovs))
+	out := make(map[string]convo.ModelOverride, len(ovs))
 	for _, model := range slices.Sorted(maps.Keys(ovs)) {
 		ov := ovs[model]
-		o := activities.ModelOverride{System: ov.SystemTemplate, Prefix: ov.Prefix, Suffix: ov.Suffix}
+		o := convo.ModelOverride{System: ov.SystemTemplate, Prefix: ov.Prefix, Suffix: ov.Suffix}
 		if ov.Parameters != nil {
 			if o.Parameters, err = json.Marshal(ov.Parameters); err != nil {
 				return nil, fmt.Errorf("encode model_overrides[%q] parameters of prompt %q: %w", model, promptKey, err)
@@ -821,7 +822,7 @@ func copyMap[V any](m map[string]V) map[string]V {
 		return nil
 	}
 	out := make(map[string]V, len(m))
-	for _, k := range sortedKeys(m) {
+	for _, k := range mapkeys.Sorted(m) {
 		out[k] = m[k]
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // examplePack is the derived RFC 0014 pack of promptpack-workflow.md §7.2. triageControl
@@ -42,8 +42,8 @@ func examplePack(t *testing.T, triageControl string) string {
 }
 
 // exampleScript is the mock script of promptpack-workflow.md §12.
-func exampleScript() []*activities.ModelRoundResult {
-	return []*activities.ModelRoundResult{
+func exampleScript() []*convo.ModelRoundResult {
+	return []*convo.ModelRoundResult{
 		calls("Let me check that account.", call("verify_account", `{"account_id":"ACC-12345"}`)),
 		calls("", transition("AccountVerified", "wants balance")),
 		calls("", transition("ServeBalance", "balance request")),
@@ -52,7 +52,7 @@ func exampleScript() []*activities.ModelRoundResult {
 	}
 }
 
-func toolNames(specs []activities.ToolSpec) []string {
+func toolNames(specs []convo.ToolSpec) []string {
 	var out []string
 	for _, s := range specs {
 		out = append(out, s.Name)
@@ -166,7 +166,7 @@ func TestTransitionSchema(t *testing.T) {
 	f.mu = append(f.mu, exampleScript()[2:]...)
 	m := start(t, mustPack(t, examplePack(t, "agent")), f)
 	mustTurn(t, m, f, "hi")
-	var spec activities.ToolSpec
+	var spec convo.ToolSpec
 	for _, s := range f.rounds[1].In.Tools {
 		if s.Name == ToolTransition {
 			spec = s
@@ -220,7 +220,7 @@ func loopPack(t *testing.T, onMax, budget string) *Machine {
 }
 
 // loopModel always transitions onward; in done it answers text.
-func loopModel(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+func loopModel(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 	switch in.State {
 	case "start":
 		return calls("", transition("Go", "go")), nil
@@ -355,7 +355,7 @@ func TestTransientResetsContext(t *testing.T) {
 	mustTurn(t, m, f, "What's my balance?")
 	tri := f.rounds[2]
 	if tri.In.State != "triage" || tri.In.Transcript.From != 5 || len(tri.Messages) != 1 ||
-		tri.Messages[0].Role != activities.RoleUser || tri.Messages[0].Text != "What's my balance?" || tri.Messages[0].State != "triage" {
+		tri.Messages[0].Role != convo.RoleUser || tri.Messages[0].Text != "What's my balance?" || tri.Messages[0].State != "triage" {
 		t.Fatalf("transient round sees %+v via %+v", tri.Messages, tri.In.Transcript)
 	}
 	if !strings.Contains(tri.In.System, "wants balance") {
@@ -395,9 +395,9 @@ func TestInvalidAndDuplicateTransitions(t *testing.T) {
 	if f.rounds[1].In.State != "verifying" {
 		t.Errorf("round 1 state = %q", f.rounds[1].In.State)
 	}
-	results := map[string]activities.Message{}
+	results := map[string]convo.Message{}
 	for _, msg := range m.State().Transcript {
-		if msg.Role == activities.RoleTool {
+		if msg.Role == convo.RoleTool {
 			results[msg.ToolCallID] = msg
 		}
 	}
@@ -423,7 +423,7 @@ func TestInvalidAndDuplicateTransitions(t *testing.T) {
 
 func TestMaxRounds(t *testing.T) {
 	f := newFake(t)
-	f.next = func(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	f.next = func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		return calls("working", call("lookup", `{}`)), nil
 	}
 	p := simplePack(t, "s", `{"s":{"prompt_task":"s","on_event":{"Done":"d"}},"d":{"prompt_task":"d","terminal":true}}`, "",
@@ -456,9 +456,9 @@ func TestBlocklistAndPerTurnLimit(t *testing.T) {
 	if len(f.toolCalls) != 1 || len(f.toolCalls[0]) != 2 || f.toolCalls[0][0].Tool != "lookup" || f.toolCalls[0][1].CallID != "call_0_2_lookup" {
 		t.Errorf("executed = %+v", f.toolCalls)
 	}
-	var tools []activities.Message
+	var tools []convo.Message
 	for _, msg := range m.State().Transcript {
-		if msg.Role == activities.RoleTool {
+		if msg.Role == convo.RoleTool {
 			tools = append(tools, msg)
 		}
 	}
@@ -576,7 +576,7 @@ func TestExternalInjectTerminal(t *testing.T) {
 	if last.In.State != "refunded" || last.In.System != "Tell the outcome: approved by Jo" || len(last.In.Tools) != 0 {
 		t.Errorf("terminal round = %+v", last.In)
 	}
-	if msg := last.Messages[len(last.Messages)-1]; msg.Role != activities.RoleUser || !strings.Contains(msg.Text, "Approved") {
+	if msg := last.Messages[len(last.Messages)-1]; msg.Role != convo.RoleUser || !strings.Contains(msg.Text, "Approved") {
 		t.Errorf("event message = %+v", msg)
 	}
 	trs := f.eventsOf(EventTransition)
@@ -702,7 +702,7 @@ func (e codedErr) ErrorCode() string { return e.code }
 
 func TestRuntimeFailures(t *testing.T) {
 	f := newFake(t)
-	f.next = func(activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+	f.next = func(convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 		return nil, codedErr{"ModelAuthentication"}
 	}
 	m := start(t, mustPack(t, examplePack(t, "")), f)
@@ -755,11 +755,11 @@ func TestCheckpointCarriesTheLatestRoundOnly(t *testing.T) {
 	m := start(t, p, f)
 	mustTurn(t, m, f, "hi")
 	full := m.State()
-	if len(full.Transcript) < 4 || full.TranscriptDigest != activities.TranscriptDigest(full.Transcript) {
+	if len(full.Transcript) < 4 || full.TranscriptDigest != convo.TranscriptDigest(full.Transcript) {
 		t.Fatalf("before: %d messages, digest %q", len(full.Transcript), full.TranscriptDigest)
 	}
 	cp := m.Checkpoint()
-	if want := activities.TranscriptTail(full.Transcript); !reflect.DeepEqual(cp.Transcript, want) || cp.TranscriptBase != len(full.Transcript)-len(want) {
+	if want := convo.TranscriptTail(full.Transcript); !reflect.DeepEqual(cp.Transcript, want) || cp.TranscriptBase != len(full.Transcript)-len(want) {
 		t.Fatalf("checkpoint holds %d messages from %d, want the tail of %d", len(cp.Transcript), cp.TranscriptBase, len(want))
 	}
 	raw, _ := json.Marshal(cp)
@@ -782,8 +782,8 @@ func TestCheckpointCarriesTheLatestRoundOnly(t *testing.T) {
 		t.Fatalf("the next round's ref ends at %d, want %d", ref.To, len(full.Transcript)+1)
 	}
 	// The digest is the whole transcript's, as if nothing had been cut.
-	whole := append(append([]activities.Message(nil), full.Transcript...), activities.Message{Role: activities.RoleUser, Text: "go", State: "triage"})
-	if ref.Digest != activities.TranscriptDigest(whole) {
+	whole := append(append([]convo.Message(nil), full.Transcript...), convo.Message{Role: convo.RoleUser, Text: "go", State: "triage"})
+	if ref.Digest != convo.TranscriptDigest(whole) {
 		t.Fatal("the digest after continue-as-new differs from the uncut transcript's")
 	}
 	if ref.To-len(ref.Tail) < m2.TranscriptBase() || len(ref.Tail) == 0 {
@@ -807,7 +807,7 @@ func TestArtifactsAreBounded(t *testing.T) {
 		"s":{"prompt_task":"s","on_event":{"Again":"s"},"artifacts":{"notes":{"type":"text/plain","mode":"append"}}}}`, "",
 		prompt("s", "Notes.", ""))
 	half := strings.Repeat("n", MaxArtifactBytes/2+1)
-	var rounds []*activities.ModelRoundResult
+	var rounds []*convo.ModelRoundResult
 	rounds = append(rounds,
 		calls("", call(ToolSetArtifact, `{"name":"notes","value":"`+half+`"}`)),
 		calls("", call(ToolSetArtifact, `{"name":"notes","value":"`+half+`"}`)),

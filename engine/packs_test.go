@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -20,15 +20,15 @@ type scriptRuntime struct {
 	script *packs.MockScript
 }
 
-func (s *scriptRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+func (s *scriptRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 	s.rounds = append(s.rounds, snapshot{In: in, Messages: s.m.Transcript(in.Transcript.From, in.Transcript.To)})
 	var seen []packs.MockSeen
 	var cur packs.MockSeen
 	for _, m := range s.m.Transcript(0, in.Transcript.To) {
 		switch m.Role {
-		case activities.RoleUser:
+		case convo.RoleUser:
 			cur.User, cur.HasUser = m.Text, true
-		case activities.RoleAssistant:
+		case convo.RoleAssistant:
 			seen = append(seen, packs.MockSeen{State: m.State, User: cur.User, HasUser: cur.HasUser})
 		}
 	}
@@ -41,22 +41,22 @@ func (s *scriptRuntime) Model(in activities.ModelRoundInput) (*activities.ModelR
 		return nil, fmt.Errorf("round %d (line %d): %s", in.Round, ans.Line, ans.OffScript)
 	}
 	e := ans.Round
-	out := &activities.ModelRoundResult{Text: e.Text, Provider: "mock", Model: "scripted-mock"}
+	out := &convo.ModelRoundResult{Text: e.Text, Provider: "mock", Model: "scripted-mock"}
 	for i, c := range e.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, activities.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})
+		out.ToolCalls = append(out.ToolCalls, convo.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})
 	}
 	return out, nil
 }
 
-func (s *scriptRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
+func (s *scriptRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
 	s.toolCalls = append(s.toolCalls, calls)
-	out := make([]*activities.ToolCallResult, len(calls))
+	out := make([]*convo.ToolCallResult, len(calls))
 	for i, c := range calls {
 		res, ok := s.script.ToolResults[c.Tool]
 		if !ok {
 			return nil, fmt.Errorf("no scripted result for %s", c.Tool)
 		}
-		out[i] = &activities.ToolCallResult{Content: res}
+		out[i] = &convo.ToolCallResult{Content: res}
 	}
 	return out, nil
 }

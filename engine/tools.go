@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -65,14 +66,14 @@ type artifactSchema struct {
 
 // transitionSpec is the workflow__transition tool for a state's sorted events, with the
 // input schema of promptpack-workflow.md §8.6.
-func transitionSpec(events []string) activities.ToolSpec {
+func transitionSpec(events []string) convo.ToolSpec {
 	var sc transitionSchema
 	sc.Type = "object"
 	sc.Properties.Event = stringProp{Type: "string", Enum: events, Description: "The workflow event to trigger."}
 	sc.Properties.Context = stringProp{Type: "string", Description: "Summary of relevant context to carry forward."}
 	sc.Required = []string{"event", "context"}
 	raw, _ := json.Marshal(sc) // plain strings: cannot fail
-	return activities.ToolSpec{
+	return convo.ToolSpec{
 		Name: ToolTransition,
 		Description: "Transition the workflow to a new state by triggering one of the current state's events. " +
 			"Use it for escalation, resolution or any other state change; pass a summary of what the next state needs to know as context.",
@@ -81,14 +82,14 @@ func transitionSpec(events []string) activities.ToolSpec {
 }
 
 // artifactSpec is the workflow__set_artifact tool (§8.7).
-func artifactSpec(names []string) activities.ToolSpec {
+func artifactSpec(names []string) convo.ToolSpec {
 	var sc artifactSchema
 	sc.Type = "object"
 	sc.Properties.Name = stringProp{Type: "string", Enum: names, Description: "The artifact to set."}
 	sc.Properties.Value = stringProp{Type: "string", Description: "The value to store; it replaces the artifact's value or is appended to it, as the artifact's mode says."}
 	sc.Required = []string{"name", "value"}
 	raw, _ := json.Marshal(sc)
-	return activities.ToolSpec{
+	return convo.ToolSpec{
 		Name:        ToolSetArtifact,
 		Description: "Store a value in a workflow artifact. Later states read it as {{artifacts.<name>}}; the final values are the workflow's output.",
 		Parameters:  raw,
@@ -98,13 +99,13 @@ func artifactSpec(names []string) activities.ToolSpec {
 // toolSpecs is the tool set of a round in state s: the prompt's tools minus the
 // blocklist, plus workflow__transition (when offered) and workflow__set_artifact (when
 // some state declares artifacts), sorted by name.
-func (m *Machine) toolSpecs(s *packs.State) []activities.ToolSpec {
-	var specs []activities.ToolSpec
+func (m *Machine) toolSpecs(s *packs.State) []convo.ToolSpec {
+	var specs []convo.ToolSpec
 	for _, tool := range m.cfg.Pack.PromptTools(s.PromptTask) {
-		specs = append(specs, activities.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
+		specs = append(specs, convo.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
 	if transitionOffered(s) {
-		specs = append(specs, transitionSpec(sortedKeys(s.OnEvent)))
+		specs = append(specs, transitionSpec(mapkeys.Sorted(s.OnEvent)))
 	}
 	if names := artifactNames(m.cfg.Pack); len(names) > 0 {
 		specs = append(specs, artifactSpec(names))
@@ -114,19 +115,19 @@ func (m *Machine) toolSpecs(s *packs.State) []activities.ToolSpec {
 }
 
 // errorResult is the content of an error tool result.
-func errorResult(format string, args ...any) *activities.ToolCallResult {
+func errorResult(format string, args ...any) *convo.ToolCallResult {
 	raw, _ := json.Marshal(map[string]string{"error": fmt.Sprintf(format, args...)})
-	return &activities.ToolCallResult{Content: raw, IsError: true}
+	return &convo.ToolCallResult{Content: raw, IsError: true}
 }
 
-func jsonResult(v any) *activities.ToolCallResult {
+func jsonResult(v any) *convo.ToolCallResult {
 	raw, _ := json.Marshal(v)
-	return &activities.ToolCallResult{Content: raw}
+	return &convo.ToolCallResult{Content: raw}
 }
 
 // runTools answers one round's tool calls in call order: system tools in the engine,
 // pack tools through Runtime.Tools in one batch. It reports false when the run ended.
-func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Prompt, pol policy, calls []activities.ToolCall) bool {
+func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Prompt, pol policy, calls []convo.ToolCall) bool {
 	offered := map[string]bool{}
 	var names []string
 	for _, sp := range m.toolSpecs(s) {
@@ -134,8 +135,8 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		names = append(names, sp.Name)
 	}
 	sname := m.st.CurrentState
-	results := make([]*activities.ToolCallResult, len(calls))
-	var batch []activities.ToolCallInput
+	results := make([]*convo.ToolCallResult, len(calls))
+	var batch []convo.ToolCallInput
 	var batchIdx []int
 	for i, c := range calls {
 		t.rt.Emit(Event{Kind: EventToolCall, State: sname, ToolCall: &ToolCallEvent{
@@ -156,7 +157,7 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		case c.Name == ToolSetArtifact:
 			results[i] = m.setArtifact(c)
 		default:
-			batch = append(batch, activities.ToolCallInput{
+			batch = append(batch, convo.ToolCallInput{
 				RunID: m.cfg.RunID, PackID: m.cfg.Pack.ID, PackHash: m.cfg.Pack.Hash, NodeID: m.cfg.NodeID,
 				State: sname, Round: round, CallID: c.ID, Tool: c.Name, Args: c.Args,
 			})
@@ -192,8 +193,8 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		if len(content) == 0 {
 			content = json.RawMessage(`null`)
 		}
-		m.appendMessage(activities.Message{
-			Role: activities.RoleTool, Text: string(content), ToolCallID: c.ID, Name: c.Name, IsError: r.IsError, State: sname,
+		m.appendMessage(convo.Message{
+			Role: convo.RoleTool, Text: string(content), ToolCallID: c.ID, Name: c.Name, IsError: r.IsError, State: sname,
 		})
 		t.rt.Emit(Event{Kind: EventToolResult, State: sname, ToolResult: &ToolResultEvent{
 			Round: round, CallID: c.ID, Tool: c.Name, Content: content, IsError: r.IsError,
@@ -204,14 +205,14 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 
 // transitionCall validates a workflow__transition call and schedules the transition;
 // it is committed after the round's tool results (§8.6, REC).
-func (m *Machine) transitionCall(t *turn, s *packs.State, c activities.ToolCall) *activities.ToolCallResult {
+func (m *Machine) transitionCall(t *turn, s *packs.State, c convo.ToolCall) *convo.ToolCallResult {
 	var args map[string]any
 	if err := json.Unmarshal(c.Args, &args); err != nil || args == nil {
 		return errorResult("workflow__transition arguments must be a JSON object with event and context: %v", err)
 	}
 	event, _ := args["event"].(string)
 	context, _ := args["context"].(string)
-	events := sortedKeys(s.OnEvent)
+	events := mapkeys.Sorted(s.OnEvent)
 	if t.transition != nil {
 		return errorResult("one transition per round: event %s is already scheduled; this call was ignored", t.transition.event)
 	}
@@ -220,7 +221,7 @@ func (m *Machine) transitionCall(t *turn, s *packs.State, c activities.ToolCall)
 		return errorResult("unknown event %q in state %q; valid events: %s", event, m.st.CurrentState, joinEvents(events))
 	}
 	var extras map[string]any
-	for _, k := range sortedKeys(args) {
+	for _, k := range mapkeys.Sorted(args) {
 		if k != "event" && k != "context" {
 			if extras == nil {
 				extras = map[string]any{}
@@ -236,7 +237,7 @@ func (m *Machine) transitionCall(t *turn, s *packs.State, c activities.ToolCall)
 }
 
 // setArtifact applies a workflow__set_artifact call immediately (§8.7).
-func (m *Machine) setArtifact(c activities.ToolCall) *activities.ToolCallResult {
+func (m *Machine) setArtifact(c convo.ToolCall) *convo.ToolCallResult {
 	var args struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`

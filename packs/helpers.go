@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // Tool policy defaults from the PromptPack schema (PromptKit uses 50 rounds; the spec says 5).
@@ -93,7 +95,7 @@ func (s *State) OrchestrationOrDefault() string {
 
 // Events returns the state's on_event names, sorted.
 func (s *State) Events() []string {
-	return sortedKeys(s.OnEvent)
+	return mapkeys.Sorted(s.OnEvent)
 }
 
 // OffersTransition reports whether the model is offered workflow__transition in this state:
@@ -111,17 +113,17 @@ func (s *State) OffersTransition() bool {
 
 // StateNames returns the workflow's state names, sorted.
 func (w *Workflow) StateNames() []string {
-	return sortedKeys(w.States)
+	return mapkeys.Sorted(w.States)
 }
 
 // PromptKeys returns the pack's prompt keys, sorted.
 func (p *Pack) PromptKeys() []string {
-	return sortedKeys(p.Prompts)
+	return mapkeys.Sorted(p.Prompts)
 }
 
 // ToolNames returns the pack's tool keys, sorted.
 func (p *Pack) ToolNames() []string {
-	return sortedKeys(p.Tools)
+	return mapkeys.Sorted(p.Tools)
 }
 
 // Action scope effects (RFC 0013, Tool.action_scope.effect).
@@ -212,7 +214,7 @@ func (p *Pack) ArtifactNames() []string {
 			set[name] = true
 		}
 	}
-	return sortedKeys(set)
+	return mapkeys.Sorted(set)
 }
 
 // ArtifactDecl returns the declaration of an artifact as seen from a state: the state's own
@@ -235,15 +237,6 @@ func (a *Artifact) ArtifactMode() string {
 		return "replace"
 	}
 	return a.Mode
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Suggest returns the candidate closest to s by edit distance, for "did you mean"

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // RuntimeVars are the values the workflow runtime injects into every render.
@@ -381,7 +383,7 @@ func (p *Pack) UsedPromptKeys() []string {
 			set[st.PromptTask] = true
 		}
 	}
-	return sortedKeys(set)
+	return mapkeys.Sorted(set)
 }
 
 // CheckVariables checks a run's variables before the run starts: every required variable of
@@ -414,10 +416,10 @@ func CheckVariables(p *Pack, vars map[string]any) error {
 		}
 	}
 	var out []string
-	for _, name := range sortedKeys(missing) {
+	for _, name := range mapkeys.Sorted(missing) {
 		out = append(out, fmt.Sprintf("required variable %q is missing (needed by prompt %s)", name, strings.Join(quoteEach(missing[name]), ", ")))
 	}
-	out = append(out, sortedKeys(problems)...)
+	out = append(out, mapkeys.Sorted(problems)...)
 	if len(out) == 0 {
 		return nil
 	}

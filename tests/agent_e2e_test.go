@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/workflows"
@@ -49,7 +50,7 @@ func newLooper(delay time.Duration, block bool) *looper {
 
 func (*looper) Name() string { return activities.ProviderMock }
 
-func (l *looper) Complete(ctx context.Context, req *activities.Request) (*activities.ModelRoundResult, error) {
+func (l *looper) Complete(ctx context.Context, req *activities.Request) (*convo.ModelRoundResult, error) {
 	run := req.Input.RunID
 	l.mu.Lock()
 	l.starts[run] = append(l.starts[run], time.Now())
@@ -70,9 +71,9 @@ func (l *looper) Complete(ctx context.Context, req *activities.Request) (*activi
 	if req.Input.State == "build" {
 		event = "Plan"
 	}
-	return &activities.ModelRoundResult{
-		Text: "working", ToolCalls: []activities.ToolCall{{Name: engine.ToolTransition, Args: json.RawMessage(`{"event":"` + event + `","context":"go on"}`)}},
-		Usage: activities.Usage{InputTokens: 10, OutputTokens: 2}, Provider: activities.ProviderMock, Model: "looper",
+	return &convo.ModelRoundResult{
+		Text: "working", ToolCalls: []convo.ToolCall{{Name: engine.ToolTransition, Args: json.RawMessage(`{"event":"` + event + `","context":"go on"}`)}},
+		Usage: convo.Usage{InputTokens: 10, OutputTokens: 2}, Provider: activities.ProviderMock, Model: "looper",
 	}, nil
 }
 

@@ -151,13 +151,34 @@ func TestSSEFollowsALiveRun(t *testing.T) {
 	c := startStack(t)
 	id := cfCreate(t, c, "conformance-approval", nil)
 	cfWaitStatus(t, c, id, "waiting-approval")
+	// Resolve only once the stream is attached (its first frame has arrived), so the
+	// events after the resolve can reach the reader only by following the run live.
+	attached := make(chan struct{})
+	resolved := make(chan int, 1)
 	go func() {
-		time.Sleep(700 * time.Millisecond)
-		c.doRaw(http.MethodPost, "/v1/runs/"+id+"/interrupts/gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}},
+		select {
+		case <-attached:
+		case <-time.After(20 * time.Second):
+			return
+		}
+		status, _, _ := c.doRaw(http.MethodPost, "/v1/runs/"+id+"/interrupts/gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}},
 			map[string]string{"Authorization": "Bearer " + c.Key})
+		resolved <- status
 	}()
-	status, frames, closed := cfSSE(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second)
+	seen := 0 // onFrame runs on this goroutine, frame by frame
+	status, frames, closed := cfSSEFollow(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second, func(cfFrame) {
+		if seen++; seen == 1 {
+			close(attached)
+		}
+	})
 	require.Equal(t, 200, status)
+	require.NotEmpty(t, frames, "the stream of a waiting run sends its events so far")
+	select {
+	case st := <-resolved:
+		assert.Equal(t, http.StatusOK, st, "the resolve sent once the stream was attached")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the resolve sent once the stream was attached did not answer")
+	}
 	assert.True(t, closed, "server closed the stream after the terminal event")
 	names := cfEventNames(frames)
 	assert.Contains(t, names, "node.suspended")

@@ -843,6 +843,13 @@ type cfFrame struct {
 // and whether the server closed it.
 func cfSSE(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWait time.Duration) (int, []cfFrame, bool) {
 	t.Helper()
+	return cfSSEFollow(t, c, path, hdr, maxWait, nil)
+}
+
+// cfSSEFollow is cfSSE that also hands each frame to onFrame (when not nil) as it
+// arrives, so a test can act on a live stream.
+func cfSSEFollow(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWait time.Duration, onFrame func(cfFrame)) (int, []cfFrame, bool) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), maxWait)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
@@ -871,6 +878,9 @@ func cfSSE(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWa
 		case line == "":
 			if cur != (cfFrame{}) {
 				frames = append(frames, cur)
+				if onFrame != nil {
+					onFrame(cur)
+				}
 			}
 			cur = cfFrame{}
 		case strings.HasPrefix(line, "id: "):

@@ -29,6 +29,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
@@ -350,7 +351,7 @@ type blockingProvider struct{ entered chan struct{} }
 
 func (*blockingProvider) Name() string { return activities.ProviderMock }
 
-func (p *blockingProvider) Complete(ctx context.Context, _ *activities.Request) (*activities.ModelRoundResult, error) {
+func (p *blockingProvider) Complete(ctx context.Context, _ *activities.Request) (*convo.ModelRoundResult, error) {
 	select {
 	case p.entered <- struct{}{}:
 	default:

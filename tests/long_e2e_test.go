@@ -21,6 +21,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -288,21 +289,21 @@ func longSeenChars(t *testing.T, usage []workflows.Event) int {
 // conversation (each user message and the reply to it) within the model's default
 // context budget (bytes and messages), from a user message on.
 func longWindowChars(sent []string, reply string) int {
-	var msgs []activities.Message
+	var msgs []convo.Message
 	for _, s := range sent[:len(sent)-1] {
-		msgs = append(msgs, activities.Message{Role: activities.RoleUser, Text: s, State: "chat"},
-			activities.Message{Role: activities.RoleAssistant, Text: reply, State: "chat"})
+		msgs = append(msgs, convo.Message{Role: convo.RoleUser, Text: s, State: "chat"},
+			convo.Message{Role: convo.RoleAssistant, Text: reply, State: "chat"})
 	}
-	msgs = append(msgs, activities.Message{Role: activities.RoleUser, Text: sent[len(sent)-1], State: "chat"})
+	msgs = append(msgs, convo.Message{Role: convo.RoleUser, Text: sent[len(sent)-1], State: "chat"})
 	start, size := len(msgs), 0
 	for start > 0 {
-		size += activities.MessageBytes(&msgs[start-1])
+		size += convo.MessageBytes(&msgs[start-1])
 		if size > activities.DefaultContextBytes || len(msgs)-start+1 > activities.DefaultContextMessages {
 			break
 		}
 		start--
 	}
-	for start < len(msgs) && msgs[start].Role != activities.RoleUser {
+	for start < len(msgs) && msgs[start].Role != convo.RoleUser {
 		start++
 	}
 	chars := 0

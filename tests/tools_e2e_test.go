@@ -26,6 +26,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mcptest"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/tools"
@@ -171,7 +172,7 @@ func TestToolHTTPBindingE2E(t *testing.T) {
 	require.Len(t, lookups, 1)
 	require.Equal(t, httpToolCall{Path: "/lookup", Key: lookups[0].Key, RunID: id, CallID: "call_0_0_lookup_order", Attempt: "1",
 		Auth: "Bearer orders-token-1", Body: `{"order_id":"ORD-1042"}`}, lookups[0])
-	want := activities.ToolCallInput{RunID: id, NodeID: packNode, Round: 0, CallID: "call_0_0_lookup_order", Tool: "lookup_order"}
+	want := convo.ToolCallInput{RunID: id, NodeID: packNode, Round: 0, CallID: "call_0_0_lookup_order", Tool: "lookup_order"}
 	require.Equal(t, activities.ToolIdempotencyKey("default", want), lookups[0].Key, "the key is OpenWOP's logical invocation id")
 
 	tracks := svc.received("/track")
@@ -259,7 +260,7 @@ func TestToolActivityBindingE2E(t *testing.T) {
 	}
 	ok := byAccount["ACC-12345"]
 	require.Equal(t, map[string]any{"account_id": "ACC-12345"}, ok.Args, "the arguments object is the activity's input")
-	require.Equal(t, activities.ToolIdempotencyKey("default", activities.ToolCallInput{RunID: id, NodeID: packNode, Round: 0, CallID: "call_0_0_get_balance", Tool: "get_balance"}),
+	require.Equal(t, activities.ToolIdempotencyKey("default", convo.ToolCallInput{RunID: id, NodeID: packNode, Round: 0, CallID: "call_0_0_get_balance", Tool: "get_balance"}),
 		ok.ActivityID, "the ActivityID is the call's idempotency key")
 
 	evs := pkEvents(t, c, id)

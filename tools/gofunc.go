@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // Typed turns a Go function into a tool executor: the call's arguments object is decoded
@@ -17,7 +18,7 @@ import (
 // the attempt, which Temporal retries as the tool's action_scope and binding allow, and
 // after the last attempt the model reads the error's message.
 func Typed[In, Out any](fn func(ctx context.Context, args In) (Out, error)) activities.ToolFunc {
-	return func(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+	return func(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 		var args In
 		raw := bytes.TrimSpace(in.Args)
 		if len(raw) == 0 {
@@ -38,7 +39,7 @@ func Typed[In, Out any](fn func(ctx context.Context, args In) (Out, error)) acti
 		if err != nil {
 			return nil, fmt.Errorf("encode the result of %s: %w", in.Tool, err)
 		}
-		return &activities.ToolCallResult{Content: b}, nil
+		return &convo.ToolCallResult{Content: b}, nil
 	}
 }
 

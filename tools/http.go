@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // Error types of the retryable failures of HTTP and MCP bindings. Temporal retries them
@@ -40,7 +41,7 @@ const (
 // answers, timeouts and connection failures are retryable errors (Retry-After is
 // honoured); every other status is an error result the model reads, with the status
 // and the body.
-func (s *Set) callHTTP(ctx context.Context, b *HTTPBinding, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+func (s *Set) callHTTP(ctx context.Context, b *HTTPBinding, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 	args := in.Args
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
@@ -92,7 +93,7 @@ func (s *Set) callHTTP(ctx context.Context, b *HTTPBinding, in activities.ToolCa
 		if len(body) > MaxResultBytes {
 			return errorResult(map[string]any{"error": fmt.Sprintf("the result of %s is larger than %d KiB, more than a tool result may hold; ask for less", in.Tool, MaxResultBytes>>10)}), nil
 		}
-		return &activities.ToolCallResult{Content: resultJSON(s.redact(string(body)))}, nil
+		return &convo.ToolCallResult{Content: resultJSON(s.redact(string(body)))}, nil
 	case code == http.StatusTooManyRequests:
 		return nil, temporal.NewApplicationErrorWithOptions(fmt.Sprintf("POST %s answered %s%s", b.URL, status, s.snippet(body)),
 			ErrTypeToolRateLimited, temporal.ApplicationErrorOptions{NextRetryDelay: activities.RetryAfter(resp.Header)})
@@ -134,9 +135,9 @@ func resultJSON(text string) json.RawMessage {
 }
 
 // errorResult is an IsError result with v as content.
-func errorResult(v any) *activities.ToolCallResult {
+func errorResult(v any) *convo.ToolCallResult {
 	b, _ := json.Marshal(v)
-	return &activities.ToolCallResult{Content: b, IsError: true}
+	return &convo.ToolCallResult{Content: b, IsError: true}
 }
 
 // rootCause drops the wrappers (url.Error) that repeat the method and URL.

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // recordedCall is what the test server saw of one request.
@@ -66,8 +67,8 @@ func httpSet(t *testing.T, url, timeout string) *Set {
 	return s
 }
 
-func lookupCall() activities.ToolCallInput {
-	in := activities.ToolCallInput{RunID: "r_1", PackID: "orders", NodeID: "agent", State: "desk", Round: 1, CallID: "call_1_0_lookup_order",
+func lookupCall() convo.ToolCallInput {
+	in := convo.ToolCallInput{RunID: "r_1", PackID: "orders", NodeID: "agent", State: "desk", Round: 1, CallID: "call_1_0_lookup_order",
 		Tool: "lookup_order", Args: json.RawMessage(`{"order_id":"ORD-1042"}`)}
 	in.IdempotencyKey = activities.ToolIdempotencyKey("t1", in)
 	return in

@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // mcpConnectTimeout bounds connecting to an MCP server (starting a subprocess and the
@@ -190,7 +190,7 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // result (see mcpContent); a result the server marks isError, and a protocol error
 // (unknown tool, invalid arguments), are error results the model reads; a broken
 // connection is a retryable error, and the next attempt connects again.
-func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 	cctx, cancel := context.WithTimeout(ctx, b.Timeout)
 	defer cancel()
 	cs, err := s.mcp.session(cctx, b.Server)
@@ -224,7 +224,7 @@ func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in activities.ToolCall
 	if len(content) > MaxResultBytes {
 		return errorResult(map[string]any{"error": fmt.Sprintf("the result of %s is larger than %d KiB, more than a tool result may hold; ask for less", in.Tool, MaxResultBytes>>10)}), nil
 	}
-	return &activities.ToolCallResult{Content: content, IsError: isError}, nil
+	return &convo.ToolCallResult{Content: content, IsError: isError}, nil
 }
 
 // transportCode reports whether a JSON-RPC error code says the call did not reach the

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mcptest"
 	"github.com/wop-dev/wop/packs"
 )
@@ -106,7 +106,7 @@ func TestMCPBinding(t *testing.T) {
 			require.Empty(t, report.Diags, "%s", report.Diags)
 			require.Len(t, report.Bound, 2)
 
-			in := activities.ToolCallInput{RunID: "r_1", Tool: "search_docs", CallID: "c1", Args: json.RawMessage(`{"query":"refunds","limit":1}`)}
+			in := convo.ToolCallInput{RunID: "r_1", Tool: "search_docs", CallID: "c1", Args: json.RawMessage(`{"query":"refunds","limit":1}`)}
 			res, ok, err := s.Execute(context.Background(), in)
 			require.True(t, ok)
 			require.NoError(t, err)
@@ -123,13 +123,13 @@ func TestMCPBinding(t *testing.T) {
 			require.Len(t, got.Hits, 1)
 			require.Equal(t, transport == "stdio", got.Authorized, "the stdio server got its token through env")
 
-			res, _, err = s.Execute(context.Background(), activities.ToolCallInput{Tool: "broken_docs", Args: json.RawMessage(`{}`)})
+			res, _, err = s.Execute(context.Background(), convo.ToolCallInput{Tool: "broken_docs", Args: json.RawMessage(`{}`)})
 			require.NoError(t, err)
 			require.True(t, res.IsError)
 			require.JSONEq(t, `{"error":"the index is being rebuilt"}`, string(res.Content))
 
 			// Arguments the server's schema refuses reach the model as an error result.
-			res, _, err = s.Execute(context.Background(), activities.ToolCallInput{Tool: "search_docs", Args: json.RawMessage(`{"limit":"many"}`)})
+			res, _, err = s.Execute(context.Background(), convo.ToolCallInput{Tool: "search_docs", Args: json.RawMessage(`{"limit":"many"}`)})
 			require.NoError(t, err)
 			require.True(t, res.IsError, "%s", res.Content)
 		})
@@ -139,7 +139,7 @@ func TestMCPBinding(t *testing.T) {
 func TestMCPBindingReconnectsAfterTheServerWentAway(t *testing.T) {
 	ts := httptest.NewServer(mcptest.Handler())
 	s := mcpSet(t, "    url: "+ts.URL+"\n")
-	in := activities.ToolCallInput{Tool: "search_docs", Args: json.RawMessage(`{"query":"a"}`)}
+	in := convo.ToolCallInput{Tool: "search_docs", Args: json.RawMessage(`{"query":"a"}`)}
 	_, _, err := s.Execute(context.Background(), in)
 	require.NoError(t, err)
 	ts.Close()
@@ -187,7 +187,7 @@ func TestUnreachableMCPServerIsAWarning(t *testing.T) {
 	require.Equal(t, packs.SeverityWarning, report.Diags[0].Severity)
 	require.Contains(t, report.Diags[0].String(), "tools.yaml:7:3: warning: mcp_servers.docs: connect to MCP server docs (stdio: /nonexistent/docs-mcp)")
 
-	_, _, err := s.Execute(context.Background(), activities.ToolCallInput{Tool: "search_docs", Args: json.RawMessage(`{"query":"a"}`)})
+	_, _, err := s.Execute(context.Background(), convo.ToolCallInput{Tool: "search_docs", Args: json.RawMessage(`{"query":"a"}`)})
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.Equal(t, ErrTypeToolUnavailable, appErr.Type())
@@ -229,8 +229,8 @@ func TestTypedGoFunction(t *testing.T) {
 	})
 	s := NewSet()
 	require.NoError(t, s.Add("get_balance", Binding{Go: fn}))
-	call := func(args string) (*activities.ToolCallResult, error) {
-		res, ok, err := s.Execute(context.Background(), activities.ToolCallInput{Tool: "get_balance", CallID: "c", Args: json.RawMessage(args)})
+	call := func(args string) (*convo.ToolCallResult, error) {
+		res, ok, err := s.Execute(context.Background(), convo.ToolCallInput{Tool: "get_balance", CallID: "c", Args: json.RawMessage(args)})
 		require.True(t, ok)
 		return res, err
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // objectSchema is the part of a JSON Schema object that the parameter check reads.
@@ -48,7 +50,7 @@ func schemaMismatches(pack json.RawMessage, server any) []string {
 		}
 	}
 	closed := strings.TrimSpace(string(s.AdditionalProperties)) == "false"
-	for _, name := range sortedKeys(p.Properties) {
+	for _, name := range mapkeys.Sorted(p.Properties) {
 		sp, ok := s.Properties[name]
 		if !ok {
 			if closed {
@@ -102,13 +104,4 @@ func sortedUnique(list []string) []string {
 	out := slices.Clone(list)
 	sort.Strings(out)
 	return slices.Compact(out)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

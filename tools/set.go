@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // Binding says where one tool runs. Exactly one of HTTP, Activity, MCP and Go is set.
@@ -403,13 +404,13 @@ func callTimeout(d time.Duration) time.Duration {
 // Execute implements activities.ToolBindings: it runs HTTP, MCP and Go bindings.
 // Activity bindings are scheduled by the workflow itself, so a ToolCall for one (from a
 // run started before bindings were routed) is not handled here.
-func (s *Set) Execute(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, bool, error) {
+func (s *Set) Execute(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	b := s.Binding(in.Tool)
 	if b == nil || b.Activity != nil {
 		return nil, false, nil
 	}
 	var (
-		res *activities.ToolCallResult
+		res *convo.ToolCallResult
 		err error
 	)
 	switch {

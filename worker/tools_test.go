@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/tools"
 )
 
@@ -76,7 +76,7 @@ func TestLoadToolsMergesCodeAndFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := tools.NewSet()
-	fn := func(context.Context, activities.ToolCallInput) (*activities.ToolCallResult, error) { return nil, nil }
+	fn := func(context.Context, convo.ToolCallInput) (*convo.ToolCallResult, error) { return nil, nil }
 	if err := code.Add("get_balance", tools.Binding{Go: fn}); err != nil {
 		t.Fatal(err)
 	}

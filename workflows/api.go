@@ -33,7 +33,7 @@ const (
 const (
 	SnapshotQuery       = "openwop.snapshot"             // () -> Snapshot
 	EventsQuery         = "openwop.events"               // (EventsRequest) -> EventsPage
-	TranscriptQuery     = activities.TranscriptQuery     // (activities.TranscriptRef) -> []activities.Message
+	TranscriptQuery     = activities.TranscriptQuery     // (convo.TranscriptRef) -> []convo.Message
 	TranscriptPageQuery = activities.TranscriptPageQuery // (activities.TranscriptPageRequest) -> activities.TranscriptPage
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.

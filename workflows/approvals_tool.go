@@ -42,6 +42,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 )
@@ -97,7 +98,7 @@ type ToolCallAgent struct {
 
 // toolApproval is the state of one tool call's pending approval.
 type toolApproval struct {
-	call      *activities.ToolCallInput
+	call      *convo.ToolCallInput
 	settings  activities.ToolApproval
 	params    json.RawMessage // the tool's parameter schema
 	requested time.Time
@@ -108,7 +109,7 @@ type toolApproval struct {
 // approvalNeeded decides whether a call waits for a person, and says why
 // (activities.ApprovalNeeded with the recorded route's mode and the autonomy level of
 // the agent that runs the call's state).
-func approvalNeeded(p *packs.Pack, state string, call activities.ToolCallInput, route activities.ToolRoute) (bool, string) {
+func approvalNeeded(p *packs.Pack, state string, call convo.ToolCallInput, route activities.ToolRoute) (bool, string) {
 	mode := ""
 	if route.Approval != nil {
 		mode = route.Approval.Mode
@@ -124,7 +125,7 @@ func approvalNeeded(p *packs.Pack, state string, call activities.ToolCallInput, 
 // batch that needs approval. It returns, per live call, the result that replaces it
 // (rejected or expired), or nil when it runs; an edit-accept has replaced the call's
 // arguments in calls. A nil slice means every call runs as routed.
-func (rt *packRuntime) approveCalls(calls []activities.ToolCallInput, live []int, routes []activities.ToolRoute) ([]*activities.ToolCallResult, error) {
+func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, routes []activities.ToolRoute) ([]*convo.ToolCallResult, error) {
 	var need []int
 	why := map[int]string{}
 	for j, i := range live {
@@ -136,7 +137,7 @@ func (rt *packRuntime) approveCalls(calls []activities.ToolCallInput, live []int
 	if len(need) == 0 || !rt.c.r.changed(toolApprovalsVersion) {
 		return nil, nil
 	}
-	out := make([]*activities.ToolCallResult, len(live))
+	out := make([]*convo.ToolCallResult, len(live))
 	for _, j := range need {
 		res, err := rt.awaitToolDecision(&calls[live[j]], routes[j], why[j])
 		if err != nil {
@@ -150,7 +151,7 @@ func (rt *packRuntime) approveCalls(calls []activities.ToolCallInput, live []int
 // awaitToolDecision raises the approval interrupt of one call and waits for its
 // decision: nil when the call runs (with edited arguments after edit-accept), else the
 // tool result the model reads instead.
-func (rt *packRuntime) awaitToolDecision(call *activities.ToolCallInput, route activities.ToolRoute, reason string) (*activities.ToolCallResult, error) {
+func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activities.ToolRoute, reason string) (*convo.ToolCallResult, error) {
 	r := rt.c.r
 	settings := activities.ToolApproval{Timeout: activities.DefaultApprovalTimeout}
 	if route.Approval != nil {
@@ -220,7 +221,7 @@ func (rt *packRuntime) awaitToolDecision(call *activities.ToolCallInput, route a
 func (a *packAgent) roundText() string {
 	n := a.m.TranscriptLen()
 	for i := n - 1; i >= 0 && i >= n-64; i-- {
-		if m := a.m.Transcript(i, i+1); len(m) == 1 && m[0].Role == activities.RoleAssistant {
+		if m := a.m.Transcript(i, i+1); len(m) == 1 && m[0].Role == convo.RoleAssistant {
 			return m[0].Text
 		}
 	}
@@ -228,7 +229,7 @@ func (a *packAgent) roundText() string {
 }
 
 // toolCallDescription is the ApprovalData description of a call, in words.
-func toolCallDescription(p *packs.Pack, call *activities.ToolCallInput, tool *packs.Tool, reason string) string {
+func toolCallDescription(p *packs.Pack, call *convo.ToolCallInput, tool *packs.Tool, reason string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (pack %s, state %s) wants to call %s with %s.", p.Name, p.ID, call.State, call.Tool, truncateText(string(orJSON(call.Args, "{}")), 400))
 	if tool != nil {
@@ -477,9 +478,9 @@ const EvWorkflowStalled = "workflow.stalled"
 // applyToolVote applies one accepted request: a vote that does not decide yet is
 // recorded; a deciding one settles the interrupt. decided says the wait is over; res
 // is then nil when the call runs.
-func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.RawMessage) (res *activities.ToolCallResult, decided bool) {
+func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.RawMessage) (res *convo.ToolCallResult, decided bool) {
 	var v approvalResume
-	_ = json.Unmarshal(value, &v)
+	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
 	received := map[string]any{"nodeId": it.NodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
 	if v.Feedback != "" {
 		received["feedback"] = v.Feedback
@@ -517,7 +518,7 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 
 // expireToolApproval settles an approval nobody decided before its deadline: the call
 // is rejected with reason "expired".
-func (r *runner) expireToolApproval(it *interrupt) *activities.ToolCallResult {
+func (r *runner) expireToolApproval(it *interrupt) *convo.ToolCallResult {
 	r.settle(it)
 	r.upsertToolWait(nil)
 	value := mustJSON(map[string]string{"action": "timeout", "reason": "expired"})
@@ -532,11 +533,11 @@ func (r *runner) expireToolApproval(it *interrupt) *activities.ToolCallResult {
 		"error":  fmt.Sprintf("%s was not run: nobody decided on it within %s, so the call expired", call.Tool, it.tool.settings.Timeout),
 		"status": "rejected", "reason": "expired",
 	})
-	return &activities.ToolCallResult{Content: b, IsError: true}
+	return &convo.ToolCallResult{Content: b, IsError: true}
 }
 
 // rejectedToolResult is the tool result of a rejected call.
-func rejectedToolResult(tool, by, reason string) *activities.ToolCallResult {
+func rejectedToolResult(tool, by, reason string) *convo.ToolCallResult {
 	by = orDefault(by, "an approver")
 	msg := fmt.Sprintf("%s was not run: %s rejected the call", tool, by)
 	if reason != "" {
@@ -545,7 +546,7 @@ func rejectedToolResult(tool, by, reason string) *activities.ToolCallResult {
 		reason = "no reason given"
 	}
 	b, _ := json.Marshal(map[string]any{"error": msg, "status": "rejected", "rejectedBy": by, "reason": reason})
-	return &activities.ToolCallResult{Content: b, IsError: true}
+	return &convo.ToolCallResult{Content: b, IsError: true}
 }
 
 // editedArguments reads the arguments of an edit-accept: editedArtifactData is the
@@ -614,7 +615,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 	for _, it := range cands {
 		if it.agent && (req.InterruptID == it.InterruptID || req.InterruptID == "") {
 			var probe map[string]json.RawMessage
-			_ = json.Unmarshal(req.ResumeValue, &probe)
+			_ = json.Unmarshal(req.ResumeValue, &probe) // a value that is not an object names no event
 			if req.InterruptID != "" || probe["event"] != nil {
 				return nil, nil, false // the agent's own wait (an injected event)
 			}

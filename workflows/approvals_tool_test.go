@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -100,7 +101,7 @@ type approvalsOnly map[string]activities.ToolApproval
 func (approvalsOnly) Route(activities.ToolRouteCall) (activities.ToolRoute, bool) {
 	return activities.ToolRoute{}, false
 }
-func (approvalsOnly) Execute(context.Context, activities.ToolCallInput) (*activities.ToolCallResult, bool, error) {
+func (approvalsOnly) Execute(context.Context, convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	return nil, false, nil
 }
 func (a approvalsOnly) ApprovalOf(tool string) (activities.ToolApproval, bool) {
@@ -112,7 +113,7 @@ func (tr *testRun) approve(value string, by string) {
 	tr.resolveReq(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(value), ResolvedBy: by})
 }
 
-func toolNames(in []activities.ToolCallInput) []string {
+func toolNames(in []convo.ToolCallInput) []string {
 	var out []string
 	for _, c := range in {
 		out = append(out, c.Tool)
@@ -362,7 +363,7 @@ func TestToolApprovalQuorum(t *testing.T) {
 func TestToolApprovalPolicy(t *testing.T) {
 	p, diags, err := packs.Parse("pay.yaml", []byte(payPackYAML))
 	require.NoError(t, err, "%s", diags)
-	call := func(tool string) activities.ToolCallInput { return activities.ToolCallInput{Tool: tool, State: "desk"} }
+	call := func(tool string) convo.ToolCallInput { return convo.ToolCallInput{Tool: tool, State: "desk"} }
 	route := func(mode string) activities.ToolRoute {
 		return activities.ToolRoute{Approval: &activities.ToolApproval{Mode: mode}}
 	}

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // A run continues as new between conversation turns (its runId, the workflow id, does
@@ -169,7 +170,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 		Status:   r.status, StartedAt: formatTime(r.startedAt), Nodes: r.nodes,
 		Outputs: r.outputs, Counts: r.counts, Inbox: r.inbox, Cancel: r.cancelReq,
 		ChildRuns: r.childRuns, Convs: r.convs, AgentStates: map[string]json.RawMessage{},
-		ResolvedNodes: sortedKeys(r.resolvedNodes), ResolvedIDs: r.resolvedIDs.list(), Applied: r.applied.list(),
+		ResolvedNodes: mapkeys.Sorted(r.resolvedNodes), ResolvedIDs: r.resolvedIDs.list(), Applied: r.applied.list(),
 	}
 	if !r.legacyTriggerRules {
 		st.TriggerRules = 1
@@ -184,7 +185,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 			Agent: it.agent, Conv: it.conv != nil, Approval: it.approval, Votes: it.votes, Describe: it.describe,
 		})
 	}
-	for _, id := range sortedKeys(r.agents) {
+	for _, id := range mapkeys.Sorted(r.agents) {
 		saved, err := r.agents[id].Save()
 		if err != nil {
 			return nil, fmt.Errorf("save the agent of node %q: %w", id, err)
@@ -314,13 +315,4 @@ func (r *runner) checkHistory() error {
 			n, size, r.suggestedAtLength, r.suggestedAtSize)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sortStrings(out)
-	return out
 }

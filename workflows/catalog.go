@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -233,6 +234,8 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 				WorkflowID string `json:"workflowId"`
 				Pack       string `json:"pack"`
 			}
+			// A config that does not decode names nothing to follow; the node itself
+			// fails on it when it runs (execSubWorkflow, newPackAgent).
 			_ = json.Unmarshal(n.Config, &cfg)
 			switch n.TypeID {
 			case "core.subWorkflow":
@@ -289,7 +292,7 @@ func CheckInputs(def *Definition, inputs json.RawMessage) error {
 			continue
 		}
 		var x any
-		_ = json.Unmarshal(raw, &x)
+		_ = json.Unmarshal(raw, &x) // raw is a value of the object decoded above: it decodes
 		okType := true
 		switch v.Type {
 		case "string":
@@ -315,7 +318,7 @@ func CheckInputs(def *Definition, inputs json.RawMessage) error {
 func RunSummary(in *RunInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OpenWOP run of %s", in.Definition.ID)
-	for _, id := range sortedKeys(in.Packs) {
+	for _, id := range mapkeys.Sorted(in.Packs) {
 		fmt.Fprintf(&b, " · pack %s@%s", id, in.Packs[id].Version)
 	}
 	if in.Owner.Tenant != "" {

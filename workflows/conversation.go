@@ -849,11 +849,10 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			return nil, failNode(code, "%s", why)
 		}
 		if target.agent {
-			ev, _ := parseInjected(req)
+			ev, _ := parseInjected(req) // checkAgentResolve accepted it: it parses
 			c.agentIt = nil
 			r.settle(target)
-			resolved := r.emitResolved(target, req, value)
-			_ = resolved
+			r.emitResolved(target, req, value)
 			rep, err := agent.Inject(r.ctx, c, ev)
 			if err != nil {
 				return nil, agentFailure(c.NodeID, err)

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"sort"
 )
 
 // Fork replay (RunInput.Fork, mode "replay"): the new run executes the same definition
@@ -49,6 +48,7 @@ func newForkIndex(f *ForkSource) *forkIndex {
 				continue
 			}
 			var action, by string
+			// Fields of an event the run recorded; an absent one reads as "".
 			_ = json.Unmarshal(p["action"], &action)
 			_ = json.Unmarshal(p["decidedBy"], &by)
 			if action == "timeout" {
@@ -210,5 +210,3 @@ func (r *runner) sourceNodeFailure(nodeID string) error {
 	}
 	return nil
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

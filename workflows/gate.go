@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // gateConfig is core.conversationGate's config.
@@ -98,7 +99,7 @@ func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (agen
 
 // TranscriptPage implements conversationAgent: the gate keeps no model transcript.
 func (g *gateAgent) TranscriptPage(activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
-	return activities.TranscriptPage{Messages: []activities.Message{}}, nil
+	return activities.TranscriptPage{Messages: []convo.Message{}}, nil
 }
 
 // Status implements conversationAgent.

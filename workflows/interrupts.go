@@ -332,7 +332,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		// An agent's own wait and its conversation share the node: a value carrying an
 		// "event" field goes to the agent's wait, anything else to the conversation.
 		var probe map[string]json.RawMessage
-		_ = json.Unmarshal(req.ResumeValue, &probe)
+		_ = json.Unmarshal(req.ResumeValue, &probe) // a value that is not an object names no event
 		for _, it := range cands {
 			if it.agent == (probe["event"] != nil) {
 				target = it
@@ -630,7 +630,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 			return nil, failNode("interrupt_timeout", "approval at node %q timed out after %d ms", n.ID, timeoutMs)
 		}
 		var v approvalResume
-		_ = json.Unmarshal(value, &v)
+		_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
 		if v.Action == "ask" {
 			continue // Q&A does not end the suspension
 		}
@@ -736,7 +736,7 @@ func (r *runner) checkClarification(it *interrupt, req ResolveRequest) (json.Raw
 	answers, err := normalizeAnswers(req.ResumeValue)
 	if err == nil {
 		var d clarificationData
-		_ = json.Unmarshal(it.Data, &d)
+		_ = json.Unmarshal(it.Data, &d) // the run encoded it.Data from a clarificationData: it decodes
 		for _, q := range d.Questions {
 			a, ok := answers[q.ID]
 			if !ok {
@@ -804,7 +804,7 @@ type externalData struct {
 
 func (r *runner) checkExternal(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
 	var d externalData
-	_ = json.Unmarshal(it.Data, &d)
+	_ = json.Unmarshal(it.Data, &d) // the run encoded it.Data from an externalData: it decodes
 	var got map[string]json.RawMessage
 	if err := json.Unmarshal(req.ResumeValue, &got); err != nil {
 		return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: "the external event must be a JSON object"}
@@ -843,6 +843,9 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 	if err := json.Unmarshal(orJSON(n.Config, "{}"), &cfg); err != nil {
 		return nil, failNode("validation_error", "core.interrupt config: %v", err)
 	}
+	// The kind's data decodes leniently, as it always has: a field of the wrong type is
+	// read as absent. Failing the node on it instead would change what runs in flight
+	// with such a definition do (a workflow.GetVersion branch, when it is wanted).
 	switch cfg.Kind {
 	case "approval":
 		var d approvalData
@@ -874,7 +877,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 		var d struct {
 			CustomKind string `json:"customKind"`
 		}
-		if json.Unmarshal(data, &d); d.CustomKind == "" {
+		if _ = json.Unmarshal(data, &d); d.CustomKind == "" { // data that does not decode has no customKind
 			return nil, failNode("validation_error", "core.interrupt at node %q: custom data needs customKind", n.ID)
 		}
 		words = fmt.Sprintf("Waiting for a %q resume value.", d.CustomKind)

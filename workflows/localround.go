@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // localRoundVersion is the workflow.GetVersion change id of model rounds that run as the
@@ -29,7 +30,7 @@ const modelRoundLocalName = "ModelRoundLocal"
 // (ModelRoundLocal refuses real providers; the node then stops trying until it continues
 // as new), or the transcript began in an earlier execution of the run. Any other
 // failure is the round's failure, as the activity's would be.
-func (rt *packRuntime) localRound(in activities.ModelRoundInput) (out activities.ModelRoundResult, ok bool, err error) {
+func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoundResult, ok bool, err error) {
 	a := rt.a
 	if a.lastProvider != activities.ProviderMock || a.notLocal {
 		return out, false, nil
@@ -52,7 +53,7 @@ func (rt *packRuntime) localRound(in activities.ModelRoundInput) (out activities
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeNotLocal {
 		a.notLocal = true
-		return activities.ModelRoundResult{}, false, nil
+		return convo.ModelRoundResult{}, false, nil
 	}
 	return out, true, err
 }

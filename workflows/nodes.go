@@ -33,6 +33,9 @@ type delayConfig struct {
 func execDelay(r *runner, n *Node, in map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	var cfg delayConfig
 	if len(n.Config) > 0 {
+		// Lenient, as it always was: a config that does not decode sets no delay here
+		// (the node input or the run variable may); failing on it would change runs in
+		// flight.
 		_ = json.Unmarshal(n.Config, &cfg)
 	}
 	var ms int64

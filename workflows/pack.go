@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 )
@@ -464,8 +465,8 @@ func activityMessage(err error) string {
 // the scripted mock answered (localround.go), or, on a fork replay, the source run's
 // recorded result (pack_replay.go). A cancel of the run cancels the activity in flight
 // (pack_cancel.go).
-func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
-	var out activities.ModelRoundResult
+func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
+	var out convo.ModelRoundResult
 	recorded, err := rt.replayedModel(in, &out)
 	if err != nil {
 		return nil, err
@@ -502,7 +503,7 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 	rt.emit("agent.decided", rt.decided(in, &out, recorded))
 	if recorded && rt.a.replay != nil && rt.a.replay.v2 {
 		rt.replayedRound = true
-		out.Usage = activities.Usage{} // spent by the source run, not by this one
+		out.Usage = convo.Usage{} // spent by the source run, not by this one
 	}
 	return &out, nil
 }
@@ -513,7 +514,7 @@ func (rt *packRuntime) Model(in activities.ModelRoundInput) (*activities.ModelRo
 // round fails with payload_too_large instead.
 const maxActivityInputBytes = 1 << 20
 
-func checkActivityInput(in activities.ModelRoundInput) error {
+func checkActivityInput(in convo.ModelRoundInput) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return &activityError{msg: "encode the round's input: " + err.Error(), err: err}
@@ -529,7 +530,7 @@ func checkActivityInput(in activities.ModelRoundInput) error {
 // come back in call order. Runs that began before tool bindings were routed keep the
 // ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
 // of the run cancels the calls in flight (pack_cancel.go).
-func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
+func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
 	if workflow.GetVersion(rt.ctx, toolRoutesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return rt.legacyTools(calls)
 	}
@@ -538,8 +539,8 @@ func (rt *packRuntime) Tools(calls []activities.ToolCallInput) ([]*activities.To
 
 // legacyTools runs every call as a ToolCall activity on the host's task queue; a call
 // that fails after its retries fails the turn.
-func (rt *packRuntime) legacyTools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
-	out := make([]*activities.ToolCallResult, len(calls))
+func (rt *packRuntime) legacyTools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
+	out := make([]*convo.ToolCallResult, len(calls))
 	futures := make([]workflow.Future, len(calls))
 	actx, cancel := workflow.WithCancel(rt.ctx)
 	for i, in := range calls {
@@ -561,7 +562,7 @@ func (rt *packRuntime) legacyTools(calls []activities.ToolCallInput) ([]*activit
 			continue
 		}
 		rt.await(f, cancel)
-		var r activities.ToolCallResult
+		var r convo.ToolCallResult
 		if err := f.Get(rt.ctx, &r); err != nil {
 			if temporal.IsCanceledError(err) {
 				return nil, rt.stoppedErr(err)
@@ -656,13 +657,13 @@ func (rt *packRuntime) emit(typ string, payload any) {
 // packRoundRecord is the decision of an agent.decided event: one model round as the
 // model answered it.
 type packRoundRecord struct {
-	Kind         string                `json:"kind"` // "model_round"
-	Round        int                   `json:"round"`
-	State        string                `json:"state"`
-	Text         string                `json:"text,omitempty"`
-	ToolCalls    []activities.ToolCall `json:"toolCalls,omitempty"`
-	Provider     string                `json:"provider"`
-	Model        string                `json:"model"`
-	Usage        activities.Usage      `json:"usage"`
-	FinishReason string                `json:"finishReason,omitempty"`
+	Kind         string           `json:"kind"` // "model_round"
+	Round        int              `json:"round"`
+	State        string           `json:"state"`
+	Text         string           `json:"text,omitempty"`
+	ToolCalls    []convo.ToolCall `json:"toolCalls,omitempty"`
+	Provider     string           `json:"provider"`
+	Model        string           `json:"model"`
+	Usage        convo.Usage      `json:"usage"`
+	FinishReason string           `json:"finishReason,omitempty"`
 }

@@ -36,7 +36,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 )
 
@@ -48,8 +48,8 @@ const CodeReplayDiverged = "replay_diverged"
 // (agent.decided) and tool results (agent.toolReturned), and the order of the user
 // turns and injected events that drove it.
 type packReplay struct {
-	rounds map[int]*activities.ModelRoundResult
-	tools  map[string]*activities.ToolCallResult
+	rounds map[int]*convo.ModelRoundResult
+	tools  map[string]*convo.ToolCallResult
 	src    []Event
 	cursor int // next source event to fold into the engine
 
@@ -69,7 +69,7 @@ type packReplay struct {
 }
 
 func newPackReplay(src []Event) *packReplay {
-	pr := &packReplay{rounds: map[int]*activities.ModelRoundResult{}, tools: map[string]*activities.ToolCallResult{}, src: src,
+	pr := &packReplay{rounds: map[int]*convo.ModelRoundResult{}, tools: map[string]*convo.ToolCallResult{}, src: src,
 		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1}
 	for _, e := range src {
 		switch e.Type {
@@ -81,7 +81,7 @@ func newPackReplay(src []Event) *packReplay {
 				continue
 			}
 			d := p.Decision
-			pr.rounds[d.Round] = &activities.ModelRoundResult{
+			pr.rounds[d.Round] = &convo.ModelRoundResult{
 				Text: d.Text, ToolCalls: d.ToolCalls, Provider: d.Provider, Model: d.Model, Usage: d.Usage, FinishReason: d.FinishReason,
 			}
 			pr.roundStates[d.Round], pr.roundEvents[d.Round] = d.State, e
@@ -95,13 +95,13 @@ func newPackReplay(src []Event) *packReplay {
 			if json.Unmarshal(e.Payload, &p) != nil || p.CallID == "" {
 				continue
 			}
-			pr.tools[p.CallID] = &activities.ToolCallResult{Content: p.Outcome, IsError: p.Status == "error"}
+			pr.tools[p.CallID] = &convo.ToolCallResult{Content: p.Outcome, IsError: p.Status == "error"}
 		}
 	}
 	return pr
 }
 
-func (pr *packReplay) model(round int) (*activities.ModelRoundResult, bool) {
+func (pr *packReplay) model(round int) (*convo.ModelRoundResult, bool) {
 	r, ok := pr.rounds[round]
 	if !ok {
 		return nil, false
@@ -110,7 +110,7 @@ func (pr *packReplay) model(round int) (*activities.ModelRoundResult, bool) {
 	return &cp, true
 }
 
-func (pr *packReplay) tool(callID string) (*activities.ToolCallResult, bool) {
+func (pr *packReplay) tool(callID string) (*convo.ToolCallResult, bool) {
 	r, ok := pr.tools[callID]
 	return r, ok
 }
@@ -124,7 +124,7 @@ func (e *replayDivergedError) ErrorCode() string { return CodeReplayDiverged }
 
 // replayedModel answers a model round from the source run's record on a fork replay:
 // recorded reports whether it did (out is then set).
-func (rt *packRuntime) replayedModel(in activities.ModelRoundInput, out *activities.ModelRoundResult) (recorded bool, err error) {
+func (rt *packRuntime) replayedModel(in convo.ModelRoundInput, out *convo.ModelRoundResult) (recorded bool, err error) {
 	pr := rt.a.replay
 	if pr == nil {
 		return false, nil
@@ -168,7 +168,7 @@ func (pr *packReplay) pendingRound(n int) bool {
 }
 
 // replayedTool answers a tool call from the source run's record on a fork replay.
-func (rt *packRuntime) replayedTool(in activities.ToolCallInput) (*activities.ToolCallResult, bool, error) {
+func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	pr := rt.a.replay
 	if pr == nil || pr.v2 && pr.live && pr.pendingSeq < 0 {
 		return nil, false, nil
@@ -184,7 +184,7 @@ func (rt *packRuntime) replayedTool(in activities.ToolCallInput) (*activities.To
 }
 
 // decided is the agent.decided payload of a model round.
-func (rt *packRuntime) decided(in activities.ModelRoundInput, out *activities.ModelRoundResult, replayed bool) map[string]any {
+func (rt *packRuntime) decided(in convo.ModelRoundInput, out *convo.ModelRoundResult, replayed bool) map[string]any {
 	p := map[string]any{
 		"agentId": rt.a.agentID(in.State),
 		"decision": packRoundRecord{
@@ -368,7 +368,7 @@ func (a *packAgent) checkReply(c *conversation, e Event, t Turn) {
 		Text  string `json:"text"`
 		State string `json:"state"`
 	}
-	_ = json.Unmarshal(t.Content, &body)
+	_ = json.Unmarshal(t.Content, &body) // a recorded turn; content without a text compares as ""
 	if body.Text != last.Reply || body.State != "" && body.State != last.State {
 		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("turn %d: the source answered in state %q, the replay in state %q with another text", t.TurnIndex, body.State, last.State))
 	}
@@ -386,7 +386,7 @@ func (a *packAgent) checkClose(c *conversation, e Event) {
 			FinalState string `json:"finalState"`
 		} `json:"outcome"`
 	}
-	_ = json.Unmarshal(e.Payload, &p)
+	_ = json.Unmarshal(e.Payload, &p) // a recorded event; without a final state there is nothing to compare
 	if want := p.Outcome.FinalState; want != "" && (a.m.Status() != engine.StatusCompleted || a.m.CurrentState() != want) {
 		a.divergeAt(c, "output", EvConversationClosed, e, fmt.Sprintf("the source pack completed in state %q; the replay's is %s in state %q", want, a.m.Status(), a.m.CurrentState()))
 	}

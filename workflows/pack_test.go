@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -30,8 +31,8 @@ import (
 type scriptedModel struct {
 	mu      sync.Mutex
 	scripts map[string]*packs.MockScript
-	rounds  []activities.ModelRoundInput
-	tools   []activities.ToolCallInput
+	rounds  []convo.ModelRoundInput
+	tools   []convo.ToolCallInput
 	cursor  packs.MockCursor
 	user    packs.MockSeen // the latest user message so far
 	// failIfCalled makes every model round fail the test (fork replay).
@@ -49,7 +50,7 @@ type scriptedModel struct {
 	before func(ctx context.Context, round int, tool string)
 }
 
-func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput) (*activities.ModelRoundResult, error) {
+func (s *scriptedModel) model(ctx context.Context, in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 	if s.before != nil {
 		s.before(ctx, in.Round, "")
 	}
@@ -63,7 +64,7 @@ func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput
 		return nil, s.fail
 	}
 	for _, m := range in.Transcript.Tail {
-		if m.Role == activities.RoleUser {
+		if m.Role == convo.RoleUser {
 			s.user.User, s.user.HasUser = m.Text, true
 		}
 	}
@@ -73,7 +74,7 @@ func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput
 	ans, next := sc.Next(s.cursor, seen)
 	switch {
 	case ans.Exhausted:
-		return &activities.ModelRoundResult{Text: sc.Default, Provider: "mock", Model: "scripted-mock"}, nil
+		return &convo.ModelRoundResult{Text: sc.Default, Provider: "mock", Model: "scripted-mock"}, nil
 	case ans.Round == nil:
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round %d (line %d): %s", in.Round, ans.Line, ans.OffScript), activities.ErrTypeMockMismatch, nil)
@@ -83,17 +84,17 @@ func (s *scriptedModel) model(ctx context.Context, in activities.ModelRoundInput
 	if e.Error != "" {
 		return nil, temporal.NewNonRetryableApplicationError(e.Error, activities.ErrTypeMockFailure, nil)
 	}
-	out := &activities.ModelRoundResult{Text: e.Text, Provider: "mock", Model: "scripted-mock",
-		Usage: activities.Usage{InputTokens: 100, OutputTokens: 20}}
+	out := &convo.ModelRoundResult{Text: e.Text, Provider: "mock", Model: "scripted-mock",
+		Usage: convo.Usage{InputTokens: 100, OutputTokens: 20}}
 	for i, c := range e.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, activities.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})
+		out.ToolCalls = append(out.ToolCalls, convo.ToolCall{ID: fmt.Sprintf("call_%d_%d_%s", in.Round, i, c.Name), Name: c.Name, Args: c.Args})
 	}
 	return out, nil
 }
 
 // modelLocal is the ModelRoundLocal the workflow runs after a round the mock answered:
 // the same script, and the transcript must arrive whole.
-func (s *scriptedModel) modelLocal(ctx context.Context, in activities.LocalModelRoundInput) (*activities.ModelRoundResult, error) {
+func (s *scriptedModel) modelLocal(ctx context.Context, in activities.LocalModelRoundInput) (*convo.ModelRoundResult, error) {
 	if got, want := len(in.Messages), in.Round.Transcript.To; got != want {
 		s.t.Errorf("local model round %d: %d transcript messages, want [0, %d)", in.Round.Round, got, want)
 	}
@@ -122,7 +123,7 @@ func (s *scriptedModel) resume(rounds ...packs.MockSeen) {
 // greeted is round 0 of the support script: the greeting in state verifying.
 var greeted = packs.MockSeen{State: "verifying", User: "Hi, I have a question about my account.", HasUser: true}
 
-func (s *scriptedModel) tool(ctx context.Context, in activities.ToolCallInput) (*activities.ToolCallResult, error) {
+func (s *scriptedModel) tool(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 	if s.before != nil {
 		s.before(ctx, in.Round, in.Tool)
 	}
@@ -133,7 +134,7 @@ func (s *scriptedModel) tool(ctx context.Context, in activities.ToolCallInput) (
 	if !ok {
 		return nil, temporal.NewNonRetryableApplicationError("no executor for "+in.Tool, activities.ErrTypeUnknownTool, nil)
 	}
-	return &activities.ToolCallResult{Content: res}, nil
+	return &convo.ToolCallResult{Content: res}, nil
 }
 
 // packRun prepares a run of an example pack (or a pack given as YAML) with the
@@ -177,7 +178,7 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 // noTranscripts is the transcript source of activities that never run a model round.
 type noTranscripts struct{}
 
-func (noTranscripts) Transcript(context.Context, activities.TranscriptRef) ([]activities.Message, error) {
+func (noTranscripts) Transcript(context.Context, convo.TranscriptRef) ([]convo.Message, error) {
 	return nil, errors.New("no transcripts here")
 }
 
@@ -224,10 +225,10 @@ func contentOf(t *testing.T, turn Turn) map[string]string {
 func TestPackSupportConversation(t *testing.T) {
 	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
 	var mid Snapshot
-	var transcript []activities.Message
+	var transcript []convo.Message
 	tr.at(time.Minute, func() {
 		mid = tr.snapshot()
-		v, err := tr.env.QueryWorkflow(TranscriptQuery, activities.TranscriptRef{RunID: tr.in.RunID, Key: ServedPackNodeID, From: 0, To: 2})
+		v, err := tr.env.QueryWorkflow(TranscriptQuery, convo.TranscriptRef{RunID: tr.in.RunID, Key: ServedPackNodeID, From: 0, To: 2})
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&transcript))
 		tr.say("It's ACC-12345. What's my balance?")
@@ -241,7 +242,7 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Equal(t, "verifying", mid.Pack.State)
 	require.Equal(t, 1, mid.Pack.ModelRounds)
 	require.Len(t, transcript, 2)
-	require.Equal(t, activities.RoleUser, transcript[0].Role)
+	require.Equal(t, convo.RoleUser, transcript[0].Role)
 	require.Equal(t, "Hi, I have a question about my account.", transcript[0].Text)
 
 	require.Equal(t, StatusCompleted, final.Status)

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // toolRoutesVersion is the workflow.GetVersion change id of routed tool calls. Runs
@@ -31,8 +32,8 @@ const toolRoutesVersion = "tool-routes"
 
 // routedTools routes the batch's live calls (a fork replay answers the others from the
 // source run's records) and runs them concurrently.
-func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activities.ToolCallResult, error) {
-	out := make([]*activities.ToolCallResult, len(calls))
+func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
+	out := make([]*convo.ToolCallResult, len(calls))
 	var live []int
 	for i, in := range calls {
 		r, recorded, err := rt.replayedTool(in)
@@ -108,7 +109,7 @@ func (rt *packRuntime) routedTools(calls []activities.ToolCallInput) ([]*activit
 }
 
 // startTool schedules one call where its route says, on ctx.
-func (rt *packRuntime) startTool(ctx workflow.Context, in activities.ToolCallInput, route activities.ToolRoute, ids map[string]bool) workflow.Future {
+func (rt *packRuntime) startTool(ctx workflow.Context, in convo.ToolCallInput, route activities.ToolRoute, ids map[string]bool) workflow.Future {
 	summary := activities.ToolCallSummary(in)
 	if route.Target != "" {
 		summary += " · " + route.Target
@@ -157,7 +158,7 @@ func (rt *packRuntime) startTool(ctx workflow.Context, in activities.ToolCallInp
 
 // toolOutcome waits for one call: its result, or an error result when its activity
 // failed after its retries. Only a cancellation is returned as an error.
-func toolOutcome(ctx workflow.Context, f workflow.Future, in activities.ToolCallInput, route activities.ToolRoute) (*activities.ToolCallResult, error) {
+func toolOutcome(ctx workflow.Context, f workflow.Future, in convo.ToolCallInput, route activities.ToolRoute) (*convo.ToolCallResult, error) {
 	var err error
 	if route.Activity != nil {
 		var raw json.RawMessage
@@ -165,10 +166,10 @@ func toolOutcome(ctx workflow.Context, f workflow.Future, in activities.ToolCall
 			if len(raw) == 0 {
 				raw = json.RawMessage(`null`)
 			}
-			return &activities.ToolCallResult{Content: raw}, nil
+			return &convo.ToolCallResult{Content: raw}, nil
 		}
 	} else {
-		var r activities.ToolCallResult
+		var r convo.ToolCallResult
 		if err = f.Get(ctx, &r); err == nil {
 			return &r, nil
 		}
@@ -182,7 +183,7 @@ func toolOutcome(ctx workflow.Context, f workflow.Future, in activities.ToolCall
 		msg += fmt.Sprintf(" (%d attempts)", route.MaxAttempts)
 	}
 	b, _ := json.Marshal(map[string]string{"error": msg})
-	return &activities.ToolCallResult{Content: b, IsError: true}, nil
+	return &convo.ToolCallResult{Content: b, IsError: true}, nil
 }
 
 // failureMessage is what the model reads of a failed tool activity: the application

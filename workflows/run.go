@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // Cancellation, failure and Temporal status (a decision): the event log is the run's
@@ -391,7 +393,7 @@ func (r *runner) run() (*Snapshot, error) {
 			r.emit(EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
 			continue
 		}
-		outs, err := r.execNode(n)
+		_, err = r.execNode(n) // the outputs are in the node record
 		switch {
 		case err == nil:
 		case errors.Is(err, errCancelled):
@@ -407,7 +409,6 @@ func (r *runner) run() (*Snapshot, error) {
 			r.emit(EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
-		_ = outs
 	}
 	return r.complete()
 }
@@ -557,6 +558,8 @@ func (r *runner) checkRequires(n *Node) error {
 		Requires []string `json:"requires"`
 	}
 	if len(n.Config) > 0 {
+		// Lenient, as it always was: a config that does not decode requires nothing
+		// here (the nodes that read it report it).
 		_ = json.Unmarshal(n.Config, &cfg)
 	}
 	for _, c := range cfg.Requires {
@@ -602,7 +605,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 	if len(r.in.Inputs) > 0 {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(r.in.Inputs, &in) == nil {
-			for _, k := range sortedKeys(in) {
+			for _, k := range mapkeys.Sorted(in) {
 				vars[k] = in[k]
 			}
 		}
@@ -611,7 +614,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 		if rec.State != "completed" {
 			continue
 		}
-		for _, k := range sortedKeys(rec.Outputs) {
+		for _, k := range mapkeys.Sorted(rec.Outputs) {
 			vars[k] = rec.Outputs[k]
 		}
 	}
@@ -657,7 +660,7 @@ func (r *runner) complete() (*Snapshot, error) {
 	}
 	for _, rec := range r.nodes {
 		if rec.State == "completed" && !hasOut[rec.NodeID] {
-			for _, k := range sortedKeys(rec.Outputs) {
+			for _, k := range mapkeys.Sorted(rec.Outputs) {
 				outs[k] = rec.Outputs[k]
 			}
 		}
@@ -965,7 +968,7 @@ func (r *runner) transcriptPage(req activities.TranscriptPageRequest) (activitie
 		return page, err
 	}
 	if page.Messages == nil {
-		page.Messages = []activities.Message{}
+		page.Messages = []convo.Message{}
 	}
 	page.Earlier = r.segments
 	return page, nil
@@ -973,7 +976,7 @@ func (r *runner) transcriptPage(req activities.TranscriptPageRequest) (activitie
 
 // transcript answers TranscriptQuery: messages [From, To), which this execution must
 // hold within one page (DefaultTranscriptPageBytes).
-func (r *runner) transcript(ref activities.TranscriptRef) ([]activities.Message, error) {
+func (r *runner) transcript(ref convo.TranscriptRef) ([]convo.Message, error) {
 	a := r.agentFor(ref.Key)
 	if a == nil {
 		return nil, fmt.Errorf("run %s has no transcript %q", r.in.RunID, ref.Key)

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // fakeAgent exercises the conversation seam the way a pack does: it emits its own
@@ -73,7 +74,7 @@ func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent
 }
 
 func (a *fakeAgent) TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
-	return activities.TranscriptPage{Messages: []activities.Message{{Role: activities.RoleUser, Text: req.Key}}, Start: 0, Len: 1}, nil
+	return activities.TranscriptPage{Messages: []convo.Message{{Role: convo.RoleUser, Text: req.Key}}, Start: 0, Len: 1}, nil
 }
 
 func (a *fakeAgent) Status() *PackStatus {
@@ -92,13 +93,13 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 	tr := newTestRun(t, fakeInput(`{"message":"wait"}`))
 	var waiting Snapshot
 	checks := map[string]ResolveCheck{}
-	var transcript []activities.Message
+	var transcript []convo.Message
 	tr.at(time.Hour, func() {
 		waiting = tr.snapshot()
 		checks["badEvent"] = tr.check(ResolveRequest{NodeID: "agent", ResumeValue: json.RawMessage(`{"event":"Nope","ticket":"T1"}`)})
 		checks["badCorr"] = tr.check(ResolveRequest{NodeID: "agent", ResumeValue: json.RawMessage(`{"event":"Approved","ticket":"T2"}`)})
 		checks["ok"] = tr.check(ResolveRequest{NodeID: "agent", ResumeValue: json.RawMessage(`{"event":"Approved","context":"by ops","ticket":"T1"}`)})
-		v, err := tr.env.QueryWorkflow(TranscriptQuery, activities.TranscriptRef{RunID: "run-fake", Key: "agent/main", To: 1})
+		v, err := tr.env.QueryWorkflow(TranscriptQuery, convo.TranscriptRef{RunID: "run-fake", Key: "agent/main", To: 1})
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&transcript))
 		tr.resolveReq(ResolveRequest{NodeID: "agent", ResumeValue: json.RawMessage(`{"text":"hello while waiting"}`), ReceivedAtMs: 1})
@@ -114,7 +115,7 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, checks["badEvent"].Status)
 	require.Equal(t, http.StatusUnprocessableEntity, checks["badCorr"].Status)
 	require.True(t, checks["ok"].OK)
-	require.Equal(t, []activities.Message{{Role: "user", Text: "agent/main"}}, transcript)
+	require.Equal(t, []convo.Message{{Role: "user", Text: "agent/main"}}, transcript)
 	require.Equal(t, StatusCompleted, s.Status)
 	var turns []Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))

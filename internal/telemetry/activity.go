@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 )
 
 // Names of the metrics ActivityMetrics records (through the activity's metrics handler,
@@ -56,12 +57,12 @@ func (a *activityMetrics) ExecuteActivity(ctx context.Context, in *interceptor.E
 		}
 		provider, model, outcome := "", "", "ok"
 		switch mi := input.(type) {
-		case activities.ModelRoundInput:
+		case convo.ModelRoundInput:
 			provider = mi.Provider
 		case activities.LocalModelRoundInput:
 			provider = mi.Round.Provider
 		}
-		if r, ok := res.(*activities.ModelRoundResult); ok && r != nil && err == nil {
+		if r, ok := res.(*convo.ModelRoundResult); ok && r != nil && err == nil {
 			provider, model = r.Provider, r.Model
 			tags := map[string]string{"provider": provider, "model": model}
 			m.WithTags(withKV(tags, "direction", "input")).Counter(MetricModelTokens).Inc(int64(r.Usage.InputTokens))
@@ -73,11 +74,11 @@ func (a *activityMetrics) ExecuteActivity(ctx context.Context, in *interceptor.E
 		m.WithTags(map[string]string{"provider": orUnknown(provider), "model": orUnknown(model), "outcome": outcome}).Counter(MetricModelRounds).Inc(1)
 	case "ToolCall":
 		tool, binding, outcome := "", "", "ok"
-		if ti, ok := input.(activities.ToolCallInput); ok {
+		if ti, ok := input.(convo.ToolCallInput); ok {
 			tool = ti.Tool
 		}
 		switch r := res.(type) {
-		case *activities.ToolCallResult:
+		case *convo.ToolCallResult:
 			if r != nil && r.IsError {
 				outcome = "error"
 			}
