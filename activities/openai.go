@@ -1,10 +1,14 @@
 package activities
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -105,11 +109,13 @@ func (p *OpenAIProvider) Complete(ctx context.Context, req *Request) (*convo.Mod
 	}
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	redact := redactor(p.apiKey)
-	stream := p.svc.NewStreaming(ctx, params)
+	var plain plainReply
+	stream := p.svc.NewStreaming(ctx, params, option.WithMiddleware(plain.keep))
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
-	streamed := false
+	streamed, chunks := false, 0
 	for stream.Next() {
+		chunks++
 		chunk := stream.Current()
 		if !acc.AddChunk(chunk) {
 			return nil, badResponse(p.Name(), "a streamed chunk does not fit the completion streamed so far")
@@ -131,12 +137,57 @@ func (p *OpenAIProvider) Complete(ctx context.Context, req *Request) (*convo.Mod
 		}
 		return nil, classifyTransport(ctx, p.Name(), err, redact)
 	}
-	res, err := p.result(req, &acc.ChatCompletion)
+	completion := &acc.ChatCompletion
+	if chunks == 0 && plain.tooBig {
+		return nil, badResponse(p.Name(), fmt.Sprintf("the completion, answered as plain JSON, is over %d bytes", maxPlainReply))
+	}
+	if chunks == 0 && plain.body != nil {
+		// The server ignored stream: true and answered with the whole completion.
+		completion = &openai.ChatCompletion{}
+		if err := json.Unmarshal(plain.body, completion); err != nil {
+			return nil, badResponse(p.Name(), "the completion is not JSON: "+redact(err.Error()))
+		}
+	}
+	res, err := p.result(req, completion)
 	if err == nil && !streamed {
-		req.emit(res.Text) // a refusal is the reply's text when there is no content
+		req.emit(res.Text) // a refusal, or a completion answered as plain JSON, arrives whole
 	}
 	return res, err
 }
+
+// plainReply keeps the body of a streamed request's answer that is plain JSON rather
+// than an event stream: some OpenAI-compatible servers ignore stream: true. The SDK's
+// stream then sees an empty body, and Complete reads the completion from body.
+type plainReply struct {
+	body   []byte
+	tooBig bool // the body passed maxPlainReply and was dropped
+}
+
+func (p *plainReply) keep(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	resp, err := next(r)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return resp, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxPlainReply+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxPlainReply {
+		p.tooBig = true
+	} else {
+		p.body = body
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(nil))
+	return resp, nil
+}
+
+// maxPlainReply bounds a completion answered as plain JSON (a streamed one is bounded by
+// the SDK's line buffer and the round's own limits).
+const maxPlainReply = 16 << 20
 
 func (p *OpenAIProvider) params(req *Request) (openai.ChatCompletionNewParams, error) {
 	in := req.Input

@@ -99,6 +99,29 @@ func TestOpenAIStreamsARefusal(t *testing.T) {
 	assert.Equal(t, res.Text, strings.Join(got.all(), ""))
 }
 
+// TestOpenAICompatibleServerThatDoesNotStream: a server that ignores stream: true and
+// answers with the whole completion as JSON still gives the round its reply, passed on in
+// one piece; a body that is not a completion fails the round as a malformed response.
+func TestOpenAICompatibleServerThatDoesNotStream(t *testing.T) {
+	plain := openAIText("hi from a server that does not stream")
+	plain.header = map[string]string{"Content-Type": "application/json; charset=utf-8"}
+	ws := newWireServer(t, plain, wireResponse{status: 200, header: map[string]string{"Content-Type": "application/json"}, body: `not json`})
+	p := NewOpenAICompatibleProvider("", "llama3.2", ws.URL+"/v1")
+
+	var got pieces
+	res, err := p.Complete(context.Background(), streamingRequest(&got))
+	require.NoError(t, err)
+	assert.Equal(t, "hi from a server that does not stream", res.Text)
+	assert.Equal(t, []string{res.Text}, got.all(), "the reply is passed on whole")
+	assert.Equal(t, 17, res.Usage.InputTokens+res.Usage.OutputTokens)
+	reqs := ws.got()
+	require.Len(t, reqs, 1, "the answer is read, not asked for again")
+	assert.Equal(t, true, reqs[0].Body["stream"])
+
+	_, err = p.Complete(context.Background(), streamingRequest(&pieces{}))
+	requireAppError(t, err, ErrTypeBadResponse, true)
+}
+
 // TestBrokenStreamIsRetryable: a stream that breaks off mid-reply fails the attempt
 // with a retryable error; what was streamed before the break had been passed on.
 func TestBrokenStreamIsRetryable(t *testing.T) {
