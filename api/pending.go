@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -185,7 +186,7 @@ func mayResolve(p *principal, pi workflows.PendingInterrupt) bool {
 func recentTurns(snap *workflows.Snapshot) []json.RawMessage {
 	raw, ok := snap.Channels["conversation"]
 	if !ok {
-		for _, name := range sortedKeys(snap.Channels) {
+		for _, name := range mapkeys.Sorted(snap.Channels) {
 			raw = snap.Channels[name]
 			break
 		}
@@ -195,15 +196,6 @@ func recentTurns(snap *workflows.Snapshot) []json.RawMessage {
 		return nil
 	}
 	return turns[max(0, len(turns)-recentTurnCount):]
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func (s *Server) handleListInterrupts(c echo.Context) error {
@@ -253,15 +245,7 @@ func (s *Server) streamPending(c echo.Context, p *principal, base, query string,
 	defer stop()
 	s.streamDeadlines(c)
 
-	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	_, _ = fmt.Fprint(w, ": stream open\n\n")
-	w.Flush()
+	w := openSSE(c)
 
 	cache := &snapshotCache{ttl: pendingSnapshot, entries: map[string]cachedSnapshot{}}
 	var last []byte

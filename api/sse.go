@@ -136,6 +136,21 @@ type durableRead struct {
 	err      error
 }
 
+// openSSE answers 200 with the headers of an event stream (no caching, no proxy
+// buffering) and a first comment, flushed, so the client knows the stream is open.
+func openSSE(c echo.Context) *echo.Response {
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprint(w, ": stream open\n\n")
+	w.Flush()
+	return w
+}
+
 // streamSSE serves the run's events as SSE after the cursor, filtered by the stream
 // mode, batched by bufferMs, with the chunks of its model rounds in messages mode.
 func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID string, after int64, filter streamFilter, buffer time.Duration) error {
@@ -155,17 +170,9 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 		defer unsubscribe()
 	}
 
-	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	w := openSSE(c)
 	out := newSSEWriter(w, w.Flush, buffer)
 	defer func() { _ = out.writeBatch() }() // what is gathered goes out before the stream closes
-	_, _ = fmt.Fprint(w, ": stream open\n\n")
-	w.Flush()
 
 	// A values frame's id is the last sequence its snapshot reflects; ids only grow, so
 	// a frame that would not advance is not sent.
