@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -131,7 +132,7 @@ func (p *MockProvider) stream(ctx context.Context, req *Request, text string) er
 	if req.Stream == nil {
 		return nil
 	}
-	for _, w := range words(text) {
+	for _, w := range fakemodel.Pieces(text) {
 		if p.ChunkDelay > 0 {
 			t := time.NewTimer(p.ChunkDelay)
 			select {
@@ -144,23 +145,6 @@ func (p *MockProvider) stream(ctx context.Context, req *Request, text string) er
 		req.emit(w)
 	}
 	return nil
-}
-
-// words splits text into words, each with the spaces before it; they concatenate to
-// text.
-func words(text string) []string {
-	var out []string
-	start := 0
-	for i := 1; i < len(text); i++ {
-		if text[i] == ' ' && text[i-1] != ' ' {
-			out = append(out, text[start:i])
-			start = i
-		}
-	}
-	if start < len(text) {
-		out = append(out, text[start:])
-	}
-	return out
 }
 
 // mockRounds lists what the script saw of every round of the run so far, the current one

@@ -3,7 +3,8 @@
 // `data:` chunks ending in [DONE]) and Anthropic messages (named server-sent events from
 // message_start to message_stop). It converts a whole answer (the JSON a non-streamed
 // call returns) into the events a streamed call returns, and Server answers requests
-// with scripted replies, piece by piece, at a chosen pace.
+// with scripted replies, piece by piece, at a chosen pace. The scripted mock provider
+// streams its replies with Pieces too.
 package fakemodel
 
 import (
