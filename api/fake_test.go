@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
@@ -225,6 +226,11 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 			}, nil
 		}).Maybe()
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
+	// The fake runs answer resolves the way a worker without the resolve update does:
+	// they reject it as unknown, and the API validates and signals.
+	mc.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
+		return o.UpdateName == workflows.ResolveUpdate
+	})).Return(nil, unknownUpdateErr(workflows.ResolveUpdate)).Maybe()
 	return ft, mc
 }
 
@@ -590,4 +596,10 @@ func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsP
 		page.Terminal = isTerminalEvent(ev.Type)
 	}
 	return page
+}
+
+// unknownUpdateErr is a worker's rejection of an update it has no handler for, as the
+// client returns it.
+func unknownUpdateErr(name string) error {
+	return temporal.NewApplicationError(fmt.Sprintf("unknown update %s. KnownUpdates=[]", name), "")
 }
