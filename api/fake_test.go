@@ -84,6 +84,9 @@ type fakeRun struct {
 	// closed, when set, is the event that closed the run in Temporal (signals then
 	// fail NotFound).
 	closed *historypb.HistoryEvent
+	// update, when set, answers the resolve update (with the fake's lock held), as a
+	// worker with the handler does; nil rejects it as an unknown update.
+	update func(r *fakeRun, updateID string, u workflows.ResolveUpdateRequest) (workflows.ResolveUpdateResult, error)
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -228,9 +231,19 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
 	// The fake runs answer resolves the way a worker without the resolve update does:
 	// they reject it as unknown, and the API validates and signals.
+	// A run with update set answers with it instead.
 	mc.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
 		return o.UpdateName == workflows.ResolveUpdate
-	})).Return(nil, unknownUpdateErr(workflows.ResolveUpdate)).Maybe()
+	})).Return(func(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+		r := ft.get(o.WorkflowID)
+		if r == nil || r.update == nil {
+			return nil, unknownUpdateErr(workflows.ResolveUpdate)
+		}
+		ft.mu.Lock()
+		res, err := r.update(r, o.UpdateID, o.Args[0].(workflows.ResolveUpdateRequest))
+		ft.mu.Unlock()
+		return fakeUpdateHandle{res: res, err: err}, nil
+	}).Maybe()
 	return ft, mc
 }
 
@@ -602,4 +615,21 @@ func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsP
 // client returns it.
 func unknownUpdateErr(name string) error {
 	return temporal.NewApplicationError(fmt.Sprintf("unknown update %s. KnownUpdates=[]", name), "")
+}
+
+// fakeUpdateHandle is a completed update: its result or its failure.
+type fakeUpdateHandle struct {
+	res workflows.ResolveUpdateResult
+	err error
+}
+
+func (h fakeUpdateHandle) WorkflowID() string { return "" }
+func (h fakeUpdateHandle) RunID() string      { return "" }
+func (h fakeUpdateHandle) UpdateID() string   { return "" }
+func (h fakeUpdateHandle) Get(_ context.Context, ptr any) error {
+	if h.err != nil {
+		return h.err
+	}
+	*ptr.(*workflows.ResolveUpdateResult) = h.res
+	return nil
 }
