@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -104,7 +105,8 @@ func (s *Server) resolveUpdateFailed(c echo.Context, who resolveCaller, runID st
 	case c.Request().Context().Err() != nil:
 		return true, c.Request().Context().Err()
 	}
-	if !IsUnknownUpdate(err) {
+	var nf *serviceerror.NotFound
+	if !IsUnknownUpdate(err) && !errors.As(err, &nf) { // a closed run is answered by the query
 		s.log.Info("Resolve update not delivered; validating and signalling instead", "runId", runID, "requestId", req.RequestID, "error", err)
 	}
 	return false, nil
