@@ -12,6 +12,11 @@ package api
 //     applied it, the run's 409/410/4xx when it refused it (a concurrent resolve or a
 //     cancel won), however many API processes sent requests at once.
 //
+// Where the run's worker has the resolve update, the three are one Temporal call: its
+// validator is step 1, its handler steps 2 and 3 (resolve_update.go). The query, the
+// signal and the outcome watch remain for workers without it and for what the update
+// leaves open.
+//
 // If no outcome arrives within Guards.ResolveWait (10 s by default) — the run is busy,
 // e.g. in a long model round, and takes requests in turn — the request is not lost:
 // Temporal holds it. The answer is 202 {status: "queued", idempotencyKey}, and
@@ -70,8 +75,9 @@ func resolveRequestID(tenant, runID, nodeID, key string) string {
 	return workflows.IdempotentRequestPrefix + hex.EncodeToString(sum[:16])
 }
 
-// resolve validates a resolve with the run's own query, signals it, and answers with
-// the outcome the run records (see the top of this file).
+// resolve sends a resolve as the run's update, or validates it with the run's own
+// query and signals it, and answers with the outcome the run records (see the top of
+// this file).
 func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *resolveBody, via string) error {
 	if len(rb.ResumeValue) == 0 {
 		rb.ResumeValue = []byte("null")
