@@ -363,6 +363,9 @@ func (s *Server) handlePoll(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if res, ok := s.turnEvents.page(id, after, s.pageBytes(), time.Now()); ok {
+		return s.answerPoll(c, id, res) // the events a resolve update carried (turnevents.go)
+	}
 	// The first read answers the tenant check and, when events are there already, the
 	// poll itself; only an empty page waits on the run's history.
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -376,11 +379,11 @@ func (s *Server) handlePoll(c echo.Context) error {
 		}
 		return err
 	}
+	if len(res.Events) > 0 || res.Terminal {
+		return s.answerPoll(c, id, res)
+	}
 	if p := principalOf(c); p != nil && res.Tenant != p.Tenant {
 		return notFound("run %q not found", id)
-	}
-	if len(res.Events) > 0 || res.Terminal {
-		return c.JSON(http.StatusOK, eventsResponse(res))
 	}
 	// Nothing yet: wait on the run's shared feed.
 	f := s.follow(wctx, id, after)

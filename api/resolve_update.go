@@ -50,7 +50,7 @@ func (s *Server) resolveByUpdate(c echo.Context, who resolveCaller, runID string
 	ctx := c.Request().Context()
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	u := workflows.ResolveUpdateRequest{Request: req, Attempt: hex.EncodeToString(nonce[:])}
+	u := workflows.ResolveUpdateRequest{Request: req, Attempt: hex.EncodeToString(nonce[:]), EventsMaxBytes: s.turnEventsBytes()}
 	if who.p != nil {
 		u.Tenant, u.CheckTenant = who.p.Tenant, true
 	}
@@ -80,6 +80,7 @@ func (s *Server) resolveByUpdate(c echo.Context, who resolveCaller, runID string
 	if res.Outcome == nil {
 		return true, endedError(runID, res.CurrentStatus)
 	}
+	s.keepTurnEvents(runID, &res)
 	_, err = s.answerCheck(c, who, runID, req, key, given, &res.ResolveCheck)
 	return true, err
 }

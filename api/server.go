@@ -52,6 +52,8 @@ type Server struct {
 
 	feedsMu sync.Mutex
 	feeds   map[string]*runFeed // one per run being read (feed.go)
+	// turnEvents are the events resolve updates carried, for the polls that follow.
+	turnEvents turnEvents
 	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
 	// the keys file's, swapped whole on reload.
 	keys          atomic.Pointer[keyStore]

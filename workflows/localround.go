@@ -48,7 +48,9 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	lctx, cancel := workflow.WithCancel(rt.ctx)
 	lctx = workflow.WithLocalActivityOptions(lctx, activities.LocalModelRoundOptions(activities.ModelRoundSummary(in)))
 	f := workflow.ExecuteLocalActivity(lctx, modelRoundLocalName, activities.LocalModelRoundInput{Round: in, Messages: msgs})
+	rt.c.r.localWaits++
 	rt.await(f, cancel)
+	rt.c.r.localWaits--
 	err = f.Get(lctx, &out)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeNotLocal {

@@ -46,6 +46,9 @@ type ResolveUpdateRequest struct {
 	// so a caller answered with an earlier call's result (Temporal de-duplicates updates
 	// by Update ID) knows its request is a repeat.
 	Attempt string `json:"attempt,omitempty"`
+	// EventsMaxBytes, when positive, asks for the run's events after the request's
+	// position with the outcome, at most this many bytes of them (resolve_events.go).
+	EventsMaxBytes int `json:"eventsMaxBytes,omitempty"`
 }
 
 // ResolveUpdateResult is what ResolveUpdate returns: the run's check of the request
@@ -54,6 +57,9 @@ type ResolveUpdateRequest struct {
 type ResolveUpdateResult struct {
 	ResolveCheck
 	Attempt string `json:"attempt,omitempty"`
+	// Events are the run's events after the request's position, when the update asked
+	// for them and they fit (resolve_events.go).
+	Events *ResolveEvents `json:"events,omitempty"`
 }
 
 // resolveCheck is ValidateResolveQuery's answer for req: what the run did with it if
@@ -97,6 +103,7 @@ func refuseResolve(check ResolveCheck) error {
 // set, or Terminal without one: the run ended before applying it).
 func (r *runner) applyResolveUpdate(ctx workflow.Context, u ResolveUpdateRequest) (ResolveUpdateResult, error) {
 	req := u.Request
+	after, carry := r.nextSeq()-1, r.carriesEvents(u)
 	_, seen := r.requestState(req.RequestID)
 	if !seen && !r.terminal && r.closing == "" {
 		r.inbox = append(r.inbox, req)
@@ -110,8 +117,14 @@ func (r *runner) applyResolveUpdate(ctx workflow.Context, u ResolveUpdateRequest
 		check, _ := r.requestState(req.RequestID)
 		return check.Outcome != nil || r.terminal
 	})
+	if carry {
+		r.awaitSettled(dctx)
+	}
 	res := ResolveUpdateResult{ResolveCheck: r.resolveCheck(req), Attempt: u.Attempt}
 	res.Replayed = seen // queued before this update (a signal with the same request id)
+	if carry {
+		res.Events = r.resolveEvents(after, u.EventsMaxBytes)
+	}
 	return res, nil
 }
 

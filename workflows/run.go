@@ -149,6 +149,8 @@ type runner struct {
 
 	// resolveUpdates counts ResolveUpdate handlers waiting for their request's outcome.
 	resolveUpdates int
+	// localWaits counts waits on work done within the workflow task (local rounds).
+	localWaits int
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the
