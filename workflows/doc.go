@@ -25,7 +25,9 @@
 //     refuses what the check refuses (ErrTypeResolveRefused, the check in its details,
 //     nothing in history), its handler queues the request as the signal does and
 //     returns its recorded outcome; use the RequestID as the Update ID, and the query
-//     and the signal where a worker lacks the handler (resolve_update.go).
+//     and the signal where a worker lacks the handler (resolve_update.go). Asked with
+//     EventsMaxBytes, it also returns the run's events after the request's position once
+//     the turn has gone as far as its workflow task takes it (resolve_events.go).
 //   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow. A
 //     pack's turn stops between rounds and tool calls, and the activity in flight is
 //     cancelled (pack_cancel.go).
