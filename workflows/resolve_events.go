@@ -12,7 +12,8 @@ package workflows
 // on (an activity, a timer, the next input) is outside the task, and the handler
 // returns at once: a real provider's round never holds the update. The run marks the
 // in-task waits (localWaits), not the others, so a wait nobody marked releases the
-// handler rather than holding it.
+// handler rather than holding it. Only a lone request is held: with others queued or
+// waiting, the handler returns at the outcome as before.
 //
 // The events are carried only when they fit in one page of at most
 // MaxResolveEventsBytes and all of them are in this execution; otherwise the result has
@@ -49,10 +50,14 @@ func (r *runner) carriesEvents(u ResolveUpdateRequest) bool {
 	return u.EventsMaxBytes > 0 && r.changed(resolveEventsVersion)
 }
 
-// settledInTask reports whether the run is not waiting on work done within this
-// workflow task (a local round): the turn the update applied has gone as far as this
-// task takes it.
-func (r *runner) settledInTask() bool { return r.terminal || r.localWaits == 0 }
+// settledInTask reports whether the handler stops waiting: the run is not waiting on
+// work done within this workflow task (a local round), so the turn the update applied
+// has gone as far as this task takes it; or the run has more requests to take (queued,
+// or other updates waiting), whose turns must not hold this one's answer — many
+// updates held at once would also meet Temporal's bound on updates in flight.
+func (r *runner) settledInTask() bool {
+	return r.terminal || r.localWaits == 0 || len(r.inbox) > 0 || r.resolveUpdates > 1
+}
 
 // resolveEvents is the run's events after after, or nil when they do not fit in one
 // page of maxBytes (at most MaxResolveEventsBytes) or begin in an earlier execution.

@@ -117,12 +117,10 @@ func (r *runner) applyResolveUpdate(ctx workflow.Context, u ResolveUpdateRequest
 		check, _ := r.requestState(req.RequestID)
 		return check.Outcome != nil || r.terminal
 	})
-	if carry {
-		r.awaitSettled(dctx)
-	}
 	res := ResolveUpdateResult{ResolveCheck: r.resolveCheck(req), Attempt: u.Attempt}
 	res.Replayed = seen // queued before this update (a signal with the same request id)
-	if carry {
+	if carry { // the check as at the outcome; the events as far as this task goes
+		r.awaitSettled(dctx)
 		res.Events = r.resolveEvents(after, u.EventsMaxBytes)
 	}
 	return res, nil
