@@ -119,7 +119,8 @@ func (r *runner) applyResolveUpdate(ctx workflow.Context, u ResolveUpdateRequest
 	})
 	res := ResolveUpdateResult{ResolveCheck: r.resolveCheck(req), Attempt: u.Attempt}
 	res.Replayed = seen // queued before this update (a signal with the same request id)
-	if carry { // the check as at the outcome; the events as far as this task goes
+	// The check is as at the outcome; the events go as far as this task takes the turn.
+	if carry {
 		r.awaitSettled(dctx)
 		res.Events = r.resolveEvents(after, u.EventsMaxBytes)
 	}
