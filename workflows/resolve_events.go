@@ -53,8 +53,8 @@ func (r *runner) carriesEvents(u ResolveUpdateRequest) bool {
 // settledInTask reports whether the handler stops waiting: the run is not waiting on
 // work done within this workflow task (a local round), so the turn the update applied
 // has gone as far as this task takes it; or the run has more requests to take (queued,
-// or other updates waiting), whose turns must not hold this one's answer — many
-// updates held at once would also meet Temporal's bound on updates in flight.
+// or other updates waiting), whose turns must not hold this one's answer (held until a
+// queue of a hundred drained, updates outlast their callers and Temporal aborts them).
 func (r *runner) settledInTask() bool {
 	return r.terminal || r.localWaits == 0 || len(r.inbox) > 0 || r.resolveUpdates > 1
 }
