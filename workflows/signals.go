@@ -1,0 +1,65 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// childStatusSignal carries a ChildRun from a child run to its parent whenever the
+// child's status changes, so the parent can report its child's waiting status.
+const childStatusSignal = "openwop.child-status"
+
+// IdempotentRequestPrefix starts the RequestID of a resolve sent with an
+// Idempotency-Key (the API derives the rest from the key).
+const IdempotentRequestPrefix = "idem-"
+
+// drainSignals moves every buffered signal into the run's state without blocking
+// (before continue-as-new, so nothing is lost).
+func (r *runner) drainSignals() {
+	resolveCh := workflow.GetSignalChannel(r.ctx, ResolveSignal)
+	for {
+		var req ResolveRequest
+		if !resolveCh.ReceiveAsync(&req) {
+			break
+		}
+		r.inbox = append(r.inbox, req)
+	}
+	cancelCh := workflow.GetSignalChannel(r.ctx, CancelSignal)
+	for {
+		var req CancelRequest
+		if !cancelCh.ReceiveAsync(&req) {
+			break
+		}
+		r.requestCancel(req)
+	}
+	childCh := workflow.GetSignalChannel(r.ctx, childStatusSignal)
+	for {
+		var cs childStatus
+		if !childCh.ReceiveAsync(&cs) {
+			break
+		}
+		r.updateChild(cs)
+	}
+}
+
+// childStatus is the payload of childStatusSignal. Signals from one child may arrive
+// out of order, so each carries the child's status sequence; stale ones are dropped.
+type childStatus struct {
+	RunID  string `json:"runId"`
+	Status string `json:"status"`
+	Seq    int64  `json:"seq"`
+}
+
+func (r *runner) updateChild(cs childStatus) {
+	if cs.Seq <= r.childSeq[cs.RunID] {
+		return
+	}
+	r.childSeq[cs.RunID] = cs.Seq
+	cr := ChildRun{RunID: cs.RunID, Status: cs.Status}
+	if r.terminal {
+		for i := range r.childRuns {
+			if r.childRuns[i].RunID == cr.RunID {
+				r.childRuns[i].Status = cr.Status
+			}
+		}
+		return
+	}
+	r.addChild(cr)
+}
