@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -117,41 +116,8 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 // setup registers queries and signal receivers before anything blocks, and restores a
 // carried state after continue-as-new.
 func (r *runner) setup() error {
-	ctx := r.ctx
-	if err := workflow.SetQueryHandler(ctx, SnapshotQuery, func() (*Snapshot, error) {
-		return r.snapshot(), nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", SnapshotQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, EventsQuery, func(req EventsRequest) (EventsPage, error) {
-		return r.eventsPage(req), nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", EventsQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, RunBasisQuery, func() (RunBasis, error) { return r.runBasis(), nil }); err != nil {
-		return fmt.Errorf("register %s: %w", RunBasisQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, TranscriptQuery, r.transcript); err != nil {
-		return fmt.Errorf("register %s: %w", TranscriptQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, TranscriptPageQuery, r.transcriptPage); err != nil {
-		return fmt.Errorf("register %s: %w", TranscriptPageQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		check, seen := r.requestState(req.RequestID)
-		if !seen {
-			check, _ = r.checkResolve(req, false)
-		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
-		check.Terminal = r.terminal || r.closing != ""
-		return check, nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) {
-		return r.outcomesPage(req), nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", OutcomesQuery, err)
+	if err := r.registerQueries(); err != nil {
+		return err
 	}
 	if len(r.in.Carried) > 0 {
 		if err := r.restore(); err != nil {
@@ -161,22 +127,7 @@ func (r *runner) setup() error {
 	if r.in.Fork != nil {
 		r.forkIdx = newForkIndex(r.in.Fork)
 	}
-	// One coroutine receives every signal, on a disconnected context so it keeps
-	// queueing while the run winds down after a Temporal cancellation. It wakes when any
-	// of the three channels holds a signal and drains them in a fixed order (resolves,
-	// cancels, child statuses), so a waiting run costs one coroutine besides its main one.
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	resolveCh := workflow.GetSignalChannel(ctx, ResolveSignal)
-	cancelCh := workflow.GetSignalChannel(ctx, CancelSignal)
-	childCh := workflow.GetSignalChannel(ctx, childStatusSignal)
-	workflow.Go(dctx, func(gctx workflow.Context) {
-		for {
-			_ = workflow.Await(gctx, func() bool {
-				return resolveCh.Len() > 0 || cancelCh.Len() > 0 || childCh.Len() > 0
-			})
-			r.drainSignals()
-		}
-	})
+	r.receiveSignals()
 	return nil
 }
 
@@ -258,7 +209,3 @@ func (r *runner) runStartedPayload() map[string]any {
 	}
 	return p
 }
-
-// ---- status, search attributes, details ----
-
-// ---- snapshot ----

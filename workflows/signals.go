@@ -63,3 +63,24 @@ func (r *runner) updateChild(cs childStatus) {
 	}
 	r.addChild(cr)
 }
+
+// receiveSignals starts the coroutine that moves signals into the run's state (setup).
+func (r *runner) receiveSignals() {
+	ctx := r.ctx
+	// One coroutine receives every signal, on a disconnected context so it keeps
+	// queueing while the run winds down after a Temporal cancellation. It wakes when any
+	// of the three channels holds a signal and drains them in a fixed order (resolves,
+	// cancels, child statuses), so a waiting run costs one coroutine besides its main one.
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	resolveCh := workflow.GetSignalChannel(ctx, ResolveSignal)
+	cancelCh := workflow.GetSignalChannel(ctx, CancelSignal)
+	childCh := workflow.GetSignalChannel(ctx, childStatusSignal)
+	workflow.Go(dctx, func(gctx workflow.Context) {
+		for {
+			_ = workflow.Await(gctx, func() bool {
+				return resolveCh.Len() > 0 || cancelCh.Len() > 0 || childCh.Len() > 0
+			})
+			r.drainSignals()
+		}
+	})
+}
