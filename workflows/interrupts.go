@@ -373,8 +373,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}
 }
 
-// ---- approval ----
-
+// orDefault is s, or def when s is empty.
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -382,10 +381,7 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// ---- clarification ----
-
-// ---- generic interrupt (external-event, custom, …) ----
-
+// orJSON is raw, or def when raw is empty or null.
 func orJSON(raw json.RawMessage, def string) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage(def)
