@@ -59,14 +59,6 @@ type InjectedEvent struct {
 	ResolvedBy string          `json:"-"`
 }
 
-// ---------------------------------------------------------------------------------
-// The agent seam.
-// ---------------------------------------------------------------------------------
-
-// ---------------------------------------------------------------------------------
-// Host services an agent may use (methods on *conversation).
-// ---------------------------------------------------------------------------------
-
 // conversation is one RFC 0005 conversation of a node. It keeps its newest turns
 // (recentTurns, recentTurnBytes) and counts them all; every turn is in the run's
 // conversation.exchanged events.
@@ -187,10 +179,6 @@ func (c *conversation) restored(shape int) {
 		c.trimTurns()
 	}
 }
-
-// ---------------------------------------------------------------------------------
-// Host side.
-// ---------------------------------------------------------------------------------
 
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9._~:-]{1,128}$`)
 
@@ -344,7 +332,3 @@ func (r *runner) conversationInfos() []ConversationInfo {
 	}
 	return out
 }
-
-// ---------------------------------------------------------------------------------
-// The conversation node.
-// ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 )
 
-// conversationAgent is the contract between the conversation host (this file) and an
+// conversationAgent is the contract between the conversation host (conversation.go) and an
 // agent that answers a conversation. The host owns the event log, turn numbering,
 // messageIds, validation of client turns, de-duplication, the conversation timeout,
 // the pending interrupts' lifecycle, continue-as-new and fork replay. The agent owns
