@@ -97,9 +97,6 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 	return ev.EventID
 }
 
-// nextSeq is the sequence of the next event (the log's length).
-func (r *runner) nextSeq() int64 { return r.base + int64(len(r.events)) }
-
 // Bounds of an EventsQuery page.
 const (
 	// DefaultEventsPageBytes bounds a page whose request names no bound.

@@ -3,11 +3,8 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
-	"time"
 
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/wop-dev/wop/activities"
 )
 
 // runner is the state of one run. Queries read it; only the workflow's main coroutine
@@ -16,49 +13,21 @@ type runner struct {
 	ctx workflow.Context
 	in  RunInput
 
-	// events are the events of this execution, sequences from base on (carry.go);
-	// lastID and nodeLast are the newest eventId of the run and of each node, and
-	// segments the earlier executions that hold the events before base.
-	events      []Event
-	base        int64
-	lastID      string
-	nodeLast    map[string]string
-	segments    []activities.Segment
-	status      string
-	currentNode string
-	startedAt   time.Time
-	completedAt string
-	terminal    bool
-	err         *RunError
-	failedNode  string
+	// The state the run carries across continue-as-new, by concern (state.go).
+	eventLog
+	progress
+	resolveState
+	childState
+	conversations
 
-	nodes   []nodeRecord                          // in execution order
-	outputs map[string]map[string]json.RawMessage // nodeId → outputs
-	counts  map[string]int                        // nodeId → interrupts raised
-
-	pending       []*interrupt
-	resolvedNodes map[string]bool
-	resolvedIDs   *idWindow  // InterruptIDs resolved, the newest ones
-	applied       *idWindow  // RequestIDs applied, the newest ones
-	outcomes      outcomeLog // what the run did with recent requests, by RequestID
-	inbox         []ResolveRequest
-	cancelReq     *CancelRequest
-
-	childRuns []ChildRun
-	childSeq  map[string]int64 // newest status sequence seen per child
-	statusSeq int64            // this run's status changes, reported to its parent
-	convs     []*conversation  // every conversation of the run, in opening order
-	agents    map[string]conversationAgent
-
+	// The state of this execution only.
 	details       string
 	lastSAStatus  string
 	lastWaitingOn string
 	schemaCache   map[string]*compiledSchema
 
-	// startSeq is the log length when this execution started (continue-as-new).
-	startSeq int64
-	carried  *carriedState
-	forkIdx  *forkIndex
+	carried *carriedState
+	forkIdx *forkIndex
 	// bounded is set for executions that make the bounded state's decisions
 	// (boundedStateVersion); suggestedAt* record where Temporal first suggested
 	// continuing as new in this execution (checkHistory).
@@ -86,17 +55,21 @@ type runner struct {
 // run's definition node by node and keeps the run's OpenWOP event log.
 func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 	r := &runner{
-		ctx:           ctx,
-		in:            in,
-		status:        StatusPending,
-		outputs:       map[string]map[string]json.RawMessage{},
-		counts:        map[string]int{},
-		resolvedNodes: map[string]bool{},
-		resolvedIDs:   newIDWindow(resolvedWindow),
-		applied:       newIDWindow(appliedWindow),
-		nodeLast:      map[string]string{},
-		agents:        map[string]conversationAgent{},
-		childSeq:      map[string]int64{},
+		ctx:      ctx,
+		in:       in,
+		eventLog: eventLog{nodeLast: map[string]string{}},
+		progress: progress{
+			status:  StatusPending,
+			outputs: map[string]map[string]json.RawMessage{},
+			counts:  map[string]int{},
+		},
+		resolveState: resolveState{
+			resolvedNodes: map[string]bool{},
+			resolvedIDs:   newIDWindow(resolvedWindow),
+			applied:       newIDWindow(appliedWindow),
+		},
+		childState:    childState{childSeq: map[string]int64{}},
+		conversations: conversations{agents: map[string]conversationAgent{}},
 		schemaCache:   map[string]*compiledSchema{},
 	}
 	if r.in.RunID == "" {
