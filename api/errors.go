@@ -11,29 +11,32 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.temporal.io/api/serviceerror"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
-// OpenWOP error codes this host answers with.
+// OpenWOP error codes this host answers with, under the names the API uses (package
+// protocol spells them; statusOf maps them to HTTP).
 const (
-	CodeValidation            = "validation_error"
-	CodeUnauthenticated       = "unauthenticated"
-	CodeKeyRevoked            = "key_revoked"
-	CodeKeyExpired            = "key_expired"
-	CodeForbidden             = "forbidden"
-	CodeNotFound              = "not_found"
-	CodeInterruptNotFound     = "interrupt_not_found"
-	CodeIdempotencyMismatch   = "idempotency_key_mismatch"
-	CodeInterruptResolved     = "interrupt_already_resolved"
-	CodeInterruptExpired      = "interrupt_expired"
-	CodeInterruptCancelled    = "interrupt_cancelled"
-	CodeUnsupportedStreamMode = "unsupported_stream_mode"
-	CodeRateLimited           = "rate_limited"
-	CodePayloadTooLarge       = "payload_too_large"
-	CodeUnsupportedMediaType  = "unsupported_media_type"
-	CodeMethodNotAllowed      = "method_not_allowed"
-	CodeInternal              = "internal_error"
-	CodeUnavailable           = "unavailable"
-	CodeRunTimeout            = "run_timeout" // RFC 0058: a run past its wall-clock limit
+	CodeValidation            = protocol.CodeValidation
+	CodeUnauthenticated       = protocol.CodeUnauthenticated
+	CodeKeyRevoked            = protocol.CodeKeyRevoked
+	CodeKeyExpired            = protocol.CodeKeyExpired
+	CodeForbidden             = protocol.CodeForbidden
+	CodeNotFound              = protocol.CodeNotFound
+	CodeInterruptNotFound     = protocol.CodeInterruptNotFound
+	CodeIdempotencyMismatch   = protocol.CodeIdempotencyMismatch
+	CodeInterruptResolved     = protocol.CodeInterruptResolved
+	CodeInterruptExpired      = protocol.CodeInterruptExpired
+	CodeInterruptCancelled    = protocol.CodeInterruptCancelled
+	CodeUnsupportedStreamMode = protocol.CodeUnsupportedStreamMode
+	CodeRateLimited           = protocol.CodeRateLimited
+	CodePayloadTooLarge       = protocol.CodePayloadTooLarge
+	CodeUnsupportedMediaType  = protocol.CodeUnsupportedMediaType
+	CodeMethodNotAllowed      = protocol.CodeMethodNotAllowed
+	CodeInternal              = protocol.CodeInternal
+	CodeUnavailable           = protocol.CodeUnavailable
+	CodeRunTimeout            = protocol.CodeRunTimeout
 )
 
 // Error is an API error rendered as the closed OpenWOP error envelope
@@ -149,6 +152,55 @@ func (s *Server) toAPIError(err error, c echo.Context) *Error {
 		return notFound("run not found")
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Cause: err}
+}
+
+// statusOf is the HTTP status the API answers each OpenWOP error code with when the
+// code alone decides it: the one table from domain codes to HTTP. A run refuses a
+// resolve with a code (workflows.ResolveCheck, ResolveOutcome); refusalStatus answers
+// it with the status here.
+var statusOf = map[string]int{
+	CodeValidation:                http.StatusBadRequest,
+	CodeUnsupportedStreamMode:     http.StatusBadRequest,
+	CodeWebhookURLRejected:        http.StatusBadRequest,
+	CodeUnauthenticated:           http.StatusUnauthorized,
+	CodeKeyRevoked:                http.StatusUnauthorized,
+	CodeKeyExpired:                http.StatusUnauthorized,
+	CodeForbidden:                 http.StatusForbidden,
+	CodeNotFound:                  http.StatusNotFound,
+	CodeInterruptNotFound:         http.StatusNotFound,
+	CodeSubscriptionNotFound:      http.StatusNotFound,
+	CodeMethodNotAllowed:          http.StatusMethodNotAllowed,
+	CodeRequestTimeout:            http.StatusRequestTimeout,
+	CodeIdempotencyMismatch:       http.StatusConflict,
+	CodeInterruptResolved:         http.StatusConflict,
+	CodeTooManyWebhooks:           http.StatusConflict,
+	protocol.CodeApprovalPending:  http.StatusConflict,
+	protocol.CodeRunStateConflict: http.StatusConflict,
+	CodeInterruptExpired:          http.StatusGone,
+	CodeInterruptCancelled:        http.StatusGone,
+	CodePayloadTooLarge:           http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:      http.StatusUnsupportedMediaType,
+	CodeRateLimited:               http.StatusTooManyRequests,
+	CodeInternal:                  http.StatusInternalServerError,
+	CodeUnavailable:               http.StatusServiceUnavailable,
+}
+
+// refusalStatus is the HTTP status of a resolve the run refused. Outcomes that runs
+// recorded before codes were mapped here carry the status they were answered with,
+// and keep it; otherwise the code decides (statusOf), with 422 for a validation_error
+// about a well-formed value that does not fit (Unprocessable), and 400 for a code the
+// table does not know.
+func refusalStatus(recorded int, code string, unprocessable bool) int {
+	switch {
+	case recorded >= 400 && recorded <= 599:
+		return recorded
+	case unprocessable:
+		return http.StatusUnprocessableEntity
+	}
+	if status, ok := statusOf[code]; ok {
+		return status
+	}
+	return http.StatusBadRequest
 }
 
 func codeForStatus(status int) string {

@@ -150,10 +150,7 @@ func (s *Server) handleResolveLegacy(c echo.Context) error {
 
 // checkError maps a failed ResolveCheck to the envelope.
 func checkError(ch *workflows.ResolveCheck) *Error {
-	status := ch.Status
-	if status < 400 || status > 599 {
-		status = http.StatusBadRequest
-	}
+	status := refusalStatus(ch.Status, ch.Code, ch.Unprocessable)
 	code := ch.Code
 	if code == "" {
 		code = codeForStatus(status)

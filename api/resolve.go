@@ -147,7 +147,7 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, workflows.StatusRunning)})
 	case check.Outcome != nil:
 		o := check.Outcome
-		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details})
+		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details})
 	case check.Replayed && !check.Pending:
 		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.RunStatus, workflows.StatusRunning)})
 	}

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // CodeRequestTimeout is the code of a request whose body did not arrive in time.
-const CodeRequestTimeout = "request_timeout"
+const CodeRequestTimeout = protocol.CodeRequestTimeout
 
 // HTTPServer returns an http.Server serving this API with the connection timeouts of
 // Config.Guards. Callers set Addr or call Serve with their listener.

@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -38,9 +39,9 @@ const ScopeWebhooksManage = "webhooks:manage"
 
 // Error codes of the webhook surface.
 const (
-	CodeWebhookURLRejected   = "webhook_url_rejected"
-	CodeSubscriptionNotFound = "subscription_not_found"
-	CodeTooManyWebhooks      = "too_many_webhooks"
+	CodeWebhookURLRejected   = protocol.CodeWebhookURLRejected
+	CodeSubscriptionNotFound = protocol.CodeSubscriptionNotFound
+	CodeTooManyWebhooks      = protocol.CodeTooManyWebhooks
 )
 
 // maxWebhookTags bounds a subscription's tag filter.

@@ -3,10 +3,11 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 type approvalVote struct {
@@ -94,7 +95,7 @@ func approvalVoter(v approvalResume, req ResolveRequest) (string, *ResolveCheck)
 	}
 	for _, f := range [][2]string{{"resumeValue.voter", v.Voter}, {"resumeValue.decidedBy", v.DecidedBy}} {
 		if field, named := f[0], f[1]; named != "" && named != req.Caller {
-			return "", &ResolveCheck{Status: http.StatusForbidden, Code: "forbidden",
+			return "", &ResolveCheck{Code: protocol.CodeForbidden,
 				Message: fmt.Sprintf("%s names %q, but the caller is %q: a vote counts for its credential, and only keys with the approvals:delegate scope vote for others", field, named, req.Caller),
 				Details: mustJSON(map[string]string{"field": field, "scopeRequired": "approvals:delegate"})}
 		}
@@ -106,7 +107,7 @@ func approvalVoter(v approvalResume, req ResolveRequest) (string, *ResolveCheck)
 // the same voter's counted vote (idempotent: answered like the first, changes nothing).
 func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.RawMessage, status string, check ResolveCheck, noop bool) {
 	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck, bool) {
-		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}, false
+		return nil, "", ResolveCheck{Code: protocol.CodeValidation, Message: fmt.Sprintf(format, args...)}, false
 	}
 	v, err := normalizeApproval(req.ResumeValue)
 	if err != nil {
@@ -137,7 +138,7 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.Ra
 			listed = listed || a == voter
 		}
 		if !listed {
-			return nil, "", ResolveCheck{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf("%q is not in the approvers list of node %q", voter, it.NodeID)}, false
+			return nil, "", ResolveCheck{Code: protocol.CodeForbidden, Message: fmt.Sprintf("%q is not in the approvers list of node %q", voter, it.NodeID)}, false
 		}
 	}
 	for _, vote := range it.votes {
@@ -147,7 +148,7 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.Ra
 		if vote.Action == v.Action && req.Caller != "" {
 			return nil, StatusWaitingApproval, ResolveCheck{OK: true}, true
 		}
-		return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
+		return nil, "", ResolveCheck{Code: protocol.CodeInterruptResolved, Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
 	}
 	status = StatusRunning
 	if v.Action == "ask" {
@@ -215,7 +216,7 @@ func execApprovalGate(r *runner, n *Node, _ map[string]json.RawMessage) (map[str
 	var cfg approvalConfig
 	if len(n.Config) > 0 {
 		if err := json.Unmarshal(n.Config, &cfg); err != nil {
-			return nil, failNode("validation_error", "core.approvalGate config: %v", err)
+			return nil, failNode(protocol.CodeValidation, "core.approvalGate config: %v", err)
 		}
 	}
 	return runApproval(r, n, cfg.approvalData, cfg.TimeoutMs, cfg.ResumeSchema, cfg.BearerOnly)
@@ -259,7 +260,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		if timedOut != nil {
 			r.settle(it)
 			r.emit(EvApprovalReceived, n.ID, map[string]any{"nodeId": n.ID, "action": "timeout", "decidedAt": formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
-			return nil, failNode("interrupt_timeout", "approval at node %q timed out after %d ms", n.ID, timeoutMs)
+			return nil, failNode(protocol.CodeInterruptTimeout, "approval at node %q timed out after %d ms", n.ID, timeoutMs)
 		}
 		var v approvalResume
 		_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
@@ -291,7 +292,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		recv := r.emit(EvApprovalReceived, n.ID, received, resolved)
 		r.emitResumed(it, value, recv)
 		if rejected(&d, rejects) {
-			return nil, failNode("approval_rejected", "approval at node %q was rejected", n.ID)
+			return nil, failNode(protocol.CodeApprovalRejected, "approval at node %q was rejected", n.ID)
 		}
 		votes := make([]approvalVote, len(it.votes))
 		copy(votes, it.votes)

@@ -33,7 +33,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +44,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // toolApprovalsVersion is the workflow.GetVersion change id of tool calls that wait
@@ -56,7 +56,7 @@ const ArtifactTypeToolCall = "tool-call"
 
 // CodeApprovalPending is the error code of a conversation message refused because a
 // tool call of the conversation waits for approval.
-const CodeApprovalPending = "approval_pending"
+const CodeApprovalPending = protocol.CodeApprovalPending
 
 // Search attributes of a run whose tool call waits for approval, so the Temporal UI can
 // list what waits for whom (for example `WopApprovers = "finance"`).
@@ -401,7 +401,7 @@ func (r *runner) nextToolRequest(it *interrupt) (req *ResolveRequest, value json
 			}
 			check, res := r.checkResolve(q, false)
 			if check.OK && res.target != it {
-				check = ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
+				check = ResolveCheck{Code: CodeApprovalPending,
 					Message: fmt.Sprintf("the node waits for a decision on its %s call (interrupt %s)", it.tool.call.Tool, it.InterruptID)}
 			}
 			if !check.OK {
@@ -574,12 +574,12 @@ func (r *runner) checkToolEdit(it *interrupt, value json.RawMessage) ResolveChec
 	}
 	args, ok := editedArguments(v.EditedArtifactData)
 	if !ok {
-		return ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error",
+		return ResolveCheck{Code: protocol.CodeValidation,
 			Message: fmt.Sprintf("edit-accept needs editedArtifactData.arguments: the edited arguments object of the %s call", it.tool.call.Tool),
 			Details: mustJSON(map[string]string{"field": "resumeValue.editedArtifactData.arguments"})}
 	}
 	if err := r.validateAgainst(it.tool.params, args); err != nil {
-		return ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error",
+		return ResolveCheck{Code: protocol.CodeValidation,
 			Message: fmt.Sprintf("the edited arguments do not match the parameters of %s: %v", it.tool.call.Tool, err),
 			Details: mustJSON(map[string]string{"field": "resumeValue.editedArtifactData.arguments"})}
 	}
@@ -604,7 +604,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 	}
 	if tool == nil {
 		if _, pack := r.agents[req.NodeID].(*packAgent); pack && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
-			return nil, &ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved",
+			return nil, &ResolveCheck{Code: protocol.CodeInterruptResolved,
 				Message: fmt.Sprintf("no tool call waits for approval at node %q of run %s", req.NodeID, r.in.RunID)}, true
 		}
 		return nil, nil, false
@@ -621,7 +621,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 			}
 		}
 	}
-	return nil, &ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
+	return nil, &ResolveCheck{Code: CodeApprovalPending,
 		Message: fmt.Sprintf("the conversation waits for a decision on its %s call (interrupt %s); messages are accepted again once it is decided",
 			tool.tool.call.Tool, tool.InterruptID),
 		Details: mustJSON(map[string]string{"interruptId": tool.InterruptID, "tool": tool.tool.call.Tool, "nodeId": tool.NodeID})}, true

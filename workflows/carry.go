@@ -8,6 +8,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // A run continues as new between conversation turns (its runId, the workflow id, does
@@ -138,7 +139,7 @@ func (r *runner) maybeContinueAsNew() error {
 		return fmt.Errorf("prepare continue-as-new: %w", err)
 	}
 	if r.bounded && len(st) > maxCarriedBytes {
-		return failNode("state_too_large", "the run's state is %d bytes, more than the %d bytes it may carry into its next execution", len(st), maxCarriedBytes)
+		return failNode(protocol.CodeStateTooLarge, "the run's state is %d bytes, more than the %d bytes it may carry into its next execution", len(st), maxCarriedBytes)
 	}
 	next := r.in
 	next.Carried = st
@@ -273,7 +274,7 @@ func (r *runner) checkHistory() error {
 		return nil
 	}
 	if n >= historyFailFactor*r.suggestedAtLength || size >= historyFailFactor*r.suggestedAtSize {
-		return failNode("history_limit_exceeded", "the run's Temporal history reached %d events and %d bytes without a point where it could continue as new (Temporal suggested it at %d events and %d bytes)",
+		return failNode(protocol.CodeHistoryLimitExceeded, "the run's Temporal history reached %d events and %d bytes without a point where it could continue as new (Temporal suggested it at %d events and %d bytes)",
 			n, size, r.suggestedAtLength, r.suggestedAtSize)
 	}
 	return nil

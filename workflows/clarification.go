@@ -3,8 +3,9 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 type clarificationQuestion struct {
@@ -69,7 +70,7 @@ func (r *runner) checkClarification(it *interrupt, req ResolveRequest) (json.Raw
 		}
 	}
 	if err != nil {
-		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: err.Error()}
+		return nil, ResolveCheck{Code: protocol.CodeValidation, Message: err.Error()}
 	}
 	return mustJSON(answers), ResolveCheck{OK: true}
 }
@@ -79,7 +80,7 @@ func execClarificationGate(r *runner, n *Node, _ map[string]json.RawMessage) (ma
 	var cfg clarificationConfig
 	if len(n.Config) > 0 {
 		if err := json.Unmarshal(n.Config, &cfg); err != nil {
-			return nil, failNode("validation_error", "core.clarificationGate config: %v", err)
+			return nil, failNode(protocol.CodeValidation, "core.clarificationGate config: %v", err)
 		}
 	}
 	return runClarification(r, n, cfg.clarificationData, cfg.TimeoutMs)
@@ -87,7 +88,7 @@ func execClarificationGate(r *runner, n *Node, _ map[string]json.RawMessage) (ma
 
 func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) (map[string]json.RawMessage, error) {
 	if len(d.Questions) == 0 {
-		return nil, failNode("validation_error", "clarification at node %q declares no questions", n.ID)
+		return nil, failNode(protocol.CodeValidation, "clarification at node %q declares no questions", n.ID)
 	}
 	qs := make([]string, 0, len(d.Questions))
 	for _, q := range d.Questions {
@@ -101,7 +102,7 @@ func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) 
 	}
 	if timedOut != nil {
 		r.settle(it)
-		return nil, failNode("interrupt_timeout", "clarification at node %q timed out after %d ms", n.ID, timeoutMs)
+		return nil, failNode(protocol.CodeInterruptTimeout, "clarification at node %q timed out after %d ms", n.ID, timeoutMs)
 	}
 	r.settle(it)
 	resolved := r.emitResolved(it, req, req.ResumeValue)

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // execConversationNode runs a conversation node (core.conversationGate or an agent
@@ -15,7 +16,7 @@ import (
 func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	factory, ok := agentFactories[n.TypeID]
 	if !ok {
-		return nil, failNode("capability_not_provided", "node %q has type %q, which has no conversation agent", n.ID, n.TypeID)
+		return nil, failNode(protocol.CodeCapabilityNotProvided, "node %q has type %q, which has no conversation agent", n.ID, n.TypeID)
 	}
 	c := r.convOf(n.ID)
 	resumed := c != nil && !c.Closed // continued as new inside this conversation
@@ -29,7 +30,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 	}
 	agent, err := factory(r.ctx, c, n, saved)
 	if err != nil {
-		return nil, failNode("validation_error", "node %q: %v", n.ID, err)
+		return nil, failNode(protocol.CodeValidation, "node %q: %v", n.ID, err)
 	}
 	r.agents[n.ID] = agent
 	if !resumed {
@@ -78,7 +79,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 		op.AgentID = "host:" + c.NodeID
 	}
 	if !agentIDPattern.MatchString(op.AgentID) {
-		return failNode("validation_error", "conversation agent id %q must match %s", op.AgentID, agentIDPattern)
+		return failNode(protocol.CodeValidation, "conversation agent id %q must match %s", op.AgentID, agentIDPattern)
 	}
 	c.AgentID = op.AgentID
 	c.Title = orDefault(op.Title, "Conversation at "+c.NodeID)
@@ -93,7 +94,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	}
 	for _, p := range c.Participants {
 		if !agentIDPattern.MatchString(p.AgentID) {
-			return failNode("validation_error", "participant id %q must match %s", p.AgentID, agentIDPattern)
+			return failNode(protocol.CodeValidation, "participant id %q must match %s", p.AgentID, agentIDPattern)
 		}
 	}
 	r.convs = append(r.convs, c)
@@ -125,7 +126,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 		}
 		req, target, value, timedOut, err := r.nextResolve(c.NodeID)
 		var ne *nodeError
-		if errors.As(err, &ne) && ne.Code == "history_limit_exceeded" {
+		if errors.As(err, &ne) && ne.Code == protocol.CodeHistoryLimitExceeded {
 			c.close(c.systemTurn("Conversation closed: "+ne.Message+"."), nil, ResolveRequest{ResolvedBy: "system"})
 			return nil, err
 		}
@@ -134,7 +135,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 		}
 		if timedOut != nil {
 			why := fmt.Sprintf("Conversation timed out after %d ms without being closed.", c.TimeoutMs)
-			code := "interrupt_timeout"
+			code := protocol.CodeInterruptTimeout
 			if timedOut.agent {
 				why = fmt.Sprintf("The %s wait of the conversation timed out after %d ms.", timedOut.Kind, timedOut.TimeoutMs)
 			} else if c.TimeoutCode != "" {
@@ -253,8 +254,8 @@ func agentFailure(nodeID string, err error) error {
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
-		code := orDefault(activities.ErrorCode(appErr.Type()), "agent_error")
+		code := orDefault(activities.ErrorCode(appErr.Type()), protocol.CodeAgentError)
 		return failNode(code, "agent of node %q failed: %s", nodeID, activityMessage(err))
 	}
-	return failNode("agent_error", "agent of node %q failed: %v", nodeID, err)
+	return failNode(protocol.CodeAgentError, "agent of node %q failed: %v", nodeID, err)
 }

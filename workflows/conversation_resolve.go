@@ -3,8 +3,9 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // conversationAction is a validated conversation resolve.
@@ -20,13 +21,13 @@ type conversationAction struct {
 func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, legacy bool) (json.RawMessage, string, ResolveCheck) {
 	c := it.conv
 	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
-		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+		return nil, "", ResolveCheck{Code: protocol.CodeValidation, Message: fmt.Sprintf(format, args...)}
 	}
 	if c.Closed {
 		return bad("conversation %s is closed", c.ID)
 	}
 	if req.AtTurn != nil && *req.AtTurn != c.NextTurnIndex() {
-		return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved",
+		return nil, "", ResolveCheck{Code: protocol.CodeInterruptResolved,
 			Message: fmt.Sprintf("this request was issued for turn %d of conversation %s, which is now at turn %d; a signed token carries one exchange, read the run for a fresh one", *req.AtTurn, c.ID, c.NextTurnIndex())}
 	}
 	var cr ConversationResolve
@@ -86,7 +87,7 @@ const maxTurnField = 256
 // any role, any from, unbounded fields.
 func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*Turn, ResolveCheck) {
 	bad := func(field, format string, args ...any) (*Turn, ResolveCheck) {
-		check := ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}
+		check := ResolveCheck{Code: protocol.CodeValidation, Message: fmt.Sprintf(format, args...)}
 		if field != "" {
 			check.Details = mustJSON(map[string]string{"field": field})
 		}
@@ -160,7 +161,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 	idx := c.NextTurnIndex()
 	if _, ok := fields["turnIndex"]; ok && t.TurnIndex != idx {
 		if t.MessageID != "" && c.hasMessage(t.MessageID) {
-			return nil, ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
+			return nil, ResolveCheck{Code: protocol.CodeInterruptResolved, Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
 		}
 		return bad("turn.turnIndex", "turn.turnIndex must be %d (the next turn), got %d", idx, t.TurnIndex)
 	}
@@ -169,7 +170,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 		t.MessageID = c.messageID(idx, t.Role)
 	}
 	if c.hasMessage(t.MessageID) {
-		return nil, ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
+		return nil, ResolveCheck{Code: protocol.CodeInterruptResolved, Message: fmt.Sprintf("turn %s is already recorded", t.MessageID)}
 	}
 	if !legacy && strings.HasPrefix(t.MessageID, c.ID+":") && t.MessageID != c.messageID(idx, t.Role) {
 		return bad("turn.messageId", "turn.messageId %q is in the host's namespace %s:…; use %q for this turn, an id of your own outside it, or none", t.MessageID, c.ID, c.messageID(idx, t.Role))
@@ -213,7 +214,7 @@ func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawM
 		}
 	}
 	if err != nil {
-		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: err.Error()}
+		return nil, ResolveCheck{Code: protocol.CodeValidation, Message: err.Error()}
 	}
 	return req.ResumeValue, ResolveCheck{OK: true}
 }

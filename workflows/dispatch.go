@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // nodeError is a node failure with its OpenWOP error.
@@ -67,12 +68,12 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 		if _, isAgent := agentFactories[n.TypeID]; isAgent {
 			exec = execConversationNode
 		} else {
-			return nil, failNode("capability_not_provided", "node %q has type %q, which this host does not provide", n.ID, n.TypeID)
+			return nil, failNode(protocol.CodeCapabilityNotProvided, "node %q has type %q, which this host does not provide", n.ID, n.TypeID)
 		}
 	}
 	inputs, err := r.nodeInputs(n)
 	if err != nil {
-		return nil, failNode("validation_error", "%v", err)
+		return nil, failNode(protocol.CodeValidation, "%v", err)
 	}
 	outs, err := exec(r, n, inputs)
 	if err != nil {
@@ -105,7 +106,7 @@ func (r *runner) checkRequires(n *Node) error {
 	}
 	for _, c := range cfg.Requires {
 		if !providedCapabilities[c] {
-			return failNode("capability_not_provided", "node %q requires capability %q, which this host does not provide", n.ID, c)
+			return failNode(protocol.CodeCapabilityNotProvided, "node %q requires capability %q, which this host does not provide", n.ID, c)
 		}
 	}
 	return nil

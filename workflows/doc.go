@@ -11,13 +11,14 @@
 //     the earlier executions in Earlier, queried by their run id). Both work on closed
 //     workflows; the workflow's result is its final Snapshot.
 //   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
-//     ResolveCheck (OK=false carries Status and Code: 404 interrupt_not_found, 400 or
-//     422 validation_error, 403 forbidden, 409 interrupt_already_resolved, 410
-//     interrupt_cancelled; Replayed with Outcome for a request the run has already
+//     ResolveCheck (OK=false carries an OpenWOP Code of package protocol:
+//     interrupt_not_found, validation_error (Unprocessable for 422), forbidden,
+//     interrupt_already_resolved, interrupt_cancelled, which the API alone maps to HTTP
+//     statuses; Replayed with Outcome for a request the run has already
 //     decided); on OK signal ResolveSignal with the same request. Set RequestID (the
 //     request's identity), Caller (who, from the credential), ReceivedAtMs (the ts of a
 //     bare conversation reply). The workflow takes signals in arrival order, validates
-//     each again and records its ResolveOutcome (applied, or refused with status and
+//     each again and records its ResolveOutcome (applied, or refused with a
 //     code) by RequestID: answer the caller with that outcome (OutcomesQuery for many
 //     at once, ValidateResolveQuery for one), not with the first check. Requests still
 //     queued when the run ends are refused (410 after a cancel); see outcomes.go.

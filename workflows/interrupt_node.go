@@ -3,8 +3,9 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 type externalData struct {
@@ -17,7 +18,7 @@ func (r *runner) checkExternal(it *interrupt, req ResolveRequest) (json.RawMessa
 	_ = json.Unmarshal(it.Data, &d) // the run encoded it.Data from an externalData: it decodes
 	var got map[string]json.RawMessage
 	if err := json.Unmarshal(req.ResumeValue, &got); err != nil {
-		return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: "the external event must be a JSON object"}
+		return nil, ResolveCheck{Code: protocol.CodeValidation, Unprocessable: true, Message: "the external event must be a JSON object"}
 	}
 	keys := make([]string, 0, len(d.Correlation))
 	for k := range d.Correlation {
@@ -27,11 +28,11 @@ func (r *runner) checkExternal(it *interrupt, req ResolveRequest) (json.RawMessa
 	for _, k := range keys {
 		v, ok := got[k]
 		if !ok {
-			return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: fmt.Sprintf("correlation key %q is missing from the event", k),
+			return nil, ResolveCheck{Code: protocol.CodeValidation, Unprocessable: true, Message: fmt.Sprintf("correlation key %q is missing from the event", k),
 				Details: mustJSON(map[string]string{"field": k})}
 		}
 		if !jsonEqual(v, d.Correlation[k]) {
-			return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: fmt.Sprintf("correlation key %q does not match: want %s, got %s", k, canonical(d.Correlation[k]), canonical(v)),
+			return nil, ResolveCheck{Code: protocol.CodeValidation, Unprocessable: true, Message: fmt.Sprintf("correlation key %q does not match: want %s, got %s", k, canonical(d.Correlation[k]), canonical(v)),
 				Details: mustJSON(map[string]string{"field": k})}
 		}
 	}
@@ -51,7 +52,7 @@ type interruptConfig struct {
 func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	var cfg interruptConfig
 	if err := json.Unmarshal(orJSON(n.Config, "{}"), &cfg); err != nil {
-		return nil, failNode("validation_error", "core.interrupt config: %v", err)
+		return nil, failNode(protocol.CodeValidation, "core.interrupt config: %v", err)
 	}
 	// The kind's data decodes leniently, as it always has: a field of the wrong type is
 	// read as absent. Failing the node on it instead would change what runs in flight
@@ -69,7 +70,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 	case "":
 		cfg.Kind = "custom"
 	default:
-		return nil, failNode("validation_error", "core.interrupt at node %q: unsupported kind %q", n.ID, cfg.Kind)
+		return nil, failNode(protocol.CodeValidation, "core.interrupt at node %q: unsupported kind %q", n.ID, cfg.Kind)
 	}
 	data := orJSON(cfg.Data, "{}")
 	words := "Waiting for a resume value."
@@ -77,7 +78,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 	case "external-event":
 		var d externalData
 		if err := json.Unmarshal(data, &d); err != nil || d.EventType == "" {
-			return nil, failNode("validation_error", "core.interrupt at node %q: external-event data needs eventType and correlation", n.ID)
+			return nil, failNode(protocol.CodeValidation, "core.interrupt at node %q: external-event data needs eventType and correlation", n.ID)
 		}
 		if d.Correlation == nil {
 			data = mustJSON(map[string]any{"eventType": d.EventType, "correlation": map[string]any{}})
@@ -88,7 +89,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 			CustomKind string `json:"customKind"`
 		}
 		if _ = json.Unmarshal(data, &d); d.CustomKind == "" { // data that does not decode has no customKind
-			return nil, failNode("validation_error", "core.interrupt at node %q: custom data needs customKind", n.ID)
+			return nil, failNode(protocol.CodeValidation, "core.interrupt at node %q: custom data needs customKind", n.ID)
 		}
 		words = fmt.Sprintf("Waiting for a %q resume value.", d.CustomKind)
 	}
@@ -99,7 +100,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 	}
 	if timedOut != nil {
 		r.settle(it)
-		return nil, failNode("interrupt_timeout", "%s interrupt at node %q timed out after %d ms", cfg.Kind, n.ID, cfg.TimeoutMs)
+		return nil, failNode(protocol.CodeInterruptTimeout, "%s interrupt at node %q timed out after %d ms", cfg.Kind, n.ID, cfg.TimeoutMs)
 	}
 	r.settle(it)
 	resolved := r.emitResolved(it, req, value)

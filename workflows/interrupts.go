@@ -5,10 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // interrupt is one pending interrupt of the run.
@@ -218,7 +219,7 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			continue
 		}
 		if res.target.NodeID != nodeID {
-			r.recordRefused(req, ResolveCheck{Status: http.StatusNotFound, Code: "interrupt_not_found",
+			r.recordRefused(req, ResolveCheck{Code: protocol.CodeInterruptNotFound,
 				Message: fmt.Sprintf("no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)})
 			continue
 		}
@@ -256,8 +257,9 @@ func (r *runner) checkSignalled(req ResolveRequest) (ResolveCheck, *resolution) 
 	return check, res
 }
 
-func reject(status int, code, format string, args ...any) (ResolveCheck, *resolution) {
-	return ResolveCheck{OK: false, Status: status, Code: code, Message: fmt.Sprintf(format, args...)}, nil
+// reject refuses a resolve with an OpenWOP error code (the API picks the HTTP status).
+func reject(code, format string, args ...any) (ResolveCheck, *resolution) {
+	return ResolveCheck{OK: false, Code: code, Message: fmt.Sprintf(format, args...)}, nil
 }
 
 // checkResolve is the one validation of a ResolveRequest, used by ValidateResolveQuery
@@ -265,22 +267,22 @@ func reject(status int, code, format string, args ...any) (ResolveCheck, *resolu
 // changes nothing. legacy checks by the rules before integrityVersion.
 func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *resolution) {
 	if req.NodeID == "" {
-		return reject(http.StatusBadRequest, "validation_error", "nodeId is required")
+		return reject(protocol.CodeValidation, "nodeId is required")
 	}
 	if r.terminal || r.closing != "" || r.cancelReq != nil {
 		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
-			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
+			return reject(protocol.CodeInterruptCancelled, "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
-			return reject(http.StatusBadRequest, "validation_error", "conversation %s is closed", c.ID)
+			return reject(protocol.CodeValidation, "conversation %s is closed", c.ID)
 		}
 		if r.resolvedNodes[req.NodeID] {
-			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
+			return reject(protocol.CodeInterruptResolved, "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
+		return reject(protocol.CodeInterruptCancelled, "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
-		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
+		return reject(protocol.CodeInterruptResolved, "request %q was already applied", req.RequestID)
 	}
 	var cands []*interrupt
 	for _, it := range r.pending {
@@ -297,22 +299,22 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 		if found == nil {
 			if r.resolvedIDs.has(req.InterruptID) {
-				return reject(http.StatusConflict, "interrupt_already_resolved", "interrupt %s was already resolved", req.InterruptID)
+				return reject(protocol.CodeInterruptResolved, "interrupt %s was already resolved", req.InterruptID)
 			}
-			return reject(http.StatusNotFound, "interrupt_not_found", "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)
+			return reject(protocol.CodeInterruptNotFound, "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)
 		}
 		cands = []*interrupt{found}
 	}
 	if len(cands) == 0 {
 		for _, c := range r.convs {
 			if c.NodeID == req.NodeID && c.Closed {
-				return reject(http.StatusBadRequest, "validation_error", "conversation %s is closed", c.ID)
+				return reject(protocol.CodeValidation, "conversation %s is closed", c.ID)
 			}
 		}
 		if r.resolvedNodes[req.NodeID] {
-			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
+			return reject(protocol.CodeInterruptResolved, "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusNotFound, "interrupt_not_found", "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
+		return reject(protocol.CodeInterruptNotFound, "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
 	}
 	if t, refused, ok := r.routeToolApproval(cands, req); ok {
 		if refused != nil {
@@ -333,7 +335,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 	}
 	if target.BearerOnly && req.Via == "token" {
-		return reject(http.StatusUnauthorized, "unauthenticated", "the interrupt at node %q resumes only with an authenticated call (Authorization: Bearer), not a signed token", req.NodeID)
+		return reject(protocol.CodeUnauthenticated, "the interrupt at node %q resumes only with an authenticated call (Authorization: Bearer), not a signed token", req.NodeID)
 	}
 	var (
 		value  json.RawMessage
@@ -367,7 +369,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	}
 	if len(target.ResumeSchema) > 0 && target.conv == nil {
 		if err := r.validateAgainst(target.ResumeSchema, req.ResumeValue); err != nil {
-			return reject(http.StatusBadRequest, "validation_error", "resumeValue does not match the interrupt's resumeSchema: %v", err)
+			return reject(protocol.CodeValidation, "resumeValue does not match the interrupt's resumeSchema: %v", err)
 		}
 	}
 	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}

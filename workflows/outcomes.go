@@ -1,7 +1,7 @@
 package workflows
 
 // Request outcomes: the run records what it did with each resolve request it received
-// (applied, or refused with an HTTP status and an OpenWOP error code), so that the API
+// (applied, or refused with an OpenWOP error code), so that the API
 // process that sent the signal — whichever one it was — answers with what the run did,
 // not with what a query saw before the signal. The record is a window of the most
 // recent outcomes (outcomeWindow), the newest of them carried across continue-as-new;
@@ -9,8 +9,9 @@ package workflows
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // outcomeWindow is how many request outcomes an execution keeps (the newest ones);
@@ -36,11 +37,15 @@ type ResolveOutcome struct {
 	Applied bool `json:"applied"`
 	// RunStatus is the run status an applied request is answered with.
 	RunStatus string `json:"runStatus,omitempty"`
-	// Status, Code and Message say why a request was refused (HTTP status, OpenWOP code).
-	Status  int             `json:"status,omitempty"`
-	Code    string          `json:"code,omitempty"`
-	Message string          `json:"message,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"` // at most maxOutcomeDetails bytes
+	// Status, Code and Message say why a request was refused. Code is the OpenWOP code
+	// (Unprocessable as in ResolveCheck); the API maps it to HTTP. Status is the HTTP
+	// status that outcomes recorded before the API mapped codes carry: runs still read
+	// it (and the API answers with it), this code no longer writes it.
+	Status        int             `json:"status,omitempty"`
+	Code          string          `json:"code,omitempty"`
+	Unprocessable bool            `json:"unprocessable,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	Details       json.RawMessage `json:"details,omitempty"` // at most maxOutcomeDetails bytes
 }
 
 // outcomeLog is the bounded record of outcomes, oldest first.
@@ -98,23 +103,20 @@ func (r *runner) recordRefused(req ResolveRequest, check ResolveCheck) {
 	if req.Via == "fork" {
 		return
 	}
-	status := check.Status
-	if status < 400 || status > 599 {
-		status = http.StatusBadRequest
-	}
-	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Status: status, Code: check.Code, Message: check.Message, Details: check.Details})
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Code: check.Code, Unprocessable: check.Unprocessable, Message: check.Message, Details: check.Details})
 }
 
 // refuseQueued refuses every request still waiting in the inbox of a run that has
-// ended (or is ending): each gets the answer the run's validation gives now (410
-// interrupt_cancelled for a cancelled run, 409 for an interrupt resolved meanwhile).
+// ended (or is ending): each gets the answer the run's validation gives now
+// (interrupt_cancelled for a cancelled run, interrupt_already_resolved for an interrupt
+// resolved meanwhile).
 // Signals that arrived since the last drain are taken in first.
 func (r *runner) refuseQueued() {
 	r.drainSignals()
 	for _, req := range r.inbox {
 		check, _ := r.checkResolve(req, false)
 		if check.OK {
-			check = ResolveCheck{Status: http.StatusGone, Code: "interrupt_cancelled", Message: "the run ended before this request was applied"}
+			check = ResolveCheck{Code: protocol.CodeInterruptCancelled, Message: "the run ended before this request was applied"}
 		}
 		r.recordRefused(req, check)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // runner is the state of one run. Queries read it; only the workflow's main coroutine
@@ -109,7 +111,7 @@ func (r *runner) run() (*Snapshot, error) {
 	if r.in.Definition == nil {
 		r.startedAt = workflow.Now(r.ctx)
 		r.emit(EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
-		return r.fail("", RunError{Code: "validation_error", Message: "the run input carries no workflow definition"})
+		return r.fail("", RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
 	}
 	if r.carried == nil {
 		r.startedAt = workflow.Now(r.ctx)
@@ -120,7 +122,7 @@ func (r *runner) run() (*Snapshot, error) {
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
-		return r.fail("", RunError{Code: "validation_error", Message: err.Error()})
+		return r.fail("", RunError{Code: protocol.CodeValidation, Message: err.Error()})
 	}
 	r.checkTriggerRulesVersion()
 	for _, n := range order {
@@ -135,7 +137,7 @@ func (r *runner) run() (*Snapshot, error) {
 		}
 		run, err := r.shouldRun(n)
 		if err != nil {
-			return r.fail(n.ID, RunError{Code: "validation_error", Message: err.Error()})
+			return r.fail(n.ID, RunError{Code: protocol.CodeValidation, Message: err.Error()})
 		}
 		if !run {
 			r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "skipped"})
@@ -152,7 +154,7 @@ func (r *runner) run() (*Snapshot, error) {
 		default:
 			var ne *nodeError
 			if !errors.As(err, &ne) {
-				ne = &nodeError{RunError{Code: "internal_error", Message: err.Error()}}
+				ne = &nodeError{RunError{Code: protocol.CodeInternal, Message: err.Error()}}
 			}
 			r.setRecord(n.ID, "failed", nil)
 			r.emit(EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))

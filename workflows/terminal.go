@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Cancellation, failure and Temporal status (a decision): the event log is the run's
@@ -40,7 +41,7 @@ func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
 	if snap.Status == StatusCancelled {
 		return nil, temporal.NewCanceledError(snap)
 	}
-	code, msg := "run_failed", "the run failed"
+	code, msg := protocol.CodeRunFailed, "the run failed"
 	if snap.Error != nil {
 		code, msg = orDefault(snap.Error.Code, code), orDefault(snap.Error.Message, msg)
 	}
