@@ -142,9 +142,12 @@ func TestExternalEventMatchAndMismatch(t *testing.T) {
 		mismatch = tr.check(ResolveRequest{NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"different-order","status":"completed"}`)})
 		missing = tr.check(ResolveRequest{NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"fixture-order-1"}`)})
 		tr.resolve("wait", `{"orderId":"different-order","status":"completed"}`)
+		tr.resolveReq(ResolveRequest{RequestID: "bad", NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"different-order","status":"completed"}`)})
 	})
+	var recorded ResolveCheck
 	tr.at(2*time.Second, func() {
 		afterBad = tr.snapshot()
+		recorded = tr.check(ResolveRequest{RequestID: "bad", NodeID: "wait"})
 		tr.resolve("wait", `{"orderId":"fixture-order-1","status":"completed","externalReference":"conformance-test-123"}`)
 	})
 	s := tr.execute()
@@ -154,6 +157,9 @@ func TestExternalEventMatchAndMismatch(t *testing.T) {
 	require.Equal(t, "validation_error", mismatch.Code)
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(missing.Code, missing.Unprocessable))
 	require.Equal(t, StatusWaitingExternal, afterBad.Status)
+	require.True(t, recorded.Replayed && recorded.Outcome != nil && !recorded.OK, "the refusal is recorded: %+v", recorded)
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Code, recorded.Unprocessable), "a recorded refusal keeps its 422")
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Outcome.Code, recorded.Outcome.Unprocessable))
 	require.Equal(t, StatusCompleted, s.Status)
 	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
 }

@@ -140,7 +140,7 @@ func (r *runner) queued(requestID string) bool {
 // outcome, or that it is queued. ok is false for a request the run has not seen.
 func (r *runner) requestState(requestID string) (check ResolveCheck, ok bool) {
 	if o := r.outcomes.find(requestID); o != nil {
-		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details}
+		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details}
 		return check, true
 	}
 	if r.queued(requestID) {
