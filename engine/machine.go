@@ -11,6 +11,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Runtime is everything the Machine needs from its host. The run workflow implements
@@ -46,16 +47,16 @@ const (
 
 // Error codes of TurnResult.ErrorCode (besides the codes a Runtime error carries).
 const (
-	CodeMaxVisitsExceeded = "max_visits_exceeded"
-	CodeBudgetExhausted   = "budget_exhausted"
-	CodeMaxRoundsExceeded = "max_rounds_exceeded"
-	CodeModelError        = "model_error"
-	CodeToolError         = "tool_error"
-	CodeUnsupportedState  = "unsupported_state"
-	CodeRenderError       = "render_error"
+	CodeMaxVisitsExceeded = protocol.CodeMaxVisitsExceeded
+	CodeBudgetExhausted   = protocol.CodeBudgetExhausted
+	CodeMaxRoundsExceeded = protocol.CodeMaxRoundsExceeded
+	CodeModelError        = protocol.CodeModelError
+	CodeToolError         = protocol.CodeToolError
+	CodeUnsupportedState  = protocol.CodeUnsupportedState
+	CodeRenderError       = protocol.CodeRenderError
 	// CodeLoopLimitExceeded ends a turn that reached a host limit (Config.Limits),
 	// the code RFC 0058 gives an agent-loop ceiling.
-	CodeLoopLimitExceeded = "loop_limit_exceeded"
+	CodeLoopLimitExceeded = protocol.CodeLoopLimitExceeded
 )
 
 // Budget limit names (BudgetEvent.Limit), as engine.budget spells them.

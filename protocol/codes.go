@@ -60,6 +60,17 @@ const (
 	// CodeWebhookDeadLettered ends a webhook delivery that ran out of attempts.
 	CodeWebhookDeadLettered = "webhook_dead_lettered"
 
+	// Why a pack's turn ended (engine.TurnResult.ErrorCode).
+	CodeMaxVisitsExceeded = "max_visits_exceeded"
+	CodeMaxRoundsExceeded = "max_rounds_exceeded"
+	CodeModelError        = "model_error"
+	CodeToolError         = "tool_error"
+	CodeUnsupportedState  = "unsupported_state"
+	CodeRenderError       = "render_error"
+	// CodeLoopLimitExceeded ends a turn that reached a host limit, the code RFC 0058
+	// gives an agent-loop ceiling.
+	CodeLoopLimitExceeded = "loop_limit_exceeded"
+
 	// A model round or tool call failed in an activity (activities.ErrorCode).
 	CodeModelBadRequest        = "model_bad_request"
 	CodeModelAuthentication    = "model_authentication"
