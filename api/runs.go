@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -714,7 +715,7 @@ func (s *Server) forkSource(ctx context.Context, runID string) ([]workflows.Even
 // runInputsOf returns run.started's payload.inputs from a log.
 func runInputsOf(events []workflows.Event) json.RawMessage {
 	for _, ev := range events {
-		if ev.Type == "run.started" {
+		if ev.Type == protocol.EvRunStarted {
 			var p struct {
 				Inputs json.RawMessage `json:"inputs"`
 			}
