@@ -163,7 +163,7 @@ type TurnResult struct {
 	// Status is the run status after the turn.
 	Status string `json:"status"`
 	// State is the current workflow state after the turn.
-	State        string         `json:"state"`
+	State string `json:"state"`
 	// ErrorCode is why the turn ended the run: a code of package protocol
 	// (CodeMaxVisitsExceeded, CodeModelError, ...) or the code a Runtime error carries.
 	ErrorCode    string         `json:"errorCode,omitempty"`
