@@ -125,41 +125,33 @@ func (r *runner) agentFor(key string) conversationAgent {
 
 // registerQueries registers the run's query handlers (setup).
 func (r *runner) registerQueries() error {
-	ctx := r.ctx
-	if err := workflow.SetQueryHandler(ctx, SnapshotQuery, func() (*Snapshot, error) {
-		return r.snapshot(), nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", SnapshotQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, EventsQuery, func(req EventsRequest) (EventsPage, error) {
-		return r.eventsPage(req), nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", EventsQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, RunBasisQuery, func() (RunBasis, error) { return r.runBasis(), nil }); err != nil {
-		return fmt.Errorf("register %s: %w", RunBasisQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, TranscriptQuery, r.transcript); err != nil {
-		return fmt.Errorf("register %s: %w", TranscriptQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, TranscriptPageQuery, r.transcriptPage); err != nil {
-		return fmt.Errorf("register %s: %w", TranscriptPageQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		check, seen := r.requestState(req.RequestID)
-		if !seen {
-			check, _ = r.checkResolve(req, false)
+	for _, q := range []struct {
+		name    string
+		handler any
+	}{
+		{SnapshotQuery, func() (*Snapshot, error) { return r.snapshot(), nil }},
+		{EventsQuery, func(req EventsRequest) (EventsPage, error) { return r.eventsPage(req), nil }},
+		{RunBasisQuery, func() (RunBasis, error) { return r.runBasis(), nil }},
+		{TranscriptQuery, r.transcript},
+		{TranscriptPageQuery, r.transcriptPage},
+		{ValidateResolveQuery, r.validateResolve},
+		{OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) { return r.outcomesPage(req), nil }},
+	} {
+		if err := workflow.SetQueryHandler(r.ctx, q.name, q.handler); err != nil {
+			return fmt.Errorf("register %s: %w", q.name, err)
 		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
-		check.Terminal = r.terminal || r.closing != ""
-		return check, nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
-	}
-	if err := workflow.SetQueryHandler(ctx, OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) {
-		return r.outcomesPage(req), nil
-	}); err != nil {
-		return fmt.Errorf("register %s: %w", OutcomesQuery, err)
 	}
 	return nil
+}
+
+// validateResolve answers ValidateResolveQuery: the outcome of a request the run has
+// seen, or the check of a new one, with the run as the check saw it.
+func (r *runner) validateResolve(req ResolveRequest) (ResolveCheck, error) {
+	check, seen := r.requestState(req.RequestID)
+	if !seen {
+		check, _ = r.checkResolve(req, false)
+	}
+	check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
+	check.Terminal = r.terminal || r.closing != ""
+	return check, nil
 }

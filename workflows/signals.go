@@ -13,29 +13,20 @@ const IdempotentRequestPrefix = "idem-"
 // drainSignals moves every buffered signal into the run's state without blocking
 // (before continue-as-new, so nothing is lost).
 func (r *runner) drainSignals() {
-	resolveCh := workflow.GetSignalChannel(r.ctx, ResolveSignal)
+	receiveAll(workflow.GetSignalChannel(r.ctx, ResolveSignal), func(req ResolveRequest) { r.inbox = append(r.inbox, req) })
+	receiveAll(workflow.GetSignalChannel(r.ctx, CancelSignal), r.requestCancel)
+	receiveAll(workflow.GetSignalChannel(r.ctx, childStatusSignal), r.updateChild)
+}
+
+// receiveAll hands every signal buffered on ch to take, in arrival order, without
+// blocking.
+func receiveAll[T any](ch workflow.ReceiveChannel, take func(T)) {
 	for {
-		var req ResolveRequest
-		if !resolveCh.ReceiveAsync(&req) {
-			break
+		var v T
+		if !ch.ReceiveAsync(&v) {
+			return
 		}
-		r.inbox = append(r.inbox, req)
-	}
-	cancelCh := workflow.GetSignalChannel(r.ctx, CancelSignal)
-	for {
-		var req CancelRequest
-		if !cancelCh.ReceiveAsync(&req) {
-			break
-		}
-		r.requestCancel(req)
-	}
-	childCh := workflow.GetSignalChannel(r.ctx, childStatusSignal)
-	for {
-		var cs childStatus
-		if !childCh.ReceiveAsync(&cs) {
-			break
-		}
-		r.updateChild(cs)
+		take(v)
 	}
 }
 
