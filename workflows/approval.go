@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -80,6 +81,22 @@ func (v approvalResume) voter(req ResolveRequest) string {
 	default:
 		return "anonymous"
 	}
+}
+
+// received is the approval.received payload of the decision v at node nodeID; now
+// stands for a decision that names no time.
+func (v approvalResume) received(nodeID string, now time.Time) map[string]any {
+	p := map[string]any{"nodeId": nodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(now))}
+	if v.Feedback != "" {
+		p["feedback"] = v.Feedback
+	}
+	if v.Comment != "" {
+		p["comment"] = v.Comment
+	}
+	if len(v.EditedArtifactData) > 0 {
+		p["editedArtifactData"] = v.EditedArtifactData
+	}
+	return p
 }
 
 // approvalVoter is who a vote counts for. Identity comes from the credential: the
@@ -267,18 +284,9 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		if v.Action == "ask" {
 			continue // Q&A does not end the suspension
 		}
-		received := map[string]any{"nodeId": n.ID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
-		if v.Feedback != "" {
-			received["feedback"] = v.Feedback
-		}
-		if v.Comment != "" {
-			received["comment"] = v.Comment
-		}
+		received := v.received(n.ID, workflow.Now(r.ctx))
 		if len(v.RefineFeedback) > 0 {
 			received["refineFeedback"] = v.RefineFeedback
-		}
-		if len(v.EditedArtifactData) > 0 {
-			received["editedArtifactData"] = v.EditedArtifactData
 		}
 		accepts, rejects := tally(it, v.Action)
 		it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})

@@ -481,16 +481,7 @@ const EvWorkflowStalled = "workflow.stalled"
 func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.RawMessage) (res *convo.ToolCallResult, decided bool) {
 	var v approvalResume
 	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
-	received := map[string]any{"nodeId": it.NodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
-	if v.Feedback != "" {
-		received["feedback"] = v.Feedback
-	}
-	if v.Comment != "" {
-		received["comment"] = v.Comment
-	}
-	if len(v.EditedArtifactData) > 0 {
-		received["editedArtifactData"] = v.EditedArtifactData
-	}
+	received := v.received(it.NodeID, workflow.Now(r.ctx))
 	received["tool"], received["callId"] = it.tool.call.Tool, it.tool.call.CallID
 	accepts, rejects := tally(it, v.Action)
 	it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
