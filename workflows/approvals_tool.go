@@ -396,27 +396,18 @@ func (r *runner) nextToolRequest(it *interrupt) (req *ResolveRequest, value json
 		if i := find(); i >= 0 {
 			q := r.inbox[i]
 			r.inbox = append(r.inbox[:i:i], r.inbox[i+1:]...)
-			if q.Via != "fork" && r.outcomes.find(q.RequestID) != nil {
-				continue // the same request signalled again: it keeps its first outcome
+			if r.repeated(q) {
+				continue
 			}
 			check, res := r.checkResolve(q, false)
 			if check.OK && res.target != it {
 				check = ResolveCheck{Code: CodeApprovalPending,
 					Message: fmt.Sprintf("the node waits for a decision on its %s call (interrupt %s)", it.tool.call.Tool, it.InterruptID)}
 			}
-			if !check.OK {
-				workflow.GetLogger(r.ctx).Info("Refusing a tool approval", "nodeId", q.NodeID, "requestId", q.RequestID, "code", check.Code, "message", check.Message)
-				r.recordRefused(q, check)
+			if r.answered(q, check, res, "Refusing a tool approval") {
 				continue
 			}
-			if res.noop {
-				r.recordApplied(q, check.RunStatus) // a repeated vote: counted once already
-				continue
-			}
-			if q.RequestID != "" {
-				r.applied.add(q.RequestID)
-			}
-			r.recordApplied(q, check.RunStatus)
+			r.markApplied(q, check.RunStatus)
 			return &q, res.value, false, nil
 		}
 		if it.timedOut {

@@ -205,17 +205,11 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 		}
 		req = r.inbox[0]
 		r.inbox = r.inbox[1:]
-		if req.Via != "fork" && r.outcomes.find(req.RequestID) != nil {
-			continue // the same request signalled again: it keeps its first outcome
-		}
-		check, res := r.checkSignalled(req)
-		if !check.OK {
-			workflow.GetLogger(r.ctx).Info("Refusing a resolve", "nodeId", req.NodeID, "requestId", req.RequestID, "code", check.Code, "message", check.Message)
-			r.recordRefused(req, check)
+		if r.repeated(req) {
 			continue
 		}
-		if res.noop {
-			r.recordApplied(req, check.RunStatus) // a repeated vote: counted once already
+		check, res := r.checkSignalled(req)
+		if r.answered(req, check, res, "Refusing a resolve") {
 			continue
 		}
 		if res.target.NodeID != nodeID {
@@ -223,10 +217,7 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 				Message: fmt.Sprintf("no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)})
 			continue
 		}
-		if req.RequestID != "" {
-			r.applied.add(req.RequestID)
-		}
-		r.recordApplied(req, check.RunStatus)
+		r.markApplied(req, check.RunStatus)
 		return req, res.target, res.value, nil, nil
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -96,6 +98,36 @@ func (r *runner) recordApplied(req ResolveRequest, status string) {
 		return
 	}
 	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: orDefault(status, StatusRunning)})
+}
+
+// repeated reports whether req repeats a request the run has already answered (the
+// same request signalled again keeps its first outcome).
+func (r *runner) repeated(req ResolveRequest) bool {
+	return req.Via != "fork" && r.outcomes.find(req.RequestID) != nil
+}
+
+// answered records what the run does with a request it will not apply: one its check
+// refused (logged as what) or one that repeats a vote already counted. It reports
+// whether the request is thus done with.
+func (r *runner) answered(req ResolveRequest, check ResolveCheck, res *resolution, what string) bool {
+	if !check.OK {
+		workflow.GetLogger(r.ctx).Info(what, "nodeId", req.NodeID, "requestId", req.RequestID, "code", check.Code, "message", check.Message)
+		r.recordRefused(req, check)
+		return true
+	}
+	if res.noop {
+		r.recordApplied(req, check.RunStatus) // a repeated vote: counted once already
+		return true
+	}
+	return false
+}
+
+// markApplied remembers req's RequestID among those applied and records its outcome.
+func (r *runner) markApplied(req ResolveRequest, status string) {
+	if req.RequestID != "" {
+		r.applied.add(req.RequestID)
+	}
+	r.recordApplied(req, status)
 }
 
 // recordRefused notes that req was refused for the reason check gives.
