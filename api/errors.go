@@ -61,6 +61,19 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
+// codeErr is the API error of an OpenWOP code, answered with the status statusOf gives
+// it (500 for a code the table does not know).
+func codeErr(code, format string, args ...any) *Error {
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	return apiErr(status, code, format, args...)
+}
+
+// apiErr is an API error with a status of its own: the answers the specification gives
+// another status than the code's (422 for a well-formed value that does not fit, a
+// status Echo chose), and refusals (refusalStatus).
 func apiErr(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
@@ -74,11 +87,11 @@ func (e *Error) with(k string, v any) *Error {
 }
 
 func badRequest(format string, args ...any) *Error {
-	return apiErr(http.StatusBadRequest, CodeValidation, format, args...)
+	return codeErr(CodeValidation, format, args...)
 }
 
 func notFound(format string, args ...any) *Error {
-	return apiErr(http.StatusNotFound, CodeNotFound, format, args...)
+	return codeErr(CodeNotFound, format, args...)
 }
 
 // envelope is the wire form of Error.
@@ -136,7 +149,7 @@ func (s *Server) toAPIError(err error, c echo.Context) *Error {
 			if !isVersionedPath(path) {
 				return badRequest("unversioned path %q: OpenWOP endpoints live under /v1/", path)
 			}
-			return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s is not allowed on %s", c.Request().Method, path)
+			return codeErr(CodeMethodNotAllowed, "method %s is not allowed on %s", c.Request().Method, path)
 		case http.StatusRequestEntityTooLarge:
 			return apiErr(he.Code, CodePayloadTooLarge, "request body exceeds %d bytes", s.cfg.MaxRequestBodyBytes)
 		case http.StatusUnsupportedMediaType:
@@ -154,10 +167,10 @@ func (s *Server) toAPIError(err error, c echo.Context) *Error {
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Cause: err}
 }
 
-// statusOf is the HTTP status the API answers each OpenWOP error code with when the
-// code alone decides it: the one table from domain codes to HTTP. A run refuses a
-// resolve with a code (workflows.ResolveCheck, ResolveOutcome); refusalStatus answers
-// it with the status here.
+// statusOf is the HTTP status the API answers each OpenWOP error code with: the one
+// table from domain codes to HTTP. The API's own errors take it through codeErr; a
+// run refuses a resolve with a code (workflows.ResolveCheck, ResolveOutcome), which
+// refusalStatus answers with the status here.
 var statusOf = map[string]int{
 	CodeValidation:                http.StatusBadRequest,
 	CodeUnsupportedStreamMode:     http.StatusBadRequest,

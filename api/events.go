@@ -74,7 +74,7 @@ func parseStreamMode(q string) (streamFilter, error) {
 		switch strings.TrimSpace(m) {
 		case ModeValues:
 			if len(parts) > 1 {
-				return f, apiErr(http.StatusBadRequest, CodeUnsupportedStreamMode, "streamMode \"values\" cannot be combined with other modes").with("supported", supportedModes)
+				return f, codeErr(CodeUnsupportedStreamMode, "streamMode \"values\" cannot be combined with other modes").with("supported", supportedModes)
 			}
 			f.values = true
 		case ModeUpdates:
@@ -84,7 +84,7 @@ func parseStreamMode(q string) (streamFilter, error) {
 		case ModeDebug:
 			f.debug = true
 		default:
-			return f, apiErr(http.StatusBadRequest, CodeUnsupportedStreamMode, "unsupported streamMode %q", strings.TrimSpace(m)).with("supported", supportedModes)
+			return f, codeErr(CodeUnsupportedStreamMode, "unsupported streamMode %q", strings.TrimSpace(m)).with("supported", supportedModes)
 		}
 	}
 	return f, nil

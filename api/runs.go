@@ -287,7 +287,7 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		return err
 	}
 	if req.TenantID != "" && req.TenantID != p.Tenant {
-		return apiErr(http.StatusForbidden, CodeForbidden, "tenantId %q does not match the API key's tenant", req.TenantID).with("field", "tenantId")
+		return codeErr(CodeForbidden, "tenantId %q does not match the API key's tenant", req.TenantID).with("field", "tenantId")
 	}
 	def, ok := s.cat.Definition(req.WorkflowID)
 	if !ok {
@@ -387,7 +387,7 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 		return err
 	}
 	if snap.RequestDigest != digest {
-		return apiErr(http.StatusConflict, CodeIdempotencyMismatch,
+		return codeErr(CodeIdempotencyMismatch,
 			"Idempotency-Key was already used with a different request body")
 	}
 	c.Response().Header().Set(HeaderIdempotentReplay, "true")

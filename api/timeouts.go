@@ -56,7 +56,7 @@ func (s *Server) bodyRead(c echo.Context) {
 // bodyReadError is the error of a failed body read: 408 when the client was too slow.
 func bodyReadError(err error) *Error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return apiErr(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive in time")
+		return codeErr(CodeRequestTimeout, "the request body did not arrive in time")
 	}
 	return badRequest("reading the request body failed: %v", err)
 }
