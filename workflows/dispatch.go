@@ -23,7 +23,7 @@ func failNode(code, format string, args ...any) error {
 type nodeExecutor func(r *runner, n *Node, inputs map[string]json.RawMessage) (map[string]json.RawMessage, error)
 
 // builtinNodes maps the built-in node types to their executors. Agent node types are
-// looked up in agentFactories (conversation.go) instead.
+// looked up in agentFactories (conversation_agent.go) instead.
 var builtinNodes map[string]nodeExecutor
 
 func init() {

@@ -32,7 +32,7 @@
 //
 //   - Cancelled and failed runs end with their terminal event, then close Canceled
 //     and Failed in Temporal with their Snapshot in the error's details
-//     (SnapshotFromError); WopStatus tells the OpenWOP status. See run.go.
+//     (SnapshotFromError); WopStatus tells the OpenWOP status. See terminal.go.
 //   - Node execution is sequential in a deterministic topological order (ties by
 //     definition order). A node without incoming edges runs; otherwise an edge is
 //     taken when its source completed and its condition holds, and the node's

@@ -1,7 +1,7 @@
 package workflows
 
 // This file is the PromptPack conversation node (node type vendor.wop.pack): it serves
-// the conversation seam of conversation.go with the Level-2 engine of package engine.
+// the conversation seam of conversation_agent.go with the Level-2 engine of package engine.
 // The engine decides; this file supplies its effects (model and tool activities,
 // workflow.Now, the run event log) and maps its outcomes onto the conversation.
 //

@@ -148,7 +148,7 @@ type childState struct {
 }
 
 // conversations is every conversation of the run, in opening order, and the agent of
-// each conversation node (conversation.go).
+// each conversation node (conversation.go, conversation_agent.go).
 type conversations struct {
 	convs  []*conversation
 	agents map[string]conversationAgent
