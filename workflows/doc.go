@@ -70,4 +70,18 @@
 //     signal it the events webhooks may receive (notify.go, GetVersion
 //     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
 //     destination; see webhooks.go.
+//
+// # Files
+//
+// The run workflow (Run, run.go) is a runner whose carried state is grouped by
+// concern (state.go; carry.go carries and restores it). Its parts: node dispatch and
+// records (dispatch.go), trigger rules (triggers.go), the run's ends (terminal.go),
+// cancellation (cancel.go), signals (signals.go), status, search attributes and
+// details (status.go), queries (queries.go), events (events.go). Interrupts:
+// the generic resolve machinery (interrupts.go, outcomes.go) and one file per kind
+// (approval.go, clarification.go, interrupt_node.go, approvals_tool.go).
+// Conversations: the conversation and its host services (conversation.go), the agent
+// seam (conversation_agent.go), resolves (conversation_resolve.go) and the node
+// (conversation_node.go); pack agents in pack*.go. Error codes and event types are
+// package protocol's.
 package workflows
