@@ -22,7 +22,8 @@ type runner struct {
 	childState
 	conversations
 
-	// The state of this execution only.
+	// The state of this execution; of it, carry passes on only the trigger-rules
+	// reading (legacyTriggerRules) and the generation (carried).
 	details       string
 	lastSAStatus  string
 	lastWaitingOn string
