@@ -134,7 +134,7 @@ func (r *runner) registerQueries() error {
 		{RunBasisQuery, func() (RunBasis, error) { return r.runBasis(), nil }},
 		{TranscriptQuery, r.transcript},
 		{TranscriptPageQuery, r.transcriptPage},
-		{ValidateResolveQuery, r.validateResolve},
+		{ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) { return r.resolveCheck(req), nil }},
 		{OutcomesQuery, func(req OutcomesRequest) (OutcomesPage, error) { return r.outcomesPage(req), nil }},
 	} {
 		if err := workflow.SetQueryHandler(r.ctx, q.name, q.handler); err != nil {
@@ -142,16 +142,4 @@ func (r *runner) registerQueries() error {
 		}
 	}
 	return nil
-}
-
-// validateResolve answers ValidateResolveQuery: the outcome of a request the run has
-// seen, or the check of a new one, with the run as the check saw it.
-func (r *runner) validateResolve(req ResolveRequest) (ResolveCheck, error) {
-	check, seen := r.requestState(req.RequestID)
-	if !seen {
-		check, _ = r.checkResolve(req, false)
-	}
-	check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
-	check.Terminal = r.terminal || r.closing != ""
-	return check, nil
 }

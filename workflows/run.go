@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -52,6 +53,9 @@ type runner struct {
 	// legacyEventRouting is set for runs that take an event injected into a pack state
 	// that accepts none as a chat reply, as they did before eventRoutingVersion.
 	legacyEventRouting bool
+
+	// resolveUpdates counts ResolveUpdate handlers waiting for their request's outcome.
+	resolveUpdates int
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the
@@ -102,6 +106,9 @@ func (r *runner) setup() error {
 	}
 	if r.in.Fork != nil {
 		r.forkIdx = newForkIndex(r.in.Fork)
+	}
+	if err := r.registerResolveUpdate(); err != nil {
+		return fmt.Errorf("register %s: %w", ResolveUpdate, err)
 	}
 	r.receiveSignals()
 	return nil
