@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // DefaultMaxResultBytes bounds what one activity hands back to a run: the text of a
@@ -18,7 +19,7 @@ const DefaultMaxResultBytes = 256 << 10
 // ErrTypeResultTooLarge is the (non-retryable) error type of a model round whose tool
 // calls carry more argument bytes than a result may hold: there is no sensible way to
 // cut a tool call's arguments, so the round fails and the run ends with this code.
-const ErrTypeResultTooLarge = "payload_too_large"
+const ErrTypeResultTooLarge = protocol.CodePayloadTooLarge
 
 // limitReply cuts a model reply whose text exceeds max bytes, visibly: the kept text
 // ends with a note saying how long the reply was. Tool calls whose arguments together

@@ -6,6 +6,7 @@ import (
 	"maps"
 
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // TranscriptQuery is the name of the run workflow's query that answers a convo.TranscriptRef
@@ -111,16 +112,16 @@ const (
 // (snake_case) that a run failed by them reports in error.code. The types stay what
 // they are inside Temporal (retry policies name them); the run's error speaks OpenWOP.
 var errorCodes = map[string]string{
-	ErrTypeBadRequest:      "model_bad_request",
-	ErrTypeAuth:            "model_authentication",
-	ErrTypeMockMismatch:    "mock_script_mismatch",
-	ErrTypeMockExhausted:   "mock_script_exhausted",
-	ErrTypeMockFailure:     "mock_scripted_failure",
-	ErrTypeUnknownProvider: "unknown_provider",
-	ErrTypeUnknownTool:     "unknown_tool",
-	ErrTypeBadResponse:     "model_malformed_response",
-	ErrTypeRateLimited:     "model_rate_limited",
-	ErrTypeUnavailable:     "model_unavailable",
+	ErrTypeBadRequest:      protocol.CodeModelBadRequest,
+	ErrTypeAuth:            protocol.CodeModelAuthentication,
+	ErrTypeMockMismatch:    protocol.CodeMockScriptMismatch,
+	ErrTypeMockExhausted:   protocol.CodeMockScriptExhausted,
+	ErrTypeMockFailure:     protocol.CodeMockScriptedFailure,
+	ErrTypeUnknownProvider: protocol.CodeUnknownProvider,
+	ErrTypeUnknownTool:     protocol.CodeUnknownTool,
+	ErrTypeBadResponse:     protocol.CodeModelMalformedResponse,
+	ErrTypeRateLimited:     protocol.CodeModelRateLimited,
+	ErrTypeUnavailable:     protocol.CodeModelUnavailable,
 }
 
 // ErrorCode returns the OpenWOP error code of an activity error type (one of the

@@ -139,20 +139,20 @@ func (s *Server) requireAuth(scopes ...string) echo.MiddlewareFunc {
 			h := c.Request().Header.Get(echo.HeaderAuthorization)
 			scheme, secret, ok := strings.Cut(h, " ")
 			if h == "" {
-				return apiErr(http.StatusUnauthorized, CodeUnauthenticated, "missing Authorization header; send Authorization: Bearer <api-key>")
+				return codeErr(CodeUnauthenticated, "missing Authorization header; send Authorization: Bearer <api-key>")
 			}
 			if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(secret) == "" {
-				return apiErr(http.StatusUnauthorized, CodeUnauthenticated, "malformed Authorization header; send Authorization: Bearer <api-key>")
+				return codeErr(CodeUnauthenticated, "malformed Authorization header; send Authorization: Bearer <api-key>")
 			}
 			k, ok := s.keys.Load().lookup(strings.TrimSpace(secret))
 			if !ok {
-				return apiErr(http.StatusUnauthorized, CodeUnauthenticated, "unknown API key")
+				return codeErr(CodeUnauthenticated, "unknown API key")
 			}
 			if k.revoked {
-				return apiErr(http.StatusUnauthorized, CodeKeyRevoked, "this API key (%s) was revoked", k.p.KeyID)
+				return codeErr(CodeKeyRevoked, "this API key (%s) was revoked", k.p.KeyID)
 			}
 			if !k.expiresAt.IsZero() && !s.cfg.Now().Before(k.expiresAt) {
-				return apiErr(http.StatusUnauthorized, CodeKeyExpired, "this API key (%s) expired at %s", k.p.KeyID, k.expiresAt.UTC().Format(time.RFC3339))
+				return codeErr(CodeKeyExpired, "this API key (%s) expired at %s", k.p.KeyID, k.expiresAt.UTC().Format(time.RFC3339))
 			}
 			p := &k.p
 			c.Set(principalKey, p)
@@ -161,14 +161,14 @@ func (s *Server) requireAuth(scopes ...string) echo.MiddlewareFunc {
 				if secs < 1 {
 					secs = 1
 				}
-				e := apiErr(http.StatusTooManyRequests, CodeRateLimited, "rate limit exceeded for this API key; retry after %d s", secs).
+				e := codeErr(CodeRateLimited, "rate limit exceeded for this API key; retry after %d s", secs).
 					with("retryAfterMs", wait.Milliseconds()).with("scope", "key")
 				e.Header = http.Header{"Retry-After": []string{strconv.Itoa(secs)}}
 				return e
 			}
 			for _, sc := range scopes {
 				if !p.Scopes[sc] {
-					return apiErr(http.StatusForbidden, CodeForbidden, "this API key lacks the %q scope", sc).with("scopeRequired", sc)
+					return codeErr(CodeForbidden, "this API key lacks the %q scope", sc).with("scopeRequired", sc)
 				}
 			}
 			return next(c)

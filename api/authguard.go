@@ -19,7 +19,7 @@ const wwwAuthenticate = `Bearer realm="openwop"`
 
 // unauthenticated is a 401 unauthenticated error.
 func unauthenticated(format string, args ...any) *Error {
-	return apiErr(http.StatusUnauthorized, CodeUnauthenticated, format, args...)
+	return codeErr(CodeUnauthenticated, format, args...)
 }
 
 // clientAddr is the address a request came from: the connection's peer. Forwarding
@@ -55,7 +55,7 @@ func rateLimited(wait time.Duration, what string) *Error {
 	if secs < 1 {
 		secs = 1
 	}
-	e := apiErr(http.StatusTooManyRequests, CodeRateLimited, "too many %s from this client; retry after %d s", what, secs).
+	e := codeErr(CodeRateLimited, "too many %s from this client; retry after %d s", what, secs).
 		with("retryAfterMs", wait.Milliseconds()).with("scope", "route")
 	e.Header = http.Header{"Retry-After": []string{strconv.Itoa(secs)}}
 	return e

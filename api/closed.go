@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -141,10 +140,10 @@ func (s *Server) closedResolveError(ctx context.Context, runID string) error {
 		s.log.Warn("Reading a closed run", "runId", runID, "error", err)
 	}
 	if err == nil && snap.TemporalClose != nil {
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal (%s); its interrupts are void", runID, snap.TemporalClose.Status)
+		return codeErr(CodeInterruptCancelled, "run %s was closed by Temporal (%s); its interrupts are void", runID, snap.TemporalClose.Status)
 	}
 	if err == nil && snap.Status == workflows.StatusCancelled {
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve arrived; its interrupts are void", runID)
+		return codeErr(CodeInterruptCancelled, "run %s was cancelled before the resolve arrived; its interrupts are void", runID)
 	}
-	return apiErr(http.StatusConflict, CodeInterruptResolved, "run %s finished before the resolve arrived", runID)
+	return codeErr(CodeInterruptResolved, "run %s finished before the resolve arrived", runID)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -21,7 +20,7 @@ import (
 func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	r := c.Request()
 	if r.ContentLength > s.cfg.MaxRequestBodyBytes {
-		return nil, apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+		return nil, codeErr(CodePayloadTooLarge,
 			"request body of %d bytes exceeds the limit of %d bytes", r.ContentLength, s.cfg.MaxRequestBodyBytes).
 			with("limit", s.cfg.MaxRequestBodyBytes)
 	}
@@ -31,7 +30,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	}
 	s.bodyRead(c)
 	if int64(len(body)) > s.cfg.MaxRequestBodyBytes {
-		return nil, apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+		return nil, codeErr(CodePayloadTooLarge,
 			"request body exceeds the limit of %d bytes", s.cfg.MaxRequestBodyBytes).with("limit", s.cfg.MaxRequestBodyBytes)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -45,14 +44,14 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 
 func checkJSONContentType(ct string) error {
 	if ct == "" {
-		return apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "missing Content-Type; send Content-Type: application/json")
+		return codeErr(CodeUnsupportedMediaType, "missing Content-Type; send Content-Type: application/json")
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "malformed Content-Type %q; send application/json", ct)
+		return codeErr(CodeUnsupportedMediaType, "malformed Content-Type %q; send application/json", ct)
 	}
 	if mt != "application/json" && !(strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")) {
-		return apiErr(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "unsupported Content-Type %q; send application/json", mt)
+		return codeErr(CodeUnsupportedMediaType, "unsupported Content-Type %q; send application/json", mt)
 	}
 	return nil
 }

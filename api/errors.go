@@ -11,29 +11,32 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.temporal.io/api/serviceerror"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
-// OpenWOP error codes this host answers with.
+// OpenWOP error codes this host answers with, under the names the API uses (package
+// protocol spells them; statusOf maps them to HTTP).
 const (
-	CodeValidation            = "validation_error"
-	CodeUnauthenticated       = "unauthenticated"
-	CodeKeyRevoked            = "key_revoked"
-	CodeKeyExpired            = "key_expired"
-	CodeForbidden             = "forbidden"
-	CodeNotFound              = "not_found"
-	CodeInterruptNotFound     = "interrupt_not_found"
-	CodeIdempotencyMismatch   = "idempotency_key_mismatch"
-	CodeInterruptResolved     = "interrupt_already_resolved"
-	CodeInterruptExpired      = "interrupt_expired"
-	CodeInterruptCancelled    = "interrupt_cancelled"
-	CodeUnsupportedStreamMode = "unsupported_stream_mode"
-	CodeRateLimited           = "rate_limited"
-	CodePayloadTooLarge       = "payload_too_large"
-	CodeUnsupportedMediaType  = "unsupported_media_type"
-	CodeMethodNotAllowed      = "method_not_allowed"
-	CodeInternal              = "internal_error"
-	CodeUnavailable           = "unavailable"
-	CodeRunTimeout            = "run_timeout" // RFC 0058: a run past its wall-clock limit
+	CodeValidation            = protocol.CodeValidation
+	CodeUnauthenticated       = protocol.CodeUnauthenticated
+	CodeKeyRevoked            = protocol.CodeKeyRevoked
+	CodeKeyExpired            = protocol.CodeKeyExpired
+	CodeForbidden             = protocol.CodeForbidden
+	CodeNotFound              = protocol.CodeNotFound
+	CodeInterruptNotFound     = protocol.CodeInterruptNotFound
+	CodeIdempotencyMismatch   = protocol.CodeIdempotencyMismatch
+	CodeInterruptResolved     = protocol.CodeInterruptResolved
+	CodeInterruptExpired      = protocol.CodeInterruptExpired
+	CodeInterruptCancelled    = protocol.CodeInterruptCancelled
+	CodeUnsupportedStreamMode = protocol.CodeUnsupportedStreamMode
+	CodeRateLimited           = protocol.CodeRateLimited
+	CodePayloadTooLarge       = protocol.CodePayloadTooLarge
+	CodeUnsupportedMediaType  = protocol.CodeUnsupportedMediaType
+	CodeMethodNotAllowed      = protocol.CodeMethodNotAllowed
+	CodeInternal              = protocol.CodeInternal
+	CodeUnavailable           = protocol.CodeUnavailable
+	CodeRunTimeout            = protocol.CodeRunTimeout
 )
 
 // Error is an API error rendered as the closed OpenWOP error envelope
@@ -58,6 +61,19 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Cause }
 
+// codeErr is the API error of an OpenWOP code, answered with the status statusOf gives
+// it (500 for a code the table does not know).
+func codeErr(code, format string, args ...any) *Error {
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	return apiErr(status, code, format, args...)
+}
+
+// apiErr is an API error with a status of its own: the answers the specification gives
+// another status than the code's (422 for a well-formed value that does not fit, a
+// status Echo chose), and refusals (refusalStatus).
 func apiErr(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
@@ -71,11 +87,11 @@ func (e *Error) with(k string, v any) *Error {
 }
 
 func badRequest(format string, args ...any) *Error {
-	return apiErr(http.StatusBadRequest, CodeValidation, format, args...)
+	return codeErr(CodeValidation, format, args...)
 }
 
 func notFound(format string, args ...any) *Error {
-	return apiErr(http.StatusNotFound, CodeNotFound, format, args...)
+	return codeErr(CodeNotFound, format, args...)
 }
 
 // envelope is the wire form of Error.
@@ -133,7 +149,7 @@ func (s *Server) toAPIError(err error, c echo.Context) *Error {
 			if !isVersionedPath(path) {
 				return badRequest("unversioned path %q: OpenWOP endpoints live under /v1/", path)
 			}
-			return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s is not allowed on %s", c.Request().Method, path)
+			return codeErr(CodeMethodNotAllowed, "method %s is not allowed on %s", c.Request().Method, path)
 		case http.StatusRequestEntityTooLarge:
 			return apiErr(he.Code, CodePayloadTooLarge, "request body exceeds %d bytes", s.cfg.MaxRequestBodyBytes)
 		case http.StatusUnsupportedMediaType:
@@ -149,6 +165,55 @@ func (s *Server) toAPIError(err error, c echo.Context) *Error {
 		return notFound("run not found")
 	}
 	return &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error", Cause: err}
+}
+
+// statusOf is the HTTP status the API answers each OpenWOP error code with: the one
+// table from domain codes to HTTP. The API's own errors take it through codeErr; a
+// run refuses a resolve with a code (workflows.ResolveCheck, ResolveOutcome), which
+// refusalStatus answers with the status here.
+var statusOf = map[string]int{
+	CodeValidation:                http.StatusBadRequest,
+	CodeUnsupportedStreamMode:     http.StatusBadRequest,
+	CodeWebhookURLRejected:        http.StatusBadRequest,
+	CodeUnauthenticated:           http.StatusUnauthorized,
+	CodeKeyRevoked:                http.StatusUnauthorized,
+	CodeKeyExpired:                http.StatusUnauthorized,
+	CodeForbidden:                 http.StatusForbidden,
+	CodeNotFound:                  http.StatusNotFound,
+	CodeInterruptNotFound:         http.StatusNotFound,
+	CodeSubscriptionNotFound:      http.StatusNotFound,
+	CodeMethodNotAllowed:          http.StatusMethodNotAllowed,
+	CodeRequestTimeout:            http.StatusRequestTimeout,
+	CodeIdempotencyMismatch:       http.StatusConflict,
+	CodeInterruptResolved:         http.StatusConflict,
+	CodeTooManyWebhooks:           http.StatusConflict,
+	protocol.CodeApprovalPending:  http.StatusConflict,
+	protocol.CodeRunStateConflict: http.StatusConflict,
+	CodeInterruptExpired:          http.StatusGone,
+	CodeInterruptCancelled:        http.StatusGone,
+	CodePayloadTooLarge:           http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:      http.StatusUnsupportedMediaType,
+	CodeRateLimited:               http.StatusTooManyRequests,
+	CodeInternal:                  http.StatusInternalServerError,
+	CodeUnavailable:               http.StatusServiceUnavailable,
+}
+
+// refusalStatus is the HTTP status of a resolve the run refused. Outcomes that runs
+// recorded before codes were mapped here carry the status they were answered with,
+// and keep it; otherwise the code decides (statusOf), with 422 for a validation_error
+// about a well-formed value that does not fit (Unprocessable), and 400 for a code the
+// table does not know.
+func refusalStatus(recorded int, code string, unprocessable bool) int {
+	switch {
+	case recorded >= 400 && recorded <= 599:
+		return recorded
+	case unprocessable:
+		return http.StatusUnprocessableEntity
+	}
+	if status, ok := statusOf[code]; ok {
+		return status
+	}
+	return http.StatusBadRequest
 }
 
 func codeForStatus(status int) string {

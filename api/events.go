@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -31,10 +32,11 @@ var supportedModes = []string{ModeValues, ModeUpdates, ModeMessages, ModeDebug}
 
 // updatesTypes are the event types of the "updates" mode (openwop-host.md §6.1).
 var updatesTypes = map[string]bool{
-	"run.started": true, "run.completed": true, "run.failed": true, "run.cancelled": true,
-	"run.paused": true, "run.resumed": true,
-	"node.completed": true, "node.failed": true, "node.skipped": true, "node.suspended": true, "node.dispatched": true,
-	"approval.requested": true, "approval.received": true, "artifact.created": true, "workspace.updated": true,
+	protocol.EvRunStarted: true, protocol.EvRunCompleted: true, protocol.EvRunFailed: true, protocol.EvRunCancelled: true,
+	protocol.EvRunPaused: true, protocol.EvRunResumed: true,
+	protocol.EvNodeCompleted: true, protocol.EvNodeFailed: true, protocol.EvNodeSkipped: true, protocol.EvNodeSuspended: true,
+	protocol.EvNodeDispatched: true, protocol.EvApprovalRequested: true, protocol.EvApprovalReceived: true,
+	protocol.EvArtifactCreated: true, protocol.EvWorkspaceUpdated: true,
 }
 
 var updatesPrefixes = []string{"clarification.", "interrupt.", "eval.", "deployment."}
@@ -52,7 +54,7 @@ func isUpdate(t string) bool {
 }
 
 func isTerminalEvent(t string) bool {
-	return t == "run.completed" || t == "run.failed" || t == "run.cancelled"
+	return t == protocol.EvRunCompleted || t == protocol.EvRunFailed || t == protocol.EvRunCancelled
 }
 
 // streamFilter is a parsed streamMode.
@@ -72,7 +74,7 @@ func parseStreamMode(q string) (streamFilter, error) {
 		switch strings.TrimSpace(m) {
 		case ModeValues:
 			if len(parts) > 1 {
-				return f, apiErr(http.StatusBadRequest, CodeUnsupportedStreamMode, "streamMode \"values\" cannot be combined with other modes").with("supported", supportedModes)
+				return f, codeErr(CodeUnsupportedStreamMode, "streamMode \"values\" cannot be combined with other modes").with("supported", supportedModes)
 			}
 			f.values = true
 		case ModeUpdates:
@@ -82,7 +84,7 @@ func parseStreamMode(q string) (streamFilter, error) {
 		case ModeDebug:
 			f.debug = true
 		default:
-			return f, apiErr(http.StatusBadRequest, CodeUnsupportedStreamMode, "unsupported streamMode %q", strings.TrimSpace(m)).with("supported", supportedModes)
+			return f, codeErr(CodeUnsupportedStreamMode, "unsupported streamMode %q", strings.TrimSpace(m)).with("supported", supportedModes)
 		}
 	}
 	return f, nil

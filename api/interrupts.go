@@ -150,10 +150,7 @@ func (s *Server) handleResolveLegacy(c echo.Context) error {
 
 // checkError maps a failed ResolveCheck to the envelope.
 func checkError(ch *workflows.ResolveCheck) *Error {
-	status := ch.Status
-	if status < 400 || status > 599 {
-		status = http.StatusBadRequest
-	}
+	status := refusalStatus(ch.Status, ch.Code, ch.Unprocessable)
 	code := ch.Code
 	if code == "" {
 		code = codeForStatus(status)
@@ -193,13 +190,13 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 		return nil, nil, nil, tokenError(err)
 	}
 	if validateID("runId", cl.RunID) != nil || validateID("nodeId", cl.NodeID) != nil {
-		return nil, nil, nil, apiErr(http.StatusNotFound, CodeInterruptNotFound, "unknown interrupt token")
+		return nil, nil, nil, codeErr(CodeInterruptNotFound, "unknown interrupt token")
 	}
 	snap, err := s.snapshot(c.Request().Context(), nil, cl.RunID)
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			return nil, nil, nil, apiErr(http.StatusNotFound, CodeInterruptNotFound, "unknown interrupt token")
+			return nil, nil, nil, codeErr(CodeInterruptNotFound, "unknown interrupt token")
 		}
 		return nil, nil, nil, err
 	}
@@ -209,9 +206,9 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 	}
 	if pi == nil {
 		if snap.Status == workflows.StatusCancelled || snap.Status == workflows.StatusCancelling {
-			return nil, nil, nil, apiErr(http.StatusGone, CodeInterruptCancelled, "the run was cancelled; this interrupt is void")
+			return nil, nil, nil, codeErr(CodeInterruptCancelled, "the run was cancelled; this interrupt is void")
 		}
-		return nil, nil, nil, apiErr(http.StatusConflict, CodeInterruptResolved, "this interrupt was already resolved; tokens are single-use")
+		return nil, nil, nil, codeErr(CodeInterruptResolved, "this interrupt was already resolved; tokens are single-use")
 	}
 	return cl, snap, pi, nil
 }
@@ -245,7 +242,7 @@ func (s *Server) handleTokenPost(c echo.Context) error {
 		return tokenError(err)
 	}
 	if cl.Intent != IntentResolve {
-		return apiErr(http.StatusForbidden, CodeForbidden, "this token only allows inspecting the interrupt")
+		return codeErr(CodeForbidden, "this token only allows inspecting the interrupt")
 	}
 	if _, _, _, err := s.tokenTarget(c); err != nil {
 		return err

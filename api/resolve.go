@@ -83,7 +83,7 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 		rb.ResumeValue = []byte("null")
 	}
 	if n := int64(len(rb.ResumeValue)); n > s.cfg.MaxTurnBytes {
-		return apiErr(http.StatusRequestEntityTooLarge, CodePayloadTooLarge,
+		return codeErr(CodePayloadTooLarge,
 			"the resume value is %d bytes; a turn holds at most %d bytes (maxTurnBytes, WOP_MAX_TURN_BYTES)", n, s.cfg.MaxTurnBytes).
 			with("limit", "maxTurnBytes").with("maxBytes", s.cfg.MaxTurnBytes).with("bytes", n)
 	}
@@ -150,7 +150,7 @@ func (s *Server) answerCheck(c echo.Context, who resolveCaller, runID string, re
 		return false, s.awaitOutcome(c, runID, req, key)
 	}
 	if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
-		return false, apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
+		return false, codeErr(CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
 	}
 	if !check.OK {
 		return false, checkError(check)
@@ -168,7 +168,7 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, workflows.StatusRunning)})
 	case check.Outcome != nil:
 		o := check.Outcome
-		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details})
+		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details})
 	case check.Replayed && !check.Pending:
 		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.RunStatus, workflows.StatusRunning)})
 	}
@@ -202,12 +202,12 @@ func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.Resolv
 // run's, empty when Temporal closed the workflow without the run's terminal event.
 func endedError(runID, status string) error {
 	if status == workflows.StatusCancelled || status == workflows.StatusCancelling {
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
+		return codeErr(CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
 	}
 	if status == "" {
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal before the resolve was applied; its interrupts are void", runID)
+		return codeErr(CodeInterruptCancelled, "run %s was closed by Temporal before the resolve was applied; its interrupts are void", runID)
 	}
-	return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, status)
+	return codeErr(CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, status)
 }
 
 // answerQueued is the 202 of a request Temporal holds for the run but the run has not

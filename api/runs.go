@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -286,7 +287,7 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		return err
 	}
 	if req.TenantID != "" && req.TenantID != p.Tenant {
-		return apiErr(http.StatusForbidden, CodeForbidden, "tenantId %q does not match the API key's tenant", req.TenantID).with("field", "tenantId")
+		return codeErr(CodeForbidden, "tenantId %q does not match the API key's tenant", req.TenantID).with("field", "tenantId")
 	}
 	def, ok := s.cat.Definition(req.WorkflowID)
 	if !ok {
@@ -386,7 +387,7 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 		return err
 	}
 	if snap.RequestDigest != digest {
-		return apiErr(http.StatusConflict, CodeIdempotencyMismatch,
+		return codeErr(CodeIdempotencyMismatch,
 			"Idempotency-Key was already used with a different request body")
 	}
 	c.Response().Header().Set(HeaderIdempotentReplay, "true")
@@ -714,7 +715,7 @@ func (s *Server) forkSource(ctx context.Context, runID string) ([]workflows.Even
 // runInputsOf returns run.started's payload.inputs from a log.
 func runInputsOf(events []workflows.Event) json.RawMessage {
 	for _, ev := range events {
-		if ev.Type == "run.started" {
+		if ev.Type == protocol.EvRunStarted {
 			var p struct {
 				Inputs json.RawMessage `json:"inputs"`
 			}

@@ -231,7 +231,7 @@ func (s *Server) dispatchVerb(c echo.Context) error {
 	raw := c.Param("runId")
 	i := strings.LastIndexByte(raw, ':')
 	if i < 0 {
-		return apiErr(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "POST is not allowed on /v1/runs/{runId}; use one of the :fork, :cancel or :resolveInterrupt verbs")
+		return codeErr(CodeMethodNotAllowed, "POST is not allowed on /v1/runs/{runId}; use one of the :fork, :cancel or :resolveInterrupt verbs")
 	}
 	r, ok := s.verbs[raw[i+1:]]
 	if !ok {
@@ -292,7 +292,7 @@ func (s *Server) handleHealth(c echo.Context) error {
 	defer cancel()
 	if _, err := s.tc.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		s.log.Warn("Health check: Temporal unreachable", "error", err)
-		return apiErr(http.StatusServiceUnavailable, CodeUnavailable, "Temporal is unreachable")
+		return codeErr(CodeUnavailable, "Temporal is unreachable")
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -44,7 +45,7 @@ func parseBufferMs(v string) (time.Duration, error) {
 // moments it starts waiting for someone.
 func forcesFlush(typ string) bool {
 	switch typ {
-	case "node.suspended", "interrupt.requested", "approval.requested", "clarification.requested":
+	case protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvApprovalRequested, protocol.EvClarificationRequested:
 		return true
 	}
 	return isTerminalEvent(typ)

@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // CodeRequestTimeout is the code of a request whose body did not arrive in time.
-const CodeRequestTimeout = "request_timeout"
+const CodeRequestTimeout = protocol.CodeRequestTimeout
 
 // HTTPServer returns an http.Server serving this API with the connection timeouts of
 // Config.Guards. Callers set Addr or call Serve with their listener.
@@ -54,7 +56,7 @@ func (s *Server) bodyRead(c echo.Context) {
 // bodyReadError is the error of a failed body read: 408 when the client was too slow.
 func bodyReadError(err error) *Error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return apiErr(http.StatusRequestTimeout, CodeRequestTimeout, "the request body did not arrive in time")
+		return codeErr(CodeRequestTimeout, "the request body did not arrive in time")
 	}
 	return badRequest("reading the request body failed: %v", err)
 }

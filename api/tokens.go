@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"regexp"
 	"strings"
 	"time"
@@ -117,9 +116,9 @@ func tokenError(err error) *Error {
 	case errors.Is(err, errTokenMalformed):
 		return badRequest("malformed interrupt token")
 	case errors.Is(err, errTokenExpired):
-		return apiErr(http.StatusGone, CodeInterruptExpired, "the interrupt token has expired")
+		return codeErr(CodeInterruptExpired, "the interrupt token has expired")
 	}
-	return apiErr(http.StatusNotFound, CodeInterruptNotFound, "unknown interrupt token")
+	return codeErr(CodeInterruptNotFound, "unknown interrupt token")
 }
 
 // tokenExpiry is when a token issued now for the interrupt expires: Config.TokenTTL

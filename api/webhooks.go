@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -38,9 +39,9 @@ const ScopeWebhooksManage = "webhooks:manage"
 
 // Error codes of the webhook surface.
 const (
-	CodeWebhookURLRejected   = "webhook_url_rejected"
-	CodeSubscriptionNotFound = "subscription_not_found"
-	CodeTooManyWebhooks      = "too_many_webhooks"
+	CodeWebhookURLRejected   = protocol.CodeWebhookURLRejected
+	CodeSubscriptionNotFound = protocol.CodeSubscriptionNotFound
+	CodeTooManyWebhooks      = protocol.CodeTooManyWebhooks
 )
 
 // maxWebhookTags bounds a subscription's tag filter.
@@ -93,7 +94,7 @@ func (s *Server) checkWebhookURL(field, raw string) error {
 	if err := activities.CheckWebhookURL(raw, s.cfg.WebhookAllowPrivate); err != nil {
 		var ue *activities.WebhookURLError
 		if errors.As(err, &ue) {
-			return apiErr(http.StatusBadRequest, CodeWebhookURLRejected, "%s: %s", field, ue.Reason).with("field", field)
+			return codeErr(CodeWebhookURLRejected, "%s: %s", field, ue.Reason).with("field", field)
 		}
 		return badRequest("%s: %v", field, err).with("field", field)
 	}
@@ -141,7 +142,7 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		}
 	}
 	if req.TenantID != "" && req.TenantID != p.Tenant {
-		return apiErr(http.StatusForbidden, CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
+		return codeErr(CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
 	}
 	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
 	if len(idemKey) > maxIdempotencyKeyLength {
@@ -181,7 +182,7 @@ func (s *Server) handleDeleteWebhook(c echo.Context) error {
 		return err
 	}
 	if t := c.QueryParam("tenantId"); t != "" && t != p.Tenant {
-		return apiErr(http.StatusNotFound, CodeSubscriptionNotFound, "no webhook %q in tenant %q for this key", id, t)
+		return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %q for this key", id, t)
 	}
 	if err := s.updateDispatcher(c.Request().Context(), p.Tenant, workflows.WebhookUnregisterUpdate, id, nil); err != nil {
 		return err
@@ -263,16 +264,16 @@ func (s *Server) updateDispatcher(ctx context.Context, tenant, name string, arg,
 	switch {
 	case errors.As(err, &nf):
 		if name == workflows.WebhookUnregisterUpdate {
-			return apiErr(http.StatusNotFound, CodeSubscriptionNotFound, "no webhook %q in tenant %s", arg, tenant)
+			return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %s", arg, tenant)
 		}
 	case errors.As(err, &appErr):
 		switch appErr.Type() {
 		case workflows.ErrTypeSubscriptionNotFound:
-			return apiErr(http.StatusNotFound, CodeSubscriptionNotFound, "%s", appErr.Message())
+			return codeErr(CodeSubscriptionNotFound, "%s", appErr.Message())
 		case workflows.ErrTypeIdempotencyMismatch:
-			return apiErr(http.StatusConflict, CodeIdempotencyMismatch, "Idempotency-Key was already used with a different request body")
+			return codeErr(CodeIdempotencyMismatch, "Idempotency-Key was already used with a different request body")
 		case workflows.ErrTypeTooManyWebhooks:
-			return apiErr(http.StatusConflict, CodeTooManyWebhooks, "%s", appErr.Message())
+			return codeErr(CodeTooManyWebhooks, "%s", appErr.Message())
 		case CodeValidation:
 			return badRequest("%s", appErr.Message())
 		}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // apiClient talks to the host's HTTP API as a conversation client does.
@@ -117,7 +119,7 @@ func openConv(ctx context.Context, api *apiClient, pack string) (*conv, error) {
 		return nil, fmt.Errorf("start a run of %s: %w", pack, err)
 	}
 	c := &conv{api: api, runID: created.RunID, lastSeq: -1}
-	if _, err := c.waitFor(ctx, func(e event) bool { return e.Type == "conversation.opened" }); err != nil {
+	if _, err := c.waitFor(ctx, func(e event) bool { return e.Type == protocol.EvConversationOpened }); err != nil {
 		return nil, fmt.Errorf("run %s: wait for conversation.opened: %w", c.runID, err)
 	}
 	return c, nil
@@ -213,7 +215,7 @@ func (c *conv) send(ctx context.Context) (time.Time, error) {
 
 // isAgentReply matches the event of the agent's reply.
 func isAgentReply(e event) bool {
-	return e.Type == "conversation.exchanged" && e.Payload.Turn.Role == "agent"
+	return e.Type == protocol.EvConversationExchanged && e.Payload.Turn.Role == "agent"
 }
 
 // closeConv closes the conversation (the run then completes).

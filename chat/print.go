@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // runEvent is the part of an OpenWOP run event document the chat reads.
@@ -45,7 +47,7 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 		}
 	}()
 	switch typ {
-	case "conversation.opened":
+	case protocol.EvConversationOpened:
 		var p struct {
 			InitialTurn turn `json:"initialTurn"`
 		}
@@ -55,14 +57,14 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 				s.v.emit(kindSystem, "", "· "+text)
 			}
 		}
-	case "conversation.exchanged":
+	case protocol.EvConversationExchanged:
 		var p struct {
 			Turn turn `json:"turn"`
 		}
 		if json.Unmarshal(re.Payload, &p) == nil {
 			s.showTurn(p.Turn)
 		}
-	case "conversation.closed":
+	case protocol.EvConversationClosed:
 		var p struct {
 			FinalTurn turn `json:"finalTurn"`
 		}
@@ -79,13 +81,13 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 		s.showToolCall(re.Payload)
 	case "agent.toolReturned":
 		s.showToolResult(re.Payload)
-	case "interrupt.requested":
+	case protocol.EvInterruptRequested:
 		s.showWait(ctx, re)
-	case "run.completed":
+	case protocol.EvRunCompleted:
 		s.v.stopThinking()
 		s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s completed.", s.runID))
 		return ExitOK, true
-	case "run.failed":
+	case protocol.EvRunFailed:
 		var p struct {
 			Error struct {
 				Code    string `json:"code"`
@@ -103,7 +105,7 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed: %s (%s).", s.runID, orUnknown(p.Error.Message), orUnknown(p.Error.Code)))
 		}
 		return ExitFailed, true
-	case "run.cancelled":
+	case protocol.EvRunCancelled:
 		var p struct {
 			Reason string `json:"reason"`
 		}

@@ -1,6 +1,10 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wop-dev/wop/protocol"
+)
 
 // TurnLimits are the host's limits on the agent work of one user turn (or one injected
 // event), applied whatever the pack declares. They count across state changes, unlike
@@ -55,7 +59,7 @@ func (m *Machine) turnCallsExceeded(t *turn, n int) bool {
 // with code loop_limit_exceeded and a budget event marked Host.
 func (m *Machine) limitReached(t *turn, limit string, current, maxv int, why string) {
 	m.st.Status = StatusBudgetExhausted
-	m.st.ErrorCode = CodeLoopLimitExceeded
+	m.st.ErrorCode = protocol.CodeLoopLimitExceeded
 	m.st.ErrorMessage = "turn limit reached: " + why
 	m.st.TerminalReason = m.st.ErrorMessage
 	t.rt.Emit(Event{Kind: EventBudgetExhausted, State: m.st.CurrentState, Budget: &BudgetEvent{

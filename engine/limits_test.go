@@ -8,6 +8,7 @@ import (
 
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // unboundedLoop is an all-agent loop a <-> b with no max_visits and no budget: only the
@@ -41,7 +42,7 @@ func TestHostRoundLimitCountsAcrossStates(t *testing.T) {
 	res := mustTurn(t, m, f, "loop")
 	// Every round changes state, so max_rounds (5 per segment) never ends the turn:
 	// the host's limit does, after 7 rounds.
-	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeLoopLimitExceeded || !res.Done() || len(f.rounds) != 7 {
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != protocol.CodeLoopLimitExceeded || !res.Done() || len(f.rounds) != 7 {
 		t.Fatalf("result = %+v after %d rounds", res, len(f.rounds))
 	}
 	ev := f.eventsOf(EventBudgetExhausted)
@@ -91,7 +92,7 @@ func TestHostToolCallLimit(t *testing.T) {
 	m := startCfg(t, cfg, f)
 	res := mustTurn(t, m, f, "loop")
 	// start 1 call, a 3 calls, b 1 call = 5; the next batch in a (3) would make 8.
-	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeLoopLimitExceeded || res.State != "a" {
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != protocol.CodeLoopLimitExceeded || res.State != "a" {
 		t.Fatalf("result = %+v", res)
 	}
 	if len(f.toolCalls) != 1 {
@@ -110,7 +111,7 @@ func TestPackBudgetBelowHostLimitWins(t *testing.T) {
 	cfg.Limits = TurnLimits{MaxRounds: 25, MaxToolCalls: 50}
 	m := startCfg(t, cfg, f)
 	res := mustTurn(t, m, f, "loop")
-	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeBudgetExhausted {
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != protocol.CodeBudgetExhausted {
 		t.Fatalf("result = %+v", res)
 	}
 	if ev := f.eventsOf(EventBudgetExhausted); len(ev) != 1 || ev[0].Budget.Host || ev[0].Budget.Limit != LimitToolCalls {

@@ -11,6 +11,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Runtime is everything the Machine needs from its host. The run workflow implements
@@ -42,20 +43,6 @@ const (
 	StatusBudgetExhausted   = "budget_exhausted"    // an engine.budget limit was reached; the run is over
 	StatusFailed            = "failed"              // a model/tool failure, max_rounds, or an unsupported state; the run is over
 	StatusStopped           = "stopped"             // the host stopped the turn (Runtime.Stopped); the run is over
-)
-
-// Error codes of TurnResult.ErrorCode (besides the codes a Runtime error carries).
-const (
-	CodeMaxVisitsExceeded = "max_visits_exceeded"
-	CodeBudgetExhausted   = "budget_exhausted"
-	CodeMaxRoundsExceeded = "max_rounds_exceeded"
-	CodeModelError        = "model_error"
-	CodeToolError         = "tool_error"
-	CodeUnsupportedState  = "unsupported_state"
-	CodeRenderError       = "render_error"
-	// CodeLoopLimitExceeded ends a turn that reached a host limit (Config.Limits),
-	// the code RFC 0058 gives an agent-loop ceiling.
-	CodeLoopLimitExceeded = "loop_limit_exceeded"
 )
 
 // Budget limit names (BudgetEvent.Limit), as engine.budget spells them.
@@ -176,7 +163,9 @@ type TurnResult struct {
 	// Status is the run status after the turn.
 	Status string `json:"status"`
 	// State is the current workflow state after the turn.
-	State        string         `json:"state"`
+	State string `json:"state"`
+	// ErrorCode is why the turn ended the run: a code of package protocol
+	// (CodeMaxVisitsExceeded, CodeModelError, ...) or the code a Runtime error carries.
 	ErrorCode    string         `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	Awaiting     *AwaitingEvent `json:"awaiting,omitempty"`
@@ -453,7 +442,7 @@ func (m *Machine) Inject(rt Runtime, event, context string) (*TurnResult, error)
 		return m.finish(t), nil
 	}
 	if target.Orchestration == packs.OrchestrationComposition {
-		m.fail(CodeUnsupportedState, fmt.Sprintf("state %q is a composition state; compositions are not supported", m.st.CurrentState))
+		m.fail(protocol.CodeUnsupportedState, fmt.Sprintf("state %q is a composition state; compositions are not supported", m.st.CurrentState))
 		return m.finish(t), nil
 	}
 	msg := convo.Message{
@@ -495,7 +484,7 @@ func (m *Machine) loop(t *turn) {
 		sname := m.st.CurrentState
 		s := m.state()
 		if s.Orchestration == packs.OrchestrationComposition {
-			m.fail(CodeUnsupportedState, fmt.Sprintf("state %q is a composition state; compositions are not supported", sname))
+			m.fail(protocol.CodeUnsupportedState, fmt.Sprintf("state %q is a composition state; compositions are not supported", sname))
 			return
 		}
 		prompt := m.cfg.Pack.Prompts[s.PromptTask]
@@ -503,7 +492,7 @@ func (m *Machine) loop(t *turn) {
 
 		in, err := m.roundInput(t, s, prompt)
 		if err != nil {
-			m.fail(CodeRenderError, fmt.Sprintf("state %q: %v", sname, err))
+			m.fail(protocol.CodeRenderError, fmt.Sprintf("state %q: %v", sname, err))
 			return
 		}
 		out, err := t.rt.Model(in)
@@ -511,7 +500,7 @@ func (m *Machine) loop(t *turn) {
 			return
 		}
 		if err != nil {
-			m.fail(errorCode(err, CodeModelError), fmt.Sprintf("model round %d in state %q failed: %v", in.Round, sname, err))
+			m.fail(errorCode(err, protocol.CodeModelError), fmt.Sprintf("model round %d in state %q failed: %v", in.Round, sname, err))
 			return
 		}
 		if out == nil {
@@ -590,7 +579,7 @@ func (m *Machine) loop(t *turn) {
 			}
 		}
 		if t.segRounds >= policy.MaxRounds {
-			m.fail(CodeMaxRoundsExceeded, fmt.Sprintf("state %q: the model still called tools after max_rounds (%d) rounds", sname, policy.MaxRounds))
+			m.fail(protocol.CodeMaxRoundsExceeded, fmt.Sprintf("state %q: the model still called tools after max_rounds (%d) rounds", sname, policy.MaxRounds))
 			return
 		}
 	}
@@ -706,7 +695,7 @@ func (m *Machine) complete(t *turn) {
 // exhaust ends the run with status budget_exhausted.
 func (m *Machine) exhaust(t *turn, limit string, current, maxv int) {
 	m.st.Status = StatusBudgetExhausted
-	m.st.ErrorCode = CodeBudgetExhausted
+	m.st.ErrorCode = protocol.CodeBudgetExhausted
 	m.st.ErrorMessage = fmt.Sprintf("budget exhausted: %s is %d (current %d) in state %q", limit, maxv, current, m.st.CurrentState)
 	m.st.TerminalReason = m.st.ErrorMessage
 	t.rt.Emit(Event{Kind: EventBudgetExhausted, State: m.st.CurrentState, Budget: &BudgetEvent{
@@ -753,7 +742,7 @@ func (m *Machine) commit(t *turn, event, context string, extras map[string]any, 
 	target, ok := s.OnEvent[event]
 	if isTerminal(s) || !ok {
 		// Validated before commit (CanInject, the transition tool); reaching here is a bug.
-		m.fail(CodeModelError, fmt.Sprintf("internal error: event %q is not valid in state %q", event, from))
+		m.fail(protocol.CodeModelError, fmt.Sprintf("internal error: event %q is not valid in state %q", event, from))
 		return false
 	}
 	final, redirected := target, false
@@ -763,7 +752,7 @@ func (m *Machine) commit(t *turn, event, context string, extras map[string]any, 
 			mv.Terminated = true
 			t.rt.Emit(Event{Kind: EventMaxVisits, State: from, MaxVisits: mv})
 			m.st.Status = StatusMaxVisitsExceeded
-			m.st.ErrorCode = CodeMaxVisitsExceeded
+			m.st.ErrorCode = protocol.CodeMaxVisitsExceeded
 			m.st.ErrorMessage = fmt.Sprintf("max_visits (%d) reached for state %q (event %s from %q) and it has no on_max_visits", ts.MaxVisits, target, event, from)
 			m.st.TerminalReason = m.st.ErrorMessage
 			return false

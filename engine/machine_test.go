@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // examplePack is the derived RFC 0014 pack of promptpack-workflow.md §7.2. triageControl
@@ -238,7 +239,7 @@ func TestAgentLoopMaxVisits(t *testing.T) {
 	m := start(t, loopPack(t, "", "").cfg.Pack, f)
 	res := mustTurn(t, m, f, "loop")
 	// start → a(1) → b(1) → a(2) → b(2) → a: third entry fails.
-	if res.Status != StatusMaxVisitsExceeded || res.ErrorCode != CodeMaxVisitsExceeded || res.State != "b" || !res.Done() {
+	if res.Status != StatusMaxVisitsExceeded || res.ErrorCode != protocol.CodeMaxVisitsExceeded || res.State != "b" || !res.Done() {
 		t.Fatalf("result = %+v", res)
 	}
 	if res.Reply != "in a\n\nin a" {
@@ -281,7 +282,7 @@ func TestBudgetTotalVisits(t *testing.T) {
 	m := start(t, loopPack(t, "", `{"max_total_visits":3}`).cfg.Pack, f)
 	res := mustTurn(t, m, f, "loop")
 	// start(1) a(2) b(3): the attempt to enter a again finds 3 >= 3.
-	if res.Status != StatusBudgetExhausted || res.ErrorCode != CodeBudgetExhausted || res.State != "b" || res.Reply != "in a" {
+	if res.Status != StatusBudgetExhausted || res.ErrorCode != protocol.CodeBudgetExhausted || res.State != "b" || res.Reply != "in a" {
 		t.Fatalf("result = %+v", res)
 	}
 	b := f.eventsOf(EventBudgetExhausted)
@@ -430,7 +431,7 @@ func TestMaxRounds(t *testing.T) {
 		prompt("s", "s", `"tools":["lookup"],"tool_policy":{"max_rounds":2,"tool_choice":"required"}`), prompt("d", "d", ""))
 	m := start(t, p, f)
 	res := mustTurn(t, m, f, "go")
-	if res.Status != StatusFailed || res.ErrorCode != CodeMaxRoundsExceeded || len(f.rounds) != 2 || res.Reply != "working\n\nworking" {
+	if res.Status != StatusFailed || res.ErrorCode != protocol.CodeMaxRoundsExceeded || len(f.rounds) != 2 || res.Reply != "working\n\nworking" {
 		t.Fatalf("result = %+v after %d rounds", res, len(f.rounds))
 	}
 	if f.rounds[0].In.ToolChoice != "required" || f.rounds[1].In.ToolChoice != "" {
@@ -715,7 +716,7 @@ func TestRuntimeFailures(t *testing.T) {
 	f2.toolErr = errors.New("executor down")
 	m2 := start(t, mustPack(t, examplePack(t, "")), f2)
 	res = mustTurn(t, m2, f2, "hi")
-	if res.Status != StatusFailed || res.ErrorCode != CodeToolError || res.Reply != "Let me check that account." {
+	if res.Status != StatusFailed || res.ErrorCode != protocol.CodeToolError || res.Reply != "Let me check that account." {
 		t.Errorf("tool failure = %+v", res)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // policy is a prompt's tool_policy with the schema defaults applied.
@@ -173,11 +174,11 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 			return false
 		}
 		if err != nil {
-			m.fail(errorCode(err, CodeToolError), fmt.Sprintf("tool calls of round %d in state %q failed: %v", round, sname, err))
+			m.fail(errorCode(err, protocol.CodeToolError), fmt.Sprintf("tool calls of round %d in state %q failed: %v", round, sname, err))
 			return false
 		}
 		if len(out) != len(batch) {
-			m.fail(CodeToolError, fmt.Sprintf("tool calls of round %d in state %q: %d calls returned %d results", round, sname, len(batch), len(out)))
+			m.fail(protocol.CodeToolError, fmt.Sprintf("tool calls of round %d in state %q: %d calls returned %d results", round, sname, len(batch), len(out)))
 			return false
 		}
 		for j, r := range out {

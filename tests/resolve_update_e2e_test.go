@@ -118,11 +118,11 @@ func TestResolveUpdateConversationAndContinueAsNew(t *testing.T) {
 	bad := exchange("bad", "")
 	bad.Request.ResumeValue = json.RawMessage(`{"operation":"exchange","turn":{"content":{"nope":1}}}`)
 	_, err := wfUpdate(s, id, bad)
-	assert.Equal(t, 400, refusedCheck(t, err).Status)
+	assert.Equal(t, api.CodeValidation, refusedCheck(t, err).Code)
 	nowhere := exchange("nowhere", "hi")
 	nowhere.Request.NodeID = "no-such-node"
 	_, err = wfUpdate(s, id, nowhere)
-	assert.Equal(t, 404, refusedCheck(t, err).Status)
+	assert.Equal(t, api.CodeInterruptNotFound, refusedCheck(t, err).Code)
 	other := exchange("other-tenant", "hi")
 	other.Tenant = "t2"
 	_, err = wfUpdate(s, id, other)

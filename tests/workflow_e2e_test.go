@@ -257,9 +257,9 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	require.Contains(t, string(waiting["WopWaitingOn"].GetData()), "approval:gate")
 	require.Contains(t, string(waiting["WopWaitingKind"].GetData()), `"approval"`)
 	bad := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r0", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"maybe"}`)})
-	require.Equal(t, 400, bad.Status)
+	require.Equal(t, api.CodeValidation, bad.Code)
 	nf := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r1", NodeID: "nope", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
-	require.Equal(t, 404, nf.Status)
+	require.Equal(t, api.CodeInterruptNotFound, nf.Code)
 	ok := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r2", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_e2e"})
 	require.True(t, ok.OK)
 	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
@@ -297,7 +297,7 @@ func TestWorkflowE2EConversationAndContinueAsNew(t *testing.T) {
 		}, 15*time.Second, 50*time.Millisecond)
 	}
 	rejected := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "bad", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"exchange","turn":{"content":{"nope":1}}}`)})
-	require.Equal(t, 400, rejected.Status)
+	require.Equal(t, api.CodeValidation, rejected.Code)
 	require.True(t, wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "close", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"close","outcome":{"ok":true}}`)}).OK)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -343,7 +343,7 @@ func TestWorkflowE2EParentChildCancel(t *testing.T) {
 	require.Contains(t, string(last.Payload), `"reason":"parent-cancelled"`)
 	var check workflows.ResolveCheck
 	wfQuery(t, s, childID, workflows.ValidateResolveQuery, &check, workflows.ResolveRequest{NodeID: "child-gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
-	require.Equal(t, 410, check.Status)
+	require.Equal(t, api.CodeInterruptCancelled, check.Code)
 	wfRecord(t, s, run, "conformance-interrupt-parent-child-cancel")
 }
 
@@ -394,7 +394,7 @@ func TestWorkflowE2EForgedTurnsAndOutcomes(t *testing.T) {
 	for _, rid := range []string{"system", "chair", "squat"} {
 		o := wfOutcome(t, s, id, rid)
 		assert.False(t, o.Applied, rid)
-		assert.Equal(t, 400, o.Status, "%s: %+v", rid, o)
+		assert.Equal(t, api.CodeValidation, o.Code, "%s: %+v", rid, o)
 	}
 	assert.True(t, wfOutcome(t, s, id, "user").Applied)
 	assert.True(t, wfOutcome(t, s, id, "advisor").Applied)
@@ -429,7 +429,7 @@ func TestWorkflowE2EQuorumByCaller(t *testing.T) {
 	wfSignal(t, s, id, vote("a3", "alice", `{"action":"accept","voter":"mallory"}`, false))
 	wfSignal(t, s, id, vote("r1", "relay", `{"action":"accept","voter":"approver-1"}`, true))
 	assert.Equal(t, workflows.ResolveOutcome{RequestID: "a2", Applied: true, RunStatus: workflows.StatusWaitingApproval}, wfOutcome(t, s, id, "a2"))
-	assert.Equal(t, 403, wfOutcome(t, s, id, "a3").Status)
+	assert.Equal(t, api.CodeForbidden, wfOutcome(t, s, id, "a3").Code)
 	assert.True(t, wfOutcome(t, s, id, "r1").Applied)
 	require.NoError(t, s.Client().SignalWorkflow(context.Background(), id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: "e2e"}))
 	require.Equal(t, workflows.StatusCancelled, wfResult(t, run).Status)

@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // spinPackYAML is an all-agent loop nothing in the pack bounds: no max_visits, no
@@ -262,7 +262,7 @@ func TestPackEventRouting(t *testing.T) {
 
 	require.Equal(t, "intake", before.Pack.State)
 	require.False(t, refused.OK)
-	require.Equal(t, http.StatusConflict, refused.Status)
+	require.Equal(t, refusal(CodeRunStateConflict, false), refusal(refused.Code, refused.Unprocessable))
 	require.Equal(t, CodeRunStateConflict, refused.Code)
 	require.Contains(t, refused.Message, `state "intake" is internal and accepts no injected events`)
 	require.Contains(t, refused.Message, "review (hybrid): Approve, Reopen")
@@ -279,7 +279,7 @@ func TestPackEventRouting(t *testing.T) {
 	require.NotNil(t, it, "the hybrid state raised its event interrupt")
 	require.Contains(t, string(it.ResumeSchema), `"Approve","Reopen"`)
 	require.Equal(t, "validation_error", unknownCheck.Code, "no state takes Ship")
-	require.Equal(t, http.StatusUnprocessableEntity, unknownCheck.Status)
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(unknownCheck.Code, unknownCheck.Unprocessable))
 	require.Contains(t, unknownCheck.Message, `has no event "Ship"`)
 	require.Contains(t, unknownCheck.Message, "review (hybrid): Approve, Reopen")
 	require.True(t, hybridCheck.OK, "%+v", hybridCheck)

@@ -350,11 +350,18 @@ type ResolveRequest struct {
 // ResolveCheck is the answer to ValidateResolveQuery. OK=false carries the HTTP status
 // and OpenWOP error code the API returns.
 type ResolveCheck struct {
-	OK      bool            `json:"ok"`
-	Status  int             `json:"status,omitempty"`
-	Code    string          `json:"code,omitempty"`
-	Message string          `json:"message,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"`
+	OK bool `json:"ok"`
+	// Code is the OpenWOP error code of a refusal (package protocol); the API decides
+	// the HTTP status it answers with. Unprocessable marks a validation_error about a
+	// well-formed value that does not fit (an external event's correlation, an event no
+	// pack state declares), which the API answers with 422 rather than 400.
+	Code          string          `json:"code,omitempty"`
+	Unprocessable bool            `json:"unprocessable,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	Details       json.RawMessage `json:"details,omitempty"`
+	// Status is the HTTP status a worker that picked statuses itself answered with;
+	// this code never sets it, and the API still honours it (refusalStatus).
+	Status int `json:"status,omitempty"`
 	// RunStatus is the run status the API answers with after an accepted resolve.
 	RunStatus string `json:"runStatus,omitempty"`
 	// Tenant, CurrentStatus and LastSequence describe the run as the check saw it, so

@@ -33,7 +33,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +44,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // toolApprovalsVersion is the workflow.GetVersion change id of tool calls that wait
@@ -56,7 +56,7 @@ const ArtifactTypeToolCall = "tool-call"
 
 // CodeApprovalPending is the error code of a conversation message refused because a
 // tool call of the conversation waits for approval.
-const CodeApprovalPending = "approval_pending"
+const CodeApprovalPending = protocol.CodeApprovalPending
 
 // Search attributes of a run whose tool call waits for approval, so the Temporal UI can
 // list what waits for whom (for example `WopApprovers = "finance"`).
@@ -396,27 +396,18 @@ func (r *runner) nextToolRequest(it *interrupt) (req *ResolveRequest, value json
 		if i := find(); i >= 0 {
 			q := r.inbox[i]
 			r.inbox = append(r.inbox[:i:i], r.inbox[i+1:]...)
-			if q.Via != "fork" && r.outcomes.find(q.RequestID) != nil {
-				continue // the same request signalled again: it keeps its first outcome
+			if r.repeated(q) {
+				continue
 			}
 			check, res := r.checkResolve(q, false)
 			if check.OK && res.target != it {
-				check = ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
+				check = ResolveCheck{Code: CodeApprovalPending,
 					Message: fmt.Sprintf("the node waits for a decision on its %s call (interrupt %s)", it.tool.call.Tool, it.InterruptID)}
 			}
-			if !check.OK {
-				workflow.GetLogger(r.ctx).Info("Refusing a tool approval", "nodeId", q.NodeID, "requestId", q.RequestID, "code", check.Code, "message", check.Message)
-				r.recordRefused(q, check)
+			if r.answered(q, check, res, "Refusing a tool approval") {
 				continue
 			}
-			if res.noop {
-				r.recordApplied(q, check.RunStatus) // a repeated vote: counted once already
-				continue
-			}
-			if q.RequestID != "" {
-				r.applied.add(q.RequestID)
-			}
-			r.recordApplied(q, check.RunStatus)
+			r.markApplied(q, check.RunStatus)
 			return &q, res.value, false, nil
 		}
 		if it.timedOut {
@@ -481,16 +472,7 @@ const EvWorkflowStalled = "workflow.stalled"
 func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.RawMessage) (res *convo.ToolCallResult, decided bool) {
 	var v approvalResume
 	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
-	received := map[string]any{"nodeId": it.NodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
-	if v.Feedback != "" {
-		received["feedback"] = v.Feedback
-	}
-	if v.Comment != "" {
-		received["comment"] = v.Comment
-	}
-	if len(v.EditedArtifactData) > 0 {
-		received["editedArtifactData"] = v.EditedArtifactData
-	}
+	received := v.received(it.NodeID, workflow.Now(r.ctx))
 	received["tool"], received["callId"] = it.tool.call.Tool, it.tool.call.CallID
 	accepts, rejects := tally(it, v.Action)
 	it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
@@ -574,12 +556,12 @@ func (r *runner) checkToolEdit(it *interrupt, value json.RawMessage) ResolveChec
 	}
 	args, ok := editedArguments(v.EditedArtifactData)
 	if !ok {
-		return ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error",
+		return ResolveCheck{Code: protocol.CodeValidation,
 			Message: fmt.Sprintf("edit-accept needs editedArtifactData.arguments: the edited arguments object of the %s call", it.tool.call.Tool),
 			Details: mustJSON(map[string]string{"field": "resumeValue.editedArtifactData.arguments"})}
 	}
 	if err := r.validateAgainst(it.tool.params, args); err != nil {
-		return ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error",
+		return ResolveCheck{Code: protocol.CodeValidation,
 			Message: fmt.Sprintf("the edited arguments do not match the parameters of %s: %v", it.tool.call.Tool, err),
 			Details: mustJSON(map[string]string{"field": "resumeValue.editedArtifactData.arguments"})}
 	}
@@ -604,7 +586,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 	}
 	if tool == nil {
 		if _, pack := r.agents[req.NodeID].(*packAgent); pack && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
-			return nil, &ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved",
+			return nil, &ResolveCheck{Code: protocol.CodeInterruptResolved,
 				Message: fmt.Sprintf("no tool call waits for approval at node %q of run %s", req.NodeID, r.in.RunID)}, true
 		}
 		return nil, nil, false
@@ -621,7 +603,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 			}
 		}
 	}
-	return nil, &ResolveCheck{Status: http.StatusConflict, Code: CodeApprovalPending,
+	return nil, &ResolveCheck{Code: CodeApprovalPending,
 		Message: fmt.Sprintf("the conversation waits for a decision on its %s call (interrupt %s); messages are accepted again once it is decided",
 			tool.tool.call.Tool, tool.InterruptID),
 		Details: mustJSON(map[string]string{"interruptId": tool.InterruptID, "tool": tool.tool.call.Tool, "nodeId": tool.NodeID})}, true

@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // payPackYAML acts with approval: its pay tool (external) waits for a decision, its
@@ -175,10 +175,10 @@ func TestToolApprovalAccept(t *testing.T) {
 	require.Equal(t, (72 * time.Hour).Milliseconds(), waiting.Interrupt.TimeoutMs)
 
 	require.False(t, chat.OK)
-	require.Equal(t, http.StatusConflict, chat.Status)
+	require.Equal(t, refusal(CodeApprovalPending, false), refusal(chat.Code, chat.Unprocessable))
 	require.Equal(t, CodeApprovalPending, chat.Code)
 	require.False(t, wrongAction.OK)
-	require.Equal(t, http.StatusBadRequest, wrongAction.Status)
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(wrongAction.Code, wrongAction.Unprocessable))
 	require.True(t, accept.OK, "%+v", accept)
 
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools), "pay ran exactly once, after the decision")
@@ -244,7 +244,7 @@ func TestToolApprovalEditAccept(t *testing.T) {
 	final := tr.finish()
 	require.Equal(t, StatusCompleted, final.Status)
 	require.False(t, bad.OK)
-	require.Equal(t, http.StatusBadRequest, bad.Status)
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(bad.Code, bad.Unprocessable))
 	require.Contains(t, bad.Message, "do not match the parameters of pay")
 	require.False(t, noArgs.OK)
 	require.Contains(t, noArgs.Message, "editedArtifactData.arguments")
@@ -280,7 +280,7 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	require.Equal(t, []string{"lookup"}, toolNames(sm.tools))
 
 	require.False(t, notListed.OK)
-	require.Equal(t, http.StatusForbidden, notListed.Status, "cfo may decide only after the escalation")
+	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(notListed.Code, notListed.Unprocessable), "cfo may decide only after the escalation")
 	var d approvalData
 	require.NoError(t, json.Unmarshal(before.Interrupt.Data, &d))
 	require.Equal(t, []string{"finance"}, d.ApproversList)
@@ -350,10 +350,10 @@ func TestToolApprovalQuorum(t *testing.T) {
 	final := tr.finish()
 	require.Equal(t, StatusCompleted, final.Status)
 	require.Equal(t, "approval", afterOne.Interrupt.Kind, "one vote of two")
-	require.Equal(t, http.StatusForbidden, stranger.Status, "not an approver: %+v", stranger)
-	require.Equal(t, http.StatusForbidden, impostor.Status, "a name in the body decides nothing: %+v", impostor)
+	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(stranger.Code, stranger.Unprocessable), "not an approver: %+v", stranger)
+	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(impostor.Code, impostor.Unprocessable), "a name in the body decides nothing: %+v", impostor)
 	require.Contains(t, impostor.Message, `names "ben", but the caller is "carl"`)
-	require.Equal(t, http.StatusConflict, again.Status, "one vote each: %+v", again)
+	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(again.Code, again.Unprocessable), "one vote each: %+v", again)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
 	require.Len(t, ofType(tr.events(), EvApprovalReceived), 2)
 }
@@ -401,7 +401,7 @@ func TestToolApprovalCancelled(t *testing.T) {
 	require.Empty(t, sm.tools, "nothing of the batch ran")
 	require.Empty(t, final.Interrupts)
 	require.False(t, late.OK)
-	require.Equal(t, http.StatusGone, late.Status)
+	require.Equal(t, refusal(protocol.CodeInterruptCancelled, false), refusal(late.Code, late.Unprocessable))
 	evs := tr.events()
 	require.Equal(t, EvRunCancelled, evs[len(evs)-1].Type)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // continued runs one execution of a council conversation that receives the turns
@@ -148,7 +148,7 @@ func TestRestoresTheEarlierCarriedShape(t *testing.T) {
 	})
 	s := tr.execute() // checks the log from sequence 0: this execution holds it all
 	require.Equal(t, StatusCompleted, s.Status)
-	require.Equal(t, http.StatusConflict, dup.Status, "a host messageId of a recorded turn is a duplicate")
+	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(dup.Code, dup.Unprocessable), "a host messageId of a recorded turn is a duplicate")
 	evs := tr.events()
 	require.Equal(t, old.Events, evs[:len(old.Events)], "the carried log is kept as it was")
 	require.Equal(t, turns+3, s.Conversations[0].TurnCount, "turns go on from the carried ones")

@@ -3,12 +3,12 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // A run continues as new between conversation turns (its runId, the workflow id, does
@@ -142,7 +142,7 @@ func (r *runner) maybeContinueAsNew() error {
 		return fmt.Errorf("prepare continue-as-new: %w", err)
 	}
 	if r.bounded && len(st) > maxCarriedBytes {
-		return failNode("state_too_large", "the run's state is %d bytes, more than the %d bytes it may carry into its next execution", len(st), maxCarriedBytes)
+		return failNode(protocol.CodeStateTooLarge, "the run's state is %d bytes, more than the %d bytes it may carry into its next execution", len(st), maxCarriedBytes)
 	}
 	next := r.in
 	next.Carried = st
@@ -167,13 +167,13 @@ func (r *runner) canCarryInbox() bool {
 }
 
 func (r *runner) carry() (json.RawMessage, error) {
-	st := carriedState{
-		Shape: carriedShape, Base: r.nextSeq(), LastEventID: r.lastID, NodeEvents: r.nodeLast,
-		Segments: r.segmentsWithThis(),
-		Status:   r.status, StartedAt: formatTime(r.startedAt), Nodes: r.nodes,
-		Outputs: r.outputs, Counts: r.counts, Inbox: r.inbox, Cancel: r.cancelReq,
-		ChildRuns: r.childRuns, Convs: r.convs, AgentStates: map[string]json.RawMessage{},
-		ResolvedNodes: mapkeys.Sorted(r.resolvedNodes), ResolvedIDs: r.resolvedIDs.list(), Applied: r.applied.list(),
+	st := carriedState{Shape: carriedShape}
+	r.eventLog.carryInto(&st, r.segmentsWithThis())
+	r.progress.carryInto(&st)
+	r.resolveState.carryInto(&st)
+	st.ChildRuns = r.childRuns
+	if err := r.carryConversations(&st); err != nil {
+		return nil, err
 	}
 	if !r.legacyTriggerRules {
 		st.TriggerRules = 1
@@ -181,25 +181,24 @@ func (r *runner) carry() (json.RawMessage, error) {
 	if r.carried != nil {
 		st.Generation = r.carried.Generation + 1
 	}
-	st.Outcomes = r.outcomes.newest(carriedOutcomes)
-	for _, it := range r.pending {
-		st.Pending = append(st.Pending, carriedInterrupt{
-			PendingInterrupt: it.PendingInterrupt, RequestedEvent: it.requestedEvent, SuspendedEvent: it.suspendedEvent,
-			Agent: it.agent, Conv: it.conv != nil, Approval: it.approval, Votes: it.votes, Describe: it.describe,
-		})
-	}
-	for _, id := range mapkeys.Sorted(r.agents) {
-		saved, err := r.agents[id].Save()
-		if err != nil {
-			return nil, fmt.Errorf("save the agent of node %q: %w", id, err)
-		}
-		st.AgentStates[id] = saved
-	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return nil, fmt.Errorf("encode the carried state: %w", err)
 	}
 	return b, nil
+}
+
+// carryConversations writes the conversations and each agent's saved state.
+func (r *runner) carryConversations(st *carriedState) error {
+	st.Convs, st.AgentStates = r.convs, map[string]json.RawMessage{}
+	for _, id := range mapkeys.Sorted(r.agents) {
+		saved, err := r.agents[id].Save()
+		if err != nil {
+			return fmt.Errorf("save the agent of node %q: %w", id, err)
+		}
+		st.AgentStates[id] = saved
+	}
+	return nil
 }
 
 // segmentsWithThis is the index of earlier executions the next execution carries:
@@ -220,53 +219,23 @@ func (r *runner) restore() error {
 		return fmt.Errorf("decode the carried state: %w", err)
 	}
 	r.carried = &st
-	if st.Shape == 0 {
-		// The earlier shape carried the whole log: this execution holds it all.
-		r.events = st.Events
-		r.base = 0
-		if n := len(st.Events); n > 0 {
-			r.lastID = st.Events[n-1].EventID
-		}
-		for _, e := range st.Events {
-			if e.NodeID != "" {
-				r.nodeLast[e.NodeID] = e.EventID
-			}
-		}
-	} else {
-		r.base = st.Base
-		r.lastID = st.LastEventID
-		if st.NodeEvents != nil {
-			r.nodeLast = st.NodeEvents
-		}
-		r.segments = st.Segments
-	}
-	r.startSeq = r.nextSeq()
-	r.status = st.Status
-	if t, err := time.Parse(time.RFC3339Nano, st.StartedAt); err == nil {
-		r.startedAt = t
-	}
-	r.nodes = st.Nodes
-	if st.Outputs != nil {
-		r.outputs = st.Outputs
-	}
-	if st.Counts != nil {
-		r.counts = st.Counts
-	}
-	for _, k := range st.ResolvedNodes {
-		r.resolvedNodes[k] = true
-	}
-	r.resolvedIDs.addAll(st.ResolvedIDs)
-	r.applied.addAll(st.Applied)
-	r.outcomes.list = st.Outcomes
-	r.inbox = st.Inbox
-	r.cancelReq = st.Cancel
+	r.eventLog.restoreFrom(&st)
+	r.progress.restoreFrom(&st)
+	r.resolveState.restoreFrom(&st)
 	r.childRuns = st.ChildRuns
 	r.convs = st.Convs
 	for _, c := range r.convs {
 		c.restored(st.Shape)
 		c.r = r
 	}
-	for _, ci := range st.Pending {
+	r.restorePending(st.Pending)
+	return nil
+}
+
+// restorePending rebuilds the pending interrupts, tied to their conversations, and
+// restarts their timers.
+func (r *runner) restorePending(pending []carriedInterrupt) {
+	for _, ci := range pending {
 		it := &interrupt{PendingInterrupt: ci.PendingInterrupt, requestedEvent: ci.RequestedEvent, suspendedEvent: ci.SuspendedEvent,
 			agent: ci.Agent, approval: ci.Approval, votes: ci.Votes, describe: ci.Describe}
 		if c := r.convOf(ci.NodeID); c != nil && (ci.Conv || ci.Agent) {
@@ -280,12 +249,6 @@ func (r *runner) restore() error {
 		r.pending = append(r.pending, it)
 		r.startTimer(it)
 	}
-	for _, rec := range r.nodes {
-		if rec.State == "running" {
-			r.currentNode = rec.NodeID
-		}
-	}
-	return nil
 }
 
 // historyFailFactor is how far past Temporal's continue-as-new suggestion an execution
@@ -314,7 +277,7 @@ func (r *runner) checkHistory() error {
 		return nil
 	}
 	if n >= historyFailFactor*r.suggestedAtLength || size >= historyFailFactor*r.suggestedAtSize {
-		return failNode("history_limit_exceeded", "the run's Temporal history reached %d events and %d bytes without a point where it could continue as new (Temporal suggested it at %d events and %d bytes)",
+		return failNode(protocol.CodeHistoryLimitExceeded, "the run's Temporal history reached %d events and %d bytes without a point where it could continue as new (Temporal suggested it at %d events and %d bytes)",
 			n, size, r.suggestedAtLength, r.suggestedAtSize)
 	}
 	return nil

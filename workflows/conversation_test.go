@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 func TestConversationMockLifecycle(t *testing.T) {
@@ -87,9 +88,10 @@ func TestConversationWithRealResolves(t *testing.T) {
 	s := tr.execute()
 	require.Equal(t, StatusWaitingApproval, mid.Status)
 	require.Equal(t, "conversation.exchange", mid.Interrupt.Kind)
-	for name, want := range map[string]int{"dup": http.StatusConflict, "schema": 400, "bareSchema": 400, "noSpeaker": 400, "offRoster": 400, "badOp": 400} {
+	for name, want := range map[string]string{"dup": protocol.CodeInterruptResolved, "schema": protocol.CodeValidation, "bareSchema": protocol.CodeValidation,
+		"noSpeaker": protocol.CodeValidation, "offRoster": protocol.CodeValidation, "badOp": protocol.CodeValidation} {
 		require.False(t, checks[name].OK, name)
-		require.Equal(t, want, checks[name].Status, name)
+		require.Equal(t, refusal(want, false), refusal(checks[name].Code, checks[name].Unprocessable), name)
 	}
 	require.True(t, checks["agentOK"].OK)
 	require.Equal(t, StatusWaitingApproval, checks["agentOK"].RunStatus)
@@ -98,7 +100,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 		"squat": "turn.messageId", "longId": "turn.messageId", "longFrom": "turn.from", "agentFrom": "turn.from"} {
 		c := checks["forged:"+name]
 		require.False(t, c.OK, name)
-		require.Equal(t, http.StatusBadRequest, c.Status, "%s: %+v", name, c)
+		require.Equal(t, refusal(protocol.CodeValidation, false), refusal(c.Code, c.Unprocessable), "%s: %+v", name, c)
 		require.JSONEq(t, `{"field":"`+field+`"}`, string(c.Details), "%s: %s", name, c.Message)
 	}
 	require.Equal(t, StatusCompleted, s.Status)
@@ -110,14 +112,14 @@ func TestConversationWithRealResolves(t *testing.T) {
 		return c.Outcome
 	}
 	require.Equal(t, ResolveOutcome{RequestID: "r1", Applied: true, RunStatus: StatusWaitingApproval}, *outcome("r1"))
-	require.Equal(t, 409, outcome("r3").Status, "the same messageId again")
-	require.Equal(t, 400, outcome("r4").Status)
-	require.Equal(t, 400, outcome("f-signal").Status)
+	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(outcome("r3").Code, outcome("r3").Unprocessable), "the same messageId again")
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(outcome("r4").Code, outcome("r4").Unprocessable))
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(outcome("f-signal").Code, outcome("f-signal").Unprocessable))
 	require.Equal(t, "validation_error", outcome("f-signal").Code)
 	require.Equal(t, ResolveOutcome{RequestID: "r10", Applied: true, RunStatus: StatusRunning}, *outcome("r10"))
 	late := tr.check(councilResolve(tr, "r11", `{"text":"too late"}`))
 	require.True(t, late.Terminal, "a run that ended applies nothing more")
-	require.Equal(t, 400, late.Status, "an exchange after close")
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(late.Code, late.Unprocessable), "an exchange after close")
 
 	var turns []Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
@@ -141,7 +143,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 	require.Len(t, closed, 1)
 	require.JSONEq(t, `{"decision":"ship"}`, string(mustJSON(payload(t, closed[0])["outcome"])))
 	after := tr.check(councilResolve(tr, "r12", `{"text":"again"}`))
-	require.Equal(t, http.StatusBadRequest, after.Status, "exchange after close is a validation error")
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(after.Code, after.Unprocessable), "exchange after close is a validation error")
 	require.Equal(t, "validation_error", after.Code)
 }
 

@@ -11,13 +11,14 @@
 //     the earlier executions in Earlier, queried by their run id). Both work on closed
 //     workflows; the workflow's result is its final Snapshot.
 //   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
-//     ResolveCheck (OK=false carries Status and Code: 404 interrupt_not_found, 400 or
-//     422 validation_error, 403 forbidden, 409 interrupt_already_resolved, 410
-//     interrupt_cancelled; Replayed with Outcome for a request the run has already
+//     ResolveCheck (OK=false carries an OpenWOP Code of package protocol:
+//     interrupt_not_found, validation_error (Unprocessable for 422), forbidden,
+//     interrupt_already_resolved, interrupt_cancelled, which the API alone maps to HTTP
+//     statuses; Replayed with Outcome for a request the run has already
 //     decided); on OK signal ResolveSignal with the same request. Set RequestID (the
 //     request's identity), Caller (who, from the credential), ReceivedAtMs (the ts of a
 //     bare conversation reply). The workflow takes signals in arrival order, validates
-//     each again and records its ResolveOutcome (applied, or refused with status and
+//     each again and records its ResolveOutcome (applied, or refused with a
 //     code) by RequestID: answer the caller with that outcome (OutcomesQuery for many
 //     at once, ValidateResolveQuery for one), not with the first check. Requests still
 //     queued when the run ends are refused (410 after a cancel); see outcomes.go.
@@ -38,7 +39,7 @@
 //
 //   - Cancelled and failed runs end with their terminal event, then close Canceled
 //     and Failed in Temporal with their Snapshot in the error's details
-//     (SnapshotFromError); WopStatus tells the OpenWOP status. See run.go.
+//     (SnapshotFromError); WopStatus tells the OpenWOP status. See terminal.go.
 //   - Node execution is sequential in a deterministic topological order (ties by
 //     definition order). A node without incoming edges runs; otherwise an edge is
 //     taken when its source completed and its condition holds, and the node's
@@ -76,4 +77,18 @@
 //     signal it the events webhooks may receive (notify.go, GetVersion
 //     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
 //     destination; see webhooks.go.
+//
+// # Files
+//
+// The run workflow (Run, run.go) is a runner whose carried state is grouped by
+// concern (state.go; carry.go carries and restores it). Its parts: node dispatch and
+// records (dispatch.go), trigger rules (triggers.go), the run's ends (terminal.go),
+// cancellation (cancel.go), signals (signals.go), status, search attributes and
+// details (status.go), queries (queries.go), events (events.go). Interrupts:
+// the generic resolve machinery (interrupts.go, outcomes.go) and one file per kind
+// (approval.go, clarification.go, interrupt_node.go, approvals_tool.go).
+// Conversations: the conversation and its host services (conversation.go), the agent
+// seam (conversation_agent.go), resolves (conversation_resolve.go) and the node
+// (conversation_node.go); pack agents in pack*.go. Error codes and event types are
+// package protocol's.
 package workflows

@@ -8,31 +8,34 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
-// Event types the run workflow emits.
+// Event types the run workflow emits, under the names the workflow code uses (package
+// protocol spells them).
 const (
-	EvRunStarted             = "run.started"
-	EvRunCompleted           = "run.completed"
-	EvRunFailed              = "run.failed"
-	EvRunCancelled           = "run.cancelled"
-	EvNodeStarted            = "node.started"
-	EvNodeCompleted          = "node.completed"
-	EvNodeFailed             = "node.failed"
-	EvNodeSkipped            = "node.skipped"
-	EvNodeCancelled          = "node.cancelled"
-	EvNodeSuspended          = "node.suspended"
-	EvNodeResumed            = "node.resumed"
-	EvInterruptRequested     = "interrupt.requested"
-	EvInterruptResolved      = "interrupt.resolved"
-	EvApprovalRequested      = "approval.requested"
-	EvApprovalReceived       = "approval.received"
-	EvClarificationRequested = "clarification.requested"
-	EvClarificationResolved  = "clarification.resolved"
-	EvConversationOpened     = "conversation.opened"
-	EvConversationExchanged  = "conversation.exchanged"
-	EvConversationClosed     = "conversation.closed"
-	EvReplayDiverged         = "replay.diverged"
+	EvRunStarted             = protocol.EvRunStarted
+	EvRunCompleted           = protocol.EvRunCompleted
+	EvRunFailed              = protocol.EvRunFailed
+	EvRunCancelled           = protocol.EvRunCancelled
+	EvNodeStarted            = protocol.EvNodeStarted
+	EvNodeCompleted          = protocol.EvNodeCompleted
+	EvNodeFailed             = protocol.EvNodeFailed
+	EvNodeSkipped            = protocol.EvNodeSkipped
+	EvNodeCancelled          = protocol.EvNodeCancelled
+	EvNodeSuspended          = protocol.EvNodeSuspended
+	EvNodeResumed            = protocol.EvNodeResumed
+	EvInterruptRequested     = protocol.EvInterruptRequested
+	EvInterruptResolved      = protocol.EvInterruptResolved
+	EvApprovalRequested      = protocol.EvApprovalRequested
+	EvApprovalReceived       = protocol.EvApprovalReceived
+	EvClarificationRequested = protocol.EvClarificationRequested
+	EvClarificationResolved  = protocol.EvClarificationResolved
+	EvConversationOpened     = protocol.EvConversationOpened
+	EvConversationExchanged  = protocol.EvConversationExchanged
+	EvConversationClosed     = protocol.EvConversationClosed
+	EvReplayDiverged         = protocol.EvReplayDiverged
 )
 
 // EngineVersion is stamped on run.started.
@@ -96,9 +99,6 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 	r.notifyWebhooks(ev)
 	return ev.EventID
 }
-
-// nextSeq is the sequence of the next event (the log's length).
-func (r *runner) nextSeq() int64 { return r.base + int64(len(r.events)) }
 
 // Bounds of an EventsQuery page.
 const (

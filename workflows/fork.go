@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"encoding/json"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Fork replay (RunInput.Fork, mode "replay"): the new run executes the same definition
@@ -115,7 +117,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 		Schema         json.RawMessage `json:"schema"`
 	}
 	if err := json.Unmarshal(src[0].Payload, &opened); err != nil {
-		return nil, failNode("replay_failed", "source conversation.opened of node %q is unreadable: %v", c.NodeID, err)
+		return nil, failNode(protocol.CodeReplayFailed, "source conversation.opened of node %q is unreadable: %v", c.NodeID, err)
 	}
 	c.ID = opened.ConversationID
 	c.AgentID = orDefault(opened.AgentID, "host:"+c.NodeID)
@@ -145,7 +147,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 				Turn Turn `json:"turn"`
 			}
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
-				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
+				return nil, failNode(protocol.CodeReplayFailed, "source event %s is unreadable: %v", e.EventID, err)
 			}
 			c.appendTurn(p.Turn)
 			last = p.Turn
@@ -160,7 +162,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 				Outcome   json.RawMessage `json:"outcome"`
 			}
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
-				return nil, failNode("replay_failed", "source event %s is unreadable: %v", e.EventID, err)
+				return nil, failNode(protocol.CodeReplayFailed, "source event %s is unreadable: %v", e.EventID, err)
 			}
 			if obs != nil {
 				obs.Observe(r.ctx, c, p.FinalTurn)

@@ -197,3 +197,13 @@ func checkEventLog(t *testing.T, runID string, evs []Event) {
 	}
 	require.Equal(t, 1, terminals)
 }
+
+// refusal is how the tests compare a refused check or outcome: its OpenWOP code, and
+// for a validation_error whether the API answers it with 422 (unprocessable) rather
+// than 400. The run names codes only; api/errors.go maps them to HTTP.
+func refusal(code string, unprocessable bool) string {
+	if unprocessable {
+		return code + " (unprocessable)"
+	}
+	return code
+}

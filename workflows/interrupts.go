@@ -5,12 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // interrupt is one pending interrupt of the run.
@@ -33,11 +32,6 @@ func (it *interrupt) cancelTimer() {
 		it.stopTimer()
 		it.stopTimer = nil
 	}
-}
-
-type approvalVote struct {
-	Voter  string `json:"voter"`
-	Action string `json:"action"`
 }
 
 // interruptSpec describes an interrupt to raise.
@@ -211,28 +205,19 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 		}
 		req = r.inbox[0]
 		r.inbox = r.inbox[1:]
-		if req.Via != "fork" && r.outcomes.find(req.RequestID) != nil {
-			continue // the same request signalled again: it keeps its first outcome
-		}
-		check, res := r.checkSignalled(req)
-		if !check.OK {
-			workflow.GetLogger(r.ctx).Info("Refusing a resolve", "nodeId", req.NodeID, "requestId", req.RequestID, "code", check.Code, "message", check.Message)
-			r.recordRefused(req, check)
+		if r.repeated(req) {
 			continue
 		}
-		if res.noop {
-			r.recordApplied(req, check.RunStatus) // a repeated vote: counted once already
+		check, res := r.checkSignalled(req)
+		if r.answered(req, check, res, "Refusing a resolve") {
 			continue
 		}
 		if res.target.NodeID != nodeID {
-			r.recordRefused(req, ResolveCheck{Status: http.StatusNotFound, Code: "interrupt_not_found",
+			r.recordRefused(req, ResolveCheck{Code: protocol.CodeInterruptNotFound,
 				Message: fmt.Sprintf("no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)})
 			continue
 		}
-		if req.RequestID != "" {
-			r.applied.add(req.RequestID)
-		}
-		r.recordApplied(req, check.RunStatus)
+		r.markApplied(req, check.RunStatus)
 		return req, res.target, res.value, nil, nil
 	}
 }
@@ -263,8 +248,9 @@ func (r *runner) checkSignalled(req ResolveRequest) (ResolveCheck, *resolution) 
 	return check, res
 }
 
-func reject(status int, code, format string, args ...any) (ResolveCheck, *resolution) {
-	return ResolveCheck{OK: false, Status: status, Code: code, Message: fmt.Sprintf(format, args...)}, nil
+// reject refuses a resolve with an OpenWOP error code (the API picks the HTTP status).
+func reject(code, format string, args ...any) (ResolveCheck, *resolution) {
+	return ResolveCheck{OK: false, Code: code, Message: fmt.Sprintf(format, args...)}, nil
 }
 
 // checkResolve is the one validation of a ResolveRequest, used by ValidateResolveQuery
@@ -272,22 +258,22 @@ func reject(status int, code, format string, args ...any) (ResolveCheck, *resolu
 // changes nothing. legacy checks by the rules before integrityVersion.
 func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *resolution) {
 	if req.NodeID == "" {
-		return reject(http.StatusBadRequest, "validation_error", "nodeId is required")
+		return reject(protocol.CodeValidation, "nodeId is required")
 	}
 	if r.terminal || r.closing != "" || r.cancelReq != nil {
 		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
-			return reject(http.StatusGone, "interrupt_cancelled", "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
+			return reject(protocol.CodeInterruptCancelled, "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
-			return reject(http.StatusBadRequest, "validation_error", "conversation %s is closed", c.ID)
+			return reject(protocol.CodeValidation, "conversation %s is closed", c.ID)
 		}
 		if r.resolvedNodes[req.NodeID] {
-			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
+			return reject(protocol.CodeInterruptResolved, "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusGone, "interrupt_cancelled", "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
+		return reject(protocol.CodeInterruptCancelled, "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
-		return reject(http.StatusConflict, "interrupt_already_resolved", "request %q was already applied", req.RequestID)
+		return reject(protocol.CodeInterruptResolved, "request %q was already applied", req.RequestID)
 	}
 	var cands []*interrupt
 	for _, it := range r.pending {
@@ -304,22 +290,22 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 		if found == nil {
 			if r.resolvedIDs.has(req.InterruptID) {
-				return reject(http.StatusConflict, "interrupt_already_resolved", "interrupt %s was already resolved", req.InterruptID)
+				return reject(protocol.CodeInterruptResolved, "interrupt %s was already resolved", req.InterruptID)
 			}
-			return reject(http.StatusNotFound, "interrupt_not_found", "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)
+			return reject(protocol.CodeInterruptNotFound, "interrupt %s is not pending at node %q", req.InterruptID, req.NodeID)
 		}
 		cands = []*interrupt{found}
 	}
 	if len(cands) == 0 {
 		for _, c := range r.convs {
 			if c.NodeID == req.NodeID && c.Closed {
-				return reject(http.StatusBadRequest, "validation_error", "conversation %s is closed", c.ID)
+				return reject(protocol.CodeValidation, "conversation %s is closed", c.ID)
 			}
 		}
 		if r.resolvedNodes[req.NodeID] {
-			return reject(http.StatusConflict, "interrupt_already_resolved", "the interrupt at node %q was already resolved", req.NodeID)
+			return reject(protocol.CodeInterruptResolved, "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(http.StatusNotFound, "interrupt_not_found", "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
+		return reject(protocol.CodeInterruptNotFound, "no interrupt is pending at node %q of run %s", req.NodeID, r.in.RunID)
 	}
 	if t, refused, ok := r.routeToolApproval(cands, req); ok {
 		if refused != nil {
@@ -340,7 +326,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 	}
 	if target.BearerOnly && req.Via == "token" {
-		return reject(http.StatusUnauthorized, "unauthenticated", "the interrupt at node %q resumes only with an authenticated call (Authorization: Bearer), not a signed token", req.NodeID)
+		return reject(protocol.CodeUnauthenticated, "the interrupt at node %q resumes only with an authenticated call (Authorization: Bearer), not a signed token", req.NodeID)
 	}
 	var (
 		value  json.RawMessage
@@ -374,311 +360,13 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	}
 	if len(target.ResumeSchema) > 0 && target.conv == nil {
 		if err := r.validateAgainst(target.ResumeSchema, req.ResumeValue); err != nil {
-			return reject(http.StatusBadRequest, "validation_error", "resumeValue does not match the interrupt's resumeSchema: %v", err)
+			return reject(protocol.CodeValidation, "resumeValue does not match the interrupt's resumeSchema: %v", err)
 		}
 	}
 	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}
 }
 
-// ---- approval ----
-
-// approvalData is the ApprovalData of an approval interrupt.
-type approvalData struct {
-	ArtifactID        string          `json:"artifactId"`
-	ArtifactType      string          `json:"artifactType"`
-	Title             string          `json:"title"`
-	Description       string          `json:"description,omitempty"`
-	ArtifactData      json.RawMessage `json:"artifactData,omitempty"`
-	Actions           []string        `json:"actions"`
-	RequiredApprovals int             `json:"requiredApprovals,omitempty"`
-	ApproversList     []string        `json:"approversList,omitempty"`
-	RejectionPolicy   string          `json:"rejectionPolicy,omitempty"`
-}
-
-// approvalResume is an ApprovalResume (plus the legacy decision and the suite's voter).
-type approvalResume struct {
-	Action             string          `json:"action"`
-	Decision           string          `json:"decision,omitempty"`
-	Feedback           string          `json:"feedback,omitempty"`
-	RefineFeedback     json.RawMessage `json:"refineFeedback,omitempty"`
-	EditedArtifactData json.RawMessage `json:"editedArtifactData,omitempty"`
-	DecidedBy          string          `json:"decidedBy,omitempty"`
-	DecidedAt          string          `json:"decidedAt,omitempty"`
-	Comment            string          `json:"comment,omitempty"`
-	Voter              string          `json:"voter,omitempty"`
-}
-
-// normalizeApproval parses a resume value, mapping the legacy `decision` field.
-func normalizeApproval(raw json.RawMessage) (approvalResume, error) {
-	var v approvalResume
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return v, fmt.Errorf("resumeValue must be an object with an action: %w", err)
-	}
-	if v.Action == "" && v.Decision != "" {
-		switch v.Decision {
-		case "approved", "approve", "accept":
-			v.Action = "accept"
-		case "rejected", "reject":
-			if v.Feedback != "" {
-				v.Action = "refine"
-				v.RefineFeedback = mustJSON(map[string]string{"scope": "whole", "text": v.Feedback})
-			} else {
-				v.Action = "reject"
-			}
-		default:
-			return v, fmt.Errorf("unknown legacy decision %q", v.Decision)
-		}
-	}
-	v.Decision = ""
-	return v, nil
-}
-
-// voter is who a vote counts for, as the run read it before requests named their
-// caller (ResolveRequest.Caller empty): the resume value's voter, else decidedBy, else
-// the key id.
-func (v approvalResume) voter(req ResolveRequest) string {
-	switch {
-	case v.Voter != "":
-		return v.Voter
-	case v.DecidedBy != "":
-		return v.DecidedBy
-	case req.ResolvedBy != "":
-		return req.ResolvedBy
-	default:
-		return "anonymous"
-	}
-}
-
-// approvalVoter is who a vote counts for. Identity comes from the credential: the
-// caller (an API key, or the subject a token was issued to). A delegate caller (a key
-// with approvals:delegate, e.g. a chat relay) votes for the voter it names; any other
-// caller naming someone else in voter or decidedBy is refused 403.
-func approvalVoter(v approvalResume, req ResolveRequest) (string, *ResolveCheck) {
-	if req.Caller == "" {
-		return v.voter(req), nil
-	}
-	if req.Delegate {
-		return orDefault(v.Voter, orDefault(v.DecidedBy, req.Caller)), nil
-	}
-	for _, f := range [][2]string{{"resumeValue.voter", v.Voter}, {"resumeValue.decidedBy", v.DecidedBy}} {
-		if field, named := f[0], f[1]; named != "" && named != req.Caller {
-			return "", &ResolveCheck{Status: http.StatusForbidden, Code: "forbidden",
-				Message: fmt.Sprintf("%s names %q, but the caller is %q: a vote counts for its credential, and only keys with the approvals:delegate scope vote for others", field, named, req.Caller),
-				Details: mustJSON(map[string]string{"field": field, "scopeRequired": "approvals:delegate"})}
-		}
-	}
-	return req.Caller, nil
-}
-
-// checkApproval validates an approval resolve. noop is true for a vote that repeats
-// the same voter's counted vote (idempotent: answered like the first, changes nothing).
-func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.RawMessage, status string, check ResolveCheck, noop bool) {
-	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck, bool) {
-		return nil, "", ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: fmt.Sprintf(format, args...)}, false
-	}
-	v, err := normalizeApproval(req.ResumeValue)
-	if err != nil {
-		return bad("%v", err)
-	}
-	allowed := false
-	for _, a := range it.approval.Actions {
-		if a == v.Action {
-			allowed = true
-		}
-	}
-	if !allowed {
-		return bad("action %q is not allowed here; allowed actions: %s", v.Action, strings.Join(it.approval.Actions, ", "))
-	}
-	if v.Action == "refine" && len(v.RefineFeedback) == 0 {
-		return bad("action refine needs refineFeedback")
-	}
-	if v.Action == "edit-accept" && len(v.EditedArtifactData) == 0 {
-		return bad("action edit-accept needs editedArtifactData")
-	}
-	voter, deny := approvalVoter(v, req)
-	if deny != nil {
-		return nil, "", *deny, false
-	}
-	if len(it.approval.ApproversList) > 0 && v.Action != "ask" {
-		listed := false
-		for _, a := range it.approval.ApproversList {
-			listed = listed || a == voter
-		}
-		if !listed {
-			return nil, "", ResolveCheck{Status: http.StatusForbidden, Code: "forbidden", Message: fmt.Sprintf("%q is not in the approvers list of node %q", voter, it.NodeID)}, false
-		}
-	}
-	for _, vote := range it.votes {
-		if vote.Voter != voter {
-			continue
-		}
-		if vote.Action == v.Action && req.Caller != "" {
-			return nil, StatusWaitingApproval, ResolveCheck{OK: true}, true
-		}
-		return nil, "", ResolveCheck{Status: http.StatusConflict, Code: "interrupt_already_resolved", Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
-	}
-	status = StatusRunning
-	if v.Action == "ask" {
-		status = StatusWaitingApproval
-	} else if accepts, rejects := tally(it, v.Action); !quorumDecided(it.approval, accepts, rejects) {
-		status = StatusWaitingApproval
-	}
-	if v.DecidedBy == "" && v.Action != "ask" {
-		v.DecidedBy = voter
-	}
-	if req.Caller != "" && v.Action != "ask" {
-		v.Voter = voter
-	}
-	return mustJSON(v), status, ResolveCheck{OK: true}, false
-}
-
-// tally counts accepting and rejecting votes including a prospective one.
-func tally(it *interrupt, next string) (accepts, rejects int) {
-	count := func(a string) {
-		switch a {
-		case "accept", "edit-accept", "refine":
-			accepts++
-		case "reject":
-			rejects++
-		}
-	}
-	for _, v := range it.votes {
-		count(v.Action)
-	}
-	count(next)
-	return
-}
-
-// quorumDecided reports whether the gate is decided (granted or rejected).
-func quorumDecided(d *approvalData, accepts, rejects int) bool {
-	return accepts >= d.required() || rejected(d, rejects)
-}
-
-func rejected(d *approvalData, rejects int) bool {
-	if d.RejectionPolicy == "majority" {
-		return rejects*2 > d.required()
-	}
-	return rejects > 0
-}
-
-func (d *approvalData) required() int {
-	if d.RequiredApprovals < 1 {
-		return 1
-	}
-	return d.RequiredApprovals
-}
-
-// approvalConfig is core.approvalGate's config (also core.interrupt data for kind
-// approval).
-type approvalConfig struct {
-	approvalData
-	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
-	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
-	// BearerOnly: the approval resumes only with an authenticated call, never a token.
-	BearerOnly bool `json:"bearerOnly,omitempty"`
-}
-
-// execApprovalGate suspends on an approval interrupt until quorum, rejection or timeout.
-func execApprovalGate(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	var cfg approvalConfig
-	if len(n.Config) > 0 {
-		if err := json.Unmarshal(n.Config, &cfg); err != nil {
-			return nil, failNode("validation_error", "core.approvalGate config: %v", err)
-		}
-	}
-	return runApproval(r, n, cfg.approvalData, cfg.TimeoutMs, cfg.ResumeSchema, cfg.BearerOnly)
-}
-
-func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSchema json.RawMessage, bearerOnly bool) (map[string]json.RawMessage, error) {
-	if d.ArtifactID == "" {
-		d.ArtifactID = n.ID
-	}
-	if d.ArtifactType == "" {
-		d.ArtifactType = "workflow-node"
-	}
-	if d.Title == "" {
-		d.Title = "Approve " + n.ID
-		if n.Name != "" {
-			d.Title = n.Name
-		}
-	}
-	if len(d.Actions) == 0 {
-		d.Actions = []string{"accept", "reject"}
-	}
-	words := fmt.Sprintf("Approval %q: actions %s", d.Title, strings.Join(d.Actions, "/"))
-	if d.required() > 1 {
-		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), orDefault(d.RejectionPolicy, "single-veto"))
-	}
-	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
-	it.approval = &d
-	legacy := map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
-	if d.RequiredApprovals > 0 {
-		legacy["requiredApprovals"] = d.RequiredApprovals
-	}
-	if len(d.ApproversList) > 0 {
-		legacy["approversList"] = d.ApproversList
-	}
-	r.emit(EvApprovalRequested, n.ID, legacy, it.requestedEvent)
-	for {
-		req, _, value, timedOut, err := r.nextResolve(n.ID)
-		if err != nil {
-			return nil, err
-		}
-		if timedOut != nil {
-			r.settle(it)
-			r.emit(EvApprovalReceived, n.ID, map[string]any{"nodeId": n.ID, "action": "timeout", "decidedAt": formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
-			return nil, failNode("interrupt_timeout", "approval at node %q timed out after %d ms", n.ID, timeoutMs)
-		}
-		var v approvalResume
-		_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
-		if v.Action == "ask" {
-			continue // Q&A does not end the suspension
-		}
-		received := map[string]any{"nodeId": n.ID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(workflow.Now(r.ctx)))}
-		if v.Feedback != "" {
-			received["feedback"] = v.Feedback
-		}
-		if v.Comment != "" {
-			received["comment"] = v.Comment
-		}
-		if len(v.RefineFeedback) > 0 {
-			received["refineFeedback"] = v.RefineFeedback
-		}
-		if len(v.EditedArtifactData) > 0 {
-			received["editedArtifactData"] = v.EditedArtifactData
-		}
-		accepts, rejects := tally(it, v.Action)
-		it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
-		if !quorumDecided(&d, accepts, rejects) {
-			r.emit(EvApprovalReceived, n.ID, received, it.requestedEvent)
-			r.describePending()
-			continue
-		}
-		r.settle(it)
-		resolved := r.emitResolved(it, req, value)
-		recv := r.emit(EvApprovalReceived, n.ID, received, resolved)
-		r.emitResumed(it, value, recv)
-		if rejected(&d, rejects) {
-			return nil, failNode("approval_rejected", "approval at node %q was rejected", n.ID)
-		}
-		votes := make([]approvalVote, len(it.votes))
-		copy(votes, it.votes)
-		return map[string]json.RawMessage{"action": mustJSON(v.Action), "decision": value, "votes": mustJSON(votes)}, nil
-	}
-}
-
-// legacyActions maps actions to approval.requested's enum (edit-accept → edit).
-func legacyActions(actions []string) []string {
-	out := make([]string, 0, len(actions))
-	for _, a := range actions {
-		if a == "edit-accept" {
-			a = "edit"
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
+// orDefault is s, or def when s is empty.
 func orDefault(s, def string) string {
 	if s == "" {
 		return def
@@ -686,217 +374,7 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// ---- clarification ----
-
-type clarificationQuestion struct {
-	ID       string          `json:"id"`
-	Question string          `json:"question"`
-	Schema   json.RawMessage `json:"schema,omitempty"`
-}
-
-type clarificationData struct {
-	Questions   []clarificationQuestion `json:"questions"`
-	ContextType string                  `json:"contextType,omitempty"`
-}
-
-type clarificationConfig struct {
-	clarificationData
-	TimeoutMs int64 `json:"timeoutMs,omitempty"`
-}
-
-// normalizeAnswers accepts {answers:{id:value}} and {answers:[{id,answer}]}.
-func normalizeAnswers(raw json.RawMessage) (map[string]json.RawMessage, error) {
-	var v struct {
-		Answers json.RawMessage `json:"answers"`
-	}
-	if err := json.Unmarshal(raw, &v); err != nil || len(v.Answers) == 0 {
-		return nil, fmt.Errorf("resumeValue must be an object with answers")
-	}
-	obj := map[string]json.RawMessage{}
-	if json.Unmarshal(v.Answers, &obj) == nil {
-		return obj, nil
-	}
-	var arr []struct {
-		ID     string          `json:"id"`
-		Answer json.RawMessage `json:"answer"`
-	}
-	if err := json.Unmarshal(v.Answers, &arr); err != nil {
-		return nil, fmt.Errorf("answers must be an object keyed by question id or an array of {id, answer}")
-	}
-	for _, a := range arr {
-		if a.ID == "" {
-			return nil, fmt.Errorf("every answer needs an id")
-		}
-		obj[a.ID] = a.Answer
-	}
-	return obj, nil
-}
-
-func (r *runner) checkClarification(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
-	answers, err := normalizeAnswers(req.ResumeValue)
-	if err == nil {
-		var d clarificationData
-		_ = json.Unmarshal(it.Data, &d) // the run encoded it.Data from a clarificationData: it decodes
-		for _, q := range d.Questions {
-			a, ok := answers[q.ID]
-			if !ok {
-				err = fmt.Errorf("question %q is not answered", q.ID)
-				break
-			}
-			if verr := r.validateAgainst(q.Schema, a); verr != nil {
-				err = fmt.Errorf("answer to %q: %v", q.ID, verr)
-				break
-			}
-		}
-	}
-	if err != nil {
-		return nil, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: err.Error()}
-	}
-	return mustJSON(answers), ResolveCheck{OK: true}
-}
-
-// execClarificationGate suspends on a clarification interrupt.
-func execClarificationGate(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	var cfg clarificationConfig
-	if len(n.Config) > 0 {
-		if err := json.Unmarshal(n.Config, &cfg); err != nil {
-			return nil, failNode("validation_error", "core.clarificationGate config: %v", err)
-		}
-	}
-	return runClarification(r, n, cfg.clarificationData, cfg.TimeoutMs)
-}
-
-func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) (map[string]json.RawMessage, error) {
-	if len(d.Questions) == 0 {
-		return nil, failNode("validation_error", "clarification at node %q declares no questions", n.ID)
-	}
-	qs := make([]string, 0, len(d.Questions))
-	for _, q := range d.Questions {
-		qs = append(qs, fmt.Sprintf("%s: %q", q.ID, q.Question))
-	}
-	it := r.raise(n.ID, interruptSpec{Kind: "clarification", Data: d, TimeoutMs: timeoutMs, Describe: "Questions " + strings.Join(qs, "; ") + "."})
-	r.emit(EvClarificationRequested, n.ID, map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "questions": d.Questions}, it.requestedEvent)
-	req, _, answers, timedOut, err := r.nextResolve(n.ID)
-	if err != nil {
-		return nil, err
-	}
-	if timedOut != nil {
-		r.settle(it)
-		return nil, failNode("interrupt_timeout", "clarification at node %q timed out after %d ms", n.ID, timeoutMs)
-	}
-	r.settle(it)
-	resolved := r.emitResolved(it, req, req.ResumeValue)
-	p := map[string]any{"nodeId": n.ID, "answers": answers}
-	if req.ResolvedBy != "" {
-		p["answeredBy"] = req.ResolvedBy
-	}
-	cr := r.emit(EvClarificationResolved, n.ID, p, resolved)
-	r.emitResumed(it, req.ResumeValue, cr)
-	return map[string]json.RawMessage{"answers": answers}, nil
-}
-
-// ---- generic interrupt (external-event, custom, …) ----
-
-type externalData struct {
-	EventType   string                     `json:"eventType"`
-	Correlation map[string]json.RawMessage `json:"correlation"`
-}
-
-func (r *runner) checkExternal(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
-	var d externalData
-	_ = json.Unmarshal(it.Data, &d) // the run encoded it.Data from an externalData: it decodes
-	var got map[string]json.RawMessage
-	if err := json.Unmarshal(req.ResumeValue, &got); err != nil {
-		return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: "the external event must be a JSON object"}
-	}
-	keys := make([]string, 0, len(d.Correlation))
-	for k := range d.Correlation {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v, ok := got[k]
-		if !ok {
-			return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: fmt.Sprintf("correlation key %q is missing from the event", k),
-				Details: mustJSON(map[string]string{"field": k})}
-		}
-		if !jsonEqual(v, d.Correlation[k]) {
-			return nil, ResolveCheck{Status: http.StatusUnprocessableEntity, Code: "validation_error", Message: fmt.Sprintf("correlation key %q does not match: want %s, got %s", k, canonical(d.Correlation[k]), canonical(v)),
-				Details: mustJSON(map[string]string{"field": k})}
-		}
-	}
-	return req.ResumeValue, ResolveCheck{OK: true}
-}
-
-// interruptConfig is core.interrupt's config.
-type interruptConfig struct {
-	Kind         string          `json:"kind"`
-	Data         json.RawMessage `json:"data"`
-	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
-	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
-	BearerOnly   bool            `json:"bearerOnly,omitempty"`
-}
-
-// execInterrupt raises the interrupt its config describes.
-func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	var cfg interruptConfig
-	if err := json.Unmarshal(orJSON(n.Config, "{}"), &cfg); err != nil {
-		return nil, failNode("validation_error", "core.interrupt config: %v", err)
-	}
-	// The kind's data decodes leniently, as it always has: a field of the wrong type is
-	// read as absent. Failing the node on it instead would change what runs in flight
-	// with such a definition do (a workflow.GetVersion branch, when it is wanted).
-	switch cfg.Kind {
-	case "approval":
-		var d approvalData
-		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
-		return runApproval(r, n, d, cfg.TimeoutMs, cfg.ResumeSchema, cfg.BearerOnly)
-	case "clarification":
-		var d clarificationData
-		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
-		return runClarification(r, n, d, cfg.TimeoutMs)
-	case "external-event", "custom", "low-confidence":
-	case "":
-		cfg.Kind = "custom"
-	default:
-		return nil, failNode("validation_error", "core.interrupt at node %q: unsupported kind %q", n.ID, cfg.Kind)
-	}
-	data := orJSON(cfg.Data, "{}")
-	words := "Waiting for a resume value."
-	switch cfg.Kind {
-	case "external-event":
-		var d externalData
-		if err := json.Unmarshal(data, &d); err != nil || d.EventType == "" {
-			return nil, failNode("validation_error", "core.interrupt at node %q: external-event data needs eventType and correlation", n.ID)
-		}
-		if d.Correlation == nil {
-			data = mustJSON(map[string]any{"eventType": d.EventType, "correlation": map[string]any{}})
-		}
-		words = fmt.Sprintf("Waiting for external event %q with correlation %s.", d.EventType, canonical(mustJSON(d.Correlation)))
-	case "custom":
-		var d struct {
-			CustomKind string `json:"customKind"`
-		}
-		if _ = json.Unmarshal(data, &d); d.CustomKind == "" { // data that does not decode has no customKind
-			return nil, failNode("validation_error", "core.interrupt at node %q: custom data needs customKind", n.ID)
-		}
-		words = fmt.Sprintf("Waiting for a %q resume value.", d.CustomKind)
-	}
-	it := r.raise(n.ID, interruptSpec{Kind: cfg.Kind, Data: data, TimeoutMs: cfg.TimeoutMs, ResumeSchema: cfg.ResumeSchema, Describe: words, BearerOnly: cfg.BearerOnly})
-	req, _, value, timedOut, err := r.nextResolve(n.ID)
-	if err != nil {
-		return nil, err
-	}
-	if timedOut != nil {
-		r.settle(it)
-		return nil, failNode("interrupt_timeout", "%s interrupt at node %q timed out after %d ms", cfg.Kind, n.ID, cfg.TimeoutMs)
-	}
-	r.settle(it)
-	resolved := r.emitResolved(it, req, value)
-	r.emitResumed(it, value, resolved)
-	return map[string]json.RawMessage{"resumeValue": value}, nil
-}
-
+// orJSON is raw, or def when raw is empty or null.
 func orJSON(raw json.RawMessage, def string) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage(def)

@@ -2,11 +2,12 @@ package workflows
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 func TestApprovalAcceptEventSequence(t *testing.T) {
@@ -28,8 +29,8 @@ func TestApprovalAcceptEventSequence(t *testing.T) {
 	require.NotNil(t, waiting.Interrupt)
 	require.Equal(t, "run-conformance-approval:gate:0", waiting.Interrupt.Key)
 	require.Equal(t, InterruptID("run-conformance-approval:gate:0"), waiting.Interrupt.InterruptID)
-	require.Equal(t, ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error"}, ResolveCheck{Status: badAction.Status, Code: badAction.Code})
-	require.Equal(t, http.StatusNotFound, unknownNode.Status)
+	require.Equal(t, ResolveCheck{Code: "validation_error"}, ResolveCheck{Status: badAction.Status, Code: badAction.Code, Unprocessable: badAction.Unprocessable})
+	require.Equal(t, refusal(protocol.CodeInterruptNotFound, false), refusal(unknownNode.Code, unknownNode.Unprocessable))
 	require.Equal(t, "interrupt_not_found", unknownNode.Code)
 	require.True(t, ok.OK)
 	require.Equal(t, StatusRunning, ok.RunStatus)
@@ -42,7 +43,7 @@ func TestApprovalAcceptEventSequence(t *testing.T) {
 	require.Equal(t, "key_test", payload(t, evs[6])["decidedBy"])
 	// After the run: resolving again is a conflict, an unknown node is terminal.
 	again := tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
-	require.Equal(t, http.StatusConflict, again.Status)
+	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(again.Code, again.Unprocessable))
 	require.Equal(t, "interrupt_already_resolved", again.Code)
 }
 
@@ -91,7 +92,7 @@ func TestQuorumAcceptsAfterThreeVoters(t *testing.T) {
 	})
 	s := tr.execute()
 	require.Equal(t, StatusWaitingApproval, after2.Status)
-	require.Equal(t, http.StatusConflict, dupVoter.Status)
+	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(dupVoter.Code, dupVoter.Unprocessable))
 	require.Equal(t, StatusCompleted, s.Status)
 	require.Len(t, ofType(tr.events(), EvApprovalReceived), 3)
 	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
@@ -122,7 +123,7 @@ func TestClarificationObjectAndArrayAnswers(t *testing.T) {
 			s := tr.execute()
 			require.Equal(t, StatusWaitingInput, waiting.Status)
 			require.Equal(t, "ask", waiting.CurrentNodeID)
-			require.Equal(t, http.StatusBadRequest, missing.Status)
+			require.Equal(t, refusal(protocol.CodeValidation, false), refusal(missing.Code, missing.Unprocessable))
 			require.Equal(t, StatusCompleted, s.Status)
 			evs := tr.events()
 			require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvClarificationRequested,
@@ -141,18 +142,24 @@ func TestExternalEventMatchAndMismatch(t *testing.T) {
 		mismatch = tr.check(ResolveRequest{NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"different-order","status":"completed"}`)})
 		missing = tr.check(ResolveRequest{NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"fixture-order-1"}`)})
 		tr.resolve("wait", `{"orderId":"different-order","status":"completed"}`)
+		tr.resolveReq(ResolveRequest{RequestID: "bad", NodeID: "wait", ResumeValue: json.RawMessage(`{"orderId":"different-order","status":"completed"}`)})
 	})
+	var recorded ResolveCheck
 	tr.at(2*time.Second, func() {
 		afterBad = tr.snapshot()
+		recorded = tr.check(ResolveRequest{RequestID: "bad", NodeID: "wait"})
 		tr.resolve("wait", `{"orderId":"fixture-order-1","status":"completed","externalReference":"conformance-test-123"}`)
 	})
 	s := tr.execute()
 	require.Equal(t, StatusWaitingExternal, waiting.Status)
 	require.Equal(t, "external-event", waiting.Interrupt.Kind)
-	require.Equal(t, http.StatusUnprocessableEntity, mismatch.Status)
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(mismatch.Code, mismatch.Unprocessable))
 	require.Equal(t, "validation_error", mismatch.Code)
-	require.Equal(t, http.StatusUnprocessableEntity, missing.Status)
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(missing.Code, missing.Unprocessable))
 	require.Equal(t, StatusWaitingExternal, afterBad.Status)
+	require.True(t, recorded.Replayed && recorded.Outcome != nil && !recorded.OK, "the refusal is recorded: %+v", recorded)
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Code, recorded.Unprocessable), "a recorded refusal keeps its 422")
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Outcome.Code, recorded.Outcome.Unprocessable))
 	require.Equal(t, StatusCompleted, s.Status)
 	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
 }
@@ -172,7 +179,7 @@ func TestCancelInvalidatesPendingInterrupt(t *testing.T) {
 	require.Equal(t, StatusCancelled, s.Status)
 	require.Nil(t, s.Interrupt)
 	c := tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
-	require.Equal(t, http.StatusGone, c.Status)
+	require.Equal(t, refusal(protocol.CodeInterruptCancelled, false), refusal(c.Code, c.Unprocessable))
 	require.Equal(t, "interrupt_cancelled", c.Code)
 }
 
@@ -191,7 +198,7 @@ func TestCustomInterruptResumeSchema(t *testing.T) {
 	})
 	s := tr.execute()
 	require.Equal(t, StatusWaitingInput, waiting.Status)
-	require.Equal(t, http.StatusBadRequest, bad.Status)
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(bad.Code, bad.Unprocessable))
 	require.Equal(t, StatusCompleted, s.Status)
 	require.JSONEq(t, `{"choice":"b"}`, string(s.Variables["resumeValue"]))
 }
@@ -223,14 +230,14 @@ func TestQuorumVotersComeFromTheCredential(t *testing.T) {
 		tr.resolveReq(vote("v5", "key-b", false, `{"action":"accept"}`))
 	})
 	s := tr.execute()
-	require.Equal(t, http.StatusForbidden, checks["impersonate"].Status)
+	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(checks["impersonate"].Code, checks["impersonate"].Unprocessable))
 	require.JSONEq(t, `{"field":"resumeValue.voter","scopeRequired":"approvals:delegate"}`, string(checks["impersonate"].Details))
-	require.Equal(t, http.StatusForbidden, checks["decidedBy"].Status)
+	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(checks["decidedBy"].Code, checks["decidedBy"].Unprocessable))
 	require.True(t, checks["self"].OK)
 	require.Equal(t, StatusWaitingApproval, after.Status, "key-a and the relay's approver-1: two of three")
 	require.True(t, checks["repeat"].OK, "a repeated vote is idempotent: %+v", checks["repeat"])
 	require.Equal(t, StatusWaitingApproval, checks["repeat"].RunStatus)
-	require.Equal(t, http.StatusConflict, checks["changeMind"].Status)
+	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(checks["changeMind"].Code, checks["changeMind"].Unprocessable))
 	require.Equal(t, StatusCompleted, s.Status)
 	recv := ofType(tr.events(), EvApprovalReceived)
 	require.Len(t, recv, 3)
@@ -244,7 +251,7 @@ func TestQuorumVotersComeFromTheCredential(t *testing.T) {
 		require.NotNil(t, c.Outcome, id)
 		return *c.Outcome
 	}
-	require.Equal(t, http.StatusForbidden, outcome("v1").Status)
+	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(outcome("v1").Code, outcome("v1").Unprocessable))
 	require.Equal(t, ResolveOutcome{RequestID: "v3", Applied: true, RunStatus: StatusWaitingApproval}, outcome("v3"))
 	require.Equal(t, ResolveOutcome{RequestID: "v5", Applied: true, RunStatus: StatusRunning}, outcome("v5"))
 }
@@ -273,7 +280,7 @@ func TestResolveLosingToCancelIsRefused(t *testing.T) {
 	require.Empty(t, ofType(tr.events(), EvInterruptResolved))
 	c := tr.check(ResolveRequest{RequestID: "late", NodeID: "gate"})
 	require.NotNil(t, c.Outcome)
-	require.Equal(t, ResolveOutcome{RequestID: "late", Status: http.StatusGone, Code: "interrupt_cancelled", Message: c.Outcome.Message}, *c.Outcome)
+	require.Equal(t, ResolveOutcome{RequestID: "late", Code: "interrupt_cancelled", Message: c.Outcome.Message}, *c.Outcome)
 	require.True(t, c.Terminal)
 }
 
@@ -293,7 +300,7 @@ func TestBearerOnlyAndTurnBoundRequests(t *testing.T) {
 		})
 		s := tr.execute()
 		require.True(t, waiting.Interrupt.BearerOnly)
-		require.Equal(t, http.StatusUnauthorized, byToken.Status)
+		require.Equal(t, refusal(protocol.CodeUnauthenticated, false), refusal(byToken.Code, byToken.Unprocessable))
 		require.True(t, byKey.OK)
 		require.Equal(t, StatusFailed, s.Status, "the token resume was refused, the bearer reject applied")
 	})
@@ -311,11 +318,11 @@ func TestBearerOnlyAndTurnBoundRequests(t *testing.T) {
 			tr.resolveReq(ResolveRequest{RequestID: "c", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"close"}`)})
 		})
 		tr.execute()
-		require.Equal(t, http.StatusConflict, stale.Status)
+		require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(stale.Code, stale.Unprocessable))
 		require.True(t, fresh.OK)
 		b := tr.check(ResolveRequest{RequestID: "b", NodeID: "convo"})
 		require.NotNil(t, b.Outcome)
-		require.Equal(t, http.StatusConflict, b.Outcome.Status, "the second use of a one-exchange token")
+		require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(b.Outcome.Code, b.Outcome.Unprocessable), "the second use of a one-exchange token")
 		require.Len(t, ofType(tr.events(), EvConversationExchanged), 2, "one user turn and the chair's echo")
 	})
 }

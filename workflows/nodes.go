@@ -3,6 +3,8 @@ package workflows
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // execNoop completes at once with no outputs.
@@ -18,7 +20,7 @@ func execIdentity(r *runner, _ *Node, in map[string]json.RawMessage) (map[string
 		v, ok = r.variables()["payload"]
 	}
 	if !ok {
-		return nil, failNode("validation_error", "core.identity needs a payload input (inputs.payload)")
+		return nil, failNode(protocol.CodeValidation, "core.identity needs a payload input (inputs.payload)")
 	}
 	return map[string]json.RawMessage{"payload": v}, nil
 }
@@ -44,17 +46,17 @@ func execDelay(r *runner, n *Node, in map[string]json.RawMessage) (map[string]js
 		ms = *cfg.DelayMs
 	case in["delayMs"] != nil:
 		if err := json.Unmarshal(in["delayMs"], &ms); err != nil {
-			return nil, failNode("validation_error", "core.delay: delayMs must be an integer: %v", err)
+			return nil, failNode(protocol.CodeValidation, "core.delay: delayMs must be an integer: %v", err)
 		}
 	default:
 		if v, ok := r.variables()["delayMs"]; ok {
 			if err := json.Unmarshal(v, &ms); err != nil {
-				return nil, failNode("validation_error", "core.delay: delayMs must be an integer: %v", err)
+				return nil, failNode(protocol.CodeValidation, "core.delay: delayMs must be an integer: %v", err)
 			}
 		}
 	}
 	if ms < 0 {
-		return nil, failNode("validation_error", "core.delay: delayMs must be >= 0, got %d", ms)
+		return nil, failNode(protocol.CodeValidation, "core.delay: delayMs must be >= 0, got %d", ms)
 	}
 	if ms > 0 {
 		r.setDetails("Sleeping " + (time.Duration(ms) * time.Millisecond).String() + " in node `" + n.ID + "`.")
@@ -68,5 +70,5 @@ func execDelay(r *runner, n *Node, in map[string]json.RawMessage) (map[string]js
 
 // execFail fails with the conformance error.
 func execFail(_ *runner, _ *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	return nil, failNode("conformance_test_failure", "Intentional conformance failure")
+	return nil, failNode(protocol.CodeConformanceTestFailure, "Intentional conformance failure")
 }

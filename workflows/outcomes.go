@@ -1,7 +1,7 @@
 package workflows
 
 // Request outcomes: the run records what it did with each resolve request it received
-// (applied, or refused with an HTTP status and an OpenWOP error code), so that the API
+// (applied, or refused with an OpenWOP error code), so that the API
 // process that sent the signal — whichever one it was — answers with what the run did,
 // not with what a query saw before the signal. The record is a window of the most
 // recent outcomes (outcomeWindow), the newest of them carried across continue-as-new;
@@ -9,8 +9,11 @@ package workflows
 
 import (
 	"encoding/json"
-	"net/http"
 	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // outcomeWindow is how many request outcomes an execution keeps (the newest ones);
@@ -36,11 +39,15 @@ type ResolveOutcome struct {
 	Applied bool `json:"applied"`
 	// RunStatus is the run status an applied request is answered with.
 	RunStatus string `json:"runStatus,omitempty"`
-	// Status, Code and Message say why a request was refused (HTTP status, OpenWOP code).
-	Status  int             `json:"status,omitempty"`
-	Code    string          `json:"code,omitempty"`
-	Message string          `json:"message,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"` // at most maxOutcomeDetails bytes
+	// Status, Code and Message say why a request was refused. Code is the OpenWOP code
+	// (Unprocessable as in ResolveCheck); the API maps it to HTTP. Status is the HTTP
+	// status that outcomes recorded before the API mapped codes carry: runs still read
+	// it (and the API answers with it), this code no longer writes it.
+	Status        int             `json:"status,omitempty"`
+	Code          string          `json:"code,omitempty"`
+	Unprocessable bool            `json:"unprocessable,omitempty"`
+	Message       string          `json:"message,omitempty"`
+	Details       json.RawMessage `json:"details,omitempty"` // at most maxOutcomeDetails bytes
 }
 
 // outcomeLog is the bounded record of outcomes, oldest first.
@@ -93,28 +100,55 @@ func (r *runner) recordApplied(req ResolveRequest, status string) {
 	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: orDefault(status, StatusRunning)})
 }
 
+// repeated reports whether req repeats a request the run has already answered (the
+// same request signalled again keeps its first outcome).
+func (r *runner) repeated(req ResolveRequest) bool {
+	return req.Via != "fork" && r.outcomes.find(req.RequestID) != nil
+}
+
+// answered records what the run does with a request it will not apply: one its check
+// refused (logged as what) or one that repeats a vote already counted. It reports
+// whether the request is thus done with.
+func (r *runner) answered(req ResolveRequest, check ResolveCheck, res *resolution, what string) bool {
+	if !check.OK {
+		workflow.GetLogger(r.ctx).Info(what, "nodeId", req.NodeID, "requestId", req.RequestID, "code", check.Code, "message", check.Message)
+		r.recordRefused(req, check)
+		return true
+	}
+	if res.noop {
+		r.recordApplied(req, check.RunStatus) // a repeated vote: counted once already
+		return true
+	}
+	return false
+}
+
+// markApplied remembers req's RequestID among those applied and records its outcome.
+func (r *runner) markApplied(req ResolveRequest, status string) {
+	if req.RequestID != "" {
+		r.applied.add(req.RequestID)
+	}
+	r.recordApplied(req, status)
+}
+
 // recordRefused notes that req was refused for the reason check gives.
 func (r *runner) recordRefused(req ResolveRequest, check ResolveCheck) {
 	if req.Via == "fork" {
 		return
 	}
-	status := check.Status
-	if status < 400 || status > 599 {
-		status = http.StatusBadRequest
-	}
-	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Status: status, Code: check.Code, Message: check.Message, Details: check.Details})
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Code: check.Code, Unprocessable: check.Unprocessable, Message: check.Message, Details: check.Details})
 }
 
 // refuseQueued refuses every request still waiting in the inbox of a run that has
-// ended (or is ending): each gets the answer the run's validation gives now (410
-// interrupt_cancelled for a cancelled run, 409 for an interrupt resolved meanwhile).
+// ended (or is ending): each gets the answer the run's validation gives now
+// (interrupt_cancelled for a cancelled run, interrupt_already_resolved for an interrupt
+// resolved meanwhile).
 // Signals that arrived since the last drain are taken in first.
 func (r *runner) refuseQueued() {
 	r.drainSignals()
 	for _, req := range r.inbox {
 		check, _ := r.checkResolve(req, false)
 		if check.OK {
-			check = ResolveCheck{Status: http.StatusGone, Code: "interrupt_cancelled", Message: "the run ended before this request was applied"}
+			check = ResolveCheck{Code: protocol.CodeInterruptCancelled, Message: "the run ended before this request was applied"}
 		}
 		r.recordRefused(req, check)
 	}
@@ -138,7 +172,7 @@ func (r *runner) queued(requestID string) bool {
 // outcome, or that it is queued. ok is false for a request the run has not seen.
 func (r *runner) requestState(requestID string) (check ResolveCheck, ok bool) {
 	if o := r.outcomes.find(requestID); o != nil {
-		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Message: o.Message, Details: o.Details}
+		check = ResolveCheck{OK: o.Applied, Replayed: true, Outcome: o, RunStatus: o.RunStatus, Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details}
 		return check, true
 	}
 	if r.queued(requestID) {

@@ -1,7 +1,7 @@
 package workflows
 
 // This file is the PromptPack conversation node (node type vendor.wop.pack): it serves
-// the conversation seam of conversation.go with the Level-2 engine of package engine.
+// the conversation seam of conversation_agent.go with the Level-2 engine of package engine.
 // The engine decides; this file supplies its effects (model and tool activities,
 // workflow.Now, the run event log) and maps its outcomes onto the conversation.
 //
@@ -31,6 +31,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // PackNodeType is the node type that runs a PromptPack as an RFC 0005 conversation.
@@ -144,7 +145,7 @@ func (a *packAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	// and the run fails budget_exhausted (DESIGN.md §8).
 	if b := a.budget(); b != nil && b.MaxWallTimeSec > 0 {
 		op.TimeoutMs = int64(b.MaxWallTimeSec) * 1000
-		op.TimeoutCode = "budget_exhausted"
+		op.TimeoutCode = protocol.CodeBudgetExhausted
 		op.TimeoutText = fmt.Sprintf("The conversation's wall-time budget is exhausted (max_wall_time_sec %d).", b.MaxWallTimeSec)
 	}
 	var in struct {
@@ -430,7 +431,7 @@ func activityErrorCode(err error) string {
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {
-		return "activity_timeout"
+		return protocol.CodeActivityTimeout
 	}
 	return ""
 }
@@ -521,7 +522,7 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 	}
 	if len(b) > maxActivityInputBytes {
 		msg := fmt.Sprintf("the round's input is %d bytes, more than the %d a model round may take", len(b), maxActivityInputBytes)
-		return &activityError{code: "payload_too_large", msg: msg, err: errors.New(msg)}
+		return &activityError{code: protocol.CodePayloadTooLarge, msg: msg, err: errors.New(msg)}
 	}
 	return nil
 }

@@ -19,16 +19,16 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // CodeRunStateConflict is the error code of an event the pack's current state does
 // not accept.
-const CodeRunStateConflict = "run_state_conflict"
+const CodeRunStateConflict = protocol.CodeRunStateConflict
 
 // injectionOf reads a resume value shaped as an event injection: a JSON object with a
 // non-empty string "event" and no members besides "event" and "context".
@@ -92,12 +92,12 @@ func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 	} else {
 		msg += "; no state of the pack accepts injected events"
 	}
-	status, code := http.StatusConflict, CodeRunStateConflict
+	code, unprocessable := CodeRunStateConflict, false
 	if !declares(accepting, event) {
 		// No state would take it: the request is wrong, not its timing.
-		status, code = http.StatusUnprocessableEntity, "validation_error"
+		code, unprocessable = protocol.CodeValidation, true
 	}
-	return ResolveCheck{Status: status, Code: code, Message: msg, Details: mustJSON(map[string]any{
+	return ResolveCheck{Code: code, Unprocessable: unprocessable, Message: msg, Details: mustJSON(map[string]any{
 		"event": event, "state": a.m.CurrentState(), "orchestration": a.m.Orchestration(), "acceptingStates": accepting,
 	})}
 }

@@ -38,11 +38,12 @@ import (
 
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // CodeReplayDiverged is the error code of a pack that cannot follow its source's
 // recording on a fork replay.
-const CodeReplayDiverged = "replay_diverged"
+const CodeReplayDiverged = protocol.CodeReplayDiverged
 
 // packReplay holds what a source run recorded for a pack node: its model rounds
 // (agent.decided) and tool results (agent.toolReturned), and the order of the user

@@ -21,10 +21,10 @@ package workflows
 // which the API falls back to the query and the signal.
 
 import (
-	"net/http"
-
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // ResolveUpdate is the update that validates, applies and answers one ResolveRequest
@@ -78,7 +78,7 @@ func (r *runner) resolveCheck(req ResolveRequest) ResolveCheck {
 // signal it, or when it is already queued (the handler then waits for its outcome).
 func (r *runner) validateResolveUpdate(u ResolveUpdateRequest) error {
 	if u.Request.RequestID == "" {
-		return refuseResolve(ResolveCheck{Status: http.StatusBadRequest, Code: "validation_error", Message: "a resolve update needs a requestId"})
+		return refuseResolve(ResolveCheck{Code: protocol.CodeValidation, Message: "a resolve update needs a requestId"})
 	}
 	check := r.resolveCheck(u.Request)
 	switch {

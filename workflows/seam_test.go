@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // fakeAgent exercises the conversation seam the way a pack does: it emits its own
@@ -112,8 +112,8 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 	require.Equal(t, "external-event", waiting.Interrupt.Kind)
 	require.Len(t, waiting.Interrupts, 2)
 	require.Equal(t, "awaiting", waiting.Pack.State)
-	require.Equal(t, http.StatusBadRequest, checks["badEvent"].Status)
-	require.Equal(t, http.StatusUnprocessableEntity, checks["badCorr"].Status)
+	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(checks["badEvent"].Code, checks["badEvent"].Unprocessable))
+	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(checks["badCorr"].Code, checks["badCorr"].Unprocessable))
 	require.True(t, checks["ok"].OK)
 	require.Equal(t, []convo.Message{{Role: "user", Text: "agent/main"}}, transcript)
 	require.Equal(t, StatusCompleted, s.Status)

@@ -8,6 +8,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // subWorkflowConfig is core.subWorkflow's config.
@@ -34,11 +36,11 @@ func ChildRunID(parentRunID, nodeID string, attempt int) string {
 func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	var cfg subWorkflowConfig
 	if err := json.Unmarshal(orJSON(n.Config, "{}"), &cfg); err != nil || cfg.WorkflowID == "" {
-		return nil, failNode("validation_error", "core.subWorkflow at node %q needs config.workflowId", n.ID)
+		return nil, failNode(protocol.CodeValidation, "core.subWorkflow at node %q needs config.workflowId", n.ID)
 	}
 	def := r.in.Definitions[cfg.WorkflowID]
 	if def == nil {
-		return nil, failNode("validation_error", "core.subWorkflow at node %q: definition %q was not attached to the run", n.ID, cfg.WorkflowID)
+		return nil, failNode(protocol.CodeValidation, "core.subWorkflow at node %q: definition %q was not attached to the run", n.ID, cfg.WorkflowID)
 	}
 	inputs := cfg.Inputs
 	if len(in) > 0 {
@@ -85,7 +87,7 @@ func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[str
 	cancelChild()
 	if resErr != nil {
 		r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: StatusFailed})
-		return nil, failNode("child_run_failed", "child run %s failed: %v", childID, resErr)
+		return nil, failNode(protocol.CodeChildRunFailed, "child run %s failed: %v", childID, resErr)
 	}
 	r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: result.Status})
 	switch result.Status {
@@ -96,9 +98,9 @@ func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[str
 		if result.Error != nil {
 			msg = result.Error.Code + ": " + result.Error.Message
 		}
-		return nil, failNode("child_run_failed", "child run %s failed: %s", childID, msg)
+		return nil, failNode(protocol.CodeChildRunFailed, "child run %s failed: %s", childID, msg)
 	default:
-		return nil, failNode("child_run_failed", "child run %s ended %s", childID, result.Status)
+		return nil, failNode(protocol.CodeChildRunFailed, "child run %s ended %s", childID, result.Status)
 	}
 }
 

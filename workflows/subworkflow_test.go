@@ -2,11 +2,12 @@ package workflows
 
 import (
 	"encoding/json"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 func childSnapshot(t *testing.T, tr *testRun, id string) Snapshot {
@@ -58,7 +59,7 @@ func TestParentReportsChildWaitingAndCancelCascades(t *testing.T) {
 	require.NoError(t, err)
 	var c ResolveCheck
 	require.NoError(t, v.Get(&c))
-	require.Equal(t, http.StatusGone, c.Status)
+	require.Equal(t, refusal(protocol.CodeInterruptCancelled, false), refusal(c.Code, c.Unprocessable))
 }
 
 func TestChildCompletesParent(t *testing.T) {

@@ -19,7 +19,7 @@ const (
 	forkReplayVersion = "fork-replay"
 	// integrityVersion: a signalled client turn must be a user turn (an agent turn only
 	// as a roster participant), with bounded fields and no messageId of the host's but
-	// its own (conversation.go checkClientTurn). A run asks only when a request breaks a
+	// its own (conversation_resolve.go checkClientTurn). A run asks only when a request breaks a
 	// rule the earlier code did not have (interrupts.go checkSignalled).
 	integrityVersion = "request-integrity"
 )

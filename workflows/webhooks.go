@@ -34,6 +34,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Names of the webhook workflows and their messages.
@@ -174,9 +175,9 @@ type WebhookList struct {
 
 // Error types of the webhook updates (the API maps them to HTTP).
 const (
-	ErrTypeSubscriptionNotFound = "subscription_not_found"
-	ErrTypeTooManyWebhooks      = "too_many_webhooks"
-	ErrTypeIdempotencyMismatch  = "idempotency_key_mismatch"
+	ErrTypeSubscriptionNotFound = protocol.CodeSubscriptionNotFound
+	ErrTypeTooManyWebhooks      = protocol.CodeTooManyWebhooks
+	ErrTypeIdempotencyMismatch  = protocol.CodeIdempotencyMismatch
 )
 
 // WebhookDispatcher is a tenant's webhook registry and dispatcher (see the file
@@ -246,7 +247,7 @@ func (d *dispatcher) find(id string) int {
 func (d *dispatcher) validateRegister(reg WebhookRegistration) error {
 	s := reg.Subscription
 	if s.ID == "" || s.URL == "" || len(s.Events) == 0 {
-		return temporal.NewApplicationError("a subscription needs an id, a URL and events", "validation_error")
+		return temporal.NewApplicationError("a subscription needs an id, a URL and events", protocol.CodeValidation)
 	}
 	if i := d.find(s.ID); i >= 0 {
 		if d.in.Subscriptions[i].Digest != s.Digest {
@@ -457,5 +458,5 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (*activities
 		DeliveryWorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	_ = workflow.SignalExternalWorkflow(ctx, in.Dispatcher, "", webhookDeadLetterSignal, dl).Get(ctx, nil)
 	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("dead-lettered %s #%d of run %s for %s: %s",
-		in.Delivery.EventType, in.Delivery.Sequence, in.Delivery.RunID, in.Delivery.URL, msg), "webhook_dead_lettered", err)
+		in.Delivery.EventType, in.Delivery.Sequence, in.Delivery.RunID, in.Delivery.URL, msg), protocol.CodeWebhookDeadLettered, err)
 }

@@ -1,0 +1,53 @@
+package workflows
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestWorkflowCodeSpeaksNoHTTP reads the imports of the workflow code (this package's
+// non-test files) and of protocol: the workflow code refuses and fails with OpenWOP
+// codes and leaves HTTP statuses to the API (api/errors.go), so it does not import
+// net/http; protocol imports nothing.
+func TestWorkflowCodeSpeaksNoHTTP(t *testing.T) {
+	importsOf := func(dir string) map[string]bool {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no Go files in %s: %v", dir, err)
+		}
+		seen := map[string]bool{}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value) // the parser accepted it: it unquotes
+				seen[path] = true
+			}
+		}
+		return seen
+	}
+	workflows := importsOf(".")
+	if !workflows["go.temporal.io/sdk/workflow"] || !workflows["github.com/wop-dev/wop/protocol"] {
+		t.Fatalf("the imports of workflows do not read as expected: %v", workflows)
+	}
+	if workflows["net/http"] {
+		t.Errorf("workflows imports net/http; refuse with a protocol code and let api/errors.go pick the status")
+	}
+	if p := importsOf("../protocol"); len(p) != 0 {
+		t.Errorf("protocol imports %v; it imports nothing", p)
+	}
+}

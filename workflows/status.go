@@ -1,0 +1,112 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// refreshStatus derives the run status from the pending interrupts and child runs.
+func (r *runner) refreshStatus() {
+	if r.terminal || r.closing != "" {
+		return
+	}
+	if r.cancelReq != nil {
+		r.setStatus(StatusCancelling)
+		return
+	}
+	if len(r.pending) > 0 {
+		best := ""
+		for _, it := range r.pending {
+			s := statusForKind(it.Kind)
+			if best == "" || s == StatusWaitingExternal {
+				best = s
+			}
+		}
+		r.setStatus(best)
+		return
+	}
+	for _, c := range r.childRuns {
+		if strings.HasPrefix(c.Status, "waiting-") {
+			r.setStatus(c.Status)
+			return
+		}
+	}
+	if r.status != StatusPending || r.nextSeq() > 0 {
+		r.setStatus(StatusRunning)
+	}
+}
+
+// statusForKind maps an interrupt kind to the run status while it is pending.
+func statusForKind(kind string) string {
+	switch {
+	case kind == "approval", kind == "low-confidence", strings.HasPrefix(kind, "conversation"):
+		return StatusWaitingApproval
+	case kind == "external-event":
+		return StatusWaitingExternal
+	default:
+		return StatusWaitingInput
+	}
+}
+
+func (r *runner) setStatus(s string) {
+	changed := r.status != s
+	r.status = s
+	waitingOn := ""
+	if len(r.pending) > 0 && !r.terminal {
+		it := r.pending[len(r.pending)-1]
+		waitingOn = it.Kind + ":" + it.NodeID
+	}
+	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
+		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
+		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, r.pending, r.terminal)...)
+	}
+	if changed && r.in.ParentRunID != "" {
+		r.statusSeq++
+		cr := childStatus{RunID: r.in.RunID, Status: s, Seq: r.statusSeq}
+		dctx, _ := workflow.NewDisconnectedContext(r.ctx)
+		workflow.SignalExternalWorkflow(dctx, r.in.ParentRunID, "", childStatusSignal, cr)
+	}
+}
+
+func (r *runner) initSearchAttributes() {
+	upd := []temporal.SearchAttributeUpdate{SAWorkflowID.ValueSet(r.in.Definition.ID)}
+	if r.in.Owner.Tenant != "" {
+		upd = append(upd, SATenant.ValueSet(r.in.Owner.Tenant))
+	}
+	_ = workflow.UpsertTypedSearchAttributes(r.ctx, upd...)
+}
+
+// setDetails sets the workflow's current details (shown in the Temporal UI).
+func (r *runner) setDetails(text string) {
+	if text == r.details {
+		return
+	}
+	r.details = text
+	workflow.SetCurrentDetails(r.ctx, text)
+}
+
+// describePending renders the pending interrupts in words for current details.
+func (r *runner) describePending() {
+	if len(r.pending) == 0 {
+		r.setDetails("")
+		return
+	}
+	var b strings.Builder
+	for i, it := range r.pending {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "**Waiting on %s** at node `%s` (interrupt `%s`, key `%s`) since %s.", it.Kind, it.NodeID, it.InterruptID, it.Key, it.RequestedAt)
+		if it.ExpiresAt != "" {
+			fmt.Fprintf(&b, " Times out at %s.", it.ExpiresAt)
+		}
+		if it.describe != "" {
+			b.WriteString(" ")
+			b.WriteString(it.describe)
+		}
+	}
+	r.setDetails(b.String())
+}

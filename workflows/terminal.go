@@ -1,0 +1,156 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
+)
+
+// Cancellation, failure and Temporal status (a decision): the event log is the run's
+// source of truth, and its last event is run.completed, run.failed or run.cancelled.
+// Temporal's close status says the same, so operators can filter on it in the UI:
+//   - a completed run returns its final Snapshot (Temporal: Completed);
+//   - a failed run returns a non-retryable ApplicationError whose type is the OpenWOP
+//     error code and whose details are the final Snapshot (Temporal: Failed);
+//   - a cancelled run — by CancelSignal, or by Temporal cancellation (the UI's Cancel
+//     button, a parent's cascade) — returns a CanceledError whose details are the final
+//     Snapshot (Temporal: Canceled).
+// SnapshotFromError reads the Snapshot back from either error. Runs that ended before
+// this (without the closeStatusVersion marker) returned their Snapshot with a nil error
+// and show Completed; WopStatus is the filter that works for both.
+
+// closeStatusVersion is the workflow.GetVersion change id of failed and cancelled runs
+// closing as Failed and Canceled in Temporal rather than Completed.
+const closeStatusVersion = "close-status"
+
+// close returns the workflow's result for the final snapshot: the snapshot itself, or,
+// for a failed or cancelled run, the error that closes the execution with that status
+// and carries the snapshot.
+func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
+	if snap.Status != StatusFailed && snap.Status != StatusCancelled {
+		return snap, nil
+	}
+	if workflow.GetVersion(r.ctx, closeStatusVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return snap, nil
+	}
+	if snap.Status == StatusCancelled {
+		return nil, temporal.NewCanceledError(snap)
+	}
+	code, msg := protocol.CodeRunFailed, "the run failed"
+	if snap.Error != nil {
+		code, msg = orDefault(snap.Error.Code, code), orDefault(snap.Error.Message, msg)
+	}
+	return nil, temporal.NewNonRetryableApplicationError(msg, code, nil, snap)
+}
+
+// SnapshotFromError returns the final Snapshot a failed or cancelled run closed with
+// (see close), unwrapping a child workflow's error; ok is false for any other error.
+func SnapshotFromError(err error) (snap *Snapshot, ok bool) {
+	// Details decode into a *Snapshot: from payloads, and from the values the SDK's
+	// test environment keeps as they were (a *Snapshot).
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&snap) == nil && snap != nil && snap.Status == StatusFailed {
+		return snap, true
+	}
+	snap = nil
+	var ce *temporal.CanceledError
+	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&snap) == nil && snap != nil && snap.Status == StatusCancelled {
+		return snap, true
+	}
+	return nil, false
+}
+
+func (r *runner) durationMs() int64 {
+	d := workflow.Now(r.ctx).Sub(r.startedAt).Milliseconds()
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+// complete ends the run successfully.
+func (r *runner) complete() (*Snapshot, error) {
+	outs := map[string]json.RawMessage{}
+	// The run's outputs are the outputs of its sink nodes (no outgoing edge).
+	hasOut := map[string]bool{}
+	for _, e := range r.in.Definition.Edges {
+		hasOut[e.SourceNodeID] = true
+	}
+	for _, rec := range r.nodes {
+		if rec.State == "completed" && !hasOut[rec.NodeID] {
+			for _, k := range mapkeys.Sorted(rec.Outputs) {
+				outs[k] = rec.Outputs[k]
+			}
+		}
+	}
+	r.emit(EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
+	return r.finish(StatusCompleted)
+}
+
+// fail ends the run as failed.
+func (r *runner) fail(nodeID string, e RunError) (*Snapshot, error) {
+	r.err = &e
+	r.failedNode = nodeID
+	p := map[string]any{"error": e, "durationMs": r.durationMs()}
+	if nodeID != "" {
+		p["failedNodeId"] = nodeID
+	}
+	r.emit(EvRunFailed, "", p, r.lastEventIDAny())
+	return r.finish(StatusFailed)
+}
+
+// cancelled ends the run as cancelled: pending interrupts are invalidated, the running
+// node gets node.cancelled, and run.cancelled is the last event. It runs on a
+// disconnected context so it completes after a Temporal cancellation too.
+func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
+	dctx, _ := workflow.NewDisconnectedContext(r.ctx)
+	r.ctx = dctx
+	req := r.cancelReq
+	if req == nil {
+		req = &CancelRequest{Reason: "cancelled"}
+		r.cancelReq = req
+	}
+	for _, it := range r.pending {
+		it.cancelTimer()
+	}
+	r.pending = nil
+	if nodeID != "" {
+		if rec := r.record(nodeID); rec != nil && rec.State == "running" {
+			rec.State = "cancelled"
+			r.emit(EvNodeCancelled, nodeID, map[string]any{"nodeId": nodeID, "reason": req.Reason}, "")
+		}
+	}
+	p := map[string]any{"reason": req.Reason, "durationMs": r.durationMs()}
+	if req.CancelledBy != "" {
+		p["cancelledBy"] = req.CancelledBy
+	}
+	if req.Reason == "parent-cancelled" && r.in.ParentRunID != "" {
+		p["parentRunId"] = r.in.ParentRunID
+	}
+	r.emit(EvRunCancelled, "", p, r.lastEventIDAny())
+	return r.finish(StatusCancelled)
+}
+
+func (r *runner) lastEventIDAny() string { return r.lastID }
+
+func (r *runner) finish(status string) (*Snapshot, error) {
+	// The terminal event is written; while Temporal takes the last webhook notices the
+	// run already reads as ended (snapshot, events, resolve checks), and the commands
+	// that close it follow.
+	r.closing = status
+	r.completedAt = formatTime(workflow.Now(r.ctx))
+	r.flushNotices()
+	r.terminal = true
+	r.pending = nil
+	r.currentNode = ""
+	r.setStatus(status)
+	r.setDetails("")
+	r.refuseQueued()
+	r.countRunEnded(status)
+	return r.snapshot(), nil
+}
