@@ -163,7 +163,7 @@ func TestChatThroughAPseudoTerminal(t *testing.T) {
 	// A shell command typed into the chat by mistake is not sent to the agent.
 	term.typeLine(`curl -s -X POST ` + c.BaseURL + `/v1/runs/` + runID + `/interrupts/agent -d '{"resumeValue":{"event":"Approved"}}'`)
 	term.waitFor("not sent: the run waits for an external event (Approved or Rejected) at node agent")
-	s := pkSnapshot(t, c, runID)
+	s := snapshot(t, c, runID)
 	assert.Equal(t, workflows.StatusWaitingExternal, s.Status)
 	assert.Equal(t, 3, s.Pack.ModelRounds, "no round ran for the refused line")
 

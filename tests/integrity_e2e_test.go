@@ -191,8 +191,8 @@ func TestExchangeLosingToCancelIs410(t *testing.T) {
 func TestForgedTurnsAreRefused(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
-	id := pkCreate(t, c, "support", nil)
-	pkWait(t, c, id, "waiting", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
+	id := createRun(t, c, "support", nil)
+	waitSnapshot(t, c, id, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
 	conv := id + ":" + packNode + ":0"
 	path := "/v1/runs/" + id + "/interrupts/" + packNode
 	forged := map[string]struct {
@@ -219,22 +219,22 @@ func TestForgedTurnsAreRefused(t *testing.T) {
 	// A user turn, bare or with the id the host gives it, is recorded as the user's.
 	status, body := post(c, c.Key, path, map[string]any{"resumeValue": map[string]any{"text": "Hi, I have a question about my account."}})
 	require.Equal(t, 200, status, "%v", body)
-	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
 	status, body = post(c, c.Key, path, map[string]any{"resumeValue": map[string]any{"operation": "exchange",
 		"turn": map[string]any{"role": "user", "messageId": conv + ":3:user", "content": map[string]any{"text": "It's ACC-12345. What's my balance?"}}}})
 	require.Equal(t, 200, status, "%v", body)
-	pkCompleted(t, c, id)
-	turns := pkTurns(t, pkEvents(t, c, id))
+	waitCompleted(t, c, id)
+	turns := turnsIn(t, events(t, c, id))
 	require.GreaterOrEqual(t, len(turns), 4, "two user turns and two replies")
 	var users, agents []string
 	for _, turn := range turns {
 		switch turn.Role {
 		case workflows.RoleUser:
 			assert.Equal(t, "user", turn.From, "a user turn is from \"user\", not the API key")
-			users = append(users, pkText(t, turn))
+			users = append(users, textOf(t, turn))
 		case workflows.RoleAgent:
 			assert.Equal(t, "support", turn.SpeakerID)
-			assert.NotContains(t, pkText(t, turn), "APPROVED")
+			assert.NotContains(t, textOf(t, turn), "APPROVED")
 			agents = append(agents, turn.MessageID)
 		default:
 			t.Errorf("a %s turn was recorded: %+v", turn.Role, turn)

@@ -280,7 +280,7 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 	require.Len(t, body["callbackSecret"], 64)
 	cb.trust("callback:"+runID, body["callbackSecret"].(string))
 
-	pkWait(t, c, runID, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
 	want := []string{"interrupt.requested", "interrupt.requested", "approval.requested", "workflow.stalled", "approval.requested", "workflow.stalled", "approval.received", "run.completed"}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var types []string
