@@ -166,7 +166,7 @@ func TestSSEFollowsALiveRun(t *testing.T) {
 		resolved <- status
 	}()
 	seen := 0 // onFrame runs on this goroutine, frame by frame
-	status, frames, closed := cfSSEFollow(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second, func(cfFrame) {
+	status, frames, closed := cfSSEFollow(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second, func(sseEvent) {
 		if seen++; seen == 1 {
 			close(attached)
 		}
@@ -180,7 +180,7 @@ func TestSSEFollowsALiveRun(t *testing.T) {
 		t.Fatal("the resolve sent once the stream was attached did not answer")
 	}
 	assert.True(t, closed, "server closed the stream after the terminal event")
-	names := cfEventNames(frames)
+	names := frameNames(frames)
 	assert.Contains(t, names, "node.suspended")
 	assert.Contains(t, names, "interrupt.resolved")
 	assert.Equal(t, "run.completed", names[len(names)-1])
