@@ -134,17 +134,6 @@ func agCancel(t *testing.T, c *apiClient, id string) map[string]any {
 	return body
 }
 
-// agEnded waits until the run's log ends with its terminal event and returns the log.
-func agEnded(t *testing.T, c *apiClient, id string) []workflows.Event {
-	t.Helper()
-	var evs []workflows.Event
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		evs = events(t, c, id)
-		assert.True(ct, len(evs) > 0 && isTerminalType(evs[len(evs)-1].Type), "run %s has not ended", id)
-	}, 30*time.Second, 50*time.Millisecond)
-	return evs
-}
-
 // TestAgentLoopStopsAtTheHostLimit: one message into a loop the pack does not bound
 // runs 25 model rounds (the default WOP_MAX_ROUNDS_PER_TURN), then ends as an
 // exhausted budget does.
@@ -152,7 +141,7 @@ func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
 	id := createRun(t, c, "agent-spin", map[string]any{"message": "go"})
-	evs := agEnded(t, c, id)
+	evs := waitEnded(t, c, id, 30*time.Second)
 	require.Equal(t, workflows.EvRunFailed, evs[len(evs)-1].Type)
 	require.Len(t, ofType(evs, "provider.usage"), engine.DefaultHostMaxRoundsPerTurn)
 	caps := ofType(evs, "cap.breached")
@@ -187,7 +176,7 @@ func TestAgentCancelBetweenSlowRounds(t *testing.T) {
 	body := agCancel(t, c, id)
 	atCancel := slow.started(id)
 	require.Contains(t, []any{workflows.StatusCancelling, workflows.StatusCancelled}, body["status"])
-	evs := agEnded(t, c, id)
+	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent; %d rounds started before it, %d after", time.Since(cancelledAt).Round(time.Millisecond), atCancel, slow.started(id)-atCancel)
 	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
 	require.LessOrEqual(t, slow.started(id), atCancel+1, "at most one round started after the cancel was accepted")
@@ -216,7 +205,7 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	require.Equal(t, 1, block.started(id))
 	cancelledAt := time.Now()
 	agCancel(t, c, id)
-	evs := agEnded(t, c, id)
+	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent", time.Since(cancelledAt).Round(time.Millisecond))
 	require.Equal(t, []string{workflows.EvNodeCancelled, workflows.EvRunCancelled}, []string{evs[len(evs)-2].Type, evs[len(evs)-1].Type})
 	require.Empty(t, ofType(evs, "provider.usage"))

@@ -153,32 +153,14 @@ func TestSSEFollowsALiveRun(t *testing.T) {
 	cfWaitStatus(t, c, id, "waiting-approval")
 	// Resolve only once the stream is attached (its first frame has arrived), so the
 	// events after the resolve can reach the reader only by following the run live.
-	attached := make(chan struct{})
-	resolved := make(chan int, 1)
-	go func() {
-		select {
-		case <-attached:
-		case <-time.After(20 * time.Second):
-			return
-		}
+	status, frames, closed, resolved := cfFollowAndResolve(t, c, "/v1/runs/"+id+"/events?streamMode=updates", 20*time.Second, func() int {
 		status, _, _ := c.doRaw(http.MethodPost, "/v1/runs/"+id+"/interrupts/gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}},
 			map[string]string{"Authorization": "Bearer " + c.Key})
-		resolved <- status
-	}()
-	seen := 0 // onFrame runs on this goroutine, frame by frame
-	status, frames, closed := cfSSEFollow(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second, func(sseEvent) {
-		if seen++; seen == 1 {
-			close(attached)
-		}
+		return status
 	})
 	require.Equal(t, 200, status)
 	require.NotEmpty(t, frames, "the stream of a waiting run sends its events so far")
-	select {
-	case st := <-resolved:
-		assert.Equal(t, http.StatusOK, st, "the resolve sent once the stream was attached")
-	case <-time.After(20 * time.Second):
-		t.Fatal("the resolve sent once the stream was attached did not answer")
-	}
+	assert.Equal(t, http.StatusOK, resolved, "the resolve sent once the stream was attached")
 	assert.True(t, closed, "server closed the stream after the terminal event")
 	names := frameNames(frames)
 	assert.Contains(t, names, "node.suspended")

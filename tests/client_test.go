@@ -188,6 +188,19 @@ func waitEvents(t *testing.T, c *apiClient, id string, within time.Duration, wha
 	return waitFor(t, within, "run "+id+" "+what, func() []event { return events(t, c, id) }, ok)
 }
 
+// isTerminalType reports whether an event type ends a run.
+func isTerminalType(typ string) bool {
+	return typ == "run.completed" || typ == "run.failed" || typ == "run.cancelled"
+}
+
+// waitEnded waits until the run's log ends with its terminal event and returns the log.
+func waitEnded(t *testing.T, c *apiClient, id string, within time.Duration) []event {
+	t.Helper()
+	return waitEvents(t, c, id, within, "ended", func(evs []event) bool {
+		return len(evs) > 0 && isTerminalType(evs[len(evs)-1].Type)
+	})
+}
+
 // ---- the one SSE reader ----
 
 // sseEvent is one frame of an SSE stream; ID is empty for a frame without an id line.

@@ -830,6 +830,21 @@ func cfSSEFollow(t *testing.T, c *apiClient, path string, hdr map[string]string,
 	return s.Status, frames, closedByServer
 }
 
+// cfFollowAndResolve reads the SSE stream at path (cfSSEFollow) and, once its first
+// frame has arrived (the stream is attached), calls resolve, so what the resolve causes
+// can reach the reader only by following the run live. It returns what cfSSEFollow
+// returns and resolve's status (0 when no frame came).
+func cfFollowAndResolve(t *testing.T, c *apiClient, path string, maxWait time.Duration, resolve func() int) (int, []sseEvent, bool, int) {
+	t.Helper()
+	resolved := 0
+	status, frames, closed := cfSSEFollow(t, c, path, nil, maxWait, func(sseEvent) {
+		if resolved == 0 {
+			resolved = resolve()
+		}
+	})
+	return status, frames, closed, resolved
+}
+
 func TestConformanceStreamModes(t *testing.T) {
 	c := startStack(t)
 	run := func() string { return cfCreate(t, c, "conformance-delay", map[string]any{"delayMs": 1000}) }

@@ -58,10 +58,6 @@ func startFaultStack(t *testing.T, dataDir string) *apiClient {
 
 // ---- the event log and its check ----
 
-func isTerminalType(typ string) bool {
-	return typ == "run.completed" || typ == "run.failed" || typ == "run.cancelled"
-}
-
 // logCheck says what a log must show besides the invariants every log has.
 type logCheck struct {
 	// Accepted are the texts of the user turns the API accepted. Ordered: they must
@@ -248,9 +244,7 @@ func (fc *faultConv) close() []event {
 
 func (fc *faultConv) waitTerminal(within time.Duration) []event {
 	fc.t.Helper()
-	return waitEvents(fc.t, fc.c, fc.runID, within, "terminal event", func(evs []event) bool {
-		return len(evs) > 0 && isTerminalType(evs[len(evs)-1].Type)
-	})
+	return waitEnded(fc.t, fc.c, fc.runID, within)
 }
 
 // countAgentTurns counts the agent turns among the conversation.exchanged events.

@@ -218,17 +218,12 @@ func TestValuesStreamIdsGrow(t *testing.T) {
 	c := startStack(t)
 	id := cfCreate(t, c, "conformance-approval", nil)
 	cfWaitStatus(t, c, id, "waiting-approval")
-	frames := make(chan []sseEvent, 1)
-	go func() {
-		_, fs, _ := cfSSE(t, c, "/v1/runs/"+id+"/events?streamMode=values", nil, 30*time.Second)
-		frames <- fs
-	}()
 	// Resolve once the stream has sent its first frame (the run is then followed).
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+	_, got, _, resolved := cfFollowAndResolve(t, c, "/v1/runs/"+id+"/events?streamMode=values", 30*time.Second, func() int {
 		status, _ := cfResolve(t, c, c.Key, id, "gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}})
-		assert.Equal(ct, 200, status)
-	}, 10*time.Second, 200*time.Millisecond)
-	got := <-frames
+		return status
+	})
+	require.Equal(t, 200, resolved, "the resolve sent once the stream was attached")
 	require.NotEmpty(t, got)
 	prev := int64(-1)
 	for _, f := range got {
