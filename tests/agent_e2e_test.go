@@ -159,7 +159,7 @@ func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	require.Equal(t, workflows.StatusFailed, s.Status)
 	require.Equal(t, "loop_limit_exceeded", s.Error.Code)
 	require.Equal(t, engine.DefaultHostMaxRoundsPerTurn, s.Pack.ModelRounds)
-	pkReplay(t, c, id, "turn-limit")
+	replayHistory(t, c, id, "pack-turn-limit")
 }
 
 // TestAgentCancelBetweenSlowRounds: a loop on a model that takes 300 ms a round, cancelled
@@ -217,7 +217,7 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond)
 	t.Logf("the provider call saw the cancel %s after it was sent", time.Since(cancelledAt).Round(time.Millisecond))
 	require.Equal(t, 1, block.started(id), "no round after the cancelled one")
-	pkReplay(t, c, id, "cancel-in-flight")
+	replayHistory(t, c, id, "pack-cancel-in-flight")
 }
 
 // agResolve posts a resolve body as it is and returns status and body.
@@ -275,7 +275,7 @@ func TestAgentEventRouting(t *testing.T) {
 	}
 	require.Equal(t, []string{"hi", "What would you like to order?", "order 7, please submit", "Submitting your order.",
 		"any news?", "Your order is under review.", "Approved, all done."}, texts, "no refused event became a chat turn")
-	pkReplay(t, c, id, "hybrid-events")
+	replayHistory(t, c, id, "pack-hybrid-events")
 }
 
 // TestAgentTerminatedRun: a run terminated through the Temporal client reads as
@@ -329,15 +329,7 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(packs, f), b, 0o644))
 	}
-	key := randomHex(16)
-	opts := harnessOptions(filepath.Join(dir, "data"), key)
-	opts.Worker.PacksDir = packs
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	require.NoError(t, err)
-	t.Cleanup(st.Stop)
-	c := newAPIClient(t, st, key)
+	c := startPrivateStack(t, stackOptions{DataDir: filepath.Join(dir, "data"), PacksDir: packs})
 
 	src := createRun(t, c, "agent-route", map[string]any{"message": "my invoice is wrong"})
 	srcSnap := waitCompleted(t, c, src)
@@ -374,7 +366,7 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 		forkTypes = append(forkTypes, e.Type)
 	}
 	require.Equal(t, srcTypes, forkTypes, "the fork folds the source's events in their order")
-	pkReplay(t, c, fork, "fork-recorded-pack")
+	replayHistory(t, c, fork, "pack-fork-recorded-pack")
 
 	// A new run takes the pack as it is now.
 	now := createRun(t, c, "agent-route", map[string]any{"message": "my invoice is wrong"})

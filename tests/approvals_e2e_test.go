@@ -180,7 +180,7 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
 	require.Equal(t, "accept", p["action"])
 	require.Equal(t, "test", p["decidedBy"], "the decider is the authenticated key")
-	pkReplay(t, c, id, "tool-approval-accept")
+	replayHistory(t, c, id, "pack-tool-approval-accept")
 }
 
 // TestToolApprovalRejectE2E: a rejected payment never reaches the endpoint; the model
@@ -202,7 +202,7 @@ func TestToolApprovalRejectE2E(t *testing.T) {
 
 	turns := turnsIn(t, events(t, c, id))
 	require.Equal(t, "I will pay INV-7.\n\nThe payment of INV-7 was rejected, it was paid last week.", textOf(t, turns[1]))
-	pkReplay(t, c, id, "tool-approval-reject")
+	replayHistory(t, c, id, "pack-tool-approval-reject")
 }
 
 // TestToolApprovalEditAcceptE2E: edited arguments that break the tool's parameter
@@ -264,7 +264,7 @@ func TestToolApprovalExpiryE2E(t *testing.T) {
 	at, err := time.Parse(time.RFC3339Nano, rec[0].Timestamp)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, at.Sub(first), 6*time.Second, "not before the deadline")
-	pkReplay(t, c, id, "tool-approval-expiry")
+	replayHistory(t, c, id, "pack-tool-approval-expiry")
 }
 
 // TestToolApprovalSurvivesKill9E2E builds the wop binary and runs `wop dev` serving the

@@ -10,8 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/wop-dev/wop/workflows"
 )
@@ -64,33 +58,6 @@ func sayTo(t *testing.T, c *apiClient, id, text string) {
 	t.Helper()
 	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"text": text}})
 	require.True(t, status >= 200 && status < 300, "send %q: %d %v", text, status, body)
-}
-
-// pkReplay fetches the run's Temporal history and replays it against the current
-// workflow code: the pack node must make the same decisions again (determinism). With
-// WOP_RECORD_HISTORIES=1 it also writes the history to
-// workflows/testdata/pack-<name>.0.history.json, where
-// workflows.TestReplayRecordedHistories replays it on every test run.
-func pkReplay(t *testing.T, c *apiClient, id, name string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	it := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	hist := &historypb.History{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		hist.Events = append(hist.Events, ev)
-	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
-	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of run %s (%d history events)", id, len(hist.Events))
-	if os.Getenv("WOP_RECORD_HISTORIES") == "1" {
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)
-		require.NoError(t, err)
-		file := filepath.Join("..", "workflows", "testdata", "pack-"+name+".0.history.json")
-		require.NoError(t, os.WriteFile(file, b, 0o644))
-	}
 }
 
 // TestPackSupportConversationE2E is the worked example of promptpack-workflow.md §14 over
@@ -146,7 +113,7 @@ func TestPackSupportConversationE2E(t *testing.T) {
 		}
 	}
 	require.Equal(t, 10, summaries, "6 model rounds, 2 tool calls and the 2 routings of them")
-	pkReplay(t, c, id, "support")
+	replayHistory(t, c, id, "pack-support")
 }
 
 // TestPackRefundExternalEventE2E files a refund, waits in the external state, and lets
@@ -183,7 +150,7 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	turns := turnsIn(t, events(t, c, id))
 	last := textOf(t, turns[len(turns)-1])
 	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
-	pkReplay(t, c, id, "refund-approval")
+	replayHistory(t, c, id, "pack-refund-approval")
 }
 
 // TestPackCodeFixLoopE2E runs RFC 0014 Example 2: every state is control: agent, so after
@@ -208,7 +175,7 @@ func TestPackCodeFixLoopE2E(t *testing.T) {
 	require.NotEmpty(t, textOf(t, turns[3]))
 	require.Len(t, ofType(evs, "agent.handoff"), s.Pack.TotalVisits-1, "one handoff per transition")
 	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
-	pkReplay(t, c, id, "code-fix")
+	replayHistory(t, c, id, "pack-code-fix")
 }
 
 // TestPackSurvivesWorkerRestartE2E stops the worker mid-conversation and signals the next

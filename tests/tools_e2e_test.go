@@ -294,7 +294,7 @@ func TestToolActivityBindingE2E(t *testing.T) {
 	}
 	require.Equal(t, 1, markers, "one RouteTools per tool batch")
 	require.Equal(t, 2, scheduled)
-	pkReplay(t, c, id, "tools-activity")
+	replayHistory(t, c, id, "pack-tools-activity")
 }
 
 // TestToolMCPBindingE2E serves search_docs from an MCP server over stdio (this test
