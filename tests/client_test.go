@@ -31,9 +31,22 @@ type event = workflows.Event
 // 200 and returns the body.
 func getJSON(t *testing.T, c *apiClient, path string) []byte {
 	t.Helper()
-	status, _, raw := c.doRaw(http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
-	require.Equal(t, http.StatusOK, status, "GET %s: %s", path, raw)
+	raw, ok := tryGetJSON(t, c, path)
+	require.True(t, ok, "GET %s: %s", path, raw)
 	return raw
+}
+
+// tryGetJSON is getJSON that answers ok false for a 503 (Temporal answered late on a
+// busy machine, and a client reads again) instead of failing the test; the waits read
+// with it.
+func tryGetJSON(t *testing.T, c *apiClient, path string) (raw []byte, ok bool) {
+	t.Helper()
+	status, _, raw := c.doRaw(http.MethodGet, path, nil, map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
+	if status == http.StatusServiceUnavailable {
+		return raw, false
+	}
+	require.Equal(t, http.StatusOK, status, "GET %s: %s", path, raw)
+	return raw, true
 }
 
 // snapshotJSON reads GET /v1/runs/{id}: the run's snapshot as sent.
@@ -45,7 +58,11 @@ func snapshotJSON(t *testing.T, c *apiClient, id string) []byte {
 // snapshot reads and decodes the run's snapshot.
 func snapshot(t *testing.T, c *apiClient, id string) workflows.Snapshot {
 	t.Helper()
-	raw := snapshotJSON(t, c, id)
+	return decodeSnapshot(t, snapshotJSON(t, c, id))
+}
+
+func decodeSnapshot(t *testing.T, raw []byte) workflows.Snapshot {
+	t.Helper()
 	var s workflows.Snapshot
 	require.NoError(t, json.Unmarshal(raw, &s), "snapshot: %s", raw)
 	return s
@@ -61,11 +78,15 @@ func eventsJSON(t *testing.T, c *apiClient, id string) []byte {
 // events reads and decodes the run's whole event log.
 func events(t *testing.T, c *apiClient, id string) []event {
 	t.Helper()
-	raw := eventsJSON(t, c, id)
+	return decodeEvents(t, eventsJSON(t, c, id))
+}
+
+func decodeEvents(t *testing.T, raw []byte) []event {
+	t.Helper()
 	var page struct {
 		Events []event `json:"events"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &page), "events of %s: %s", id, raw)
+	require.NoError(t, json.Unmarshal(raw, &page), "events: %s", raw)
 	return page.Events
 }
 
@@ -170,22 +191,43 @@ func describe(v any) string {
 			return "no snapshot"
 		}
 		return describe(*v)
-	case []event:
-		return fmt.Sprint(types(v))
+	case *[]event:
+		if v == nil {
+			return "no event log"
+		}
+		return fmt.Sprint(types(*v))
 	}
 	return fmt.Sprintf("%+v", v)
 }
 
-// waitSnapshot reads the run's snapshot until ok holds and returns it.
+// waitSnapshot reads the run's snapshot until ok holds and returns it (a 503 is read
+// again).
 func waitSnapshot(t *testing.T, c *apiClient, id string, within time.Duration, what string, ok func(workflows.Snapshot) bool) workflows.Snapshot {
 	t.Helper()
-	return waitFor(t, within, "run "+id+" "+what, func() workflows.Snapshot { return snapshot(t, c, id) }, ok)
+	s := waitFor(t, within, "run "+id+" "+what, func() *workflows.Snapshot {
+		raw, answered := tryGetJSON(t, c, "/v1/runs/"+id)
+		if !answered {
+			return nil
+		}
+		s := decodeSnapshot(t, raw)
+		return &s
+	}, func(s *workflows.Snapshot) bool { return s != nil && ok(*s) })
+	return *s
 }
 
-// waitEvents reads the run's event log until ok holds and returns it.
+// waitEvents reads the run's event log until ok holds and returns it (a 503 is read
+// again).
 func waitEvents(t *testing.T, c *apiClient, id string, within time.Duration, what string, ok func([]event) bool) []event {
 	t.Helper()
-	return waitFor(t, within, "run "+id+" "+what, func() []event { return events(t, c, id) }, ok)
+	evs := waitFor(t, within, "run "+id+" "+what, func() *[]event {
+		raw, answered := tryGetJSON(t, c, "/v1/runs/"+id+"/events")
+		if !answered {
+			return nil
+		}
+		evs := decodeEvents(t, raw)
+		return &evs
+	}, func(evs *[]event) bool { return evs != nil && ok(*evs) })
+	return *evs
 }
 
 // isTerminalType reports whether an event type ends a run.
@@ -287,18 +329,28 @@ func (s *sseStream) until(t *testing.T, within time.Duration, what string, match
 	var got []sseEvent
 	deadline := time.After(within)
 	for {
-		select {
-		case ev, ok := <-s.C:
-			if !ok {
-				t.Fatalf("the stream ended before %s; got %s", what, frameNames(got))
-			}
-			got = append(got, ev)
-			if match(ev) {
-				return got
-			}
-		case <-deadline:
+		ev, ok, timedOut := s.next(deadline)
+		switch {
+		case timedOut:
 			t.Fatalf("no %s within %s; got %s", what, within, frameNames(got))
+		case !ok:
+			t.Fatalf("the stream ended before %s; got %s", what, frameNames(got))
 		}
+		got = append(got, ev)
+		if match(ev) {
+			return got
+		}
+	}
+}
+
+// next waits for the stream's next frame until deadline fires: ok is false when the
+// stream has ended, timedOut true when deadline fired first.
+func (s *sseStream) next(deadline <-chan time.Time) (ev sseEvent, ok, timedOut bool) {
+	select {
+	case ev, ok = <-s.C:
+		return ev, ok, false
+	case <-deadline:
+		return sseEvent{}, false, true
 	}
 }
 
@@ -309,21 +361,20 @@ func (s *sseStream) rest(within time.Duration, onFrame func(sseEvent)) ([]sseEve
 	var got []sseEvent
 	deadline := time.After(within)
 	for {
-		select {
-		case ev, ok := <-s.C:
-			if !ok {
-				return got, true
-			}
-			got = append(got, ev)
-			if onFrame != nil {
-				onFrame(ev)
-			}
-		case <-deadline:
+		ev, ok, timedOut := s.next(deadline)
+		switch {
+		case timedOut:
 			s.Close()
 			for ev := range s.C {
 				got = append(got, ev)
 			}
 			return got, false
+		case !ok:
+			return got, true
+		}
+		got = append(got, ev)
+		if onFrame != nil {
+			onFrame(ev)
 		}
 	}
 }

@@ -203,7 +203,14 @@ func cfTerminal(s map[string]any) bool {
 // 250 ms with a 10 s bound).
 func cfWait(t *testing.T, c *apiClient, id string, within time.Duration, what string, pred func(map[string]any) bool) map[string]any {
 	t.Helper()
-	return waitFor(t, within, "run "+id+" "+what, func() map[string]any { return cfSnapshot(t, c, id) }, pred)
+	return waitFor(t, within, "run "+id+" "+what, func() map[string]any {
+		raw, answered := tryGetJSON(t, c, "/v1/runs/"+id)
+		if !answered {
+			return nil // a 503 is read again
+		}
+		cfValidate(t, "run-snapshot.schema.json", raw)
+		return cfObj(t, raw)
+	}, func(s map[string]any) bool { return s != nil && pred(s) })
 }
 
 func cfWaitTerminal(t *testing.T, c *apiClient, id string) map[string]any {

@@ -29,7 +29,6 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
-	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -45,15 +44,7 @@ const faultNode = "agent"
 // memory.
 func startFaultStack(t *testing.T, dataDir string) *apiClient {
 	t.Helper()
-	key := randomHex(16)
-	opts := harnessOptions(dataDir, key)
-	opts.Worker.PacksDir = faultPacksDir
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	require.NoError(t, err, "start the fault stack")
-	t.Cleanup(st.Stop)
-	return newAPIClient(t, st, key)
+	return startPrivateStack(t, stackOptions{DataDir: dataDir, PacksDir: faultPacksDir})
 }
 
 // ---- the event log and its check ----
@@ -357,15 +348,14 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 		t.Helper()
 		deadline := time.After(within)
 		for !until() {
-			select {
-			case f, ok := <-stream.C:
-				if !ok {
-					t.Fatalf("stream: ended early; frames so far: %d", len(got))
-				}
-				keep(f)
-			case <-deadline:
+			f, ok, timedOut := stream.next(deadline)
+			switch {
+			case timedOut:
 				t.Fatalf("stream: timed out; frames so far: %d", len(got))
+			case !ok:
+				t.Fatalf("stream: ended early; frames so far: %d", len(got))
 			}
+			keep(f)
 		}
 	}
 	agentFrames := func() int {
@@ -388,15 +378,15 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 	cancel()
 	// The first connection ends with the API; keep what it delivered.
 	ended := time.After(10 * time.Second)
-	for open := true; open; {
-		select {
-		case f, ok := <-stream.C:
-			if open = ok; ok {
-				keep(f)
-			}
-		case <-ended:
+	for {
+		f, ok, timedOut := stream.next(ended)
+		if timedOut {
 			t.Fatal("the event stream did not end when the API stopped")
 		}
+		if !ok {
+			break
+		}
+		keep(f)
 	}
 	require.NotEmpty(t, got, "frames before the restart")
 	// Let the reply land while no API runs.
