@@ -169,19 +169,11 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	t.Logf("%d turns, %d events, %d executions in %s", len(sent), len(evs), len(carried)+1, time.Since(start).Round(time.Second))
 }
 
-// longWaitTurns waits until the conversation has the replies to n user turns. A busy
-// machine may make Temporal answer a read late (503): the wait reads again.
+// longWaitTurns waits until the conversation has the replies to n user turns.
 func longWaitTurns(t *testing.T, c *apiClient, id string, n int) {
 	t.Helper()
-	waitFor(t, 3*time.Minute, fmt.Sprintf("run %s with the replies to %d turns", id, n), func() *workflows.Snapshot {
-		status, raw := longGet(t, c, "/v1/runs/"+id, map[string]string{"Authorization": "Bearer " + c.Key})
-		var s workflows.Snapshot
-		if status != http.StatusOK || json.Unmarshal(raw, &s) != nil {
-			return nil
-		}
-		return &s
-	}, func(s *workflows.Snapshot) bool {
-		return s != nil && len(s.Conversations) == 1 && s.Conversations[0].TurnCount == 1+2*n
+	waitSnapshot(t, c, id, 3*time.Minute, fmt.Sprintf("with the replies to %d turns", n), func(s workflows.Snapshot) bool {
+		return len(s.Conversations) == 1 && s.Conversations[0].TurnCount == 1+2*n
 	})
 }
 
@@ -198,8 +190,7 @@ func longSnapshot(t *testing.T, c *apiClient, id string) workflows.Snapshot {
 // longWaitStatus waits until the run has the status.
 func longWaitStatus(t *testing.T, c *apiClient, id, status string) {
 	t.Helper()
-	waitFor(t, time.Minute, "run "+id+" "+status, func() workflows.Snapshot { return longSnapshot(t, c, id) },
-		func(s workflows.Snapshot) bool { return s.Status == status })
+	waitSnapshot(t, c, id, time.Minute, status, func(s workflows.Snapshot) bool { return s.Status == status })
 }
 
 // longGet sends a GET as a client that reads again after a 503 (Temporal answered
