@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/packs"
@@ -83,6 +84,9 @@ type fakeRun struct {
 	// closed, when set, is the event that closed the run in Temporal (signals then
 	// fail NotFound).
 	closed *historypb.HistoryEvent
+	// update, when set, answers the resolve update (with the fake's lock held), as a
+	// worker with the handler does; nil rejects it as an unknown update.
+	update func(r *fakeRun, updateID string, u workflows.ResolveUpdateRequest) (workflows.ResolveUpdateResult, error)
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -225,6 +229,21 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 			}, nil
 		}).Maybe()
 	mc.On("CheckHealth", mock.Anything, mock.Anything).Return(&client.CheckHealthResponse{}, nil).Maybe()
+	// The fake runs answer resolves the way a worker without the resolve update does:
+	// they reject it as unknown, and the API validates and signals.
+	// A run with update set answers with it instead.
+	mc.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
+		return o.UpdateName == workflows.ResolveUpdate
+	})).Return(func(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+		r := ft.get(o.WorkflowID)
+		if r == nil || r.update == nil {
+			return nil, unknownUpdateErr(workflows.ResolveUpdate)
+		}
+		ft.mu.Lock()
+		res, err := r.update(r, o.UpdateID, o.Args[0].(workflows.ResolveUpdateRequest))
+		ft.mu.Unlock()
+		return fakeUpdateHandle{res: res, err: err}, nil
+	}).Maybe()
 	return ft, mc
 }
 
@@ -590,4 +609,27 @@ func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsP
 		page.Terminal = isTerminalEvent(ev.Type)
 	}
 	return page
+}
+
+// unknownUpdateErr is a worker's rejection of an update it has no handler for, as the
+// client returns it.
+func unknownUpdateErr(name string) error {
+	return temporal.NewApplicationError(fmt.Sprintf("unknown update %s. KnownUpdates=[]", name), "")
+}
+
+// fakeUpdateHandle is a completed update: its result or its failure.
+type fakeUpdateHandle struct {
+	res workflows.ResolveUpdateResult
+	err error
+}
+
+func (h fakeUpdateHandle) WorkflowID() string { return "" }
+func (h fakeUpdateHandle) RunID() string      { return "" }
+func (h fakeUpdateHandle) UpdateID() string   { return "" }
+func (h fakeUpdateHandle) Get(_ context.Context, ptr any) error {
+	if h.err != nil {
+		return h.err
+	}
+	*ptr.(*workflows.ResolveUpdateResult) = h.res
+	return nil
 }

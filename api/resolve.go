@@ -12,6 +12,11 @@ package api
 //     applied it, the run's 409/410/4xx when it refused it (a concurrent resolve or a
 //     cancel won), however many API processes sent requests at once.
 //
+// Where the run's worker has the resolve update, the three are one Temporal call: its
+// validator is step 1, its handler steps 2 and 3 (resolve_update.go). The query, the
+// signal and the outcome watch remain for workers without it and for what the update
+// leaves open.
+//
 // If no outcome arrives within Guards.ResolveWait (10 s by default) — the run is busy,
 // e.g. in a long model round, and takes requests in turn — the request is not lost:
 // Temporal holds it. The answer is 202 {status: "queued", idempotencyKey}, and
@@ -70,8 +75,9 @@ func resolveRequestID(tenant, runID, nodeID, key string) string {
 	return workflows.IdempotentRequestPrefix + hex.EncodeToString(sum[:16])
 }
 
-// resolve validates a resolve with the run's own query, signals it, and answers with
-// the outcome the run records (see the top of this file).
+// resolve sends a resolve as the run's update, or validates it with the run's own
+// query and signals it, and answers with the outcome the run records (see the top of
+// this file).
 func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *resolveBody, via string) error {
 	if len(rb.ResumeValue) == 0 {
 		rb.ResumeValue = []byte("null")
@@ -99,7 +105,10 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 		req.ResolvedBy, req.Caller, req.AtTurn = "token", orText(who.token.Sub, "token"), who.token.Turn
 	}
 	req.RequestID = resolveRequestID(tenant, runID, rb.NodeID, key)
-	// One query answers everything before the signal: the run's own validation
+	if done, err := s.resolveByUpdate(c, who, runID, req, key, given); done {
+		return err
+	}
+	// The run's worker predates the resolve update (resolve_update.go). One query answers everything before the signal: the run's own validation
 	// (unknown node, bad value, closed conversation, already resolved, cancelled run),
 	// the run's tenant, and what became of this request if the run has seen it.
 	v, err := s.validateResolve(ctx, runID, req)
@@ -110,31 +119,43 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 	if err := v.Get(&check); err != nil {
 		return fmt.Errorf("decoding the resolve check of run %s: %w", runID, err)
 	}
+	if send, err := s.answerCheck(c, who, runID, req, key, given, &check); !send {
+		return err
+	}
+	if err := s.tc.SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req); err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return s.closedResolveError(ctx, runID)
+		}
+		return s.temporalErr(err, runID)
+	}
+	return s.awaitOutcome(c, runID, req, key)
+}
+
+// answerCheck answers a resolve from the run's check of it (ValidateResolveQuery's
+// answer, or the resolve update's refusal): 404 for another tenant's run, the outcome
+// of a request the run has seen, the wait for one it has queued, the refusal of one it
+// would refuse. send is true when the run would take the request and it is to be sent.
+func (s *Server) answerCheck(c echo.Context, who resolveCaller, runID string, req workflows.ResolveRequest, key string, given bool, check *workflows.ResolveCheck) (send bool, err error) {
 	if who.p != nil && check.Tenant != who.p.Tenant {
-		return notFound("run %q not found", runID)
+		return false, notFound("run %q not found", runID)
 	}
 	if check.Replayed && given {
 		c.Response().Header().Set(HeaderIdempotentReplay, "true")
 	}
-	if done, err := s.answerSeen(c, runID, rb.NodeID, &check); done {
-		return err
+	if done, err := s.answerSeen(c, runID, req.NodeID, check); done {
+		return false, err
 	}
-	if !check.Pending {
-		if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
-			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
-		}
-		if !check.OK {
-			return checkError(&check)
-		}
-		if err := s.tc.SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req); err != nil {
-			var nf *serviceerror.NotFound
-			if errors.As(err, &nf) {
-				return s.closedResolveError(ctx, runID)
-			}
-			return s.temporalErr(err, runID)
-		}
+	if check.Pending {
+		return false, s.awaitOutcome(c, runID, req, key)
 	}
-	return s.awaitOutcome(c, runID, req, key)
+	if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
+		return false, apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
+	}
+	if !check.OK {
+		return false, checkError(check)
+	}
+	return true, nil
 }
 
 // answerSeen answers a request the run has seen: with its outcome, or, on a worker
@@ -170,16 +191,28 @@ func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.Resolv
 		_, err := s.answerSeen(c, runID, req.NodeID, &check)
 		return err
 	case ok:
-		if res.status == workflows.StatusCancelled || res.status == workflows.StatusCancelling {
-			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
-		}
-		if res.status == "" {
-			return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal before the resolve was applied; its interrupts are void", runID)
-		}
-		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, res.status)
+		return endedError(runID, res.status)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
+	return answerQueued(c, runID, req, key)
+}
+
+// endedError is the 410 of a resolve the run ended without applying; status is the
+// run's, empty when Temporal closed the workflow without the run's terminal event.
+func endedError(runID, status string) error {
+	if status == workflows.StatusCancelled || status == workflows.StatusCancelling {
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
+	}
+	if status == "" {
+		return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s was closed by Temporal before the resolve was applied; its interrupts are void", runID)
+	}
+	return apiErr(http.StatusGone, CodeInterruptCancelled, "run %s ended (%s) before the resolve was applied", runID, status)
+}
+
+// answerQueued is the 202 of a request Temporal holds for the run but the run has not
+// decided within the wait.
+func answerQueued(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
 	return c.JSON(http.StatusAccepted, map[string]any{
 		"runId": runID, "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
 		"message": fmt.Sprintf("the run has the request queued behind its current work and will apply or refuse it in turn; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", key),

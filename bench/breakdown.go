@@ -73,7 +73,7 @@ func (b *bench) breakdown(ctx context.Context, _ *Result) error {
 			c.onPosted = nil
 			return t, err
 		}, nil
-	}, workflows.ResolveSignal)
+	}, workflows.ResolveSignal, workflows.ResolveUpdate)
 	if err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (b *bench) breakdown(ctx context.Context, _ *Result) error {
 // breakdownKind opens a conversation of one kind, warms it up, and times
 // Options.BreakdownTurns turns with the server's metrics on.
 func (b *bench) breakdownKind(ctx context.Context, name string,
-	open func(context.Context, int) (string, func(context.Context) (turnTimes, error), error), signal string,
+	open func(context.Context, int) (string, func(context.Context) (turnTimes, error), error), arrivals ...string,
 ) (*kindBreakdown, error) {
 	id, turn, err := open(ctx, 0)
 	if err != nil {
@@ -113,7 +113,7 @@ func (b *bench) breakdownKind(ctx context.Context, name string,
 	if err != nil {
 		return nil, err
 	}
-	kb.steps = turnSteps(events, signal, kb.turns)
+	kb.steps = turnSteps(events, arrivals, kb.turns)
 	return kb, nil
 }
 
@@ -137,22 +137,41 @@ func historyEvents(ctx context.Context, c client.Client, id string) ([]*historyp
 	return out, nil
 }
 
-// turnSteps matches the timed turns with the last signals of the history (the turns'
-// own) and returns the median time of each step of a turn: from the turn sent to its
-// signal in the history, from each event to the next up to the turn's last event
-// before its result was read, and from there to the result read by the client (for the
-// host, also when its POST was answered).
-func turnSteps(events []*historypb.HistoryEvent, signal string, turns []turnTimes) []stepRow {
+// turnSteps matches the timed turns with the last turns of the history and returns
+// the median time of each step of a turn: from the turn sent to its arrival in the
+// history, from each event to the next up to the turn's last event before its result
+// was read, and from there to the result read by the client (for the host, also when
+// its POST was answered). A turn arrives as a signal or an update named in arrivals;
+// an update at the workflow task that carried it (the WorkflowTaskScheduled before its
+// WorkflowExecutionUpdateAccepted).
+func turnSteps(events []*historypb.HistoryEvent, arrivals []string, turns []turnTimes) []stepRow {
+	named := func(n string) bool { return slices.Contains(arrivals, n) }
 	var signals []int
+	arrival := "turn sent → signal in history"
 	for i, e := range events {
-		if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == signal {
+		if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && named(a.GetSignalName()) {
 			signals = append(signals, i)
+		}
+		if a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && named(a.GetAcceptedRequest().GetInput().GetName()) {
+			for j := i - 1; j >= 0; j-- {
+				if events[j].GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED {
+					if len(signals) == 0 || signals[len(signals)-1] < j {
+						signals = append(signals, j)
+					}
+					break
+				}
+			}
+			arrival = "turn sent → update's task in history"
 		}
 	}
 	if len(signals) < len(turns) {
 		turns = turns[len(turns)-len(signals):] // the run continued as new in between
 	}
 	signals = signals[len(signals)-len(turns):]
+	anchor := map[int]bool{}
+	for _, si := range signals {
+		anchor[si] = true
+	}
 	var order []string
 	steps := map[string][]time.Duration{}
 	add := func(label string, d time.Duration) {
@@ -164,11 +183,11 @@ func turnSteps(events []*historypb.HistoryEvent, signal string, turns []turnTime
 	for k, si := range signals {
 		t := turns[k]
 		prev := events[si].GetEventTime().AsTime()
-		add("turn sent → signal in history", prev.Sub(t.start))
+		add(arrival, prev.Sub(t.start))
 		for j := si + 1; j < len(events); j++ {
 			e := events[j]
 			at := e.GetEventTime().AsTime()
-			if at.After(t.done) || e.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == signal {
+			if at.After(t.done) || anchor[j] {
 				break
 			}
 			add(fmt.Sprintf("→ %s", eventName(e.GetEventType())), at.Sub(prev))

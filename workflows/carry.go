@@ -124,6 +124,9 @@ func (r *runner) maybeContinueAsNew() error {
 	if r.cancelReq != nil || !r.canCarryInbox() {
 		return nil // finish the queued work first; the next safe point will do
 	}
+	if r.resolveUpdates > 0 && len(r.inbox) > 0 {
+		return nil // a resolve update waits for a queued request: apply it first
+	}
 	if err := workflow.Await(r.ctx, func() bool { return workflow.AllHandlersFinished(r.ctx) }); err != nil {
 		return r.cancelErr(err)
 	}

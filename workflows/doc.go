@@ -21,6 +21,11 @@
 //     code) by RequestID: answer the caller with that outcome (OutcomesQuery for many
 //     at once, ValidateResolveQuery for one), not with the first check. Requests still
 //     queued when the run ends are refused (410 after a cancel); see outcomes.go.
+//     ResolveUpdate(ResolveUpdateRequest) does all of this in one call: its validator
+//     refuses what the check refuses (ErrTypeResolveRefused, the check in its details,
+//     nothing in history), its handler queues the request as the signal does and
+//     returns its recorded outcome; use the RequestID as the Update ID, and the query
+//     and the signal where a worker lacks the handler (resolve_update.go).
 //   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow. A
 //     pack's turn stops between rounds and tool calls, and the activity in flight is
 //     cancelled (pack_cancel.go).

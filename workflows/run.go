@@ -146,6 +146,9 @@ type runner struct {
 	// legacyEventRouting is set for runs that take an event injected into a pack state
 	// that accepts none as a chat reply, as they did before eventRoutingVersion.
 	legacyEventRouting bool
+
+	// resolveUpdates counts ResolveUpdate handlers waiting for their request's outcome.
+	resolveUpdates int
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the
@@ -244,13 +247,7 @@ func (r *runner) setup() error {
 		return fmt.Errorf("register %s: %w", TranscriptPageQuery, err)
 	}
 	if err := workflow.SetQueryHandler(ctx, ValidateResolveQuery, func(req ResolveRequest) (ResolveCheck, error) {
-		check, seen := r.requestState(req.RequestID)
-		if !seen {
-			check, _ = r.checkResolve(req, false)
-		}
-		check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
-		check.Terminal = r.terminal || r.closing != ""
-		return check, nil
+		return r.resolveCheck(req), nil
 	}); err != nil {
 		return fmt.Errorf("register %s: %w", ValidateResolveQuery, err)
 	}
@@ -266,6 +263,9 @@ func (r *runner) setup() error {
 	}
 	if r.in.Fork != nil {
 		r.forkIdx = newForkIndex(r.in.Fork)
+	}
+	if err := r.registerResolveUpdate(); err != nil {
+		return fmt.Errorf("register %s: %w", ResolveUpdate, err)
 	}
 	// One coroutine receives every signal, on a disconnected context so it keeps
 	// queueing while the run winds down after a Temporal cancellation. It wakes when any

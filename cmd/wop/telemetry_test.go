@@ -224,8 +224,8 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	spans := collector.spans(traceID)
 	for _, name := range []string{
 		"POST /v1/runs", "POST /v1/runs/:runId/interrupts/:nodeId", // the API's requests
-		"StartWorkflow:OpenWOPRun", "SignalWorkflow:openwop.resolve", // its Temporal calls
-		"RunWorkflow:OpenWOPRun", "RunActivity:ModelRound", "RunActivity:ToolCall", // the worker
+		"StartWorkflow:OpenWOPRun", "UpdateWorkflow:openwop.resolve-update", // its Temporal calls
+		"RunWorkflow:OpenWOPRun", "HandleUpdate:openwop.resolve-update", "RunActivity:ModelRound", "RunActivity:ToolCall", // the worker
 	} {
 		assert.Contains(t, spans, name, "span %s in the caller's trace", name)
 	}
