@@ -6,10 +6,7 @@ package tests
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,22 +22,11 @@ import (
 // newAPI serves a second API over c's Temporal client and catalog with the given keys.
 func newAPI(t *testing.T, c *apiClient, keys []api.Key) (*apiClient, error) {
 	t.Helper()
-	ts := httptest.NewUnstartedServer(nil)
-	srv, err := api.New(api.Config{Keys: keys, TokenSecret: []byte(randomHex(16)), PublicURL: "http://" + ts.Listener.Addr().String()},
-		c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, url, err := serveAPI(t, c, api.Config{Keys: keys, TokenSecret: []byte(randomHex(16))}, furtherAPI{PublicURL: true})
 	if err != nil {
-		ts.Close()
 		return nil, err
 	}
-	ts.Config.Handler = srv.Handler()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	return &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return clientAt(t, c, url, c.Key, 30*time.Second), nil
 }
 
 func TestTenantIsolationOverTemporal(t *testing.T) {

@@ -6,16 +6,13 @@ package tests
 // expired; abuse is rate-limited; connections are bounded.
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -40,18 +37,9 @@ func newAPIWith(t *testing.T, c *apiClient, cfg api.Config) *apiClient {
 	if cfg.TokenSecret == nil {
 		cfg.TokenSecret = []byte(randomHex(16))
 	}
-	srv, err := api.New(cfg, c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, url, err := serveAPI(t, c, cfg, furtherAPI{OwnServer: true})
 	require.NoError(t, err)
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Config = srv.HTTPServer()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	return &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 60 * time.Second}}
+	return clientAt(t, c, url, c.Key, 60*time.Second)
 }
 
 // post sends a JSON body with key and returns the status and the decoded object. It
