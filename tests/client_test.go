@@ -161,7 +161,7 @@ func textOf(t *testing.T, turn workflows.Turn) string {
 // ---- the one wait ----
 
 // pollEvery is how often waitFor reads again.
-const pollEvery = 50 * time.Millisecond
+const pollEvery = 100 * time.Millisecond
 
 // waitFor reads until ok holds for what it read, for at most within, and returns that
 // read; otherwise it fails the test with what it waited for and the last read. read

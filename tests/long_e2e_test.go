@@ -147,7 +147,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	require.Greater(t, seen, held, "the last round saw messages of earlier executions (the current one holds %d characters)", held)
 
 	// The snapshot stays small and says where the older turns are.
-	snap := longSnapshot(t, c, id)
+	snap := waitSnapshot(t, c, id, time.Minute, "read", func(workflows.Snapshot) bool { return true }) // a 503 is read again
 	require.Len(t, snap.Conversations, 1)
 	require.Equal(t, 1+2*len(sent), snap.Conversations[0].TurnCount)
 	var newest []workflows.Turn
@@ -175,16 +175,6 @@ func longWaitTurns(t *testing.T, c *apiClient, id string, n int) {
 	waitSnapshot(t, c, id, 3*time.Minute, fmt.Sprintf("with the replies to %d turns", n), func(s workflows.Snapshot) bool {
 		return len(s.Conversations) == 1 && s.Conversations[0].TurnCount == 1+2*n
 	})
-}
-
-// longSnapshot reads the run's snapshot (longGet).
-func longSnapshot(t *testing.T, c *apiClient, id string) workflows.Snapshot {
-	t.Helper()
-	status, raw := longGet(t, c, "/v1/runs/"+id, map[string]string{"Authorization": "Bearer " + c.Key})
-	require.Equal(t, http.StatusOK, status, "%s", raw)
-	var s workflows.Snapshot
-	require.NoError(t, json.Unmarshal(raw, &s))
-	return s
 }
 
 // longWaitStatus waits until the run has the status.
