@@ -220,13 +220,6 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	replayHistory(t, c, id, "pack-cancel-in-flight")
 }
 
-// agResolve posts a resolve body as it is and returns status and body.
-func agResolve(t *testing.T, c *apiClient, id string, body any) (int, map[string]any) {
-	t.Helper()
-	status, _, resp := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, body)
-	return status, resp
-}
-
 // TestAgentEventRouting: an event sent while the pack is in an internal state is
 // refused with 409 run_state_conflict naming the states that accept events, and
 // appends nothing; the hybrid state raises its event interrupt, answers chat, refuses
@@ -242,7 +235,7 @@ func TestAgentEventRouting(t *testing.T) {
 		map[string]any{"event": "Approve", "context": "looks fine"},
 		map[string]any{"resumeValue": map[string]any{"event": "Approve"}},
 	} {
-		status, resp := agResolve(t, c, id, body)
+		status, resp := postToPack(c, id, body)
 		require.Equal(t, http.StatusConflict, status, "%v", resp)
 		require.Equal(t, "run_state_conflict", resp["error"])
 		require.Contains(t, resp["message"], `state "intake" is internal and accepts no injected events`)
@@ -260,11 +253,11 @@ func TestAgentEventRouting(t *testing.T) {
 	sayTo(t, c, id, "any news?")
 	waitRounds(t, c, id, 3, workflows.StatusWaitingExternal)
 
-	status, resp := agResolve(t, c, id, map[string]any{"event": "Ship"})
+	status, resp := postToPack(c, id, map[string]any{"event": "Ship"})
 	require.Equal(t, http.StatusUnprocessableEntity, status, "no state takes Ship: %v", resp)
 	require.Equal(t, "validation_error", resp["error"])
 	require.Contains(t, resp["message"], `has no event "Ship"`)
-	status, resp = agResolve(t, c, id, map[string]any{"event": "Approve", "context": "approved by finance"})
+	status, resp = postToPack(c, id, map[string]any{"event": "Approve", "context": "approved by finance"})
 	require.Equal(t, http.StatusOK, status, "%v", resp)
 	final := waitCompleted(t, c, id)
 	require.Equal(t, "done", final.Pack.State)
@@ -309,7 +302,7 @@ func TestAgentTerminatedRun(t *testing.T) {
 
 	body := agCancel(t, c, id)
 	require.Equal(t, workflows.StatusCancelled, body["status"])
-	status, resp := agResolve(t, c, id, map[string]any{"resumeValue": map[string]any{"text": "hello?"}})
+	status, resp := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "hello?"}})
 	require.Equal(t, http.StatusGone, status, "%v", resp)
 	require.Equal(t, "interrupt_cancelled", resp["error"])
 	require.Len(t, events(t, c, id), len(evs), "nothing was written to the terminated run")

@@ -109,8 +109,7 @@ func startApprovalStack(t *testing.T) (*apiClient, *payService) {
 
 // resolveAt posts a resume value to the pack's node.
 func resolveAt(c *apiClient, id string, value any) (int, map[string]any) {
-	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": value})
-	return status, body
+	return postToPack(c, id, map[string]any{"resumeValue": value})
 }
 
 // waitToolApproval waits until the run waits on a tool call's approval and returns the

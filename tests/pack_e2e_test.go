@@ -56,8 +56,16 @@ func waitRounds(t *testing.T, c *apiClient, id string, n int, status string) wor
 // sayTo sends a user message to the pack's conversation.
 func sayTo(t *testing.T, c *apiClient, id, text string) {
 	t.Helper()
-	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"text": text}})
+	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": text}})
 	require.True(t, status >= 200 && status < 300, "send %q: %d %v", text, status, body)
+}
+
+// postToPack posts body as it is to the interrupt of a served pack's node and returns
+// the status and the decoded answer.
+func postToPack(c *apiClient, id string, body any) (int, map[string]any) {
+	c.t.Helper()
+	status, _, resp := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, body)
+	return status, resp
 }
 
 // TestPackSupportConversationE2E is the worked example of promptpack-workflow.md §14 over
