@@ -134,43 +134,32 @@ func agCancel(t *testing.T, c *apiClient, id string) map[string]any {
 	return body
 }
 
-// agEnded waits until the run's log ends with its terminal event and returns the log.
-func agEnded(t *testing.T, c *apiClient, id string) []workflows.Event {
-	t.Helper()
-	var evs []workflows.Event
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		evs = pkEvents(t, c, id)
-		assert.True(ct, len(evs) > 0 && isTerminalType(evs[len(evs)-1].Type), "run %s has not ended", id)
-	}, 30*time.Second, 50*time.Millisecond)
-	return evs
-}
-
 // TestAgentLoopStopsAtTheHostLimit: one message into a loop the pack does not bound
 // runs 25 model rounds (the default WOP_MAX_ROUNDS_PER_TURN), then ends as an
 // exhausted budget does.
 func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
-	id := pkCreate(t, c, "agent-spin", map[string]any{"message": "go"})
-	evs := agEnded(t, c, id)
+	id := createRun(t, c, "agent-spin", map[string]any{"message": "go"})
+	evs := waitEnded(t, c, id, 30*time.Second)
 	require.Equal(t, workflows.EvRunFailed, evs[len(evs)-1].Type)
-	require.Len(t, pkOfType(evs, "provider.usage"), engine.DefaultHostMaxRoundsPerTurn)
-	caps := pkOfType(evs, "cap.breached")
+	require.Len(t, ofType(evs, "provider.usage"), engine.DefaultHostMaxRoundsPerTurn)
+	caps := ofType(evs, "cap.breached")
 	require.Len(t, caps, 1)
 	var capP map[string]any
 	require.NoError(t, json.Unmarshal(caps[0].Payload, &capP))
 	require.Equal(t, "loop-iterations", capP["kind"])
 	require.Equal(t, "max_rounds_per_turn", capP["hostLimit"])
 	require.EqualValues(t, engine.DefaultHostMaxRoundsPerTurn, capP["limit"])
-	closed := pkOfType(evs, workflows.EvConversationClosed)
+	closed := ofType(evs, workflows.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), `"role":"system"`)
 	require.Contains(t, string(closed[0].Payload), "loop_limit_exceeded")
-	s := pkSnapshot(t, c, id)
+	s := snapshot(t, c, id)
 	require.Equal(t, workflows.StatusFailed, s.Status)
 	require.Equal(t, "loop_limit_exceeded", s.Error.Code)
 	require.Equal(t, engine.DefaultHostMaxRoundsPerTurn, s.Pack.ModelRounds)
-	pkReplay(t, c, id, "turn-limit")
+	replayHistory(t, c, id, "pack-turn-limit")
 }
 
 // TestAgentCancelBetweenSlowRounds: a loop on a model that takes 300 ms a round, cancelled
@@ -179,7 +168,7 @@ func TestAgentCancelBetweenSlowRounds(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
 	slow := agentStack.slow
-	id := pkCreate(t, c, "agent-slow", map[string]any{"message": "go"})
+	id := createRun(t, c, "agent-slow", map[string]any{"message": "go"})
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		assert.GreaterOrEqual(ct, slow.started(id), 3)
 	}, 30*time.Second, 20*time.Millisecond)
@@ -187,13 +176,13 @@ func TestAgentCancelBetweenSlowRounds(t *testing.T) {
 	body := agCancel(t, c, id)
 	atCancel := slow.started(id)
 	require.Contains(t, []any{workflows.StatusCancelling, workflows.StatusCancelled}, body["status"])
-	evs := agEnded(t, c, id)
+	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent; %d rounds started before it, %d after", time.Since(cancelledAt).Round(time.Millisecond), atCancel, slow.started(id)-atCancel)
 	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
 	require.LessOrEqual(t, slow.started(id), atCancel+1, "at most one round started after the cancel was accepted")
 	require.Less(t, slow.started(id), engine.DefaultHostMaxRoundsPerTurn, "the cancel, not the limit, ended the loop")
-	require.Empty(t, pkOfType(evs, "cap.breached"))
-	require.Equal(t, workflows.StatusCancelled, pkSnapshot(t, c, id).Status)
+	require.Empty(t, ofType(evs, "cap.breached"))
+	require.Equal(t, workflows.StatusCancelled, snapshot(t, c, id).Status)
 }
 
 // TestAgentCancelStopsAModelCallInFlight: the model never answers; the cancel ends the
@@ -204,7 +193,7 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
 	block := agentStack.block
-	id := pkCreate(t, c, "agent-block", map[string]any{"message": "go"})
+	id := createRun(t, c, "agent-block", map[string]any{"message": "go"})
 	// Cancel once the call has heartbeated: the SDK then holds later heartbeats for its
 	// throttle interval, which the worker must keep short for the cancel to get through.
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
@@ -216,10 +205,10 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	require.Equal(t, 1, block.started(id))
 	cancelledAt := time.Now()
 	agCancel(t, c, id)
-	evs := agEnded(t, c, id)
+	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent", time.Since(cancelledAt).Round(time.Millisecond))
 	require.Equal(t, []string{workflows.EvNodeCancelled, workflows.EvRunCancelled}, []string{evs[len(evs)-2].Type, evs[len(evs)-1].Type})
-	require.Empty(t, pkOfType(evs, "provider.usage"))
+	require.Empty(t, ofType(evs, "provider.usage"))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		ends := block.ended(id)
 		if assert.Len(ct, ends, 1, "the provider call has not seen the cancel yet") {
@@ -228,14 +217,7 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond)
 	t.Logf("the provider call saw the cancel %s after it was sent", time.Since(cancelledAt).Round(time.Millisecond))
 	require.Equal(t, 1, block.started(id), "no round after the cancelled one")
-	pkReplay(t, c, id, "cancel-in-flight")
-}
-
-// agResolve posts a resolve body as it is and returns status and body.
-func agResolve(t *testing.T, c *apiClient, id string, body any) (int, map[string]any) {
-	t.Helper()
-	status, _, resp := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, body)
-	return status, resp
+	replayHistory(t, c, id, "pack-cancel-in-flight")
 }
 
 // TestAgentEventRouting: an event sent while the pack is in an internal state is
@@ -245,15 +227,15 @@ func agResolve(t *testing.T, c *apiClient, id string, body any) (int, map[string
 func TestAgentEventRouting(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
-	id := pkCreate(t, c, "agent-hybrid", map[string]any{"message": "hi"})
-	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
-	before := pkEvents(t, c, id)
+	id := createRun(t, c, "agent-hybrid", map[string]any{"message": "hi"})
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	before := events(t, c, id)
 
 	for _, body := range []any{
 		map[string]any{"event": "Approve", "context": "looks fine"},
 		map[string]any{"resumeValue": map[string]any{"event": "Approve"}},
 	} {
-		status, resp := agResolve(t, c, id, body)
+		status, resp := postToPack(c, id, body)
 		require.Equal(t, http.StatusConflict, status, "%v", resp)
 		require.Equal(t, "run_state_conflict", resp["error"])
 		require.Contains(t, resp["message"], `state "intake" is internal and accepts no injected events`)
@@ -261,32 +243,32 @@ func TestAgentEventRouting(t *testing.T) {
 		details, _ := resp["details"].(map[string]any)
 		require.Equal(t, map[string]any{"review": []any{"Approve", "Reopen"}}, details["acceptingStates"])
 	}
-	require.Len(t, pkEvents(t, c, id), len(before), "a refused event appends nothing")
+	require.Len(t, events(t, c, id), len(before), "a refused event appends nothing")
 
-	pkSay(t, c, id, "order 7, please submit")
-	s := pkWait(t, c, id, "in review", func(s workflows.Snapshot) bool { return s.Pack != nil && s.Pack.State == "review" })
+	sayTo(t, c, id, "order 7, please submit")
+	s := waitSnapshot(t, c, id, 30*time.Second, "in review", func(s workflows.Snapshot) bool { return s.Pack != nil && s.Pack.State == "review" })
 	require.Equal(t, workflows.StatusWaitingExternal, s.Status)
 	require.NotNil(t, s.Interrupt)
 	require.Equal(t, "external-event", s.Interrupt.Kind, "the hybrid state raised its event interrupt")
-	pkSay(t, c, id, "any news?")
-	pkRounds(t, c, id, 3, workflows.StatusWaitingExternal)
+	sayTo(t, c, id, "any news?")
+	waitRounds(t, c, id, 3, workflows.StatusWaitingExternal)
 
-	status, resp := agResolve(t, c, id, map[string]any{"event": "Ship"})
+	status, resp := postToPack(c, id, map[string]any{"event": "Ship"})
 	require.Equal(t, http.StatusUnprocessableEntity, status, "no state takes Ship: %v", resp)
 	require.Equal(t, "validation_error", resp["error"])
 	require.Contains(t, resp["message"], `has no event "Ship"`)
-	status, resp = agResolve(t, c, id, map[string]any{"event": "Approve", "context": "approved by finance"})
+	status, resp = postToPack(c, id, map[string]any{"event": "Approve", "context": "approved by finance"})
 	require.Equal(t, http.StatusOK, status, "%v", resp)
-	final := pkCompleted(t, c, id)
+	final := waitCompleted(t, c, id)
 	require.Equal(t, "done", final.Pack.State)
 
 	var texts []string
-	for _, tn := range pkTurns(t, pkEvents(t, c, id)) {
-		texts = append(texts, pkText(t, tn))
+	for _, tn := range turnsIn(t, events(t, c, id)) {
+		texts = append(texts, textOf(t, tn))
 	}
 	require.Equal(t, []string{"hi", "What would you like to order?", "order 7, please submit", "Submitting your order.",
 		"any news?", "Your order is under review.", "Approved, all done."}, texts, "no refused event became a chat turn")
-	pkReplay(t, c, id, "hybrid-events")
+	replayHistory(t, c, id, "pack-hybrid-events")
 }
 
 // TestAgentTerminatedRun: a run terminated through the Temporal client reads as
@@ -295,14 +277,14 @@ func TestAgentEventRouting(t *testing.T) {
 func TestAgentTerminatedRun(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
-	id := pkCreate(t, c, "agent-hybrid", map[string]any{"message": "hi"})
-	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	id := createRun(t, c, "agent-hybrid", map[string]any{"message": "hi"})
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, c.Stack.Client().TerminateWorkflow(ctx, id, "", "an operator stopped it"))
-	evs := pkEvents(t, c, id)
+	evs := events(t, c, id)
 
-	s := pkSnapshot(t, c, id)
+	s := snapshot(t, c, id)
 	require.Equal(t, workflows.StatusCancelled, s.Status)
 	require.NotNil(t, s.TemporalClose)
 	require.Equal(t, "Terminated", s.TemporalClose.Status)
@@ -320,10 +302,10 @@ func TestAgentTerminatedRun(t *testing.T) {
 
 	body := agCancel(t, c, id)
 	require.Equal(t, workflows.StatusCancelled, body["status"])
-	status, resp := agResolve(t, c, id, map[string]any{"resumeValue": map[string]any{"text": "hello?"}})
+	status, resp := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "hello?"}})
 	require.Equal(t, http.StatusGone, status, "%v", resp)
 	require.Equal(t, "interrupt_cancelled", resp["error"])
-	require.Len(t, pkEvents(t, c, id), len(evs), "nothing was written to the terminated run")
+	require.Len(t, events(t, c, id), len(evs), "nothing was written to the terminated run")
 }
 
 // TestAgentForkAfterThePackChanged: a fork replays on the pack its source ran, even
@@ -340,20 +322,12 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(packs, f), b, 0o644))
 	}
-	key := randomHex(16)
-	opts := harnessOptions(filepath.Join(dir, "data"), key)
-	opts.Worker.PacksDir = packs
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	require.NoError(t, err)
-	t.Cleanup(st.Stop)
-	c := newAPIClient(t, st, key)
+	c := startPrivateStack(t, stackOptions{DataDir: filepath.Join(dir, "data"), PacksDir: packs})
 
-	src := pkCreate(t, c, "agent-route", map[string]any{"message": "my invoice is wrong"})
-	srcSnap := pkCompleted(t, c, src)
+	src := createRun(t, c, "agent-route", map[string]any{"message": "my invoice is wrong"})
+	srcSnap := waitCompleted(t, c, src)
 	require.Equal(t, "billing", srcSnap.Pack.State)
-	srcEvents := pkEvents(t, c, src)
+	srcEvents := events(t, c, src)
 
 	// Route now leads to tech; the host restarts on the changed file.
 	file := filepath.Join(packs, "agent-route.yaml")
@@ -367,14 +341,14 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 	status, _, body := c.do(http.MethodPost, "/v1/runs/"+src+":fork", map[string]any{"mode": "replay"})
 	require.Equal(t, http.StatusCreated, status, "fork: %v", body)
 	fork, _ := body["runId"].(string)
-	forkSnap := pkCompleted(t, c, fork)
+	forkSnap := waitCompleted(t, c, fork)
 	require.Equal(t, "billing", forkSnap.Pack.State, "the fork runs on the source's pack")
 	require.Equal(t, srcSnap.Pack.PackHash, forkSnap.Pack.PackHash)
 	require.Equal(t, srcSnap.Channels, forkSnap.Channels)
 	require.Zero(t, forkSnap.Pack.InputTokens)
-	forkEvents := pkEvents(t, c, fork)
-	require.Empty(t, pkOfType(forkEvents, "provider.usage"), "the fork spent nothing")
-	require.Empty(t, pkOfType(forkEvents, workflows.EvReplayDiverged))
+	forkEvents := events(t, c, fork)
+	require.Empty(t, ofType(forkEvents, "provider.usage"), "the fork spent nothing")
+	require.Empty(t, ofType(forkEvents, workflows.EvReplayDiverged))
 	var srcTypes, forkTypes []string
 	for _, e := range srcEvents {
 		if e.Type != "provider.usage" {
@@ -385,11 +359,11 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 		forkTypes = append(forkTypes, e.Type)
 	}
 	require.Equal(t, srcTypes, forkTypes, "the fork folds the source's events in their order")
-	pkReplay(t, c, fork, "fork-recorded-pack")
+	replayHistory(t, c, fork, "pack-fork-recorded-pack")
 
 	// A new run takes the pack as it is now.
-	now := pkCreate(t, c, "agent-route", map[string]any{"message": "my invoice is wrong"})
-	nowSnap := pkCompleted(t, c, now)
+	now := createRun(t, c, "agent-route", map[string]any{"message": "my invoice is wrong"})
+	nowSnap := waitCompleted(t, c, now)
 	require.Equal(t, "tech", nowSnap.Pack.State)
 	require.NotEqual(t, srcSnap.Pack.PackHash, nowSnap.Pack.PackHash)
 }

@@ -6,10 +6,7 @@ package tests
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,22 +22,11 @@ import (
 // newAPI serves a second API over c's Temporal client and catalog with the given keys.
 func newAPI(t *testing.T, c *apiClient, keys []api.Key) (*apiClient, error) {
 	t.Helper()
-	ts := httptest.NewUnstartedServer(nil)
-	srv, err := api.New(api.Config{Keys: keys, TokenSecret: []byte(randomHex(16)), PublicURL: "http://" + ts.Listener.Addr().String()},
-		c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, url, err := serveAPI(t, c, api.Config{Keys: keys, TokenSecret: []byte(randomHex(16))}, furtherAPI{PublicURL: true})
 	if err != nil {
-		ts.Close()
 		return nil, err
 	}
-	ts.Config.Handler = srv.Handler()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	return &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 30 * time.Second}}, nil
+	return clientAt(t, c, url, c.Key, 30*time.Second), nil
 }
 
 func TestTenantIsolationOverTemporal(t *testing.T) {
@@ -153,34 +139,16 @@ func TestSSEFollowsALiveRun(t *testing.T) {
 	cfWaitStatus(t, c, id, "waiting-approval")
 	// Resolve only once the stream is attached (its first frame has arrived), so the
 	// events after the resolve can reach the reader only by following the run live.
-	attached := make(chan struct{})
-	resolved := make(chan int, 1)
-	go func() {
-		select {
-		case <-attached:
-		case <-time.After(20 * time.Second):
-			return
-		}
+	status, frames, closed, resolved := cfFollowAndResolve(t, c, "/v1/runs/"+id+"/events?streamMode=updates", 20*time.Second, func() int {
 		status, _, _ := c.doRaw(http.MethodPost, "/v1/runs/"+id+"/interrupts/gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}},
 			map[string]string{"Authorization": "Bearer " + c.Key})
-		resolved <- status
-	}()
-	seen := 0 // onFrame runs on this goroutine, frame by frame
-	status, frames, closed := cfSSEFollow(t, c, "/v1/runs/"+id+"/events?streamMode=updates", nil, 20*time.Second, func(cfFrame) {
-		if seen++; seen == 1 {
-			close(attached)
-		}
+		return status
 	})
 	require.Equal(t, 200, status)
 	require.NotEmpty(t, frames, "the stream of a waiting run sends its events so far")
-	select {
-	case st := <-resolved:
-		assert.Equal(t, http.StatusOK, st, "the resolve sent once the stream was attached")
-	case <-time.After(20 * time.Second):
-		t.Fatal("the resolve sent once the stream was attached did not answer")
-	}
+	assert.Equal(t, http.StatusOK, resolved, "the resolve sent once the stream was attached")
 	assert.True(t, closed, "server closed the stream after the terminal event")
-	names := cfEventNames(frames)
+	names := frameNames(frames)
 	assert.Contains(t, names, "node.suspended")
 	assert.Contains(t, names, "interrupt.resolved")
 	assert.Equal(t, "run.completed", names[len(names)-1])

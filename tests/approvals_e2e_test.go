@@ -109,15 +109,14 @@ func startApprovalStack(t *testing.T) (*apiClient, *payService) {
 
 // resolveAt posts a resume value to the pack's node.
 func resolveAt(c *apiClient, id string, value any) (int, map[string]any) {
-	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": value})
-	return status, body
+	return postToPack(c, id, map[string]any{"resumeValue": value})
 }
 
 // waitToolApproval waits until the run waits on a tool call's approval and returns the
 // snapshot and the interrupt's ApprovalData.
 func waitToolApproval(t *testing.T, c *apiClient, id string) (workflows.Snapshot, map[string]any) {
 	t.Helper()
-	s := pkWait(t, c, id, "waiting for a tool approval", func(s workflows.Snapshot) bool {
+	s := waitSnapshot(t, c, id, 30*time.Second, "waiting for a tool approval", func(s workflows.Snapshot) bool {
 		return s.Interrupt != nil && s.Interrupt.Kind == "approval"
 	})
 	var d map[string]any
@@ -131,7 +130,7 @@ func waitToolApproval(t *testing.T, c *apiClient, id string) (workflows.Snapshot
 func TestToolApprovalAcceptE2E(t *testing.T) {
 	t.Parallel()
 	c, svc := startApprovalStack(t)
-	id := pkCreate(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
+	id := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
 	s, d := waitToolApproval(t, c, id)
 	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
 	require.Empty(t, svc.received(id, "/pay"), "nothing is paid before the decision")
@@ -164,7 +163,7 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 
 	status, body = resolveAt(c, id, map[string]any{"action": "accept", "comment": "Checked against the PO."})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	s = pkCompleted(t, c, id)
+	s = waitCompleted(t, c, id)
 	require.Equal(t, "closed", s.Pack.State)
 	require.Len(t, svc.received(id, "/pay"), 1, "accepted: paid exactly once")
 	require.Len(t, svc.received(id, "/lookup"), 1)
@@ -173,14 +172,14 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	require.Contains(t, []int{http.StatusBadRequest, http.StatusConflict, http.StatusGone}, status, "a decision to a finished run is refused: %v", body)
 	require.Len(t, svc.received(id, "/pay"), 1)
 
-	evs := pkEvents(t, c, id)
-	rec := pkOfType(evs, workflows.EvApprovalReceived)
+	evs := events(t, c, id)
+	rec := ofType(evs, workflows.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
 	require.Equal(t, "accept", p["action"])
 	require.Equal(t, "test", p["decidedBy"], "the decider is the authenticated key")
-	pkReplay(t, c, id, "tool-approval-accept")
+	replayHistory(t, c, id, "pack-tool-approval-accept")
 }
 
 // TestToolApprovalRejectE2E: a rejected payment never reaches the endpoint; the model
@@ -188,21 +187,21 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 func TestToolApprovalRejectE2E(t *testing.T) {
 	t.Parallel()
 	c, svc := startApprovalStack(t)
-	id := pkCreate(t, c, "pay-reject", map[string]any{"message": "Please pay INV-7."})
+	id := createRun(t, c, "pay-reject", map[string]any{"message": "Please pay INV-7."})
 	waitToolApproval(t, c, id)
 	status, body := resolveAt(c, id, map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	pkRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
 	status, body = resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusConflict, status, "a late decision never becomes a chat message: %v", body)
-	pkSay(t, c, id, "OK, thanks.")
-	s := pkCompleted(t, c, id)
+	sayTo(t, c, id, "OK, thanks.")
+	s := waitCompleted(t, c, id)
 	require.Equal(t, "closed", s.Pack.State)
 	require.Empty(t, svc.received(id, "/pay"), "rejected: never called")
 
-	turns := pkTurns(t, pkEvents(t, c, id))
-	require.Equal(t, "I will pay INV-7.\n\nThe payment of INV-7 was rejected, it was paid last week.", pkText(t, turns[1]))
-	pkReplay(t, c, id, "tool-approval-reject")
+	turns := turnsIn(t, events(t, c, id))
+	require.Equal(t, "I will pay INV-7.\n\nThe payment of INV-7 was rejected, it was paid last week.", textOf(t, turns[1]))
+	replayHistory(t, c, id, "pack-tool-approval-reject")
 }
 
 // TestToolApprovalEditAcceptE2E: edited arguments that break the tool's parameter
@@ -211,7 +210,7 @@ func TestToolApprovalRejectE2E(t *testing.T) {
 func TestToolApprovalEditAcceptE2E(t *testing.T) {
 	t.Parallel()
 	c, svc := startApprovalStack(t)
-	id := pkCreate(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
+	id := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
 	waitToolApproval(t, c, id)
 
 	status, body := resolveAt(c, id, map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "one hundred"}}})
@@ -226,7 +225,7 @@ func TestToolApprovalEditAcceptE2E(t *testing.T) {
 
 	status, body = resolveAt(c, id, map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "100.00"}}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	pkCompleted(t, c, id)
+	waitCompleted(t, c, id)
 	paid := svc.received(id, "/pay")
 	require.Len(t, paid, 1)
 	require.Equal(t, map[string]any{"invoice": "INV-7", "amount": "100.00"}, paid[0].Body, "the endpoint got the edited arguments")
@@ -237,23 +236,23 @@ func TestToolApprovalEditAcceptE2E(t *testing.T) {
 func TestToolApprovalExpiryE2E(t *testing.T) {
 	t.Parallel()
 	c, svc := startApprovalStack(t)
-	id := pkCreate(t, c, "pay-expire", map[string]any{"message": "Please pay INV-7."})
+	id := createRun(t, c, "pay-expire", map[string]any{"message": "Please pay INV-7."})
 	_, d := waitToolApproval(t, c, id)
 	require.Equal(t, []any{"test"}, d["approversList"])
-	s := pkCompleted(t, c, id)
+	s := waitCompleted(t, c, id)
 	require.Equal(t, "closed", s.Pack.State)
 	require.Empty(t, svc.received(id, "/pay"), "expired: never called")
 
-	evs := pkEvents(t, c, id)
-	reminders := pkOfType(evs, workflows.EvWorkflowStalled)
+	evs := events(t, c, id)
+	reminders := ofType(evs, workflows.EvWorkflowStalled)
 	require.Len(t, reminders, 2, "at 2s and 4s; none at the 6s deadline")
-	requested := pkOfType(evs, workflows.EvApprovalRequested)
+	requested := ofType(evs, workflows.EvApprovalRequested)
 	require.Len(t, requested, 2, "the request, then its escalation")
 	var esc map[string]any
 	require.NoError(t, json.Unmarshal(requested[1].Payload, &esc))
 	assert.Equal(t, true, esc["escalated"])
 	assert.Equal(t, []any{"test", "payables-leads"}, esc["approversList"])
-	rec := pkOfType(evs, workflows.EvApprovalReceived)
+	rec := ofType(evs, workflows.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
@@ -264,7 +263,7 @@ func TestToolApprovalExpiryE2E(t *testing.T) {
 	at, err := time.Parse(time.RFC3339Nano, rec[0].Timestamp)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, at.Sub(first), 6*time.Second, "not before the deadline")
-	pkReplay(t, c, id, "tool-approval-expiry")
+	replayHistory(t, c, id, "pack-tool-approval-expiry")
 }
 
 // TestToolApprovalSurvivesKill9E2E builds the wop binary and runs `wop dev` serving the
@@ -288,7 +287,7 @@ func TestToolApprovalSurvivesKill9E2E(t *testing.T) {
 
 	p := startDev(t, bin, dataDir, httpPort, temporalPort, uiPort, key, flags...)
 	c := &apiClient{t: t, BaseURL: fmt.Sprintf("http://127.0.0.1:%d", httpPort), Key: key, http: &http.Client{Timeout: 30 * time.Second}}
-	id := pkCreate(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
+	id := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
 	before, _ := waitToolApproval(t, c, id)
 	p.kill()
 	require.Empty(t, svc.received(id, "/pay"))
@@ -313,10 +312,10 @@ func TestToolApprovalSurvivesKill9E2E(t *testing.T) {
 	require.Equal(t, "pay_invoice", d["artifactData"].(map[string]any)["tool"])
 	status, body := resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	pkWait(t, c, id, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
 	require.Len(t, svc.received(id, "/pay"), 1, "paid exactly once across the kill")
-	evs := pkEvents(t, c, id)
-	require.Len(t, pkOfType(evs, workflows.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
+	evs := events(t, c, id)
+	require.Len(t, ofType(evs, workflows.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
 }
 
 // buildWop builds the wop binary into the test's temporary folder (the build cache

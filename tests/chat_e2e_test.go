@@ -132,15 +132,9 @@ var startedRe = regexp.MustCompile(`Started run (\S+) of refund`)
 // the whole conversation, the user's lines too, and without colour under NO_COLOR.
 func TestChatThroughAPseudoTerminal(t *testing.T) {
 	t.Parallel()
-	key := randomHex(16)
-	opts := harnessOptions(t.TempDir(), key)
-	opts.HTTPAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t)) // the same address after the restart
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	require.NoError(t, err)
-	t.Cleanup(st.Stop)
-	c := newAPIClient(t, st, key)
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t)) // the same address after the restart
+	c := startPrivateStack(t, stackOptions{DataDir: t.TempDir(), Tweak: func(o *stack.Options) { o.HTTPAddr = httpAddr }})
+	key := c.Key
 
 	term := startChat(t, map[string]string{"TERM": "xterm-256color"}, "--api", c.BaseURL, "--key", key, "refund")
 	term.waitFor("you › ")
@@ -163,12 +157,12 @@ func TestChatThroughAPseudoTerminal(t *testing.T) {
 	// A shell command typed into the chat by mistake is not sent to the agent.
 	term.typeLine(`curl -s -X POST ` + c.BaseURL + `/v1/runs/` + runID + `/interrupts/agent -d '{"resumeValue":{"event":"Approved"}}'`)
 	term.waitFor("not sent: the run waits for an external event (Approved or Rejected) at node agent")
-	s := pkSnapshot(t, c, runID)
+	s := snapshot(t, c, runID)
 	assert.Equal(t, workflows.StatusWaitingExternal, s.Status)
 	assert.Equal(t, 3, s.Pack.ModelRounds, "no round ran for the refused line")
 
 	// wop dev stops under the chat, which says so and keeps trying, then starts again.
-	opts = c.Stack.Options()
+	opts := c.Stack.Options()
 	c.Stack.Stop()
 	term.waitFor("· Lost the connection to " + c.BaseURL + "; reconnecting…")
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 60*time.Second)

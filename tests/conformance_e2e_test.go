@@ -7,12 +7,10 @@ package tests
 // OpenWOP JSON schemas.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -184,11 +182,11 @@ func cfCreate(t *testing.T, c *apiClient, workflowID string, inputs map[string]a
 	return id
 }
 
-// cfSnapshot reads a run snapshot, validating it against run-snapshot.schema.json.
+// cfSnapshot reads a run snapshot (snapshotJSON), validating it against
+// run-snapshot.schema.json.
 func cfSnapshot(t *testing.T, c *apiClient, id string) map[string]any {
 	t.Helper()
-	status, _, raw := cfCall(t, c, c.Key, http.MethodGet, "/v1/runs/"+id, nil)
-	require.Equal(t, http.StatusOK, status, "snapshot of %s: %s", id, raw)
+	raw := snapshotJSON(t, c, id)
 	cfValidate(t, "run-snapshot.schema.json", raw)
 	return cfObj(t, raw)
 }
@@ -201,21 +199,18 @@ func cfTerminal(s map[string]any) bool {
 	return false
 }
 
-// cfWait polls the snapshot every 100 ms until pred holds (the suite polls every 250 ms
-// with a 10 s bound).
+// cfWait reads the validated snapshot until pred holds (waitFor; the suite polls every
+// 250 ms with a 10 s bound).
 func cfWait(t *testing.T, c *apiClient, id string, within time.Duration, what string, pred func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var last map[string]any
-	for time.Now().Before(deadline) {
-		last = cfSnapshot(t, c, id)
-		if pred(last) {
-			return last
+	return waitFor(t, within, "run "+id+" "+what, func() map[string]any {
+		raw, answered := tryGetJSON(t, c, "/v1/runs/"+id)
+		if !answered {
+			return nil // a 503 is read again
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("run %s: not %s within %s; last snapshot %v", id, what, within, last)
-	return nil
+		cfValidate(t, "run-snapshot.schema.json", raw)
+		return cfObj(t, raw)
+	}, func(s map[string]any) bool { return s != nil && pred(s) })
 }
 
 func cfWaitTerminal(t *testing.T, c *apiClient, id string) map[string]any {
@@ -233,47 +228,29 @@ func cfWaitStatus(t *testing.T, c *apiClient, id, status string) map[string]any 
 	})
 }
 
-// cfEvent is a run event as read over HTTP.
-type cfEvent struct {
-	EventID  string          `json:"eventId"`
-	Type     string          `json:"type"`
-	Sequence int64           `json:"sequence"`
-	NodeID   string          `json:"nodeId"`
-	Payload  json.RawMessage `json:"payload"`
-}
-
-func cfDecodeEvents(t *testing.T, raw []byte) ([]cfEvent, bool) {
+// cfDecodeEvents decodes a page of events, validating each against the event schema.
+func cfDecodeEvents(t *testing.T, raw []byte) ([]event, bool) {
 	t.Helper()
 	var page struct {
 		Events     []json.RawMessage `json:"events"`
 		IsComplete bool              `json:"isComplete"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &page), "events body: %s", raw)
-	out := make([]cfEvent, 0, len(page.Events))
+	out := make([]event, 0, len(page.Events))
 	for _, e := range page.Events {
 		cfValidateEvent(t, e)
-		var ev cfEvent
+		var ev event
 		require.NoError(t, json.Unmarshal(e, &ev))
 		out = append(out, ev)
 	}
 	return out, page.IsComplete
 }
 
-// cfEvents reads GET /v1/runs/{id}/events with Accept: application/json.
-func cfEvents(t *testing.T, c *apiClient, id string) []cfEvent {
+// cfEvents reads the run's event log (eventsJSON), validating every event.
+func cfEvents(t *testing.T, c *apiClient, id string) []event {
 	t.Helper()
-	status, _, raw := cfCall(t, c, c.Key, http.MethodGet, "/v1/runs/"+id+"/events", nil)
-	require.Equal(t, http.StatusOK, status, "events: %s", raw)
-	evs, _ := cfDecodeEvents(t, raw)
+	evs, _ := cfDecodeEvents(t, eventsJSON(t, c, id))
 	return evs
-}
-
-func cfTypes(evs []cfEvent) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.Type
-	}
-	return out
 }
 
 func cfResolve(t *testing.T, c *apiClient, key, id, node string, body any) (int, map[string]any) {
@@ -338,8 +315,8 @@ func TestConformanceConversationLifecycle(t *testing.T) {
 		}
 	}
 	assert.NotEmpty(t, convID)
-	assert.GreaterOrEqual(t, opened, 1, "conversation.opened: %v", cfTypes(evs))
-	assert.GreaterOrEqual(t, closed, 1, "conversation.closed: %v", cfTypes(evs))
+	assert.GreaterOrEqual(t, opened, 1, "conversation.opened: %v", types(evs))
+	assert.GreaterOrEqual(t, closed, 1, "conversation.closed: %v", types(evs))
 }
 
 func TestConformanceConversationVsLegacySuspend(t *testing.T) {
@@ -704,7 +681,7 @@ func TestConformanceEventOrdering(t *testing.T) {
 	c := startStack(t)
 	id := cfCreate(t, c, "conformance-noop", nil)
 	cfWaitTerminal(t, c, id)
-	read := func() []cfEvent {
+	read := func() []event {
 		status, _, raw := cfCall(t, c, c.Key, http.MethodGet, "/v1/runs/"+id+"/events/poll", nil)
 		require.Equal(t, 200, status, "%s", raw)
 		evs, complete := cfDecodeEvents(t, raw)
@@ -738,7 +715,7 @@ func TestConformanceFailurePath(t *testing.T) {
 	require.NotNil(t, e, "error: %v", s)
 	assert.IsType(t, "", e["code"])
 	assert.IsType(t, "", e["message"])
-	types := cfTypes(cfEvents(t, c, id))
+	types := types(cfEvents(t, c, id))
 	assert.Contains(t, types, "node.failed")
 	assert.Equal(t, "run.failed", types[len(types)-1])
 }
@@ -833,79 +810,46 @@ func TestConformanceWebhookNegative(t *testing.T) {
 // §3.4 SSE scenarios.
 // ---------------------------------------------------------------------------------
 
-type cfFrame struct {
-	ID    string
-	Event string
-	Data  string
-}
-
-// cfSSE reads an SSE stream until the server closes it (or maxWait), returning frames
-// and whether the server closed it.
-func cfSSE(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWait time.Duration) (int, []cfFrame, bool) {
+// cfSSE reads an SSE stream (openStream) until the server closes it (or maxWait),
+// returning frames and whether the server closed it.
+func cfSSE(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWait time.Duration) (int, []sseEvent, bool) {
 	t.Helper()
 	return cfSSEFollow(t, c, path, hdr, maxWait, nil)
 }
 
 // cfSSEFollow is cfSSE that also hands each frame to onFrame (when not nil) as it
-// arrives, so a test can act on a live stream.
-func cfSSEFollow(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWait time.Duration, onFrame func(cfFrame)) (int, []cfFrame, bool) {
+// arrives, so a test can act on a live stream. Frames are validated against the event
+// schema, an answer other than 200 against the error envelope.
+func cfSSEFollow(t *testing.T, c *apiClient, path string, hdr map[string]string, maxWait time.Duration, onFrame func(sseEvent)) (int, []sseEvent, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), maxWait)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
+	s := openStream(t, c, path, hdr)
+	if s.Status != http.StatusOK {
+		cfValidate(t, "error-envelope.schema.json", s.Body)
+		return s.Status, nil, true
 	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		raw, _ := io.ReadAll(resp.Body)
-		cfValidate(t, "error-envelope.schema.json", raw)
-		return resp.StatusCode, nil, true
-	}
-	assert.Contains(t, resp.Header.Get("Content-Type"), "text/event-stream")
-	var frames []cfFrame
-	var cur cfFrame
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur != (cfFrame{}) {
-				frames = append(frames, cur)
-				if onFrame != nil {
-					onFrame(cur)
-				}
-			}
-			cur = cfFrame{}
-		case strings.HasPrefix(line, "id: "):
-			cur.ID = line[4:]
-		case strings.HasPrefix(line, "event: "):
-			cur.Event = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			cur.Data = line[6:]
-		}
-	}
-	closedByServer := ctx.Err() == nil
+	assert.Contains(t, s.Header.Get("Content-Type"), "text/event-stream")
+	frames, closedByServer := s.rest(maxWait, onFrame)
 	for _, f := range frames {
 		if f.Event != "state.snapshot" {
 			cfValidateEvent(t, []byte(f.Data))
 		}
 	}
-	return resp.StatusCode, frames, closedByServer
+	return s.Status, frames, closedByServer
 }
 
-func cfEventNames(fs []cfFrame) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = f.Event
-	}
-	return out
+// cfFollowAndResolve reads the SSE stream at path (cfSSEFollow) and, once its first
+// frame has arrived (the stream is attached), calls resolve, so what the resolve causes
+// can reach the reader only by following the run live. It returns what cfSSEFollow
+// returns and resolve's status (0 when no frame came).
+func cfFollowAndResolve(t *testing.T, c *apiClient, path string, maxWait time.Duration, resolve func() int) (int, []sseEvent, bool, int) {
+	t.Helper()
+	resolved := 0
+	status, frames, closed := cfSSEFollow(t, c, path, nil, maxWait, func(sseEvent) {
+		if resolved == 0 {
+			resolved = resolve()
+		}
+	})
+	return status, frames, closed, resolved
 }
 
 func TestConformanceStreamModes(t *testing.T) {
@@ -914,8 +858,8 @@ func TestConformanceStreamModes(t *testing.T) {
 	status, frames, closed := cfSSE(t, c, "/v1/runs/"+run()+"/events?streamMode=updates", nil, 15*time.Second)
 	require.Equal(t, 200, status)
 	assert.True(t, closed, "updates stream closed by the server")
-	assert.Contains(t, cfEventNames(frames), "run.started")
-	assert.Contains(t, cfEventNames(frames), "run.completed")
+	assert.Contains(t, frameNames(frames), "run.started")
+	assert.Contains(t, frameNames(frames), "run.completed")
 	updates := len(frames)
 
 	status, _, raw := cfCall(t, c, c.Key, http.MethodGet, "/v1/runs/"+run()+"/events?streamMode=does-not-exist", nil)
@@ -953,7 +897,7 @@ func TestConformanceStreamReconnect(t *testing.T) {
 		n, _ := strconv.ParseInt(f.ID, 10, 64)
 		assert.Greater(t, n, last, "resumed strictly after %d", last)
 	}
-	assert.Contains(t, cfEventNames(frames), "run.completed")
+	assert.Contains(t, frameNames(frames), "run.completed")
 
 	noop := cfCreate(t, c, "conformance-noop", nil)
 	cfWaitTerminal(t, c, noop)
@@ -994,13 +938,13 @@ func TestConversationTimeout(t *testing.T) {
 	cfWaitStatus(t, c, id, "waiting-approval")
 	s := cfWaitTerminal(t, c, id)
 	evs := cfEvents(t, c, id)
-	var closed *cfEvent
+	var closed *event
 	for i := range evs {
 		if evs[i].Type == "conversation.closed" {
 			closed = &evs[i]
 		}
 	}
-	require.NotNil(t, closed, "conversation.closed in %v", cfTypes(evs))
+	require.NotNil(t, closed, "conversation.closed in %v", types(evs))
 	var p struct {
 		Outcome   json.RawMessage `json:"outcome"`
 		FinalTurn struct {
@@ -1045,7 +989,7 @@ func TestConversationSchemaRejectedExchange(t *testing.T) {
 	cfWaitTerminal(t, c, id)
 	status, body = cfResolve(t, c, c.Key, id, node, map[string]any{"resumeValue": map[string]any{"text": "too late"}})
 	assert.Contains(t, []int{400, 404, 409, 410, 422}, status, "%v", body)
-	types := cfTypes(cfEvents(t, c, id))
+	types := types(cfEvents(t, c, id))
 	assert.Contains(t, types, "conversation.exchanged")
 	assert.Contains(t, types, "conversation.closed")
 }

@@ -7,7 +7,6 @@ package tests
 // exactly once and in order, sequences 0..n without gaps, one terminal event, last.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +29,6 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
-	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -46,67 +44,10 @@ const faultNode = "agent"
 // memory.
 func startFaultStack(t *testing.T, dataDir string) *apiClient {
 	t.Helper()
-	key := randomHex(16)
-	opts := harnessOptions(dataDir, key)
-	opts.Worker.PacksDir = faultPacksDir
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	st, err := stack.Start(ctx, opts)
-	require.NoError(t, err, "start the fault stack")
-	t.Cleanup(st.Stop)
-	return newAPIClient(t, st, key)
+	return startPrivateStack(t, stackOptions{DataDir: dataDir, PacksDir: faultPacksDir})
 }
 
 // ---- the event log and its check ----
-
-type faultTurn struct {
-	MessageID string          `json:"messageId"`
-	Role      string          `json:"role"`
-	TurnIndex int             `json:"turnIndex"`
-	Content   json.RawMessage `json:"content"`
-}
-
-func (t *faultTurn) text() string {
-	var c struct {
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(t.Content, &c) == nil && c.Text != "" {
-		return c.Text
-	}
-	return string(t.Content)
-}
-
-type faultEvent struct {
-	EventID  string `json:"eventId"`
-	Type     string `json:"type"`
-	Sequence int64  `json:"sequence"`
-	Payload  struct {
-		Turn        *faultTurn `json:"turn"`
-		InitialTurn *faultTurn `json:"initialTurn"`
-		FinalTurn   *faultTurn `json:"finalTurn"`
-		Error       *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	} `json:"payload"`
-}
-
-// faultLog reads the run's whole event log (JSON form of GET /v1/runs/{id}/events).
-func faultLog(t *testing.T, c *apiClient, runID string) []faultEvent {
-	t.Helper()
-	status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+runID+"/events", nil,
-		map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json"})
-	require.Equal(t, http.StatusOK, status, "events of %s: %s", runID, raw)
-	var page struct {
-		Events []faultEvent `json:"events"`
-	}
-	require.NoError(t, json.Unmarshal(raw, &page), "events of %s", runID)
-	return page.Events
-}
-
-func isTerminalType(typ string) bool {
-	return typ == "run.completed" || typ == "run.failed" || typ == "run.cancelled"
-}
 
 // logCheck says what a log must show besides the invariants every log has.
 type logCheck struct {
@@ -124,7 +65,7 @@ type logCheck struct {
 
 // checkLog checks the invariants of a conversation run's event log and returns the
 // user texts in log order.
-func checkLog(t *testing.T, evs []faultEvent, want logCheck) []string {
+func checkLog(t *testing.T, evs []event, want logCheck) []string {
 	t.Helper()
 	require.NotEmpty(t, evs, "event log")
 	ids := map[string]bool{}
@@ -141,19 +82,19 @@ func checkLog(t *testing.T, evs []faultEvent, want logCheck) []string {
 	assert.Equal(t, want.Terminal, evs[len(evs)-1].Type, "the terminal event is last")
 
 	// The conversation's turns: opened (turn 0), exchanged..., closed (final turn).
-	var turns []*faultTurn
+	var turns []*workflows.Turn
 	opened, closed := 0, 0
 	for _, e := range evs {
 		switch e.Type {
 		case "conversation.opened":
 			opened++
-			turns = append(turns, e.Payload.InitialTurn)
+			turns = append(turns, partsOf(t, e).InitialTurn)
 		case "conversation.exchanged":
 			assert.Zero(t, closed, "conversation.exchanged after conversation.closed (seq %d)", e.Sequence)
-			turns = append(turns, e.Payload.Turn)
+			turns = append(turns, partsOf(t, e).Turn)
 		case "conversation.closed":
 			closed++
-			turns = append(turns, e.Payload.FinalTurn)
+			turns = append(turns, partsOf(t, e).FinalTurn)
 		}
 	}
 	assert.Equal(t, 1, opened, "one conversation.opened")
@@ -168,7 +109,7 @@ func checkLog(t *testing.T, evs []faultEvent, want logCheck) []string {
 		assert.False(t, msgIDs[tr.MessageID], "messageId %s appears twice", tr.MessageID)
 		msgIDs[tr.MessageID] = true
 		if tr.Role == "user" {
-			users = append(users, tr.text())
+			users = append(users, textOf(t, *tr))
 		}
 	}
 	if want.Ordered {
@@ -208,8 +149,8 @@ func openFaultConv(t *testing.T, c *apiClient, pack string) *faultConv {
 	id, _ := body["runId"].(string)
 	require.NotEmpty(t, id)
 	fc := &faultConv{t: t, c: c, runID: id}
-	fc.waitEvents(20*time.Second, "conversation.opened", func(evs []faultEvent) bool {
-		return countType(evs, "conversation.opened") == 1
+	waitEvents(t, c, id, 20*time.Second, "conversation.opened", func(evs []event) bool {
+		return len(ofType(evs, "conversation.opened")) == 1
 	})
 	return fc
 }
@@ -275,32 +216,16 @@ func (fc *faultConv) sendAtOnce(texts []string, messageID string) []int {
 }
 
 func (fc *faultConv) agentTurns() int {
-	return countAgentTurns(faultLog(fc.t, fc.c, fc.runID))
+	return countAgentTurns(fc.t, events(fc.t, fc.c, fc.runID))
 }
 
 func (fc *faultConv) waitAgentTurns(n int, within time.Duration) {
 	fc.t.Helper()
-	fc.waitEvents(within, fmt.Sprintf("%d agent turns", n), func(evs []faultEvent) bool { return countAgentTurns(evs) >= n })
-}
-
-// waitEvents polls the run's log until ok holds.
-func (fc *faultConv) waitEvents(within time.Duration, what string, ok func([]faultEvent) bool) []faultEvent {
-	fc.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		evs := faultLog(fc.t, fc.c, fc.runID)
-		if ok(evs) {
-			return evs
-		}
-		if time.Now().After(deadline) {
-			fc.t.Fatalf("run %s: no %s within %s; log: %v", fc.runID, what, within, typesOf(evs))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitEvents(fc.t, fc.c, fc.runID, within, fmt.Sprintf("%d agent turns", n), func(evs []event) bool { return countAgentTurns(fc.t, evs) >= n })
 }
 
 // close closes the conversation and waits for the run's terminal event.
-func (fc *faultConv) close() []faultEvent {
+func (fc *faultConv) close() []event {
 	fc.t.Helper()
 	status, _, body := fc.c.do(http.MethodPost, "/v1/runs/"+fc.runID+"/interrupts/"+faultNode,
 		map[string]any{"resumeValue": map[string]any{"operation": "close"}})
@@ -308,39 +233,21 @@ func (fc *faultConv) close() []faultEvent {
 	return fc.waitTerminal(30 * time.Second)
 }
 
-func (fc *faultConv) waitTerminal(within time.Duration) []faultEvent {
+func (fc *faultConv) waitTerminal(within time.Duration) []event {
 	fc.t.Helper()
-	return fc.waitEvents(within, "terminal event", func(evs []faultEvent) bool {
-		return len(evs) > 0 && isTerminalType(evs[len(evs)-1].Type)
-	})
+	return waitEnded(fc.t, fc.c, fc.runID, within)
 }
 
-func countType(evs []faultEvent, typ string) int {
+// countAgentTurns counts the agent turns among the conversation.exchanged events.
+func countAgentTurns(t *testing.T, evs []event) int {
+	t.Helper()
 	n := 0
-	for _, e := range evs {
-		if e.Type == typ {
+	for _, e := range ofType(evs, "conversation.exchanged") {
+		if tr := partsOf(t, e).Turn; tr != nil && tr.Role == "agent" {
 			n++
 		}
 	}
 	return n
-}
-
-func countAgentTurns(evs []faultEvent) int {
-	n := 0
-	for _, e := range evs {
-		if e.Type == "conversation.exchanged" && e.Payload.Turn != nil && e.Payload.Turn.Role == "agent" {
-			n++
-		}
-	}
-	return n
-}
-
-func typesOf(evs []faultEvent) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.Type
-	}
-	return out
 }
 
 // ---- the cases ----
@@ -360,16 +267,11 @@ func (p *blockingProvider) Complete(ctx context.Context, _ *activities.Request) 
 	return nil, ctx.Err()
 }
 
-// TestFaultWorkerStopsMidModelRound stops the worker while a model round runs and
-// starts one again: the round is retried, the turn is answered once, and the
-// conversation goes on.
-func TestFaultWorkerStopsMidModelRound(t *testing.T) {
-	c := startFaultStack(t, "")
-	fc := openFaultConv(t, c, "fault-echo")
-	fc.say("first")
-
-	// Swap the host's worker for one whose model blocks, so the next round is caught
-	// in the middle.
+// swapInBlockingWorker stops the stack's worker and starts one whose model never
+// answers (blockingProvider), so the next model round is caught in the middle. It
+// returns that model and a stop for that worker (once; also when the test ends).
+func swapInBlockingWorker(t *testing.T, c *apiClient) (*blockingProvider, func()) {
+	t.Helper()
 	tc := c.Stack.Client()
 	c.Stack.StopWorker()
 	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
@@ -382,22 +284,38 @@ func TestFaultWorkerStopsMidModelRound(t *testing.T) {
 	wcfg.ShutdownTimeout = 200 * time.Millisecond
 	bw := worker.New(tc, wcfg, acts)
 	require.NoError(t, bw.Start())
-	stopped := false
-	defer func() {
-		if !stopped {
-			bw.Stop()
-		}
-	}()
+	var once sync.Once
+	stop := func() { once.Do(bw.Stop) }
+	t.Cleanup(stop)
+	return blocker, stop
+}
 
-	status, body := fc.send("second", "")
-	require.Equal(t, http.StatusOK, status, "exchange during the swap: %v", body)
+// waitEntered waits until a model round has entered the blocking model.
+func (p *blockingProvider) waitEntered(t *testing.T) {
+	t.Helper()
 	select {
-	case <-blocker.entered:
+	case <-p.entered:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the model round never started on the blocking worker")
 	}
-	bw.Stop()
-	stopped = true
+}
+
+// TestFaultWorkerStopsMidModelRound stops the worker while a model round runs and
+// starts one again: the round is retried, the turn is answered once, and the
+// conversation goes on.
+func TestFaultWorkerStopsMidModelRound(t *testing.T) {
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+	fc.say("first")
+
+	// Swap the host's worker for one whose model blocks, so the next round is caught
+	// in the middle.
+	blocker, stopBlocker := swapInBlockingWorker(t, c)
+
+	status, body := fc.send("second", "")
+	require.Equal(t, http.StatusOK, status, "exchange during the swap: %v", body)
+	blocker.waitEntered(t)
+	stopBlocker()
 	require.NoError(t, c.Stack.StartWorker(), "start the host's worker again")
 
 	// The retried round runs on the host's worker (the mock answers).
@@ -405,77 +323,6 @@ func TestFaultWorkerStopsMidModelRound(t *testing.T) {
 	fc.say("third")
 	evs := fc.close()
 	checkLog(t, evs, logCheck{Accepted: []string{"first", "second", "third"}, Ordered: true, Replies: true, Terminal: "run.completed"})
-}
-
-// sseFrame is one event of an SSE stream.
-type sseFrame struct {
-	ID   int64
-	Type string
-	Data string
-}
-
-// readSSE reads frames from an SSE response until it ends, sending each on out.
-func readSSE(resp *http.Response, out chan<- sseFrame) error {
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64*1024), 4<<20)
-	var f sseFrame
-	hasID := false
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if hasID {
-				out <- f
-			}
-			f, hasID = sseFrame{}, false
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "id:"):
-			n, err := strconv.ParseInt(strings.TrimSpace(line[3:]), 10, 64)
-			if err != nil {
-				return fmt.Errorf("bad SSE id line %q", line)
-			}
-			f.ID, hasID = n, true
-		case strings.HasPrefix(line, "event:"):
-			f.Type = strings.TrimSpace(line[6:])
-		case strings.HasPrefix(line, "data:"):
-			f.Data += strings.TrimSpace(line[5:])
-		}
-	}
-	return sc.Err()
-}
-
-// openSSE opens the run's event stream (every event: streamMode=debug), resuming after
-// lastEventID when it is >= 0. It runs on a goroutine of its own, so it reports
-// failures instead of calling t.Fatal.
-func openSSE(c *apiClient, runID string, lastEventID int64) (*http.Response, error) {
-	req, err := http.NewRequest(http.MethodGet, c.BaseURL+"/v1/runs/"+runID+"/events?streamMode=debug", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	req.Header.Set("Accept", "text/event-stream")
-	if lastEventID >= 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastEventID, 10))
-	}
-	resp, err := (&http.Client{}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("open the event stream: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, fmt.Errorf("event stream status %d", resp.StatusCode)
-	}
-	return resp, nil
-}
-
-// streamSSE opens the stream and reads it to its end, sending frames on out.
-func streamSSE(c *apiClient, runID string, lastEventID int64, out chan<- sseFrame) error {
-	resp, err := openSSE(c, runID, lastEventID)
-	if err != nil {
-		return err
-	}
-	return readSSE(resp, out)
 }
 
 // TestFaultAPIRestartsUnderAnSSEReader restarts the API while a client reads the event
@@ -486,27 +333,35 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 	c := startFaultStack(t, "")
 	fc := openFaultConv(t, c, "fault-echo")
 
-	frames := make(chan sseFrame, 1024)
-	streamErr := make(chan error, 2)
-	go func() { streamErr <- streamSSE(c, fc.runID, -1, frames) }()
+	path := "/v1/runs/" + fc.runID + "/events?streamMode=debug" // every event
+	stream := openStream(t, c, path, nil)
+	require.Equal(t, http.StatusOK, stream.Status, "open the event stream: %s", stream.Body)
 
-	var got []sseFrame
+	// got holds the logged events' frames (the ones with an id) over both connections.
+	var got []sseEvent
+	keep := func(f sseEvent) {
+		if f.ID != "" {
+			got = append(got, f)
+		}
+	}
 	collect := func(until func() bool, within time.Duration) {
 		t.Helper()
 		deadline := time.After(within)
 		for !until() {
-			select {
-			case f := <-frames:
-				got = append(got, f)
-			case <-deadline:
+			f, ok, timedOut := stream.next(deadline)
+			switch {
+			case timedOut:
 				t.Fatalf("stream: timed out; frames so far: %d", len(got))
+			case !ok:
+				t.Fatalf("stream: ended early; frames so far: %d", len(got))
 			}
+			keep(f)
 		}
 	}
 	agentFrames := func() int {
 		n := 0
 		for _, f := range got {
-			if f.Type == "conversation.exchanged" && strings.Contains(f.Data, `"role":"agent"`) {
+			if f.Event == "conversation.exchanged" && strings.Contains(f.Data, `"role":"agent"`) {
 				n++
 			}
 		}
@@ -521,20 +376,17 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	require.NoError(t, c.Stack.StopAPI(ctx), "stop the API")
 	cancel()
-	select {
-	case err := <-streamErr:
-		t.Logf("first stream ended: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the event stream did not end when the API stopped")
-	}
-	// Drain what the first connection delivered.
-	for drained := false; !drained; {
-		select {
-		case f := <-frames:
-			got = append(got, f)
-		default:
-			drained = true
+	// The first connection ends with the API; keep what it delivered.
+	ended := time.After(10 * time.Second)
+	for {
+		f, ok, timedOut := stream.next(ended)
+		if timedOut {
+			t.Fatal("the event stream did not end when the API stopped")
 		}
+		if !ok {
+			break
+		}
+		keep(f)
 	}
 	require.NotEmpty(t, got, "frames before the restart")
 	// Let the reply land while no API runs.
@@ -544,21 +396,21 @@ func TestFaultAPIRestartsUnderAnSSEReader(t *testing.T) {
 			return false
 		}
 		var page struct {
-			Events []faultEvent `json:"events"`
+			Events []event `json:"events"`
 		}
-		return v.Get(&page) == nil && countAgentTurns(page.Events) >= 2
+		return v.Get(&page) == nil && countAgentTurns(t, page.Events) >= 2
 	}, 30*time.Second, 50*time.Millisecond, "the reply is written while the API is down")
 	require.NoError(t, c.Stack.StartAPI(), "start the API again")
 
-	last := got[len(got)-1].ID
-	go func() { streamErr <- streamSSE(c, fc.runID, last, frames) }()
+	stream = openStream(t, c, path, lastEventID(got[len(got)-1].ID))
+	require.Equal(t, http.StatusOK, stream.Status, "reopen the event stream: %s", stream.Body)
 	collect(func() bool { return agentFrames() >= 2 }, 20*time.Second)
 	fc.say("after the restart")
 	evs := fc.close()
-	collect(func() bool { return len(got) > 0 && isTerminalType(got[len(got)-1].Type) }, 20*time.Second)
+	collect(func() bool { return len(got) > 0 && isTerminalType(got[len(got)-1].Event) }, 20*time.Second)
 
 	for i, f := range got {
-		if !assert.Equal(t, int64(i), f.ID, "frame %d (%s): SSE ids over both connections count 0..n", i, f.Type) {
+		if !assert.Equal(t, strconv.Itoa(i), f.ID, "frame %d (%s): SSE ids over both connections count 0..n", i, f.Event) {
 			break
 		}
 	}
@@ -688,22 +540,21 @@ func TestFaultModelFailsPermanently(t *testing.T) {
 	evs := fc.waitTerminal(60 * time.Second)
 	checkLog(t, evs, logCheck{Accepted: []string{"hello", "this one fails"}, Ordered: true, Replies: true, LastUnanswered: true, Terminal: "run.failed"})
 
-	var closedTurn *faultTurn
-	for _, e := range evs {
-		if e.Type == "conversation.closed" {
-			closedTurn = e.Payload.FinalTurn
-		}
+	var closedTurn *workflows.Turn
+	for _, e := range ofType(evs, "conversation.closed") {
+		closedTurn = partsOf(t, e).FinalTurn
 	}
 	require.NotNil(t, closedTurn)
 	assert.Equal(t, "system", closedTurn.Role, "the conversation is closed with a system turn")
-	assert.NotEmpty(t, closedTurn.text(), "the system turn says why")
-	failed := evs[len(evs)-1]
-	require.NotNil(t, failed.Payload.Error, "run.failed carries an error: %+v", failed)
-	assert.Contains(t, failed.Payload.Error.Message, "rejected the request for good", "the error names the cause")
-	assert.Equal(t, "mock_scripted_failure", failed.Payload.Error.Code, "an OpenWOP code, not a Go type name")
+	closedText := textOf(t, *closedTurn)
+	assert.NotEmpty(t, closedText, "the system turn says why")
+	failed := partsOf(t, evs[len(evs)-1])
+	require.NotNil(t, failed.Error, "run.failed carries an error: %+v", evs[len(evs)-1])
+	assert.Contains(t, failed.Error.Message, "rejected the request for good", "the error names the cause")
+	assert.Equal(t, "mock_scripted_failure", failed.Error.Code, "an OpenWOP code, not a Go type name")
 	for _, internal := range []string{"activity error", "scheduledEventID", "MockScriptedFailure"} {
-		assert.NotContains(t, failed.Payload.Error.Message, internal, "Temporal's wrapping stays in the logs")
-		assert.NotContains(t, closedTurn.text(), internal, "Temporal's wrapping stays in the logs")
+		assert.NotContains(t, failed.Error.Message, internal, "Temporal's wrapping stays in the logs")
+		assert.NotContains(t, closedText, internal, "Temporal's wrapping stays in the logs")
 	}
 
 	_, _, snap := c.do(http.MethodGet, "/v1/runs/"+fc.runID, nil)

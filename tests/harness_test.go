@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ import (
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
+	"go.temporal.io/sdk/client"
 )
 
 // packsDir is the repository's packs folder, loaded by every harness stack.
@@ -249,6 +251,57 @@ func (c *apiClient) doRaw(method, path string, body any, headers map[string]stri
 		c.t.Fatalf("%s %s: read body: %v", method, path, err)
 	}
 	return resp.StatusCode, resp.Header, raw
+}
+
+// furtherAPI tunes an API process served over a stack beside its own (serveAPI).
+type furtherAPI struct {
+	// Temporal replaces the stack's Temporal client.
+	Temporal client.Client
+	// PublicURL: the API knows its public URL (the test server's), as a deployed one
+	// does (callback URLs are built from it, never from a request's Host).
+	PublicURL bool
+	// OwnServer puts the API behind the http.Server it builds for itself (its
+	// timeouts), not the test server's default one.
+	OwnServer bool
+}
+
+// serveAPI serves a further API process with cfg over c's Temporal client and catalog,
+// as a second `wop api` would run (its own limiters and locks), until the test ends. It
+// returns the API and its base URL; an API that cannot start returns its error.
+func serveAPI(t *testing.T, c *apiClient, cfg api.Config, o furtherAPI) (*api.Server, string, error) {
+	t.Helper()
+	tc := o.Temporal
+	if tc == nil {
+		tc = c.Stack.Client()
+	}
+	ts := httptest.NewUnstartedServer(nil)
+	if o.PublicURL {
+		cfg.PublicURL = "http://" + ts.Listener.Addr().String()
+	}
+	srv, err := api.New(cfg, tc, c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		ts.Close()
+		return nil, "", err
+	}
+	if o.OwnServer {
+		ts.Config = srv.HTTPServer()
+	} else {
+		ts.Config.Handler = srv.Handler()
+	}
+	ts.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		ts.Close()
+	})
+	return srv, ts.URL, nil
+}
+
+// clientAt is a client, as test t, of the API at baseURL over c's stack with key, whose
+// requests time out after timeout.
+func clientAt(t *testing.T, c *apiClient, baseURL, key string, timeout time.Duration) *apiClient {
+	return &apiClient{t: t, BaseURL: baseURL, Key: key, Stack: c.Stack, http: &http.Client{Timeout: timeout}}
 }
 
 func randomHex(n int) string {

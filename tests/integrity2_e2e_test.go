@@ -17,9 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
-	"github.com/wop-dev/wop/worker"
 )
 
 // snapshotToken reads the conversation token a snapshot carries.
@@ -220,17 +218,12 @@ func TestValuesStreamIdsGrow(t *testing.T) {
 	c := startStack(t)
 	id := cfCreate(t, c, "conformance-approval", nil)
 	cfWaitStatus(t, c, id, "waiting-approval")
-	frames := make(chan []cfFrame, 1)
-	go func() {
-		_, fs, _ := cfSSE(t, c, "/v1/runs/"+id+"/events?streamMode=values", nil, 30*time.Second)
-		frames <- fs
-	}()
 	// Resolve once the stream has sent its first frame (the run is then followed).
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+	_, got, _, resolved := cfFollowAndResolve(t, c, "/v1/runs/"+id+"/events?streamMode=values", 30*time.Second, func() int {
 		status, _ := cfResolve(t, c, c.Key, id, "gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}})
-		assert.Equal(ct, 200, status)
-	}, 10*time.Second, 200*time.Millisecond)
-	got := <-frames
+		return status
+	})
+	require.Equal(t, 200, resolved, "the resolve sent once the stream was attached")
 	require.NotEmpty(t, got)
 	prev := int64(-1)
 	for _, f := range got {
@@ -312,39 +305,17 @@ func TestQueuedResolveIsSafeToRepeat(t *testing.T) {
 	fc := openFaultConv(t, b, "fault-echo")
 	fc.say("first")
 
-	tc := c.Stack.Client()
-	c.Stack.StopWorker()
-	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
-	acts, err := activities.New(activities.Config{
-		Providers:   map[string]activities.Provider{activities.DefaultProviderKey: blocker},
-		Transcripts: activities.ClientTranscripts{Client: tc},
-	})
-	require.NoError(t, err)
-	wcfg := c.Stack.Options().Worker
-	wcfg.ShutdownTimeout = 200 * time.Millisecond
-	bw := worker.New(tc, wcfg, acts)
-	require.NoError(t, bw.Start())
-	stopped := false
-	defer func() {
-		if !stopped {
-			bw.Stop()
-		}
-	}()
+	blocker, stopBlocker := swapInBlockingWorker(t, c)
 	status, body := fc.send("second", "")
 	require.Equal(t, 200, status, "the turn is recorded before its round: %v", body)
-	select {
-	case <-blocker.entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the model round never started on the blocking worker")
-	}
+	blocker.waitEntered(t)
 	status, body = fc.send("third", "")
 	require.Equal(t, 202, status, "queued behind the hanging round: %v", body)
 	assert.Equal(t, "queued", body["status"])
 	key, _ := body["idempotencyKey"].(string)
 	require.NotEmpty(t, key)
 
-	bw.Stop()
-	stopped = true
+	stopBlocker()
 	require.NoError(t, c.Stack.StartWorker())
 	fc.waitAgentTurns(3, 60*time.Second)
 	status, body = post(b, b.Key, "/v1/runs/"+fc.runID+"/interrupts/"+faultNode, exchangeBody("third", ""), "Idempotency-Key", key)

@@ -6,16 +6,13 @@ package tests
 // expired; abuse is rate-limited; connections are bounded.
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -40,18 +37,9 @@ func newAPIWith(t *testing.T, c *apiClient, cfg api.Config) *apiClient {
 	if cfg.TokenSecret == nil {
 		cfg.TokenSecret = []byte(randomHex(16))
 	}
-	srv, err := api.New(cfg, c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, url, err := serveAPI(t, c, cfg, furtherAPI{OwnServer: true})
 	require.NoError(t, err)
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Config = srv.HTTPServer()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	return &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 60 * time.Second}}
+	return clientAt(t, c, url, c.Key, 60*time.Second)
 }
 
 // post sends a JSON body with key and returns the status and the decoded object. It
@@ -191,8 +179,8 @@ func TestExchangeLosingToCancelIs410(t *testing.T) {
 func TestForgedTurnsAreRefused(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
-	id := pkCreate(t, c, "support", nil)
-	pkWait(t, c, id, "waiting", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
+	id := createRun(t, c, "support", nil)
+	waitSnapshot(t, c, id, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
 	conv := id + ":" + packNode + ":0"
 	path := "/v1/runs/" + id + "/interrupts/" + packNode
 	forged := map[string]struct {
@@ -219,22 +207,22 @@ func TestForgedTurnsAreRefused(t *testing.T) {
 	// A user turn, bare or with the id the host gives it, is recorded as the user's.
 	status, body := post(c, c.Key, path, map[string]any{"resumeValue": map[string]any{"text": "Hi, I have a question about my account."}})
 	require.Equal(t, 200, status, "%v", body)
-	pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
 	status, body = post(c, c.Key, path, map[string]any{"resumeValue": map[string]any{"operation": "exchange",
 		"turn": map[string]any{"role": "user", "messageId": conv + ":3:user", "content": map[string]any{"text": "It's ACC-12345. What's my balance?"}}}})
 	require.Equal(t, 200, status, "%v", body)
-	pkCompleted(t, c, id)
-	turns := pkTurns(t, pkEvents(t, c, id))
+	waitCompleted(t, c, id)
+	turns := turnsIn(t, events(t, c, id))
 	require.GreaterOrEqual(t, len(turns), 4, "two user turns and two replies")
 	var users, agents []string
 	for _, turn := range turns {
 		switch turn.Role {
 		case workflows.RoleUser:
 			assert.Equal(t, "user", turn.From, "a user turn is from \"user\", not the API key")
-			users = append(users, pkText(t, turn))
+			users = append(users, textOf(t, turn))
 		case workflows.RoleAgent:
 			assert.Equal(t, "support", turn.SpeakerID)
-			assert.NotContains(t, pkText(t, turn), "APPROVED")
+			assert.NotContains(t, textOf(t, turn), "APPROVED")
 			agents = append(agents, turn.MessageID)
 		default:
 			t.Errorf("a %s turn was recorded: %+v", turn.Role, turn)

@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -46,24 +43,9 @@ func keysFileAPI(t *testing.T, c *apiClient) *tenantKeys {
 	} {
 		require.NoError(t, api.AppendKey(k.File, e))
 	}
-	// The API knows its public URL, as a deployed one does (callback URLs are built from
-	// it, never from a request's Host).
-	ts := httptest.NewUnstartedServer(nil)
-	srv, err := api.New(api.Config{KeysFile: k.File, TokenSecret: []byte(randomHex(16)), PublicURL: "http://" + ts.Listener.Addr().String()},
-		c.Stack.Client(), c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, url, err := serveAPI(t, c, api.Config{KeysFile: k.File, TokenSecret: []byte(randomHex(16))}, furtherAPI{PublicURL: true})
 	require.NoError(t, err)
-	ts.Config.Handler = srv.Handler()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	client := func(key string) *apiClient {
-		return &apiClient{t: t, BaseURL: ts.URL, Key: key, Stack: c.Stack, http: &http.Client{Timeout: 30 * time.Second}}
-	}
-	k.A, k.ARO, k.B, k.srv = client(k.AOps), client(k.ARead), client(k.BOps), srv
+	k.A, k.ARO, k.B, k.srv = clientAt(t, c, url, k.AOps, 30*time.Second), clientAt(t, c, url, k.ARead, 30*time.Second), clientAt(t, c, url, k.BOps, 30*time.Second), srv
 	return k
 }
 

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -79,7 +78,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 		}
 	}})
 	start := time.Now()
-	id := pkCreate(t, c, "long-chat", map[string]any{})
+	id := createRun(t, c, "long-chat", map[string]any{})
 	longWaitStatus(t, c, id, workflows.StatusWaitingApproval)
 	var sent []string // the user messages, in order
 
@@ -93,7 +92,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	// Near-limit messages through the API, one exchange at a time.
 	for i := 0; i < longLargeTurns; i++ {
 		text := fmt.Sprintf("large %d %s", i, strings.Repeat(string(rune('a'+i)), longLargeBytes))
-		pkSay(t, c, id, text)
+		sayTo(t, c, id, text)
 		sent = append(sent, text)
 		longWaitTurns(t, c, id, len(sent))
 	}
@@ -123,24 +122,24 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	// One more exchange over the API: the model still sees the conversation, reaching
 	// back into the executions before the current one.
 	last := fmt.Sprintf("one more after %d", len(sent))
-	pkSay(t, c, id, last)
+	sayTo(t, c, id, last)
 	sent = append(sent, last)
 	longWaitTurns(t, c, id, len(sent))
 
 	// Every event, read back page by page over the API.
 	evs := longReadAll(t, c, id, -1)
 	var users []string
-	for _, e := range pkOfType(evs, workflows.EvConversationExchanged) {
+	for _, e := range ofType(evs, workflows.EvConversationExchanged) {
 		var p struct {
 			Turn workflows.Turn `json:"turn"`
 		}
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
 		if p.Turn.Role == workflows.RoleUser {
-			users = append(users, pkText(t, p.Turn))
+			users = append(users, textOf(t, p.Turn))
 		}
 	}
 	require.Equal(t, sent, users, "every user turn is in the log once, in order")
-	usage := pkOfType(evs, "provider.usage")
+	usage := ofType(evs, "provider.usage")
 	seen := longSeenChars(t, usage)
 	want := longWindowChars(sent, "Noted.")
 	require.InDelta(t, want, seen, 8, "the last round saw the newest %d characters of the conversation that fit its budget", want)
@@ -148,13 +147,13 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	require.Greater(t, seen, held, "the last round saw messages of earlier executions (the current one holds %d characters)", held)
 
 	// The snapshot stays small and says where the older turns are.
-	snap := longSnapshot(t, c, id)
+	snap := waitSnapshot(t, c, id, time.Minute, "read", func(workflows.Snapshot) bool { return true }) // a 503 is read again
 	require.Len(t, snap.Conversations, 1)
 	require.Equal(t, 1+2*len(sent), snap.Conversations[0].TurnCount)
 	var newest []workflows.Turn
 	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &newest))
 	require.Equal(t, snap.Conversations[0].TurnCount-len(newest), snap.Conversations[0].FirstTurnIndex)
-	require.Equal(t, last, pkText(t, newest[len(newest)-2]))
+	require.Equal(t, last, textOf(t, newest[len(newest)-2]))
 
 	// Cancel: the run ends cancelled, with its terminal event, and stays readable.
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+":cancel", map[string]any{"reason": "done"})
@@ -170,38 +169,18 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	t.Logf("%d turns, %d events, %d executions in %s", len(sent), len(evs), len(carried)+1, time.Since(start).Round(time.Second))
 }
 
-// longWaitTurns waits until the conversation has the replies to n user turns. A busy
-// machine may make Temporal answer a read late (503): the wait reads again.
+// longWaitTurns waits until the conversation has the replies to n user turns.
 func longWaitTurns(t *testing.T, c *apiClient, id string, n int) {
 	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		status, _, raw := c.doRaw(http.MethodGet, "/v1/runs/"+id, nil, map[string]string{"Authorization": "Bearer " + c.Key})
-		if !assert.Equal(ct, http.StatusOK, status, "%s", raw) {
-			return
-		}
-		var s workflows.Snapshot
-		if assert.NoError(ct, json.Unmarshal(raw, &s)) && assert.Len(ct, s.Conversations, 1) {
-			assert.Equal(ct, 1+2*n, s.Conversations[0].TurnCount, "status %s, error %+v", s.Status, s.Error)
-		}
-	}, 3*time.Minute, 100*time.Millisecond)
-}
-
-// longSnapshot reads the run's snapshot (longGet).
-func longSnapshot(t *testing.T, c *apiClient, id string) workflows.Snapshot {
-	t.Helper()
-	status, raw := longGet(t, c, "/v1/runs/"+id, map[string]string{"Authorization": "Bearer " + c.Key})
-	require.Equal(t, http.StatusOK, status, "%s", raw)
-	var s workflows.Snapshot
-	require.NoError(t, json.Unmarshal(raw, &s))
-	return s
+	waitSnapshot(t, c, id, 3*time.Minute, fmt.Sprintf("with the replies to %d turns", n), func(s workflows.Snapshot) bool {
+		return len(s.Conversations) == 1 && s.Conversations[0].TurnCount == 1+2*n
+	})
 }
 
 // longWaitStatus waits until the run has the status.
 func longWaitStatus(t *testing.T, c *apiClient, id, status string) {
 	t.Helper()
-	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		assert.Equal(ct, status, longSnapshot(t, c, id).Status)
-	}, time.Minute, 100*time.Millisecond)
+	waitSnapshot(t, c, id, time.Minute, status, func(s workflows.Snapshot) bool { return s.Status == status })
 }
 
 // longGet sends a GET as a client that reads again after a 503 (Temporal answered
@@ -346,8 +325,8 @@ func TestManyStreamsShareOneReader(t *testing.T) {
 	t.Parallel()
 	// The per-key rate limit would refuse streams past its burst; lift it.
 	c := startPrivateStack(t, stackOptions{Tweak: func(o *stack.Options) { o.API.RateLimitPerSecond, o.API.RateLimitBurst = 1e6, 1e6 }})
-	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	s := pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	s := waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
 	const streams = 150
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -11,10 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -231,18 +228,9 @@ func (c *renamingClient) UpdateWorkflow(ctx context.Context, o client.UpdateWork
 func newAPIOver(t *testing.T, c *apiClient, tc client.Client) *apiClient {
 	t.Helper()
 	cfg := api.Config{Keys: []api.Key{{ID: "test", Secret: c.Key, Tenant: "default", Scopes: api.AllScopes}}, TokenSecret: []byte(randomHex(16))}
-	srv, err := api.New(cfg, tc, c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, url, err := serveAPI(t, c, cfg, furtherAPI{Temporal: tc, OwnServer: true})
 	require.NoError(t, err)
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Config = srv.HTTPServer()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	return &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 60 * time.Second}}
+	return clientAt(t, c, url, c.Key, 60*time.Second)
 }
 
 // TestResolveFallsBackToSignalWithoutTheUpdate: a run whose worker rejects the resolve

@@ -152,15 +152,15 @@ func TestSecretsStayOutOfHistoryEventsAndLogs(t *testing.T) {
 	t.Cleanup(st.Stop)
 	c := newAPIClient(t, st, opts.API.Keys[0].Secret)
 
-	id := pkCreate(t, c, "support", map[string]any{"message": "Hi, what is my balance?"})
-	snap := pkRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	id := createRun(t, c, "support", map[string]any{"message": "Hi, what is my balance?"})
+	snap := waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
 	require.Equal(t, 1, snap.Pack.ModelRounds)
 	require.EqualValues(t, 1, calls.Load(), "the provider was called once, with the configured key")
 
-	evs := pkEvents(t, c, id)
-	turns := pkTurns(t, evs)
+	evs := events(t, c, id)
+	turns := turnsIn(t, evs)
 	require.NotEmpty(t, turns)
-	require.Equal(t, "Hello, I can help with that.", pkText(t, turns[len(turns)-1]), "the reply came from the provider")
+	require.Equal(t, "Hello, I can help with that.", textOf(t, turns[len(turns)-1]), "the reply came from the provider")
 
 	// Everything the host recorded about the run.
 	history := historyText(ctx, t, st, id)
@@ -224,11 +224,11 @@ mcp_servers:
 	c := startPrivateStack(t, stackOptions{PacksDir: toolPacksDir, ToolsFile: file, Logger: logger,
 		Env: map[string]string{"ORDERS_TOKEN": ordersToken, "DOCS_TOKEN": docsToken}})
 
-	id := pkCreate(t, c, "tools-mcp", map[string]any{"message": "Can I get a refund?"})
-	pkCompleted(t, c, id)
+	id := createRun(t, c, "tools-mcp", map[string]any{"message": "Can I get a refund?"})
+	waitCompleted(t, c, id)
 	require.Equal(t, "Bearer "+ordersToken, gotAuth.Load(), "the HTTP tool got its secret header")
 
-	evs := pkEvents(t, c, id)
+	evs := events(t, c, id)
 	returned := toolReturned(t, evs)
 	require.Contains(t, string(returned["call_0_0_search_docs"].Outcome), `"authorized":true`, "the MCP server got its secret environment")
 	require.Contains(t, string(returned["call_1_0_search_help"].Outcome), `authorized with Bearer [REDACTED]`, "the echoed secret was redacted")

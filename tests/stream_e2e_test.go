@@ -8,7 +8,6 @@ package tests
 // event log.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -77,89 +76,6 @@ func stopStreamStack() {
 	if streamStack.st != nil {
 		streamStack.st.Stop()
 	}
-}
-
-// sseEvent is one event of an SSE stream; ID is empty for an event without an id line.
-type sseEvent struct {
-	ID, Event, Data string
-}
-
-// sseStream reads a run's event stream on a goroutine of its own.
-type sseStream struct {
-	C      chan sseEvent // closed when the stream ends
-	Status int
-	cancel context.CancelFunc
-}
-
-// openStream opens GET path as an SSE stream (after lastEventID when not empty).
-func openStream(t *testing.T, c *apiClient, path, lastEventID string) *sseStream {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	req.Header.Set("Accept", "text/event-stream")
-	if lastEventID != "" {
-		req.Header.Set("Last-Event-ID", lastEventID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	s := &sseStream{C: make(chan sseEvent, 4096), Status: resp.StatusCode, cancel: cancel}
-	go func() {
-		defer close(s.C)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 64<<10), 8<<20)
-		var cur sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if cur != (sseEvent{}) {
-					s.C <- cur
-				}
-				cur = sseEvent{}
-			case strings.HasPrefix(line, "id: "):
-				cur.ID = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				cur.Event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				cur.Data = line[6:]
-			}
-		}
-	}()
-	return s
-}
-
-// until reads events until one matches (returned last) and returns them all; it fails
-// the test when the stream ends or within passes first.
-func (s *sseStream) until(t *testing.T, within time.Duration, what string, match func(sseEvent) bool) []sseEvent {
-	t.Helper()
-	var got []sseEvent
-	deadline := time.After(within)
-	for {
-		select {
-		case ev, ok := <-s.C:
-			if !ok {
-				t.Fatalf("the stream ended before %s; got %s", what, eventNames(got))
-			}
-			got = append(got, ev)
-			if match(ev) {
-				return got
-			}
-		case <-deadline:
-			t.Fatalf("no %s within %s; got %s", what, within, eventNames(got))
-		}
-	}
-}
-
-func eventNames(evs []sseEvent) string {
-	names := make([]string, len(evs))
-	for i, e := range evs {
-		names[i] = e.Event
-	}
-	return strings.Join(names, " ")
 }
 
 // chunkPayload is the payload of an ai.message.chunk event.
@@ -260,7 +176,7 @@ func requireOneStream(t *testing.T, cs []chunkPayload) string {
 // sequence of its log.
 func waitOpen(t *testing.T, c *apiClient, id string) string {
 	t.Helper()
-	s := pkWait(t, c, id, "waiting for a message", func(s workflows.Snapshot) bool {
+	s := waitSnapshot(t, c, id, 30*time.Second, "waiting for a message", func(s workflows.Snapshot) bool {
 		return s.Status == workflows.StatusWaitingApproval
 	})
 	return jsonNumber(s.LastSequence)
@@ -280,21 +196,21 @@ func TestStreamChunksBeforeTheTurnE2E(t *testing.T) {
 	for _, provider := range []string{"openai", "anthropic"} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
-			id := pkCreate(t, c, "stream-"+provider, nil)
+			id := createRun(t, c, "stream-"+provider, nil)
 			last := waitOpen(t, c, id)
-			both := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
-			only := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages", last)
+			both := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", lastEventID(last))
+			only := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages", lastEventID(last))
 			require.Equal(t, http.StatusOK, both.Status)
 			require.Equal(t, http.StatusOK, only.Status)
-			pkSay(t, c, id, "what is my balance?")
+			sayTo(t, c, id, "what is my balance?")
 
 			evs := both.until(t, 30*time.Second, "the agent's turn", agentTurnEvent)
 			turn := turnOf(t, evs[len(evs)-1])
 			cs := chunksIn(t, evs)
-			require.NotEmpty(t, cs, "chunks before the turn; got %s", eventNames(evs))
+			require.NotEmpty(t, cs, "chunks before the turn; got %s", frameNames(evs))
 			assert.True(t, cs[len(cs)-1].IsLast, "the whole stream came before the turn")
 			assert.Equal(t, streamReply, requireOneStream(t, cs), "the chunks add up to the reply")
-			assert.Equal(t, streamReply, pkText(t, turn))
+			assert.Equal(t, streamReply, textOf(t, turn))
 			assert.Greater(t, len(cs), 5, "the reply came in pieces")
 			for _, ch := range cs {
 				assert.Equal(t, id, ch.RunID)
@@ -320,7 +236,7 @@ func TestStreamChunksBeforeTheTurnE2E(t *testing.T) {
 			assert.Equal(t, streamReply, requireOneStream(t, chunksIn(t, got)))
 
 			// Nothing of the stream is durable.
-			for _, e := range pkEvents(t, c, id) {
+			for _, e := range events(t, c, id) {
 				assert.NotEqual(t, api.EventTypeMessageChunk, e.Type, "chunks are not in the event log")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -389,12 +305,12 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 	t.Cleanup(st.Stop)
 	c := newAPIClient(t, st, key)
 
-	id := pkCreate(t, c, "stream-openai", nil)
+	id := createRun(t, c, "stream-openai", nil)
 	runID.Store(id)
 	last := waitOpen(t, c, id)
-	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
+	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", lastEventID(last))
 	firstURL := st.StreamURL()
-	pkSay(t, c, id, "hello")
+	sayTo(t, c, id, "hello")
 
 	// Three chunks of attempt 1, then the worker goes away mid-stream.
 	evs := s.until(t, 30*time.Second, "three chunks", func(ev sseEvent) bool {
@@ -421,16 +337,16 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 		assert.True(t, first[n-1].IsLast && first[n-1].Aborted, "the interrupted attempt ends aborted, if its end was heard at all")
 	}
 	second := byAttempt[2]
-	require.NotEmpty(t, second, "the retried round streamed again; got %s", eventNames(evs))
+	require.NotEmpty(t, second, "the retried round streamed again; got %s", frameNames(evs))
 	assert.Equal(t, 0, second[0].Seq, "a new sequence")
 	assert.Equal(t, "The answer, written whole by the second attempt.", requireOneStream(t, second))
-	assert.Equal(t, "The answer, written whole by the second attempt.", pkText(t, turn))
+	assert.Equal(t, "The answer, written whole by the second attempt.", textOf(t, turn))
 	assert.Equal(t, first[0].Round, second[0].Round)
 	assert.Equal(t, first[0].MessageID, second[0].MessageID)
 
 	// One durable agent turn; the draft reached no durable record.
 	var agentTurns int
-	for _, tn := range pkTurns(t, pkEvents(t, c, id)) {
+	for _, tn := range turnsIn(t, events(t, c, id)) {
 		if tn.Role == workflows.RoleAgent {
 			agentTurns++
 		}
@@ -462,11 +378,11 @@ func TestStreamToTwoAPIsE2E(t *testing.T) {
 	})
 	c2 := &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 30 * time.Second}}
 
-	id := pkCreate(t, c, "stream-anthropic", nil)
+	id := createRun(t, c, "stream-anthropic", nil)
 	last := waitOpen(t, c, id)
-	one := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
-	two := openStream(t, c2, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
-	pkSay(t, c2, id, "what is my balance?")
+	one := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", lastEventID(last))
+	two := openStream(t, c2, "/v1/runs/"+id+"/events?streamMode=messages,debug", lastEventID(last))
+	sayTo(t, c2, id, "what is my balance?")
 	for name, s := range map[string]*sseStream{"first API": one, "second API": two} {
 		evs := s.until(t, 30*time.Second, "the agent's turn on the "+name, agentTurnEvent)
 		assert.Equal(t, streamReply, requireOneStream(t, chunksIn(t, evs)), "the %s streamed the whole reply", name)
@@ -477,18 +393,18 @@ func TestStreamToTwoAPIsE2E(t *testing.T) {
 // every round of the conversation.
 func TestStreamScriptedMockE2E(t *testing.T) {
 	c := startStreamStack(t)
-	id := pkCreate(t, c, "stream-mock", nil)
+	id := createRun(t, c, "stream-mock", nil)
 	last := waitOpen(t, c, id)
-	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", last)
+	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug", lastEventID(last))
 	for _, turn := range []struct{ say, reply string }{
 		{"hello", "Hello! I stream my replies one word at a time, as a model writes them."},
 		{"again please", "Once more, word by word, and then the turn is recorded."},
 	} {
-		pkSay(t, c, id, turn.say)
+		sayTo(t, c, id, turn.say)
 		evs := s.until(t, 30*time.Second, "the agent's turn", agentTurnEvent)
 		cs := chunksIn(t, evs)
 		assert.Equal(t, turn.reply, requireOneStream(t, cs), "reply to %q", turn.say)
-		assert.Equal(t, turn.reply, pkText(t, turnOf(t, evs[len(evs)-1])))
+		assert.Equal(t, turn.reply, textOf(t, turnOf(t, evs[len(evs)-1])))
 		assert.Equal(t, activities.MockModel, cs[len(cs)-1].Meta.Model)
 	}
 }
@@ -499,7 +415,7 @@ func TestStreamScriptedMockE2E(t *testing.T) {
 func TestStreamBufferMsE2E(t *testing.T) {
 	t.Parallel()
 	c := startStreamStack(t)
-	id := pkCreate(t, c, "stream-openai", nil)
+	id := createRun(t, c, "stream-openai", nil)
 	last := waitOpen(t, c, id)
 	for _, bad := range []string{"5001", "-1", "x"} {
 		status, _, body := c.do(http.MethodGet, "/v1/runs/"+id+"/events?streamMode=messages&bufferMs="+bad, nil)
@@ -508,9 +424,9 @@ func TestStreamBufferMsE2E(t *testing.T) {
 		assert.Equal(t, "bufferMs", details["field"], "bufferMs=%s: %v", bad, body)
 	}
 
-	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug&bufferMs=300", last)
+	s := openStream(t, c, "/v1/runs/"+id+"/events?streamMode=messages,debug&bufferMs=300", lastEventID(last))
 	require.Equal(t, http.StatusOK, s.Status)
-	pkSay(t, c, id, "what is my balance?")
+	sayTo(t, c, id, "what is my balance?")
 	var evs []sseEvent // the events inside the batches, in order
 	s.until(t, 30*time.Second, "the batch with the agent's turn", func(b sseEvent) bool {
 		require.Equal(t, "batch", b.Event, "with bufferMs every frame is a batch")
@@ -555,7 +471,7 @@ func TestStreamBufferMsE2E(t *testing.T) {
 	}
 	require.Positive(t, turnAt)
 	assert.Equal(t, streamReply, requireOneStream(t, cs), "the chunks, batched, still come whole and before the turn")
-	assert.Equal(t, streamReply, pkText(t, turnOf(t, evs[turnAt])))
+	assert.Equal(t, streamReply, textOf(t, turnOf(t, evs[turnAt])))
 }
 
 // writeLog is an io.Writer that keeps each write apart.
@@ -583,7 +499,7 @@ func (w *writeLog) String() string {
 func TestChatPrintsTheReplyAsItStreamsE2E(t *testing.T) {
 	t.Parallel()
 	c := startStreamStack(t)
-	id := pkCreate(t, c, "stream-openai", nil)
+	id := createRun(t, c, "stream-openai", nil)
 	waitOpen(t, c, id)
 	env := map[string]string{chat.EnvAPIURL: c.BaseURL, chat.EnvAPIKey: c.Key}
 	var out, errOut writeLog

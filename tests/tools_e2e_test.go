@@ -126,7 +126,7 @@ func toolReturned(t *testing.T, evs []workflows.Event) map[string]struct {
 		Tool, Status string
 		Outcome      json.RawMessage
 	}{}
-	for _, e := range pkOfType(evs, "agent.toolReturned") {
+	for _, e := range ofType(evs, "agent.toolReturned") {
 		var p struct {
 			ToolName string          `json:"toolName"`
 			CallID   string          `json:"callId"`
@@ -164,8 +164,8 @@ func TestToolHTTPBindingE2E(t *testing.T) {
 	require.Len(t, rep.Bound, 3)
 	require.Equal(t, "POST "+svc.URL+"/lookup", rep.Bound[1].Target)
 
-	id := pkCreate(t, c, "tools-http", map[string]any{"message": "Where is ORD-1042?"})
-	s := pkRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	id := createRun(t, c, "tools-http", map[string]any{"message": "Where is ORD-1042?"})
+	s := waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
 	require.Equal(t, "desk", s.Pack.State)
 
 	lookups := svc.received("/lookup")
@@ -192,15 +192,15 @@ func TestToolHTTPBindingE2E(t *testing.T) {
 	require.NoError(t, c.Stack.Client().SignalWorkflow(ctx, id, "", workflows.ResolveSignal, req))
 	require.NoError(t, c.Stack.StartWorker())
 
-	s = pkCompleted(t, c, id)
+	s = waitCompleted(t, c, id)
 	require.Equal(t, "closed", s.Pack.State)
 	require.Len(t, svc.received("/lookup"), 1, "no tool ran twice across the restart")
 	require.Len(t, svc.received("/track"), 2)
 	require.Len(t, svc.received("/cancel"), 1, "a write tool that is not idempotent is attempted once")
 
-	evs := pkEvents(t, c, id)
-	turns := pkTurns(t, evs)
-	require.Equal(t, "ORD-1042 has shipped and is in transit.", pkText(t, turns[1]))
+	evs := events(t, c, id)
+	turns := turnsIn(t, evs)
+	require.Equal(t, "ORD-1042 has shipped and is in transit.", textOf(t, turns[1]))
 	returned := toolReturned(t, evs)
 	require.Equal(t, "ok", returned["call_0_0_lookup_order"].Status)
 	require.JSONEq(t, `{"order_id":"ORD-1042","status":"shipped","total":"89.90"}`, string(returned["call_0_0_lookup_order"].Outcome))
@@ -245,8 +245,8 @@ func TestToolActivityBindingE2E(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	id := pkCreate(t, c, "tools-activity", map[string]any{"message": "What is the balance of ACC-12345? And of ACC-00000?"})
-	s := pkCompleted(t, c, id)
+	id := createRun(t, c, "tools-activity", map[string]any{"message": "What is the balance of ACC-12345? And of ACC-00000?"})
+	s := waitCompleted(t, c, id)
 	require.Equal(t, "closed", s.Pack.State)
 
 	mu.Lock()
@@ -263,13 +263,13 @@ func TestToolActivityBindingE2E(t *testing.T) {
 	require.Equal(t, activities.ToolIdempotencyKey("default", convo.ToolCallInput{RunID: id, NodeID: packNode, Round: 0, CallID: "call_0_0_get_balance", Tool: "get_balance"}),
 		ok.ActivityID, "the ActivityID is the call's idempotency key")
 
-	evs := pkEvents(t, c, id)
+	evs := events(t, c, id)
 	returned := toolReturned(t, evs)
 	require.JSONEq(t, `{"account_id":"ACC-12345","balance":"42.00","currency":"USD"}`, string(returned["call_0_0_get_balance"].Outcome))
 	require.Equal(t, "error", returned["call_0_1_get_balance"].Status)
 	require.JSONEq(t, `{"error":"tool get_balance failed: no such account ACC-00000"}`, string(returned["call_0_1_get_balance"].Outcome))
-	turns := pkTurns(t, evs)
-	require.Equal(t, "ACC-12345 holds $42.00; I found no account ACC-00000.\n\nGoodbye.", pkText(t, turns[len(turns)-1]))
+	turns := turnsIn(t, evs)
+	require.Equal(t, "ACC-12345 holds $42.00; I found no account ACC-00000.\n\nGoodbye.", textOf(t, turns[len(turns)-1]))
 
 	// The Temporal history shows the routing (a local activity) and the team's activity
 	// on its queue, with a summary.
@@ -294,7 +294,7 @@ func TestToolActivityBindingE2E(t *testing.T) {
 	}
 	require.Equal(t, 1, markers, "one RouteTools per tool batch")
 	require.Equal(t, 2, scheduled)
-	pkReplay(t, c, id, "tools-activity")
+	replayHistory(t, c, id, "pack-tools-activity")
 }
 
 // TestToolMCPBindingE2E serves search_docs from an MCP server over stdio (this test
@@ -320,11 +320,11 @@ mcp_servers:
 	c := startPrivateStack(t, stackOptions{PacksDir: toolPacksDir, ToolsFile: file})
 	require.Empty(t, c.Stack.ToolsReport().Diags.Errors())
 
-	id := pkCreate(t, c, "tools-mcp", map[string]any{"message": "Can I get a refund?"})
-	s := pkCompleted(t, c, id)
+	id := createRun(t, c, "tools-mcp", map[string]any{"message": "Can I get a refund?"})
+	s := waitCompleted(t, c, id)
 	require.Equal(t, 4, s.Pack.ModelRounds, "both results reached the model (expect_tool_result)")
 
-	returned := toolReturned(t, pkEvents(t, c, id))
+	returned := toolReturned(t, events(t, c, id))
 	var docs, helpHits struct {
 		Query     string           `json:"query"`
 		Transport string           `json:"transport"`

@@ -13,8 +13,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,11 +21,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/wop-dev/wop/workflows"
 )
@@ -227,9 +220,9 @@ func TestWebhookSignedDeliveryE2E(t *testing.T) {
 	require.Error(t, err, "no delivery to the removed subscription")
 	assert.Empty(t, rec.of(second))
 
-	whReplay(t, c, runID, "webhook-run")
-	whReplay(t, c, workflows.WebhookDeliveryWorkflowID("default", id, got[0].Body["event"].(map[string]any)["eventId"].(string)), "webhook-delivery-retried")
-	whReplay(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher")
+	replayHistory(t, c, runID, "webhook-run")
+	replayHistory(t, c, workflows.WebhookDeliveryWorkflowID("default", id, got[0].Body["event"].(map[string]any)["eventId"].(string)), "webhook-delivery-retried")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher")
 }
 
 // TestWebhookDeadLetterE2E: a receiver that always fails gets the configured attempts,
@@ -259,7 +252,7 @@ func TestWebhookDeadLetterE2E(t *testing.T) {
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), dead["deliveryWorkflowId"].(string), "")
 	require.NoError(t, err)
 	assert.Equal(t, "Failed", desc.GetWorkflowExecutionInfo().GetStatus().String())
-	whReplay(t, c, dead["deliveryWorkflowId"].(string), "webhook-delivery-dead-lettered")
+	replayHistory(t, c, dead["deliveryWorkflowId"].(string), "webhook-delivery-dead-lettered")
 }
 
 // TestWebhookApprovalEventsE2E: a subscriber to the approval events hears that a tool
@@ -280,7 +273,7 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 	require.Len(t, body["callbackSecret"], 64)
 	cb.trust("callback:"+runID, body["callbackSecret"].(string))
 
-	pkWait(t, c, runID, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
 	want := []string{"interrupt.requested", "interrupt.requested", "approval.requested", "workflow.stalled", "approval.requested", "workflow.stalled", "approval.received", "run.completed"}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var types []string
@@ -304,30 +297,5 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 		assert.True(t, d.Verified, "callback delivery %s is signed with the run's callback secret", d.EventType)
 		assert.Equal(t, "callback:"+runID, d.WebhookID)
 	}
-	whReplay(t, c, runID, "pack-tool-approval-webhooks")
-}
-
-// whReplay replays the Temporal history of workflow id (a run, a webhook dispatcher or
-// a delivery) against the current workflow code; with WOP_RECORD_HISTORIES=1 it also
-// writes it to workflows/testdata/<name>.0.history.json for
-// workflows.TestReplayRecordedHistories.
-func whReplay(t *testing.T, c *apiClient, id, name string) {
-	t.Helper()
-	hist := &historypb.History{}
-	it := c.Stack.Client().GetWorkflowHistory(t.Context(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		require.NoError(t, err)
-		hist.Events = append(hist.Events, ev)
-	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.WebhookDispatcher, workflow.RegisterOptions{Name: workflows.WebhookDispatcherWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.WebhookDelivery, workflow.RegisterOptions{Name: workflows.WebhookDeliveryWorkflowName})
-	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of %s (%d history events)", id, len(hist.Events))
-	if os.Getenv("WOP_RECORD_HISTORIES") == "1" {
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("..", "workflows", "testdata", name+".0.history.json"), b, 0o644))
-	}
+	replayHistory(t, c, runID, "pack-tool-approval-webhooks")
 }

@@ -113,28 +113,27 @@ func wfEvents(t *testing.T, s *stack.Stack, runID string) []workflows.Event {
 	}
 }
 
-func wfTypes(evs []workflows.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.Type
-	}
-	return out
-}
-
+// wfWaitStatus waits until the run's snapshot query answers the status.
 func wfWaitStatus(t *testing.T, s *stack.Stack, runID, status string) workflows.Snapshot {
 	t.Helper()
-	var snap workflows.Snapshot
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	return wfWaitSnapshot(t, s, runID, status, func(snap workflows.Snapshot) bool { return snap.Status == status })
+}
+
+// wfWaitSnapshot asks the run's snapshot query until ok holds for the answer (a query
+// that fails is asked again) and returns it.
+func wfWaitSnapshot(t *testing.T, s *stack.Stack, runID, what string, ok func(workflows.Snapshot) bool) workflows.Snapshot {
+	t.Helper()
+	snap := waitFor(t, 15*time.Second, "run "+runID+" "+what, func() *workflows.Snapshot {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		v, err := s.Client().QueryWorkflow(ctx, runID, "", workflows.SnapshotQuery)
-		if !assert.NoError(c, err) {
-			return
+		var snap workflows.Snapshot
+		if err != nil || v.Get(&snap) != nil {
+			return nil
 		}
-		assert.NoError(c, v.Get(&snap))
-		assert.Equal(c, status, snap.Status)
-	}, 15*time.Second, 50*time.Millisecond)
-	return snap
+		return &snap
+	}, func(snap *workflows.Snapshot) bool { return snap != nil && ok(*snap) })
+	return *snap
 }
 
 // wfResolve validates a resolve with the workflow's query, as the API does, and
@@ -226,7 +225,7 @@ func TestWorkflowE2EFixtures(t *testing.T) {
 			run := wfStart(t, s, runID, tc.def, tc.inputs, nil)
 			snap := wfResult(t, run)
 			require.Equal(t, tc.status, snap.Status)
-			require.Equal(t, tc.types, wfTypes(wfEvents(t, s, runID)))
+			require.Equal(t, tc.types, types(wfEvents(t, s, runID)))
 			// Queries keep working on the closed workflow.
 			require.Equal(t, tc.status, wfSnapshot(t, s, runID).Status)
 			if tc.def == "conformance-identity" {
@@ -282,19 +281,10 @@ func TestWorkflowE2EConversationAndContinueAsNew(t *testing.T) {
 	for i, text := range []string{"one", "two", "three", "four"} {
 		c := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: fmt.Sprintf("m%d", i), NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: int64(1000 + i)})
 		require.True(t, c.OK, c.Message)
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			v, err := s.Client().QueryWorkflow(ctx, id, "", workflows.SnapshotQuery)
-			if !assert.NoError(c, err) {
-				return
-			}
-			var snap workflows.Snapshot
-			assert.NoError(c, v.Get(&snap))
+		wfWaitSnapshot(t, s, id, fmt.Sprintf("with %d turns", 1+2*(i+1)), func(snap workflows.Snapshot) bool {
 			var turns []workflows.Turn
-			assert.NoError(c, json.Unmarshal(snap.Channels["conversation"], &turns))
-			assert.Len(c, turns, 1+2*(i+1))
-		}, 15*time.Second, 50*time.Millisecond)
+			return json.Unmarshal(snap.Channels["conversation"], &turns) == nil && len(turns) == 1+2*(i+1)
+		})
 	}
 	rejected := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "bad", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"exchange","turn":{"content":{"nope":1}}}`)})
 	require.Equal(t, api.CodeValidation, rejected.Code)
