@@ -7,10 +7,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -56,18 +53,9 @@ func newAPIPaged(t *testing.T, c *apiClient, tc client.Client, pageBytes int, ot
 		},
 		TokenSecret: []byte(randomHex(16)), EventsPageBytes: pageBytes,
 	}
-	srv, err := api.New(cfg, tc, c.Stack.Catalog(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, url, err := serveAPI(t, c, cfg, furtherAPI{Temporal: tc, OwnServer: true})
 	require.NoError(t, err)
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Config = srv.HTTPServer()
-	ts.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		ts.Close()
-	})
-	return &apiClient{t: t, BaseURL: ts.URL, Key: c.Key, Stack: c.Stack, http: &http.Client{Timeout: 60 * time.Second}}
+	return clientAt(t, c, url, c.Key, 60*time.Second)
 }
 
 // teRead reads the run's events after cursor with key: by the long poll (poll set) or
@@ -127,11 +115,11 @@ func TestPollAfterResolveFromUpdateEvents(t *testing.T) {
 	qc := &eventsQueryCounter{Client: a.Stack.Client()}
 	otherKey := randomHex(16)
 	b := newAPIPaged(t, a, qc, 700, otherKey)
-	id := pkCreate(t, b, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	pkRounds(t, b, id, 1, workflows.StatusWaitingApproval)
+	id := createRun(t, b, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	waitRounds(t, b, id, 1, workflows.StatusWaitingApproval)
 	start := teLast(t, b, id)
 
-	pkSay(t, b, id, "I don't remember my account number, can you look me up by name?")
+	sayTo(t, b, id, "I don't remember my account number, can you look me up by name?")
 	var read []workflows.Event
 	pages := 0
 	for cursor := start; ; pages++ {
@@ -158,9 +146,9 @@ func TestPollAfterResolveFromUpdateEvents(t *testing.T) {
 		}
 	}
 	assert.Greater(t, pages, 0, "the turn's events take more than one page of 700 bytes")
-	turns := pkTurns(t, read)
+	turns := turnsIn(t, read)
 	require.Len(t, turns, 2, "the user's turn and the agent's reply: %+v", turns)
-	assert.Contains(t, pkText(t, turns[1]), "can't look accounts up by name")
+	assert.Contains(t, textOf(t, turns[1]), "can't look accounts up by name")
 
 	// Another tenant: the same 404 from the carried events as from the query.
 	sp, polled := teRead(b, otherKey, id, start, true)
@@ -184,5 +172,5 @@ func TestPollAfterResolveFromUpdateEvents(t *testing.T) {
 	assert.JSONEq(t, `{"events":[],"isComplete":false}`, string(polled))
 	assert.Greater(t, qc.n.Load(), queries, "a cursor after the carried events is read from the run")
 
-	pkReplay(t, b, id, "support-update-events")
+	replayHistory(t, b, id, "support-update-events")
 }
