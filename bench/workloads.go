@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -360,30 +361,46 @@ func (b *bench) stop() {
 	}
 }
 
-// table prints the readable summary.
+// table prints the readable summary: a row for each figure of the workloads that ran,
+// so a workload left out by --only shows no figure and no verdict.
 func (b *bench) table(r *Result) {
 	o := b.opts
+	ran := func(workload string) bool { return len(o.Only) == 0 || slices.Contains(o.Only, workload) }
 	tw := tabwriter.NewWriter(b.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tfigure\ttarget\t")
-	fmt.Fprintf(tw, "floor turn (signal → local activity → query)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorP50Ms, r.FloorP99Ms)
-	fmt.Fprintf(tw, "floor turn with an activity task\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorActivityP50Ms, r.FloorActivityP99Ms)
-	fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\tp50 ≤ %.0f ms %s\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms,
-		TargetHostP50Ms, mark(r.ExchangeP50Ms > 0 && r.ExchangeP50Ms <= TargetHostP50Ms))
-	fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
-	fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\t%.1f turns/s\t\t\n", o.Concurrency, o.Duration, r.FloorTurnsPerS)
-	fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ %.0f turns/s %s\t\n",
-		o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), TargetTurnsPerS, mark(r.TurnsPerS >= TargetTurnsPerS))
-	fmt.Fprintf(tw, "history added by turn %d\t%d bytes\t\t\n", o.HistoryEarlyTurn, r.HistoryBytesTurn5)
-	fmt.Fprintf(tw, "history added by turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.HistoryTurns, r.HistoryBytesTurn200,
-		safeDiv(float64(r.HistoryBytesTurn200), float64(r.HistoryBytesTurn5)), o.HistoryEarlyTurn, mark(float64(r.HistoryBytesTurn200) <= 1.2*float64(r.HistoryBytesTurn5)))
-	fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
-		mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
-	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
-	fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,
-		safeDiv(float64(r.CarriedBytesTurn2000), float64(r.CarriedBytesTurn10)), o.CarriedEarlyTurn, mark(float64(r.CarriedBytesTurn2000) <= 1.2*float64(r.CarriedBytesTurn10)))
-	fmt.Fprintf(tw, "time to first chunk (POST exchange → ai.message.chunk on SSE)\tp50 %.1f ms, p99 %.1f ms\tprovider's own p50 %.1f ms (%s per piece)\t\n",
-		r.FirstChunkP50Ms, r.FirstChunkP99Ms, r.ProviderFirstChunkP50Ms, o.StreamChunkDelay)
-	fmt.Fprintf(tw, "streamed turn (POST exchange → reply event)\tp50 %.1f ms\t\t\n", r.StreamedReplyP50Ms)
+	if ran("latency") {
+		fmt.Fprintf(tw, "floor turn (signal → local activity → query)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorP50Ms, r.FloorP99Ms)
+		fmt.Fprintf(tw, "floor turn with an activity task\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorActivityP50Ms, r.FloorActivityP99Ms)
+		fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\tp50 ≤ %.0f ms %s\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms,
+			TargetHostP50Ms, mark(r.ExchangeP50Ms > 0 && r.ExchangeP50Ms <= TargetHostP50Ms))
+		fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
+	}
+	if ran("throughput") {
+		fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\t%.1f turns/s\t\t\n", o.Concurrency, o.Duration, r.FloorTurnsPerS)
+		fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ %.0f turns/s %s\t\n",
+			o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), TargetTurnsPerS, mark(r.TurnsPerS >= TargetTurnsPerS))
+	}
+	if ran("history") {
+		fmt.Fprintf(tw, "history added by turn %d\t%d bytes\t\t\n", o.HistoryEarlyTurn, r.HistoryBytesTurn5)
+		fmt.Fprintf(tw, "history added by turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.HistoryTurns, r.HistoryBytesTurn200,
+			safeDiv(float64(r.HistoryBytesTurn200), float64(r.HistoryBytesTurn5)), o.HistoryEarlyTurn,
+			mark(r.HistoryBytesTurn5 > 0 && float64(r.HistoryBytesTurn200) <= 1.2*float64(r.HistoryBytesTurn5)))
+	}
+	if ran("idle") {
+		fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
+			mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
+	}
+	if ran("carried") {
+		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
+		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,
+			safeDiv(float64(r.CarriedBytesTurn2000), float64(r.CarriedBytesTurn10)), o.CarriedEarlyTurn,
+			mark(r.CarriedBytesTurn10 > 0 && float64(r.CarriedBytesTurn2000) <= 1.2*float64(r.CarriedBytesTurn10)))
+	}
+	if ran("stream") {
+		fmt.Fprintf(tw, "time to first chunk (POST exchange → ai.message.chunk on SSE)\tp50 %.1f ms, p99 %.1f ms\tprovider's own p50 %.1f ms (%s per piece)\t\n",
+			r.FirstChunkP50Ms, r.FirstChunkP99Ms, r.ProviderFirstChunkP50Ms, o.StreamChunkDelay)
+		fmt.Fprintf(tw, "streamed turn (POST exchange → reply event)\tp50 %.1f ms\t\t\n", r.StreamedReplyP50Ms)
+	}
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)
