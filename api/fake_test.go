@@ -87,6 +87,9 @@ type fakeRun struct {
 	// update, when set, answers the resolve update (with the fake's lock held), as a
 	// worker with the handler does; nil rejects it as an unknown update.
 	update func(r *fakeRun, updateID string, u workflows.ResolveUpdateRequest) (workflows.ResolveUpdateResult, error)
+	// hold, when set, keeps every resolve update in flight until it is closed, after
+	// telling entered (without the fake's lock held).
+	hold, entered chan struct{}
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -238,6 +241,16 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		r := ft.get(o.WorkflowID)
 		if r == nil || r.update == nil {
 			return nil, unknownUpdateErr(workflows.ResolveUpdate)
+		}
+		if r.hold != nil {
+			select {
+			case r.entered <- struct{}{}:
+			default: // a second update while one is held: the test fails on what it sees
+			}
+			select {
+			case <-r.hold:
+			case <-time.After(2 * time.Second):
+			}
 		}
 		ft.mu.Lock()
 		res, err := r.update(r, o.UpdateID, o.Args[0].(workflows.ResolveUpdateRequest))

@@ -47,6 +47,10 @@ func IsUnknownUpdate(err error) bool {
 // run's worker has no handler for it, or Temporal could not deliver it: the caller then
 // validates and signals.
 func (s *Server) resolveByUpdate(c echo.Context, who resolveCaller, runID string, req workflows.ResolveRequest, key string, given bool) (done bool, err error) {
+	if !s.updates.enter(runID) {
+		return false, nil // another resolve of this run is in flight as an update: signal
+	}
+	defer s.updates.leave(runID)
 	ctx := c.Request().Context()
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])

@@ -66,3 +66,45 @@ func TestResolveByUpdate(t *testing.T) {
 		t.Errorf("%d signals", len(cut.signals))
 	}
 }
+
+// While one resolve of a run is in flight as an update, another resolve of the same
+// run from this process validates and signals instead; once the update is done, the
+// next resolve is an update again.
+func TestOneResolveUpdatePerRunInFlight(t *testing.T) {
+	env := newTestEnv(t)
+	updates := 0
+	r := env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: "r_one", Status: "waiting-approval"}, outcomes: map[string]workflows.ResolveOutcome{},
+		check: workflows.ResolveCheck{OK: true, Tenant: "default"},
+		update: func(r *fakeRun, id string, u workflows.ResolveUpdateRequest) (workflows.ResolveUpdateResult, error) {
+			updates++
+			o := workflows.ResolveOutcome{RequestID: id, Applied: true, RunStatus: "running"}
+			r.outcomes[id] = o
+			return workflows.ResolveUpdateResult{ResolveCheck: workflows.ResolveCheck{OK: true, Outcome: &o, Tenant: "default"}, Attempt: u.Attempt}, nil
+		},
+		hold: make(chan struct{}), entered: make(chan struct{}, 1),
+	})
+	first := make(chan int)
+	go func() {
+		first <- env.do("POST", "/v1/runs/r_one/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`, "Idempotency-Key", "one-1").Code
+	}()
+	<-r.entered
+	second := env.do("POST", "/v1/runs/r_one/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`, "Idempotency-Key", "one-2")
+	env.ft.mu.Lock()
+	signals := len(r.signals)
+	env.ft.mu.Unlock()
+	if signals != 1 {
+		t.Fatalf("the second resolve, while the first was an update in flight: %d signals (answer %d %s)", signals, second.Code, second.Body)
+	}
+	close(r.hold)
+	if code := <-first; code != http.StatusOK {
+		t.Fatalf("the update's resolve answered %d", code)
+	}
+	r.entered = make(chan struct{}, 1)
+	third := env.do("POST", "/v1/runs/r_one/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`, "Idempotency-Key", "one-3")
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	if third.Code != http.StatusOK || updates != 2 || len(r.signals) != 1 {
+		t.Fatalf("after the update: %d %s, %d updates, %d signals", third.Code, third.Body, updates, len(r.signals))
+	}
+}

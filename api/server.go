@@ -54,6 +54,8 @@ type Server struct {
 	feeds   map[string]*runFeed // one per run being read (feed.go)
 	// turnEvents are the events resolve updates carried, for the polls that follow.
 	turnEvents turnEvents
+	// updates lets one resolve update per run be in flight at a time (updategate.go).
+	updates updateGate
 	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
 	// the keys file's, swapped whole on reload.
 	keys          atomic.Pointer[keyStore]

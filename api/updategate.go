@@ -1,0 +1,40 @@
+package api
+
+import "sync"
+
+// updateGate lets one resolve update per run be in flight from this process at a
+// time; a resolve that finds one already in flight for its run validates and signals
+// (resolve.go), as against a worker without the update.
+//
+// Temporal holds at most ten updates in flight per workflow (the server's
+// history.maxInFlightUpdates) and retries the ones it aborts; a hundred exchanges sent
+// at once to one run as updates kept the API answering past a client's 30 s while
+// the same hundred as signals are answered in turn. A run applies its requests one at
+// a time anyway, and a second update while one is in flight gains nothing the signal
+// does not give: the update's events are carried only for a lone request.
+type updateGate struct {
+	mu   sync.Mutex
+	busy map[string]bool
+}
+
+// enter reports whether a resolve update of runID may go now; a true answer is
+// followed by leave.
+func (g *updateGate) enter(runID string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.busy[runID] {
+		return false
+	}
+	if g.busy == nil {
+		g.busy = map[string]bool{}
+	}
+	g.busy[runID] = true
+	return true
+}
+
+// leave ends the update entered for runID.
+func (g *updateGate) leave(runID string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.busy, runID)
+}
