@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -196,6 +197,16 @@ func (f *chunkFeed) run(ctx context.Context) {
 		}
 		if loc.Closed {
 			return
+		}
+		if wft := hist.workflowTask(); len(loc.Targets) == 0 && !loc.Soon {
+			// Nothing runs now. A resolve sent as a Workflow Update runs its turn in a
+			// speculative workflow task, which history shows only once it completes, so
+			// no history growth wakes this loop while that task's local rounds stream:
+			// wait at the worker of the run's last workflow task (its sticky worker)
+			// for a round of the run to begin there.
+			if ep := chunks.EndpointOf(wft.Identity); ep != "" {
+				loc.Targets = append(loc.Targets, chunks.Target{Endpoint: ep, Task: "next#" + strconv.FormatInt(wft.EventID, 10)})
+			}
 		}
 		soon := loc.Soon
 		for _, t := range loc.Targets {
