@@ -6,9 +6,10 @@ import "sync"
 // time; a resolve that finds one already in flight for its run validates and signals
 // (resolve.go), as against a worker without the update.
 //
-// Temporal holds at most ten updates in flight per workflow (the server's
-// history.maxInFlightUpdates) and retries the ones it aborts; a hundred exchanges sent
-// at once to one run as updates kept the API answering past a client's 30 s while
+// The server admits at most ten updates in flight per workflow
+// (history.maxInFlightUpdates) and refuses the rest as resource-exhausted for the
+// client to retry, and under load it aborted admitted ones as retryable too; a hundred
+// exchanges sent at once to one run as updates kept the API answering past 30 s while
 // the same hundred as signals are answered in turn. A run applies its requests one at
 // a time anyway, and a second update while one is in flight gains nothing the signal
 // does not give: the update's events are carried only for a lone request.
