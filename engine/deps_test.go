@@ -1,28 +1,26 @@
 package engine
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/wop-dev/wop/internal/golist"
 )
 
 // goListDeps returns the packages pkg depends on, itself included.
 func goListDeps(t *testing.T, pkg string) []string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+	deps, err := golist.Deps(pkg)
 	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		t.Fatal(err)
 	}
-	return strings.Fields(string(out))
+	return deps
 }
 
 // TestEngineStaysPure checks the import graph: the deterministic engine speaks of
 // conversations through convo, which imports the standard library only, and links
 // neither the worker's activities, nor a provider SDK, nor Temporal.
 func TestEngineStaysPure(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go command not on PATH")
-	}
 	forbidden := []string{
 		"github.com/wop-dev/wop/activities",
 		"github.com/openai/openai-go",
