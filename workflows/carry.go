@@ -74,6 +74,8 @@ type carriedState struct {
 	LastEventID string               `json:"lastEventId,omitempty"`
 	NodeEvents  map[string]string    `json:"nodeEvents,omitempty"` // newest eventId per node
 	Segments    []activities.Segment `json:"segments,omitempty"`
+	// Anchors is the sparse index of older executions (records.go), by level.
+	Anchors [][]activities.Segment `json:"anchors,omitempty"`
 
 	Status        string                                `json:"status"`
 	StartedAt     string                                `json:"startedAt"`
@@ -137,6 +139,7 @@ func (r *runner) maybeContinueAsNew() error {
 		// safe point.
 		return nil
 	}
+	r.flushRecords() // the rest of this execution's events, before its link says so
 	st, err := r.carry()
 	if err != nil {
 		return fmt.Errorf("prepare continue-as-new: %w", err)
@@ -168,7 +171,8 @@ func (r *runner) canCarryInbox() bool {
 
 func (r *runner) carry() (json.RawMessage, error) {
 	st := carriedState{Shape: carriedShape}
-	r.eventLog.carryInto(&st, r.segmentsWithThis())
+	this := r.thisSegment()
+	r.eventLog.carryInto(&st, r.segmentsWithThis(this), r.anchorsWithThis(this))
 	r.progress.carryInto(&st)
 	r.resolveState.carryInto(&st)
 	st.ChildRuns = r.childRuns
@@ -201,10 +205,15 @@ func (r *runner) carryConversations(st *carriedState) error {
 	return nil
 }
 
-// segmentsWithThis is the index of earlier executions the next execution carries:
-// this one first, then those this one knew of, at most MaxSegmentLinks.
-func (r *runner) segmentsWithThis() []activities.Segment {
-	this := activities.Segment{RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, FirstSequence: r.base, LastSequence: r.nextSeq() - 1}
+// thisSegment is the link to this execution the next one carries.
+func (r *runner) thisSegment() activities.Segment {
+	return activities.Segment{RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, FirstSequence: r.base, LastSequence: r.nextSeq() - 1,
+		Recorded: r.recordedAll()}
+}
+
+// segmentsWithThis is the list of the newest earlier executions the next execution
+// carries: this one first, then those this one knew of, at most MaxSegmentLinks.
+func (r *runner) segmentsWithThis(this activities.Segment) []activities.Segment {
 	out := append([]activities.Segment{this}, r.segments...)
 	if len(out) > MaxSegmentLinks {
 		out = out[:MaxSegmentLinks]

@@ -58,6 +58,9 @@ type runner struct {
 	resolveUpdates int
 	// localWaits counts waits on work done within the workflow task (local rounds).
 	localWaits int
+	// records is how far this execution has written its events into its history
+	// (records.go).
+	records eventRecorder
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the
