@@ -263,3 +263,17 @@ func TestRecordReaderPages(t *testing.T) {
 		t.Fatal("records that skip events 8 and 9 are not an error")
 	}
 }
+
+// TestPollAnswersEventsThatExistWhateverItsTimeout: a poll's timeout bounds its wait
+// for new events, not the read of those that exist. A read Temporal answers only after
+// the timeout (here its first fifteen queries time out, 1.5 s of retries against a
+// timeout of 1 s) is answered with the events, never with an empty page.
+func TestPollAnswersEventsThatExistWhateverItsTimeout(t *testing.T) {
+	env := newTestEnv(t)
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval}, events: noopEvents("r_1")[:3], eventsTimeouts: 15})
+	rec := env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=0&timeout=1", fullKey, "")
+	got := decode[EventsResponse](t, rec.Body.Bytes())
+	if rec.Code != 200 || len(got.Events) != 3 || run.eventsTimeouts != 0 {
+		t.Fatalf("poll with its read outlasting its timeout: %d %s (%d timeouts left)", rec.Code, rec.Body, run.eventsTimeouts)
+	}
+}
