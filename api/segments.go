@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -117,54 +118,64 @@ func pickSegment(links []activities.Segment, want int64, visited map[string]bool
 var errNotRecorded = errors.New("events missing from the execution's records")
 
 // recordedEvents reads the page of events after the cursor from the event records in
-// the history of execution seg, which holds the cursor's next event.
+// the history of execution seg, which holds the cursor's next event. What it reads of
+// the history is kept (closedCache): the next page of the same execution continues
+// from there.
 func (s *Server) recordedEvents(ctx context.Context, runID string, seg activities.Segment, after int64, maxBytes int) ([]workflows.Event, error) {
-	s.countEarlier(earlierRecords)
-	rd := newRecordReader(seg, after, maxBytes)
-	var token []byte
+	if maxBytes <= 0 {
+		maxBytes = workflows.DefaultEventsPageBytes
+	}
+	maxBytes = min(maxBytes, workflows.MaxEventsPageBytes)
+	sr := s.closed.records(runID, seg)
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
 	for {
+		if page, ok := sr.page(after, maxBytes); ok {
+			return page, nil
+		}
+		if sr.done {
+			return nil, fmt.Errorf("%w: execution %s of run %s ends before event %d", errNotRecorded, seg.RunID, runID, sr.next())
+		}
+		s.countEarlier(earlierRecords)
 		resp, err := s.tc.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
 			Namespace: s.cfg.Namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: runID, RunId: seg.RunID},
-			NextPageToken: token,
+			NextPageToken: sr.token,
 		})
 		if err != nil {
 			return nil, s.segmentErr(err, runID, seg)
 		}
+		before := sr.bytes
 		for _, ev := range resp.GetHistory().GetEvents() {
-			if err := rd.take(ev); err != nil {
+			if err := sr.take(ev); err != nil {
+				s.closed.drop(sr)
 				return nil, err
 			}
-			if rd.done {
-				return rd.page, nil
-			}
 		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return nil, fmt.Errorf("%w: execution %s of run %s ends before event %d", errNotRecorded, seg.RunID, runID, rd.next)
-		}
+		sr.token = resp.GetNextPageToken()
+		sr.done = len(sr.token) == 0 || sr.next() > seg.LastSequence
+		s.closed.grew(sr, sr.bytes-before)
 	}
 }
 
-// recordReader collects a page of events from the event records of one execution's
-// history, in history order: events after the cursor, consecutive, the first always,
-// then as many as fit in maxBytes (as an EventsQuery page is cut).
-type recordReader struct {
-	last     int64 // the execution's last event
-	next     int64 // the sequence of the next event the page takes
-	maxBytes int
-	page     []workflows.Event
-	size     int
-	done     bool
+// segmentRecords is what this API process has read of one closed execution's event
+// records: its events from the execution's first on, as far as its history has been
+// read, and where that read goes on. A closed execution never changes.
+type segmentRecords struct {
+	key    string
+	mu     sync.Mutex // held while a reader reads the history on
+	seg    activities.Segment
+	events []workflows.Event
+	bytes  int    // EventBytes of events
+	token  []byte // the next history page
+	done   bool   // the history is read to its end, or to the execution's last event
 }
 
-func newRecordReader(seg activities.Segment, after int64, maxBytes int) *recordReader {
-	if maxBytes <= 0 {
-		maxBytes = workflows.DefaultEventsPageBytes
-	}
-	return &recordReader{last: seg.LastSequence, next: max(after+1, seg.FirstSequence), maxBytes: min(maxBytes, workflows.MaxEventsPageBytes), page: []workflows.Event{}}
-}
+// next is the sequence of the next event the records expect.
+func (sr *segmentRecords) next() int64 { return sr.seg.FirstSequence + int64(len(sr.events)) }
 
-// take reads one history event: an event-record marker adds its events to the page.
-func (rd *recordReader) take(ev *historypb.HistoryEvent) error {
+// take reads one history event: an event-record marker appends its events, which must
+// follow those read before.
+func (sr *segmentRecords) take(ev *historypb.HistoryEvent) error {
 	m := ev.GetMarkerRecordedEventAttributes()
 	if ev.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || m.GetMarkerName() != sideEffectMarker {
 		return nil
@@ -175,28 +186,44 @@ func (rd *recordReader) take(ev *historypb.HistoryEvent) error {
 	}
 	for i := range rec.Events {
 		e := &rec.Events[i]
-		if e.Sequence < rd.next {
+		switch {
+		case e.Sequence < sr.next():
 			continue
-		}
-		if e.Sequence != rd.next {
-			return fmt.Errorf("%w: event %d follows %d", errNotRecorded, e.Sequence, rd.next-1)
-		}
-		b := workflows.EventBytes(e)
-		if len(rd.page) > 0 && rd.size+b > rd.maxBytes {
-			rd.done = true
+		case e.Sequence != sr.next():
+			return fmt.Errorf("%w: event %d follows %d", errNotRecorded, e.Sequence, sr.next()-1)
+		case e.Sequence > sr.seg.LastSequence:
 			return nil
 		}
-		rd.page, rd.size, rd.next = append(rd.page, *e), rd.size+b, rd.next+1
-		if e.Sequence >= rd.last {
-			rd.done = true
-			return nil
-		}
+		sr.events = append(sr.events, *e)
+		sr.bytes += workflows.EventBytes(e)
 	}
 	return nil
 }
 
+// page cuts the page after the cursor from the events read, as an EventsQuery page is
+// cut: the first event always, then as many as fit in maxBytes. ok is false when the
+// events read end before the page does.
+func (sr *segmentRecords) page(after int64, maxBytes int) ([]workflows.Event, bool) {
+	i := max(after+1, sr.seg.FirstSequence) - sr.seg.FirstSequence
+	page, size := []workflows.Event{}, 0
+	for ; i < int64(len(sr.events)); i++ {
+		b := workflows.EventBytes(&sr.events[i])
+		if len(page) > 0 && size+b > maxBytes {
+			return page, true
+		}
+		page, size = append(page, sr.events[i]), size+b
+		if sr.events[i].Sequence >= sr.seg.LastSequence {
+			return page, true
+		}
+	}
+	return nil, false
+}
+
 // startLinks reads the links an execution started with from its first history event.
 func (s *Server) startLinks(ctx context.Context, runID, execution string) ([]activities.Segment, error) {
+	if links, ok := s.closed.links(runID, execution); ok {
+		return links, nil
+	}
 	s.countEarlier(earlierLinks)
 	seg := activities.Segment{RunID: execution, FirstSequence: -1}
 	resp, err := s.tc.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
@@ -220,7 +247,9 @@ func (s *Server) startLinks(ctx context.Context, runID, execution string) ([]act
 	if err != nil {
 		return nil, fmt.Errorf("run %s: execution %s: %w", runID, execution, err)
 	}
-	return append(earlier, index...), nil
+	links := append(earlier, index...)
+	s.closed.keepLinks(runID, execution, links)
+	return links, nil
 }
 
 // segmentErr maps an error of reading an earlier execution's history: Temporal no

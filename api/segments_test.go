@@ -185,20 +185,10 @@ func requireSequences(t *testing.T, got []workflows.Event, n int) {
 // them are decoded from those executions' histories, none of them is queried, and the
 // execution holding an event is found through the sparse index in few reads.
 func TestEventsOfRecordedExecutions(t *testing.T) {
-	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 1000; c.RateLimitPerSecond, c.RateLimitBurst = 1e6, 1e6 })
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 400; c.RateLimitPerSecond, c.RateLimitBurst = 1e6, 1e6 })
 	run := recordedRun(t, env)
-	got, pages := readAllJSON(t, env)
-	requireSequences(t, got, 500)
-	if run.execQueries != 0 {
-		t.Fatalf("%d queries of closed executions", run.execQueries)
-	}
-	// Each page of earlier events reads its execution's history (a page or two of
-	// it) and, for the executions before the newest 32, one start event.
-	if run.historyReads > 5*pages {
-		t.Fatalf("%d history reads for %d pages", run.historyReads, pages)
-	}
-	// A page deep in the run: execution 10 is found through execution 32's start event.
-	run.historyReads = 0
+	// A page deep in the run, read first: execution 10 is found through execution 32's
+	// start event.
 	rec := env.do("GET", "/v1/runs/r_1/events?afterSequence=52", fullKey, "", "Accept", "application/json")
 	page := decode[EventsResponse](t, rec.Body.Bytes())
 	if rec.Code != 200 || len(page.Events) == 0 || page.Events[0].Sequence != 53 || !page.HasMore {
@@ -206,6 +196,16 @@ func TestEventsOfRecordedExecutions(t *testing.T) {
 	}
 	if run.historyReads > 3 {
 		t.Fatalf("%d history reads to find and read execution 10", run.historyReads)
+	}
+	got, pages := readAllJSON(t, env)
+	requireSequences(t, got, 500)
+	if run.execQueries != 0 {
+		t.Fatalf("%d queries of closed executions", run.execQueries)
+	}
+	// Each execution's history (three pages of the fake's) is read once, not once per
+	// page of events: what was read of a closed execution is kept.
+	if run.historyReads > 3*len(run.execs)+5 || pages < 200 {
+		t.Fatalf("%d history reads for %d pages", run.historyReads, pages)
 	}
 	// The poll from the start answers the first page at once.
 	rec = env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=0&timeout=1", fullKey, "")
@@ -229,38 +229,72 @@ func TestIncompleteRecordsAreQueried(t *testing.T) {
 	}
 }
 
-// TestRecordReaderPages: the reader cuts a page as an EventsQuery page is cut, starts
-// after the cursor, and stops at the execution's last event.
-func TestRecordReaderPages(t *testing.T) {
+// TestSegmentRecordsPages: the records cut a page as an EventsQuery page is cut, start
+// after the cursor, stop at the execution's last event, and say when more of the
+// history must be read first.
+func TestSegmentRecordsPages(t *testing.T) {
 	var evs []workflows.Event
 	for i := 10; i < 20; i++ {
 		evs = append(evs, ev("r_1", int64(i), "node.started", `{"n":"`+strings.Repeat("x", 100)+`"}`))
 	}
-	p, err := converter.GetDefaultDataConverter().ToPayloads(workflows.EventsRecord{Kind: workflows.EventsRecordKind, Events: evs})
-	if err != nil {
+	marker := func(evs []workflows.Event) *historypb.HistoryEvent {
+		p, err := converter.GetDefaultDataConverter().ToPayloads(workflows.EventsRecord{Kind: workflows.EventsRecordKind, Events: evs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_MARKER_RECORDED,
+			Attributes: &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
+				MarkerName: "SideEffect", Details: map[string]*commonpb.Payloads{"data": p}}}}
+	}
+	one := workflows.EventBytes(&evs[0])
+	sr := &segmentRecords{seg: activities.Segment{RunID: "e1", FirstSequence: 10, LastSequence: 19, Recorded: true}}
+	if err := sr.take(marker(evs[:5])); err != nil {
 		t.Fatal(err)
 	}
-	m := &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_MARKER_RECORDED,
-		Attributes: &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
-			MarkerName: "SideEffect", Details: map[string]*commonpb.Payloads{"data": p}}}}
-	seg := activities.Segment{RunID: "e1", FirstSequence: 10, LastSequence: 19, Recorded: true}
-	one := workflows.EventBytes(&evs[0])
-
-	rd := newRecordReader(seg, 12, 3*one)
-	if err := rd.take(m); err != nil || !rd.done || len(rd.page) != 3 || rd.page[0].Sequence != 13 {
-		t.Fatalf("a page of three after 12: %v, done %v, %d events", err, rd.done, len(rd.page))
+	if _, ok := sr.page(12, 1<<20); ok {
+		t.Fatal("a page that runs past the events read is not answered yet")
 	}
-	rd = newRecordReader(seg, 16, 1<<20)
-	if err := rd.take(m); err != nil || !rd.done || len(rd.page) != 3 || rd.page[2].Sequence != 19 {
-		t.Fatalf("the rest after 16: %v, done %v, %d events", err, rd.done, len(rd.page))
+	if page, ok := sr.page(11, 2*one); !ok || len(page) != 2 || page[0].Sequence != 12 {
+		t.Fatalf("a page of two after 11: %v, %d events", ok, len(page))
 	}
-	rd = newRecordReader(seg, 5, 1)
-	if err := rd.take(m); err != nil || len(rd.page) != 1 || rd.page[0].Sequence != 10 {
-		t.Fatalf("a cursor before the execution starts at its first event; one event at least: %v, %d events", err, len(rd.page))
+	if err := sr.take(marker(evs[3:])); err != nil {
+		t.Fatalf("records that overlap what was read: %v", err)
 	}
-	gap := activities.Segment{RunID: "e0", FirstSequence: 8, LastSequence: 19, Recorded: true}
-	if err := newRecordReader(gap, 7, 1<<20).take(m); err == nil {
+	if page, ok := sr.page(16, 1<<20); !ok || len(page) != 3 || page[2].Sequence != 19 {
+		t.Fatalf("the rest after 16: %v, %d events", ok, len(page))
+	}
+	if page, ok := sr.page(5, 1); !ok || len(page) != 1 || page[0].Sequence != 10 {
+		t.Fatalf("a cursor before the execution starts at its first event, one event at least: %v, %d events", ok, len(page))
+	}
+	gap := &segmentRecords{seg: activities.Segment{RunID: "e0", FirstSequence: 8, LastSequence: 19, Recorded: true}}
+	if err := gap.take(marker(evs)); err == nil {
 		t.Fatal("records that skip events 8 and 9 are not an error")
+	}
+}
+
+// TestClosedCacheIsBounded: the records kept stay within closedCacheBytes, the least
+// recently used dropped first, never the one being read.
+func TestClosedCacheIsBounded(t *testing.T) {
+	c := newClosedCache()
+	var srs []*segmentRecords
+	for i := 0; i < 5; i++ {
+		sr := c.records("r_1", activities.Segment{RunID: fmt.Sprintf("e%d", i)})
+		c.grew(sr, closedCacheBytes/3)
+		srs = append(srs, sr)
+	}
+	if c.bytes > closedCacheBytes {
+		t.Fatalf("the cache holds %d bytes", c.bytes)
+	}
+	if c.records("r_1", activities.Segment{RunID: "e4"}) != srs[4] || c.records("r_1", activities.Segment{RunID: "e3"}) != srs[3] {
+		t.Fatal("the newest records were dropped")
+	}
+	if c.records("r_1", activities.Segment{RunID: "e0"}) == srs[0] {
+		t.Fatal("the oldest records were kept")
+	}
+	huge := c.records("r_1", activities.Segment{RunID: "big"})
+	c.grew(huge, 2*closedCacheBytes)
+	if c.records("r_1", activities.Segment{RunID: "big"}) != huge {
+		t.Fatal("the records being read were dropped")
 	}
 }
 

@@ -55,6 +55,12 @@ type EventsRecord struct {
 	Events []Event `json:"events"`
 }
 
+// EventsRecordSummary is the summary of the marker of an EventsRecord holding events
+// first to last, which the Temporal UI shows.
+func EventsRecordSummary(first, last int64) string {
+	return fmt.Sprintf("OpenWOP events %d-%d", first, last)
+}
+
 // eventRecorder is this execution's recording state (not carried).
 type eventRecorder struct {
 	asked bool  // the version was asked (at this execution's first event)
@@ -90,7 +96,7 @@ func (r *runner) flushRecords() {
 		return
 	}
 	evs := r.events[rec.next-r.base : end-r.base]
-	summary := fmt.Sprintf("OpenWOP events %d-%d", rec.next, end-1)
+	summary := EventsRecordSummary(rec.next, end-1)
 	workflow.SideEffectWithOptions(r.ctx, workflow.SideEffectOptions{Summary: summary}, func(workflow.Context) any {
 		return EventsRecord{Kind: EventsRecordKind, Events: evs}
 	})
