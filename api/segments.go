@@ -180,8 +180,11 @@ func (sr *segmentRecords) take(ev *historypb.HistoryEvent) error {
 	if ev.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || m.GetMarkerName() != sideEffectMarker {
 		return nil
 	}
-	var rec workflows.EventsRecord
-	if err := converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()[sideEffectData], &rec); err != nil || rec.Kind != workflows.EventsRecordKind {
+	rec, ok, err := workflows.EventsRecordFrom(m.GetDetails()[sideEffectData])
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotRecorded, err)
+	}
+	if !ok {
 		return nil // another side effect's value
 	}
 	for i := range rec.Events {

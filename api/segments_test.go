@@ -124,7 +124,14 @@ func (r *fakeRun) execHistory(i int) ([]*historypb.HistoryEvent, error) {
 				evs = append(evs, r.events[q])
 			}
 		}
-		m, err := marker("SideEffect", workflows.EventsRecord{Kind: workflows.EventsRecordKind, Events: evs})
+		// Records are held compressed; those that could not be are JSON.
+		var value any = workflows.EventsRecord{Kind: workflows.EventsRecordKind, Events: evs}
+		if s%4 == 0 {
+			if value, err = value.(workflows.EventsRecord).Compressed(); err != nil {
+				return nil, err
+			}
+		}
+		m, err := marker("SideEffect", value)
 		if err != nil {
 			return nil, err
 		}

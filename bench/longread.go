@@ -11,8 +11,9 @@ import (
 	"net/http"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/wop-dev/wop/api"
-	"github.com/wop-dev/wop/workflows"
 )
 
 // The longread workload measures what reading a run's events costs as the run grows:
@@ -77,15 +78,15 @@ func (b *bench) longRead(ctx context.Context, r *Result) error {
 	r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong = p50(paged[0].first), p50(paged[1].first)
 	r.LongReadPagedPollP50MsShort, r.LongReadPagedPollP50MsLong = p50(paged[0].poll), p50(paged[1].poll)
 	r.LongReadPagedMiddleP50MsShort, r.LongReadPagedMiddleP50MsLong = p50(paged[0].middle), p50(paged[1].middle)
-	execs, err := b.executions(ctx, long.runID)
+	execs, histBytes, err := b.executions(ctx, long.runID)
 	if err != nil {
 		return err
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.longReadNote = fmt.Sprintf("long-run reads: %d turns of %d-byte messages in %d executions (%d events) against %d turns in 1 (%d events);\n"+
+	b.longReadNote = fmt.Sprintf("long-run reads: %d turns of %d-byte messages in %d executions (%d events, %.1f MB of Temporal history) against %d turns in 1 (%d events);\n"+
 		"first pages of %d and %d bytes on the API's default page, %d and %d bytes with %d KiB pages; the middle page of the long run on the default page: p50 %.1f ms;\n"+
 		"the first read of each kind on the long run, before the API process kept anything of its closed executions (1 MiB / 32 KiB pages): first page %.1f / %.1f ms, poll %.1f / %.1f ms, middle page %.1f / %.1f ms",
-		b.opts.LongReadTurns, longReadMessageBytes, execs, long.lastSeq+1, b.opts.LongReadEarlyTurn, short.lastSeq+1,
+		b.opts.LongReadTurns, longReadMessageBytes, execs, long.lastSeq+1, float64(histBytes)/1e6, b.opts.LongReadEarlyTurn, short.lastSeq+1,
 		defBytes[1], defBytes[0], pagedBytes[1], pagedBytes[0], longReadPageBytes>>10, p50(def[1].middle),
 		ms(def[1].first[0]), ms(paged[1].first[0]), ms(def[1].poll[0]), ms(paged[1].poll[0]), ms(def[1].middle[0]), ms(paged[1].middle[0]))
 	return nil
@@ -195,29 +196,34 @@ func (b *bench) timedRead(ctx context.Context, base, path string, asJSON bool, w
 	return d, len(raw), nil
 }
 
-// executions counts the executions of a run (its continue-as-new chain): the current
-// one names up to 32 before it, the oldest of those the ones before it.
-func (b *bench) executions(ctx context.Context, runID string) (int, error) {
+// executions counts the executions of a run (its continue-as-new chain, followed from
+// the first by each one's close event) and the Temporal history they hold.
+func (b *bench) executions(ctx context.Context, runID string) (n int, bytes int64, err error) {
 	d, err := b.tc.DescribeWorkflowExecution(ctx, runID, "")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	rid, n := d.GetWorkflowExecutionInfo().GetExecution().GetRunId(), 1
-	for {
-		v, err := b.tc.QueryWorkflow(ctx, runID, rid, workflows.EventsQuery, workflows.EventsRequest{After: -1, Limit: 1})
+	for rid := d.GetWorkflowExecutionInfo().GetFirstRunId(); rid != ""; n++ {
+		if n > 1<<16 {
+			return 0, 0, errors.New("the run's executions do not end")
+		}
+		d, err := b.tc.DescribeWorkflowExecution(ctx, runID, rid)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		var page workflows.EventsPage
-		if err := v.Get(&page); err != nil {
-			return 0, err
+		bytes += d.GetWorkflowExecutionInfo().GetHistorySizeBytes()
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+			return n + 1, bytes, nil
 		}
-		if len(page.Earlier) == 0 {
-			return n, nil
+		it := b.tc.GetWorkflowHistory(ctx, runID, rid, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+		rid = ""
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return 0, 0, err
+			}
+			rid = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
 		}
-		if n += len(page.Earlier); n > 1<<20 {
-			return 0, errors.New("the run's executions do not end")
-		}
-		rid = page.Earlier[len(page.Earlier)-1].RunID
 	}
+	return n, bytes, nil
 }

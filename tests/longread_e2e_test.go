@@ -397,9 +397,9 @@ func sideRecords(t *testing.T, c *apiClient, id, runID string) int {
 		ev, err := it.Next()
 		require.NoError(t, err)
 		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "SideEffect" {
-			var rec workflows.EventsRecord
-			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &rec))
-			if rec.Kind == workflows.EventsRecordKind {
+			_, ok, err := workflows.EventsRecordFrom(m.GetDetails()["data"])
+			require.NoError(t, err)
+			if ok {
 				n++
 			}
 		}

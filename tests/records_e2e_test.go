@@ -50,9 +50,10 @@ func TestWorkflowE2EEventRecords(t *testing.T) {
 			ev, err := it.Next()
 			require.NoError(t, err)
 			if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "SideEffect" {
-				var rec workflows.EventsRecord
-				require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["data"], &rec))
-				require.Equal(t, workflows.EventsRecordKind, rec.Kind)
+				rec, ok, err := workflows.EventsRecordFrom(m.GetDetails()["data"])
+				require.NoError(t, err)
+				require.True(t, ok, "a SideEffect of the run is an event record")
+				require.Equal(t, "binary/plain", string(m.GetDetails()["data"].GetPayloads()[0].GetMetadata()["encoding"]), "records are compressed")
 				require.NotEmpty(t, rec.Events)
 				mine = append(mine, rec.Events...)
 			}

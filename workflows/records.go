@@ -23,9 +23,13 @@ package workflows
 // executions in at most two reads of a start event (activities.Segment, CarriedLinks).
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
@@ -50,9 +54,61 @@ const recordChunkBytes = 256 << 10
 const anchorLevels = 2
 
 // EventsRecord is the value of an event-record marker: consecutive events of the run.
+// The marker holds it compressed (eventsRecordMagic, then the gzip of its JSON, as
+// binary data): the events' JSON is mostly names and ids that repeat, and recorded
+// as it is it grew a conversation's history by half (3 KB messages); a record that
+// cannot be compressed is held as JSON. EventsRecordFrom reads both.
 type EventsRecord struct {
 	Kind   string  `json:"kind"`
 	Events []Event `json:"events"`
+}
+
+// eventsRecordMagic starts a compressed EventsRecord.
+const eventsRecordMagic = "openwop.events/gzip\n"
+
+// Compressed is the record as a marker holds it.
+func (rec EventsRecord) Compressed() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString(eventsRecordMagic)
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(rec); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// EventsRecordFrom reads the value of a SideEffect marker (its "data" details): ok is
+// false for a side effect that is not an event record.
+func EventsRecordFrom(p *commonpb.Payloads) (rec EventsRecord, ok bool, err error) {
+	if len(p.GetPayloads()) != 1 {
+		return rec, false, nil
+	}
+	pl := p.GetPayloads()[0]
+	data := pl.GetData()
+	switch string(pl.GetMetadata()[converter.MetadataEncoding]) {
+	case converter.MetadataEncodingBinary:
+		if !bytes.HasPrefix(data, []byte(eventsRecordMagic)) {
+			return rec, false, nil
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(data[len(eventsRecordMagic):]))
+		if err != nil {
+			return rec, false, fmt.Errorf("an event record: %w", err)
+		}
+		defer zr.Close()
+		if err := json.NewDecoder(zr).Decode(&rec); err != nil {
+			return rec, false, fmt.Errorf("an event record: %w", err)
+		}
+	case converter.MetadataEncodingJSON:
+		if json.Unmarshal(data, &rec) != nil {
+			return rec, false, nil
+		}
+	default:
+		return rec, false, nil
+	}
+	return rec, rec.Kind == EventsRecordKind, nil
 }
 
 // EventsRecordSummary is the summary of the marker of an EventsRecord holding events
@@ -98,7 +154,11 @@ func (r *runner) flushRecords() {
 	evs := r.events[rec.next-r.base : end-r.base]
 	summary := EventsRecordSummary(rec.next, end-1)
 	workflow.SideEffectWithOptions(r.ctx, workflow.SideEffectOptions{Summary: summary}, func(workflow.Context) any {
-		return EventsRecord{Kind: EventsRecordKind, Events: evs}
+		rec := EventsRecord{Kind: EventsRecordKind, Events: evs}
+		if b, err := rec.Compressed(); err == nil {
+			return b
+		}
+		return rec // as JSON: readers take both
 	})
 	rec.next, rec.bytes = end, 0
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/activities"
 )
@@ -103,4 +104,35 @@ func TestCarriedLinks(t *testing.T) {
 	require.Equal(t, []activities.Segment{st.Anchors[0][0], st.Anchors[1][0]}, index)
 	_, _, err = CarriedLinks(json.RawMessage(`[`))
 	require.Error(t, err)
+}
+
+// TestEventsRecordFrom reads a record back from a marker's value, compressed (as the
+// run writes it) or as JSON, and tells another side effect's value from a record.
+func TestEventsRecordFrom(t *testing.T) {
+	dc := converter.GetDefaultDataConverter()
+	rec := EventsRecord{Kind: EventsRecordKind, Events: []Event{{EventID: "evt-r-7", RunID: "r", Type: EvNodeStarted, Payload: json.RawMessage(`{"a":1}`), Sequence: 7}}}
+	b, err := rec.Compressed()
+	require.NoError(t, err)
+	plain, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.Less(t, len(b), len(plain)+64)
+	for _, v := range []any{b, rec} {
+		p, err := dc.ToPayloads(v)
+		require.NoError(t, err)
+		got, ok, err := EventsRecordFrom(p)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, rec, got)
+	}
+	for _, other := range []any{"text", 42, map[string]string{"kind": "other"}, []byte("binary of another kind")} {
+		p, err := dc.ToPayloads(other)
+		require.NoError(t, err)
+		_, ok, err := EventsRecordFrom(p)
+		require.NoError(t, err)
+		require.False(t, ok, "%v", other)
+	}
+	broken, err := dc.ToPayloads(append([]byte(eventsRecordMagic), 1, 2, 3))
+	require.NoError(t, err)
+	_, _, err = EventsRecordFrom(broken)
+	require.Error(t, err, "a damaged record")
 }
