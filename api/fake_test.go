@@ -87,8 +87,10 @@ type fakeRun struct {
 	recorded     bool
 	execQueries  int
 	historyReads int
-	// unrecorded, when set, are sequences missing from the records.
+	// unrecorded, when set, are sequences missing from the records; gone are the
+	// executions whose history Temporal no longer keeps.
 	unrecorded map[int64]bool
+	gone       map[string]bool
 	// closed, when set, is the event that closed the run in Temporal (signals then
 	// fail NotFound).
 	closed *historypb.HistoryEvent

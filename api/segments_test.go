@@ -64,6 +64,9 @@ func (f *fakeService) GetWorkflowExecutionHistory(_ context.Context, req *workfl
 		if x.runID != req.GetExecution().GetRunId() {
 			continue
 		}
+		if r.gone[x.runID] {
+			break
+		}
 		r.historyReads++
 		hist, err := r.execHistory(i)
 		if err != nil {
@@ -233,6 +236,22 @@ func TestIncompleteRecordsAreQueried(t *testing.T) {
 	requireSequences(t, got, 500)
 	if run.execQueries == 0 {
 		t.Fatal("the execution with incomplete records was not queried")
+	}
+}
+
+// TestEventsOfAnExecutionNoLongerKept: a closed execution Temporal deleted (the
+// namespace's retention) answers 404 saying so, not an internal error.
+func TestEventsOfAnExecutionNoLongerKept(t *testing.T) {
+	env := newTestEnv(t)
+	run := recordedRun(t, env)
+	run.gone = map[string]bool{"e10": true}
+	e := env.expectError(env.do("GET", "/v1/runs/r_1/events?afterSequence=52", fullKey, "", "Accept", "application/json"), 404, CodeNotFound)
+	if !strings.Contains(e.Message, "e10") || !strings.Contains(e.Message, "retention") {
+		t.Fatalf("the error names the execution and the retention: %q", e.Message)
+	}
+	rec := env.do("GET", "/v1/runs/r_1/events?afterSequence=102", fullKey, "", "Accept", "application/json")
+	if rec.Code != 200 {
+		t.Fatalf("the executions still kept are read: %d %s", rec.Code, rec.Body)
 	}
 }
 

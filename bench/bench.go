@@ -28,6 +28,9 @@
 //   - carried: the continue-as-new input of one conversation of 2 KB messages after
 //     turn CarriedEarlyTurn and after turn CarriedTurns, in the SDK's workflow test
 //     environment (carried.go).
+//   - longread: reads of a run's events (first page, the poll from its start, a page
+//     from the middle) on a conversation of 10 turns and one of 1,000, and their ratio
+//     (longread.go).
 //
 // It prints a table and, as its last line, one JSON object (Result).
 package bench
@@ -145,7 +148,7 @@ func FullOptions() Options {
 		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30}
 }
 
-// QuickOptions are the counts of a --quick run (about a minute on 2 cores), on a
+// QuickOptions are the counts of a --quick run (about two minutes on 2 cores), on a
 // SQLite file like the full run.
 func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,

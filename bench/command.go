@@ -31,7 +31,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var o Options
-	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes in about a minute on 2 cores")
+	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes in about two minutes on 2 cores")
 	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 40)")
 	fs.IntVar(&o.Concurrency, "concurrency", 0, "concurrent conversations of the throughput workloads (default 50)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")

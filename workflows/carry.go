@@ -21,11 +21,13 @@ import (
 //     the transcript messages its model rounds appended (engine.State, from its
 //     TranscriptBase on). Its queries answer for those.
 //   - Earlier events and messages stay with the executions that emitted them: closed
-//     executions answer queries too (QueryWorkflow with their run id). Every answer
-//     that does not reach back far enough names the executions before this one
-//     (Segments: run id and sequence range, newest first, at most MaxSegmentLinks);
-//     a reader that needs an older one asks the oldest it knows, whose own answer
-//     names those before it. Temporal stays the only store.
+//     executions answer queries too (QueryWorkflow with their run id), and hold their
+//     events in their own history as well (records.go), where a reader decodes them
+//     without a worker. Every answer that does not reach back far enough names the
+//     executions before this one (Segments: run id and sequence range, newest first,
+//     at most MaxSegmentLinks; Anchors: a sparse index of older ones); a reader that
+//     needs an older one reads the start event (or asks) of the nearest one it knows,
+//     which names those before it. Temporal stays the only store.
 //   - Sets that would grow with every turn are windows: the request ids applied
 //     (appliedWindow, the newest 64, so a resolve repeated with its Idempotency-Key
 //     is recognised while fewer than 64 others came in between), the interrupts
