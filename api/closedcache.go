@@ -55,7 +55,7 @@ func (c *closedCache) records(runID string, seg activities.Segment) *segmentReco
 		c.order.MoveToFront(el)
 		return el.Value.(*cachedRecords).sr
 	}
-	sr := &segmentRecords{key: key, seg: seg}
+	sr := &segmentRecords{key: key, seg: seg, turn: make(chan struct{}, 1)}
 	c.byKey[key] = c.order.PushFront(&cachedRecords{sr: sr})
 	return sr
 }

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -127,8 +126,12 @@ func (s *Server) recordedEvents(ctx context.Context, runID string, seg activitie
 	}
 	maxBytes = min(maxBytes, workflows.MaxEventsPageBytes)
 	sr := s.closed.records(runID, seg)
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
+	select {
+	case sr.turn <- struct{}{}: // one reader reads an execution's history on at a time
+	case <-ctx.Done():
+		return nil, s.temporalErr(ctx.Err(), runID)
+	}
+	defer func() { <-sr.turn }()
 	for {
 		if page, ok := sr.page(after, maxBytes); ok {
 			return page, nil
@@ -162,7 +165,7 @@ func (s *Server) recordedEvents(ctx context.Context, runID string, seg activitie
 // read, and where that read goes on. A closed execution never changes.
 type segmentRecords struct {
 	key    string
-	mu     sync.Mutex // held while a reader reads the history on
+	turn   chan struct{} // holds one token while a reader reads the history on
 	seg    activities.Segment
 	events []workflows.Event
 	bytes  int    // EventBytes of events
