@@ -546,7 +546,7 @@ func TestResolve(t *testing.T) {
 	}
 	req := r.signals[0].(workflows.ResolveRequest)
 	if req.NodeID != "gate" || string(req.ResumeValue) != `{"action":"accept"}` || req.ResolvedBy != "full" || req.Via != "rest" ||
-		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "idem-") || req.Caller != "full" || !req.Delegate {
+		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "idem-") || req.Caller != "full" || req.Delegate {
 		t.Errorf("signal %+v", req)
 	}
 	// Aliases.

@@ -205,3 +205,26 @@ func TestConfigFromEnvReadsTheKeysFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/etc/wop/keys.yaml", cfg.KeysFile)
 }
+
+// approvals:delegate is granted by name: "all" and WOP_API_KEY leave it out, a keys
+// file and WOP_API_KEY_SCOPES name it.
+func TestDelegateIsGrantedByName(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s"}))
+	require.NoError(t, err)
+	assert.Equal(t, AllScopes, cfg.Keys[0].Scopes)
+	assert.NotContains(t, cfg.Keys[0].Scopes, ScopeApprovalsDelegate)
+
+	cfg, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all, approvals:delegate"}))
+	require.NoError(t, err)
+	assert.Equal(t, KnownScopes, cfg.Keys[0].Scopes)
+	_, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all,approvals:delegates"}))
+	assert.ErrorContains(t, err, `WOP_API_KEY_SCOPES: unknown scope "approvals:delegates"`)
+
+	scopes, err := ParseScopes("all")
+	require.NoError(t, err)
+	assert.NotContains(t, scopes, ScopeApprovalsDelegate)
+	keys, err := ParseKeys("keys.yaml", []byte("keys:\n  - name: relay\n    sha256: "+HashKey("r")+"\n    scopes: [approvals:respond, approvals:delegate]\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{ScopeApprovalsRespond, ScopeApprovalsDelegate}, keys[0].Scopes)
+}
