@@ -73,7 +73,9 @@
 // non-retryable error) gives the model an error result with the failure's message.
 //
 // MCP: the worker connects with the official Go SDK (one session per server, opened at
-// start and again after a broken connection) and calls the tool. The result maps to the
+// start and again after a broken connection) and calls the tool, the call's _meta
+// carrying wop/idempotencyKey (the same for every attempt of one call), wop/runId,
+// wop/toolCallId, wop/tool, wop/packId and wop/attempt. The result maps to the
 // tool result: structuredContent as is, else one text item (its JSON when it is JSON),
 // else a list of the items (binary data is described, not sent). A result marked
 // isError, and a protocol error such as invalid arguments, are error results the model
@@ -88,8 +90,8 @@
 // A tool whose action_scope.effect is read is retried (max_attempts, default 5). A
 // write or external tool, and one that declares no effect, is attempted once, because
 // a second attempt could act twice; unless its binding says idempotent: true, meaning
-// the target honours the idempotency key (the Idempotency-Key header, or the
-// ActivityID). Calls answered by the mock are retried freely. A call that still fails
+// the target honours the idempotency key (the Idempotency-Key header, the ActivityID,
+// or an MCP call's _meta wop/idempotencyKey). Calls answered by the mock are retried freely. A call that still fails
 // becomes an error result the model reads; it does not fail the run.
 //
 // The idempotency key is OpenWOP's logical invocation id (activities.ToolIdempotencyKey):
