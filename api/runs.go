@@ -432,6 +432,12 @@ func (s *Server) temporalErr(err error, runID string) error {
 	if errors.As(err, &inv) {
 		return notFound("run %q not found", runID)
 	}
+	var qf *serviceerror.QueryFailed
+	if errors.As(err, &qf) && strings.Contains(qf.Error(), "unknown queryType") {
+		// A workflow of the namespace that is not a run (another application's, or
+		// one of the host's own) answers no run query: it is no run of any tenant.
+		return notFound("run %q not found", runID)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isTransient(err) {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "Temporal did not answer in time", Cause: err}
 	}
@@ -473,6 +479,11 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 	id := c.Param("runId")
 	if err := validateID("runId", id); err != nil {
 		return "", err
+	}
+	if workflows.IsInternalWorkflowID(id) {
+		// The host's own workflows (webhook dispatchers, deliveries) are no tenant's
+		// runs: unknown, like any id that names no run.
+		return "", notFound("run %q not found", id)
 	}
 	return id, nil
 }
