@@ -673,7 +673,7 @@ func TestInterruptTokens(t *testing.T) {
 		t.Fatalf("token resolve: %d %s", rec.Code, rec.Body)
 	}
 	req := run.signals[0].(workflows.ResolveRequest)
-	if req.InterruptID != "int_7" || req.NodeID != "wait" || req.Via != "token" || req.ResolvedBy != "token" {
+	if req.InterruptID != "int_7" || req.NodeID != "wait" || req.Via != "token" || req.ResolvedBy != "full" || req.Caller != "full" {
 		t.Errorf("signal %+v", req)
 	}
 	env.expectError(env.do("POST", "/v1/interrupts/"+tok, "", `{"resumeValue":{"orderId":"fixture-order-1"}}`), 409, CodeInterruptResolved)

@@ -159,7 +159,7 @@ func (s *Server) pendingItems(p *principal, base string, snap *workflows.Snapsho
 		if !mayResolve(p, pi) {
 			continue
 		}
-		s.addToken(base, snap.RunID, p.KeyID, IntentResolve, &pi)
+		s.addToken(base, snap.RunID, p, IntentResolve, &pi)
 		out = append(out, PendingItem{
 			RunID: snap.RunID, WorkflowID: snap.WorkflowID, RunStatus: snap.Status, StartedAt: rs.StartedAt,
 			PackID: rs.PackID, PackState: rs.PackState, WaitingKind: workflows.WaitingKind(pi.Kind),

@@ -492,18 +492,15 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 // reader, resolve tokens only to a reader whose key may resolve) and callback URLs.
 func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
 	base := s.baseURL(c)
-	sub, intent := "", IntentInspect
-	if p := principalOf(c); p != nil {
-		sub = p.KeyID
-		if p.Scopes[ScopeApprovalsRespond] {
-			intent = IntentResolve
-		}
+	p, intent := principalOf(c), IntentInspect
+	if p != nil && p.Scopes[ScopeApprovalsRespond] {
+		intent = IntentResolve
 	}
 	for i := range snap.Interrupts {
-		s.addToken(base, snap.RunID, sub, intent, &snap.Interrupts[i])
+		s.addToken(base, snap.RunID, p, intent, &snap.Interrupts[i])
 	}
 	if snap.Interrupt != nil {
-		s.addToken(base, snap.RunID, sub, intent, snap.Interrupt)
+		s.addToken(base, snap.RunID, p, intent, snap.Interrupt)
 	}
 }
 
