@@ -290,6 +290,7 @@ func (s *Server) requireAuth(scopes ...string) echo.MiddlewareFunc {
 				return codeErr(CodeUnauthenticated, "unknown API key")
 			}
 			if e := k.refusal(s.cfg.Now()); e != nil {
+				c.Set(failedKeyKey, k.p.KeyID)
 				return e
 			}
 			p := &k.p
