@@ -151,6 +151,7 @@ func TestPackOnTwoCloudProvidersOfOneWorker(t *testing.T) {
 	require.NoError(t, err)
 	status, _, rawSnap := c.doRaw(http.MethodGet, "/v1/runs/"+id, nil, map[string]string{"Authorization": "Bearer " + c.Key})
 	require.Equal(t, http.StatusOK, status)
+	replayHistory(t, c, id, "pack-two-clouds")
 	c.Stack.Stop() // flush every log line before reading them
 	logText := logs.String()
 	require.Contains(t, logText, "Model round failed", "the retried failures were logged")
