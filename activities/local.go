@@ -31,7 +31,7 @@ type LocalModelRoundInput struct {
 // non-retryable ErrTypeNotLocal: a real model call is always an activity of its own,
 // with its own timeouts, retries and heartbeats.
 func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInput) (*convo.ModelRoundResult, error) {
-	p, key, err := a.provider(in.Round.Provider)
+	p, key, err := a.provider(in.Round.PackID, in.Round.Provider)
 	if err != nil {
 		return nil, err
 	}

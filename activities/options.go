@@ -26,13 +26,17 @@ var NonRetryableErrorTypes = []string{
 }
 
 // ModelRoundOptions returns the activity options of a ModelRound for a provider: a
-// canonical provider id (mock, openai, anthropic, openai-compatible; the Provider of
+// canonical provider id (mock, openai, anthropic, openai-compatible, gemini, vertex,
+// bedrock, azure-openai; the Provider of
 // the run's previous convo.ModelRoundResult) or, when it is not known yet, anything else
 // such as the logical key, which gets options that suit every real provider.
 //
 //	provider            StartToClose  Heartbeat  attempts  backoff
 //	mock                30s           10s        3         1s ×2, ≤ 10s
 //	openai, anthropic   5m            30s        8         2s ×2, ≤ 2m
+//	gemini, vertex      5m            30s        8         2s ×2, ≤ 2m
+//	bedrock             5m            30s        8         2s ×2, ≤ 2m
+//	azure-openai        5m            30s        8         2s ×2, ≤ 2m
 //	openai-compatible   15m           30s        5         2s ×2, ≤ 1m  (local models are slow)
 //	other / unknown     15m           30s        8         2s ×2, ≤ 2m
 //
@@ -46,7 +50,7 @@ func ModelRoundOptions(provider string) workflow.ActivityOptions {
 			HeartbeatTimeout:    10 * time.Second,
 			RetryPolicy:         retryPolicy(time.Second, 10*time.Second, 3),
 		}
-	case ProviderOpenAI, ProviderAnthropic:
+	case ProviderOpenAI, ProviderAnthropic, ProviderGemini, ProviderVertex, ProviderBedrock, ProviderAzureOpenAI:
 		return workflow.ActivityOptions{
 			StartToCloseTimeout: 5 * time.Minute,
 			HeartbeatTimeout:    30 * time.Second,

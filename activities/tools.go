@@ -111,8 +111,9 @@ func ToolAttempts(effect string, idempotent bool, maxAttempts int) int32 {
 }
 
 // RouteTools is a local activity: it routes each call of a tool batch, from the
-// worker's bindings (Config.Bindings) and registered functions (Config.Tools), else to
-// the pack's mock tool_results, else to none. It reads only this worker's
+// worker's bindings (Config.Bindings) and registered functions (Config.Tools), else, on
+// a worker whose every provider is the scripted mock, to the pack's mock tool_results,
+// else to none (an error result saying the tool has no binding). It reads only this worker's
 // configuration, so its recorded result is what keeps the workflow deterministic.
 func (a *Activities) RouteTools(_ context.Context, in RouteToolsInput) (*RouteToolsResult, error) {
 	out := &RouteToolsResult{Routes: make([]ToolRoute, len(in.Calls))}
@@ -132,7 +133,7 @@ func (a *Activities) route(packID string, c ToolRouteCall) ToolRoute {
 			return r
 		}
 	}
-	if script := a.scripts[packID]; script != nil {
+	if script := a.mockScript(packID); script != nil {
 		if _, ok := script.ToolResults[c.Tool]; ok {
 			return ToolRoute{Kind: RouteMock, Target: "mock tool_results", MaxAttempts: DefaultToolAttempts}
 		}
