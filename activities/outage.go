@@ -121,9 +121,16 @@ func (a *Activities) ModelOutagePolicy(_ context.Context, in ModelOutageInput) (
 
 // modelOutage is the policy of logical key key, whose provider is name.
 func (a *Activities) modelOutage(key, name string) OutagePolicy {
+	return ModelOutageOf(a.outage, key, name)
+}
+
+// ModelOutageOf is the outage policy configured (as Config.ModelOutage) for logical
+// provider key key, whose canonical provider is name: the entry of the key, else of
+// the provider, else of "", over DefaultModelOutage(name).
+func ModelOutageOf(configured map[string]OutagePolicy, key, name string) OutagePolicy {
 	def := DefaultModelOutage(name)
 	for _, k := range []string{key, name, ""} {
-		if pol, ok := a.outage[k]; ok {
+		if pol, ok := configured[k]; ok {
 			return pol.Merge(def)
 		}
 	}

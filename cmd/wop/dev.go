@@ -212,7 +212,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		packsLine += fmt.Sprintf(" (%d not served, see above)", len(broken.Failed))
 	}
 	fmt.Fprintf(stdout, "  Packs        %s\n", packsLine)
-	fmt.Fprintf(stdout, "  Model        %s\n", modelLine(wcfg.Providers))
+	fmt.Fprintf(stdout, "  Model        %s\n", modelLine(wcfg.Providers, wcfg.ModelOutage))
 	printTools(stdout, st.ToolsFile(), st.ToolsReport())
 	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
@@ -225,7 +225,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 }
 
 // modelLine says which model provider the worker uses, for the banner.
-func modelLine(providers map[string]activities.Provider) string {
+func modelLine(providers map[string]activities.Provider, outage map[string]activities.OutagePolicy) string {
 	p := providers[activities.DefaultProviderKey]
 	if p == nil || p.Name() == activities.ProviderMock {
 		return "scripted mock (packs/*.mock.yaml); set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real model"
@@ -234,7 +234,13 @@ func modelLine(providers map[string]activities.Provider) string {
 	if m, ok := p.(interface{ ModelName() string }); ok && m.ModelName() != "" {
 		line += ", model " + m.ModelName()
 	}
-	return line + " (WOP_MODEL_PROVIDER, WOP_MODEL)"
+	line += " (WOP_MODEL_PROVIDER, WOP_MODEL)"
+	if pol := activities.ModelOutageOf(outage, activities.DefaultProviderKey, p.Name()); pol.RetryFor > 0 {
+		line += fmt.Sprintf("; an outage is waited out for %s (WOP_MODEL_RETRY_FOR)", pol.RetryFor)
+	} else {
+		line += "; an outage fails the turn at once (WOP_MODEL_RETRY_FOR=0)"
+	}
+	return line
 }
 
 // devStartError turns the stack's start errors into the one line a developer needs.
