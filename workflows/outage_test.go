@@ -365,3 +365,27 @@ func TestPackToolOutageIsWaitedOut(t *testing.T) {
 	returned := ofType(evs, "agent.toolReturned")
 	require.True(t, strings.Contains(string(returned[0].Payload), `"found":true`), "the model reads the result: %s", returned[0].Payload)
 }
+
+// TestPackForkOfATurnTheModelMissed: a fork replay of a run whose turn failed for an
+// unavailable model folds that turn as failed too, and follows the rest of the
+// recording without calling a model or diverging.
+func TestPackForkOfATurnTheModelMissed(t *testing.T) {
+	policy := activities.OutagePolicy{RetryFor: 30 * time.Minute, InitialInterval: time.Minute, MaxInterval: 10 * time.Minute, RemindEvery: time.Hour}
+	tr, sm := outageRun(t, policy, "", `{"message":"hi"}`)
+	sm.setFail(unavailableErr)
+	tr.at(40*time.Minute, func() { sm.setFail(nil) })
+	tr.at(45*time.Minute, func() { tr.say("are you back?") })
+	tr.at(46*time.Minute, func() { tr.say("more") })
+	tr.at(47*time.Minute, func() { tr.say("bye") })
+	src := tr.finish()
+	require.Equal(t, StatusCompleted, src.Status)
+	srcEvents := tr.events()
+
+	fork, fsm := forkOf(t, tr, "outage", outagePackYAML, outageMock, srcEvents)
+	fsm.failIfCalled = true
+	out := fork.finish()
+	require.Equal(t, StatusCompleted, out.Status)
+	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Equal(t, src.Channels, out.Channels)
+	require.Equal(t, src.Pack.ModelRounds, out.Pack.ModelRounds)
+}
