@@ -101,15 +101,15 @@ func outageError(err error) bool {
 }
 
 // lastFailure is the readable failure of a call that gave up: the last attempt's error
-// rather than the timeout that ended the wait.
-func lastFailure(err error) (code, msg string) {
+// rather than the timeout that ended the wait; its code, or def.
+func lastFailure(err error, def string) (code, msg string) {
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE {
 		if cause := errors.Unwrap(te); cause != nil {
 			err = cause
 		}
 	}
-	return orDefault(activityErrorCode(err), protocol.CodeModelUnavailable), activityMessage(err)
+	return orDefault(activityErrorCode(err), def), activityMessage(err)
 }
 
 // outlastModel waits out the outage of the provider of round in, whose quick attempts
@@ -130,7 +130,7 @@ func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time,
 	if remaining <= 0 {
 		return rt.unavailable(first, pol.Policy.RetryFor)
 	}
-	code, msg := lastFailure(first)
+	code, msg := lastFailure(first, protocol.CodeModelUnavailable)
 	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
 		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
 	defer rt.c.r.endStall(s)
@@ -155,7 +155,7 @@ func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time,
 // unavailable is the error of a model round the run gave up waiting for: the turn ends
 // without its answer (engine.ErrUnavailable), and the user is told why.
 func (rt *packRuntime) unavailable(err error, waited time.Duration) error {
-	_, msg := lastFailure(err)
+	_, msg := lastFailure(err, protocol.CodeModelUnavailable)
 	text := "the model is unavailable: " + msg
 	if waited > 0 {
 		text += fmt.Sprintf(" (retried for %s)", waited)
@@ -174,7 +174,7 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 	if remaining <= 0 {
 		return first
 	}
-	code, msg := lastFailure(first.Get(rt.ctx, nil))
+	code, msg := lastFailure(first.Get(rt.ctx, nil), protocol.CodeToolError)
 	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
 		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
 	defer rt.c.r.endStall(s)

@@ -356,6 +356,8 @@ func TestPackToolOutageIsWaitedOut(t *testing.T) {
 	require.NotNil(t, during.Stalled)
 	require.Equal(t, "tool", during.Stalled.Kind)
 	require.Equal(t, "lookup", during.Stalled.Tool)
+	require.Equal(t, protocol.CodeToolError, during.Stalled.LastError.Code)
+	require.Contains(t, during.Stalled.LastError.Message, "HTTP 503")
 	require.Equal(t, StatusRunning, during.Status)
 	evs := tr.events()
 	stalled := ofType(evs, EvWorkflowStalled)
