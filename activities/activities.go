@@ -96,6 +96,14 @@ type Config struct {
 	// MaxResultBytes bounds a model reply and a tool result (DefaultMaxResultBytes when
 	// <= 0); see limits.go.
 	MaxResultBytes int
+	// ModelOutage is how long model rounds wait out an unavailable provider, by logical
+	// provider key or canonical provider id ("" for every provider); unset fields and
+	// providers take DefaultModelOutage. An entry's RetryFor is taken as it is: 0 does
+	// not wait (see outage.go, OutageFromEnv).
+	ModelOutage map[string]OutagePolicy
+	// StallReminder is how often a tool call that waits out an outage (its binding's
+	// retry_for) records a workflow.stalled event; 0 means DefaultStallReminder.
+	StallReminder time.Duration
 }
 
 // Activities carries the dependencies of every activity of the host. Its exported
@@ -114,6 +122,9 @@ type Activities struct {
 	maxResult   int
 	// approvalDefaults are Config.ApprovalDefaults.
 	approvalDefaults ToolApproval
+	// outage is Config.ModelOutage; stallReminder Config.StallReminder.
+	outage        map[string]OutagePolicy
+	stallReminder time.Duration
 
 	webhookKey          []byte
 	webhookAllowPrivate bool
@@ -129,6 +140,13 @@ func New(cfg Config) (*Activities, error) {
 	}
 	if err := cfg.ApprovalDefaults.Check(); err != nil {
 		return nil, fmt.Errorf("activities: approval defaults: %w", err)
+	}
+	outage, err := outagePolicies(cfg.ModelOutage)
+	if err != nil {
+		return nil, fmt.Errorf("activities: %w", err)
+	}
+	if cfg.StallReminder < 0 {
+		return nil, errors.New("activities: StallReminder must not be negative")
 	}
 	providers := make(map[string]Provider, len(cfg.Providers)+1)
 	for key, p := range cfg.Providers {
@@ -177,6 +195,8 @@ func New(cfg Config) (*Activities, error) {
 		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
 
 		approvalDefaults: cfg.ApprovalDefaults,
+		outage:           outage,
+		stallReminder:    orDefaultDuration(cfg.StallReminder, DefaultStallReminder),
 
 		webhookKey:          cfg.WebhookSecret,
 		webhookAllowPrivate: cfg.WebhookAllowPrivate,

@@ -25,6 +25,13 @@
 //     the mock; none) and how often it may be attempted (ToolAttempts: read tools are
 //     retried, write and external tools only when their binding is idempotent). Its
 //     recorded answer is how the workflow learns the bindings deterministically.
+//   - ModelOutagePolicy(ModelOutageInput) → ModelOutageResult, a local activity: how long
+//     a round whose provider is unavailable waits (OutagePolicy: Config.ModelOutage by
+//     logical key or provider over DefaultModelOutage, 24 h backing off to a minute).
+//     The workflow asks it when a round fails its QuickAttempts and schedules the round
+//     again with OutageRetryOptions; see outage.go.
+//   - Yield() does nothing: a turn whose local rounds ran a while schedules it to end its
+//     workflow task so that queries and signals are served.
 //   - ToolCall(convo.ToolCallInput) → convo.ToolCallResult. The executor is the ToolFunc
 //     registered for the tool, else its binding on this worker (HTTP, MCP, Go), else,
 //     on a worker whose every provider is the scripted mock, the pack's mock
@@ -43,6 +50,9 @@
 // the provider's request. A worker must let them through (worker.Options.
 // MaxHeartbeatThrottleInterval = HeartbeatInterval; the SDK's own throttle is 80% of
 // the heartbeat timeout). A call shorter than a second sends none.
+//
+// A tool call that may have been applied when it fails (its executor sent the request
+// and got no answer) fails as ErrTypeOutcomeUnknown, retryable.
 //
 // Workflows schedule them with ModelRoundOptions(provider), RouteToolsOptions() and
 // ToolCallOptions() (with the route's attempts and timeout), and set
@@ -65,6 +75,10 @@
 // A run failed by one of them reports the OpenWOP code ErrorCode(type) (model_bad_request,
 // model_authentication, ...) and the error's message; the types themselves are for
 // retry policies and the Temporal UI.
+//
+// A round that still fails with a retryable type after its QuickAttempts is an outage:
+// the run waits it out (OutagePolicy) rather than failing, and past the policy's time
+// its turn fails with model_unavailable, not the run.
 //
 // The SDKs' own retries are disabled (max retries 0): Temporal retries the activity,
 // so every attempt shows in the run's history and in the Temporal UI, backs off by the
@@ -108,6 +122,9 @@
 //	AZURE_OPENAI_ENDPOINT           https://<resource>.openai.azure.com for azure-openai (required).
 //	AZURE_OPENAI_API_KEY            Its key; unset: Entra ID (azidentity's DefaultAzureCredential).
 //	OPENAI_API_VERSION              Azure's api-version (default 2024-10-21).
+//
+// OutageFromEnv reads WOP_MODEL_RETRY_FOR, WOP_MODEL_RETRY_MAX_INTERVAL and
+// WOP_STALL_REMINDER (outage.go).
 //
 // Keys stay inside the provider values: their String and LogValue methods print
 // "[REDACTED]", errors never include them (a provider's error text is scrubbed of

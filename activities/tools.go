@@ -83,7 +83,17 @@ type ToolRoute struct {
 	// defaults); the workflow decides with them and the pack's governance whether the
 	// call waits for a person. Routes recorded before approvals have none.
 	Approval *ToolApproval `json:"approval,omitempty"`
+	// Outage, when set, is how long a call that failed its attempts with a retryable
+	// error waits out the outage of what it calls (its binding's retry_for), reported
+	// as a stalled run. Only calls that may be retried (MaxAttempts > 1) get one.
+	Outage *OutagePolicy `json:"outage,omitempty"`
 }
+
+// ErrTypeOutcomeUnknown is the retryable failure of a tool call that may have been
+// applied: the request was sent and no answer came (a timeout, a connection lost after
+// the request went out). The model of a write or external tool then reads that the
+// outcome is unknown, with the call's idempotency key, rather than that it failed.
+const ErrTypeOutcomeUnknown = "ToolOutcomeUnknown"
 
 // ActivityTarget is an activity of the deployment's own workers that serves a tool: the
 // workflow schedules Type on TaskQueue with the call's arguments object as the single
@@ -120,6 +130,14 @@ func (a *Activities) RouteTools(_ context.Context, in RouteToolsInput) (*RouteTo
 	for i, c := range in.Calls {
 		out.Routes[i] = a.route(in.PackID, c)
 		out.Routes[i].Approval = a.approvalOf(c.Tool)
+		if o := out.Routes[i].Outage; o != nil {
+			if out.Routes[i].MaxAttempts <= 1 || o.RetryFor <= 0 {
+				out.Routes[i].Outage = nil // a call attempted once never waits for a second attempt
+			} else {
+				pol := o.Merge(OutagePolicy{InitialInterval: time.Second, MaxInterval: DefaultOutageMaxInterval, RemindEvery: a.stallReminder})
+				out.Routes[i].Outage = &pol
+			}
+		}
 	}
 	return out, nil
 }

@@ -117,6 +117,14 @@ type Config struct {
 	// Identity is the worker's Temporal identity; StartStream sets it to advertise the
 	// chunk endpoint (chunks.Identity). Empty: the client's.
 	Identity string
+	// ModelOutage is how long model rounds wait out an unavailable provider, by logical
+	// provider key or canonical provider id (activities.Config.ModelOutage;
+	// activities.OutageFromEnv reads WOP_MODEL_RETRY_FOR and its kin). Nil: the
+	// per-provider defaults (activities.DefaultModelOutage).
+	ModelOutage map[string]activities.OutagePolicy
+	// StallReminder is how often a call that waits out an outage records a
+	// workflow.stalled event (WOP_STALL_REMINDER; 0: activities.DefaultStallReminder).
+	StallReminder time.Duration
 	// TurnLimits are the host's limits on the agent work of one user turn (model
 	// rounds and tool calls, counted across a pack's state changes; 0 = none). Every
 	// run carries the limits of the catalog that started it (LoadCatalog), so the
@@ -203,6 +211,9 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_APPROVAL_REMINDER            remind approvers at this interval while a call waits (default off)
 //	WOP_APPROVAL_ESCALATE_AFTER      add WOP_APPROVAL_ESCALATE_TO to the approvers after this wait
 //	WOP_APPROVAL_ESCALATE_TO         comma-separated principals a waiting approval escalates to
+//	WOP_MODEL_RETRY_FOR              how long a model round waits out an unavailable provider (default 24h)
+//	WOP_MODEL_RETRY_MAX_INTERVAL     longest pause between its attempts meanwhile (default 1m; 30s openai-compatible)
+//	WOP_STALL_REMINDER               a workflow.stalled event this often while a call waits (default 15m)
 //
 // and the model providers from the variables activities.ProviderConfigFromEnv reads
 // (WOP_PROVIDERS, WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, GEMINI_API_KEY, ...).
@@ -274,6 +285,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("WOP_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v))
 		}
 		cfg.WebhookAllowPrivate = b
+	}
+	outage, err := activities.OutageFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.ModelOutage = outage
+	if v := strings.TrimSpace(getenv(activities.EnvStallReminder)); v != "" {
+		if d, err := activities.ParseLongDuration(v); err == nil && d > 0 {
+			cfg.StallReminder = d
+		}
 	}
 	if pc, err := activities.ProviderConfigFromEnv(getenv); err != nil {
 		errs = append(errs, err)
@@ -492,6 +513,8 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Logger:      cfg.Logger,
 
 		ApprovalDefaults:    cfg.ApprovalDefaults,
+		ModelOutage:         cfg.ModelOutage,
+		StallReminder:       cfg.StallReminder,
 		WebhookSecret:       cfg.WebhookSecret,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		Version:             cfg.Version,

@@ -253,6 +253,16 @@ func modelLines(cfg worker.Config) []string {
 		lines = append(lines, fmt.Sprintf("%s: %s", s.Key, line))
 	}
 	lines[0] += " (from " + cfg.ProviderSource + ")"
+	for _, s := range cfg.ProvidersServed {
+		if s.Provider == activities.ProviderMock {
+			continue
+		}
+		if pol := activities.ModelOutageOf(cfg.ModelOutage, s.Key, s.Provider); pol.RetryFor > 0 {
+			lines = append(lines, fmt.Sprintf("%s: an outage is waited out for %s (WOP_MODEL_RETRY_FOR)", s.Key, pol.RetryFor))
+		} else {
+			lines = append(lines, fmt.Sprintf("%s: an outage fails the turn at once (WOP_MODEL_RETRY_FOR=0)", s.Key))
+		}
+	}
 	return lines
 }
 
