@@ -183,7 +183,8 @@ func findInterrupt(snap *workflows.Snapshot, cl *tokenClaims) *workflows.Pending
 	return nil
 }
 
-// tokenTarget verifies a token and finds its pending interrupt.
+// tokenTarget verifies a token and its issuer (tokenIssuer) and finds its pending
+// interrupt.
 func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot, *workflows.PendingInterrupt, error) {
 	cl, err := s.tokens.verify(c.Param("token"), s.cfg.Now())
 	if err != nil {
@@ -192,7 +193,11 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 	if validateID("runId", cl.RunID) != nil || validateID("nodeId", cl.NodeID) != nil {
 		return nil, nil, nil, codeErr(CodeInterruptNotFound, "unknown interrupt token")
 	}
-	snap, err := s.snapshot(c.Request().Context(), nil, cl.RunID)
+	issuer, err := s.tokenIssuer(cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	snap, err := s.snapshot(c.Request().Context(), issuer, cl.RunID)
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -246,6 +251,9 @@ func (s *Server) handleTokenPost(c echo.Context) error {
 	}
 	if _, _, _, err := s.tokenTarget(c); err != nil {
 		return err
+	}
+	if issuer, _ := s.tokenIssuer(cl); issuer == nil || !issuer.Scopes[ScopeApprovalsRespond] {
+		return codeErr(CodeForbidden, "the API key this token was issued to (%s) no longer holds the %q scope", cl.Sub, ScopeApprovalsRespond).with("scopeRequired", ScopeApprovalsRespond)
 	}
 	body, err := s.readBody(c)
 	if err != nil {

@@ -159,7 +159,7 @@ func (s *Server) pendingItems(p *principal, base string, snap *workflows.Snapsho
 		if !mayResolve(p, pi) {
 			continue
 		}
-		s.addToken(base, snap.RunID, p.KeyID, IntentResolve, &pi)
+		s.addToken(base, snap.RunID, p, IntentResolve, &pi)
 		out = append(out, PendingItem{
 			RunID: snap.RunID, WorkflowID: snap.WorkflowID, RunStatus: snap.Status, StartedAt: rs.StartedAt,
 			PackID: rs.PackID, PackState: rs.PackState, WaitingKind: workflows.WaitingKind(pi.Kind),
@@ -233,9 +233,27 @@ const (
 	pendingSnapshot = 10 * time.Second
 )
 
+// withoutTokens is what a frame of the inbox stream says apart from the tokens it
+// carries, which are minted afresh on every read: the stream compares these to know
+// whether the list changed.
+func withoutTokens(list *PendingList, truncated bool) []byte {
+	items := make([]PendingItem, len(list.Interrupts))
+	for i, it := range list.Interrupts {
+		it.InterruptToken, it.CallbackURL = "", ""
+		items[i] = it
+	}
+	b, _ := json.Marshal(struct {
+		Interrupts []PendingItem `json:"interrupts"`
+		Truncated  bool          `json:"truncated"`
+	}{items, truncated})
+	return b
+}
+
 // streamPending serves the caller's pending interrupts as SSE: an `interrupts` event
 // with the first page (PendingList, plus truncated when more exist) on connect and
-// whenever it changes, keepalive comments in between.
+// whenever it changes, keepalive comments in between. A frame's tokens are fresh, and
+// a list that did not change is not sent again until its tokens have lived half of
+// Config.TokenTTL, so a quiet inbox costs a keepalive now and then.
 func (s *Server) streamPending(c echo.Context, p *principal, base, query string, limit int) error {
 	s.wg.Add(1)
 	defer s.wg.Done()
@@ -248,7 +266,8 @@ func (s *Server) streamPending(c echo.Context, p *principal, base, query string,
 	w := openSSE(c)
 
 	cache := &snapshotCache{ttl: pendingSnapshot, entries: map[string]cachedSnapshot{}}
-	var last []byte
+	var last []byte // withoutTokens of the last frame sent
+	var sentAt time.Time
 	poll := time.NewTicker(pendingPoll)
 	defer poll.Stop()
 	keep := time.NewTicker(s.cfg.KeepAlive)
@@ -257,12 +276,13 @@ func (s *Server) streamPending(c echo.Context, p *principal, base, query string,
 	for {
 		list, next, err := s.pending(ctx, p, base, query, limit, nil, cache)
 		if err == nil {
-			body, _ := json.Marshal(struct {
-				*PendingList
-				Truncated bool `json:"truncated"`
-			}{list, len(next) > 0})
-			if !bytes.Equal(body, last) {
-				last = body
+			now := s.cfg.Now()
+			if same := withoutTokens(list, len(next) > 0); !bytes.Equal(same, last) || now.Sub(sentAt) >= s.cfg.TokenTTL/2 {
+				last, sentAt = same, now
+				body, _ := json.Marshal(struct {
+					*PendingList
+					Truncated bool `json:"truncated"`
+				}{list, len(next) > 0})
 				seq++
 				if _, err := fmt.Fprintf(w, "id: %d\nevent: interrupts\ndata: %s\n\n", seq, body); err != nil {
 					return nil

@@ -432,6 +432,12 @@ func (s *Server) temporalErr(err error, runID string) error {
 	if errors.As(err, &inv) {
 		return notFound("run %q not found", runID)
 	}
+	var qf *serviceerror.QueryFailed
+	if errors.As(err, &qf) && strings.Contains(qf.Error(), "unknown queryType") {
+		// A workflow of the namespace that is not a run (another application's, or
+		// one of the host's own) answers no run query: it is no run of any tenant.
+		return notFound("run %q not found", runID)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isTransient(err) {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "Temporal did not answer in time", Cause: err}
 	}
@@ -474,6 +480,11 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 	if err := validateID("runId", id); err != nil {
 		return "", err
 	}
+	if workflows.IsInternalWorkflowID(id) {
+		// The host's own workflows (webhook dispatchers, deliveries) are no tenant's
+		// runs: unknown, like any id that names no run.
+		return "", notFound("run %q not found", id)
+	}
 	return id, nil
 }
 
@@ -481,18 +492,15 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 // reader, resolve tokens only to a reader whose key may resolve) and callback URLs.
 func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
 	base := s.baseURL(c)
-	sub, intent := "", IntentInspect
-	if p := principalOf(c); p != nil {
-		sub = p.KeyID
-		if p.Scopes[ScopeApprovalsRespond] {
-			intent = IntentResolve
-		}
+	p, intent := principalOf(c), IntentInspect
+	if p != nil && p.Scopes[ScopeApprovalsRespond] {
+		intent = IntentResolve
 	}
 	for i := range snap.Interrupts {
-		s.addToken(base, snap.RunID, sub, intent, &snap.Interrupts[i])
+		s.addToken(base, snap.RunID, p, intent, &snap.Interrupts[i])
 	}
 	if snap.Interrupt != nil {
-		s.addToken(base, snap.RunID, sub, intent, snap.Interrupt)
+		s.addToken(base, snap.RunID, p, intent, snap.Interrupt)
 	}
 }
 

@@ -65,6 +65,9 @@ type Server struct {
 	keysMu        sync.Mutex
 	keysSum       [sha256.Size]byte // of the keys file content in use
 	keysFailedSum [sha256.Size]byte // of the last content that did not parse
+	// sessions are the requests in flight by key, ended when their key stops
+	// authenticating (auth.go).
+	sessions keySessions
 
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc

@@ -25,6 +25,8 @@
 //	    http: { url: https://payments.internal/refunds }
 //	    idempotent: true            # the target honours Idempotency-Key: a write may be retried
 //	    max_attempts: 3             # attempts of a call that may be retried (default 5)
+//	    retry_for: 6h               # then wait out an outage this long (see Outages)
+//	    retry_max_interval: 1m      # the longest pause between two attempts meanwhile (default 1m)
 //	    approval: required          # never | required; unset, the pack's governance decides
 //	    approval_timeout: 72h       # the decision's deadline (then: rejected as expired)
 //	    approval_reminder: 24h      # remind approvers while it waits
@@ -61,7 +63,9 @@
 // answer is the result: its JSON body, text as a JSON string, an empty body as null.
 // 429, 408 and 5xx answers, timeouts and connection failures are retried as the tool's
 // retry rule allows, after the answer's Retry-After when it has one (capped at 10
-// minutes); any other status is an error result the model reads:
+// minutes). A request that was sent and got no answer (a timeout, a connection lost
+// after sending) fails as activities.ErrTypeOutcomeUnknown: it may have been applied.
+// Any other status is an error result the model reads:
 // {"error": "POST <url> answered HTTP 404 Not Found", "status": 404, "body": …}.
 // Redirects are not followed. Results over MaxResultBytes are refused.
 //
@@ -73,7 +77,9 @@
 // non-retryable error) gives the model an error result with the failure's message.
 //
 // MCP: the worker connects with the official Go SDK (one session per server, opened at
-// start and again after a broken connection) and calls the tool. The result maps to the
+// start and again after a broken connection) and calls the tool, the call's _meta
+// carrying wop/idempotencyKey (the same for every attempt of one call), wop/runId,
+// wop/toolCallId, wop/tool, wop/packId and wop/attempt. The result maps to the
 // tool result: structuredContent as is, else one text item (its JSON when it is JSON),
 // else a list of the items (binary data is described, not sent). A result marked
 // isError, and a protocol error such as invalid arguments, are error results the model
@@ -88,9 +94,28 @@
 // A tool whose action_scope.effect is read is retried (max_attempts, default 5). A
 // write or external tool, and one that declares no effect, is attempted once, because
 // a second attempt could act twice; unless its binding says idempotent: true, meaning
-// the target honours the idempotency key (the Idempotency-Key header, or the
-// ActivityID). Calls answered by the mock are retried freely. A call that still fails
+// the target honours the idempotency key (the Idempotency-Key header, the ActivityID,
+// or an MCP call's _meta wop/idempotencyKey). Calls answered by the mock are retried freely. A call that still fails
 // becomes an error result the model reads; it does not fail the run.
+//
+// # Outages
+//
+// A binding with retry_for waits out an outage of its target: a call that may be
+// retried (a read tool, or an idempotent one) and still fails with a retryable error
+// after its attempts is retried for retry_for from its first attempt, backing off to
+// retry_max_interval, while the run reports itself stalled (a workflow.stalled event
+// every WOP_STALL_REMINDER, the WopStalledOn search attribute, the Temporal UI's
+// current details). Past retry_for the model gets the error result. retry_for has no
+// effect on calls attempted once.
+//
+// # Unknown outcomes
+//
+// A call of a write, external or undeclared tool that may have been applied (it timed
+// out, its worker died mid-call, the connection broke after the request was sent) is
+// not reported as failed: the model reads {"error": "… outcome unknown …", "status":
+// "outcome_unknown", "idempotencyKey": K} and is told not to repeat it. A call of the
+// same tool with the same arguments later in the same turn carries the same key K, so
+// a target that honours the key applies it once.
 //
 // The idempotency key is OpenWOP's logical invocation id (activities.ToolIdempotencyKey):
 // base64url(sha256("openwop:activity:v2" \0 tenant \0 runId \0 nodeId \0 "<round>:<callId>"

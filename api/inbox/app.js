@@ -315,6 +315,14 @@
   function approvalBody(li, it, d, send) {
     if (d.description) li.append(h('p', { class: 'desc', text: d.description }));
     const tc = toolCall(d);
+    // A tool call's arguments have a revision: an approval names the one it saw, so
+    // arguments another approver edited meanwhile are never approved unseen.
+    const art = isObject(d.artifactData) ? d.artifactData : {};
+    const revision = d.artifactType === 'tool-call' ? (Number.isInteger(art.revision) ? art.revision : 0) : undefined;
+    if (revision > 0) {
+      li.append(h('p', { class: 'edited', dataset: { revision: String(revision) },
+        text: 'Arguments edited by ' + (art.editedBy || 'an approver') + ' (revision ' + revision + '): earlier approvals no longer count.' }));
+    }
     if (tc) {
       li.append(block('Tool call',
         h('p', null, h('span', { class: 'tool-name mono', text: tc.name }), ' ',
@@ -350,7 +358,8 @@
     };
     for (const a of actions) {
       if (a === 'accept') {
-        bar.append(h('button', { type: 'button', class: 'approve', dataset: { action: a }, text: 'Approve', onclick: (e) => send({ action: 'accept' }, e.target) }));
+        const accept = revision === undefined ? { action: 'accept' } : { action: 'accept', revision };
+        bar.append(h('button', { type: 'button', class: 'approve', dataset: { action: a }, text: 'Approve', onclick: (e) => send(accept, e.target) }));
       } else if (a === 'reject') {
         bar.append(h('button', { type: 'button', class: 'reject', dataset: { action: a }, text: 'Reject…', onclick: () => {
           const reason = h('textarea', { name: 'reason', placeholder: 'Why is this rejected? The run records it.' });
