@@ -132,6 +132,9 @@ type Config struct {
 	// EventsPageBytes bounds one page of events read from the run; lower it with the
 	// server's limit.blobSize.error.
 	EventsPageBytes int
+	// Namespace is the Temporal namespace of the runs (default "default"), in which the
+	// API reads the histories of a run's closed executions (segments.go).
+	Namespace string
 	// RateLimitPerSecond and RateLimitBurst shape the per-key token bucket.
 	RateLimitPerSecond float64
 	RateLimitBurst     int
@@ -174,6 +177,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EventsPageBytes <= 0 {
 		c.EventsPageBytes = DefaultEventsPageBytes
+	}
+	if c.Namespace == "" {
+		c.Namespace = "default"
 	}
 	if c.RateLimitPerSecond <= 0 {
 		c.RateLimitPerSecond = DefaultRateLimitPerSecond

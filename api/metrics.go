@@ -18,6 +18,8 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// earlier counts the reads of a run's closed executions by kind (segments.go).
+	earlier *prometheus.CounterVec
 }
 
 // DurationBuckets are the buckets (seconds) of wop_http_request_duration_seconds.
@@ -32,8 +34,12 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Name: "wop_http_request_duration_seconds", Help: "API request durations by method and route pattern (streams last as long as they are open).",
 			Buckets: DurationBuckets,
 		}, []string{"method", "route"}),
+		earlier: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wop_events_earlier_reads_total",
+			Help: "Reads of a run's closed executions for its older events: records (events decoded from its history), links (its start event, to find an older execution), query (a query, which makes a worker replay it: executions that did not record their events).",
+		}, []string{"read"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.earlier} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -45,6 +51,8 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 				m.requests = are.ExistingCollector.(*prometheus.CounterVec)
 			case m.duration:
 				m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
+			case m.earlier:
+				m.earlier = are.ExistingCollector.(*prometheus.CounterVec)
 			}
 		}
 	}
@@ -97,6 +105,20 @@ func (s *Server) traced(h http.Handler) http.Handler {
 	}
 	return otelhttp.NewHandler(h, "wop-api", otelhttp.WithTracerProvider(s.cfg.TracerProvider),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+}
+
+// Kinds of wop_events_earlier_reads_total.
+const (
+	earlierRecords = "records"
+	earlierLinks   = "links"
+	earlierQuery   = "query"
+)
+
+// countEarlier counts one read of a closed execution.
+func (s *Server) countEarlier(read string) {
+	if s.metrics != nil {
+		s.metrics.earlier.WithLabelValues(read).Inc()
+	}
 }
 
 func (s *Server) handleMetrics(c echo.Context) error {

@@ -54,6 +54,8 @@ type Server struct {
 	feeds   map[string]*runFeed // one per run being read (feed.go)
 	// turnEvents are the events resolve updates carried, for the polls that follow.
 	turnEvents turnEvents
+	// closed keeps what was read of runs' closed executions (closedcache.go).
+	closed *closedCache
 	// updates lets one resolve update per run be in flight at a time (updategate.go).
 	updates updateGate
 	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
@@ -135,6 +137,7 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		authFails:   newRateLimiter(cfg.Guards.AuthFailuresPerSecond, cfg.Guards.AuthFailureBurst, cfg.Now),
 		tokenRoutes: newRateLimiter(cfg.Guards.TokenRoutePerSecond, cfg.Guards.TokenRouteBurst, cfg.Now),
 		feeds:       map[string]*runFeed{},
+		closed:      newClosedCache(),
 		ctx:         ctx, cancel: cancel,
 	}
 	if len(cfg.StreamSecret) > 0 {

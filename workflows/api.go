@@ -193,6 +193,10 @@ type EventsPage struct {
 	// FirstSequence is the first event this execution holds.
 	FirstSequence int64                `json:"firstSequence"`
 	Earlier       []activities.Segment `json:"earlier,omitempty"`
+	// Index is a sparse index of older executions (records.go): with Earlier, a
+	// reader finds the execution that holds any event in a few reads of start events
+	// (CarriedLinks).
+	Index []activities.Segment `json:"index,omitempty"`
 	// Tenant owns the run, so a reader can check access with this one query.
 	Tenant string `json:"tenant,omitempty"`
 }

@@ -8,8 +8,11 @@
 //     runId, TaskQueue, and StaticSummary = RunSummary(in).
 //   - Read: SnapshotQuery → *Snapshot, EventsQuery(EventsRequest) → EventsPage (one
 //     page from the execution asked; a cursor before its FirstSequence is answered by
-//     the earlier executions in Earlier, queried by their run id). Both work on closed
-//     workflows; the workflow's result is its final Snapshot.
+//     the earlier executions in Earlier and Index: one whose link says Recorded holds
+//     its events in its own history, EventsRecord markers read with EventsRecordFrom,
+//     and its start event's RunInput.Carried names those before it (CarriedLinks);
+//     older ones are queried by their run id). Both queries work on closed workflows;
+//     the workflow's result is its final Snapshot. See records.go.
 //   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
 //     ResolveCheck (OK=false carries an OpenWOP Code of package protocol:
 //     interrupt_not_found, validation_error (Unprocessable for 422), forbidden,
@@ -51,7 +54,8 @@
 //     would exceed 128 characters); timestamps come from workflow.Now.
 //   - History stays flat and state stays bounded: each execution keeps the events,
 //     newest turns and transcript messages it produced in memory and answers queries
-//     for them, closed executions included; a run continues as new between
+//     for them, closed executions included, and records its events in its history
+//     (records.go, GetVersion "event-records"); a run continues as new between
 //     conversation turns when Temporal suggests it (runId unchanged), carrying counts,
 //     windows and links to its earlier executions, never the log. See carry.go.
 //   - Reads are paged by bytes: EventsQuery and TranscriptPageQuery answer for one

@@ -59,6 +59,9 @@ type runner struct {
 	resolveUpdates int
 	// localWaits counts waits on work done within the workflow task (local rounds).
 	localWaits int
+	// records is how far this execution has written its events into its history
+	// (records.go).
+	records eventRecorder
 
 	// The turn an agent is working on (turnstatus.go): busy is its conversation,
 	// liveStatus records turnStatusVersion's answer, hold and busyShown what the search
