@@ -389,7 +389,7 @@ type ResolveCheck struct {
 	Terminal bool `json:"terminal,omitempty"`
 
 	// misrouted marks the refusal of an event injection that runs recorded before
-	// eventRoutingVersion took as a chat reply (pack_events.go).
+	// GateEventRouting took as a chat reply (pack_events.go).
 	misrouted bool
 }
 

@@ -27,7 +27,7 @@ package workflows
 // messages with 409 approval_pending (routeToolApproval).
 //
 // Runs whose tool batches ran before approvals existed run their calls at once
-// (GetVersion toolApprovalsVersion, asked only for a batch with a call that needs
+// (GetVersion GateToolApprovals, asked only for a batch with a call that needs
 // approval, so other histories are unchanged).
 
 import (
@@ -47,17 +47,6 @@ import (
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
-
-// toolApprovalsVersion is the workflow.GetVersion change id of tool calls that wait
-// for approval.
-const toolApprovalsVersion = "tool-approvals"
-
-// toolQuorumVersion is the change id of quorums on arguments: in the approval of a call
-// that needs more than one approval, an edit-accept with other arguments restarts the
-// quorum on them (restartQuorum), so the call runs with arguments every counted vote
-// approved. It is asked when such an approval is raised; approvals raised before keep
-// counting votes whatever their arguments, and run the deciding vote's.
-const toolQuorumVersion = "tool-approval-quorum"
 
 // ArtifactTypeToolCall is the artifactType of a tool call's approval interrupt.
 const ArtifactTypeToolCall = "tool-call"
@@ -154,7 +143,7 @@ func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, rou
 			why[j] = reason
 		}
 	}
-	if len(need) == 0 || !rt.c.r.changed(toolApprovalsVersion) {
+	if len(need) == 0 || !rt.c.r.changed(GateToolApprovals) {
 		return nil, nil
 	}
 	out := make([]*convo.ToolCallResult, len(live))
@@ -204,7 +193,7 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 		ta.params = tool.Parameters
 	}
 	if d.required() > 1 {
-		r.changed(toolQuorumVersion)
+		r.changed(GateToolQuorum)
 	}
 	it := r.raise(rt.a.nodeID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
 	it.approval = &d
@@ -544,10 +533,10 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 }
 
 // quorumOnArguments reports whether the tool approval it counts approvals of the same
-// arguments (toolQuorumVersion, asked when the approval was raised): a call that needs
+// arguments (GateToolQuorum, asked when the approval was raised): a call that needs
 // more than one approval.
 func (r *runner) quorumOnArguments(it *interrupt) bool {
-	return it.tool != nil && it.approval.required() > 1 && r.versions[toolQuorumVersion] >= 1
+	return it.tool != nil && it.approval.required() > 1 && r.tookNew(GateToolQuorum)
 }
 
 // restartsQuorum reports whether the vote v restarts the quorum of it: an edit-accept

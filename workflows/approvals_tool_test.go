@@ -460,11 +460,11 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 }
 
 // TestToolApprovalQuorumBeforeArgumentQuorums: an approval raised before
-// toolQuorumVersion counts an edit as a vote and runs the deciding vote's arguments, as
+// GateToolQuorum counts an edit as a vote and runs the deciding vote's arguments, as
 // it did.
 func TestToolApprovalQuorumBeforeArgumentQuorums(t *testing.T) {
 	tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}})
-	tr.env.OnGetVersion(toolQuorumVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	tr.env.OnGetVersion(GateToolQuorum, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	var edited Snapshot
 	tr.at(time.Hour, func() {
 		tr.resolveReq(callerVote(`{"action":"edit-accept","editedArtifactData":{"arguments":{"invoice":"INV-7","amount":"99999.00"}}}`, "ann"))

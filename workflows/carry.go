@@ -59,13 +59,6 @@ const (
 // turn and the whole transcript; restore still reads it.
 const carriedShape = 1
 
-// boundedStateVersion is the workflow.GetVersion change id of the decisions the bounded
-// state brought: a run continues as new with resolves still queued (carrying them), it
-// fails rather than continue with a state over maxCarriedBytes, and it fails with
-// history_limit_exceeded rather than grow into Temporal's hard history limits (see
-// checkHistory). Executions that started before it keep the earlier decisions.
-const boundedStateVersion = "bounded-state"
-
 // carriedState is what a run carries across continue-as-new (RunInput.Carried).
 type carriedState struct {
 	Shape int `json:"shape,omitempty"`

@@ -17,7 +17,7 @@ type conversationAction struct {
 
 // checkConversationResolve validates a resolve of the conversation interrupt: both
 // resume shapes, the turn rules, the roster, the content schema, duplicates. legacy
-// checks client turns by the rules before integrityVersion.
+// checks client turns by the rules before GateRequestIntegrity.
 func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, legacy bool) (json.RawMessage, string, ResolveCheck) {
 	c := it.conv
 	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
@@ -83,7 +83,7 @@ const maxTurnField = 256
 // roster, as one of its participants other than the conversation's own agent; system
 // turns never (they are the host's). A messageId in the host's namespace
 // (<conversationId>:…) must be exactly the id the host gives this turn, so no caller
-// squats the id of a later host turn. legacy applies the rules before integrityVersion:
+// squats the id of a later host turn. legacy applies the rules before GateRequestIntegrity:
 // any role, any from, unbounded fields.
 func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*Turn, ResolveCheck) {
 	bad := func(field, format string, args ...any) (*Turn, ResolveCheck) {

@@ -167,7 +167,7 @@ func TestTriggerRules(t *testing.T) {
 			def.Normalize()
 			tr := newTestRun(t, RunInput{RunID: "run-join", Definition: def})
 			if c.legacy {
-				tr.env.OnGetVersion(triggerRulesVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				tr.env.OnGetVersion(GateTriggerRules, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			}
 			s := tr.execute()
 			require.Equal(t, StatusCompleted, s.Status)

@@ -16,7 +16,7 @@ import (
 //     source's. Agents that implement turnObserver see each replayed turn, and
 //     conversation.SourceEvents exposes the node's recorded events (agent.*,
 //     provider.usage, …) to them. A source conversation that never closed continues
-//     live after the recorded turns; since forkReplayVersion a last user turn the
+//     live after the recorded turns; since GateForkReplay a last user turn the
 //     source never answered is answered then (see pack_replay.go).
 // FromSeq is recorded on the run but the replay always re-folds from sequence 0.
 
@@ -180,7 +180,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	if folder != nil {
 		folder.ReplayDone(r.ctx, c, false)
 	}
-	if last.Role == RoleUser && r.changed(forkReplayVersion) {
+	if last.Role == RoleUser && r.changed(GateForkReplay) {
 		// The source never answered its last user turn (cancelled mid-turn, or still
 		// working): it is answered now, as a live turn would be.
 		rep, err := agent.Reply(r.ctx, c, last)
@@ -196,7 +196,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 
 // sourceNodeFailure returns the failure the source run recorded for node nodeID
 // (node.failed), so a replayed conversation that closed with an error fails its node
-// as the source's did. Forks recorded before forkReplayVersion completed the node.
+// as the source's did. Forks recorded before GateForkReplay completed the node.
 func (r *runner) sourceNodeFailure(nodeID string) error {
 	for _, e := range r.in.Fork.Events {
 		if e.Type != EvNodeFailed || e.NodeID != nodeID {
@@ -205,7 +205,7 @@ func (r *runner) sourceNodeFailure(nodeID string) error {
 		var p struct {
 			Error RunError `json:"error"`
 		}
-		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(forkReplayVersion) {
+		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(GateForkReplay) {
 			return nil
 		}
 		return &nodeError{p.Error}

@@ -235,17 +235,17 @@ type resolution struct {
 
 // checkSignalled is checkResolve for a request the run received as a signal: one the
 // integrity rules refuse but the earlier rules accept is applied by runs that started
-// before the rules (their history has no integrityVersion marker at that point).
+// before the rules (their history has no GateRequestIntegrity marker at that point).
 func (r *runner) checkSignalled(req ResolveRequest) (ResolveCheck, *resolution) {
 	check, res := r.checkResolve(req, false)
-	if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
+	if !check.OK && check.misrouted && !r.changed(GateEventRouting) {
 		r.legacyEventRouting = true
 		check, res = r.checkResolve(req, false)
 	}
 	if check.OK {
 		return check, res
 	}
-	if lc, lres := r.checkResolve(req, true); lc.OK && !r.changed(integrityVersion) {
+	if lc, lres := r.checkResolve(req, true); lc.OK && !r.changed(GateRequestIntegrity) {
 		return lc, lres
 	}
 	return check, res
@@ -258,7 +258,7 @@ func reject(code, format string, args ...any) (ResolveCheck, *resolution) {
 
 // checkResolve is the one validation of a ResolveRequest, used by ValidateResolveQuery
 // (the API's synchronous answer) and by the workflow before it applies a signal. It
-// changes nothing. legacy checks by the rules before integrityVersion.
+// changes nothing. legacy checks by the rules before GateRequestIntegrity.
 func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *resolution) {
 	if req.NodeID == "" {
 		return reject(protocol.CodeValidation, "nodeId is required")

@@ -12,18 +12,8 @@ import (
 	"github.com/wop-dev/wop/engine"
 )
 
-// localRoundVersion is the workflow.GetVersion change id of model rounds that run as the
-// ModelRoundLocal local activity. Runs recorded before it run every round as the
-// ModelRound activity and replay that way.
-const localRoundVersion = "mock-round-local"
-
 // modelRoundLocalName is the registered name of activities.ModelRoundLocal.
 const modelRoundLocalName = "ModelRoundLocal"
-
-// localYieldVersion: a turn whose local rounds have run localYieldAfter in one workflow
-// task yields it before the next round (yieldTask). Runs recorded before it ran their
-// local rounds in one task however long they took.
-const localYieldVersion = "local-round-yield"
 
 // localRound runs a model round as a local activity when the node's previous round was
 // answered by the scripted mock (a deterministic fact: that round's result is in the
@@ -42,7 +32,7 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	if a.lastProvider != activities.ProviderMock || a.notLocal {
 		return out, false, nil
 	}
-	if workflow.GetVersion(rt.ctx, localRoundVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !rt.c.r.changed(GateLocalRound) {
 		return out, false, nil
 	}
 	// The scripted mock reads the whole transcript; messages appended by earlier
@@ -80,7 +70,7 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 // too, but Temporal fires timers up to a second late: history.timerProcessorMaxTimeShift.)
 func (rt *packRuntime) yieldTask() error {
 	r := rt.c.r
-	if r.busy == nil || workflow.Now(rt.ctx).Sub(r.taskMark) < localYieldAfter || !r.changed(localYieldVersion) {
+	if r.busy == nil || workflow.Now(rt.ctx).Sub(r.taskMark) < localYieldAfter || !r.changed(GateLocalYield) {
 		return nil
 	}
 	actx, cancel := workflow.WithCancel(rt.ctx)

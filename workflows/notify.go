@@ -9,7 +9,7 @@ package workflows
 // history event. Before the run closes or continues as new it waits until Temporal
 // has taken every queued signal (not until any receiver answered).
 //
-// Runs recorded before webhooks signal nothing (GetVersion webhookNotifyVersion, asked
+// Runs recorded before webhooks signal nothing (GetVersion GateWebhookNotify, asked
 // at the first event webhooks may receive, normally run.started).
 
 import (
@@ -18,16 +18,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// webhookNotifyVersion is the workflow.GetVersion change id of runs that signal their
-// tenant's webhook dispatcher.
-const webhookNotifyVersion = "webhook-notify"
-
 // maxNoticeBytes bounds the events of one notice signal; a larger batch is split.
 const maxNoticeBytes = 256 << 10
 
 // notifier is the run's queue of events for its webhook dispatcher.
 type notifier struct {
-	asked   bool // webhookNotifyVersion was asked in this execution
+	asked   bool // GateWebhookNotify was asked in this execution
 	on      bool
 	queue   []Event
 	sending bool
@@ -42,7 +38,7 @@ func (r *runner) notifyWebhooks(ev Event) {
 	n := &r.notify
 	if !n.asked {
 		n.asked = true
-		n.on = r.changed(webhookNotifyVersion)
+		n.on = r.changed(GateWebhookNotify)
 		if n.on {
 			dctx, _ := workflow.NewDisconnectedContext(r.ctx) // a cancelled run still reports its end
 			workflow.Go(dctx, r.sendNotices)

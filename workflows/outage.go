@@ -22,7 +22,7 @@ package workflows
 // A tool call whose binding sets retry_for (activities.ToolRoute.Outage) waits out an
 // outage of its target the same way; past retry_for the model gets its error result.
 //
-// Runs recorded before this (outageVersion, asked when a round or call first fails
+// Runs recorded before this (GateOutage, asked when a round or call first fails
 // that way) failed the run (a model round) or gave the model the error (a tool call).
 
 import (
@@ -41,10 +41,6 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/protocol"
 )
-
-// outageVersion: a model round (or a tool call whose binding says so) that fails its
-// quick attempts with a retryable error waits out the outage (outage.go).
-const outageVersion = "outage-wait"
 
 // SAStalledOn is what a stalled run waits for: "model:<provider>" while a model round
 // waits out an outage of its provider, "tool:<name>" while a tool call does; unset

@@ -109,9 +109,9 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 	}
 	if c.Replaying() {
 		resumed := len(saved) > 0 && string(saved) != "null"
-		if v2 := c.r.changed(forkReplayVersion); !v2 || !resumed {
+		if v2 := c.r.changed(GateForkReplay); !v2 || !resumed {
 			// A continued fork is past its re-fold (continue-as-new happens between live
-			// turns only), so the fold since forkReplayVersion needs no records then.
+			// turns only), so the fold since GateForkReplay needs no records then.
 			a.replay = newPackReplay(c.SourceEvents())
 			a.replay.v2, a.replay.sourceRunID = v2, in.Fork.SourceRunID
 		}
@@ -507,7 +507,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
 			rt.awaitActivity(f, cancel)
 			err = f.Get(actx, &out)
-			if outageError(err) && !rt.Stopped() && rt.c.r.changed(outageVersion) {
+			if outageError(err) && !rt.Stopped() && rt.c.r.changed(GateOutage) {
 				err = rt.outlastModel(in, started, err, &out) // outage.go
 			}
 		}
@@ -554,7 +554,7 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 // ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
 // of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
-	if workflow.GetVersion(rt.ctx, toolRoutesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !rt.c.r.changed(GateToolRoutes) {
 		return rt.legacyTools(calls)
 	}
 	return rt.routedTools(calls)

@@ -5,7 +5,7 @@ package workflows
 // whose orchestration is external or hybrid accepts injected events, and only the
 // events of its on_event; while the pack is in such a state the node keeps an
 // external-event interrupt pending beside its conversation, and the resolve goes to it.
-// Since eventRoutingVersion:
+// Since GateEventRouting:
 //
 //   - Hybrid states raise that interrupt too (the model keeps serving user turns and may
 //     transition by itself), and so does an external or hybrid entry state when the
@@ -129,13 +129,13 @@ func (r *runner) checkPackInject(nodeID string, ev InjectedEvent) (ResolveCheck,
 
 // acceptsEvents reports whether the pack's current state takes injected events and
 // so keeps an event interrupt pending: always for an external state waiting for one,
-// and since eventRoutingVersion for a hybrid state too.
+// and since GateEventRouting for a hybrid state too.
 func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engine.AwaitingEvent {
 	if res != nil && res.Awaiting != nil {
 		return res.Awaiting
 	}
 	w := a.m.Accepting()
-	if w == nil || !c.r.changed(eventRoutingVersion) {
+	if w == nil || !c.r.changed(GateEventRouting) {
 		return nil
 	}
 	return w
@@ -144,7 +144,7 @@ func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engi
 // openingInterrupt is the event interrupt an external or hybrid entry state raises
 // when the conversation opens (nil otherwise).
 func (a *packAgent) openingInterrupt(c *conversation) *agentInterrupt {
-	if a.m.Accepting() == nil || !c.r.changed(eventRoutingVersion) {
+	if a.m.Accepting() == nil || !c.r.changed(GateEventRouting) {
 		return nil
 	}
 	return a.externalInterrupt(a.m.Accepting())

@@ -7,7 +7,7 @@ package workflows
 // model round and tool call from the source's records (agent.decided and
 // agent.toolReturned). The fork runs on the source run's pack (the API starts it with
 // the source's RunInput packs, by hash), so the engine can follow the recording. Since
-// forkReplayVersion:
+// GateForkReplay:
 //
 //   - The fold keeps causal order: an injected event is folded before the recorded
 //     conversation event that follows it, and a user turn right after its
@@ -55,7 +55,7 @@ type packReplay struct {
 	src    []Event
 	cursor int // next source event to fold into the engine
 
-	// The fold since forkReplayVersion (v2).
+	// The fold since GateForkReplay (v2).
 	v2          bool
 	sourceRunID string
 	roundStates map[int]string // the state each recorded round ran in
@@ -453,7 +453,7 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 	a.publish(c)
 }
 
-// observeLegacy is the fold of forks recorded before forkReplayVersion.
+// observeLegacy is the fold of forks recorded before GateForkReplay.
 func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn) {
 	pr := a.replay
 	for pr.cursor < len(pr.src) {

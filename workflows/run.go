@@ -34,7 +34,7 @@ type runner struct {
 	carried *carriedState
 	forkIdx *forkIndex
 	// bounded is set for executions that make the bounded state's decisions
-	// (boundedStateVersion); suggestedAt* record where Temporal first suggested
+	// (GateBoundedState); suggestedAt* record where Temporal first suggested
 	// continuing as new in this execution (checkHistory).
 	bounded           bool
 	suggestedAtLength int
@@ -52,7 +52,7 @@ type runner struct {
 	// versions caches the answers of changed (versions.go).
 	versions map[string]workflow.Version
 	// legacyEventRouting is set for runs that take an event injected into a pack state
-	// that accepts none as a chat reply, as they did before eventRoutingVersion.
+	// that accepts none as a chat reply, as they did before GateEventRouting.
 	legacyEventRouting bool
 
 	// resolveUpdates counts ResolveUpdate handlers waiting for their request's outcome.
@@ -64,7 +64,7 @@ type runner struct {
 	records eventRecorder
 
 	// The turn an agent is working on (turnstatus.go): busy is its conversation,
-	// liveStatus records turnStatusVersion's answer, hold and busyShown what the search
+	// liveStatus records the answer of GateTurnStatus, hold and busyShown what the search
 	// attributes show of it, taskMark when the turn last began a workflow task, turnReqs
 	// the requests whose turn it is (the one that started it, approvals applied in it).
 	busy       *conversation
@@ -107,7 +107,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
-	r.bounded = workflow.GetVersion(ctx, boundedStateVersion, workflow.DefaultVersion, 1) >= 1
+	r.bounded = r.changed(GateBoundedState)
 	snap, err := r.run()
 	if err != nil || snap == nil {
 		return snap, err

@@ -21,12 +21,8 @@ import (
 //     button, a parent's cascade) — returns a CanceledError whose details are the final
 //     Snapshot (Temporal: Canceled).
 // SnapshotFromError reads the Snapshot back from either error. Runs that ended before
-// this (without the closeStatusVersion marker) returned their Snapshot with a nil error
+// this (without the GateCloseStatus marker) returned their Snapshot with a nil error
 // and show Completed; WopStatus is the filter that works for both.
-
-// closeStatusVersion is the workflow.GetVersion change id of failed and cancelled runs
-// closing as Failed and Canceled in Temporal rather than Completed.
-const closeStatusVersion = "close-status"
 
 // close returns the workflow's result for the final snapshot: the snapshot itself, or,
 // for a failed or cancelled run, the error that closes the execution with that status
@@ -35,7 +31,7 @@ func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
 	if snap.Status != StatusFailed && snap.Status != StatusCancelled {
 		return snap, nil
 	}
-	if workflow.GetVersion(r.ctx, closeStatusVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !r.changed(GateCloseStatus) {
 		return snap, nil
 	}
 	if snap.Status == StatusCancelled {
