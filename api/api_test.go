@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -331,7 +332,7 @@ func TestCancel(t *testing.T) {
 	running := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_run", Status: "running"},
 		onSignal: func(r *fakeRun, name string, _ any) {
 			if name == workflows.CancelSignal {
-				r.snap.Status = workflows.StatusCancelled
+				r.snap.Status = protocol.StatusCancelled
 			}
 		}})
 	rec := env.do("POST", "/v1/runs/r_done/cancel", fullKey, "{}")

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -421,7 +422,7 @@ func (ft *fakeTemporal) start(o client.StartWorkflowOptions, in workflows.RunInp
 	}
 	ft.starts++
 	ft.runs[o.ID] = &fakeRun{input: in, opts: o, snap: workflows.Snapshot{
-		RunID: in.RunID, WorkflowID: in.Definition.ID, Status: workflows.StatusRunning,
+		RunID: in.RunID, WorkflowID: in.Definition.ID, Status: protocol.StatusRunning,
 		Owner: in.Owner, RequestDigest: in.RequestDigest, LastSequence: -1,
 	}}
 	return nil

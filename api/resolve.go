@@ -39,6 +39,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -151,7 +152,7 @@ func (s *Server) answerCheck(c echo.Context, who resolveCaller, runID string, re
 	if check.Pending {
 		return false, s.awaitOutcome(c, runID, req, key)
 	}
-	if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
+	if check.CurrentStatus == protocol.StatusCancelled || check.CurrentStatus == protocol.StatusCancelling {
 		return false, codeErr(CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
 	}
 	if !check.OK {
@@ -167,12 +168,12 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 	switch {
 	case check.Outcome != nil && check.Outcome.Applied:
 		s.log.Info("Interrupt resolved", "runId", runID, "nodeId", nodeID, "requestId", check.Outcome.RequestID)
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, workflows.StatusRunning)})
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, protocol.StatusRunning)})
 	case check.Outcome != nil:
 		o := check.Outcome
 		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details})
 	case check.Replayed && !check.Pending:
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.RunStatus, workflows.StatusRunning)})
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.RunStatus, protocol.StatusRunning)})
 	}
 	return false, nil
 }
@@ -203,7 +204,7 @@ func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.Resolv
 // endedError is the 410 of a resolve the run ended without applying; status is the
 // run's, empty when Temporal closed the workflow without the run's terminal event.
 func endedError(runID, status string) error {
-	if status == workflows.StatusCancelled || status == workflows.StatusCancelling {
+	if status == protocol.StatusCancelled || status == protocol.StatusCancelling {
 		return codeErr(CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
 	}
 	if status == "" {

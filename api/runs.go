@@ -364,7 +364,7 @@ func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttri
 	updates := []temporal.SearchAttributeUpdate{
 		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
 		workflows.SATenant.ValueSet(in.Owner.Tenant),
-		workflows.SAStatus.ValueSet(workflows.StatusPending),
+		workflows.SAStatus.ValueSet(protocol.StatusPending),
 		workflows.SACreatedAt.ValueSet(now.UTC()),
 	}
 	if len(in.Packs) > 0 {
@@ -398,7 +398,7 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 func (s *Server) createdResponse(c echo.Context, runID string) CreateRunResponse {
 	base := s.baseURL(c)
 	return CreateRunResponse{
-		RunID: runID, Status: workflows.StatusPending,
+		RunID: runID, Status: protocol.StatusPending,
 		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
 	}
 }
@@ -524,7 +524,7 @@ type CancelRequestBody struct {
 }
 
 func isTerminal(status string) bool {
-	return status == workflows.StatusCompleted || status == workflows.StatusFailed || status == workflows.StatusCancelled
+	return status == protocol.StatusCompleted || status == protocol.StatusFailed || status == protocol.StatusCancelled
 }
 
 func (s *Server) handleCancel(c echo.Context) error {
@@ -563,8 +563,8 @@ func (s *Server) handleCancel(c echo.Context) error {
 	}
 	// NotFound here means the workflow closed between the query and the signal.
 	after, qerr := s.snapshot(ctx, p, id)
-	status := workflows.StatusCancelling
-	if qerr == nil && (isTerminal(after.Status) || after.Status == workflows.StatusCancelling) {
+	status := protocol.StatusCancelling
+	if qerr == nil && (isTerminal(after.Status) || after.Status == protocol.StatusCancelling) {
 		status = after.Status
 	}
 	if errors.As(qerr, &nr) || !isTerminal(status) && s.taskFailing(ctx, id) {
@@ -613,7 +613,7 @@ func (s *Server) terminateStuck(c echo.Context, p *principal, runID, reason stri
 		s.log.Warn("Run terminated: its workflow could not process the cancel", "runId", runID, "keyId", p.KeyID)
 	}
 	snap, err := s.snapshot(ctx, p, runID)
-	status := workflows.StatusCancelled
+	status := protocol.StatusCancelled
 	if err == nil {
 		status = snap.Status
 	}
@@ -685,7 +685,7 @@ func (s *Server) handleFork(c echo.Context) error {
 	s.log.Info("Run forked", "runId", in.RunID, "sourceRunId", id, "fromSeq", from)
 	return c.JSON(http.StatusCreated, map[string]any{
 		"runId": in.RunID, "sourceRunId": id, "fromSeq": from, "mode": "replay",
-		"status": workflows.StatusPending, "eventsUrl": s.baseURL(c) + "/v1/runs/" + in.RunID + "/events",
+		"status": protocol.StatusPending, "eventsUrl": s.baseURL(c) + "/v1/runs/" + in.RunID + "/events",
 	})
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -134,7 +135,7 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	c, svc := startApprovalStack(t)
 	id := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
 	s, d := waitToolApproval(t, c, id)
-	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status)
 	require.Empty(t, svc.received(id, "/pay"), "nothing is paid before the decision")
 	require.Empty(t, svc.received(id, "/lookup"), "the batch runs after its decisions")
 	require.Equal(t, "Approve pay_invoice", d["title"])
@@ -193,7 +194,7 @@ func TestToolApprovalRejectE2E(t *testing.T) {
 	waitToolApproval(t, c, id)
 	status, body := resolveAt(c, id, map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
 	status, body = resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusConflict, status, "a late decision never becomes a chat message: %v", body)
 	sayTo(t, c, id, "OK, thanks.")
@@ -222,7 +223,7 @@ func TestToolApprovalEditAcceptE2E(t *testing.T) {
 	status, body = resolveAt(c, id, map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "100.00", "iban": "XX"}}})
 	require.Equal(t, http.StatusBadRequest, status, "an argument the tool does not take: %v", body)
 	s, _ := waitToolApproval(t, c, id)
-	require.Equal(t, workflows.StatusWaitingApproval, s.Status, "still waiting")
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status, "still waiting")
 	require.Empty(t, svc.received(id, "/pay"))
 
 	status, body = resolveAt(c, id, map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "100.00"}}})
@@ -314,7 +315,7 @@ func TestToolApprovalSurvivesKill9E2E(t *testing.T) {
 	require.Equal(t, "pay_invoice", d["artifactData"].(map[string]any)["tool"])
 	status, body := resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 	require.Len(t, svc.received(id, "/pay"), 1, "paid exactly once across the kill")
 	evs := events(t, c, id)
 	require.Len(t, ofType(evs, workflows.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
@@ -388,11 +389,11 @@ func TestToolApprovalQuorumOnTheSameArgumentsE2E(t *testing.T) {
 		if !order.editFirst {
 			status, body := vote(id, other, map[string]any{"action": "accept", "revision": 0})
 			require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
-			require.Equal(t, workflows.StatusWaitingApproval, body["status"])
+			require.Equal(t, protocol.StatusWaitingApproval, body["status"])
 		}
 		status, body := vote(id, editor, edit)
 		require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
-		require.Equal(t, workflows.StatusWaitingApproval, body["status"], "%s: the edit is the first approval of the new arguments", order.name)
+		require.Equal(t, protocol.StatusWaitingApproval, body["status"], "%s: the edit is the first approval of the new arguments", order.name)
 		require.Empty(t, svc.received(id, "/pay"), "%s: nothing is paid on one approval", order.name)
 		for _, who := range []string{"appr1", "appr2"} {
 			art := shown(id, who)
@@ -407,7 +408,7 @@ func TestToolApprovalQuorumOnTheSameArgumentsE2E(t *testing.T) {
 		require.Equal(t, http.StatusConflict, status, "%s: an accept of the old arguments: %v", order.name, body)
 		status, body = vote(id, other, map[string]any{"action": "accept", "revision": 1})
 		require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
-		require.Equal(t, workflows.StatusRunning, body["status"])
+		require.Equal(t, protocol.StatusRunning, body["status"])
 		waitCompleted(t, c, id)
 		paid := svc.received(id, "/pay")
 		require.Len(t, paid, 1, order.name)

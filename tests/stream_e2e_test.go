@@ -28,6 +28,7 @@ import (
 	"github.com/wop-dev/wop/chat"
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -145,11 +146,11 @@ func agentTurnEvent(ev sseEvent) bool {
 }
 
 // turnOf decodes the turn of a conversation.exchanged event.
-func turnOf(t *testing.T, ev sseEvent) workflows.Turn {
+func turnOf(t *testing.T, ev sseEvent) protocol.Turn {
 	t.Helper()
 	var doc struct {
 		Payload struct {
-			Turn workflows.Turn `json:"turn"`
+			Turn protocol.Turn `json:"turn"`
 		} `json:"payload"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(ev.Data), &doc))
@@ -177,7 +178,7 @@ func requireOneStream(t *testing.T, cs []chunkPayload) string {
 func waitOpen(t *testing.T, c *apiClient, id string) string {
 	t.Helper()
 	s := waitSnapshot(t, c, id, 30*time.Second, "waiting for a message", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusWaitingApproval
+		return s.Status == protocol.StatusWaitingApproval
 	})
 	return jsonNumber(s.LastSequence)
 }
@@ -347,7 +348,7 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 	// One durable agent turn; the draft reached no durable record.
 	var agentTurns int
 	for _, tn := range turnsIn(t, events(t, c, id)) {
-		if tn.Role == workflows.RoleAgent {
+		if tn.Role == protocol.RoleAgent {
 			agentTurns++
 		}
 	}

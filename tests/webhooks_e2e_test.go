@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -273,7 +274,7 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 	require.Len(t, body["callbackSecret"], 64)
 	cb.trust("callback:"+runID, body["callbackSecret"].(string))
 
-	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 	want := []string{"interrupt.requested", "interrupt.requested", "approval.requested", "workflow.stalled", "approval.requested", "workflow.stalled", "approval.received", "run.completed"}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var types []string

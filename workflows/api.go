@@ -11,6 +11,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // TaskQueue is the task queue the host's workers poll.
@@ -201,26 +202,6 @@ type EventsPage struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
-// Run statuses (RunSnapshot.status).
-const (
-	StatusPending         = "pending"
-	StatusRunning         = "running"
-	StatusWaitingApproval = "waiting-approval"
-	StatusWaitingInput    = "waiting-input"
-	StatusWaitingExternal = "waiting-external"
-	StatusCompleted       = "completed"
-	StatusFailed          = "failed"
-	StatusCancelling      = "cancelling"
-	StatusCancelled       = "cancelled"
-)
-
-// RunError is the error of a failed run or node.
-type RunError struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Details json.RawMessage `json:"details,omitempty"`
-}
-
 // Snapshot is the RunSnapshot (schemas/run-snapshot.schema.json, an open object).
 type Snapshot struct {
 	RunID         string                     `json:"runId"`
@@ -231,7 +212,7 @@ type Snapshot struct {
 	CompletedAt   string                     `json:"completedAt,omitempty"`
 	Variables     map[string]json.RawMessage `json:"variables,omitempty"`
 	Channels      map[string]json.RawMessage `json:"channels,omitempty"`
-	Error         *RunError                  `json:"error,omitempty"`
+	Error         *protocol.RunError         `json:"error,omitempty"`
 	// Interrupt is the first pending interrupt; Interrupts lists all of them. The API
 	// adds interruptToken and callbackUrl to what it serves.
 	Interrupt    *PendingInterrupt  `json:"interrupt,omitempty"`

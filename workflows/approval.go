@@ -184,17 +184,17 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.Ra
 			continue
 		}
 		if vote.Action == v.Action && req.Caller != "" {
-			return nil, StatusWaitingApproval, ResolveCheck{OK: true}, true
+			return nil, protocol.StatusWaitingApproval, ResolveCheck{OK: true}, true
 		}
 		return nil, "", ResolveCheck{Code: protocol.CodeInterruptResolved, Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
 	}
-	status = StatusRunning
+	status = protocol.StatusRunning
 	if v.Action == "ask" || r.restartsQuorum(it, v) {
 		// An edit that restarts a quorum is the first approval of the new arguments,
 		// and a quorum needs more than one.
-		status = StatusWaitingApproval
+		status = protocol.StatusWaitingApproval
 	} else if accepts, rejects := tally(it, v.Action); !quorumDecided(it.approval, accepts, rejects) {
-		status = StatusWaitingApproval
+		status = protocol.StatusWaitingApproval
 	}
 	if v.DecidedBy == "" && v.Action != "ask" {
 		v.DecidedBy = voter

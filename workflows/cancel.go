@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -19,7 +20,7 @@ func (r *runner) requestCancel(req CancelRequest) {
 		req.Reason = "cancelled"
 	}
 	r.cancelReq = &req
-	r.setStatus(StatusCancelling)
+	r.setStatus(protocol.StatusCancelling)
 }
 
 // checkCancelled reports a pending cancellation (signal or Temporal).

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // conversationAgent is the contract between the conversation host (conversation.go) and an
@@ -45,7 +46,7 @@ import (
 // instead of calling a model again.
 type conversationAgent interface {
 	Open(ctx workflow.Context, c *conversation) (opening, error)
-	Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error)
+	Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (agentReply, error)
 	CheckInject(c *conversation, ev InjectedEvent) error
 	Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error)
 	TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error)
@@ -55,7 +56,7 @@ type conversationAgent interface {
 
 // turnObserver is implemented by agents that rebuild state from replayed turns.
 type turnObserver interface {
-	Observe(ctx workflow.Context, c *conversation, t Turn)
+	Observe(ctx workflow.Context, c *conversation, t protocol.Turn)
 }
 
 // agentFactory builds the agent of node n. saved is the agent's Save() output after a
@@ -83,7 +84,7 @@ type opening struct {
 	InitialContent json.RawMessage
 	// Participants, when set, is the speaking roster: client agent turns must name one
 	// of them as speakerId. The host adds AgentID to it when missing.
-	Participants []Participant
+	Participants []protocol.Participant
 	// Schema validates the content of client turns.
 	Schema json.RawMessage
 	// TimeoutMs bounds the whole conversation (0 = none). On expiry the host closes it
@@ -133,7 +134,7 @@ type agentReply struct {
 // turnNotice is a system turn the host adds to a conversation: {"text", "error"}.
 type turnNotice struct {
 	Text  string
-	Error *RunError
+	Error *protocol.RunError
 }
 
 // agentInterrupt is an interrupt an agent raises next to its conversation.
@@ -155,5 +156,5 @@ type closeRequest struct {
 	FinalText string
 	// Error fails the node (and the run) after closing, e.g. max_visits_exceeded,
 	// budget_exhausted or a provider failure; the outcome is then null.
-	Error *RunError
+	Error *protocol.RunError
 }

@@ -21,7 +21,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 	c := r.convOf(n.ID)
 	resumed := c != nil && !c.Closed // continued as new inside this conversation
 	if !resumed {
-		c = &conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []Turn{}}
+		c = &conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []protocol.Turn{}}
 	}
 	c.r, c.node = r, n
 	var saved json.RawMessage
@@ -59,7 +59,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 		}
 		if op.FirstUserText != "" {
 			idx := c.NextTurnIndex()
-			t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: RoleUser, TurnIndex: idx}
+			t := protocol.Turn{MessageID: c.messageID(idx, protocol.RoleUser), From: protocol.RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: protocol.RoleUser, TurnIndex: idx}
 			c.record(t)
 			rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Reply(r.ctx, c, t) })
 			if err != nil {
@@ -89,9 +89,9 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	c.TimeoutMs = op.TimeoutMs
 	c.TimeoutCode, c.TimeoutText = op.TimeoutCode, op.TimeoutText
 	if len(op.Participants) > 0 {
-		c.Participants = append([]Participant(nil), op.Participants...)
+		c.Participants = append([]protocol.Participant(nil), op.Participants...)
 		if !c.inRoster(c.AgentID) {
-			c.Participants = append([]Participant{{AgentID: c.AgentID}}, c.Participants...)
+			c.Participants = append([]protocol.Participant{{AgentID: c.AgentID}}, c.Participants...)
 		}
 	}
 	for _, p := range c.Participants {
@@ -109,7 +109,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	if len(content) == 0 {
 		content = mustJSON(map[string]string{"text": orDefault(op.InitialText, c.Title)})
 	}
-	t0 := Turn{MessageID: c.messageID(0, RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: RoleSystem, TurnIndex: 0}
+	t0 := protocol.Turn{MessageID: c.messageID(0, protocol.RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: protocol.RoleSystem, TurnIndex: 0}
 	c.appendTurn(t0)
 	opened := map[string]any{"conversationId": c.ID, "agentId": c.AgentID, "initialTurn": t0}
 	if len(c.Schema) > 0 {
@@ -179,7 +179,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			return r.conversationOutputs(c), nil
 		}
 		c.record(*act.Turn)
-		if act.Turn.Role != RoleUser {
+		if act.Turn.Role != protocol.RoleUser {
 			continue
 		}
 		r.startTurnRequest(req)

@@ -11,7 +11,7 @@ import (
 // conversationAction is a validated conversation resolve.
 type conversationAction struct {
 	Op      string          `json:"op"` // exchange | close
-	Turn    *Turn           `json:"turn,omitempty"`
+	Turn    *protocol.Turn  `json:"turn,omitempty"`
 	Outcome json.RawMessage `json:"outcome,omitempty"`
 }
 
@@ -64,12 +64,12 @@ func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, leg
 			return bad("reply does not match the conversation's schema: %v", err)
 		}
 		idx := c.NextTurnIndex()
-		t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: RoleUser, TurnIndex: idx}
+		t := protocol.Turn{MessageID: c.messageID(idx, protocol.RoleUser), From: protocol.RoleUser, Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: protocol.RoleUser, TurnIndex: idx}
 		act.Turn = &t
 	}
-	status := StatusWaitingApproval
+	status := protocol.StatusWaitingApproval
 	if act.Op == "close" {
-		status = StatusRunning
+		status = protocol.StatusRunning
 	}
 	return mustJSON(act), status, ResolveCheck{OK: true}
 }
@@ -85,8 +85,8 @@ const maxTurnField = 256
 // (<conversationId>:…) must be exactly the id the host gives this turn, so no caller
 // squats the id of a later host turn. legacy applies the rules before GateRequestIntegrity:
 // any role, any from, unbounded fields.
-func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*Turn, ResolveCheck) {
-	bad := func(field, format string, args ...any) (*Turn, ResolveCheck) {
+func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*protocol.Turn, ResolveCheck) {
+	bad := func(field, format string, args ...any) (*protocol.Turn, ResolveCheck) {
 		check := ResolveCheck{Code: protocol.CodeValidation, Message: fmt.Sprintf(format, args...)}
 		if field != "" {
 			check.Details = mustJSON(map[string]string{"field": field})
@@ -97,7 +97,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return bad("turn", "turn must be a JSON object: %v", err)
 	}
-	var t Turn
+	var t protocol.Turn
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return bad("turn", "turn is malformed: %v", err)
 	}
@@ -105,9 +105,9 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 		return bad("turn.content", "turn.content is required")
 	}
 	switch t.Role {
-	case RoleUser, RoleAgent, RoleSystem:
+	case protocol.RoleUser, protocol.RoleAgent, protocol.RoleSystem:
 	case "":
-		t.Role = RoleUser
+		t.Role = protocol.RoleUser
 	default:
 		return bad("turn.role", "turn.role must be user, agent or system, got %q", t.Role)
 	}
@@ -123,31 +123,31 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 			return bad("turn.messageId", "turn.messageId must not be empty; omit it and the host assigns one")
 		}
 		switch t.Role {
-		case RoleSystem:
+		case protocol.RoleSystem:
 			return bad("turn.role", "system turns are the host's; callers write user turns")
-		case RoleAgent:
+		case protocol.RoleAgent:
 			if len(c.Participants) == 0 {
 				return bad("turn.role", "agent turns are the host's: conversation %s has no roster of participants, so callers write user turns", c.ID)
 			}
 			if c.isHostAgent(t.SpeakerID) || c.isHostAgent(t.From) {
 				return bad("turn.speakerId", "%q is the conversation's own agent; only the host speaks for it", c.AgentID)
 			}
-		case RoleUser:
-			if t.From != "" && t.From != RoleUser && (!c.inRoster(t.From) || c.isHostAgent(t.From)) {
+		case protocol.RoleUser:
+			if t.From != "" && t.From != protocol.RoleUser && (!c.inRoster(t.From) || c.isHostAgent(t.From)) {
 				return bad("turn.from", "turn.from of a user turn is \"user\" (or a participant of the conversation's roster), got %q", t.From)
 			}
 		}
 	}
 	if t.From == "" {
-		if t.Role == RoleAgent && legacy {
+		if t.Role == protocol.RoleAgent && legacy {
 			return bad("turn.from", "turn.from is required on agent turns")
 		}
-		t.From = orDefault(t.SpeakerID, RoleUser)
+		t.From = orDefault(t.SpeakerID, protocol.RoleUser)
 		if legacy {
 			t.From = orDefault(req.ResolvedBy, t.Role)
 		}
 	}
-	if t.Role == RoleAgent {
+	if t.Role == protocol.RoleAgent {
 		if t.SpeakerID == "" {
 			return bad("turn.speakerId", "turn.speakerId is required on agent turns")
 		}
@@ -193,7 +193,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 // isHostAgent reports whether id is one the host speaks as: the conversation's own
 // agent (a pack's id and its per-state ids "<packId>:<state>") or the system.
 func (c *conversation) isHostAgent(id string) bool {
-	return id == c.AgentID || strings.HasPrefix(id, c.AgentID+":") || id == RoleSystem
+	return id == c.AgentID || strings.HasPrefix(id, c.AgentID+":") || id == protocol.RoleSystem
 }
 
 // checkAgentResolve validates a resolve of an agent's own interrupt.

@@ -11,12 +11,12 @@ import (
 )
 
 // nodeError is a node failure with its OpenWOP error.
-type nodeError struct{ RunError }
+type nodeError struct{ protocol.RunError }
 
 func (e *nodeError) Error() string { return e.Code + ": " + e.Message }
 
 func failNode(code, format string, args ...any) error {
-	return &nodeError{RunError{Code: code, Message: fmt.Sprintf(format, args...)}}
+	return &nodeError{protocol.RunError{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
 // nodeExecutor runs one built-in node type and returns its outputs (port → value).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
 )
@@ -18,7 +19,7 @@ func startOpts(id string) client.StartWorkflowOptions {
 func TestNoop(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-noop", ""))
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeCompleted, EvRunCompleted}, types(tr.events()))
 	require.Equal(t, "conformance-noop", s.WorkflowID)
 	require.NotEmpty(t, s.CompletedAt)
@@ -27,7 +28,7 @@ func TestNoop(t *testing.T) {
 func TestIdentityEchoesPayload(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-identity", `{"payload":{"a":1,"b":[true,"x"]}}`))
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.JSONEq(t, `{"a":1,"b":[true,"x"]}`, string(s.Variables["payload"]))
 	var done struct {
 		Outputs map[string]json.RawMessage `json:"outputs"`
@@ -39,8 +40,8 @@ func TestIdentityEchoesPayload(t *testing.T) {
 func TestFailure(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-failure", ""))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
-	require.Equal(t, &RunError{Code: "conformance_test_failure", Message: "Intentional conformance failure"}, s.Error)
+	require.Equal(t, protocol.StatusFailed, s.Status)
+	require.Equal(t, &protocol.RunError{Code: "conformance_test_failure", Message: "Intentional conformance failure"}, s.Error)
 	evs := tr.events()
 	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeFailed, EvRunFailed}, types(evs))
 	require.Equal(t, "fail", payload(t, evs[3])["failedNodeId"])
@@ -61,9 +62,9 @@ func TestDelayIsRunningThenCompletes(t *testing.T) {
 	var mid Snapshot
 	tr.at(2*time.Second, func() { mid = tr.snapshot() })
 	s := tr.execute()
-	require.Equal(t, StatusRunning, mid.Status)
+	require.Equal(t, protocol.StatusRunning, mid.Status)
 	require.Equal(t, "delay", mid.CurrentNodeID)
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 }
 
 func TestCancelDuringDelay(t *testing.T) {
@@ -72,7 +73,7 @@ func TestCancelDuringDelay(t *testing.T) {
 		tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "user asked", CancelledBy: "key_test"})
 	})
 	s := tr.execute()
-	require.Equal(t, StatusCancelled, s.Status)
+	require.Equal(t, protocol.StatusCancelled, s.Status)
 	evs := tr.events()
 	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeCancelled, EvRunCancelled}, types(evs))
 	p := payload(t, evs[3])
@@ -84,7 +85,7 @@ func TestTemporalCancellation(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-cancellable", `{"delayMs":60000}`))
 	tr.at(time.Second, func() { tr.env.CancelWorkflow() })
 	s := tr.execute()
-	require.Equal(t, StatusCancelled, s.Status)
+	require.Equal(t, protocol.StatusCancelled, s.Status)
 	last := tr.events()[len(tr.events())-1]
 	require.Equal(t, EvRunCancelled, last.Type)
 	require.Equal(t, "cancelled", payload(t, last)["reason"])
@@ -97,7 +98,7 @@ func TestUnknownNodeType(t *testing.T) {
 	in.Definition = &def
 	tr := newTestRun(t, in)
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "capability_not_provided", s.Error.Code)
 	require.Contains(t, s.Error.Message, "vendor.acme.magic")
 }
@@ -105,7 +106,7 @@ func TestUnknownNodeType(t *testing.T) {
 func TestRequiresMissingCapability(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-requires-missing", ""))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "capability_not_provided", s.Error.Code)
 	require.Contains(t, s.Error.Message, "conformance.never-provided")
 }
@@ -125,7 +126,7 @@ func TestEdgeConditionsSkipBranches(t *testing.T) {
 	def.Normalize()
 	tr := newTestRun(t, RunInput{RunID: "run-branches", Definition: def})
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	var completed, skipped []string
 	for _, e := range tr.events() {
 		switch e.Type {
@@ -170,7 +171,7 @@ func TestTriggerRules(t *testing.T) {
 				tr.env.OnGetVersion(GateTriggerRules, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			}
 			s := tr.execute()
-			require.Equal(t, StatusCompleted, s.Status)
+			require.Equal(t, protocol.StatusCompleted, s.Status)
 			ran := false
 			for _, e := range tr.events() {
 				if e.Type == EvNodeCompleted && e.NodeID == "join" {

@@ -113,7 +113,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	var opened struct {
 		ConversationID string          `json:"conversationId"`
 		AgentID        string          `json:"agentId"`
-		InitialTurn    Turn            `json:"initialTurn"`
+		InitialTurn    protocol.Turn   `json:"initialTurn"`
 		Schema         json.RawMessage `json:"schema"`
 	}
 	if err := json.Unmarshal(src[0].Payload, &opened); err != nil {
@@ -144,7 +144,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 		switch e.Type {
 		case EvConversationExchanged:
 			var p struct {
-				Turn Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				return nil, failNode(protocol.CodeReplayFailed, "source event %s is unreadable: %v", e.EventID, err)
@@ -158,7 +158,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 			}
 		case EvConversationClosed:
 			var p struct {
-				FinalTurn Turn            `json:"finalTurn"`
+				FinalTurn protocol.Turn   `json:"finalTurn"`
 				Outcome   json.RawMessage `json:"outcome"`
 			}
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
@@ -180,7 +180,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	if folder != nil {
 		folder.ReplayDone(r.ctx, c, false)
 	}
-	if last.Role == RoleUser && r.changed(GateForkReplay) {
+	if last.Role == protocol.RoleUser && r.changed(GateForkReplay) {
 		// The source never answered its last user turn (cancelled mid-turn, or still
 		// working): it is answered now, as a live turn would be.
 		rep, err := agent.Reply(r.ctx, c, last)
@@ -203,7 +203,7 @@ func (r *runner) sourceNodeFailure(nodeID string) error {
 			continue
 		}
 		var p struct {
-			Error RunError `json:"error"`
+			Error protocol.RunError `json:"error"`
 		}
 		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(GateForkReplay) {
 			return nil

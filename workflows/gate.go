@@ -8,20 +8,21 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // gateConfig is core.conversationGate's config.
 type gateConfig struct {
 	// Lifecycle "open-exchange-close" with MockAutoResume runs the whole conversation
 	// host-side (the conformance mock).
-	Lifecycle      string          `json:"lifecycle,omitempty"`
-	MockAutoResume bool            `json:"mockAutoResume,omitempty"`
-	Title          string          `json:"title,omitempty"`
-	InitialPrompt  string          `json:"initialPrompt,omitempty"`
-	AgentID        string          `json:"agentId,omitempty"`
-	Participants   []Participant   `json:"participants,omitempty"`
-	Schema         json.RawMessage `json:"schema,omitempty"`
-	TimeoutMs      int64           `json:"timeoutMs,omitempty"`
+	Lifecycle      string                 `json:"lifecycle,omitempty"`
+	MockAutoResume bool                   `json:"mockAutoResume,omitempty"`
+	Title          string                 `json:"title,omitempty"`
+	InitialPrompt  string                 `json:"initialPrompt,omitempty"`
+	AgentID        string                 `json:"agentId,omitempty"`
+	Participants   []protocol.Participant `json:"participants,omitempty"`
+	Schema         json.RawMessage        `json:"schema,omitempty"`
+	TimeoutMs      int64                  `json:"timeoutMs,omitempty"`
 	// Reply "echo" answers every user turn with {"text": "echo: <text>"}; the default
 	// records client turns only.
 	Reply   string `json:"reply,omitempty"`
@@ -69,7 +70,7 @@ func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 }
 
 // Reply implements conversationAgent.
-func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user Turn) (agentReply, error) {
+func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Turn) (agentReply, error) {
 	if g.cfg.Reply != "echo" {
 		return agentReply{Silent: true}, nil
 	}

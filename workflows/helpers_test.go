@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 )
@@ -126,12 +127,12 @@ func finalSnapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) Snapsho
 		snap, ok := SnapshotFromError(err)
 		require.True(t, ok, "the workflow failed without a final snapshot: %v", err)
 		var ce *temporal.CanceledError
-		require.Equal(t, snap.Status == StatusCancelled, errors.As(err, &ce), "a cancelled run closes as Canceled, a failed one as Failed: %v", err)
+		require.Equal(t, snap.Status == protocol.StatusCancelled, errors.As(err, &ce), "a cancelled run closes as Canceled, a failed one as Failed: %v", err)
 		return *snap
 	}
 	var s Snapshot
 	require.NoError(t, env.GetWorkflowResult(&s))
-	require.Equal(t, StatusCompleted, s.Status, "a run that returns normally completed")
+	require.Equal(t, protocol.StatusCompleted, s.Status, "a run that returns normally completed")
 	return s
 }
 

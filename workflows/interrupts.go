@@ -264,7 +264,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		return reject(protocol.CodeValidation, "nodeId is required")
 	}
 	if r.terminal || r.closing != "" || r.cancelReq != nil {
-		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
+		if r.status == protocol.StatusCancelled || r.closing == protocol.StatusCancelled || r.cancelReq != nil {
 			return reject(protocol.CodeInterruptCancelled, "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
@@ -334,7 +334,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	var (
 		value  json.RawMessage
 		check  ResolveCheck
-		status = StatusRunning
+		status = protocol.StatusRunning
 		noop   bool
 	)
 	switch {
@@ -345,7 +345,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		value, status, check = r.checkConversationResolve(target, req, legacy)
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)
-		status = StatusWaitingApproval
+		status = protocol.StatusWaitingApproval
 	case target.Kind == "approval":
 		value, status, check, noop = r.checkApproval(target, req)
 		if check.OK && !noop && target.tool != nil {

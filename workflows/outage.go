@@ -62,9 +62,9 @@ type Stall struct {
 	State    string `json:"state,omitempty"`
 	Round    int    `json:"round"`
 	// Since is the call's first attempt; RetryUntil when the run stops waiting.
-	Since      string    `json:"since"`
-	RetryUntil string    `json:"retryUntil"`
-	LastError  *RunError `json:"lastError,omitempty"`
+	Since      string             `json:"since"`
+	RetryUntil string             `json:"retryUntil"`
+	LastError  *protocol.RunError `json:"lastError,omitempty"`
 	// Detail says it in words, as the Temporal UI's current details do.
 	Detail string `json:"detail"`
 }
@@ -128,7 +128,7 @@ func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time,
 	}
 	code, msg := lastFailure(first, protocol.CodeModelUnavailable)
 	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
-		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
+		LastError: &protocol.RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
 	defer rt.c.r.endStall(s)
 	rt.beforeBlock()
 
@@ -172,7 +172,7 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 	}
 	code, msg := lastFailure(first.Get(rt.ctx, nil), protocol.CodeToolError)
 	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
-		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
+		LastError: &protocol.RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
 	defer rt.c.r.endStall(s)
 	rt.beforeBlock()
 	f := rt.startToolWith(ctx, in, route, activityID, &pol, remaining)

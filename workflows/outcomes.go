@@ -97,7 +97,7 @@ func (r *runner) recordApplied(req ResolveRequest, status string) {
 	if req.Via == "fork" {
 		return
 	}
-	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: orDefault(status, StatusRunning)})
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: orDefault(status, protocol.StatusRunning)})
 }
 
 // repeated reports whether req repeats a request the run has already answered (the

@@ -180,12 +180,12 @@ func turnText(content json.RawMessage) string {
 }
 
 // Reply implements conversationAgent: one engine turn per user message.
-func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error) {
+func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (agentReply, error) {
 	if a.m.Closed() {
 		if st := a.m.State(); st.ErrorCode == CodeReplayDiverged {
 			// A fork replay that left its source's recording (pack_replay.go).
 			return agentReply{Silent: true, Close: &closeRequest{
-				Error:     &RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
+				Error:     &protocol.RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
 				FinalText: "Conversation closed: the fork replay diverged from its source run, so the pack cannot go on.",
 			}}, nil
 		}
@@ -248,7 +248,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 		rep.Silent = res.Reply == ""
 		rep.Notice = &turnNotice{
 			Text:  fmt.Sprintf("This message got no answer: %s. The conversation stays open: send another message to try again.", te.Message),
-			Error: &RunError{Code: te.Code, Message: te.Message},
+			Error: &protocol.RunError{Code: te.Code, Message: te.Message},
 		}
 	}
 	switch res.Status {
@@ -274,7 +274,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 			code = res.Status
 		}
 		rep.Close = &closeRequest{
-			Error:     &RunError{Code: code, Message: res.ErrorMessage},
+			Error:     &protocol.RunError{Code: code, Message: res.ErrorMessage},
 			FinalText: fmt.Sprintf("Conversation closed: %s (%s).", res.ErrorMessage, code),
 		}
 	}
@@ -490,7 +490,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 	if !recorded {
 		// The reply's streamed chunks name the agent turn it is for. The input is not
 		// part of what a replay compares, so runs recorded without it replay unchanged.
-		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), RoleAgent)
+		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), protocol.RoleAgent)
 		local, ok, err := rt.localRound(in)
 		if ok {
 			out = local

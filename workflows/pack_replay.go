@@ -188,7 +188,7 @@ func (pr *packReplay) unavailableNotice() *failedTurn {
 			Turn struct {
 				Role    string `json:"role"`
 				Content struct {
-					Error *RunError `json:"error"`
+					Error *protocol.RunError `json:"error"`
 				} `json:"content"`
 			} `json:"turn"`
 		}
@@ -196,9 +196,9 @@ func (pr *packReplay) unavailableNotice() *failedTurn {
 			return nil
 		}
 		switch {
-		case p.Turn.Role == RoleAgent:
+		case p.Turn.Role == protocol.RoleAgent:
 			continue
-		case p.Turn.Role == RoleSystem && p.Turn.Content.Error != nil && p.Turn.Content.Error.Code == protocol.CodeModelUnavailable:
+		case p.Turn.Role == protocol.RoleSystem && p.Turn.Content.Error != nil && p.Turn.Content.Error.Code == protocol.CodeModelUnavailable:
 			return &failedTurn{seq: e.Sequence, message: p.Turn.Content.Error.Message}
 		}
 		return nil
@@ -295,7 +295,7 @@ func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
 // turns without calling Reply; the pack folds the same user turns and injected events
 // into its engine, answering every model round and tool call from the source run's
 // records, so its state matches the source and no model is called again.
-func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
+func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t protocol.Turn) {
 	pr := a.replay
 	if pr == nil {
 		return
@@ -313,23 +313,23 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
 			a.foldInjection(ctx, c, e)
 		case EvConversationOpened:
 			var p struct {
-				InitialTurn Turn `json:"initialTurn"`
+				InitialTurn protocol.Turn `json:"initialTurn"`
 			}
 			if json.Unmarshal(e.Payload, &p) == nil && p.InitialTurn.MessageID == t.MessageID {
 				return
 			}
 		case EvConversationExchanged:
 			var p struct {
-				Turn Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			if json.Unmarshal(e.Payload, &p) != nil || p.Turn.MessageID != t.MessageID {
 				continue
 			}
 			pr.at = e
 			switch p.Turn.Role {
-			case RoleUser:
+			case protocol.RoleUser:
 				a.foldUserTurn(ctx, c, e, p.Turn)
-			case RoleAgent:
+			case protocol.RoleAgent:
 				a.checkReply(c, e, p.Turn)
 			}
 			return
@@ -342,7 +342,7 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
 }
 
 // foldUserTurn runs the engine's turn for a recorded user turn.
-func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event, t Turn) {
+func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event, t protocol.Turn) {
 	pr := a.replay
 	pr.last = nil
 	if pr.diverged {
@@ -401,7 +401,7 @@ func (a *packAgent) foldInjection(ctx workflow.Context, c *conversation, e Event
 }
 
 // checkReply compares a recorded agent turn with the reply the replay's engine gave.
-func (a *packAgent) checkReply(c *conversation, e Event, t Turn) {
+func (a *packAgent) checkReply(c *conversation, e Event, t protocol.Turn) {
 	pr := a.replay
 	last := pr.last
 	pr.last = nil
@@ -454,7 +454,7 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 }
 
 // observeLegacy is the fold of forks recorded before GateForkReplay.
-func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn) {
+func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t protocol.Turn) {
 	pr := a.replay
 	for pr.cursor < len(pr.src) {
 		e := pr.src[pr.cursor]
@@ -462,12 +462,12 @@ func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn)
 		switch e.Type {
 		case EvConversationExchanged:
 			var p struct {
-				Turn Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			if json.Unmarshal(e.Payload, &p) != nil {
 				continue
 			}
-			if p.Turn.Role == RoleUser && !a.m.Closed() {
+			if p.Turn.Role == protocol.RoleUser && !a.m.Closed() {
 				if _, err := a.m.Turn(a.runtime(ctx, c), turnText(p.Turn.Content)); err != nil {
 					workflow.GetLogger(ctx).Warn("Fork replay: the pack could not fold a recorded user turn", "node", a.nodeID, "error", err)
 				}

@@ -87,7 +87,7 @@ func (r *runner) validateResolveUpdate(u ResolveUpdateRequest) error {
 	case check.Pending:
 		return nil
 	case check.Replayed, !check.OK,
-		check.CurrentStatus == StatusCancelled, check.CurrentStatus == StatusCancelling:
+		check.CurrentStatus == protocol.StatusCancelled, check.CurrentStatus == protocol.StatusCancelling:
 		return refuseResolve(check)
 	}
 	return nil

@@ -88,7 +88,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 		in:       in,
 		eventLog: eventLog{nodeLast: map[string]string{}},
 		progress: progress{
-			status:  StatusPending,
+			status:  protocol.StatusPending,
 			outputs: map[string]map[string]json.RawMessage{},
 			counts:  map[string]int{},
 		},
@@ -141,18 +141,18 @@ func (r *runner) run() (*Snapshot, error) {
 	if r.in.Definition == nil {
 		r.startedAt = workflow.Now(r.ctx)
 		r.emit(EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
-		return r.fail("", RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
+		return r.fail("", protocol.RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
 	}
 	if r.carried == nil {
 		r.startedAt = workflow.Now(r.ctx)
 		r.initSearchAttributes()
-		r.setStatus(StatusRunning)
+		r.setStatus(protocol.StatusRunning)
 		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
 		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
-		return r.fail("", RunError{Code: protocol.CodeValidation, Message: err.Error()})
+		return r.fail("", protocol.RunError{Code: protocol.CodeValidation, Message: err.Error()})
 	}
 	r.checkTriggerRulesVersion()
 	for _, n := range order {
@@ -167,7 +167,7 @@ func (r *runner) run() (*Snapshot, error) {
 		}
 		run, err := r.shouldRun(n)
 		if err != nil {
-			return r.fail(n.ID, RunError{Code: protocol.CodeValidation, Message: err.Error()})
+			return r.fail(n.ID, protocol.RunError{Code: protocol.CodeValidation, Message: err.Error()})
 		}
 		if !run {
 			r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "skipped"})
@@ -184,7 +184,7 @@ func (r *runner) run() (*Snapshot, error) {
 		default:
 			var ne *nodeError
 			if !errors.As(err, &ne) {
-				ne = &nodeError{RunError{Code: protocol.CodeInternal, Message: err.Error()}}
+				ne = &nodeError{protocol.RunError{Code: protocol.CodeInternal, Message: err.Error()}}
 			}
 			r.setRecord(n.ID, "failed", nil)
 			r.emit(EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // The runner's state by concern. Each group that continues across continue-as-new
@@ -72,7 +73,7 @@ type progress struct {
 	startedAt   time.Time
 	completedAt string
 	terminal    bool
-	err         *RunError
+	err         *protocol.RunError
 	failedNode  string
 
 	nodes   []nodeRecord                          // in execution order

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -15,14 +16,14 @@ func (r *runner) refreshStatus() {
 		return
 	}
 	if r.cancelReq != nil {
-		r.setStatus(StatusCancelling)
+		r.setStatus(protocol.StatusCancelling)
 		return
 	}
 	if waiting := r.waiting(); len(waiting) > 0 {
 		best := ""
 		for _, it := range waiting {
 			s := statusForKind(it.Kind)
-			if best == "" || s == StatusWaitingExternal {
+			if best == "" || s == protocol.StatusWaitingExternal {
 				best = s
 			}
 		}
@@ -35,8 +36,8 @@ func (r *runner) refreshStatus() {
 			return
 		}
 	}
-	if r.status != StatusPending || r.nextSeq() > 0 {
-		r.setStatus(StatusRunning)
+	if r.status != protocol.StatusPending || r.nextSeq() > 0 {
+		r.setStatus(protocol.StatusRunning)
 	}
 }
 
@@ -44,16 +45,16 @@ func (r *runner) refreshStatus() {
 func statusForKind(kind string) string {
 	switch {
 	case kind == "approval", kind == "low-confidence", strings.HasPrefix(kind, "conversation"):
-		return StatusWaitingApproval
+		return protocol.StatusWaitingApproval
 	case kind == "external-event":
-		return StatusWaitingExternal
+		return protocol.StatusWaitingExternal
 	default:
-		return StatusWaitingInput
+		return protocol.StatusWaitingInput
 	}
 }
 
 func (r *runner) setStatus(s string) {
-	if r.busy != nil && s == StatusRunning && !r.busyShown {
+	if r.busy != nil && s == protocol.StatusRunning && !r.busyShown {
 		// The agent works within the workflow task: readers see running at once, the
 		// search attributes and a parent when the turn waits outside it (showBusy).
 		if !r.hold.on {

@@ -28,13 +28,13 @@ import (
 // for a failed or cancelled run, the error that closes the execution with that status
 // and carries the snapshot.
 func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
-	if snap.Status != StatusFailed && snap.Status != StatusCancelled {
+	if snap.Status != protocol.StatusFailed && snap.Status != protocol.StatusCancelled {
 		return snap, nil
 	}
 	if !r.changed(GateCloseStatus) {
 		return snap, nil
 	}
-	if snap.Status == StatusCancelled {
+	if snap.Status == protocol.StatusCancelled {
 		return nil, temporal.NewCanceledError(snap)
 	}
 	code, msg := protocol.CodeRunFailed, "the run failed"
@@ -50,12 +50,12 @@ func SnapshotFromError(err error) (snap *Snapshot, ok bool) {
 	// Details decode into a *Snapshot: from payloads, and from the values the SDK's
 	// test environment keeps as they were (a *Snapshot).
 	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&snap) == nil && snap != nil && snap.Status == StatusFailed {
+	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&snap) == nil && snap != nil && snap.Status == protocol.StatusFailed {
 		return snap, true
 	}
 	snap = nil
 	var ce *temporal.CanceledError
-	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&snap) == nil && snap != nil && snap.Status == StatusCancelled {
+	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&snap) == nil && snap != nil && snap.Status == protocol.StatusCancelled {
 		return snap, true
 	}
 	return nil, false
@@ -85,11 +85,11 @@ func (r *runner) complete() (*Snapshot, error) {
 		}
 	}
 	r.emit(EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
-	return r.finish(StatusCompleted)
+	return r.finish(protocol.StatusCompleted)
 }
 
 // fail ends the run as failed.
-func (r *runner) fail(nodeID string, e RunError) (*Snapshot, error) {
+func (r *runner) fail(nodeID string, e protocol.RunError) (*Snapshot, error) {
 	r.err = &e
 	r.failedNode = nodeID
 	p := map[string]any{"error": e, "durationMs": r.durationMs()}
@@ -97,7 +97,7 @@ func (r *runner) fail(nodeID string, e RunError) (*Snapshot, error) {
 		p["failedNodeId"] = nodeID
 	}
 	r.emit(EvRunFailed, "", p, r.lastEventIDAny())
-	return r.finish(StatusFailed)
+	return r.finish(protocol.StatusFailed)
 }
 
 // cancelled ends the run as cancelled: pending interrupts are invalidated, the running
@@ -129,7 +129,7 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 		p["parentRunId"] = r.in.ParentRunID
 	}
 	r.emit(EvRunCancelled, "", p, r.lastEventIDAny())
-	return r.finish(StatusCancelled)
+	return r.finish(protocol.StatusCancelled)
 }
 
 func (r *runner) lastEventIDAny() string { return r.lastID }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // TestRunNotifiesWebhooks: a run signals its tenant's dispatcher with the events
@@ -113,14 +114,14 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 
 	require.True(t, checked, "the terminal event was signalled")
 	require.NoError(t, qerr)
-	require.Equal(t, StatusCompleted, snap.Status)
+	require.Equal(t, protocol.StatusCompleted, snap.Status)
 	require.NotEmpty(t, snap.CompletedAt)
 	require.Empty(t, snap.Interrupts)
 	require.Nil(t, snap.Interrupt)
 	require.True(t, page.Terminal)
 	require.Equal(t, EvRunCompleted, page.Events[len(page.Events)-1].Type)
 	require.False(t, check.OK, "a resolve is refused: %+v", check)
-	require.Equal(t, StatusCompleted, check.CurrentStatus)
+	require.Equal(t, protocol.StatusCompleted, check.CurrentStatus)
 }
 
 // TestWebhookDispatcher: registration and unregistration are validated updates;
