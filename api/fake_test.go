@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -539,16 +540,20 @@ func (env *testEnv) expectError(rec *httptest.ResponseRecorder, status int, code
 
 // fakeCatalog serves a few fixture-like definitions.
 type fakeCatalog struct {
-	defs map[string]*workflows.Definition
+	defs  map[string]*workflows.Definition
+	packs map[string]*packs.Pack
 }
 
 func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	d, ok := c.defs[id]
 	return d, ok
 }
-func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
-func (c *fakeCatalog) PackIDs() []string               { return nil }
-func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
+func (c *fakeCatalog) Pack(id string) (*packs.Pack, bool) {
+	p, ok := c.packs[id]
+	return p, ok
+}
+func (c *fakeCatalog) PackIDs() []string            { return mapkeys.Sorted(c.packs) }
+func (c *fakeCatalog) Limits() workflows.TurnLimits { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
 }
