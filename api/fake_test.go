@@ -71,8 +71,8 @@ type fakeRun struct {
 	// workflow task keeps failing; TerminateWorkflow ends that (closed with a
 	// WorkflowExecutionTerminated event).
 	stuck bool
-	// eventQueries counts EventsQuery calls.
-	eventQueries int
+	// eventQueries counts EventsQuery calls, snapQueries SnapshotQuery calls.
+	eventQueries, snapQueries int
 	// live makes the history long poll of the run wait for bump (one history event per
 	// bump) instead of ending at once, as for a workflow that is still running.
 	live  bool
@@ -344,6 +344,7 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	}
 	switch q {
 	case workflows.SnapshotQuery:
+		r.snapQueries++
 		return jsonValue{r.snap}, nil
 	case workflows.RunBasisQuery:
 		in := r.input

@@ -3,8 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -122,4 +125,117 @@ workflow:
 	assert.Equal(t, map[string][]string{"r_gate": {"approval/operator"}}, list("waiting=approval"))
 	e := env.expectError(env.do("GET", "/v1/interrupts?answeredBy=customer", fullKey, ""), 400, CodeValidation)
 	assert.Equal(t, "answeredBy", e.Details["field"])
+}
+
+// TestWaitingGaugesCountWhatWaits: the gauges count each waiting thing once by kind
+// and who answers it, with its age, from visibility and the snapshots; a run whose
+// visibility record did not change is not queried again, and a run that stopped
+// waiting leaves the figures.
+func TestWaitingGaugesCountWhatWaits(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	env := newTestEnv(t, func(c *Config) { c.Metrics = reg })
+	at := func(d time.Duration) string { return env.now.Add(-d).Format(time.RFC3339Nano) }
+	conv := workflows.PendingInterrupt{NodeID: "agent", InterruptID: "int_c", Kind: "conversation.exchange", RequestedAt: at(10 * time.Minute)}
+	runs := []*fakeRun{
+		{snap: workflows.Snapshot{RunID: "r_chat", WorkflowID: "support", Status: "waiting-approval", Interrupts: []workflows.PendingInterrupt{conv},
+			Pack: &workflows.PackStatus{PackID: "support", NodeID: "agent", State: "verifying"}}},
+		{snap: workflows.Snapshot{RunID: "r_refund", WorkflowID: "refund", Status: "waiting-external", Pack: &workflows.PackStatus{PackID: "refund", NodeID: "agent", State: "awaiting_approval"},
+			Interrupts: []workflows.PendingInterrupt{conv, {NodeID: "agent", InterruptID: "int_e", Kind: "external-event", RequestedAt: at(2 * time.Hour)}}}},
+		{snap: workflows.Snapshot{RunID: "r_gate1", Status: "waiting-approval", Owner: workflows.Owner{Tenant: "tenant-b"},
+			Interrupts: []workflows.PendingInterrupt{{NodeID: "gate", InterruptID: "int_g1", Kind: "approval", RequestedAt: at(30 * time.Second)}}}},
+		{snap: workflows.Snapshot{RunID: "r_gate2", Status: "waiting-approval",
+			Interrupts: []workflows.PendingInterrupt{{NodeID: "gate", InterruptID: "int_g2", Kind: "approval", RequestedAt: at(3 * 24 * time.Hour)}}}},
+	}
+	execs := map[string]*workflowpb.WorkflowExecutionInfo{}
+	var order []string
+	for _, r := range runs {
+		env.ft.add(r)
+		order = append(order, r.snap.RunID)
+		execs[r.snap.RunID] = &workflowpb.WorkflowExecutionInfo{
+			Execution: &commonpb.WorkflowExecution{WorkflowId: r.snap.RunID, RunId: "t1"}, Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, HistoryLength: 10,
+		}
+	}
+	var listed []string
+	env.mc.On("ListWorkflow", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+			listed = append(listed, req.GetQuery())
+			var out []*workflowpb.WorkflowExecutionInfo
+			for _, id := range order {
+				if e := execs[id]; e != nil {
+					out = append(out, e)
+				}
+			}
+			return &workflowservice.ListWorkflowExecutionsResponse{Executions: out}, nil
+		})
+	gauges := func() map[string]float64 {
+		t.Helper()
+		fams, err := reg.Gather()
+		require.NoError(t, err)
+		out := map[string]float64{}
+		for _, f := range fams {
+			require.NotEmpty(t, f.GetHelp(), f.GetName())
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				key := f.GetName()
+				if k, ok := labels["waiting_kind"]; ok {
+					key += "|" + k + "|" + labels["answered_by"]
+				}
+				switch {
+				case m.Gauge != nil:
+					out[key] = m.Gauge.GetValue()
+				case m.Histogram != nil:
+					out[key] = float64(m.Histogram.GetSampleCount())
+					for _, b := range m.Histogram.GetBucket() {
+						out[key+"|le="+strconv.FormatFloat(b.GetUpperBound(), 'f', -1, 64)] = float64(b.GetCumulativeCount())
+					}
+				}
+			}
+		}
+		return out
+	}
+
+	g := gauges()
+	assert.Equal(t, 2.0, g["wop_interrupts_waiting|approval|operator"], "both tenants' approvals")
+	assert.Equal(t, 1.0, g["wop_interrupts_waiting|external-event|operator"], "the refund's decision")
+	assert.Equal(t, 1.0, g["wop_interrupts_waiting|conversation|user"], "the customer's chat; not the refund's conversation")
+	assert.Equal(t, 0.0, g["wop_interrupts_waiting|conversation|operator"])
+	assert.Equal(t, 0.0, g["wop_interrupts_waiting|clarification|operator"], "a kind nothing waits on is 0, not absent")
+	assert.Equal(t, (3 * 24 * time.Hour).Seconds(), g["wop_interrupts_waiting_oldest_seconds|approval|operator"])
+	assert.Equal(t, (2 * time.Hour).Seconds(), g["wop_interrupts_waiting_oldest_seconds|external-event|operator"])
+	assert.Equal(t, 1.0, g["wop_interrupts_waiting_age_seconds|approval|operator|le=60"])
+	assert.Equal(t, 1.0, g["wop_interrupts_waiting_age_seconds|approval|operator|le=86400"])
+	assert.Equal(t, 2.0, g["wop_interrupts_waiting_age_seconds|approval|operator|le=604800"])
+	assert.Equal(t, 0.0, g["wop_interrupts_waiting_truncated"])
+	require.Len(t, listed, 1)
+	assert.NotContains(t, listed[0], "WopTenant", "every tenant's runs")
+
+	// Within waitingScanEvery a scrape is answered from the last scan.
+	gauges()
+	assert.Len(t, listed, 1)
+	// Later, runs whose record did not change are not queried again; one that stopped
+	// waiting is gone from the listing and from the figures.
+	env.now = env.now.Add(time.Minute)
+	delete(execs, "r_gate1")
+	execs["r_refund"].HistoryLength = 14
+	env.ft.runs["r_refund"].snap.Interrupts = env.ft.runs["r_refund"].snap.Interrupts[:1]
+	env.ft.runs["r_refund"].snap.Status = "waiting-approval"
+	g = gauges()
+	assert.Len(t, listed, 2)
+	assert.Equal(t, 1.0, g["wop_interrupts_waiting|approval|operator"])
+	assert.Equal(t, 0.0, g["wop_interrupts_waiting|external-event|operator"])
+	assert.Equal(t, 2.0, g["wop_interrupts_waiting|conversation|user"], "the decided refund waits on its customer now")
+	assert.Equal(t, (3*24*time.Hour + time.Minute).Seconds(), g["wop_interrupts_waiting_oldest_seconds|approval|operator"], "ages move with the clock")
+	assert.Equal(t, 1, env.ft.runs["r_chat"].snapQueries, "an unchanged run is not queried again")
+	assert.Equal(t, 2, env.ft.runs["r_refund"].snapQueries, "a changed one is")
+
+	// A stopped server takes its gauges off the registry.
+	require.NoError(t, env.srv.Shutdown(context.Background()))
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range fams {
+		assert.NotContains(t, f.GetName(), "wop_interrupts_waiting")
+	}
 }

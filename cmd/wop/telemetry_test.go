@@ -102,18 +102,21 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	})
 	var wg sync.WaitGroup
 	var workerErr, apiErr bytes.Buffer
+	// The API runs with a context of its own: the test restarts it.
+	apiCtx, stopAPI := context.WithCancel(ctx)
 	for _, c := range []struct {
+		ctx  context.Context
 		run  func(context.Context, []string, func(string) string, io.Writer, io.Writer) int
 		args []string
 		errb *bytes.Buffer
 	}{
-		{runWorker, []string{"--health-addr", workerAddr}, &workerErr},
-		{runAPI, []string{"--http", apiAddr}, &apiErr},
+		{ctx, runWorker, []string{"--health-addr", workerAddr}, &workerErr},
+		{apiCtx, runAPI, []string{"--http", apiAddr}, &apiErr},
 	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.run(ctx, c.args, env, io.Discard, c.errb)
+			c.run(c.ctx, c.args, env, io.Discard, c.errb)
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }() // also when a check below fails
@@ -174,18 +177,18 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 			// The scripted mock's first round is an activity, the next five local ones.
 			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRound"}, 1},
 			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 5},
-			{"wop_runs_started_total", map[string]string{"workflow_id": "support"}, 1},
-			{"wop_runs_ended_total", map[string]string{"workflow_id": "support", "status": "completed"}, 1},
-			{"wop_runs_ended_total", map[string]string{"workflow_id": "conformance-approval", "status": "completed"}, 1},
-			{"wop_turns_total", map[string]string{"workflow_id": "support", "role": "user"}, 2},
-			{"wop_turns_total", map[string]string{"workflow_id": "support", "role": "agent"}, 2},
+			{"wop_runs_started_total", map[string]string{"openwop_workflow_id": "support"}, 1},
+			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "support", "openwop_run_status": "completed"}, 1},
+			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "conformance-approval", "openwop_run_status": "completed"}, 1},
+			{"wop_turns_total", map[string]string{"openwop_workflow_id": "support", "role": "user"}, 2},
+			{"wop_turns_total", map[string]string{"openwop_workflow_id": "support", "role": "agent"}, 2},
 			{"wop_model_rounds_total", map[string]string{"provider": "mock", "outcome": "ok"}, 6},
 			{"wop_model_tokens_total", map[string]string{"provider": "mock", "direction": "input"}, 0},
 			// The support pack's tools are answered by its scripted tool_results.
 			{"wop_tool_calls_total", map[string]string{"tool": "verify_account", "binding": "mock", "outcome": "ok"}, 1},
 			{"wop_tool_calls_total", map[string]string{"tool": "get_balance", "binding": "mock", "outcome": "ok"}, 1},
-			{"wop_human_wait_seconds", map[string]string{"kind": "approval"}, 1},
-			{"wop_human_wait_seconds", map[string]string{"kind": "conversation"}, 1},
+			{"wop_human_wait_seconds", map[string]string{"waiting_kind": "approval"}, 1},
+			{"wop_human_wait_seconds", map[string]string{"waiting_kind": "conversation"}, 1},
 			{"go_goroutines", nil, 1},
 		} {
 			v, ok := sample(fams, m.name, m.labels)
@@ -195,6 +198,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 		}
 		_, apiOnWorker := fams["wop_http_requests_total"]
 		assert.False(c, apiOnWorker, "the worker serves no API")
+		requireHelp(c, fams)
 	}, 20*time.Second, 100*time.Millisecond)
 
 	// The API: its requests by route and status, and its Temporal client's calls.
@@ -218,6 +222,50 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	_, runMetricsOnAPI := fams["wop_runs_started_total"]
 	assert.False(t, runMetricsOnAPI, "run metrics come from the worker")
 
+	// What waits on people: an approval and a customer's chat. The API's gauges count
+	// them from Temporal, by kind and by who answers.
+	waitingGate := call("POST", "/v1/runs", `{"workflowId":"conformance-approval"}`)["runId"].(string)
+	waitingChat := call("POST", "/v1/runs", `{"workflowId":"support","inputs":{"message":"Hi, I have a question about my account."}}`)["runId"].(string)
+	waitStatus(waitingGate, "waiting-approval")
+	waitStatus(waitingChat, "waiting-approval")
+	waiting := func(c require.TestingT, url string) {
+		fams := scrape(c, url+"/metrics")
+		for _, m := range []struct {
+			labels map[string]string
+			want   float64
+		}{
+			{map[string]string{"waiting_kind": "approval", "answered_by": "operator"}, 1},
+			{map[string]string{"waiting_kind": "conversation", "answered_by": "user"}, 1},
+			{map[string]string{"waiting_kind": "conversation", "answered_by": "operator"}, 0},
+			{map[string]string{"waiting_kind": "external-event", "answered_by": "operator"}, 0},
+		} {
+			v, ok := sample(fams, "wop_interrupts_waiting", m.labels)
+			assert.True(c, ok, "wop_interrupts_waiting%v", m.labels)
+			assert.Equal(c, m.want, v, "wop_interrupts_waiting%v", m.labels)
+		}
+		v, ok := sample(fams, "wop_interrupts_waiting_age_seconds", map[string]string{"waiting_kind": "approval"})
+		assert.True(c, ok && v == 1, "the approval's age is in the histogram")
+		_, ok = sample(fams, "wop_interrupts_waiting_oldest_seconds", map[string]string{"waiting_kind": "approval"})
+		assert.True(c, ok, "the oldest approval's wait")
+		requireHelp(c, fams)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) { waiting(c, api) }, 30*time.Second, 500*time.Millisecond)
+
+	// A new API process, which counted nothing itself, serves the same figures.
+	stopAPI()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := http.Get(api + "/healthz")
+		assert.Error(c, err, "the first API stopped")
+	}, 20*time.Second, 50*time.Millisecond)
+	api2Addr := freeAddr(t)
+	var api2Err bytes.Buffer
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runAPI(ctx, []string{"--http", api2Addr}, env, io.Discard, &api2Err)
+	}()
+	require.EventuallyWithT(t, func(c *assert.CollectT) { waiting(c, "http://"+api2Addr) }, 60*time.Second, 500*time.Millisecond, "api: %s", &api2Err)
+
 	// Stopping both processes flushes their spans to the OTLP endpoint.
 	cancel()
 	wg.Wait()
@@ -230,6 +278,18 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 		assert.Contains(t, spans, name, "span %s in the caller's trace", name)
 	}
 	assert.Equal(t, []string{"wop-api", "wop-worker"}, collector.services(), "both processes export")
+}
+
+// requireHelp requires a HELP text on every wop_ metric family.
+func requireHelp(t require.TestingT, fams map[string]*dto.MetricFamily) {
+	n := 0
+	for name, f := range fams {
+		if strings.HasPrefix(name, "wop_") {
+			n++
+			assert.NotEmpty(t, f.GetHelp(), "HELP of %s", name)
+		}
+	}
+	assert.NotZero(t, n, "wop_ metrics exported")
 }
 
 // otlpCollector is an OTLP/HTTP trace endpoint that keeps what it receives.
