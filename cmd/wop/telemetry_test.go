@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/wop-dev/wop/internal/devserver"
@@ -162,6 +165,11 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	// An approval, approved.
 	gate := call("POST", "/v1/runs", `{"workflowId":"conformance-approval"}`)["runId"].(string)
 	waitStatus(gate, "waiting-approval")
+	// Its signed token is a credential: inspecting the interrupt by token leaves the
+	// token out of the span.
+	token := call("GET", "/v1/runs/"+gate, "")["interrupt"].(map[string]any)["interruptToken"].(string)
+	require.NotEmpty(t, token)
+	call("GET", "/v1/interrupts/"+token, "")
 	call("POST", "/v1/runs/"+gate+"/interrupts/gate", `{"resumeValue":{"action":"accept"}}`)
 	waitStatus(gate, "completed")
 
@@ -278,6 +286,64 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 		assert.Contains(t, spans, name, "span %s in the caller's trace", name)
 	}
 	assert.Equal(t, []string{"wop-api", "wop-worker"}, collector.services(), "both processes export")
+
+	// OpenWOP's span attributes: every span about a run names it, its workflow and
+	// the protocol; a pack's activities name their node; the spans of the token route
+	// name the interrupt.
+	byName := map[string][]map[string]string{}
+	for _, sp := range collector.spanAttributes(traceID) {
+		byName[sp["name"]] = append(byName[sp["name"]], sp)
+		if id := sp["temporalWorkflowID"]; id == chat || id == gate {
+			assert.Equal(t, id, sp["openwop.run_id"], "%s names its run", sp["name"])
+			assert.NotEmpty(t, sp["openwop.workflow_id"], "%s names its workflow", sp["name"])
+			assert.Equal(t, "1.0", sp["openwop.protocol_version"], sp["name"])
+		}
+	}
+	has := func(name string, want map[string]string) {
+		t.Helper()
+		for _, sp := range byName[name] {
+			ok := true
+			for k, v := range want {
+				ok = ok && sp[k] == v
+			}
+			if ok {
+				return
+			}
+		}
+		t.Errorf("no span %s with %v among %v", name, want, byName[name])
+	}
+	run := func(id, wf string) map[string]string {
+		return map[string]string{"openwop.run_id": id, "openwop.workflow_id": wf, "openwop.protocol_version": "1.0"}
+	}
+	with := func(m map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	has("POST /v1/runs", with(run(chat, "support"), "openwop.tenant_id", "default"))
+	has("POST /v1/runs/:runId/interrupts/:nodeId", with(run(chat, "support"), "openwop.node_id", "agent", "openwop.tenant_id", "default"))
+	has("POST /v1/runs/:runId/interrupts/:nodeId", with(run(gate, "conformance-approval"), "openwop.node_id", "gate"))
+	has("GET /v1/interrupts/:token", with(run(gate, "conformance-approval"), "openwop.node_id", "gate",
+		"openwop.interrupt_kind", "approval", "url.path", "/v1/interrupts/{token}"))
+	has("StartWorkflow:OpenWOPRun", run(chat, "support"))
+	has("UpdateWorkflow:openwop.resolve-update", run(chat, "support"))
+	has("RunWorkflow:OpenWOPRun", with(run(chat, "support"), "openwop.tenant_id", "default"))
+	has("HandleUpdate:openwop.resolve-update", run(gate, "conformance-approval"))
+	for _, name := range []string{"RunActivity:ModelRound", "RunActivity:ToolCall"} {
+		has(name, with(run(chat, "support"), "openwop.node_id", "agent", "openwop.node_type", "vendor.wop.pack", "openwop.node_attempt", "0"))
+	}
+
+	// No secret, and nothing a person wrote, is in any span or resource.
+	for _, v := range collector.allValues() {
+		for _, secret := range []string{key, "metrics-test-secret", token, "ACC-12345", "question about my account"} {
+			assert.NotContains(t, v, secret, "a span attribute holds %q", secret)
+		}
+	}
 }
 
 // requireHelp requires a HELP text on every wop_ metric family.
@@ -337,6 +403,77 @@ func (c *otlpCollector) spans(traceID string) []string {
 		}
 	}
 	return names
+}
+
+// spanAttributes lists the spans received in trace traceID, each as its attributes
+// (values as text) plus "name".
+func (c *otlpCollector) spanAttributes(traceID string) []map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]string
+	for _, req := range c.req {
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, sp := range ss.GetSpans() {
+					if hex.EncodeToString(sp.GetTraceId()) != traceID {
+						continue
+					}
+					m := map[string]string{"name": sp.GetName()}
+					for _, a := range sp.GetAttributes() {
+						m[a.GetKey()] = anyText(a.GetValue())
+					}
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// allValues is every attribute value, event attribute, status message and name of
+// every span and resource received, as text.
+func (c *otlpCollector) allValues() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, req := range c.req {
+		for _, rs := range req.GetResourceSpans() {
+			for _, a := range rs.GetResource().GetAttributes() {
+				out = append(out, a.GetKey()+"="+anyText(a.GetValue()))
+			}
+			for _, ss := range rs.GetScopeSpans() {
+				for _, sp := range ss.GetSpans() {
+					out = append(out, sp.GetName(), sp.GetStatus().GetMessage())
+					for _, a := range sp.GetAttributes() {
+						out = append(out, a.GetKey()+"="+anyText(a.GetValue()))
+					}
+					for _, ev := range sp.GetEvents() {
+						out = append(out, ev.GetName())
+						for _, a := range ev.GetAttributes() {
+							out = append(out, a.GetKey()+"="+anyText(a.GetValue()))
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// anyText renders an OTLP attribute value as text.
+func anyText(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'f', -1, 64)
+	}
+	b, _ := protojson.Marshal(v)
+	return string(b)
 }
 
 // services lists the service.name of every resource that exported spans, sorted.

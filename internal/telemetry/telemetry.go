@@ -29,7 +29,8 @@
 // OTEL_TRACES_EXPORTER=none turns them off; OTEL_SERVICE_NAME names the service). Then
 // the Temporal SDK's tracing interceptor follows every workflow start, signal, query,
 // workflow task and activity, and the API's requests are spans (otelhttp) whose trace
-// context a caller may pass in traceparent.
+// context a caller may pass in traceparent. Spans about a run carry OpenWOP's openwop.*
+// attributes (runspans.go).
 package telemetry
 
 import (
@@ -188,10 +189,11 @@ func (t *Telemetry) startTracing(ctx context.Context, o Options) error {
 	t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { t.log.Warn("OpenTelemetry", "error", err) }))
-	t.tracing, err = temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: t.tracers.Tracer("go.temporal.io/sdk")})
+	tr, err := temporalotel.NewTracer(temporalotel.TracerOptions{Tracer: t.tracers.Tracer("go.temporal.io/sdk")})
 	if err != nil {
 		return fmt.Errorf("Temporal tracing interceptor: %w", err)
 	}
+	t.tracing = interceptor.NewTracingInterceptor(runTracer{tr})
 	return nil
 }
 
@@ -215,7 +217,9 @@ func (t *Telemetry) ClientOptions(o *client.Options) {
 	}
 	o.MetricsHandler = t.temporal
 	if t.tracing != nil {
-		o.Interceptors = append(o.Interceptors, t.tracing)
+		// RunSpans runs first: it records what a span is about before the tracing
+		// interceptor starts it.
+		o.Interceptors = append(o.Interceptors, &RunSpans{}, t.tracing)
 	}
 	o.Interceptors = append(o.Interceptors, &ActivityMetrics{})
 }

@@ -39,7 +39,7 @@ func TestTracesOnWithAnEndpoint(t *testing.T) {
 	assert.True(t, tel.Tracing())
 	var o client.Options
 	tel.ClientOptions(&o)
-	assert.Len(t, o.Interceptors, 2, "tracing and activity metrics")
+	assert.Len(t, o.Interceptors, 3, "run spans, tracing and activity metrics")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = tel.Shutdown(ctx)
