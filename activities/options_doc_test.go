@@ -26,6 +26,8 @@ func TestRetryDefaultsDoc(t *testing.T) {
 	var rows [][]string
 	for _, p := range []struct{ name, provider string }{
 		{"`mock`", ProviderMock}, {"`openai`", ProviderOpenAI}, {"`anthropic`", ProviderAnthropic},
+		{"`gemini`", ProviderGemini}, {"`vertex`", ProviderVertex}, {"`bedrock`", ProviderBedrock},
+		{"`azure-openai`", ProviderAzureOpenAI},
 		{"`openai-compatible`", ProviderOpenAICompatible}, {"not known yet (a run's first round)", "default"},
 	} {
 		o := ModelRoundOptions(p.provider)
@@ -42,6 +44,16 @@ func TestRetryDefaultsDoc(t *testing.T) {
 	table += fmt.Sprintf("A tool call's attempts follow its `action_scope`: a `read` tool gets `max_attempts` (default %d); "+
 		"`write`, `external` and undeclared tools get 1 unless their binding says `idempotent: true`.\n", DefaultToolAttempts)
 	docblock.Check(t, "../docs/timeouts.md", "activity-options", table)
+
+	var outage [][]string
+	for _, p := range []struct{ name, provider string }{{"every real provider but `openai-compatible`", ProviderOpenAI}, {"`openai-compatible`", ProviderOpenAICompatible}} {
+		o := DefaultModelOutage(p.provider)
+		outage = append(outage, []string{p.name, docblock.Duration(o.RetryFor),
+			fmt.Sprintf("%s ×2, at most %s", docblock.Duration(o.InitialInterval), docblock.Duration(o.MaxInterval)), docblock.Duration(o.RemindEvery)})
+	}
+	docblock.Check(t, "../docs/timeouts.md", "model-outage", docblock.Table(
+		[]string{"provider", "waits out an outage for (`WOP_MODEL_RETRY_FOR`)", "backoff (`WOP_MODEL_RETRY_MAX_INTERVAL`)", "a `workflow.stalled` event every (`WOP_STALL_REMINDER`)"}, outage)+
+		fmt.Sprintf("\nThe quick attempts come first: %d for a real provider.\n", QuickAttempts))
 }
 
 func quoted(ss []string) []string {

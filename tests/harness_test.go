@@ -48,12 +48,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mcpStdioVar) == "1" {
 		os.Exit(serveMCPStdio()) // the test binary as an MCP tool server (tools_e2e_test.go)
 	}
+	if os.Getenv(crashWorkerVar) == "1" {
+		os.Exit(serveCrashWorker()) // the test binary as a tool worker to kill (crash_e2e_test.go)
+	}
 	code := m.Run()
 	if shared.stack != nil {
 		shared.stack.Stop()
 	}
 	stopAgentStack()
 	stopStreamStack()
+	stopOutageStack()
 	os.Exit(code)
 }
 

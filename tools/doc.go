@@ -27,8 +27,10 @@
 //
 // A tool whose action_scope.effect is read is retried; a write or external tool, and
 // one that declares no effect, is attempted once unless its binding says idempotent:
-// true (activities.ToolAttempts). Every attempt of one call carries the same
-// idempotency key, OpenWOP's logical invocation id (activities.ToolIdempotencyKey).
+// true (activities.ToolAttempts); with retry_for, a call that may be retried waits out
+// its target's outage. Every attempt of one call carries the same idempotency key,
+// OpenWOP's logical invocation id (activities.ToolIdempotencyKey), and a write that
+// may have been applied reads as of unknown outcome (activities.ErrTypeOutcomeUnknown).
 // ${VAR} values are read from the worker's environment once, at start, only in header
 // and MCP env values; they print as [REDACTED] (Secret) and never enter a run's input,
 // history, events or logs.

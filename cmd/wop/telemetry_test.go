@@ -99,7 +99,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	key := "wop_metrics_test_key"
 	collector := newOTLPCollector(t)
 	env := envMap(map[string]string{
-		"TEMPORAL_ADDRESS": srv.FrontendAddress(), "WOP_PACKS": "../../packs", "WOP_LOG_LEVEL": "error",
+		"TEMPORAL_ADDRESS": srv.FrontendAddress(), "WOP_PACKS": "../../packs", "WOP_LOG_LEVEL": "error", "WOP_MODEL_PROVIDER": "mock",
 		"WOP_API_KEY": key, "WOP_TOKEN_SECRET": "metrics-test-secret", "WOP_SEED_FIXTURES": "true",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL,
 	})
