@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
@@ -70,8 +71,8 @@ type fakeRun struct {
 	// workflow task keeps failing; TerminateWorkflow ends that (closed with a
 	// WorkflowExecutionTerminated event).
 	stuck bool
-	// eventQueries counts EventsQuery calls.
-	eventQueries int
+	// eventQueries counts EventsQuery calls, snapQueries SnapshotQuery calls.
+	eventQueries, snapQueries int
 	// live makes the history long poll of the run wait for bump (one history event per
 	// bump) instead of ending at once, as for a workflow that is still running.
 	live  bool
@@ -355,6 +356,7 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	}
 	switch q {
 	case workflows.SnapshotQuery:
+		r.snapQueries++
 		return jsonValue{r.snap}, nil
 	case workflows.RunBasisQuery:
 		in := r.input
@@ -551,16 +553,20 @@ func (env *testEnv) expectError(rec *httptest.ResponseRecorder, status int, code
 
 // fakeCatalog serves a few fixture-like definitions.
 type fakeCatalog struct {
-	defs map[string]*workflows.Definition
+	defs  map[string]*workflows.Definition
+	packs map[string]*packs.Pack
 }
 
 func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	d, ok := c.defs[id]
 	return d, ok
 }
-func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
-func (c *fakeCatalog) PackIDs() []string               { return nil }
-func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
+func (c *fakeCatalog) Pack(id string) (*packs.Pack, bool) {
+	p, ok := c.packs[id]
+	return p, ok
+}
+func (c *fakeCatalog) PackIDs() []string            { return mapkeys.Sorted(c.packs) }
+func (c *fakeCatalog) Limits() workflows.TurnLimits { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
 }

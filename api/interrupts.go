@@ -207,6 +207,12 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 		return nil, nil, nil, err
 	}
 	pi := findInterrupt(snap, cl)
+	noteSpanRun(c.Request().Context(), func(n *spanRun) {
+		n.runID, n.nodeID = cl.RunID, cl.NodeID
+		if pi != nil {
+			n.interruptKind, n.interruptID = pi.Kind, pi.InterruptID
+		}
+	})
 	if pi != nil && pi.BearerOnly {
 		return nil, nil, nil, unauthenticated("the interrupt at node %q resumes only with an authenticated call: POST /v1/runs/%s/interrupts/%s with Authorization: Bearer <api-key>", pi.NodeID, cl.RunID, pi.NodeID)
 	}

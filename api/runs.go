@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/telemetry"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -340,6 +341,13 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 // and the caller compares digests. (USE_EXISTING would hide whether the run is new:
 // the SDK does not surface the server's "started" flag.)
 func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.WorkflowRun, error) {
+	telemetry.NoteRunInput(&in)
+	noteSpanRun(ctx, func(n *spanRun) {
+		n.runID = in.RunID
+		if in.Fork != nil {
+			n.forkSource = in.Fork.SourceRunID
+		}
+	})
 	opts := client.StartWorkflowOptions{
 		ID:                                       in.RunID,
 		TaskQueue:                                workflows.TaskQueue,

@@ -34,7 +34,8 @@ type Server struct {
 	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
-	metrics *httpMetrics // nil without Config.Metrics
+	metrics *httpMetrics      // nil without Config.Metrics
+	waiting *waitingCollector // the waiting gauges; nil without Config.Metrics
 	limiter *rateLimiter
 	// authFails and tokenRoutes are buckets per client address (authguard.go).
 	authFails   *rateLimiter
@@ -161,6 +162,10 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 			return nil, fmt.Errorf("api.New: metrics: %w", err)
 		}
 		s.metrics = m
+		if err := s.registerWaitingMetrics(cfg.Metrics); err != nil {
+			cancel()
+			return nil, fmt.Errorf("api.New: metrics: %w", err)
+		}
 	}
 	s.e = s.buildEcho()
 	if cfg.KeysFile != "" {
@@ -285,6 +290,7 @@ func (s *Server) Handler() http.Handler { return s.traced(s.e) }
 // caller owns it and should call its own Shutdown first or after).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
+	s.unregisterWaitingMetrics()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

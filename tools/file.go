@@ -28,7 +28,7 @@ type LoadOptions struct {
 	UnsetIsWarning bool
 }
 
-// LoadFile reads a bindings file into the set (see the package doc for its format).
+// LoadFile reads a bindings file into the set (docs/tools.md has its format).
 // ${VAR} references are read once, now. Every problem is a diagnostic with
 // file:line:col; when any is an error the returned error is a *packs.DiagnosticsError
 // and the set must not be used.

@@ -39,7 +39,7 @@ type Binding struct {
 	RetryMaxInterval time.Duration
 	// Approval is "required" (a person approves each call first), "never" (no call
 	// waits, whatever the pack's autonomy level), or "" (the pack's governance
-	// decides: see the package doc).
+	// decides: see docs/tools.md).
 	Approval string
 	// ApprovalSettings tune the wait of a call that needs a decision: its deadline,
 	// reminders, approvers and escalation. Its Mode is ignored; Approval is the mode.
