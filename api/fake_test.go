@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +27,6 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
@@ -565,7 +566,7 @@ func (c *fakeCatalog) Pack(id string) (*packs.Pack, bool) {
 	p, ok := c.packs[id]
 	return p, ok
 }
-func (c *fakeCatalog) PackIDs() []string            { return mapkeys.Sorted(c.packs) }
+func (c *fakeCatalog) PackIDs() []string            { return slices.Sorted(maps.Keys(c.packs)) }
 func (c *fakeCatalog) Limits() workflows.TurnLimits { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}

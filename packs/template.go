@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // RuntimeVars are the values the workflow runtime injects into every render.
@@ -383,7 +381,7 @@ func (p *Pack) UsedPromptKeys() []string {
 			set[st.PromptTask] = true
 		}
 	}
-	return mapkeys.Sorted(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // CheckVariables checks a run's variables before the run starts: every required variable of
@@ -416,10 +414,10 @@ func CheckVariables(p *Pack, vars map[string]any) error {
 		}
 	}
 	var out []string
-	for _, name := range mapkeys.Sorted(missing) {
+	for _, name := range slices.Sorted(maps.Keys(missing)) {
 		out = append(out, fmt.Sprintf("required variable %q is missing (needed by prompt %s)", name, strings.Join(quoteEach(missing[name]), ", ")))
 	}
-	out = append(out, mapkeys.Sorted(problems)...)
+	out = append(out, slices.Sorted(maps.Keys(problems))...)
 	if len(out) == 0 {
 		return nil
 	}

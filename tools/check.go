@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -164,8 +163,8 @@ func (s *Set) checkServer(ctx context.Context, r *Report, name string, srv *MCPS
 		b := s.Binding(toolName)
 		st := tools[b.MCP.Tool]
 		if st == nil {
-			msg := fmt.Sprintf("MCP server %s has no tool %q (its tools: %s)", name, b.MCP.Tool, orNone(mapkeys.Sorted(tools)))
-			if sug := packs.Suggest(b.MCP.Tool, mapkeys.Sorted(tools)); sug != "" {
+			msg := fmt.Sprintf("MCP server %s has no tool %q (its tools: %s)", name, b.MCP.Tool, orNone(slices.Sorted(maps.Keys(tools))))
+			if sug := packs.Suggest(b.MCP.Tool, slices.Sorted(maps.Keys(tools))); sug != "" {
 				msg += fmt.Sprintf("; did you mean %q?", sug)
 			}
 			r.error(b.pos, "tools."+toolName+".mcp.tool", "%s", msg)

@@ -3,11 +3,12 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -190,7 +191,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 // carryConversations writes the conversations and each agent's saved state.
 func (r *runner) carryConversations(st *carriedState) error {
 	st.Convs, st.AgentStates = r.convs, map[string]json.RawMessage{}
-	for _, id := range mapkeys.Sorted(r.agents) {
+	for _, id := range slices.Sorted(maps.Keys(r.agents)) {
 		saved, err := r.agents[id].Save()
 		if err != nil {
 			return fmt.Errorf("save the agent of node %q: %w", id, err)

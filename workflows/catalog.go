@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -318,7 +319,7 @@ func CheckInputs(def *Definition, inputs json.RawMessage) error {
 func RunSummary(in *RunInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OpenWOP run of %s", in.Definition.ID)
-	for _, id := range mapkeys.Sorted(in.Packs) {
+	for _, id := range slices.Sorted(maps.Keys(in.Packs)) {
 		fmt.Fprintf(&b, " · pack %s@%s", id, in.Packs[id].Version)
 	}
 	if in.Owner.Tenant != "" {

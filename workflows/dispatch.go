@@ -3,10 +3,11 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -147,7 +148,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 	if len(r.in.Inputs) > 0 {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(r.in.Inputs, &in) == nil {
-			for _, k := range mapkeys.Sorted(in) {
+			for _, k := range slices.Sorted(maps.Keys(in)) {
 				vars[k] = in[k]
 			}
 		}
@@ -156,7 +157,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 		if rec.State != "completed" {
 			continue
 		}
-		for _, k := range mapkeys.Sorted(rec.Outputs) {
+		for _, k := range slices.Sorted(maps.Keys(rec.Outputs)) {
 			vars[k] = rec.Outputs[k]
 		}
 	}

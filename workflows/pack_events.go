@@ -19,10 +19,11 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/wop-dev/wop/engine"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -75,7 +76,7 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 	accepting := a.m.InjectableStates()
 	var where []string
-	for _, s := range mapkeys.Sorted(accepting) {
+	for _, s := range slices.Sorted(maps.Keys(accepting)) {
 		where = append(where, fmt.Sprintf("%s (%s): %s", s, a.pack.Workflow.States[s].OrchestrationOrDefault(), strings.Join(accepting[s], ", ")))
 	}
 	msg := fmt.Sprintf("pack %s cannot take event %q now: ", a.pack.ID, event)
@@ -104,7 +105,7 @@ func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 
 // declares reports whether some state of accepting takes event.
 func declares(accepting map[string][]string, event string) bool {
-	for _, s := range mapkeys.Sorted(accepting) {
+	for _, s := range slices.Sorted(maps.Keys(accepting)) {
 		for _, e := range accepting[s] {
 			if e == event {
 				return true

@@ -2,10 +2,11 @@ package workflows
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -118,7 +119,7 @@ type resolveState struct {
 }
 
 func (s *resolveState) carryInto(st *carriedState) {
-	st.ResolvedNodes, st.ResolvedIDs, st.Applied = mapkeys.Sorted(s.resolvedNodes), s.resolvedIDs.list(), s.applied.list()
+	st.ResolvedNodes, st.ResolvedIDs, st.Applied = slices.Sorted(maps.Keys(s.resolvedNodes)), s.resolvedIDs.list(), s.applied.list()
 	st.Outcomes = s.outcomes.newest(carriedOutcomes)
 	st.Inbox, st.Cancel = s.inbox, s.cancelReq
 	for _, it := range s.pending {

@@ -3,11 +3,12 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -79,7 +80,7 @@ func (r *runner) complete() (*Snapshot, error) {
 	}
 	for _, rec := range r.nodes {
 		if rec.State == "completed" && !hasOut[rec.NodeID] {
-			for _, k := range mapkeys.Sorted(rec.Outputs) {
+			for _, k := range slices.Sorted(maps.Keys(rec.Outputs)) {
 				outs[k] = rec.Outputs[k]
 			}
 		}
