@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,7 +201,7 @@ func New(cfg Config) (*Activities, error) {
 
 		webhookKey:          cfg.WebhookSecret,
 		webhookAllowPrivate: cfg.WebhookAllowPrivate,
-		version:             orDefault(cfg.Version, "dev"),
+		version:             cmp.Or(cfg.Version, "dev"),
 	}, nil
 }
 

@@ -26,6 +26,7 @@ package api
 // workflows/outcomes.go).
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -168,12 +169,12 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 	switch {
 	case check.Outcome != nil && check.Outcome.Applied:
 		s.log.Info("Interrupt resolved", "runId", runID, "nodeId", nodeID, "requestId", check.Outcome.RequestID)
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, protocol.StatusRunning)})
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": cmp.Or(check.Outcome.RunStatus, protocol.StatusRunning)})
 	case check.Outcome != nil:
 		o := check.Outcome
 		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details})
 	case check.Replayed && !check.Pending:
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": orText(check.RunStatus, protocol.StatusRunning)})
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": cmp.Or(check.RunStatus, protocol.StatusRunning)})
 	}
 	return false, nil
 }
@@ -242,12 +243,4 @@ func (s *Server) validateResolve(ctx context.Context, runID string, req workflow
 			return nil, err
 		}
 	}
-}
-
-// orText returns s, or def when s is empty.
-func orText(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

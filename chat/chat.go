@@ -18,6 +18,7 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -388,7 +389,7 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 		if other != nil {
 			return fmt.Errorf("the run waits for %s at node %s, which is resolved through the API; your message was not sent", describeWait(*other), other.NodeID)
 		}
-		return fmt.Errorf("the run is not waiting for a message (status %s); your message was not sent", orUnknown(snap.Status))
+		return fmt.Errorf("the run is not waiting for a message (status %s); your message was not sent", cmp.Or(snap.Status, "unknown"))
 	}
 	if other != nil {
 		if tool, _, _, ok := other.toolCall(); ok {
@@ -536,13 +537,6 @@ func isTerminalStatus(status string) bool {
 		return true
 	}
 	return false
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }
 
 // Reconnect policy of the event stream: the delay grows from reconnectDelay to

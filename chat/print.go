@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,9 +112,9 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 		said := p.Error.Message != "" && strings.Contains(s.lastSystem, p.Error.Message)
 		s.mu.Unlock()
 		if said {
-			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed (%s).", s.runID, orUnknown(p.Error.Code)))
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed (%s).", s.runID, cmp.Or(p.Error.Code, "unknown")))
 		} else {
-			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed: %s (%s).", s.runID, orUnknown(p.Error.Message), orUnknown(p.Error.Code)))
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed: %s (%s).", s.runID, cmp.Or(p.Error.Message, "unknown"), cmp.Or(p.Error.Code, "unknown")))
 		}
 		return ExitFailed, true
 	case protocol.EvRunCancelled:

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -234,7 +235,7 @@ func (s *session) drawChunk(re runEvent) {
 		if s.streaming.open {
 			s.v.endStream("")
 		}
-		s.streaming = streamedReply{key: key, messageID: p.MessageID, speaker: orDefault(p.SpeakerID, "agent")}
+		s.streaming = streamedReply{key: key, messageID: p.MessageID, speaker: cmp.Or(p.SpeakerID, "agent")}
 	}
 	r := &s.streaming
 	text := p.Chunk
@@ -275,11 +276,4 @@ func (s *session) drawChunk(re runEvent) {
 			s.v.startThinking()
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

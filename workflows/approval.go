@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -92,7 +93,7 @@ func (v approvalResume) voter(req ResolveRequest) string {
 // received is the approval.received payload of the decision v at node nodeID; now
 // stands for a decision that names no time.
 func (v approvalResume) received(nodeID string, now time.Time) map[string]any {
-	p := map[string]any{"nodeId": nodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(now))}
+	p := map[string]any{"nodeId": nodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": cmp.Or(v.DecidedAt, formatTime(now))}
 	if v.Feedback != "" {
 		p["feedback"] = v.Feedback
 	}
@@ -126,7 +127,7 @@ func approvalVoter(v approvalResume, req ResolveRequest) (string, *ResolveCheck)
 		return v.voter(req), nil
 	}
 	if req.Delegate {
-		return orDefault(v.Voter, orDefault(v.DecidedBy, req.Caller)), nil
+		return cmp.Or(v.Voter, cmp.Or(v.DecidedBy, req.Caller)), nil
 	}
 	for _, f := range [][2]string{{"resumeValue.voter", v.Voter}, {"resumeValue.decidedBy", v.DecidedBy}} {
 		if field, named := f[0], f[1]; named != "" && named != req.Caller {
@@ -280,7 +281,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	}
 	words := fmt.Sprintf("Approval %q: actions %s", d.Title, strings.Join(d.Actions, "/"))
 	if d.required() > 1 {
-		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), orDefault(d.RejectionPolicy, "single-veto"))
+		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), cmp.Or(d.RejectionPolicy, "single-veto"))
 	}
 	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
 	it.approval = &d

@@ -32,6 +32,7 @@ package workflows
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -522,7 +523,7 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	r.emitResumed(it, value, recv)
 	call := it.tool.call
 	if rejected(it.approval, rejects) {
-		return rejectedToolResult(call.Tool, v.DecidedBy, orDefault(v.Feedback, v.Comment)), true
+		return rejectedToolResult(call.Tool, v.DecidedBy, cmp.Or(v.Feedback, v.Comment)), true
 	}
 	if v.Action == "edit-accept" {
 		if args, ok := editedArguments(v.EditedArtifactData); ok {
@@ -639,7 +640,7 @@ func (r *runner) expireToolApproval(it *interrupt) *convo.ToolCallResult {
 
 // rejectedToolResult is the tool result of a rejected call.
 func rejectedToolResult(tool, by, reason string) *convo.ToolCallResult {
-	by = orDefault(by, "an approver")
+	by = cmp.Or(by, "an approver")
 	msg := fmt.Sprintf("%s was not run: %s rejected the call", tool, by)
 	if reason != "" {
 		msg += ": " + reason

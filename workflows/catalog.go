@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -105,12 +106,12 @@ func LoadFixtures() ([]*Definition, error) {
 // vendor.wop.pack node with id "agent", a conversation channel, and an optional
 // "message" input (the first user turn).
 func servedPackDefinition(p *packs.Pack) *Definition {
-	name := orDefault(p.Name, p.ID)
+	name := cmp.Or(p.Name, p.ID)
 	d := &Definition{
 		ID:          p.ID,
 		Name:        name,
-		Version:     orDefault(p.Version, "1.0"),
-		Description: orDefault(p.Description, "PromptPack "+p.ID+" as a conversation"),
+		Version:     cmp.Or(p.Version, "1.0"),
+		Description: cmp.Or(p.Description, "PromptPack "+p.ID+" as a conversation"),
 		Nodes: []Node{{
 			ID: ServedPackNodeID, TypeID: packNodeType, Name: name,
 			Config: mustJSON(map[string]string{"pack": p.ID}),

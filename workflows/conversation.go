@@ -5,6 +5,7 @@ package workflows
 // part in a conversation. The seam is a contract: see conversationAgent.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -221,7 +222,7 @@ func (c *conversation) agentTurn(rep agentReply) protocol.Turn {
 		}
 		content = mustJSON(body)
 	}
-	speaker := orDefault(rep.SpeakerID, c.AgentID)
+	speaker := cmp.Or(rep.SpeakerID, c.AgentID)
 	idx := c.NextTurnIndex()
 	return protocol.Turn{MessageID: c.messageID(idx, protocol.RoleAgent), From: speaker, Content: content, Ts: c.Now(), Role: protocol.RoleAgent, TurnIndex: idx, SpeakerID: speaker}
 }

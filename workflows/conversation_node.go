@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 		return failNode(protocol.CodeValidation, "conversation agent id %q must match %s", op.AgentID, agentIDPattern)
 	}
 	c.AgentID = op.AgentID
-	c.Title = orDefault(op.Title, "Conversation at "+c.NodeID)
+	c.Title = cmp.Or(op.Title, "Conversation at "+c.NodeID)
 	c.Schema = op.Schema
 	c.TimeoutMs = op.TimeoutMs
 	c.TimeoutCode, c.TimeoutText = op.TimeoutCode, op.TimeoutText
@@ -107,7 +108,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	c.it = it
 	content := op.InitialContent
 	if len(content) == 0 {
-		content = mustJSON(map[string]string{"text": orDefault(op.InitialText, c.Title)})
+		content = mustJSON(map[string]string{"text": cmp.Or(op.InitialText, c.Title)})
 	}
 	t0 := protocol.Turn{MessageID: c.messageID(0, protocol.RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: protocol.RoleSystem, TurnIndex: 0}
 	c.appendTurn(t0)
@@ -141,7 +142,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			if timedOut.agent {
 				why = fmt.Sprintf("The %s wait of the conversation timed out after %d ms.", timedOut.Kind, timedOut.TimeoutMs)
 			} else if c.TimeoutCode != "" {
-				code, why = c.TimeoutCode, orDefault(c.TimeoutText, why)
+				code, why = c.TimeoutCode, cmp.Or(c.TimeoutText, why)
 			}
 			c.close(c.systemTurn(why), nil, ResolveRequest{ResolvedBy: "system"})
 			return nil, failNode(code, "%s", why)
@@ -171,7 +172,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			act.Turn.Ts = c.Now()
 		}
 		if act.Op == "close" {
-			final := c.systemTurn("Conversation closed by " + orDefault(req.ResolvedBy, "the client") + ".")
+			final := c.systemTurn("Conversation closed by " + cmp.Or(req.ResolvedBy, "the client") + ".")
 			if act.Turn != nil {
 				final = *act.Turn
 			}
@@ -218,14 +219,14 @@ func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.Ra
 			r.settle(c.agentIt)
 		}
 		ai := rep.Raise
-		kind := orDefault(ai.Kind, "external-event")
+		kind := cmp.Or(ai.Kind, "external-event")
 		var data any = ai.Data
 		if kind == "external-event" {
 			corr := orJSON(ai.Correlation, "{}")
-			data = map[string]any{"eventType": orDefault(ai.EventType, "agent.event"), "correlation": corr}
+			data = map[string]any{"eventType": cmp.Or(ai.EventType, "agent.event"), "correlation": corr}
 		}
 		c.agentIt = r.raise(c.NodeID, interruptSpec{Kind: kind, Data: data, ResumeSchema: ai.ResumeSchema, TimeoutMs: ai.TimeoutMs, Agent: true,
-			Describe: orDefault(ai.Describe, "The agent waits for an injected event {event, context}.")})
+			Describe: cmp.Or(ai.Describe, "The agent waits for an injected event {event, context}.")})
 	}
 	if rep.Close != nil {
 		out, err := r.finishClose(c, rep.Close, ResolveRequest{ResolvedBy: c.AgentID})
@@ -271,7 +272,7 @@ func agentFailure(nodeID string, err error) error {
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
-		code := orDefault(activities.ErrorCode(appErr.Type()), protocol.CodeAgentError)
+		code := cmp.Or(activities.ErrorCode(appErr.Type()), protocol.CodeAgentError)
 		return failNode(code, "agent of node %q failed: %s", nodeID, activityMessage(err))
 	}
 	return failNode(protocol.CodeAgentError, "agent of node %q failed: %v", nodeID, err)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -142,9 +143,9 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 		if t.Role == protocol.RoleAgent && legacy {
 			return bad("turn.from", "turn.from is required on agent turns")
 		}
-		t.From = orDefault(t.SpeakerID, protocol.RoleUser)
+		t.From = cmp.Or(t.SpeakerID, protocol.RoleUser)
 		if legacy {
-			t.From = orDefault(req.ResolvedBy, t.Role)
+			t.From = cmp.Or(req.ResolvedBy, t.Role)
 		}
 	}
 	if t.Role == protocol.RoleAgent {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/wop-dev/wop/protocol"
@@ -120,7 +121,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 		return nil, failNode(protocol.CodeReplayFailed, "source conversation.opened of node %q is unreadable: %v", c.NodeID, err)
 	}
 	c.ID = opened.ConversationID
-	c.AgentID = orDefault(opened.AgentID, "host:"+c.NodeID)
+	c.AgentID = cmp.Or(opened.AgentID, "host:"+c.NodeID)
 	c.Title = "Replay of " + opened.ConversationID
 	c.Schema = opened.Schema
 	r.convs = append(r.convs, c)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -52,9 +53,9 @@ func init() {
 // Open implements conversationAgent.
 func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	op := opening{
-		AgentID:      orDefault(g.cfg.AgentID, "host:"+c.NodeID),
+		AgentID:      cmp.Or(g.cfg.AgentID, "host:"+c.NodeID),
 		Title:        g.cfg.Title,
-		InitialText:  orDefault(g.cfg.InitialPrompt, "Conversation opened."),
+		InitialText:  cmp.Or(g.cfg.InitialPrompt, "Conversation opened."),
 		Participants: g.cfg.Participants,
 		Schema:       g.cfg.Schema,
 		TimeoutMs:    g.cfg.TimeoutMs,

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -273,7 +274,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		if r.resolvedNodes[req.NodeID] {
 			return reject(protocol.CodeInterruptResolved, "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(protocol.CodeInterruptCancelled, "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
+		return reject(protocol.CodeInterruptCancelled, "run %s is %s; nothing is pending", r.in.RunID, cmp.Or(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(protocol.CodeInterruptResolved, "request %q was already applied", req.RequestID)
@@ -367,14 +368,6 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 	}
 	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}
-}
-
-// orDefault is s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // orJSON is raw, or def when raw is empty or null.

@@ -26,6 +26,7 @@ package workflows
 // that way) failed the run (a model round) or gave the model the error (a tool call).
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -105,7 +106,7 @@ func lastFailure(err error, def string) (code, msg string) {
 			err = cause
 		}
 	}
-	return orDefault(activityErrorCode(err), def), activityMessage(err)
+	return cmp.Or(activityErrorCode(err), def), activityMessage(err)
 }
 
 // outlastModel waits out the outage of the provider of round in, whose quick attempts

@@ -17,6 +17,7 @@ package workflows
 // while the state accepts none is refused (pack_events.go).
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -498,7 +499,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			if err := checkActivityInput(in); err != nil {
 				return nil, err
 			}
-			opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
+			opts := activities.ModelRoundOptions(cmp.Or(rt.a.lastProvider, in.Provider))
 			opts.Summary = activities.ModelRoundSummary(in)
 			actx, cancel := workflow.WithCancel(rt.ctx)
 			actx = workflow.WithActivityOptions(actx, opts)
@@ -624,7 +625,7 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 			return // the source run spent it and reported it
 		}
 		r := ev.Round
-		provider, model := orDefault(r.Provider, "unknown"), orDefault(r.Model, "unknown")
+		provider, model := cmp.Or(r.Provider, "unknown"), cmp.Or(r.Model, "unknown")
 		rt.emit("provider.usage", map[string]any{
 			"provider": provider, "model": model, "inputTokens": r.InputTokens, "outputTokens": r.OutputTokens,
 			"totalTokens": r.InputTokens + r.OutputTokens, "nodeId": a.nodeID,

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -40,7 +41,7 @@ func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
 	}
 	code, msg := protocol.CodeRunFailed, "the run failed"
 	if snap.Error != nil {
-		code, msg = orDefault(snap.Error.Code, code), orDefault(snap.Error.Message, msg)
+		code, msg = cmp.Or(snap.Error.Code, code), cmp.Or(snap.Error.Message, msg)
 	}
 	return nil, temporal.NewNonRetryableApplicationError(msg, code, nil, snap)
 }

@@ -23,6 +23,7 @@ package workflows
 // execution) read waiting-approval through their turns, as they did.
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -108,7 +109,7 @@ func (r *runner) settleTurnOutcome(status string) {
 	}
 	for _, id := range r.turnReqs {
 		if o := r.outcomes.find(id); o != nil && o.Applied {
-			o.RunStatus = orDefault(status, r.status)
+			o.RunStatus = cmp.Or(status, r.status)
 		}
 	}
 	r.turnReqs = r.turnReqs[:0]
