@@ -13,7 +13,10 @@ import (
 	"github.com/wop-dev/wop/convo"
 )
 
-// chainClient answers TranscriptPageQuery as the executions of one run that continued
+// testPageQuery stands for the run workflow's transcript page query.
+const testPageQuery = "test.transcript-page"
+
+// chainClient answers testPageQuery as the executions of one run that continued
 // as new do: each holds the messages [base, end) it appended (the current one last),
 // names the executions before it, and fills a page from its newest message back.
 type chainClient struct {
@@ -35,7 +38,7 @@ func (v jsonValue) Get(ptr any) error { return json.Unmarshal(v.raw, ptr) }
 
 func (c *chainClient) QueryWorkflow(_ context.Context, workflowID, runID, query string, args ...any) (converter.EncodedValue, error) {
 	c.asked = append(c.asked, runID)
-	if query != TranscriptPageQuery || workflowID != "run-1" {
+	if query != testPageQuery || workflowID != "run-1" {
 		return nil, fmt.Errorf("unexpected query %s on %s", query, workflowID)
 	}
 	req := args[0].(TranscriptPageRequest)
@@ -76,7 +79,7 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 	msgs := conversation(30, 2000) // 60 messages of about 2 KB
 	// Three executions; each carried the previous round's last message into the next.
 	cl := &chainClient{msgs: msgs, execs: []fakeExecution{{"e1", 0, 20}, {"e2", 19, 40}, {"e3", 39, 60}}}
-	src := ClientTranscripts{Client: cl}
+	src := ClientTranscripts{Client: cl, Query: testPageQuery}
 	ctx := context.Background()
 
 	// A persistent context without a budget: every message, from all three executions.

@@ -296,7 +296,7 @@ func swapInBlockingWorker(t *testing.T, c *apiClient) (*blockingProvider, func()
 	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
 	acts, err := activities.New(activities.Config{
 		Providers:   map[string]activities.Provider{activities.DefaultProviderKey: blocker},
-		Transcripts: activities.ClientTranscripts{Client: tc},
+		Transcripts: activities.ClientTranscripts{Client: tc, Query: workflows.TranscriptPageQuery},
 	})
 	require.NoError(t, err)
 	wcfg := c.Stack.Options().Worker

@@ -32,10 +32,17 @@ const (
 
 // Query names.
 const (
-	SnapshotQuery       = "openwop.snapshot"             // () -> Snapshot
-	EventsQuery         = "openwop.events"               // (EventsRequest) -> EventsPage
-	TranscriptQuery     = activities.TranscriptQuery     // (convo.TranscriptRef) -> []convo.Message
-	TranscriptPageQuery = activities.TranscriptPageQuery // (activities.TranscriptPageRequest) -> activities.TranscriptPage
+	SnapshotQuery = "openwop.snapshot" // () -> Snapshot
+	EventsQuery   = "openwop.events"   // (EventsRequest) -> EventsPage
+	// TranscriptQuery answers a convo.TranscriptRef with the messages it points at
+	// ([]convo.Message), when the execution it reaches holds them all. Readers use
+	// TranscriptPageQuery, which also reaches earlier executions.
+	TranscriptQuery = "openwop.transcript"
+	// TranscriptPageQuery answers an activities.TranscriptPageRequest with an
+	// activities.TranscriptPage. It works on every execution of the run, closed ones
+	// included (QueryWorkflow with that execution's run id); a worker's
+	// activities.ClientTranscripts asks it under this name.
+	TranscriptPageQuery = "openwop.transcript-page"
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
