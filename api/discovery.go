@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -227,16 +226,6 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func (s *Server) handleOpenAPI(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
 	return c.JSON(http.StatusOK, s.openAPIDoc())
-}
-
-// documentedPaths lists "METHOD path" for every route of the table (tests).
-func (s *Server) documentedPaths() []string {
-	var out []string
-	for _, r := range s.routes {
-		out = append(out, r.Method+" "+r.Path)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // The cursor parameters of the JSON and poll event reads. Both answer one page of

@@ -89,13 +89,6 @@ type RunList struct {
 	NextCursor string       `json:"nextCursor,omitempty"`
 }
 
-// listQuery is a parsed listing request.
-type listQuery struct {
-	limit int
-	token []byte // Temporal's next page token, from the cursor
-	query string // visibility query
-}
-
 // parseRunListQuery reads the filters of GET /v1/runs into a visibility query for
 // tenant. Every value is checked against its vocabulary or id syntax before it is
 // quoted into the query.

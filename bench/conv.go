@@ -224,9 +224,3 @@ func (c *conv) send(ctx context.Context) (time.Time, error) {
 func isAgentReply(e event) bool {
 	return e.Type == protocol.EvConversationExchanged && e.Payload.Turn.Role == "agent"
 }
-
-// closeConv closes the conversation (the run then completes).
-func (c *conv) closeConv(ctx context.Context) error {
-	body := map[string]any{"resumeValue": map[string]any{"operation": "close"}}
-	return c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
-}

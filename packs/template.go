@@ -81,15 +81,6 @@ func parseRef(expr string) (ref, bool) {
 	return r, true
 }
 
-// placeholders returns the placeholder bodies of a template in order of appearance.
-func placeholders(tmpl string) []string {
-	var out []string
-	for _, m := range placeholderRe.FindAllStringSubmatch(tmpl, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
 // Render renders the system template of the prompt promptKey. Placeholders resolve as:
 // {{workflow_context}} and {{artifacts.x}} from rt (unset: ""); {{fragments.x}} to the
 // fragment's text, itself rendered (nesting is bounded); anything else to a run variable,
