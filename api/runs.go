@@ -23,6 +23,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/telemetry"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -488,7 +489,7 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 	if err := validateID("runId", id); err != nil {
 		return "", err
 	}
-	if workflows.IsInternalWorkflowID(id) {
+	if webhooks.IsInternalWorkflowID(id) {
 		// The host's own workflows (webhook dispatchers, deliveries) are no tenant's
 		// runs: unknown, like any id that names no run.
 		return "", notFound("run %q not found", id)

@@ -368,7 +368,7 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		// Advertises the chunk endpoint, if any, to the API processes (package chunks).
 		Identity: cfg.Identity,
 	})
-	workflows.Register(w, acts)
+	Register(w, acts)
 	return w
 }
 

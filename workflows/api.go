@@ -135,7 +135,7 @@ type RunInput struct {
 	RequestDigest string `json:"requestDigest,omitempty"`
 	// ParentRunID is set on child runs (core.subWorkflow).
 	ParentRunID string `json:"parentRunId,omitempty"`
-	// CallbackURL, when set, receives the run's webhook events (webhooks.go), signed
+	// CallbackURL, when set, receives the run's webhook events (package webhooks), signed
 	// with the run's callback secret (activities.CallbackSecret).
 	CallbackURL string `json:"callbackUrl,omitempty"`
 	// Fork is set on a `:fork` replay: the source run and its recorded event log.

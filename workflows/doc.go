@@ -93,10 +93,10 @@
 //     turn left the run. Local rounds yield their workflow task every 100 ms (the Yield
 //     activity) so queries and signals are served. See turnstatus.go and localround.go
 //     (GetVersion "turn-status", "local-round-yield").
-//   - Webhooks: each tenant's subscriptions live in a WebhookDispatcher workflow; runs
-//     signal it the events webhooks may receive (notify.go, GetVersion
-//     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
-//     destination; see webhooks.go.
+//   - Webhooks: each tenant's subscriptions live in a webhook dispatcher workflow
+//     (package webhooks); runs signal it the events webhooks may receive (notify.go,
+//     WebhookNotice, GetVersion "webhook-notify"), and it starts one delivery workflow
+//     per event and destination. worker.Register registers both packages' workflows.
 //
 // # Files
 //

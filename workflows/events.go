@@ -46,6 +46,10 @@ const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timestampLayout) }
 
+// FormatTime formats t as event timestamps are (RFC 3339 with milliseconds, UTC), for
+// the host's other workflows.
+func FormatTime(t time.Time) string { return formatTime(t) }
+
 // EventID returns the deterministic id of the event at seq in run runID:
 // "evt-<runId>-<seq>", or, when that would exceed the 128 characters the run-event
 // schema allows, "evt-<first 32 hex of sha256(runId)>-<seq>".

@@ -11,6 +11,7 @@ import (
 	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 )
 
 // testRun drives one run in the SDK test environment.
@@ -28,7 +29,7 @@ func newTestRun(t *testing.T, in RunInput) *testRun {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(startOpts(in.RunID))
-	Register(env, nil)
+	registerRun(env)
 	// A run signals its tenant's webhook dispatcher; here, as for a tenant without
 	// webhooks, there is none (notify_test.go records the notices instead).
 	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID(in.Owner.Tenant), mock.Anything, WebhookEventsSignal, mock.Anything).
@@ -207,4 +208,10 @@ func refusal(code string, unprocessable bool) string {
 		return code + " (unprocessable)"
 	}
 	return code
+}
+
+// registerRun registers the run workflow on a test environment (the worker's assembly,
+// worker.Register, also registers the webhook workflows and the activities).
+func registerRun(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
 }

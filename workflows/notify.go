@@ -1,6 +1,6 @@
 package workflows
 
-// A run tells its tenant's webhook dispatcher (webhooks.go) about the events webhooks
+// A run tells its tenant's webhook dispatcher (package webhooks) about the events webhooks
 // may receive. emit queues them; a coroutine of the run sends what is queued as one
 // WebhookNotice signal whenever the run's main coroutine waits, so the run never
 // blocks on it, and a batch of events written together (node.suspended,
@@ -76,4 +76,31 @@ func (r *runner) flushNotices() {
 	}
 	dctx, _ := workflow.NewDisconnectedContext(r.ctx)
 	_ = workflow.Await(dctx, func() bool { return len(n.queue) == 0 && !n.sending })
+}
+
+// WebhookEventsSignal is the signal of a tenant's webhook dispatcher (package
+// webhooks) that carries a WebhookNotice from a run.
+const WebhookEventsSignal = "openwop.webhooks.events"
+
+// WebhookEventTypes are the run events delivered to webhooks: what a person or a
+// system waits for (a run started or ended, something waits for a decision, a
+// reminder, an escalation, a decision taken). Other types are not delivered, so a
+// subscription may not ask for them.
+var WebhookEventTypes = []string{
+	EvRunStarted, EvRunCompleted, EvRunFailed, EvRunCancelled,
+	EvInterruptRequested, EvInterruptResolved,
+	EvApprovalRequested, EvApprovalReceived,
+	EvClarificationRequested, EvClarificationResolved,
+	EvWorkflowStalled,
+}
+
+// WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
+func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
+
+// WebhookNotice is what a run signals its tenant's dispatcher: events of one run.
+type WebhookNotice struct {
+	RunID       string   `json:"runId"`
+	Tags        []string `json:"tags,omitempty"`
+	CallbackURL string   `json:"callbackUrl,omitempty"`
+	Events      []Event  `json:"events"`
 }

@@ -1,4 +1,4 @@
-package workflows
+package workflows_test
 
 import (
 	"bytes"
@@ -22,6 +22,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/webhooks"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // TestReplayOutputsUnchanged replays every recorded history (as TestReplayRecordedHistories
@@ -94,9 +97,9 @@ func TestReplayOutputsUnchanged(t *testing.T) {
 
 // registerReplayWorkflows registers the host's workflows on a replayer.
 func registerReplayWorkflows(r worker.WorkflowReplayer) {
-	r.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
-	r.RegisterWorkflowWithOptions(WebhookDispatcher, workflow.RegisterOptions{Name: WebhookDispatcherWorkflowName})
-	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
+	r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
+	r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})
 }
 
 // replayCapture is what one replay produced, in order.
@@ -145,15 +148,15 @@ func (c *replayCapture) queryAll(t *testing.T) {
 		}
 		c.add("query", kind, map[string]any{"result": out[0].Interface(), "error": errText})
 	}
-	result(SnapshotQuery, call(SnapshotQuery))
-	result(RunBasisQuery, call(RunBasisQuery))
-	result(WebhookListQuery, call(WebhookListQuery))
-	if _, ok := c.queries[EventsQuery]; ok {
+	result(workflows.SnapshotQuery, call(workflows.SnapshotQuery))
+	result(workflows.RunBasisQuery, call(workflows.RunBasisQuery))
+	result(webhooks.WebhookListQuery, call(webhooks.WebhookListQuery))
+	if _, ok := c.queries[workflows.EventsQuery]; ok {
 		after := int64(-1)
 		for {
-			out := call(EventsQuery, EventsRequest{After: after, MaxBytes: MaxEventsPageBytes})
-			result(EventsQuery, out)
-			page, _ := out[0].Interface().(EventsPage)
+			out := call(workflows.EventsQuery, workflows.EventsRequest{After: after, MaxBytes: workflows.MaxEventsPageBytes})
+			result(workflows.EventsQuery, out)
+			page, _ := out[0].Interface().(workflows.EventsPage)
 			if len(page.Events) == 0 {
 				if page.FirstSequence > after+1 {
 					after = page.FirstSequence - 1 // the events before this execution are not its own
@@ -212,7 +215,7 @@ func (i *captureInbound) ExecuteWorkflow(ctx workflow.Context, in *interceptor.E
 	case workflow.IsContinueAsNewError(err):
 		// recorded by NewContinueAsNewError
 	default:
-		snap, _ := SnapshotFromError(err)
+		snap, _ := workflows.SnapshotFromError(err)
 		i.rec.add("error", err.Error(), snap)
 	}
 	return res, err
@@ -317,10 +320,10 @@ var markerTime = time.Date(1901, 1, 1, 0, 0, 0, 0, time.UTC)
 // decompressed (the compressed bytes would hide which event changed).
 func sideEffectValue(v any) any {
 	b, ok := v.([]byte)
-	if !ok || !bytes.HasPrefix(b, []byte(eventsRecordMagic)) {
+	if !ok || !bytes.HasPrefix(b, []byte(workflows.EventsRecordMagic)) {
 		return v
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b[len(eventsRecordMagic):]))
+	zr, err := gzip.NewReader(bytes.NewReader(b[len(workflows.EventsRecordMagic):]))
 	if err != nil {
 		return fmt.Sprintf("unreadable event record: %v", err)
 	}
@@ -337,13 +340,13 @@ func sideEffectValue(v any) any {
 func searchAttributeUpdates(updates []temporal.SearchAttributeUpdate) map[string]any {
 	const marker = "\x00untouched"
 	var base []temporal.SearchAttributeUpdate
-	names := make([]string, 0, len(SearchAttributes))
-	for name := range SearchAttributes {
+	names := make([]string, 0, len(workflows.SearchAttributes))
+	for name := range workflows.SearchAttributes {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		switch SearchAttributes[name] {
+		switch workflows.SearchAttributes[name] {
 		case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
 			base = append(base, temporal.NewSearchAttributeKeyKeyword(name).ValueSet(marker))
 		case enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST:
@@ -357,7 +360,7 @@ func searchAttributeUpdates(updates []temporal.SearchAttributeUpdate) map[string
 	for _, name := range names {
 		var v any
 		var ok bool
-		switch SearchAttributes[name] {
+		switch workflows.SearchAttributes[name] {
 		case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
 			v, ok = sa.GetKeyword(temporal.NewSearchAttributeKeyKeyword(name))
 			if v == marker {
@@ -378,7 +381,7 @@ func searchAttributeUpdates(updates []temporal.SearchAttributeUpdate) map[string
 			}
 			v = tm
 		default:
-			v, ok = fmt.Sprintf("unexpected type %v", SearchAttributes[name]), true
+			v, ok = fmt.Sprintf("unexpected type %v", workflows.SearchAttributes[name]), true
 		}
 		if !ok {
 			v = nil
