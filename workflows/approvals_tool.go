@@ -705,7 +705,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 		}
 	}
 	if tool == nil {
-		if _, pack := r.agents[req.NodeID].(*packAgent); pack && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
+		if a := r.agents[req.NodeID]; a != nil && a.ApprovesToolCalls() && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
 			return nil, &ResolveCheck{Code: protocol.CodeInterruptResolved,
 				Message: fmt.Sprintf("no tool call waits for approval at node %q of run %s", req.NodeID, r.in.RunID)}, true
 		}

@@ -29,8 +29,15 @@ import (
 //     conversation.exchanged). The returned agentReply becomes the agent's turn, and
 //     may close the conversation or raise/clear the agent's own interrupt.
 //   - CheckInject validates an InjectedEvent without side effects (it serves the API's
-//     synchronous check; return an error for an unknown event). Inject applies it.
-//     Injected events reach the agent only while it has its own interrupt pending.
+//     synchronous check; return an error for an unknown event, a *refusedCheck for a
+//     refusal with its own code and details). Inject applies it. Injected events reach
+//     the agent only while it has its own interrupt pending.
+//   - MisroutedEvent refuses an injected event (the resolve's value, {"event": …})
+//     addressed to the conversation's interrupt, where one lands when the agent raised
+//     no interrupt of its own; nil lets the conversation take the value as a message.
+//   - ApprovesToolCalls reports whether the agent raises tool approvals on its node:
+//     then a decision addressed to the node while none is pending is refused rather
+//     than taken as a message.
 //   - TranscriptPage answers activities.TranscriptPageQuery for keys that start with
 //     the node id ("<nodeId>", "<nodeId>/…" or "<nodeId>:…") from the messages this
 //     execution holds (Base, Len and the newest messages of the range; the host adds
@@ -49,10 +56,17 @@ type conversationAgent interface {
 	Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (agentReply, error)
 	CheckInject(c *conversation, ev InjectedEvent) error
 	Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error)
+	MisroutedEvent(c *conversation, value json.RawMessage) *ResolveCheck
+	ApprovesToolCalls() bool
 	TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error)
 	Status() *PackStatus
 	Save() (json.RawMessage, error)
 }
+
+// refusedCheck is an error of CheckInject that carries the refusal the resolve answers.
+type refusedCheck struct{ check ResolveCheck }
+
+func (e *refusedCheck) Error() string { return e.check.Message }
 
 // turnObserver is implemented by agents that rebuild state from replayed turns.
 type turnObserver interface {

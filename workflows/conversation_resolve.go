@@ -3,6 +3,7 @@ package workflows
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -206,12 +207,12 @@ func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawM
 				return v, check
 			}
 		}
-		if check, isPack := r.checkPackInject(it.NodeID, ev); isPack {
-			if !check.OK {
-				return nil, check
-			}
-		} else if a := r.agents[it.NodeID]; a != nil {
+		if a := r.agents[it.NodeID]; a != nil {
 			err = a.CheckInject(r.convOf(it.NodeID), ev)
+		}
+		var refused *refusedCheck
+		if errors.As(err, &refused) {
+			return nil, refused.check
 		}
 	}
 	if err != nil {

@@ -94,6 +94,13 @@ func (g *gateAgent) CheckInject(*conversation, InjectedEvent) error {
 	return fmt.Errorf("core.conversationGate accepts no injected events")
 }
 
+// MisroutedEvent implements conversationAgent: the gate takes every value as a
+// message.
+func (g *gateAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
+
+// ApprovesToolCalls implements conversationAgent: the gate calls no tools.
+func (g *gateAgent) ApprovesToolCalls() bool { return false }
+
 // Inject implements conversationAgent.
 func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (agentReply, error) {
 	return agentReply{Silent: true}, nil

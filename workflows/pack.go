@@ -204,8 +204,13 @@ func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.T
 }
 
 // CheckInject implements conversationAgent.
+// An event the current state does not take is refused as a misrouted one is (409, or
+// 422 when no state takes it).
 func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
-	return a.m.CanInject(ev.Event)
+	if err := a.m.CanInject(ev.Event); err != nil {
+		return &refusedCheck{a.refuseEvent(ev.Event, err)}
+	}
+	return nil
 }
 
 // Inject implements conversationAgent: the event moves the state machine; a terminal

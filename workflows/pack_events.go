@@ -58,11 +58,17 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 	if r.legacyEventRouting || it.conv == nil || it.conv.Closed {
 		return nil
 	}
-	a, ok := r.agents[it.NodeID].(*packAgent)
-	if !ok {
+	a := r.agents[it.NodeID]
+	if a == nil {
 		return nil
 	}
-	ev, ok := injectionOf(req.ResumeValue)
+	return a.MisroutedEvent(it.conv, req.ResumeValue)
+}
+
+// MisroutedEvent implements conversationAgent: a pack state that raised no event
+// interrupt accepts no injected events.
+func (a *packAgent) MisroutedEvent(_ *conversation, value json.RawMessage) *ResolveCheck {
+	ev, ok := injectionOf(value)
 	if !ok {
 		return nil
 	}
@@ -70,6 +76,10 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 	check.misrouted = true
 	return &check
 }
+
+// ApprovesToolCalls implements conversationAgent: a pack's tool calls may wait for a
+// decision (approvals_tool.go).
+func (a *packAgent) ApprovesToolCalls() bool { return true }
 
 // refuseEvent is the refusal of an event the pack cannot take now (409, or 422 when no
 // state takes it): why (from CanInject), and which states accept which events.
@@ -113,19 +123,6 @@ func declares(accepting map[string][]string, event string) bool {
 		}
 	}
 	return false
-}
-
-// checkPackInject validates an injection into a pack's event interrupt: an event the
-// current state does not declare is a 409 like a misrouted one.
-func (r *runner) checkPackInject(nodeID string, ev InjectedEvent) (ResolveCheck, bool) {
-	a, ok := r.agents[nodeID].(*packAgent)
-	if !ok {
-		return ResolveCheck{}, false
-	}
-	if err := a.m.CanInject(ev.Event); err != nil {
-		return a.refuseEvent(ev.Event, err), true
-	}
-	return ResolveCheck{OK: true}, true
 }
 
 // acceptsEvents reports whether the pack's current state takes injected events and

@@ -68,6 +68,10 @@ func (a *fakeAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 	return nil
 }
 
+func (a *fakeAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
+
+func (a *fakeAgent) ApprovesToolCalls() bool { return false }
+
 func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent) (agentReply, error) {
 	a.State = "done"
 	return agentReply{Text: "Approved: " + string(ev.Context), State: a.State, Close: &closeRequest{Outcome: json.RawMessage(`{"approved":true}`), FinalText: "Goal reached."}}, nil
