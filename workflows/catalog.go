@@ -1,13 +1,16 @@
 package workflows
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
@@ -327,7 +330,45 @@ func RunSummary(in *RunInput) string {
 	if in.ParentRunID != "" {
 		fmt.Fprintf(&b, " · child of %s", in.ParentRunID)
 	}
+	if w := startedWith(in.Inputs); w != "" {
+		fmt.Fprintf(&b, " · %s", w)
+	}
 	return b.String()
+}
+
+// summaryInputRunes bounds what a run's summary quotes of its inputs.
+const summaryInputRunes = 80
+
+// startedWith says in a few words what a run was started with, for the Temporal UI's
+// list: the opening message of a conversation ("message" or "text"), else the inputs'
+// JSON, cut to summaryInputRunes.
+func startedWith(inputs json.RawMessage) string {
+	if len(inputs) == 0 || string(inputs) == "null" || string(inputs) == "{}" {
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(inputs, &fields) == nil {
+		for _, k := range []string{"message", "text"} {
+			var text string
+			if json.Unmarshal(fields[k], &text) == nil && strings.TrimSpace(text) != "" {
+				return strconv.Quote(cutRunes(strings.Join(strings.Fields(text), " "), summaryInputRunes))
+			}
+		}
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, inputs) != nil {
+		return ""
+	}
+	return "inputs " + cutRunes(compact.String(), summaryInputRunes)
+}
+
+// cutRunes cuts s to at most n runes, ending in "…" when it cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // NewForkInput builds the RunInput of a `:fork` replay of a source run from the
