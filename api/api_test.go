@@ -244,7 +244,7 @@ func TestCreateRun(t *testing.T) {
 	if r == nil {
 		t.Fatal("no workflow started")
 	}
-	if r.opts.ID != resp.RunID || r.opts.TaskQueue != workflows.TaskQueue || r.opts.StaticSummary != "OpenWOP run of conformance-identity · tenant default" {
+	if r.opts.ID != resp.RunID || r.opts.TaskQueue != workflows.TaskQueue || r.opts.StaticSummary != `OpenWOP run of conformance-identity · tenant default · inputs {"payload":{"a":1}}` {
 		t.Errorf("start options %+v", r.opts)
 	}
 	if v, ok := r.opts.TypedSearchAttributes.GetKeyword(workflows.SATenant); !ok || v != "default" {

@@ -330,14 +330,35 @@ func RunSummary(in *RunInput) string {
 	if in.ParentRunID != "" {
 		fmt.Fprintf(&b, " · child of %s", in.ParentRunID)
 	}
+	if in.Fork != nil {
+		fmt.Fprintf(&b, " · fork of %s", in.Fork.SourceRunID)
+	}
 	if w := startedWith(in.Inputs); w != "" {
 		fmt.Fprintf(&b, " · %s", w)
 	}
-	return b.String()
+	return cutBytes(b.String(), summaryMaxBytes)
 }
 
-// summaryInputRunes bounds what a run's summary quotes of its inputs.
-const summaryInputRunes = 80
+const (
+	// summaryInputRunes bounds what a run's summary quotes of its inputs.
+	summaryInputRunes = 80
+	// summaryMaxBytes bounds a run's summary well inside Temporal's limit on the
+	// summary's payload (limit.userMetadataSummarySize, 400 bytes with its encoding),
+	// past which the start itself would fail.
+	summaryMaxBytes = 320
+)
+
+// cutBytes cuts s to at most n bytes on a rune boundary, ending in "…" when it cut.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := n - len("…")
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "…"
+}
 
 // startedWith says in a few words what a run was started with, for the Temporal UI's
 // list: the opening message of a conversation ("message" or "text"), else the inputs'
