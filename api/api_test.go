@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -48,6 +49,10 @@ func TestDiscovery(t *testing.T) {
 	fx := doc["fixtures"].([]any)
 	if len(fx) != 3 || fx[0] != "conformance-approval" {
 		t.Errorf("fixtures = %v", fx)
+	}
+	otel, _ := doc["observability"].(map[string]any)["otel"].(map[string]any)
+	if fmt.Sprint(otel["exportProtocols"]) != "[http/json http/protobuf grpc]" || otel["attributeNamespace"] != "openwop" {
+		t.Errorf("observability record %v", doc["observability"])
 	}
 	env.expectNotModified(rec.Header().Get("ETag"))
 }
