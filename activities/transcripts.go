@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/convo"
@@ -85,12 +87,17 @@ func windowStart(msgs []convo.Message, base, from, maxBytes, maxMessages int) (s
 // new holds its earlier messages in its earlier executions: the reader walks back
 // through them (each page names the execution before it) until it has the round's
 // window.
+//
+// An earlier execution Temporal no longer keeps (the namespace's retention passed
+// since it closed) ends the walk: the round sees the messages that remain, the newest
+// ones, as it would past its budget, and Logger (when set) says which were lost.
 type ClientTranscripts struct {
 	Client client.Client
 	// Query is the name of the run workflow's query that answers a TranscriptPageRequest
 	// with a TranscriptPage (workflows.TranscriptPageQuery): the workflow declares its
 	// queries, and the process that assembles a worker names it here.
-	Query string
+	Query  string
+	Logger *slog.Logger
 }
 
 // clientPageBytes bounds each page ClientTranscripts asks for: well within Temporal's
@@ -122,6 +129,14 @@ func (c ClientTranscripts) Transcript(ctx context.Context, ref convo.TranscriptR
 			}
 		}
 		page, err := c.page(ctx, ref, exec, lo)
+		var gone *serviceerror.NotFound
+		if exec != "" && errors.As(err, &gone) {
+			if c.Logger != nil {
+				c.Logger.Warn("Transcript messages are past the namespace's retention", "runId", ref.RunID, "transcript", ref.Key,
+					"execution", exec, "lost", fmt.Sprintf("[%d, %d)", ref.From, lo))
+			}
+			break
+		}
 		if err != nil {
 			return nil, err
 		}

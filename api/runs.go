@@ -355,18 +355,10 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		StaticSummary:                            runSummary(in),
+		StaticSummary:                            workflows.RunSummary(&in),
 		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
 	}
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
-}
-
-func runSummary(in workflows.RunInput) string {
-	s := workflows.RunSummary(&in)
-	if in.Fork != nil {
-		s += " · fork of " + in.Fork.SourceRunID
-	}
-	return s
 }
 
 func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {
