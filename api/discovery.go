@@ -345,6 +345,7 @@ func (s *Server) openAPIFor(major int) map[string]any {
 					"configurable": objv, "metadata": map[string]any{"type": "object", "description": "at most 16 KiB"},
 					"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1, "maxLength": 256}, "maxItems": 64}}, "workflowId"),
 				"CancelRequest":           obj(map[string]any{"reason": str}),
+				"BulkCancelRequest":       obj(map[string]any{"runIds": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxBulkCancelRunIDs, "items": str}, "reason": str}, "runIds"),
 				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},

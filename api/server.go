@@ -293,6 +293,7 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201, V2: true},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs:bulk-cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel up to 100 runs, each on its own: per-id results in request order", Handler: s.handleBulkCancel, Body: "BulkCancelRequest", OK: 200},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200, V2: true},
