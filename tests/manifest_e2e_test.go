@@ -68,6 +68,18 @@ func TestV2PathManifestPairing(t *testing.T) {
 		require.NotEmpty(t, s.Interrupt.InterruptToken)
 		return s.Interrupt.InterruptToken
 	}
+	// Every webhook a row registers is removed at the end, so that the stack shared by
+	// the package's tests does not go on delivering to an address nobody answers.
+	registered := func(major int, raw []byte) string {
+		id, _ := cfObj(t, raw)["webhookId"].(string)
+		require.NotEmpty(t, id)
+		prefix, hdr := "/v1", map[string]string{"Authorization": "Bearer " + c.Key, "OpenWOP-Version": protocol.VersionOf(major)}
+		if major == protocol.Major2 {
+			prefix = ""
+		}
+		t.Cleanup(func() { c.doRaw(http.MethodDelete, prefix+"/webhooks/"+url.PathEscape(id), nil, hdr) })
+		return id
+	}
 	webhook := func(major int) string {
 		prefix := "/v1"
 		if major == protocol.Major2 {
@@ -76,9 +88,7 @@ func TestV2PathManifestPairing(t *testing.T) {
 		status, _, raw := c.doRaw(http.MethodPost, prefix+"/webhooks", map[string]any{"url": "https://hooks.example.test/x", "events": []string{"run.completed"}},
 			map[string]string{"Authorization": "Bearer " + c.Key, "OpenWOP-Version": protocol.VersionOf(major)})
 		require.Equal(t, http.StatusCreated, status, "register a webhook: %s", raw)
-		id, _ := cfObj(t, raw)["webhookId"].(string)
-		require.NotEmpty(t, id)
-		return url.PathEscape(id)
+		return url.PathEscape(registered(major, raw))
 	}
 	bodyOf := func(method, path string) any {
 		switch {
@@ -127,6 +137,9 @@ func TestV2PathManifestPairing(t *testing.T) {
 		status, rh, raw := c.doRaw(method, path, bodyOf(method, strings.TrimPrefix(path, "/v1")), hdr)
 		if status == http.StatusServiceUnavailable {
 			t.Fatalf("%s %s: Temporal answered late: %s", method, path, raw)
+		}
+		if method == http.MethodPost && strings.HasSuffix(path, "/webhooks") && status == http.StatusCreated {
+			registered(major, raw)
 		}
 		assert.Equal(t, protocol.VersionOf(major), rh.Get("OpenWOP-Version"), "%s %s names major %d", method, path, major)
 		return status != http.StatusNotFound && status != http.StatusMethodNotAllowed
