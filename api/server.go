@@ -1,4 +1,5 @@
-// Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
+// Package api is the host's OpenWOP REST surface, served with Echo: major 1 under /v1/
+// and major 2 on the unversioned paths, from the same handlers (version.go). Every protocol
 // call becomes a Temporal call: a workflow start, a signal, a query or a cancel, and
 // listings read Temporal's visibility store. The API keeps no state of its own beyond
 // in-memory rate-limit buckets and the keys it read (keys.go): runs, their event logs,
