@@ -52,6 +52,9 @@ type Config struct {
 	// primary. Nil or empty means a single scripted mock as the default. A
 	// *MockProvider without Scripts receives MockScripts.
 	Providers map[string]Provider
+	// PackProviders maps a pack id to key → provider key: a round of that pack whose
+	// key is mapped is served by the provider of the mapped key (ProviderConfig.Packs).
+	PackProviders map[string]map[string]string
 	// MockScripts maps a pack id to its mock script (<pack>.mock.yaml). They drive the
 	// mock provider and serve as the fallback tool executor (tool_results).
 	MockScripts map[string]*packs.MockScript
@@ -93,12 +96,22 @@ type Config struct {
 	// MaxResultBytes bounds a model reply and a tool result (DefaultMaxResultBytes when
 	// <= 0); see limits.go.
 	MaxResultBytes int
+	// ModelOutage is how long model rounds wait out an unavailable provider, by logical
+	// provider key or canonical provider id ("" for every provider); unset fields and
+	// providers take DefaultModelOutage. An entry's RetryFor is taken as it is: 0 does
+	// not wait (see outage.go, OutageFromEnv).
+	ModelOutage map[string]OutagePolicy
+	// StallReminder is how often a tool call that waits out an outage (its binding's
+	// retry_for) records a workflow.stalled event; 0 means DefaultStallReminder.
+	StallReminder time.Duration
 }
 
 // Activities carries the dependencies of every activity of the host. Its exported
 // methods are the activities; register the instance with worker.RegisterActivity.
 type Activities struct {
 	providers   map[string]Provider
+	packKeys    map[string]map[string]string
+	mockOnly    bool // every provider is the scripted mock: mock tool_results serve unbound tools
 	scripts     map[string]*packs.MockScript
 	transcripts TranscriptSource
 	tools       map[string]ToolFunc
@@ -109,6 +122,9 @@ type Activities struct {
 	maxResult   int
 	// approvalDefaults are Config.ApprovalDefaults.
 	approvalDefaults ToolApproval
+	// outage is Config.ModelOutage; stallReminder Config.StallReminder.
+	outage        map[string]OutagePolicy
+	stallReminder time.Duration
 
 	webhookKey          []byte
 	webhookAllowPrivate bool
@@ -124,6 +140,13 @@ func New(cfg Config) (*Activities, error) {
 	}
 	if err := cfg.ApprovalDefaults.Check(); err != nil {
 		return nil, fmt.Errorf("activities: approval defaults: %w", err)
+	}
+	outage, err := outagePolicies(cfg.ModelOutage)
+	if err != nil {
+		return nil, fmt.Errorf("activities: %w", err)
+	}
+	if cfg.StallReminder < 0 {
+		return nil, errors.New("activities: StallReminder must not be negative")
 	}
 	providers := make(map[string]Provider, len(cfg.Providers)+1)
 	for key, p := range cfg.Providers {
@@ -141,12 +164,27 @@ func New(cfg Config) (*Activities, error) {
 	if providers[DefaultProviderKey] == nil {
 		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))
 	}
+	for pack, keys := range cfg.PackProviders {
+		for key, to := range keys {
+			if providers[to] == nil {
+				return nil, fmt.Errorf("activities: pack %q maps key %q to %q, which is not a configured provider key", pack, key, to)
+			}
+		}
+	}
+	mockOnly := true
+	for _, p := range providers {
+		if _, ok := p.(*MockProvider); !ok {
+			mockOnly = false
+		}
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Activities{
 		providers:   providers,
+		packKeys:    cfg.PackProviders,
+		mockOnly:    mockOnly,
 		scripts:     cfg.MockScripts,
 		transcripts: cfg.Transcripts,
 		tools:       cfg.Tools,
@@ -157,6 +195,8 @@ func New(cfg Config) (*Activities, error) {
 		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
 
 		approvalDefaults: cfg.ApprovalDefaults,
+		outage:           outage,
+		stallReminder:    orDefaultDuration(cfg.StallReminder, DefaultStallReminder),
 
 		webhookKey:          cfg.WebhookSecret,
 		webhookAllowPrivate: cfg.WebhookAllowPrivate,
@@ -164,12 +204,17 @@ func New(cfg Config) (*Activities, error) {
 	}, nil
 }
 
-// provider resolves a logical provider key. An empty key, or a key no provider is
+// provider resolves a logical provider key of a pack's round: the pack's mapping
+// (PackProviders) first, then the key itself. An empty key, or a key no provider is
 // configured for, uses the default provider: a pack that names a logical provider
-// (RFC 0012) runs on the worker's primary model unless that key is configured.
-func (a *Activities) provider(key string) (Provider, string, error) {
+// (RFC 0012) runs on the worker's primary model unless that key is configured. It
+// returns the provider key that serves.
+func (a *Activities) provider(pack, key string) (Provider, string, error) {
 	if key == "" {
 		key = DefaultProviderKey
+	}
+	if to, ok := a.packKeys[pack][key]; ok {
+		key = to
 	}
 	if p, ok := a.providers[key]; ok {
 		return p, key, nil
@@ -191,7 +236,7 @@ func (a *Activities) ModelRound(ctx context.Context, in convo.ModelRoundInput) (
 
 // modelRound runs one model round reading its transcript from src.
 func (a *Activities) modelRound(ctx context.Context, in convo.ModelRoundInput, src TranscriptSource) (*convo.ModelRoundResult, error) {
-	p, key, err := a.provider(in.Provider)
+	p, key, err := a.provider(in.PackID, in.Provider)
 	if err != nil {
 		return nil, err
 	}
@@ -386,17 +431,33 @@ func (a *Activities) toolCall(ctx context.Context, in convo.ToolCallInput) (*con
 			return res, nil
 		}
 	}
-	if script := a.scripts[in.PackID]; script != nil {
+	if script := a.mockScript(in.PackID); script != nil {
 		if out, ok := script.ToolResults[in.Tool]; ok {
 			log.Info("Tool call done", "executor", "mock")
 			return &convo.ToolCallResult{Content: jsonContent(out), Route: RouteMock}, nil
 		}
 	}
-	log.Warn("Tool call has no executor", "executor", "none")
+	log.Warn("Tool call has no binding", "executor", "none")
+	return &convo.ToolCallResult{Content: noBindingContent(in.Tool), IsError: true, Route: RouteNone}, nil
+}
+
+// noBindingContent is the error result of a call whose tool has no binding on this
+// worker.
+func noBindingContent(tool string) json.RawMessage {
 	content, _ := json.Marshal(map[string]string{
-		"error": fmt.Sprintf("no executor is configured for tool %q on this host; the call was not run", in.Tool),
+		"error": fmt.Sprintf("tool %q has no binding on this host (no entry in the tool bindings file and no registered function), so the call was not run", tool),
 	})
-	return &convo.ToolCallResult{Content: content, IsError: true, Route: RouteNone}, nil
+	return content
+}
+
+// mockScript is the pack's mock script when its tool_results may answer calls: only on
+// a worker whose every provider is the scripted mock. A worker that serves a real model
+// never answers with the mock's invented data.
+func (a *Activities) mockScript(pack string) *packs.MockScript {
+	if !a.mockOnly {
+		return nil
+	}
+	return a.scripts[pack]
 }
 
 // jsonContent returns raw as valid JSON: null for empty, a JSON string for text that

@@ -220,7 +220,7 @@ func TestToolCallActivityExecutors(t *testing.T) {
 	res, err = run("other-pack", "verify_account")
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	assert.Contains(t, string(res.Content), `no executor is configured for tool \"verify_account\"`)
+	assert.Contains(t, string(res.Content), `tool \"verify_account\" has no binding on this host`)
 
 	_, err = run("bank", "broken")
 	require.Error(t, err)

@@ -65,7 +65,13 @@ func TestProvidersFromEnvErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{EnvModelProvider: "gemini"}, "is not a provider"},
+		{map[string]string{EnvModelProvider: "gemma"}, "is not a provider"},
+		{map[string]string{EnvModelProvider: "gemini"}, EnvGeminiKey + " or " + EnvGoogleKey},
+		{map[string]string{EnvModelProvider: "vertex"}, EnvGoogleCloudProject},
+		{map[string]string{EnvModelProvider: "bedrock", EnvAWSRegion: "us-east-1"}, EnvModel},
+		{map[string]string{EnvModelProvider: "azure-openai", EnvModel: "d", EnvAzureOpenAIKey: "sk-az"}, EnvAzureOpenAIEndpoint},
+		{map[string]string{EnvModelProvider: "azure-openai", EnvAzureOpenAIEndpoint: "https://r.openai.azure.com", EnvAzureOpenAIKey: "sk-az"}, EnvModel},
+		{map[string]string{EnvModelProvider: "gemini", EnvGeminiKey: "sk-g", EnvGeminiBaseURL: "gw:1"}, "not an absolute http(s) URL"},
 		{map[string]string{EnvModelProvider: "openai"}, EnvOpenAIKey},
 		{map[string]string{EnvModelProvider: "anthropic", EnvOpenAIKey: "sk-x"}, EnvAnthropicKey},
 		{map[string]string{EnvModelProvider: "openai-compatible", EnvModel: "m"}, EnvOpenAICompatibleBaseURL},

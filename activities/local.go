@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/convo"
@@ -31,7 +33,7 @@ type LocalModelRoundInput struct {
 // non-retryable ErrTypeNotLocal: a real model call is always an activity of its own,
 // with its own timeouts, retries and heartbeats.
 func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInput) (*convo.ModelRoundResult, error) {
-	p, key, err := a.provider(in.Round.Provider)
+	p, key, err := a.provider(in.Round.PackID, in.Round.Provider)
 	if err != nil {
 		return nil, err
 	}
@@ -73,5 +75,20 @@ func LocalModelRoundOptions(summary string) workflow.LocalActivityOptions {
 		StartToCloseTimeout: o.StartToCloseTimeout,
 		RetryPolicy:         o.RetryPolicy,
 		Summary:             summary,
+	}
+}
+
+// Yield does nothing: a turn that has run local rounds for a while schedules it to end
+// its workflow task, so that Temporal answers the queries and delivers the signals that
+// came meanwhile (workflows.localround.go) before the turn goes on.
+func (a *Activities) Yield(context.Context) error { return nil }
+
+// YieldOptions are the activity options of Yield: it ends at once, and it is retried
+// while a worker that does not know it yet (a rolling deploy) refuses it.
+func YieldOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 5 * time.Second},
+		Summary:             "yield the workflow task between local model rounds",
 	}
 }

@@ -41,6 +41,7 @@ type OpenAIProvider struct {
 
 	apiKey string
 	svc    openai.ChatCompletionService
+	name   string // canonical id when not openai / openai-compatible (azure-openai)
 }
 
 // NewOpenAIProvider builds the provider for OpenAI itself.
@@ -81,6 +82,9 @@ func newOpenAI(apiKey, model, baseURL string, compatible bool, hc *http.Client) 
 
 // Name implements Provider.
 func (p *OpenAIProvider) Name() string {
+	if p.name != "" {
+		return p.name
+	}
 	if p.Compatible {
 		return ProviderOpenAICompatible
 	}

@@ -25,19 +25,30 @@ var NonRetryableErrorTypes = []string{
 	ErrTypeBadResponse,
 }
 
+// QuickAttempts is how many attempts a real provider's model round makes, a second
+// and then two apart, before the run reports it stalled and waits out the outage as
+// the provider's OutagePolicy says (the workflow schedules the round again with
+// OutageRetryOptions). A blip of a few seconds costs nothing visible.
+const QuickAttempts = 3
+
 // ModelRoundOptions returns the activity options of a ModelRound for a provider: a
-// canonical provider id (mock, openai, anthropic, openai-compatible; the Provider of
+// canonical provider id (mock, openai, anthropic, openai-compatible, gemini, vertex,
+// bedrock, azure-openai; the Provider of
 // the run's previous convo.ModelRoundResult) or, when it is not known yet, anything else
 // such as the logical key, which gets options that suit every real provider.
 //
-//	provider            StartToClose  Heartbeat  attempts  backoff
-//	mock                30s           10s        3         1s ×2, ≤ 10s
-//	openai, anthropic   5m            30s        8         2s ×2, ≤ 2m
-//	openai-compatible   15m           30s        5         2s ×2, ≤ 1m  (local models are slow)
-//	other / unknown     15m           30s        8         2s ×2, ≤ 2m
+//	provider                       StartToClose  Heartbeat  attempts        backoff
+//	mock                           30s           10s        3               1s ×2, ≤ 10s
+//	openai, anthropic              5m            30s        QuickAttempts   1s ×2, ≤ 4s
+//	gemini, vertex                 5m            30s        QuickAttempts   1s ×2, ≤ 4s
+//	bedrock, azure-openai          5m            30s        QuickAttempts   1s ×2, ≤ 4s
+//	openai-compatible              15m           30s        QuickAttempts   1s ×2, ≤ 4s  (local models are slow)
+//	other / unknown                15m           30s        QuickAttempts   1s ×2, ≤ 4s
 //
 // A 429 or 5xx carrying Retry-After waits that long instead of the backoff (capped
-// at 10 minutes). The workflow should set Summary (see ModelRoundSummary).
+// at 10 minutes). A real provider's round that still fails with a retryable error
+// waits out the outage (OutagePolicy). The workflow should set Summary (see
+// ModelRoundSummary).
 func ModelRoundOptions(provider string) workflow.ActivityOptions {
 	switch provider {
 	case ProviderMock:
@@ -46,23 +57,17 @@ func ModelRoundOptions(provider string) workflow.ActivityOptions {
 			HeartbeatTimeout:    10 * time.Second,
 			RetryPolicy:         retryPolicy(time.Second, 10*time.Second, 3),
 		}
-	case ProviderOpenAI, ProviderAnthropic:
+	case ProviderOpenAI, ProviderAnthropic, ProviderGemini, ProviderVertex, ProviderBedrock, ProviderAzureOpenAI:
 		return workflow.ActivityOptions{
 			StartToCloseTimeout: 5 * time.Minute,
 			HeartbeatTimeout:    30 * time.Second,
-			RetryPolicy:         retryPolicy(2*time.Second, 2*time.Minute, 8),
-		}
-	case ProviderOpenAICompatible:
-		return workflow.ActivityOptions{
-			StartToCloseTimeout: 15 * time.Minute,
-			HeartbeatTimeout:    30 * time.Second,
-			RetryPolicy:         retryPolicy(2*time.Second, time.Minute, 5),
+			RetryPolicy:         retryPolicy(time.Second, 4*time.Second, QuickAttempts),
 		}
 	default:
 		return workflow.ActivityOptions{
 			StartToCloseTimeout: 15 * time.Minute,
 			HeartbeatTimeout:    30 * time.Second,
-			RetryPolicy:         retryPolicy(2*time.Second, 2*time.Minute, 8),
+			RetryPolicy:         retryPolicy(time.Second, 4*time.Second, QuickAttempts),
 		}
 	}
 }

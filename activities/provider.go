@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
@@ -16,6 +18,10 @@ const (
 	ProviderOpenAI           = "openai"
 	ProviderAnthropic        = "anthropic"
 	ProviderOpenAICompatible = "openai-compatible"
+	ProviderGemini           = "gemini"       // the Gemini API (google.golang.org/genai)
+	ProviderVertex           = "vertex"       // Gemini on Vertex AI (the same SDK)
+	ProviderBedrock          = "bedrock"      // AWS Bedrock's Converse API (aws-sdk-go-v2)
+	ProviderAzureOpenAI      = "azure-openai" // Azure OpenAI (openai-go's azure package)
 )
 
 // DefaultProviderKey is the logical provider key of the primary provider; a round
@@ -28,11 +34,30 @@ const DefaultProviderKey = "default"
 // built with the ErrType* constants so the workflow can tell permanent from transient
 // failures. They must never put their credentials into an error, a log or a result.
 type Provider interface {
-	// Name is the canonical provider id: mock, openai, anthropic, openai-compatible.
+	// Name is the canonical provider id: mock, openai, anthropic, openai-compatible,
+	// gemini, vertex, bedrock, azure-openai.
 	Name() string
 	// Complete runs one model round over the request's transcript, passing the reply's
 	// text to req.Stream as it is produced.
 	Complete(ctx context.Context, req *Request) (*convo.ModelRoundResult, error)
+}
+
+// Checker is a provider that can tell at start whether it can serve at all (its
+// credentials resolve), so a worker refuses to start instead of failing its rounds.
+type Checker interface {
+	Check(ctx context.Context) error
+}
+
+// CheckProviders runs Check on every provider that has one, in key order.
+func CheckProviders(ctx context.Context, providers map[string]Provider) error {
+	for _, key := range slices.Sorted(maps.Keys(providers)) {
+		if c, ok := providers[key].(Checker); ok {
+			if err := c.Check(ctx); err != nil {
+				return fmt.Errorf("provider %q: %w", key, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Request is one model round as a provider sees it: the activity input plus the

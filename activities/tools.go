@@ -83,7 +83,17 @@ type ToolRoute struct {
 	// defaults); the workflow decides with them and the pack's governance whether the
 	// call waits for a person. Routes recorded before approvals have none.
 	Approval *ToolApproval `json:"approval,omitempty"`
+	// Outage, when set, is how long a call that failed its attempts with a retryable
+	// error waits out the outage of what it calls (its binding's retry_for), reported
+	// as a stalled run. Only calls that may be retried (MaxAttempts > 1) get one.
+	Outage *OutagePolicy `json:"outage,omitempty"`
 }
+
+// ErrTypeOutcomeUnknown is the retryable failure of a tool call that may have been
+// applied: the request was sent and no answer came (a timeout, a connection lost after
+// the request went out). The model of a write or external tool then reads that the
+// outcome is unknown, with the call's idempotency key, rather than that it failed.
+const ErrTypeOutcomeUnknown = "ToolOutcomeUnknown"
 
 // ActivityTarget is an activity of the deployment's own workers that serves a tool: the
 // workflow schedules Type on TaskQueue with the call's arguments object as the single
@@ -111,14 +121,23 @@ func ToolAttempts(effect string, idempotent bool, maxAttempts int) int32 {
 }
 
 // RouteTools is a local activity: it routes each call of a tool batch, from the
-// worker's bindings (Config.Bindings) and registered functions (Config.Tools), else to
-// the pack's mock tool_results, else to none. It reads only this worker's
+// worker's bindings (Config.Bindings) and registered functions (Config.Tools), else, on
+// a worker whose every provider is the scripted mock, to the pack's mock tool_results,
+// else to none (an error result saying the tool has no binding). It reads only this worker's
 // configuration, so its recorded result is what keeps the workflow deterministic.
 func (a *Activities) RouteTools(_ context.Context, in RouteToolsInput) (*RouteToolsResult, error) {
 	out := &RouteToolsResult{Routes: make([]ToolRoute, len(in.Calls))}
 	for i, c := range in.Calls {
 		out.Routes[i] = a.route(in.PackID, c)
 		out.Routes[i].Approval = a.approvalOf(c.Tool)
+		if o := out.Routes[i].Outage; o != nil {
+			if out.Routes[i].MaxAttempts <= 1 || o.RetryFor <= 0 {
+				out.Routes[i].Outage = nil // a call attempted once never waits for a second attempt
+			} else {
+				pol := o.Merge(OutagePolicy{InitialInterval: time.Second, MaxInterval: DefaultOutageMaxInterval, RemindEvery: a.stallReminder})
+				out.Routes[i].Outage = &pol
+			}
+		}
 	}
 	return out, nil
 }
@@ -132,7 +151,7 @@ func (a *Activities) route(packID string, c ToolRouteCall) ToolRoute {
 			return r
 		}
 	}
-	if script := a.scripts[packID]; script != nil {
+	if script := a.mockScript(packID); script != nil {
 		if _, ok := script.ToolResults[c.Tool]; ok {
 			return ToolRoute{Kind: RouteMock, Target: "mock tool_results", MaxAttempts: DefaultToolAttempts}
 		}

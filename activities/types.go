@@ -46,12 +46,17 @@ const DefaultTranscriptPageBytes = 1 << 20
 
 // Segment is a closed execution of a run that continued as new: its Temporal run id
 // and the run events it holds, [FirstSequence, LastSequence]. A run keeps the newest
-// of them in its state (workflows.MaxSegmentLinks) and every execution answers
-// queries, so earlier ones are found through the oldest execution a run knows of.
+// of them in its state (workflows.MaxSegmentLinks) and a sparse index of older ones,
+// and every execution's start event carries its own, so any earlier execution is
+// found in a few reads of start events.
 type Segment struct {
 	RunID         string `json:"runId"`
 	FirstSequence int64  `json:"firstSequence"`
 	LastSequence  int64  `json:"lastSequence"`
+	// Recorded: the execution wrote every event of its range into its own Temporal
+	// history (workflows.EventsRecord markers), so a reader decodes them from the
+	// history instead of querying the closed execution, which makes a worker replay it.
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // applyOverride returns in changed by the override o: System replaced, or wrapped by Prefix and

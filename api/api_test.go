@@ -573,7 +573,7 @@ func TestResolve(t *testing.T) {
 	}
 	req := r.signals[0].(workflows.ResolveRequest)
 	if req.NodeID != "gate" || string(req.ResumeValue) != `{"action":"accept"}` || req.ResolvedBy != "full" || req.Via != "rest" ||
-		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "idem-") || req.Caller != "full" || !req.Delegate {
+		req.ReceivedAtMs != env.now.UnixMilli() || !strings.HasPrefix(req.RequestID, "idem-") || req.Caller != "full" || req.Delegate {
 		t.Errorf("signal %+v", req)
 	}
 	// Aliases.
@@ -700,7 +700,7 @@ func TestInterruptTokens(t *testing.T) {
 		t.Fatalf("token resolve: %d %s", rec.Code, rec.Body)
 	}
 	req := run.signals[0].(workflows.ResolveRequest)
-	if req.InterruptID != "int_7" || req.NodeID != "wait" || req.Via != "token" || req.ResolvedBy != "token" {
+	if req.InterruptID != "int_7" || req.NodeID != "wait" || req.Via != "token" || req.ResolvedBy != "full" || req.Caller != "full" {
 		t.Errorf("signal %+v", req)
 	}
 	env.expectError(env.do("POST", "/v1/interrupts/"+tok, "", `{"resumeValue":{"orderId":"fixture-order-1"}}`), 409, CodeInterruptResolved)
@@ -848,6 +848,11 @@ func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
 		{"duplicate key", `{"resumeValue":{"turn":{"messageId":"a","messageId":"b"}}}`, "resumeValue.turn.messageId"},
 		{"duplicate top key", `{"workflowId":"a","workflowId":"b"}`, "workflowId"},
 		{"too deep", deep, "resumeValue" + strings.Repeat(".a", MaxJSONDepth-1)},
+		{"beyond a double", `{"resumeValue":{"amount":1e400}}`, "resumeValue.amount"},
+		{"far beyond a double", `{"inputs":{"n":[1,-1e1000000000]}}`, "inputs.n[1]"},
+		{"40-digit integer", `{"resumeValue":{"editedArtifactData":{"arguments":{"id":1234567890123456789012345678901234567890}}}}`, "resumeValue.editedArtifactData.arguments.id"},
+		{"2^53", `{"n":9007199254740992}`, "n"},
+		{"a number as the body", `1e999`, "(body)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v any
@@ -862,7 +867,8 @@ func TestDecodeStrictRefusesAmbiguousJSON(t *testing.T) {
 		})
 	}
 	var v any
-	for _, body := range []string{ok, `{"resumeValue":"\ud83d\ude00 é \\u \"q\""}`, `{"a":{"x":1},"b":{"x":1}}`} {
+	for _, body := range []string{ok, `{"resumeValue":"\ud83d\ude00 é \\u \"q\""}`, `{"a":{"x":1},"b":{"x":1}}`,
+		`{"n":[9007199254740991,-9007199254740991,1.7e308,1e-400,12345678901234567890.5,"1234567890123456789012345678901234567890"]}`} {
 		if err := decodeStrict([]byte(body), &v); err != nil {
 			t.Errorf("%s: %v", body, err)
 		}

@@ -1,14 +1,18 @@
 package api
 
-// Guards around authentication: failed authentication and the signed-token routes are
-// rate-limited per client address, and every 401 names the Bearer scheme.
+// Guards around authentication: failed authentication is rate-limited per failing
+// client, the signed-token routes per client address, and every 401 names the Bearer
+// scheme.
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -22,31 +26,83 @@ func unauthenticated(format string, args ...any) *Error {
 	return codeErr(CodeUnauthenticated, format, args...)
 }
 
-// clientAddr is the address a request came from: the connection's peer. Forwarding
-// headers (X-Forwarded-For, X-Real-IP) are not read, since any client can set them; an
-// API behind a proxy sees the proxy's address and relies on the proxy's own limits.
-func clientAddr(c echo.Context) string {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+// clientAddr is the address a request came from: the connection's peer, or, when the
+// peer is one of Guards.TrustedProxies, the address those proxies forwarded in
+// X-Forwarded-For: read from the right, the first address that is not a trusted proxy
+// (the left-most when every one is). Without trusted proxies forwarding headers are not
+// read, since any client can set them.
+func (s *Server) clientAddr(c echo.Context) string {
+	r := c.Request()
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return c.Request().RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	trusted := s.cfg.Guards.TrustedProxies
+	if len(trusted) == 0 {
+		return host
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || !trustedProxy(trusted, addr) {
+		return host
+	}
+	var hops []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(h, ",")...)
+	}
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, ok := forwardedAddr(hops[i])
+		if !ok {
+			break // not an address: nothing left of it is trusted
+		}
+		addr = hop
+		if !trustedProxy(trusted, addr) {
+			break
+		}
+	}
+	return addr.String()
 }
 
-// peek reports whether id's bucket holds a token, without taking one, or how long
-// until it does.
-func (rl *rateLimiter) peek(id string) (bool, time.Duration) {
-	rl.mu.Lock()
-	defer rl.mu.Unlock()
-	b, ok := rl.buckets[id]
-	if !ok {
-		return true, 0
+// forwardedAddr reads one X-Forwarded-For entry: an address, optionally with a port
+// (IPv6 in brackets).
+func forwardedAddr(v string) (netip.Addr, bool) {
+	v = strings.TrimSpace(v)
+	if ap, err := netip.ParseAddrPort(v); err == nil {
+		return ap.Addr().Unmap(), true
 	}
-	tokens := math.Min(rl.burst, b.tokens+rl.now().Sub(b.last).Seconds()*rl.rate)
-	if tokens >= 1 {
-		return true, 0
+	a, err := netip.ParseAddr(strings.Trim(v, "[]"))
+	return a.Unmap(), err == nil
+}
+
+func trustedProxy(trusted []netip.Prefix, a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
 	}
-	return false, time.Duration((1 - tokens) / rl.rate * float64(time.Second))
+	return false
+}
+
+// ParseTrustedProxies reads a comma-separated list of addresses and CIDR prefixes
+// (WOP_TRUSTED_PROXIES), e.g. "10.0.0.0/8, 127.0.0.1".
+func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range strings.Split(list, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix such as 10.0.0.0/8", v)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // rateLimited is the 429 of a per-client limit.
@@ -61,21 +117,34 @@ func rateLimited(wait time.Duration, what string) *Error {
 	return e
 }
 
-// authenticated wraps requireAuth: a client whose failed authentications have emptied
-// its bucket gets 429 before its key is looked at, and each 401 drains the bucket.
+// failedKeyKey names, on a request whose key was refused though it is known (revoked
+// or expired), that key's id: its failures count against the key, not the address.
+const failedKeyKey = "wop.failedKey"
+
+// authenticated wraps requireAuth with the limit of failed authentications. A failure
+// (a 401 before any key authenticated) is counted against what identifies the failing
+// client: the key it presented when that is a known key that no longer authenticates,
+// else its address (clientAddr, behind trusted proxies the client's own). Once that
+// bucket is empty its failures are answered 429 instead of 401. The key is looked up
+// first, so a request whose key authenticates is never refused for failures, its
+// client's or anyone's: a flood of wrong keys through one proxy or one published
+// Docker port locks out no valid key.
 func (s *Server) authenticated(scopes ...string) echo.MiddlewareFunc {
 	inner := s.requireAuth(scopes...)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		h := inner(next)
 		return func(c echo.Context) error {
-			addr := clientAddr(c)
-			if ok, wait := s.authFails.peek(addr); !ok {
-				return rateLimited(wait, "failed authentications")
-			}
 			err := h(c)
 			var ae *Error
-			if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && principalOf(c) == nil {
-				s.authFails.allow(addr)
+			if !errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || principalOf(c) != nil {
+				return err
+			}
+			id := "addr:" + s.clientAddr(c)
+			if key, _ := c.Get(failedKeyKey).(string); key != "" {
+				id = "key:" + key
+			}
+			if ok, wait := s.authFails.allow(id); !ok {
+				return rateLimited(wait, "failed authentications")
 			}
 			return err
 		}
@@ -85,7 +154,7 @@ func (s *Server) authenticated(scopes ...string) echo.MiddlewareFunc {
 // limitTokenRoute limits the signed-token routes per client address.
 func (s *Server) limitTokenRoute(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if ok, wait := s.tokenRoutes.allow(clientAddr(c)); !ok {
+		if ok, wait := s.tokenRoutes.allow(s.clientAddr(c)); !ok {
 			return rateLimited(wait, "interrupt token requests")
 		}
 		return next(c)

@@ -27,6 +27,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/internal/telemetry"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -68,6 +69,8 @@ func decodeSnapshot(runID string, v encodedValue) (*workflows.Snapshot, error) {
 	if err := v.Get(&snap); err != nil {
 		return nil, fmt.Errorf("decoding the snapshot of run %s: %w", runID, err)
 	}
+	// The run's spans in this process name its workflow from now on.
+	telemetry.NoteRun(snap.RunID, telemetry.RunInfo{WorkflowID: snap.WorkflowID, Tenant: snap.Owner.Tenant, ParentRunID: snap.ParentRunID})
 	return &snap, nil
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,13 +23,47 @@ const (
 	ScopeRunsCancel       = "runs:cancel"
 	ScopeApprovalsRespond = "approvals:respond"
 	// ScopeApprovalsDelegate (a host scope) lets a key cast approval votes for the
-	// voters it names (resumeValue.voter or decidedBy), as a relay of several people
-	// does; other keys vote as themselves.
+	// voters it names (resumeValue.voter or decidedBy), as a relay that authenticates
+	// several people does; other keys vote as themselves. With it one key can meet a
+	// quorum, so it is granted only by name: it is not in AllScopes ("all"), and
+	// WOP_API_KEY holds it only when WOP_API_KEY_SCOPES names it.
 	ScopeApprovalsDelegate = "approvals:delegate"
 )
 
-// AllScopes is every scope a full-access key holds.
-var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeApprovalsDelegate, ScopeWebhooksManage}
+// AllScopes is every scope a full-access key holds ("all"): every scope but
+// approvals:delegate.
+var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeWebhooksManage}
+
+// KnownScopes is every scope this host checks: AllScopes and approvals:delegate.
+var KnownScopes = append(append([]string(nil), AllScopes...), ScopeApprovalsDelegate)
+
+// ParseScopes reads a comma-separated scope list, in which "all" stands for AllScopes
+// (e.g. "all,approvals:delegate"). An unknown scope is an error naming the known ones.
+func ParseScopes(list string) ([]string, error) {
+	var out []string
+	add := func(s string) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	for _, s := range strings.Split(list, ",") {
+		switch s = strings.TrimSpace(s); {
+		case s == "":
+		case s == "all":
+			for _, a := range AllScopes {
+				add(a)
+			}
+		case slices.Contains(KnownScopes, s):
+			add(s)
+		default:
+			return nil, fmt.Errorf("unknown scope %q; this host knows %s, and \"all\" (every scope but %s)", s, strings.Join(KnownScopes, ", "), ScopeApprovalsDelegate)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scopes in %q: name at least one of %s, or \"all\"", list, strings.Join(KnownScopes, ", "))
+	}
+	return out, nil
+}
 
 // Defaults of the tunable limits.
 const (
@@ -97,6 +132,9 @@ type Config struct {
 	// EventsPageBytes bounds one page of events read from the run; lower it with the
 	// server's limit.blobSize.error.
 	EventsPageBytes int
+	// Namespace is the Temporal namespace of the runs (default "default"), in which the
+	// API reads the histories of a run's closed executions (segments.go).
+	Namespace string
 	// RateLimitPerSecond and RateLimitBurst shape the per-key token bucket.
 	RateLimitPerSecond float64
 	RateLimitBurst     int
@@ -143,6 +181,9 @@ func (c Config) withDefaults() Config {
 	if c.EventsPageBytes <= 0 {
 		c.EventsPageBytes = DefaultEventsPageBytes
 	}
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
 	if c.RateLimitPerSecond <= 0 {
 		c.RateLimitPerSecond = DefaultRateLimitPerSecond
 	}
@@ -175,6 +216,7 @@ func (c Config) withDefaults() Config {
 // ConfigFromEnv reads the API configuration from the environment:
 //
 //	WOP_API_KEY           a full-access key for tenant "default"
+//	WOP_API_KEY_SCOPES    its scopes (default "all"; e.g. "all,approvals:delegate")
 //	WOP_KEYS_FILE         a keys file: keys of every tenant with their scopes (LoadKeysFile)
 //	WOP_TOKEN_SECRET      secret that signs interrupt tokens (required when keys are set)
 //	WOP_PUBLIC_URL        base URL used in callback URLs
@@ -193,7 +235,14 @@ func (c Config) withDefaults() Config {
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
-		cfg.Keys = append(cfg.Keys, Key{ID: "env", Secret: k, Tenant: "default", Scopes: AllScopes})
+		scopes := AllScopes
+		if v := strings.TrimSpace(getenv("WOP_API_KEY_SCOPES")); v != "" {
+			var err error
+			if scopes, err = ParseScopes(v); err != nil {
+				return cfg, fmt.Errorf("WOP_API_KEY_SCOPES: %w", err)
+			}
+		}
+		cfg.Keys = append(cfg.Keys, Key{ID: "env", Secret: k, Tenant: "default", Scopes: scopes})
 	}
 	cfg.KeysFile = strings.TrimSpace(getenv("WOP_KEYS_FILE"))
 	if s := getenv("WOP_TOKEN_SECRET"); s != "" {

@@ -273,7 +273,8 @@ func (s *Server) openAPIFor(major int) map[string]any {
 				query("packId", "exact pack id"), waiting,
 				query("createdAfter", "RFC 3339 time"), query("createdBefore", "RFC 3339 time"))...)
 		case "GET /v1/interrupts":
-			params = append(params, listParams(waiting)...)
+			params = append(params, listParams(waiting, query("answeredBy",
+				"whose work: operator (default: approvals, questions, decisions, conversations staff answer), user (conversations waiting for their end user), any"))...)
 		}
 		switch r.Path {
 		case "/v1/runs/{runId}/events":

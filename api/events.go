@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -116,9 +115,8 @@ type eventsRead struct {
 
 // readEvents reads one page of the run's events with Sequence > after: from the run's
 // current execution, or, for a cursor before the events it holds, from the earlier
-// execution that holds them (closed executions answer queries too). Each execution
-// names those before it, newest first; a cursor older than all of them is found
-// through the oldest one named, which names those before it in turn.
+// execution that holds them (segments.go): decoded from its history where it recorded
+// them, queried where it did not. SSE, JSON reads, polls and the feed all read here.
 func (s *Server) readEvents(ctx context.Context, runID string, after int64) (*eventsRead, error) {
 	req := workflows.EventsRequest{After: after, MaxBytes: s.pageBytes()}
 	cur, err := s.queryEvents(ctx, runID, "", req)
@@ -126,43 +124,17 @@ func (s *Server) readEvents(ctx context.Context, runID string, after int64) (*ev
 		return nil, err
 	}
 	res := &eventsRead{Events: cur.Events, Last: cur.LastSequence, More: cur.More, Tenant: cur.Tenant}
-	page, hops := cur, 0
-	for len(page.Events) == 0 && after+1 < page.FirstSequence && after < cur.LastSequence {
-		exec := segmentFor(page.Earlier, after+1)
-		if exec == "" {
-			return nil, fmt.Errorf("run %s: no execution names the one holding event %d (the oldest known starts at %d)", runID, after+1, page.FirstSequence)
-		}
-		if hops++; hops > maxSegmentHops {
-			return nil, fmt.Errorf("run %s: event %d is more than %d executions back", runID, after+1, maxSegmentHops)
-		}
-		if page, err = s.queryEvents(ctx, runID, exec, req); err != nil {
+	if len(cur.Events) == 0 && after+1 < cur.FirstSequence && after < cur.LastSequence {
+		if res.Events, err = s.earlierEvents(ctx, runID, cur, after, req); err != nil {
 			return nil, err
 		}
-		res.Events = page.Events
-		if n := len(page.Events); n > 0 {
-			res.More = page.Events[n-1].Sequence < cur.LastSequence
+		if n := len(res.Events); n > 0 {
+			res.More = res.Events[n-1].Sequence < cur.LastSequence
 		}
 	}
 	n := len(res.Events)
 	res.Terminal = cur.Terminal && !res.More && (n == 0 && after >= cur.LastSequence || n > 0 && res.Events[n-1].Sequence == cur.LastSequence)
 	return res, nil
-}
-
-// maxSegmentHops bounds the walk back through a run's executions.
-const maxSegmentHops = 1000
-
-// segmentFor picks, from executions named newest first, the one holding sequence seq,
-// or the oldest one when all of them start after it ("" when none is named).
-func segmentFor(segs []activities.Segment, seq int64) string {
-	for _, sg := range segs {
-		if sg.FirstSequence <= seq {
-			return sg.RunID
-		}
-	}
-	if len(segs) == 0 {
-		return ""
-	}
-	return segs[len(segs)-1].RunID
 }
 
 // queryEvents asks one execution of the run (exec "" is the current one) for a page.
@@ -310,6 +282,8 @@ func mustJSON(v any) json.RawMessage {
 const (
 	defaultPollTimeout = 30 * time.Second
 	maxPollTimeout     = 60 * time.Second
+	// pollReadTimeout is the least time a poll tries to read the events that exist.
+	pollReadTimeout = 10 * time.Second
 )
 
 // parseCursorOf reads the cursor of the JSON and poll reads of the request's major:
@@ -408,16 +382,20 @@ func (s *Server) handlePoll(c echo.Context) error {
 		return s.answerPoll(c, id, res) // the events a resolve update carried (turnevents.go)
 	}
 	// The first read answers the tenant check and, when events are there already, the
-	// poll itself; only an empty page waits on the run's history.
+	// poll itself; only an empty page waits on the run's history. The timeout bounds
+	// that wait, not the read of events that exist: a read that did not happen never
+	// answers an empty page. A read Temporal does not answer is tried again for at
+	// least pollReadTimeout, then answered with its error.
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	res, err := s.readEventsRetrying(wctx, id, after)
+	rctx, rcancel := context.WithTimeout(ctx, max(wait, pollReadTimeout))
+	defer rcancel()
+	rstop := context.AfterFunc(s.ctx, rcancel)
+	defer rstop()
+	res, err := s.readEventsRetrying(rctx, id, after)
 	if err != nil {
-		if wctx.Err() != nil && ctx.Err() == nil {
-			return s.answerPollPage(c, id, nil, false)
-		}
 		return err
 	}
 	if len(res.Events) > 0 || res.Terminal {

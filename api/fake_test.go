@@ -25,7 +25,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -70,8 +70,8 @@ type fakeRun struct {
 	// workflow task keeps failing; TerminateWorkflow ends that (closed with a
 	// WorkflowExecutionTerminated event).
 	stuck bool
-	// eventQueries counts EventsQuery calls.
-	eventQueries int
+	// eventQueries counts EventsQuery calls, snapQueries SnapshotQuery calls.
+	eventQueries, snapQueries int
 	// live makes the history long poll of the run wait for bump (one history event per
 	// bump) instead of ending at once, as for a workflow that is still running.
 	live  bool
@@ -81,6 +81,17 @@ type fakeRun struct {
 	// most links executions before it.
 	execs []fakeExec
 	links int
+	// recorded makes the executions record their events in their histories (served
+	// by the fake's WorkflowService, segments_test.go) and name a sparse index of older
+	// ones; execQueries counts the queries of executions other than the current one,
+	// and historyReads the history pages read.
+	recorded     bool
+	execQueries  int
+	historyReads int
+	// unrecorded, when set, are sequences missing from the records; gone are the
+	// executions whose history Temporal no longer keeps.
+	unrecorded map[int64]bool
+	gone       map[string]bool
 	// closed, when set, is the event that closed the run in Temporal (signals then
 	// fail NotFound).
 	closed *historypb.HistoryEvent
@@ -165,6 +176,7 @@ type fakeTemporal struct {
 func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	ft := &fakeTemporal{runs: map[string]*fakeRun{}}
 	mc := mocks.NewClient(t)
+	mc.On("WorkflowService").Return(&fakeService{ft: ft}).Maybe()
 	mc.On("QueryWorkflow", mock.Anything, mock.Anything, "", mock.Anything).Return(
 		func(_ context.Context, id, _ string, q string, _ ...any) (converter.EncodedValue, error) {
 			return ft.query(id, q, nil)
@@ -343,6 +355,7 @@ func (ft *fakeTemporal) query(id, q string, args []any) (converter.EncodedValue,
 	}
 	switch q {
 	case workflows.SnapshotQuery:
+		r.snapQueries++
 		return jsonValue{r.snap}, nil
 	case workflows.RunBasisQuery:
 		in := r.input
@@ -539,16 +552,20 @@ func (env *testEnv) expectError(rec *httptest.ResponseRecorder, status int, code
 
 // fakeCatalog serves a few fixture-like definitions.
 type fakeCatalog struct {
-	defs map[string]*workflows.Definition
+	defs  map[string]*workflows.Definition
+	packs map[string]*packs.Pack
 }
 
 func (c *fakeCatalog) Definition(id string) (*workflows.Definition, bool) {
 	d, ok := c.defs[id]
 	return d, ok
 }
-func (c *fakeCatalog) Pack(string) (*packs.Pack, bool) { return nil, false }
-func (c *fakeCatalog) PackIDs() []string               { return nil }
-func (c *fakeCatalog) Limits() workflows.TurnLimits    { return workflows.TurnLimits{} }
+func (c *fakeCatalog) Pack(id string) (*packs.Pack, bool) {
+	p, ok := c.packs[id]
+	return p, ok
+}
+func (c *fakeCatalog) PackIDs() []string            { return mapkeys.Sorted(c.packs) }
+func (c *fakeCatalog) Limits() workflows.TurnLimits { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}
 }
@@ -591,6 +608,9 @@ func (ft *fakeTemporal) queryExec(id, rid, q string, args []any) (converter.Enco
 	for i, x := range r.execs {
 		if x.runID == rid {
 			r.eventQueries++
+			if i < len(r.execs)-1 {
+				r.execQueries++
+			}
 			return jsonValue{r.execPage(i, args[0].(workflows.EventsRequest))}, nil
 		}
 	}
@@ -605,9 +625,7 @@ func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsP
 		end = r.execs[i+1].first
 	}
 	page := workflows.EventsPage{Events: []workflows.Event{}, LastSequence: end - 1, FirstSequence: x.first, Tenant: r.snap.Owner.Tenant}
-	for j := i - 1; j >= 0 && len(page.Earlier) < r.links; j-- {
-		page.Earlier = append(page.Earlier, activities.Segment{RunID: r.execs[j].runID, FirstSequence: r.execs[j].first})
-	}
+	page.Earlier, page.Index = r.execLinks(i)
 	if req.After+1 < x.first {
 		return page
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -11,11 +12,16 @@ import (
 type GuardConfig struct {
 	// ResolveWait bounds how long a resolve waits for the run's outcome (resolve.go).
 	ResolveWait time.Duration
-	// AuthFailuresPerSecond and AuthFailureBurst shape a token bucket per client
-	// address that every failed authentication (401) drains; an empty bucket answers
-	// 429 before any key is looked at.
+	// AuthFailuresPerSecond and AuthFailureBurst shape a token bucket per failing
+	// client (the known key it presented, else its address) that every failed
+	// authentication (401) drains; once it is empty, failures are answered 429. A key
+	// that authenticates is never refused for failures (authguard.go).
 	AuthFailuresPerSecond float64
 	AuthFailureBurst      int
+	// TrustedProxies are the proxies (addresses and prefixes) whose X-Forwarded-For
+	// names the client: the limits per client address count the address they
+	// forwarded, not theirs. Without them forwarding headers are ignored.
+	TrustedProxies []netip.Prefix
 	// TokenRoutePerSecond and TokenRouteBurst limit GET and POST /v1/interrupts/{token}
 	// per client address (the token is the only credential there).
 	TokenRoutePerSecond float64
@@ -86,8 +92,16 @@ func (g GuardConfig) withDefaults() GuardConfig {
 	return g
 }
 
-// guardsFromEnv reads WOP_ALLOWED_HOSTS (comma-separated) and WOP_RESOLVE_WAIT.
+// guardsFromEnv reads WOP_ALLOWED_HOSTS (comma-separated), WOP_RESOLVE_WAIT and
+// WOP_TRUSTED_PROXIES (comma-separated addresses and CIDR prefixes).
 func guardsFromEnv(getenv func(string) string, g *GuardConfig) error {
+	if v := getenv("WOP_TRUSTED_PROXIES"); strings.TrimSpace(v) != "" {
+		p, err := ParseTrustedProxies(v)
+		if err != nil {
+			return fmt.Errorf("WOP_TRUSTED_PROXIES: %w", err)
+		}
+		g.TrustedProxies = p
+	}
 	for _, h := range strings.Split(getenv("WOP_ALLOWED_HOSTS"), ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			g.AllowedHosts = append(g.AllowedHosts, strings.ToLower(h))

@@ -11,8 +11,9 @@ import (
 )
 
 // The approvals inbox: a page served at /inbox where a person signs in with an API key
-// and answers what waits on it (approvals, questions, conversations, external events),
-// live. Its files are embedded; there is no build step. The page is only a client of
+// and answers the operator work that waits on it (approvals, questions, external
+// decisions, the conversations staff answer; the end users' chats read-only, on
+// request), live. Its files are embedded; there is no build step. The page is only a client of
 // the public API (GET /v1/interrupts as a stream, POST /v1/runs/{runId}/interrupts/
 // {nodeId}), so it can do nothing its key could not do with curl.
 

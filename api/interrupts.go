@@ -194,7 +194,8 @@ func findInterrupt(snap *workflows.Snapshot, cl *tokenClaims) *workflows.Pending
 	return nil
 }
 
-// tokenTarget verifies a token and finds its pending interrupt.
+// tokenTarget verifies a token and its issuer (tokenIssuer) and finds its pending
+// interrupt.
 func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot, *workflows.PendingInterrupt, error) {
 	cl, err := s.tokens.verify(c.Param("token"), s.cfg.Now())
 	if err != nil {
@@ -203,7 +204,11 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 	if validateID("runId", cl.RunID) != nil || validateID("nodeId", cl.NodeID) != nil {
 		return nil, nil, nil, tokenErrorOf(c, errTokenUnknown)
 	}
-	snap, err := s.snapshot(c.Request().Context(), nil, cl.RunID)
+	issuer, err := s.tokenIssuer(cl)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	snap, err := s.snapshot(c.Request().Context(), issuer, cl.RunID)
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -213,6 +218,12 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 	}
 	c.Set(runTenantKey, snap.Owner.Tenant)
 	pi := findInterrupt(snap, cl)
+	noteSpanRun(c.Request().Context(), func(n *spanRun) {
+		n.runID, n.nodeID = cl.RunID, cl.NodeID
+		if pi != nil {
+			n.interruptKind, n.interruptID = pi.Kind, pi.InterruptID
+		}
+	})
 	if pi != nil && pi.BearerOnly {
 		return nil, nil, nil, unauthenticated("the interrupt at node %q resumes only with an authenticated call: POST /v1/runs/%s/interrupts/%s with Authorization: Bearer <api-key>", pi.NodeID, cl.RunID, pi.NodeID)
 	}
@@ -269,6 +280,9 @@ func (s *Server) handleTokenPost(c echo.Context) error {
 	}
 	if _, _, _, err := s.tokenTarget(c); err != nil {
 		return err
+	}
+	if issuer, _ := s.tokenIssuer(cl); issuer == nil || !issuer.Scopes[ScopeApprovalsRespond] {
+		return codeErr(CodeForbidden, "the API key this token was issued to (%s) no longer holds the %q scope", cl.Sub, ScopeApprovalsRespond).with("scopeRequired", ScopeApprovalsRespond)
 	}
 	body, err := s.readBody(c)
 	if err != nil {

@@ -3,7 +3,9 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,7 +16,8 @@ const MaxJSONDepth = 64
 
 // checkJSONShape refuses a body that every JSON reader would not read the same way:
 // bytes that are not UTF-8 (or \u escapes of unpaired surrogates), an object with the
-// same key twice (readers disagree on which wins), or nesting deeper than MaxJSONDepth.
+// same key twice (readers disagree on which wins), nesting deeper than MaxJSONDepth, or
+// a number out of range (checkJSONNumber).
 // Each refusal is a 400 naming the field (a path such as resumeValue.turn.messageId or
 // tags[2]) and the offset. Syntax errors are left to the decoder, which reports them.
 func checkJSONShape(body []byte) error {
@@ -85,6 +88,11 @@ func checkJSONShape(body []byte) error {
 				return err
 			}
 		}
+		if n, ok := tok.(json.Number); ok {
+			if err := checkJSONNumber(string(n), child(), start); err != nil {
+				return err
+			}
+		}
 		if top != nil && top.object && top.expectKey {
 			key := tok.(string)
 			if top.keys[key] {
@@ -98,6 +106,35 @@ func checkJSONShape(body []byte) error {
 		}
 		valueDone()
 	}
+}
+
+// MaxJSONInteger is the largest integer magnitude a request body may write as an
+// integer: 2^53-1, the largest every JSON reader holds exactly (RFC 7493 §2.2; readers
+// that decode numbers as IEEE 754 doubles round larger ones).
+const MaxJSONInteger = 1<<53 - 1
+
+// checkJSONNumber refuses a number literal that readers would not read as written: one
+// beyond the range of an IEEE 754 double (1e400: Go's decoder fails on it, others read
+// infinity), and an integer literal beyond ±MaxJSONInteger (a 40-digit id). Such a
+// value is accepted as a string.
+func checkJSONNumber(lit, path string, offset int64) error {
+	shown := lit
+	if len(shown) > 32 {
+		shown = shown[:24] + "…(" + strconv.Itoa(len(lit)) + " characters)"
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil // not a number literal: the decoder reports it
+	}
+	if math.IsInf(f, 0) {
+		return badRequest("%s is the number %s, outside the range of a JSON number (a double, at most about 1.8e308 in magnitude); send it as a string (offset %d)", fieldName(path), shown, offset).
+			with("field", fieldName(path)).with("offset", offset)
+	}
+	if !strings.ContainsAny(lit, ".eE") && math.Abs(f) > MaxJSONInteger {
+		return badRequest("%s is the integer %s, beyond ±%d (2^53-1), the largest integer every JSON reader holds exactly; send it as a string (offset %d)", fieldName(path), shown, int64(MaxJSONInteger), offset).
+			with("field", fieldName(path)).with("offset", offset)
+	}
+	return nil
 }
 
 // checkJSONString checks one string token as it appears in the body (raw, with any

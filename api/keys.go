@@ -42,7 +42,7 @@ var keyFileFields = []string{"name", "tenant", "sha256", "scopes", "revoked", "e
 
 // knownScopes are the scopes this host checks; a keys file naming another one is an
 // error, because a misspelt scope would silently deny.
-var knownScopes = AllScopes
+var knownScopes = KnownScopes
 
 // LoadKeysFile reads and checks a keys file.
 func LoadKeysFile(path string) ([]Key, error) {

@@ -89,7 +89,8 @@ func (s *Server) ReloadKeys() error {
 	}
 	s.keys.Store(next)
 	s.keysSum, s.keysFailedSum = sum, [sha256.Size]byte{}
-	s.log.Info("Keys file reloaded", "file", s.cfg.KeysFile, "keys", len(next.keys)-len(s.staticKeys))
+	ended := s.sessions.reload(next, s.cfg.Now())
+	s.log.Info("Keys file reloaded", "file", s.cfg.KeysFile, "keys", len(next.keys)-len(s.staticKeys), "requestsEnded", ended)
 	return nil
 }
 

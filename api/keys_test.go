@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -204,4 +205,61 @@ func TestConfigFromEnvReadsTheKeysFile(t *testing.T) {
 	cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
 	require.NoError(t, err)
 	assert.Equal(t, "/etc/wop/keys.yaml", cfg.KeysFile)
+}
+
+// approvals:delegate is granted by name: "all" and WOP_API_KEY leave it out, a keys
+// file and WOP_API_KEY_SCOPES name it.
+func TestDelegateIsGrantedByName(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s"}))
+	require.NoError(t, err)
+	assert.Equal(t, AllScopes, cfg.Keys[0].Scopes)
+	assert.NotContains(t, cfg.Keys[0].Scopes, ScopeApprovalsDelegate)
+
+	cfg, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all, approvals:delegate"}))
+	require.NoError(t, err)
+	assert.Equal(t, KnownScopes, cfg.Keys[0].Scopes)
+	_, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all,approvals:delegates"}))
+	assert.ErrorContains(t, err, `WOP_API_KEY_SCOPES: unknown scope "approvals:delegates"`)
+
+	scopes, err := ParseScopes("all")
+	require.NoError(t, err)
+	assert.NotContains(t, scopes, ScopeApprovalsDelegate)
+	keys, err := ParseKeys("keys.yaml", []byte("keys:\n  - name: relay\n    sha256: "+HashKey("r")+"\n    scopes: [approvals:respond, approvals:delegate]\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{ScopeApprovalsRespond, ScopeApprovalsDelegate}, keys[0].Scopes)
+}
+
+// A reload ends the requests of the keys it revokes, removes or re-keys with that key's
+// 401; the others follow the expiry the reload gives their key.
+func TestKeySessionsEndWithTheirKey(t *testing.T) {
+	now := time.Now()
+	scopes := []string{ScopeRunsRead}
+	before, err := newKeyStore([]Key{{ID: "a", Secret: "sa", Scopes: scopes}, {ID: "b", Secret: "sb", Scopes: scopes}, {ID: "c", Secret: "sc", Scopes: scopes}, {ID: "d", Secret: "sd", Scopes: scopes}})
+	require.NoError(t, err)
+	var sessions keySessions
+	ctxs := map[string]context.Context{}
+	for i := range before.keys {
+		k := &before.keys[i]
+		ctx, cancel := context.WithCancelCause(context.Background())
+		t.Cleanup(func() { cancel(nil) })
+		ctxs[k.p.KeyID] = ctx
+		sessions.add(&keySession{p: &k.p, cancel: cancel}, k.expiresAt, now)
+	}
+	after, err := newKeyStore([]Key{{ID: "a", Secret: "sa", Scopes: scopes, Revoked: true}, {ID: "b", Secret: "another", Scopes: scopes},
+		{ID: "c", Secret: "sc", Scopes: scopes, ExpiresAt: now.Add(100 * time.Millisecond)}, {ID: "d", Secret: "sd", Scopes: scopes}})
+	require.NoError(t, err)
+	require.Equal(t, 2, sessions.reload(after, now))
+	code := func(id string) string {
+		var e *Error
+		if !errors.As(context.Cause(ctxs[id]), &e) {
+			return ""
+		}
+		return e.Code
+	}
+	assert.Equal(t, CodeKeyRevoked, code("a"))
+	assert.Equal(t, CodeUnauthenticated, code("b"), "the name now holds another secret")
+	assert.NoError(t, ctxs["c"].Err(), "c is valid until its new expiry")
+	require.Eventually(t, func() bool { return code("c") == CodeKeyExpired }, 5*time.Second, 10*time.Millisecond)
+	assert.NoError(t, ctxs["d"].Err(), "d is unchanged")
 }

@@ -1,9 +1,13 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -11,6 +15,8 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/wop-dev/wop/internal/telemetry"
 )
 
 // httpMetrics are the API's wop_http_* metrics, labelled by the route pattern (never
@@ -18,6 +24,8 @@ import (
 type httpMetrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// earlier counts the reads of a run's closed executions by kind (segments.go).
+	earlier *prometheus.CounterVec
 }
 
 // DurationBuckets are the buckets (seconds) of wop_http_request_duration_seconds.
@@ -32,8 +40,12 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			Name: "wop_http_request_duration_seconds", Help: "API request durations by method and route pattern (streams last as long as they are open).",
 			Buckets: DurationBuckets,
 		}, []string{"method", "route"}),
+		earlier: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wop_events_earlier_reads_total",
+			Help: "Reads of a run's closed executions for its older events: records (events decoded from its history), links (its start event, to find an older execution), query (a query, which makes a worker replay it: executions that did not record their events).",
+		}, []string{"read"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.earlier} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if !errors.As(err, &are) {
@@ -45,6 +57,8 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 				m.requests = are.ExistingCollector.(*prometheus.CounterVec)
 			case m.duration:
 				m.duration = are.ExistingCollector.(*prometheus.HistogramVec)
+			case m.earlier:
+				m.earlier = are.ExistingCollector.(*prometheus.CounterVec)
 			}
 		}
 	}
@@ -67,15 +81,22 @@ func routeOf(c echo.Context) string {
 
 // observe is the outermost middleware: it counts the request once its response is
 // written (the request logger renders errors before returning them) and names the
-// request's span after the route.
+// request's span after the route, with OpenWOP's attributes of the run it is about.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		span := trace.SpanFromContext(c.Request().Context())
+		var note *spanRun
+		if span.IsRecording() {
+			note = &spanRun{}
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), spanRunKey{}, note)))
+		}
 		err := next(c)
 		route := routeOf(c)
-		if span := trace.SpanFromContext(c.Request().Context()); span.IsRecording() {
+		if note != nil {
 			span.SetName(c.Request().Method + " " + route)
 			span.SetAttributes(attribute.String("http.route", route))
+			span.SetAttributes(s.spanAttributes(c, note)...)
 		}
 		if s.metrics != nil {
 			status := c.Response().Status
@@ -90,13 +111,120 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // traced wraps h in an otelhttp span per request when a tracer provider is set; the
-// caller's traceparent becomes the span's parent.
+// caller's traceparent becomes the span's parent. A signed interrupt token is a
+// credential and travels in the path of the token routes, which otelhttp records
+// (url.path): the span sees those paths with the token replaced by {token}, and the
+// handler the request as it came.
 func (s *Server) traced(h http.Handler) http.Handler {
 	if s.cfg.TracerProvider == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, "wop-api", otelhttp.WithTracerProvider(s.cfg.TracerProvider),
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, ok := r.Context().Value(realURLKey{}).(*url.URL); ok {
+			r.URL = u
+		}
+		h.ServeHTTP(w, r)
+	})
+	traced := otelhttp.NewHandler(inner, "wop-api", otelhttp.WithTracerProvider(s.cfg.TracerProvider),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if red, ok := redactTokenPath(r.URL.EscapedPath()); ok {
+			shown := *r.URL
+			shown.Path, shown.RawPath, shown.RawQuery = red, "", ""
+			r = r.WithContext(context.WithValue(r.Context(), realURLKey{}, r.URL))
+			r.URL = &shown
+		}
+		traced.ServeHTTP(w, r)
+	})
+}
+
+// realURLKey holds the URL of a request whose span sees a redacted one.
+type realURLKey struct{}
+
+// redactTokenPath replaces the token of a token route's path (/v1/interrupts/{token})
+// with "{token}".
+func redactTokenPath(p string) (string, bool) {
+	const prefix = "/v1/interrupts/"
+	if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" {
+		return prefix + "{token}", true
+	}
+	return "", false
+}
+
+// spanRunKey holds a request's spanRun in its context.
+type spanRunKey struct{}
+
+// spanRun is what a request's handlers learned of the run the request is about, for
+// its span: a created or forked run (startRun), a token's run and interrupt
+// (tokenTarget). Requests about many runs (listings) note none.
+type spanRun struct {
+	mu                                        sync.Mutex
+	runID, nodeID, interruptKind, interruptID string
+	forkSource                                string
+}
+
+// noteSpanRun records the run a request is about, when the request is traced.
+func noteSpanRun(ctx context.Context, f func(*spanRun)) {
+	if n, ok := ctx.Value(spanRunKey{}).(*spanRun); ok {
+		n.mu.Lock()
+		f(n)
+		n.mu.Unlock()
+	}
+}
+
+// spanAttributes are OpenWOP's attributes of a request's span: the protocol version
+// and the caller's tenant, and for a request about one run the run's (its id from the
+// path or the handlers, its workflow id as this process knows it) and the node's.
+func (s *Server) spanAttributes(c echo.Context, n *spanRun) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{attribute.String(telemetry.AttrProtocolVersion, telemetry.ProtocolVersion)}
+	if p := principalOf(c); p != nil {
+		attrs = append(attrs, attribute.String(telemetry.AttrTenantID, p.Tenant))
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	runID, nodeID := n.runID, n.nodeID
+	if runID == "" {
+		if id := c.Param("runId"); validateID("runId", id) == nil {
+			runID = id
+		}
+	}
+	if nodeID == "" {
+		if id := c.Param("nodeId"); validateID("nodeId", id) == nil {
+			nodeID = id
+		}
+	}
+	if runID == "" {
+		return attrs
+	}
+	for _, a := range telemetry.RunAttributes(runID) {
+		if a.Key != telemetry.AttrTenantID && a.Key != telemetry.AttrProtocolVersion {
+			attrs = append(attrs, a)
+		}
+	}
+	if nodeID != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrNodeID, nodeID))
+	}
+	if n.interruptID != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrInterruptKind, n.interruptKind), attribute.String(telemetry.AttrInterruptID, n.interruptID))
+	}
+	if n.forkSource != "" {
+		attrs = append(attrs, attribute.String(telemetry.AttrReplaySource, n.forkSource), attribute.String(telemetry.AttrReplayMode, "replay"))
+	}
+	return attrs
+}
+
+// Kinds of wop_events_earlier_reads_total.
+const (
+	earlierRecords = "records"
+	earlierLinks   = "links"
+	earlierQuery   = "query"
+)
+
+// countEarlier counts one read of a closed execution.
+func (s *Server) countEarlier(read string) {
+	if s.metrics != nil {
+		s.metrics.earlier.WithLabelValues(read).Inc()
+	}
 }
 
 func (s *Server) handleMetrics(c echo.Context) error {

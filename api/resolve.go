@@ -107,7 +107,9 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 		tenant = who.p.Tenant
 		req.ResolvedBy, req.Caller, req.Delegate = who.p.KeyID, who.p.KeyID, who.p.Scopes[ScopeApprovalsDelegate]
 	case who.token != nil:
-		req.ResolvedBy, req.Caller, req.AtTurn = "token", orText(who.token.Sub, "token"), who.token.Turn
+		// The token's issuer decides (tokenIssuer checked it still authenticates);
+		// Via records that a token carried the decision.
+		req.ResolvedBy, req.Caller, req.AtTurn = who.token.Sub, who.token.Sub, who.token.Turn
 	}
 	idKey := key
 	if isV2(c) {

@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/telemetry"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -375,6 +376,13 @@ func ownerOf(p *principal) workflows.Owner {
 // and the caller compares digests. (USE_EXISTING would hide whether the run is new:
 // the SDK does not surface the server's "started" flag.)
 func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.WorkflowRun, error) {
+	telemetry.NoteRunInput(&in)
+	noteSpanRun(ctx, func(n *spanRun) {
+		n.runID = in.RunID
+		if in.Fork != nil {
+			n.forkSource = in.Fork.SourceRunID
+		}
+	})
 	opts := client.StartWorkflowOptions{
 		ID:                                       in.RunID,
 		TaskQueue:                                workflows.TaskQueue,
@@ -490,6 +498,12 @@ func (s *Server) temporalErr(err error, runID string) error {
 	if errors.As(err, &inv) {
 		return notFound("run %q not found", runID)
 	}
+	var qf *serviceerror.QueryFailed
+	if errors.As(err, &qf) && strings.Contains(qf.Error(), "unknown queryType") {
+		// A workflow of the namespace that is not a run (another application's, or
+		// one of the host's own) answers no run query: it is no run of any tenant.
+		return notFound("run %q not found", runID)
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || isTransient(err) {
 		return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: "Temporal did not answer in time", Cause: err}
 	}
@@ -530,7 +544,16 @@ func (s *Server) runAndBody(c echo.Context) (string, []byte, error) {
 // runParam is the run of the request's path: the Temporal workflow id, under major 2
 // decoded from its tenant-bound form with the tenant checked (boundParam).
 func (s *Server) runParam(c echo.Context) (string, error) {
-	return s.boundParam(c, "runId")
+	id, err := s.boundParam(c, "runId")
+	if err != nil {
+		return "", err
+	}
+	if workflows.IsInternalWorkflowID(id) {
+		// The host's own workflows (webhook dispatchers, deliveries) are no tenant's
+		// runs: unknown, like any id that names no run.
+		return "", notFound("run %q not found", c.Param("runId"))
+	}
+	return id, nil
 }
 
 // decorate adds what the API owns to a snapshot: interrupt tokens (issued to the
@@ -549,18 +572,15 @@ func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
 		}
 	}()
 	base := s.baseURL(c)
-	sub, intent := "", IntentInspect
-	if p := principalOf(c); p != nil {
-		sub = p.KeyID
-		if p.Scopes[ScopeApprovalsRespond] {
-			intent = IntentResolve
-		}
+	p, intent := principalOf(c), IntentInspect
+	if p != nil && p.Scopes[ScopeApprovalsRespond] {
+		intent = IntentResolve
 	}
 	for i := range snap.Interrupts {
-		s.addToken(base, snap.RunID, sub, intent, &snap.Interrupts[i])
+		s.addToken(base, snap.RunID, p, intent, &snap.Interrupts[i])
 	}
 	if snap.Interrupt != nil {
-		s.addToken(base, snap.RunID, sub, intent, snap.Interrupt)
+		s.addToken(base, snap.RunID, p, intent, snap.Interrupt)
 	}
 }
 

@@ -36,7 +36,8 @@ type Server struct {
 	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
-	metrics *httpMetrics // nil without Config.Metrics
+	metrics *httpMetrics      // nil without Config.Metrics
+	waiting *waitingCollector // the waiting gauges; nil without Config.Metrics
 	limiter *rateLimiter
 	// authFails and tokenRoutes are buckets per client address (authguard.go).
 	authFails   *rateLimiter
@@ -57,6 +58,8 @@ type Server struct {
 	feeds   map[string]*runFeed // one per run being read (feed.go)
 	// turnEvents are the events resolve updates carried, for the polls that follow.
 	turnEvents turnEvents
+	// closed keeps what was read of runs' closed executions (closedcache.go).
+	closed *closedCache
 	// updates lets one resolve update per run be in flight at a time (updategate.go).
 	updates updateGate
 	// keys are the accepted keys (keys_reload.go): staticKeys from Config.Keys plus
@@ -66,6 +69,9 @@ type Server struct {
 	keysMu        sync.Mutex
 	keysSum       [sha256.Size]byte // of the keys file content in use
 	keysFailedSum [sha256.Size]byte // of the last content that did not parse
+	// sessions are the requests in flight by key, ended when their key stops
+	// authenticating (auth.go).
+	sessions keySessions
 
 	ctx    context.Context // cancelled by Shutdown: ends open streams
 	cancel context.CancelFunc
@@ -141,6 +147,7 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 		authFails:   newRateLimiter(cfg.Guards.AuthFailuresPerSecond, cfg.Guards.AuthFailureBurst, cfg.Now),
 		tokenRoutes: newRateLimiter(cfg.Guards.TokenRoutePerSecond, cfg.Guards.TokenRouteBurst, cfg.Now),
 		feeds:       map[string]*runFeed{},
+		closed:      newClosedCache(),
 		ctx:         ctx, cancel: cancel,
 	}
 	if len(cfg.StreamSecret) > 0 {
@@ -164,6 +171,10 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 			return nil, fmt.Errorf("api.New: metrics: %w", err)
 		}
 		s.metrics = m
+		if err := s.registerWaitingMetrics(cfg.Metrics); err != nil {
+			cancel()
+			return nil, fmt.Errorf("api.New: metrics: %w", err)
+		}
 	}
 	s.e = s.buildEcho()
 	if cfg.KeysFile != "" {
@@ -316,6 +327,7 @@ func (s *Server) Handler() http.Handler { return s.traced(s.e) }
 // caller owns it and should call its own Shutdown first or after).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
+	s.unregisterWaitingMetrics()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
@@ -28,8 +29,12 @@ type tokenClaims struct {
 	Intent      string `json:"intent"`
 	Kid         string `json:"kid"`
 	// Sub is the key id the token was issued to (the reader of the snapshot that
-	// carried it): a token resume acts for it, e.g. votes as it.
+	// carried it): a token resume acts for it, e.g. votes as it. Iss fingerprints that
+	// key's secret (keyFingerprint): the token resolves only while that very key
+	// authenticates (tokenIssuer), so revoking, expiring or removing it voids its
+	// tokens, and a later key of the same name does not revive them.
 	Sub string `json:"sub,omitempty"`
+	Iss string `json:"iss,omitempty"`
 	// Turn binds a conversation token to the exchange it was issued for: once the
 	// conversation moves past that turn the token is spent.
 	Turn *int `json:"turn,omitempty"`
@@ -150,15 +155,42 @@ func tokenTurn(pi *workflows.PendingInterrupt) *int {
 	return d.TurnIndex
 }
 
+// keyFingerprint names a key's secret inside tokens without revealing its hash.
+func keyFingerprint(hash [sha256.Size]byte) string {
+	sum := sha256.Sum256(append([]byte("openwop-token-issuer\x00"), hash[:]...))
+	return b64.EncodeToString(sum[:12])
+}
+
+// tokenIssuer is the key a token was issued to, if it still authenticates: a token
+// grants at most what its issuer could do now. A token whose issuer was revoked or
+// has expired is answered with that key's 401; one whose issuer is gone (or whose name
+// now holds another secret) 401 unauthenticated. Tokens minted before tokens named
+// their issuer's secret are checked by the key's name.
+func (s *Server) tokenIssuer(cl *tokenClaims) (*principal, error) {
+	if cl.Sub == "" {
+		return nil, unauthenticated("this interrupt token names no API key it was issued to; read the interrupt again for a token")
+	}
+	k := s.keys.Load().byID(cl.Sub)
+	if k == nil || (cl.Iss != "" && cl.Iss != keyFingerprint(k.hash)) {
+		return nil, unauthenticated("the API key this interrupt token was issued to (%s) is no longer configured; its tokens no longer resolve", cl.Sub)
+	}
+	if e := k.refusal(s.cfg.Now()); e != nil {
+		e.Message = fmt.Sprintf("the API key this interrupt token was issued to no longer authenticates, so neither does the token: %s", e.Message)
+		return nil, e
+	}
+	return &k.p, nil
+}
+
 // addToken sets interruptToken and callbackUrl on a pending interrupt for the reader
-// sub. Tokens are issued per read: each carries a fresh expiry, and a conversation's
+// p. Tokens are issued per read: each carries a fresh expiry, and a conversation's
 // token one exchange (its turn), so a token is spent once it has been used. intent is
 // IntentResolve for a reader that may resolve (approvals:respond), else IntentInspect:
-// a token never grants more than its reader's key. Bearer-only interrupts get none;
-// callbackUrl needs a trusted base URL (see baseURL).
-func (s *Server) addToken(base, runID, sub, intent string, pi *workflows.PendingInterrupt) {
+// a token never grants more than its reader's key, and resolves only while that key
+// authenticates (tokenIssuer). Bearer-only interrupts get none; callbackUrl needs a
+// trusted base URL (see baseURL).
+func (s *Server) addToken(base, runID string, p *principal, intent string, pi *workflows.PendingInterrupt) {
 	pi.InterruptToken, pi.CallbackURL = "", ""
-	if pi.BearerOnly {
+	if pi.BearerOnly || p == nil {
 		return
 	}
 	exp, ok := s.tokenExpiry(pi)
@@ -167,7 +199,7 @@ func (s *Server) addToken(base, runID, sub, intent string, pi *workflows.Pending
 	}
 	tok := s.tokens.sign(tokenClaims{
 		RunID: runID, NodeID: pi.NodeID, InterruptID: pi.InterruptID,
-		Exp: exp.Unix(), Intent: intent, Sub: sub, Turn: tokenTurn(pi),
+		Exp: exp.Unix(), Intent: intent, Sub: p.KeyID, Iss: keyFingerprint(p.hash), Turn: tokenTurn(pi),
 	})
 	pi.InterruptToken = tok
 	if base != "" {

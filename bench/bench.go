@@ -28,6 +28,9 @@
 //   - carried: the continue-as-new input of one conversation of 2 KB messages after
 //     turn CarriedEarlyTurn and after turn CarriedTurns, in the SDK's workflow test
 //     environment (carried.go).
+//   - longread: reads of a run's events (first page, the poll from its start, a page
+//     from the middle) on a conversation of 10 turns and one of 1,000, and their ratio
+//     (longread.go).
 //
 // It prints a table and, as its last line, one JSON object (Result).
 package bench
@@ -120,9 +123,15 @@ type Options struct {
 	// StreamChunkDelay is the fake provider's delay before each piece of its reply in
 	// the stream workload (default 50ms, a model writing 20 tokens a second).
 	StreamChunkDelay time.Duration
+	// LongReadTurns and LongReadEarlyTurn are the lengths of the two conversations
+	// the longread workload reads; LongReadSamples how many reads of each kind it times
+	// on each.
+	LongReadTurns     int
+	LongReadEarlyTurn int
+	LongReadSamples   int
 	// Only, when non-empty, runs just these workloads (latency, throughput, history,
-	// idle, carried, stream); the figures of the others stay zero. For profiling one
-	// workload.
+	// idle, carried, stream, longread); the figures of the others stay zero. For
+	// profiling one workload.
 	Only []string
 	// Logger receives the host's logs (nil discards them).
 	Logger *slog.Logger
@@ -135,15 +144,17 @@ const DefaultStreamChunkDelay = 50 * time.Millisecond
 func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, BreakdownTurns: 30,
-		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 50}
+		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 50,
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30}
 }
 
-// QuickOptions are the counts of a --quick run (about a minute on 2 cores), on a
+// QuickOptions are the counts of a --quick run (about two minutes on 2 cores), on a
 // SQLite file like the full run.
 func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, BreakdownTurns: 20,
-		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 10}
+		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 10,
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -167,6 +178,9 @@ func (o Options) withDefaults() Options {
 	set(&o.CarriedTurns, d.CarriedTurns)
 	set(&o.CarriedEarlyTurn, d.CarriedEarlyTurn)
 	set(&o.StreamSamples, d.StreamSamples)
+	set(&o.LongReadTurns, d.LongReadTurns)
+	set(&o.LongReadEarlyTurn, d.LongReadEarlyTurn)
+	set(&o.LongReadSamples, d.LongReadSamples)
 	if o.Duration <= 0 {
 		o.Duration = d.Duration
 	}
@@ -180,6 +194,9 @@ func (o Options) withDefaults() Options {
 	if o.CarriedEarlyTurn > o.CarriedTurns {
 		o.CarriedEarlyTurn = o.CarriedTurns
 	}
+	if o.LongReadEarlyTurn > o.LongReadTurns {
+		o.LongReadEarlyTurn = o.LongReadTurns
+	}
 	return o
 }
 
@@ -190,6 +207,9 @@ const (
 	TargetHostP50Ms = 40.0 // host turn p50
 	TargetRatio     = 1.1  // host turn p50 / floor turn p50
 	TargetTurnsPerS = 60.0 // host turns per second with Concurrency (50) conversations
+	// TargetLongReadRatio bounds a read of a run at turn LongReadTurns against the same
+	// read at turn LongReadEarlyTurn.
+	TargetLongReadRatio = 2.0
 )
 
 // Result is the JSON object printed as the last line.
@@ -220,6 +240,22 @@ type Result struct {
 	FirstChunkP99Ms         float64 `json:"first_chunk_p99_ms"`
 	ProviderFirstChunkP50Ms float64 `json:"provider_first_chunk_p50_ms"`
 	StreamedReplyP50Ms      float64 `json:"streamed_reply_p50_ms"`
+	// LongRead* are the p50 times of reading a run's events (the longread workload) on
+	// a conversation of LongReadEarlyTurn turns (Short, "turn10") and one of
+	// LongReadTurns turns (Long, "turn1000"): its first page (the JSON read) and the
+	// long poll from its start on the bench's API (1 MiB pages); and, as LongReadPaged*,
+	// the same and a page from the middle of the log on an API of 32 KiB pages, where
+	// every page read is full at both lengths.
+	LongReadFirstPageP50MsShort   float64 `json:"longread_first_page_p50_ms_turn10"`
+	LongReadFirstPageP50MsLong    float64 `json:"longread_first_page_p50_ms_turn1000"`
+	LongReadPollP50MsShort        float64 `json:"longread_poll_p50_ms_turn10"`
+	LongReadPollP50MsLong         float64 `json:"longread_poll_p50_ms_turn1000"`
+	LongReadPagedFirstP50MsShort  float64 `json:"longread_32k_first_page_p50_ms_turn10"`
+	LongReadPagedFirstP50MsLong   float64 `json:"longread_32k_first_page_p50_ms_turn1000"`
+	LongReadPagedPollP50MsShort   float64 `json:"longread_32k_poll_p50_ms_turn10"`
+	LongReadPagedPollP50MsLong    float64 `json:"longread_32k_poll_p50_ms_turn1000"`
+	LongReadPagedMiddleP50MsShort float64 `json:"longread_32k_middle_page_p50_ms_turn10"`
+	LongReadPagedMiddleP50MsLong  float64 `json:"longread_32k_middle_page_p50_ms_turn1000"`
 }
 
 // bench is one run's state.
@@ -248,6 +284,8 @@ type bench struct {
 	breakdowns []*kindBreakdown
 	// streamModel is the fake provider of the stream workload.
 	streamModel *streamModel
+	// longReadNote says what the longread workload read.
+	longReadNote string
 }
 
 // Run starts the stack, runs every workload, prints the table and the JSON line to
@@ -289,9 +327,9 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	} else {
 		fmt.Fprintf(stdout, "worker cache: %d workflows\n", b.cacheSize())
 	}
-	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs, %d streamed turns (%s per piece)\n\n",
+	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs, %d streamed turns (%s per piece), %d reads at turns %d and %d\n\n",
 		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns,
-		opts.StreamSamples, opts.StreamChunkDelay)
+		opts.StreamSamples, opts.StreamChunkDelay, opts.LongReadSamples, opts.LongReadEarlyTurn, opts.LongReadTurns)
 
 	var res Result
 	steps := []struct {
@@ -305,6 +343,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"history", b.history},
 		{"carried", b.carried},
 		{"stream", b.stream},
+		{"longread", b.longRead},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
@@ -367,6 +406,9 @@ func progress(step string, r *Result) string {
 		return fmt.Sprintf("%d and %d bytes", r.CarriedBytesTurn10, r.CarriedBytesTurn2000)
 	case "stream":
 		return fmt.Sprintf("first chunk p50 %.1f ms (provider %.1f ms)", r.FirstChunkP50Ms, r.ProviderFirstChunkP50Ms)
+	case "longread":
+		return fmt.Sprintf("32 KiB pages: first p50 %.1f and %.1f ms, poll p50 %.1f and %.1f ms", r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong,
+			r.LongReadPagedPollP50MsShort, r.LongReadPagedPollP50MsLong)
 	}
 	return ""
 }

@@ -85,7 +85,7 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	err := Run(ctx, Options{
 		Samples: 3, Warmup: 1, TurnsPerConversation: 2, Concurrency: 3, Duration: time.Second,
 		HistoryTurns: 6, HistoryEarlyTurn: 5, IdleRuns: 5, Memory: true, BreakdownTurns: 2,
-		CarriedTurns: 20, CarriedEarlyTurn: 10,
+		CarriedTurns: 20, CarriedEarlyTurn: 10, LongReadTurns: 3, LongReadEarlyTurn: 2, LongReadSamples: 1,
 	}, &out)
 	require.NoError(t, err, "output:\n%s", out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -97,7 +97,10 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "floor_activity_p50_ms", "floor_activity_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
 		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
 		"carried_bytes_turn10", "carried_bytes_turn2000",
-		"first_chunk_p50_ms", "first_chunk_p99_ms", "provider_first_chunk_p50_ms", "streamed_reply_p50_ms"} {
+		"first_chunk_p50_ms", "first_chunk_p99_ms", "provider_first_chunk_p50_ms", "streamed_reply_p50_ms",
+		"longread_first_page_p50_ms_turn10", "longread_first_page_p50_ms_turn1000", "longread_poll_p50_ms_turn10", "longread_poll_p50_ms_turn1000",
+		"longread_32k_first_page_p50_ms_turn10", "longread_32k_first_page_p50_ms_turn1000", "longread_32k_poll_p50_ms_turn10", "longread_32k_poll_p50_ms_turn1000",
+		"longread_32k_middle_page_p50_ms_turn10", "longread_32k_middle_page_p50_ms_turn1000"} {
 		v, ok := got[k]
 		if assert.True(t, ok, "key %s in %s", k, last) {
 			assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s is finite", k)
@@ -110,7 +113,8 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
 	assert.Equal(t, 5.0, got["idle_runs"])
-	assert.Len(t, got, 19, "exactly the documented keys: %s", last)
+	assert.Len(t, got, 29, "exactly the documented keys: %s", last)
+	assert.Contains(t, out.String(), "long-run reads: 3 turns", "the longread workload says what it read")
 	assert.GreaterOrEqual(t, got["first_chunk_p50_ms"], got["provider_first_chunk_p50_ms"], "the host adds to the provider's own delay")
 	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])
 	assert.GreaterOrEqual(t, got["exchange_p99_ms"], got["exchange_p50_ms"])

@@ -31,7 +31,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	var o Options
-	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes in about a minute on 2 cores")
+	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes in about two minutes on 2 cores")
 	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 40)")
 	fs.IntVar(&o.Concurrency, "concurrency", 0, "concurrent conversations of the throughput workloads (default 50)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")
@@ -44,7 +44,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.WorkerCacheSize, "worker-cache", 0, "sticky workflow cache size of the workers (default 256, as wop worker)")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the run to `file`")
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
-	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream)")
+	fs.IntVar(&o.LongReadTurns, "longread-turns", 0, "turns of the long conversation the longread workload reads (default 1000)")
+	fs.IntVar(&o.LongReadSamples, "longread-samples", 0, "timed reads of each kind per conversation of the longread workload (default 30, quick 10)")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread)")
 	fs.Func("dynamic-config", "override the embedded server's dynamic config: `key=value` (a number, true/false, a duration such as 10ms, or text; repeatable)", func(kv string) error {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -70,8 +72,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream"}, w) {
-				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream)\n", w)
+			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread)\n", w)
 				return 2
 			}
 			o.Only = append(o.Only, w)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -105,6 +106,8 @@ type conv struct {
 	turns   int
 	// onPosted, when set, is called when an exchange's POST is answered.
 	onPosted func()
+	// textBytes, when set, pads each user message to this many bytes.
+	textBytes int
 }
 
 // benchNode is the node id of a pack served as a workflow of its own.
@@ -194,9 +197,13 @@ func (c *conv) exchange(ctx context.Context) (time.Duration, error) {
 // send posts the conversation's next user message and returns when it started.
 func (c *conv) send(ctx context.Context) (time.Time, error) {
 	c.turns++
+	text := "message " + strconv.Itoa(c.turns)
+	if pad := c.textBytes - len(text) - 1; pad > 0 {
+		text += " " + strings.Repeat("m", pad)
+	}
 	body := map[string]any{"resumeValue": map[string]any{
 		"operation": "exchange",
-		"turn":      map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": "message " + strconv.Itoa(c.turns)}},
+		"turn":      map[string]any{"role": "user", "from": "user", "content": map[string]any{"text": text}},
 	}}
 	start := time.Now()
 	err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)

@@ -17,7 +17,7 @@ func TestTableShowsOnlyTheWorkloadsThatRan(t *testing.T) {
 	assert.Contains(t, s, "host turn (POST exchange → reply event)")
 	assert.Contains(t, s, "ratio p50 host/floor")
 	assert.Contains(t, s, "host throughput")
-	for _, absent := range []string{"RSS growth", "history added", "state carried", "first chunk", "streamed turn"} {
+	for _, absent := range []string{"RSS growth", "history added", "state carried", "first chunk", "streamed turn", "events page"} {
 		assert.NotContains(t, s, absent)
 	}
 	assert.NotContains(t, s, "MISSED", "every figure shown was measured and within its target")

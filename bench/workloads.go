@@ -401,9 +401,33 @@ func (b *bench) table(r *Result) {
 			r.FirstChunkP50Ms, r.FirstChunkP99Ms, r.ProviderFirstChunkP50Ms, o.StreamChunkDelay)
 		fmt.Fprintf(tw, "streamed turn (POST exchange → reply event)\tp50 %.1f ms\t\t\n", r.StreamedReplyP50Ms)
 	}
+	if ran("longread") {
+		for _, row := range []struct {
+			what        string
+			short, long float64
+			target      bool
+		}{
+			{"32 KiB events page from the start", r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong, true},
+			{"32 KiB poll from the start (lastSequence=0, timeout=1)", r.LongReadPagedPollP50MsShort, r.LongReadPagedPollP50MsLong, true},
+			{"32 KiB events page from the middle", r.LongReadPagedMiddleP50MsShort, r.LongReadPagedMiddleP50MsLong, true},
+			{"1 MiB events page from the start (the whole log at turn 10)", r.LongReadFirstPageP50MsShort, r.LongReadFirstPageP50MsLong, false},
+			{"1 MiB poll from the start", r.LongReadPollP50MsShort, r.LongReadPollP50MsLong, false},
+		} {
+			ratio := safeDiv(row.long, row.short)
+			target := ""
+			if row.target {
+				target = fmt.Sprintf("≤ %.1f × %s", TargetLongReadRatio, mark(row.short > 0 && ratio <= TargetLongReadRatio))
+			}
+			fmt.Fprintf(tw, "%s, turn %d / turn %d\tp50 %.1f ms / %.1f ms (%.2f ×)\t%s\t\n", row.what, o.LongReadTurns, o.LongReadEarlyTurn,
+				row.long, row.short, ratio, target)
+		}
+	}
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)
+	}
+	if b.longReadNote != "" {
+		fmt.Fprintf(b.out, "\n%s\n", b.longReadNote)
 	}
 	if n := b.api.pollRetries.Load(); n > 0 {
 		fmt.Fprintf(b.out, "\nnote: %d event long polls failed (5xx or connection) and were repeated\n", n)

@@ -128,6 +128,10 @@ type session struct {
 	// streaming is the reply streaming now (streamMode=messages); streamed is the last
 	// one that ended, whose agent turn is then not printed again.
 	streaming, streamed streamedReply
+	// tails are the rounds whose durable events the chat is still to show, and held the
+	// chunks of later rounds waiting for them (stream.go).
+	tails map[nodeRound]*roundTail
+	held  []heldChunk
 }
 
 func (s *session) run(ctx context.Context, target string, stdin io.Reader) int {

@@ -466,3 +466,67 @@ func TestChatShowsAToolApproval(t *testing.T) {
 	defer f.mu.Unlock()
 	require.Empty(t, f.posts, "no line was sent")
 }
+
+// TestChatShowsATurnsEventsInTheirOrder: the replies of a turn's later rounds stream
+// before the run has recorded the tool calls and state changes of the rounds before
+// them (the scripted mock runs a whole turn in one workflow task); the chat shows
+// them in the turn's order: a reply never before the tool call and the state change
+// behind it.
+func TestChatShowsATurnsEventsInTheirOrder(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.workflows["support"] = true
+	f.snapshot = map[string]any{"runId": "r1", "workflowId": "support", "status": "waiting-approval", "currentNodeId": "pack",
+		"interrupts": []any{map[string]any{"nodeId": "pack", "kind": "conversation.exchange", "key": "r1:pack:0"}}}
+	msg := map[string]any{"messageId": "r1:pack:0:2:agent"}
+	round := func(r int, kv ...any) map[string]any {
+		m := map[string]any{"round": r}
+		for k, v := range msg {
+			m[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	calls := func(names ...string) map[string]any {
+		var tc []any
+		for _, n := range names {
+			tc = append(tc, map[string]any{"id": "c-" + n, "name": n})
+		}
+		return map[string]any{"toolCalls": tc}
+	}
+	f.streams = []fakeStream{{waitForPost: true, events: []map[string]any{
+		ev(0, "conversation.exchanged", turnPayload(1, "user", "user", map[string]any{"text": "balance?"})),
+		// Round 0 streams and asks for a tool; round 1 changes state; round 2 answers,
+		// all before the log records any of it.
+		chunkEv(0, 1, 0, "Let me check.", false, round(0)),
+		chunkEv(0, 1, 1, "", true, round(0, "meta", calls("get_balance"))),
+		chunkEv(0, 1, 0, "", true, round(1, "meta", calls("workflow__transition"))),
+		chunkEv(0, 1, 0, "Your balance", false, round(2)),
+		ev(1, "agent.decided", map[string]any{"decision": map[string]any{"round": 0, "toolCalls": []any{map[string]any{"name": "get_balance"}}}}),
+		ev(2, "agent.toolCalled", map[string]any{"toolName": "get_balance", "inputs": map[string]any{"account": "ACC-1"}, "round": 0}),
+		ev(3, "agent.toolReturned", map[string]any{"toolName": "get_balance", "status": "ok", "round": 0}),
+		ev(4, "agent.decided", map[string]any{"decision": map[string]any{"round": 1, "toolCalls": []any{map[string]any{"name": "workflow__transition"}}}}),
+		ev(5, "agent.toolCalled", map[string]any{"toolName": "workflow__transition", "inputs": map[string]any{"event": "Verified"}, "round": 1}),
+		ev(6, "agent.toolReturned", map[string]any{"toolName": "workflow__transition", "status": "ok", "round": 1}),
+		// More of round 2 arrives between the transition's result and its state change.
+		chunkEv(6, 1, 1, " is $42.", false, round(2)),
+		ev(7, "agent.handoff", map[string]any{"fromState": "verifying", "toState": "resolution", "event": "Verified", "origin": "agent"}),
+		chunkEv(7, 1, 2, "", true, round(2)),
+		ev(8, "agent.decided", map[string]any{"decision": map[string]any{"round": 2}}),
+		ev(9, "conversation.exchanged", map[string]any{"turnIndex": 2, "turn": map[string]any{"messageId": "r1:pack:0:2:agent",
+			"from": "support", "speakerId": "support", "role": "agent", "turnIndex": 2, "content": map[string]any{"text": "Let me check.\n\nYour balance is $42."}}}),
+	}}}
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "support"}, envOf(nil), strings.NewReader("balance?"), &out, &errOut)
+	assert.Equal(t, ExitOK, code, errOut.String())
+	assert.Equal(t, strings.Join([]string{
+		"Started run r1 of support. Type a message and press Enter; /quit leaves, /help helps.",
+		"support: Let me check.",
+		"  ⚙ get_balance(account: ACC-1)",
+		"── state verifying → resolution (Verified)",
+		"support: Your balance is $42.",
+		"· Left run r1; it goes on. Attach again with: wop chat r1",
+		"",
+	}, "\n"), out.String())
+}

@@ -39,6 +39,17 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 	if typ == "" {
 		typ = ev.typ
 	}
+	if re.Type == "" {
+		re.Type = typ
+	}
+	if typ != "ai.message.chunk" {
+		// A durable event. A turn's own event comes after every reply held back; any
+		// other may release the replies of later rounds once it is shown.
+		if turnEvent(typ) {
+			s.releaseHeld()
+		}
+		defer s.sawDurable(re)
+	}
 	defer func() {
 		if terminal {
 			s.mu.Lock()

@@ -26,6 +26,10 @@ type ToolCall struct {
 	ID   string          `json:"id"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"` // a JSON object
+	// Signature is the provider's opaque token for the call (Gemini's thought
+	// signature, base64), which the provider needs back with the call in later rounds;
+	// empty for every other provider.
+	Signature string `json:"signature,omitempty"`
 }
 
 // ToolSpec is a tool offered to the model.

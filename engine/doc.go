@@ -54,3 +54,8 @@ package engine
 //   - Runtime.Stopped is asked before each round and each tool batch, and an effect
 //     that returns ErrStopped stops the turn where it is: status stopped, nothing of
 //     the interrupted round kept. The host uses it to cancel a run mid-turn.
+//   - A model round that returns ErrUnavailable (the host waited out an outage as long
+//     as it was configured to) ends the turn but not the run: the turn's messages,
+//     transitions and reply so far stay, the status is the current state's idle one,
+//     and TurnResult.TurnError says why. The unanswered user message stays in the
+//     transcript, so the next turn's round reads it with the new one.

@@ -218,3 +218,58 @@ workflow:
 		t.Fatalf("no loop warning names %q:\n%s", want, diags)
 	}
 }
+
+// unavailableErr is a Runtime error that wraps ErrUnavailable and carries a code, as
+// the run workflow's is.
+type unavailableErr struct{}
+
+func (unavailableErr) Error() string     { return "the model is unavailable: connection refused" }
+func (unavailableErr) Unwrap() error     { return ErrUnavailable }
+func (unavailableErr) ErrorCode() string { return protocol.CodeModelUnavailable }
+
+func TestUnavailableEndsTheTurnNotTheRun(t *testing.T) {
+	// start → a (text "in a", then the round in b fails): the turn keeps what it did,
+	// the run waits in b for the next message, which tries b again.
+	f := newFake(t)
+	down := true
+	f.next = func(in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
+		if in.State == "b" && down {
+			return nil, unavailableErr{}
+		}
+		if in.State == "b" {
+			return text("back."), nil
+		}
+		return loopModel(in)
+	}
+	m := startCfg(t, unboundedLoop(t, ""), f)
+	res := mustTurn(t, m, f, "loop")
+	if res.Done() || res.Status != StatusAwaitingUser || res.State != "b" || res.TurnError == nil {
+		t.Fatalf("result = %+v", res)
+	}
+	if res.TurnError.Code != protocol.CodeModelUnavailable || !strings.Contains(res.TurnError.Message, "connection refused") {
+		t.Errorf("turn error = %+v", res.TurnError)
+	}
+	if res.Reply != "in a" || res.ErrorCode != "" {
+		t.Errorf("the turn keeps its reply so far and fails nothing: %+v", res)
+	}
+	rounds := m.State().ModelRounds
+	if rounds != 2 {
+		t.Errorf("model rounds = %d, want 2 (the failed one is not counted)", rounds)
+	}
+
+	down = false
+	res = mustTurn(t, m, f, "still there?")
+	if res.TurnError != nil || res.Reply != "back." || res.State != "b" {
+		t.Fatalf("next turn = %+v", res)
+	}
+	last := f.rounds[len(f.rounds)-1].Messages
+	var users []string
+	for _, msg := range last {
+		if msg.Role == convo.RoleUser {
+			users = append(users, msg.Text)
+		}
+	}
+	if len(users) < 2 || users[len(users)-2] != "loop" || users[len(users)-1] != "still there?" {
+		t.Errorf("the retried round reads the unanswered message and the new one: %q", users)
+	}
+}

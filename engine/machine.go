@@ -17,7 +17,8 @@ import (
 // Runtime is everything the Machine needs from its host. The run workflow implements
 // it with activities (Model, Tools), workflow.Now (Now) and its run event log (Emit).
 // Model and Tools errors end the turn with status failed; an error that has an
-// `ErrorCode() string` method lends its code to the TurnResult.
+// `ErrorCode() string` method lends its code to the TurnResult. A Model error that
+// wraps ErrUnavailable ends only the turn (TurnResult.TurnError).
 type Runtime interface {
 	// Model runs one model round.
 	Model(in convo.ModelRoundInput) (*convo.ModelRoundResult, error)
@@ -169,6 +170,10 @@ type TurnResult struct {
 	ErrorCode    string         `json:"errorCode,omitempty"`
 	ErrorMessage string         `json:"errorMessage,omitempty"`
 	Awaiting     *AwaitingEvent `json:"awaiting,omitempty"`
+	// TurnError is set when the turn ended early without ending the run: a model round
+	// the Runtime could not get answered (ErrUnavailable). Status is then the idle
+	// status of the current state.
+	TurnError *TurnError `json:"turnError,omitempty"`
 	// Transitions lists the transitions committed during the turn.
 	Transitions []Transition `json:"transitions,omitempty"`
 }
@@ -496,7 +501,7 @@ func (m *Machine) loop(t *turn) {
 			return
 		}
 		out, err := t.rt.Model(in)
-		if m.stopped(t, err) {
+		if m.stopped(t, err) || m.unavailable(t, err) {
 			return
 		}
 		if err != nil {

@@ -308,7 +308,7 @@ func (d *mockDecoder) round(n *node, path string) MockRound {
 					"unreachable: an earlier alternative without expect_state or expect_user takes every round")
 			}
 			if b.ExpectState == "" && len(b.ExpectUser) == 0 && len(b.Rounds) > 0 && b.Rounds[0].ExpectState == "" &&
-				len(b.Rounds[0].ExpectUser) == 0 && len(b.Rounds[0].OneOf) == 0 {
+				len(b.Rounds[0].ExpectUser) == 0 && b.Rounds[0].ExpectToolResult == "" && len(b.Rounds[0].OneOf) == 0 {
 				catchAll = true
 			}
 			r.OneOf = append(r.OneOf, b)

@@ -161,7 +161,11 @@ func unmetToolResult(want string, seen MockSeen) string {
 // describeStep says what a step expects, for off-script notes and errors.
 func describeStep(s *MockRound) string {
 	if len(s.OneOf) == 0 {
-		return describeExpect(s.ExpectState, s.ExpectUser)
+		d := describeExpect(s.ExpectState, s.ExpectUser)
+		if s.ExpectToolResult != "" {
+			d += fmt.Sprintf(" after a tool result containing %q", s.ExpectToolResult)
+		}
+		return d
 	}
 	var parts []string
 	for _, b := range s.OneOf {

@@ -62,3 +62,37 @@ func TestLoadDirSkipsTheBindingsFile(t *testing.T) {
 		t.Errorf("validate with tools.yaml among the paths: exit %d, %q", code, out)
 	}
 }
+
+// TestMockToolResultAlternativesBranch: alternatives told apart by the tool result
+// their first round expects are branches, not a catch-all hiding the ones after it,
+// and the first whose tool result matches is played.
+func TestMockToolResultAlternativesBranch(t *testing.T) {
+	src := `rounds:
+  - one_of:
+      - rounds:
+          - expect_tool_result: '"status":"rejected"'
+            text: not paid
+      - rounds:
+          - expect_tool_result: '"error"'
+            text: failed
+      - text: paid
+`
+	m, diags, err := ParseMock("x.mock.yaml", []byte(src))
+	if err != nil || len(diags) != 0 {
+		t.Fatalf("ParseMock: %v %v", err, diags)
+	}
+	for result, want := range map[string]string{
+		`{"error":"issue_refund was not run","status":"rejected"}`: "not paid",
+		`{"error":"tool issue_refund failed: HTTP 500"}`:           "failed",
+		`{"status":"issued"}`: "paid",
+	} {
+		ans := m.Play([]MockSeen{{State: "refunded", ToolResult: result, HasToolResult: true}})
+		if ans.Round == nil || ans.Round.Text != want {
+			t.Errorf("tool result %s: answered %+v, want %q", result, ans, want)
+		}
+	}
+	one := &MockRound{ExpectState: "refunded", ExpectToolResult: "shipped"}
+	if got := describeStep(one); got != `a round in state "refunded" after a tool result containing "shipped"` {
+		t.Errorf("describeStep = %q", got)
+	}
+}

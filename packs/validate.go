@@ -60,6 +60,7 @@ func semanticDiagnostics(file string, root *node, p *Pack) Diagnostics {
 	c.checkPrompts()
 	c.checkWorkflow()
 	c.checkAgents()
+	c.checkHostAnnotations()
 	return c.diags
 }
 

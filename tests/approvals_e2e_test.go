@@ -24,6 +24,8 @@ import (
 	"github.com/stretchr/testify/require"
 	sdkpb "go.temporal.io/api/sdk/v1"
 
+	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -329,4 +331,99 @@ func buildWop(t *testing.T) string {
 		t.Fatalf("go build ./cmd/wop: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TestToolApprovalQuorumOnTheSameArgumentsE2E: pay_invoice needs two approvers' votes.
+// Whichever of them edits the amount, the quorum restarts on the edited arguments: both
+// approvers read them in their inbox, an accept that names no revision (or an old one)
+// is refused, and the endpoint is paid what both approved, once.
+func TestToolApprovalQuorumOnTheSameArgumentsE2E(t *testing.T) {
+	t.Parallel()
+	svc := newPayService(t)
+	bindings := `tools:
+  lookup_invoice:
+    http: { url: "` + svc.URL + `/lookup" }
+  pay_invoice:
+    http: { url: "` + svc.URL + `/pay" }
+    approvers: [appr1, appr2]
+    required_approvals: 2
+`
+	k1, k2 := "appr1-"+randomHex(12), "appr2-"+randomHex(12)
+	c := startPrivateStack(t, stackOptions{PacksDir: approvalPacksDir, ToolsFile: writeBindings(t, bindings), Tweak: func(o *stack.Options) {
+		scopes := []string{api.ScopeRunsRead, api.ScopeApprovalsRespond}
+		o.API.Keys = append(o.API.Keys, api.Key{ID: "appr1", Secret: k1, Tenant: "default", Scopes: scopes}, api.Key{ID: "appr2", Secret: k2, Tenant: "default", Scopes: scopes})
+	}})
+	key := map[string]string{"appr1": k1, "appr2": k2}
+	edit := map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "99999.00"}}}
+	vote := func(id, who string, value map[string]any) (int, map[string]any) {
+		return post(c, key[who], "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": value})
+	}
+	// shown is the tool call artifact an approver's inbox lists for the run.
+	shown := func(id, who string) map[string]any {
+		a := clientAt(t, c, c.BaseURL, key[who], 30*time.Second)
+		var list api.PendingList
+		require.NoError(t, json.Unmarshal(getJSON(t, a, "/v1/interrupts"), &list))
+		for _, it := range list.Interrupts {
+			if it.RunID == id && it.Kind == "approval" {
+				var d map[string]any
+				require.NoError(t, json.Unmarshal(it.Data, &d))
+				return d["artifactData"].(map[string]any)
+			}
+		}
+		t.Fatalf("%s's inbox lists no approval of run %s: %+v", who, id, list)
+		return nil
+	}
+
+	for _, order := range []struct {
+		name          string
+		editor, other string
+		editFirst     bool
+	}{
+		{"appr1 accepts, appr2 edits", "appr2", "appr1", false},
+		{"appr1 edits, appr2 accepts", "appr1", "appr2", true},
+	} {
+		id := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
+		waitToolApproval(t, c, id)
+		editor, other := order.editor, order.other
+		if !order.editFirst {
+			status, body := vote(id, other, map[string]any{"action": "accept", "revision": 0})
+			require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
+			require.Equal(t, workflows.StatusWaitingApproval, body["status"])
+		}
+		status, body := vote(id, editor, edit)
+		require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
+		require.Equal(t, workflows.StatusWaitingApproval, body["status"], "%s: the edit is the first approval of the new arguments", order.name)
+		require.Empty(t, svc.received(id, "/pay"), "%s: nothing is paid on one approval", order.name)
+		for _, who := range []string{"appr1", "appr2"} {
+			art := shown(id, who)
+			assert.Equal(t, map[string]any{"invoice": "INV-7", "amount": "99999.00"}, art["arguments"], "%s: %s sees the arguments that would run", order.name, who)
+			assert.Equal(t, float64(1), art["revision"], order.name)
+			assert.Equal(t, editor, art["editedBy"], order.name)
+		}
+		status, body = vote(id, other, map[string]any{"action": "accept"})
+		require.Equal(t, http.StatusConflict, status, "%s: an accept that names no revision after an edit: %v", order.name, body)
+		require.Equal(t, "run_state_conflict", body["error"])
+		status, body = vote(id, other, map[string]any{"action": "accept", "revision": 0})
+		require.Equal(t, http.StatusConflict, status, "%s: an accept of the old arguments: %v", order.name, body)
+		status, body = vote(id, other, map[string]any{"action": "accept", "revision": 1})
+		require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
+		require.Equal(t, workflows.StatusRunning, body["status"])
+		waitCompleted(t, c, id)
+		paid := svc.received(id, "/pay")
+		require.Len(t, paid, 1, order.name)
+		require.Equal(t, map[string]any{"invoice": "INV-7", "amount": "99999.00"}, paid[0].Body, "%s: the endpoint is paid what both approved", order.name)
+
+		var counted []string
+		for _, e := range ofType(events(t, c, id), workflows.EvApprovalReceived) {
+			var p map[string]any
+			require.NoError(t, json.Unmarshal(e.Payload, &p))
+			counted = append(counted, fmt.Sprintf("%s %s %v %v", p["decidedBy"], p["action"], p["revision"], p["arguments"].(map[string]any)["amount"]))
+		}
+		if !order.editFirst {
+			assert.Equal(t, []string{"appr1 accept 0 120.00", "appr2 edit-accept 1 99999.00", "appr1 accept 1 99999.00"}, counted)
+			replayHistory(t, c, id, "pack-tool-approval-quorum-edit")
+		} else {
+			assert.Equal(t, []string{"appr1 edit-accept 1 99999.00", "appr2 accept 1 99999.00"}, counted)
+		}
+	}
 }

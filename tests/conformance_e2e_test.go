@@ -473,7 +473,7 @@ func lowScopeAPI(t *testing.T, c *apiClient) (*apiClient, string, string) {
 	t.Helper()
 	low, other := "low-"+randomHex(8), "other-"+randomHex(8)
 	srv, err := newAPI(t, c, []api.Key{
-		{ID: "full", Secret: c.Key, Tenant: "default", Scopes: api.AllScopes},
+		{ID: "full", Secret: c.Key, Tenant: "default", Scopes: harnessScopes},
 		{ID: "low", Secret: low, Tenant: "default", Scopes: []string{"runs:read", "runs:create", "runs:cancel"}},
 		{ID: "other", Secret: other, Tenant: "tenant-b", Scopes: api.AllScopes},
 	})

@@ -169,6 +169,24 @@ func (fc *faultConv) send(text, messageID string) (int, map[string]any) {
 	return status, body
 }
 
+// sendAccepted posts one exchange and requires it accepted. A run whose worker has
+// just been swapped may take its workflow task later than the API's resolve wait (a
+// sticky queue of the stopped worker times out first, longer on a loaded machine);
+// the API then answers 202 queued with an Idempotency-Key, and the request is
+// repeated with that key, as a client does, until it answers the outcome.
+func (fc *faultConv) sendAccepted(text string) {
+	fc.t.Helper()
+	status, body := fc.send(text, "")
+	deadline := time.Now().Add(60 * time.Second)
+	for status == http.StatusAccepted && time.Now().Before(deadline) {
+		require.Equal(fc.t, "queued", body["status"], "exchange %q: %v", text, body)
+		key, _ := body["idempotencyKey"].(string)
+		require.NotEmpty(fc.t, key, "a queued exchange names its key: %v", body)
+		status, body = post(fc.c, fc.c.Key, "/v1/runs/"+fc.runID+"/interrupts/"+faultNode, exchangeBody(text, ""), "Idempotency-Key", key)
+	}
+	require.Equal(fc.t, http.StatusOK, status, "exchange %q: %v", text, body)
+}
+
 // say posts one exchange, requires it accepted and waits for the agent's reply.
 func (fc *faultConv) say(text string) {
 	fc.t.Helper()
@@ -312,8 +330,7 @@ func TestFaultWorkerStopsMidModelRound(t *testing.T) {
 	// in the middle.
 	blocker, stopBlocker := swapInBlockingWorker(t, c)
 
-	status, body := fc.send("second", "")
-	require.Equal(t, http.StatusOK, status, "exchange during the swap: %v", body)
+	fc.sendAccepted("second")
 	blocker.waitEntered(t)
 	stopBlocker()
 	require.NoError(t, c.Stack.StartWorker(), "start the host's worker again")

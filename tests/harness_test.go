@@ -48,12 +48,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(mcpStdioVar) == "1" {
 		os.Exit(serveMCPStdio()) // the test binary as an MCP tool server (tools_e2e_test.go)
 	}
+	if os.Getenv(crashWorkerVar) == "1" {
+		os.Exit(serveCrashWorker()) // the test binary as a tool worker to kill (crash_e2e_test.go)
+	}
 	code := m.Run()
 	if shared.stack != nil {
 		shared.stack.Stop()
 	}
 	stopAgentStack()
 	stopStreamStack()
+	stopOutageStack()
 	os.Exit(code)
 }
 
@@ -183,7 +187,9 @@ func harnessOptions(dataDir, key string) stack.Options {
 		Namespace:       os.Getenv("TEMPORAL_NAMESPACE"),
 		SeedFixtures:    true,
 		API: api.Config{
-			Keys:          []api.Key{{ID: "test", Secret: key, Tenant: "default", Scopes: api.AllScopes}},
+			// The public suite's quorum legs cast three votes with this one key, naming
+			// their voters: it is a delegate, granted by name as an operator would.
+			Keys:          []api.Key{{ID: "test", Secret: key, Tenant: "default", Scopes: harnessScopes}},
 			TokenSecret:   []byte(randomHex(32)),
 			WebhookSecret: webhookKey,
 		},
@@ -193,6 +199,10 @@ func harnessOptions(dataDir, key string) stack.Options {
 	}
 	return opts
 }
+
+// harnessScopes are the scopes of the harness's key: every scope, approvals:delegate
+// included.
+var harnessScopes = api.KnownScopes
 
 func newAPIClient(t *testing.T, st *stack.Stack, key string) *apiClient {
 	return &apiClient{t: t, BaseURL: st.APIURL(), Key: key, Stack: st, http: &http.Client{Timeout: 30 * time.Second}}

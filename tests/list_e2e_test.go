@@ -238,25 +238,36 @@ func TestPendingInterruptsE2E(t *testing.T) {
 	defer cancel()
 	frames := streamPending(t, ctx, a)
 
-	var items []api.PendingItem
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		_, items = pendingItems(t, a, "")
+	// The operators' list holds the approval; the chat waits for its end user and is
+	// listed on request (answeredBy=user, or any for both).
+	runsOf := func(items []api.PendingItem) []string {
 		runs := []string{}
 		for _, it := range items {
 			runs = append(runs, it.RunID)
 		}
-		assert.ElementsMatch(c, []string{approval, chat}, runs)
+		return runs
+	}
+	var items []api.PendingItem
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, items = pendingItems(t, a, "answeredBy=any")
+		assert.ElementsMatch(c, []string{approval, chat}, runsOf(items))
 	}, 20*time.Second, 100*time.Millisecond)
+	_, operators := pendingItems(t, a, "")
+	assert.Equal(t, []string{approval}, runsOf(operators), "a chat waiting for its user is not operator work")
+	_, users := pendingItems(t, a, "answeredBy=user")
+	assert.Equal(t, []string{chat}, runsOf(users))
 	for _, it := range items {
 		switch it.RunID {
 		case approval:
 			assert.Equal(t, "approval", it.WaitingKind)
+			assert.Equal(t, "operator", it.AnsweredBy)
 			assert.Equal(t, "gate", it.NodeID)
 			assert.Contains(t, string(it.Data), "Approve the conformance run")
 			assert.NotEmpty(t, it.InterruptToken)
 			assert.Contains(t, it.CallbackURL, "/v1/interrupts/"+it.InterruptToken)
 		case chat:
 			assert.Equal(t, "conversation", it.WaitingKind)
+			assert.Equal(t, "user", it.AnsweredBy)
 			assert.Equal(t, "conversation.exchange", it.Kind)
 			assert.Equal(t, "support", it.PackID)
 			require.NotEmpty(t, it.RecentTurns, "the inbox shows what the agent last said")

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,73 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	last := textOf(t, turns[len(turns)-1])
 	require.True(t, strings.HasPrefix(last, "Good news: your refund of $89.90"), last)
 	replayHistory(t, c, id, "pack-refund-approval")
+}
+
+// TestPackRefundPaymentRejectedE2E takes the demo's other branch: the reviewer
+// approves the refund, but the person deciding on the payment itself rejects the
+// issue_refund call. The call does not run, the model reads the rejection, and the
+// customer is told that nothing was paid.
+func TestPackRefundPaymentRejectedE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	sayTo(t, c, id, "It's order ORD-1042.")
+	waitRounds(t, c, id, 3, workflows.StatusWaitingExternal)
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
+		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
+	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
+	waitSnapshot(t, c, id, 30*time.Second, "waiting for the payment's approval", func(s workflows.Snapshot) bool {
+		return s.Interrupt != nil && s.Interrupt.Kind == "approval"
+	})
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
+		map[string]any{"resumeValue": map[string]any{"action": "reject", "feedback": "The card on file was closed; pay by bank transfer."}})
+	require.Equal(t, http.StatusOK, status, "reject the payment: %v", body)
+	s := waitCompleted(t, c, id)
+	require.Equal(t, "refunded", s.Pack.State)
+	evs := events(t, c, id)
+	paid := 0
+	for _, r := range toolReturned(t, evs) {
+		if r.Tool == "issue_refund" {
+			paid++
+			require.Equal(t, "error", r.Status)
+			require.Contains(t, string(r.Outcome), `"status":"rejected"`)
+		}
+	}
+	require.Equal(t, 1, paid, "issue_refund's result is in the log")
+	turns := turnsIn(t, evs)
+	last := textOf(t, turns[len(turns)-1])
+	assert.Contains(t, last, "nothing has been paid", "the customer is told the refund was not paid")
+	assert.NotContains(t, last, "has been issued")
+}
+
+// TestPackOrdersToolFailedE2E: the orders demo with an order service that answers an
+// error. The model reads the tool's error result and tells the customer that tracking
+// is unreachable, instead of the shipped answer.
+func TestPackOrdersToolFailedE2E(t *testing.T) {
+	t.Parallel()
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no such route", http.StatusNotFound)
+	}))
+	t.Cleanup(svc.Close)
+	c := startPrivateStack(t, stackOptions{ToolsFile: writeBindings(t, "tools:\n  track_order:\n    http: { url: \""+svc.URL+"/track_order\" }\n")})
+	id := createRun(t, c, "orders", map[string]any{"message": "Where is my order ORD-1042?"})
+	s := waitCompleted(t, c, id)
+	require.Equal(t, "goodbye", s.Pack.State)
+	evs := events(t, c, id)
+	tracked := 0
+	for _, r := range toolReturned(t, evs) {
+		if r.Tool == "track_order" {
+			tracked++
+			require.Equal(t, "error", r.Status, "track_order failed: %s", r.Outcome)
+		}
+	}
+	require.Equal(t, 1, tracked)
+	turns := turnsIn(t, evs)
+	require.GreaterOrEqual(t, len(turns), 2)
+	reply := textOf(t, turns[1])
+	assert.Contains(t, reply, "can't reach our order tracking")
+	assert.NotContains(t, reply, "has shipped")
 }
 
 // TestPackCodeFixLoopE2E runs RFC 0014 Example 2: every state is control: agent, so after

@@ -329,6 +329,7 @@ mcp_servers:
 		Query     string           `json:"query"`
 		Transport string           `json:"transport"`
 		Hits      []map[string]any `json:"hits"`
+		Key       string           `json:"idempotencyKey"`
 	}
 	require.NoError(t, json.Unmarshal(returned["call_0_0_search_docs"].Outcome, &docs))
 	require.Equal(t, "refunds", docs.Query)
@@ -337,6 +338,9 @@ mcp_servers:
 	require.NoError(t, json.Unmarshal(returned["call_1_0_search_help"].Outcome, &helpHits))
 	require.Equal(t, "returns", helpHits.Query)
 	require.Equal(t, "http", helpHits.Transport)
+	// Each call's idempotency key reached its server in the call's _meta.
+	require.Equal(t, activities.ToolIdempotencyKey("default", convo.ToolCallInput{RunID: id, NodeID: packNode, Round: 0, CallID: "call_0_0_search_docs", Tool: "search_docs"}), docs.Key)
+	require.Equal(t, activities.ToolIdempotencyKey("default", convo.ToolCallInput{RunID: id, NodeID: packNode, Round: 1, CallID: "call_1_0_search_help", Tool: "search_help"}), helpHits.Key)
 }
 
 // TestToolBindingRefusedAtStart starts a stack whose bindings do not fit the packs'

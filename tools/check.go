@@ -103,6 +103,10 @@ func (s *Set) Check(ctx context.Context, loaded []*packs.Loaded) *Report {
 				r.warn(b.pos, "tools."+name, "tool %s of pack %s has effect %s, so its calls are attempted once; max_attempts applies only when the binding says idempotent: true (the target honours the Idempotency-Key)",
 					name, l.Pack.ID, orUndeclared(effect))
 			}
+			if b.RetryFor > 0 && attempts == 1 {
+				r.warn(b.pos, "tools."+name, "tool %s of pack %s has effect %s, so its calls are attempted once and never wait out an outage; retry_for applies only when the binding says idempotent: true (the target honours the Idempotency-Key)",
+					name, l.Pack.ID, orUndeclared(effect))
+			}
 		}
 	}
 	usedServers := map[string][]string{} // server -> bound tool names

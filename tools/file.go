@@ -28,7 +28,7 @@ type LoadOptions struct {
 	UnsetIsWarning bool
 }
 
-// LoadFile reads a bindings file into the set (see the package doc for its format).
+// LoadFile reads a bindings file into the set (docs/tools.md has its format).
 // ${VAR} references are read once, now. Every problem is a diagnostic with
 // file:line:col; when any is an error the returned error is a *packs.DiagnosticsError
 // and the set must not be used.
@@ -492,7 +492,7 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 	}
 	for _, f := range fields {
 		path := join("tools", f.key)
-		bf, ok := d.mapping(f.valueNode, path, "http", "activity", "mcp", "idempotent", "max_attempts",
+		bf, ok := d.mapping(f.valueNode, path, "http", "activity", "mcp", "idempotent", "max_attempts", "retry_for", "retry_max_interval",
 			"approval", "approval_timeout", "approval_reminder", "approvers", "required_approvals", "escalate_after", "escalate_to")
 		if !ok {
 			continue
@@ -526,6 +526,10 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 					continue
 				}
 				b.MaxAttempts = v
+			case "retry_for":
+				b.RetryFor, _ = d.longDuration(g.valueNode, gp)
+			case "retry_max_interval":
+				b.RetryMaxInterval, _ = d.duration(g.valueNode, gp)
 			case "approval":
 				if v, ok := d.str(g.valueNode, gp); ok {
 					switch v {
@@ -558,6 +562,10 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 			d.errorf(f.keyNode, path, "a binding has one kind; this one sets %s", strings.Join(kinds, " and "))
 			continue
 		}
+		if b.RetryMaxInterval > 0 && b.RetryFor == 0 {
+			d.errorf(f.keyNode, path, "retry_max_interval applies with retry_for: set how long a call waits out an outage")
+			continue
+		}
 		if len(d.diags.Errors()) > errs {
 			continue
 		}
@@ -567,8 +575,8 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 			approval := b.ApprovalSettings
 			approval.Mode = b.Approval
 			switch {
-			case b.Idempotent || b.MaxAttempts > 0:
-				d.errorf(f.keyNode, path, "idempotent and max_attempts apply to a binding; add one of http, activity or mcp")
+			case b.Idempotent || b.MaxAttempts > 0 || b.RetryFor > 0 || b.RetryMaxInterval > 0:
+				d.errorf(f.keyNode, path, "idempotent, max_attempts, retry_for and retry_max_interval apply to a binding; add one of http, activity or mcp")
 			case approval.IsZero():
 				d.errorf(f.keyNode, path, "a binding needs one of http, activity or mcp (or, for a tool that runs where it would without one, only approval settings)")
 			default:

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -165,7 +167,10 @@ func TestBadBindingsFileIsLocated(t *testing.T) {
 	}{
 		{"syntax", "tools:\n  a: [\n", []string{"tools.yaml:2:1: error: YAML syntax error: did not find expected node content"}},
 		{"unknown top key", "tool:\n  a: {}\n", []string{`tools.yaml:1:1: error: unknown field "tool" (did you mean "tools"?)`}},
-		{"no kind", "tools:\n  a: { idempotent: true }\n", []string{"tools.yaml:2:3: error: tools.a: idempotent and max_attempts apply to a binding; add one of http, activity or mcp"}},
+		{"no kind", "tools:\n  a: { idempotent: true }\n", []string{"tools.yaml:2:3: error: tools.a: idempotent, max_attempts, retry_for and retry_max_interval apply to a binding; add one of http, activity or mcp"}},
+		{"retry without kind", "tools:\n  a: { retry_for: 6h }\n", []string{"tools.yaml:2:3: error: tools.a: idempotent, max_attempts, retry_for and retry_max_interval apply to a binding"}},
+		{"retry for number", "tools:\n  a:\n    http: { url: http://x/ }\n    retry_for: 6\n", []string{"tools.yaml:4:16: error: tools.a.retry_for: must be a duration with a unit, such as 6h"}},
+		{"retry interval alone", "tools:\n  a:\n    http: { url: http://x/ }\n    retry_max_interval: 1m\n", []string{"tools.yaml:2:3: error: tools.a: retry_max_interval applies with retry_for"}},
 		{"empty", "tools:\n  a: {}\n", []string{"tools.yaml:2:3: error: tools.a: a binding needs one of http, activity or mcp (or, for a tool that runs where it would without one, only approval settings)"}},
 		{"two kinds", "tools:\n  a:\n    http: { url: http://x/ }\n    activity: { type: A, task_queue: q }\n",
 			[]string{"tools.yaml:2:3: error: tools.a: a binding has one kind; this one sets http and activity"}},
@@ -235,4 +240,34 @@ func TestCodeBindingsMergeWithTheFile(t *testing.T) {
 	require.ErrorContains(t, err, `tools.yaml:2:3: error: tools.get_balance: tool "get_balance" is bound twice`)
 	require.Equal(t, activities.RouteGo, s.Binding("get_balance").Kind())
 	require.Equal(t, 1, code.Len(), "the code's set is left as it is")
+}
+
+// TestRetryForReachesTheRoute: retry_for and retry_max_interval become the route's
+// outage policy; RouteTools keeps it only for calls that may be retried and fills in
+// the interval and reminder a binding leaves unset.
+func TestRetryForReachesTheRoute(t *testing.T) {
+	s := NewSet()
+	src := "tools:\n  lookup:\n    http: { url: http://x/ }\n    retry_for: 6h\n  search:\n    http: { url: http://y/ }\n    retry_for: 2d\n    retry_max_interval: 20s\n"
+	_, err := s.Parse("tools.yaml", []byte(src), LoadOptions{Getenv: envOf(nil)})
+	require.NoError(t, err)
+	r, ok := s.Route(activities.ToolRouteCall{Tool: "search", Effect: "read"})
+	require.True(t, ok)
+	require.Equal(t, &activities.OutagePolicy{RetryFor: 48 * time.Hour, MaxInterval: 20 * time.Second}, r.Outage)
+
+	acts, err := activities.New(activities.Config{Transcripts: noTranscripts{}, Bindings: s, StallReminder: 5 * time.Minute})
+	require.NoError(t, err)
+	res, err := acts.RouteTools(context.Background(), activities.RouteToolsInput{Calls: []activities.ToolRouteCall{
+		{CallID: "1", Tool: "lookup", Effect: "read"}, {CallID: "2", Tool: "lookup", Effect: "write"}, {CallID: "3", Tool: "search", Effect: "read"},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, &activities.OutagePolicy{RetryFor: 6 * time.Hour, InitialInterval: time.Second, MaxInterval: activities.DefaultOutageMaxInterval, RemindEvery: 5 * time.Minute}, res.Routes[0].Outage)
+	require.Nil(t, res.Routes[1].Outage, "a write attempted once does not wait for a second attempt")
+	require.Equal(t, 20*time.Second, res.Routes[2].Outage.MaxInterval)
+}
+
+// noTranscripts is the transcript source of activities that run no model round.
+type noTranscripts struct{}
+
+func (noTranscripts) Transcript(context.Context, convo.TranscriptRef) ([]convo.Message, error) {
+	return nil, errors.New("no transcripts here")
 }

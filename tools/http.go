@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -74,10 +75,16 @@ func (s *Set) callHTTP(ctx context.Context, b *HTTPBinding, in convo.ToolCallInp
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the activity was cancelled or timed out
 		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, temporal.NewApplicationError(fmt.Sprintf("POST %s: no answer within %s", b.URL, b.Timeout), ErrTypeToolUnavailable)
+		// A request that never left (no connection) was not applied; one that was sent
+		// and got no answer may have been.
+		errType := activities.ErrTypeOutcomeUnknown
+		if notSent(err) {
+			errType = ErrTypeToolUnavailable
 		}
-		return nil, temporal.NewApplicationError(fmt.Sprintf("POST %s failed: %s", b.URL, s.redact(rootCause(err).Error())), ErrTypeToolUnavailable)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, temporal.NewApplicationError(fmt.Sprintf("POST %s: no answer within %s", b.URL, b.Timeout), errType)
+		}
+		return nil, temporal.NewApplicationError(fmt.Sprintf("POST %s failed: %s", b.URL, s.redact(rootCause(err).Error())), errType)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
@@ -85,7 +92,7 @@ func (s *Set) callHTTP(ctx context.Context, b *HTTPBinding, in convo.ToolCallInp
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, temporal.NewApplicationError(fmt.Sprintf("POST %s: reading the answer failed: %s", b.URL, s.redact(err.Error())), ErrTypeToolUnavailable)
+		return nil, temporal.NewApplicationError(fmt.Sprintf("POST %s: reading the answer failed: %s", b.URL, s.redact(err.Error())), activities.ErrTypeOutcomeUnknown)
 	}
 	status := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	switch code := resp.StatusCode; {
@@ -138,6 +145,17 @@ func resultJSON(text string) json.RawMessage {
 func errorResult(v any) *convo.ToolCallResult {
 	b, _ := json.Marshal(v)
 	return &convo.ToolCallResult{Content: b, IsError: true}
+}
+
+// notSent reports whether a failed request never reached the target: the connection
+// could not be made (refused, unreachable, DNS, a dial timeout).
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
 }
 
 // rootCause drops the wrappers (url.Error) that repeat the method and URL.

@@ -178,7 +178,8 @@ func TestHTTPBindingRetryableFailures(t *testing.T) {
 		_, _, err := httpSet(t, ts.URL, "50ms").Execute(context.Background(), lookupCall())
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, ErrTypeToolUnavailable, appErr.Type())
+		require.Equal(t, activities.ErrTypeOutcomeUnknown, appErr.Type(), "the request was sent: it may have been applied")
+		require.False(t, appErr.NonRetryable())
 		require.Contains(t, appErr.Error(), "no answer within 50ms")
 	})
 
@@ -189,7 +190,7 @@ func TestHTTPBindingRetryableFailures(t *testing.T) {
 		_, _, err := httpSet(t, url, "").Execute(context.Background(), lookupCall())
 		var appErr *temporal.ApplicationError
 		require.ErrorAs(t, err, &appErr)
-		require.Equal(t, ErrTypeToolUnavailable, appErr.Type())
+		require.Equal(t, ErrTypeToolUnavailable, appErr.Type(), "nothing was sent: the call was not applied")
 	})
 
 	t.Run("cancelled", func(t *testing.T) {

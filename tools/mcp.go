@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/convo"
@@ -186,8 +187,30 @@ func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-// callMCP calls the bound tool of an MCP server. The server's result becomes the tool
-// result (see mcpContent); a result the server marks isError, and a protocol error
+// Keys of the _meta every MCP tool call carries, as an HTTP binding's headers: the
+// idempotency key is the same for every attempt of one call, so a server that honours
+// it may let a binding say idempotent: true.
+const (
+	MetaIdempotencyKey = "wop/idempotencyKey"
+	MetaRunID          = "wop/runId"
+	MetaCallID         = "wop/toolCallId"
+	MetaTool           = "wop/tool"
+	MetaPackID         = "wop/packId"
+	MetaAttempt        = "wop/attempt" // 1 for the first attempt
+)
+
+// callMeta is the _meta of a call's attempt.
+func callMeta(ctx context.Context, in convo.ToolCallInput) mcp.Meta {
+	attempt := int32(1)
+	if activity.IsActivity(ctx) {
+		attempt = activity.GetInfo(ctx).Attempt
+	}
+	return mcp.Meta{MetaIdempotencyKey: in.IdempotencyKey, MetaRunID: in.RunID, MetaCallID: in.CallID,
+		MetaTool: in.Tool, MetaPackID: in.PackID, MetaAttempt: attempt}
+}
+
+// callMCP calls the bound tool of an MCP server, with the call's _meta (callMeta). The
+// server's result becomes the tool result (see mcpContent); a result the server marks isError, and a protocol error
 // (unknown tool, invalid arguments), are error results the model reads; a broken
 // connection is a retryable error, and the next attempt connects again.
 func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
@@ -204,7 +227,7 @@ func (s *Set) callMCP(ctx context.Context, b *MCPBinding, in convo.ToolCallInput
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: b.Tool, Arguments: args})
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Meta: callMeta(ctx, in), Name: b.Tool, Arguments: args})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

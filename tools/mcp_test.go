@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mcptest"
 	"github.com/wop-dev/wop/packs"
@@ -107,6 +108,7 @@ func TestMCPBinding(t *testing.T) {
 			require.Len(t, report.Bound, 2)
 
 			in := convo.ToolCallInput{RunID: "r_1", Tool: "search_docs", CallID: "c1", Args: json.RawMessage(`{"query":"refunds","limit":1}`)}
+			in.IdempotencyKey = activities.ToolIdempotencyKey("t1", in)
 			res, ok, err := s.Execute(context.Background(), in)
 			require.True(t, ok)
 			require.NoError(t, err)
@@ -116,9 +118,12 @@ func TestMCPBinding(t *testing.T) {
 				Transport  string              `json:"transport"`
 				Hits       []map[string]string `json:"hits"`
 				Authorized bool                `json:"authorized"`
+				Key        string              `json:"idempotencyKey"`
 			}
 			require.NoError(t, json.Unmarshal(res.Content, &got), "%s", res.Content)
 			require.Equal(t, "refunds", got.Query)
+			require.Equal(t, in.IdempotencyKey, got.Key, "the call's idempotency key travels in _meta")
+			require.NotEmpty(t, got.Key)
 			require.Equal(t, transport, got.Transport)
 			require.Len(t, got.Hits, 1)
 			require.Equal(t, transport == "stdio", got.Authorized, "the stdio server got its token through env")

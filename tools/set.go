@@ -31,9 +31,15 @@ type Binding struct {
 	// MaxAttempts bounds the attempts of a call that may be retried; 0 means
 	// activities.DefaultToolAttempts.
 	MaxAttempts int
+	// RetryFor, when set, makes a call that may be retried and still fails with a
+	// retryable error after MaxAttempts wait out the outage: it is retried for this
+	// long from its first attempt (backing off to RetryMaxInterval, default 1m), and the
+	// run reports itself stalled meanwhile. Calls attempted once are not affected.
+	RetryFor         time.Duration
+	RetryMaxInterval time.Duration
 	// Approval is "required" (a person approves each call first), "never" (no call
 	// waits, whatever the pack's autonomy level), or "" (the pack's governance
-	// decides: see the package doc).
+	// decides: see docs/tools.md).
 	Approval string
 	// ApprovalSettings tune the wait of a call that needs a decision: its deadline,
 	// reminders, approvers and escalation. Its Mode is ignored; Approval is the mode.
@@ -379,6 +385,9 @@ func (s *Set) Route(call activities.ToolRouteCall) (activities.ToolRoute, bool) 
 		return activities.ToolRoute{}, false
 	}
 	r := activities.ToolRoute{Kind: b.Kind(), Target: b.Target(), MaxAttempts: activities.ToolAttempts(call.Effect, b.Idempotent, b.MaxAttempts)}
+	if b.RetryFor > 0 {
+		r.Outage = &activities.OutagePolicy{RetryFor: b.RetryFor, MaxInterval: b.RetryMaxInterval}
+	}
 	switch {
 	case b.Activity != nil:
 		a := b.Activity

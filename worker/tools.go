@@ -67,6 +67,12 @@ func LoadTools(ctx context.Context, c Config, loaded []*packs.Loaded, logger *sl
 	cctx, cancel := context.WithTimeout(ctx, toolsCheckTimeout)
 	defer cancel()
 	report := set.Check(cctx, loaded)
+	if !mockOnly(c.Providers) {
+		// A worker that serves a real model never answers from the mock's tool_results.
+		for i := range report.Unbound {
+			report.Unbound[i].Mock = false
+		}
+	}
 	if err := report.Err(); err != nil {
 		_ = set.Close()
 		return nil, nil, fmt.Errorf("tool bindings do not fit the packs: %w%s", err, listDiags(report.Diags.Errors()))
@@ -120,4 +126,14 @@ func toolBindings(set *tools.Set) activities.ToolBindings {
 		return nil
 	}
 	return set
+}
+
+// mockOnly reports whether every provider is the scripted mock (no providers: the mock).
+func mockOnly(providers map[string]activities.Provider) bool {
+	for _, p := range providers {
+		if _, ok := p.(*activities.MockProvider); !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -12,8 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,9 +50,19 @@ type Config struct {
 	WorkflowCacheSize int
 	// ShutdownTimeout is how long a stopping worker waits for running activities.
 	ShutdownTimeout time.Duration
-	// Providers are the model providers by logical key (activities.ProvidersFromEnv).
+	// Providers are the model providers by logical key (activities.ProviderConfigFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
+	// PackProviders maps a pack id to its provider keys that another key's provider
+	// serves (the providers file's packs:).
+	PackProviders map[string]map[string]string
+	// ProviderSource says where the providers were configured (activities.
+	// ProviderConfig.Source); empty when nothing was, and the scripted mock serves by
+	// default, which `wop worker` refuses.
+	ProviderSource string
+	// ProvidersServed lists the provider keys the worker serves, with their providers
+	// and models, as it states them when it starts.
+	ProvidersServed []activities.ServedProvider
 	// MockStrict makes the scripted mock fail a round that is off its script instead of
 	// answering the script's default (the project's tests set it).
 	MockStrict bool
@@ -105,6 +117,14 @@ type Config struct {
 	// Identity is the worker's Temporal identity; StartStream sets it to advertise the
 	// chunk endpoint (chunks.Identity). Empty: the client's.
 	Identity string
+	// ModelOutage is how long model rounds wait out an unavailable provider, by logical
+	// provider key or canonical provider id (activities.Config.ModelOutage;
+	// activities.OutageFromEnv reads WOP_MODEL_RETRY_FOR and its kin). Nil: the
+	// per-provider defaults (activities.DefaultModelOutage).
+	ModelOutage map[string]activities.OutagePolicy
+	// StallReminder is how often a call that waits out an outage records a
+	// workflow.stalled event (WOP_STALL_REMINDER; 0: activities.DefaultStallReminder).
+	StallReminder time.Duration
 	// TurnLimits are the host's limits on the agent work of one user turn (model
 	// rounds and tool calls, counted across a pack's state changes; 0 = none). Every
 	// run carries the limits of the catalog that started it (LoadCatalog), so the
@@ -191,9 +211,12 @@ const sdkDefaultWorkflowCacheSize = 10000
 //	WOP_APPROVAL_REMINDER            remind approvers at this interval while a call waits (default off)
 //	WOP_APPROVAL_ESCALATE_AFTER      add WOP_APPROVAL_ESCALATE_TO to the approvers after this wait
 //	WOP_APPROVAL_ESCALATE_TO         comma-separated principals a waiting approval escalates to
+//	WOP_MODEL_RETRY_FOR              how long a model round waits out an unavailable provider (default 24h)
+//	WOP_MODEL_RETRY_MAX_INTERVAL     longest pause between its attempts meanwhile (default 1m; 30s openai-compatible)
+//	WOP_STALL_REMINDER               a workflow.stalled event this often while a call waits (default 15m)
 //
-// and the model providers from the variables activities.ProvidersFromEnv reads
-// (WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...).
+// and the model providers from the variables activities.ProviderConfigFromEnv reads
+// (WOP_PROVIDERS, WOP_MODEL_PROVIDER, WOP_MODEL, OPENAI_API_KEY, GEMINI_API_KEY, ...).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	if v := strings.TrimSpace(getenv("WOP_PACKS")); v != "" {
@@ -263,11 +286,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.WebhookAllowPrivate = b
 	}
-	providers, err := activities.ProvidersFromEnv(getenv)
+	outage, err := activities.OutageFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	cfg.Providers = providers
+	cfg.ModelOutage = outage
+	if v := strings.TrimSpace(getenv(activities.EnvStallReminder)); v != "" {
+		if d, err := activities.ParseLongDuration(v); err == nil && d > 0 {
+			cfg.StallReminder = d
+		}
+	}
+	if pc, err := activities.ProviderConfigFromEnv(getenv); err != nil {
+		errs = append(errs, err)
+	} else if set, err := pc.Build(context.Background(), getenv); err != nil {
+		errs = append(errs, err)
+	} else {
+		cfg.Providers, cfg.PackProviders, cfg.ProviderSource, cfg.ProvidersServed = set.Providers, set.Packs, set.Source, set.Served
+	}
 	return cfg, errors.Join(errs...)
 }
 
@@ -360,10 +395,17 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 		defer func() { _ = stream.Close() }()
 		logger.Info("Chunk endpoint listening", "addr", stream.Addr(), "url", stream.URL())
 	}
+	cctx, cancel := context.WithTimeout(ctx, providerCheckTimeout)
+	err = activities.CheckProviders(cctx, cfg.Providers)
+	cancel()
+	if err != nil {
+		return err
+	}
 	acts, err := NewActivities(c, cfg, loaded, bindings)
 	if err != nil {
 		return err
 	}
+	LogProviders(logger, cfg)
 	var health net.Listener
 	if cfg.HealthAddr != "" {
 		if health, err = net.Listen("tcp", cfg.HealthAddr); err != nil {
@@ -392,6 +434,46 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	return nil
 }
 
+// providerCheckTimeout bounds the start-time check of the providers' credentials (an
+// instance role's metadata server answers in milliseconds; a missing one times out).
+const providerCheckTimeout = 20 * time.Second
+
+// LogProviders states which providers and models the worker serves, one line per
+// provider key, and the packs whose keys are mapped to another key.
+func LogProviders(logger *slog.Logger, cfg Config) {
+	served := cfg.ProvidersServed
+	if len(served) == 0 {
+		for _, key := range slices.Sorted(maps.Keys(cfg.Providers)) {
+			p := cfg.Providers[key]
+			model := activities.MockModel
+			if mn, ok := p.(interface{ ModelName() string }); ok {
+				model = mn.ModelName()
+			}
+			served = append(served, activities.ServedProvider{Key: key, Provider: p.Name(), Model: model})
+		}
+	}
+	if len(served) == 0 {
+		served = []activities.ServedProvider{{Key: activities.DefaultProviderKey, Provider: activities.ProviderMock, Model: activities.MockModel}}
+	}
+	source := cfg.ProviderSource
+	if source == "" {
+		source = "none configured: the scripted mock"
+	}
+	for _, s := range served {
+		logger.Info("Model provider", "key", s.Key, "provider", s.Provider, "model", s.Model, "from", source)
+	}
+	for _, pack := range slices.Sorted(maps.Keys(cfg.PackProviders)) {
+		for _, key := range slices.Sorted(maps.Keys(cfg.PackProviders[pack])) {
+			logger.Info("Model provider of a pack", "pack", pack, "key", key, "servedBy", cfg.PackProviders[pack][key])
+		}
+	}
+}
+
+// ErrNoProvider is the error of a production worker that has no provider configured.
+var ErrNoProvider = errors.New("no model provider is configured: set WOP_MODEL_PROVIDER (gemini, vertex, bedrock, azure-openai, openai, " +
+	"anthropic, openai-compatible) and its variables, or WOP_PROVIDERS to a providers file; " +
+	"WOP_MODEL_PROVIDER=mock serves the scripted mock on purpose (packs/*.mock.yaml), never real users")
+
 // healthHandler answers GET /healthz with 200 while the worker runs, and serves
 // metrics at GET /metrics when it is not nil.
 func healthHandler(metrics http.Handler) http.Handler {
@@ -419,6 +501,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 	}
 	acts, err := activities.New(activities.Config{
 		Providers:      cfg.Providers,
+		PackProviders:  cfg.PackProviders,
 		MockScripts:    scripts,
 		MockStrict:     cfg.MockStrict,
 		MockChunkDelay: cfg.MockChunkDelay,
@@ -430,6 +513,8 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Logger:      cfg.Logger,
 
 		ApprovalDefaults:    cfg.ApprovalDefaults,
+		ModelOutage:         cfg.ModelOutage,
+		StallReminder:       cfg.StallReminder,
 		WebhookSecret:       cfg.WebhookSecret,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		Version:             cfg.Version,

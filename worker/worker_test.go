@@ -3,6 +3,8 @@ package worker
 import (
 	"crypto/tls"
 	"flag"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +121,50 @@ func TestTurnLimitsFromEnv(t *testing.T) {
 	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_MAX_ROUNDS_PER_TURN": "3"}))
 	if err != nil || cfg.TurnLimits.MaxRounds != 3 || cfg.TurnLimits.MaxToolCalls != 50 {
 		t.Errorf("ConfigFromEnv limits = %+v, %v", cfg.TurnLimits, err)
+	}
+}
+
+// The worker states at start which providers and models it serves, from where, and
+// which packs' keys another key serves; the lines name no key.
+func TestConfigFromEnvStatesTheProvidersItServes(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/providers.yaml"
+	if err := os.WriteFile(path, []byte("providers:\n  default:\n    type: gemini\n    model: gemini-2.5-pro\n"+
+		"  judge:\n    type: azure-openai\n    model: gpt-4o-prod\n    endpoint: https://r.openai.azure.com\npacks:\n  refunds:\n    default: judge\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_PROVIDERS": path, "GEMINI_API_KEY": "g-SECRET-key", "AZURE_OPENAI_API_KEY": "az-SECRET-key"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ProviderSource != "WOP_PROVIDERS="+path || len(cfg.Providers) != 2 || cfg.PackProviders["refunds"]["default"] != "judge" {
+		t.Fatalf("config: source %q, providers %v, packs %v", cfg.ProviderSource, cfg.Providers, cfg.PackProviders)
+	}
+	var logs strings.Builder
+	LogProviders(slog.New(slog.NewTextHandler(&logs, nil)), cfg)
+	for _, want := range []string{
+		`msg="Model provider" key=default provider=gemini model=gemini-2.5-pro from="WOP_PROVIDERS=` + path + `"`,
+		`msg="Model provider" key=judge provider=azure-openai model=gpt-4o-prod`,
+		`msg="Model provider of a pack" pack=refunds key=default servedBy=judge`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("start lines lack %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "SECRET") {
+		t.Errorf("a key reached the log:\n%s", logs.String())
+	}
+
+	cfg, err = ConfigFromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ProviderSource != "" {
+		t.Errorf("nothing configured, source %q", cfg.ProviderSource)
+	}
+	logs.Reset()
+	LogProviders(slog.New(slog.NewTextHandler(&logs, nil)), cfg)
+	if !strings.Contains(logs.String(), `provider=mock model=scripted-mock from="none configured: the scripted mock"`) {
+		t.Errorf("mock start line:\n%s", logs.String())
 	}
 }

@@ -202,6 +202,10 @@ type EventsPage struct {
 	// FirstSequence is the first event this execution holds.
 	FirstSequence int64                `json:"firstSequence"`
 	Earlier       []activities.Segment `json:"earlier,omitempty"`
+	// Index is a sparse index of older executions (records.go): with Earlier, a
+	// reader finds the execution that holds any event in a few reads of start events
+	// (CarriedLinks).
+	Index []activities.Segment `json:"index,omitempty"`
 	// Tenant owns the run, so a reader can check access with this one query.
 	Tenant string `json:"tenant,omitempty"`
 }
@@ -251,8 +255,11 @@ type Snapshot struct {
 	// conversation.exchanged events).
 	Conversations []ConversationInfo `json:"conversations,omitempty"`
 	// Pack is the state of the run's PromptPack conversation, when it has one.
-	Pack         *PackStatus `json:"pack,omitempty"`
-	LastSequence int64       `json:"lastSequence"`
+	Pack *PackStatus `json:"pack,omitempty"`
+	// Stalled is set while a model round or tool call waits out an outage of what it
+	// calls (outage.go): what is unavailable, since when, until when it is retried.
+	Stalled      *Stall `json:"stalled,omitempty"`
+	LastSequence int64  `json:"lastSequence"`
 	// RequestDigest is echoed for the API's Idempotency-Key check.
 	RequestDigest string `json:"requestDigest,omitempty"`
 	ParentRunID   string `json:"parentRunId,omitempty"`

@@ -14,6 +14,9 @@ import (
 type approvalVote struct {
 	Voter  string `json:"voter"`
 	Action string `json:"action"`
+	// Caller is the credential that cast a delegated vote (a key with
+	// approvals:delegate naming Voter); empty when the voter voted itself.
+	Caller string `json:"caller,omitempty"`
 }
 
 // approvalData is the ApprovalData of an approval interrupt.
@@ -40,6 +43,9 @@ type approvalResume struct {
 	DecidedAt          string          `json:"decidedAt,omitempty"`
 	Comment            string          `json:"comment,omitempty"`
 	Voter              string          `json:"voter,omitempty"`
+	// Revision is the revision of a tool call's arguments the vote approves
+	// (ToolCallArtifact.Revision); a vote naming another revision is refused.
+	Revision *int `json:"revision,omitempty"`
 }
 
 // normalizeApproval parses a resume value, mapping the legacy `decision` field.
@@ -99,6 +105,18 @@ func (v approvalResume) received(nodeID string, now time.Time) map[string]any {
 	return p
 }
 
+// castVote is the vote v of request req as the gate counts it. A delegated vote (the
+// caller named someone else) records its caller, in the vote and in received, the
+// approval.received payload.
+func castVote(v approvalResume, req ResolveRequest, received map[string]any) approvalVote {
+	vote := approvalVote{Voter: v.voter(req), Action: v.Action}
+	if req.Caller != "" && req.Caller != vote.Voter {
+		vote.Caller = req.Caller
+		received["caller"] = req.Caller
+	}
+	return vote
+}
+
 // approvalVoter is who a vote counts for. Identity comes from the credential: the
 // caller (an API key, or the subject a token was issued to). A delegate caller (a key
 // with approvals:delegate, e.g. a chat relay) votes for the voter it names; any other
@@ -149,6 +167,9 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.Ra
 	if deny != nil {
 		return nil, "", *deny, false
 	}
+	if stale := r.checkToolRevision(it, v); stale != nil {
+		return nil, "", *stale, false
+	}
 	if len(it.approval.ApproversList) > 0 && v.Action != "ask" {
 		listed := false
 		for _, a := range it.approval.ApproversList {
@@ -168,7 +189,9 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.Ra
 		return nil, "", ResolveCheck{Code: protocol.CodeInterruptResolved, Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
 	}
 	status = StatusRunning
-	if v.Action == "ask" {
+	if v.Action == "ask" || r.restartsQuorum(it, v) {
+		// An edit that restarts a quorum is the first approval of the new arguments,
+		// and a quorum needs more than one.
 		status = StatusWaitingApproval
 	} else if accepts, rejects := tally(it, v.Action); !quorumDecided(it.approval, accepts, rejects) {
 		status = StatusWaitingApproval
@@ -289,7 +312,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 			received["refineFeedback"] = v.RefineFeedback
 		}
 		accepts, rejects := tally(it, v.Action)
-		it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
+		it.votes = append(it.votes, castVote(v, req, received))
 		if !quorumDecided(&d, accepts, rejects) {
 			r.emit(EvApprovalReceived, n.ID, received, it.requestedEvent)
 			r.describePending()

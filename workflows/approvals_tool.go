@@ -31,6 +31,7 @@ package workflows
 // approval, so other histories are unchanged).
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -50,6 +51,13 @@ import (
 // toolApprovalsVersion is the workflow.GetVersion change id of tool calls that wait
 // for approval.
 const toolApprovalsVersion = "tool-approvals"
+
+// toolQuorumVersion is the change id of quorums on arguments: in the approval of a call
+// that needs more than one approval, an edit-accept with other arguments restarts the
+// quorum on them (restartQuorum), so the call runs with arguments every counted vote
+// approved. It is asked when such an approval is raised; approvals raised before keep
+// counting votes whatever their arguments, and run the deciding vote's.
+const toolQuorumVersion = "tool-approval-quorum"
 
 // ArtifactTypeToolCall is the artifactType of a tool call's approval interrupt.
 const ArtifactTypeToolCall = "tool-call"
@@ -85,6 +93,12 @@ type ToolCallArtifact struct {
 	// Agent is who asks: the pack, its state and round, and the agent's text of that
 	// round.
 	Agent ToolCallAgent `json:"agent"`
+	// Revision counts the edits that restarted the quorum on new arguments (absent:
+	// the arguments are the agent's); EditedBy made the latest. A vote may name the
+	// revision it approves (resumeValue.revision), and once the arguments were edited
+	// an accept must.
+	Revision int    `json:"revision,omitempty"`
+	EditedBy string `json:"editedBy,omitempty"`
 }
 
 // ToolCallAgent is the agent side of a ToolCallArtifact.
@@ -104,6 +118,12 @@ type toolApproval struct {
 	requested time.Time
 	reminders int  // reminders recorded so far
 	escalated bool // escalate_to was added to the approvers
+	// What the interrupt shows of the call, kept to show it again after an edit
+	// restarted the quorum (restartQuorum).
+	art    ToolCallArtifact
+	pack   *packs.Pack
+	tool   *packs.Tool
+	reason string
 }
 
 // approvalNeeded decides whether a call waits for a person, and says why
@@ -179,9 +199,12 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 		RequiredApprovals: settings.RequiredApprovals,
 		ApproversList:     slices.Clone(settings.Approvers),
 	}
-	ta := &toolApproval{call: call, settings: settings, requested: workflow.Now(rt.ctx)}
+	ta := &toolApproval{call: call, settings: settings, requested: workflow.Now(rt.ctx), art: art, pack: rt.a.pack, tool: tool, reason: reason}
 	if tool != nil {
 		ta.params = tool.Parameters
+	}
+	if d.required() > 1 {
+		r.changed(toolQuorumVersion)
 	}
 	it := r.raise(rt.a.nodeID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
 	it.approval = &d
@@ -295,6 +318,9 @@ func (ta *toolApproval) describe(d *approvalData) string {
 		fmt.Fprintf(&b, " (%d approvals needed)", d.RequiredApprovals)
 	}
 	b.WriteString(".")
+	if ta.art.Revision > 0 {
+		fmt.Fprintf(&b, " %s edited the arguments (revision %d): earlier approvals no longer count.", ta.art.EditedBy, ta.art.Revision)
+	}
 	if ta.settings.RemindEvery > 0 {
 		fmt.Fprintf(&b, " Reminders every %s (%d so far).", ta.settings.RemindEvery, ta.reminders)
 	}
@@ -474,10 +500,29 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
 	received := v.received(it.NodeID, workflow.Now(r.ctx))
 	received["tool"], received["callId"] = it.tool.call.Tool, it.tool.call.CallID
+	var voided []string
+	restarted := r.restartsQuorum(it, v)
+	if restarted {
+		if voided = r.restartQuorum(it, v, v.voter(req)); len(voided) > 0 {
+			received["voided"] = voided
+		}
+	}
+	if r.quorumOnArguments(it) {
+		received["arguments"] = orJSON(it.tool.call.Args, "{}")
+		received["revision"] = it.tool.art.Revision
+	}
 	accepts, rejects := tally(it, v.Action)
-	it.votes = append(it.votes, approvalVote{Voter: v.voter(req), Action: v.Action})
+	it.votes = append(it.votes, castVote(v, req, received))
 	if !quorumDecided(it.approval, accepts, rejects) {
-		r.emit(EvApprovalReceived, it.NodeID, received, it.requestedEvent)
+		recv := r.emit(EvApprovalReceived, it.NodeID, received, it.requestedEvent)
+		if restarted {
+			p := approvalRequestedPayload(it, it.approval)
+			p["revision"], p["editedBy"], p["arguments"], p["reason"] = it.tool.art.Revision, it.tool.art.EditedBy, it.tool.art.Arguments, "arguments-edited"
+			if len(voided) > 0 {
+				p["voided"] = voided
+			}
+			r.emit(EvApprovalRequested, it.NodeID, p, recv)
+		}
 		r.describePending()
 		return nil, false
 	}
@@ -496,6 +541,91 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 		}
 	}
 	return nil, true
+}
+
+// quorumOnArguments reports whether the tool approval it counts approvals of the same
+// arguments (toolQuorumVersion, asked when the approval was raised): a call that needs
+// more than one approval.
+func (r *runner) quorumOnArguments(it *interrupt) bool {
+	return it.tool != nil && it.approval.required() > 1 && r.versions[toolQuorumVersion] >= 1
+}
+
+// restartsQuorum reports whether the vote v restarts the quorum of it: an edit-accept
+// whose arguments differ from those the approval shows.
+func (r *runner) restartsQuorum(it *interrupt, v approvalResume) bool {
+	if v.Action != "edit-accept" || !r.quorumOnArguments(it) {
+		return false
+	}
+	args, ok := editedArguments(v.EditedArtifactData)
+	return ok && !sameJSON(args, orJSON(it.tool.call.Args, "{}"))
+}
+
+// restartQuorum makes the edited arguments of v the call's: the approval shows them
+// under the next revision, and the votes counted so far, which approved (or rejected)
+// other arguments, no longer count; their voters may vote again. It returns those
+// voters. voter is who edited.
+func (r *runner) restartQuorum(it *interrupt, v approvalResume, voter string) []string {
+	ta := it.tool
+	args, _ := editedArguments(v.EditedArtifactData)
+	voided := make([]string, 0, len(it.votes))
+	for _, vote := range it.votes {
+		voided = append(voided, vote.Voter)
+	}
+	it.votes = nil
+	ta.call.Args = args
+	ta.art.Arguments = args
+	ta.art.Revision++
+	ta.art.EditedBy = voter
+	it.approval.ArtifactData = mustJSON(ta.art)
+	it.approval.Description = toolCallDescription(ta.pack, ta.call, ta.tool, ta.reason) +
+		fmt.Sprintf(" %s edited the arguments (revision %d); approvals of earlier arguments no longer count.", ta.art.EditedBy, ta.art.Revision)
+	it.Data = mustJSON(it.approval)
+	it.describe = ta.describe(it.approval)
+	return voided
+}
+
+// checkToolRevision refuses a vote on a tool approval that names a revision of the
+// arguments other than the one the approval shows, and an accept that names none
+// once the arguments were edited: such a vote may approve arguments its voter never
+// saw. An edit-accept names its arguments and a reject approves nothing, so they need
+// no revision.
+func (r *runner) checkToolRevision(it *interrupt, v approvalResume) *ResolveCheck {
+	if it.tool == nil {
+		return nil
+	}
+	ta := it.tool
+	var msg string
+	switch {
+	case v.Revision != nil && *v.Revision != ta.art.Revision:
+		msg = fmt.Sprintf("this vote approves revision %d of the arguments of the %s call, but they are at revision %d", *v.Revision, ta.call.Tool, ta.art.Revision)
+	case v.Revision == nil && ta.art.Revision > 0 && v.Action == "accept":
+		msg = fmt.Sprintf("%s edited the arguments of the %s call (revision %d); an accept must name the revision it approves (resumeValue.revision)", ta.art.EditedBy, ta.call.Tool, ta.art.Revision)
+	default:
+		return nil
+	}
+	return &ResolveCheck{Code: protocol.CodeRunStateConflict,
+		Message: msg + "; read the interrupt again and vote on the arguments it shows",
+		Details: mustJSON(map[string]any{"field": "resumeValue.revision", "revision": ta.art.Revision, "arguments": orJSON(ta.call.Args, "{}"), "editedBy": ta.art.EditedBy})}
+}
+
+// sameJSON reports whether two JSON values are equal (objects compare by key, numbers
+// by their text).
+func sameJSON(a, b json.RawMessage) bool {
+	return bytes.Equal(canonicalJSON(a), canonicalJSON(b))
+}
+
+func canonicalJSON(raw json.RawMessage) []byte {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	out, err := json.Marshal(v) // map keys in sorted order
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // expireToolApproval settles an approval nobody decided before its deadline: the call

@@ -3,12 +3,14 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
@@ -356,6 +358,137 @@ func TestToolApprovalQuorum(t *testing.T) {
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(again.Code, again.Unprocessable), "one vote each: %+v", again)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
 	require.Len(t, ofType(tr.events(), EvApprovalReceived), 2)
+}
+
+// callerVote is a vote as the API sends it: for the caller's own credential.
+func callerVote(value, by string) ResolveRequest {
+	return ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(value), ResolvedBy: by, Caller: by}
+}
+
+// artifactOf reads the tool call artifact an approval interrupt shows.
+func artifactOf(t *testing.T, s Snapshot) ToolCallArtifact {
+	t.Helper()
+	require.NotNil(t, s.Interrupt)
+	var d struct {
+		ArtifactData ToolCallArtifact `json:"artifactData"`
+	}
+	require.NoError(t, json.Unmarshal(s.Interrupt.Data, &d))
+	return d.ArtifactData
+}
+
+// TestToolApprovalQuorumOnEditedArguments: in a quorum of two, an edit restarts the
+// quorum on the edited arguments whichever approver edits: the call runs with the
+// arguments both approved, the approval shows them, and a vote that names no revision
+// (or an old one) after the edit is refused.
+func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
+	const edit = `{"action":"edit-accept","editedArtifactData":{"arguments":{"invoice":"INV-7","amount":"99999.00"}}}`
+	for _, order := range []string{"accept-then-edit", "edit-then-accept"} {
+		t.Run(order, func(t *testing.T) {
+			tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}})
+			var before, edited, after Snapshot
+			var unnamed, old, sameArgs ResolveCheck
+			tr.at(time.Hour, func() {
+				before = tr.snapshot()
+				if order == "accept-then-edit" {
+					tr.resolveReq(callerVote(`{"action":"accept"}`, "ann"))
+				} else {
+					tr.resolveReq(callerVote(edit, "ann"))
+				}
+			})
+			tr.at(2*time.Hour, func() {
+				if order == "accept-then-edit" {
+					tr.resolveReq(callerVote(edit, "ben"))
+				}
+			})
+			tr.at(3*time.Hour, func() {
+				edited = tr.snapshot()
+				// The other approver: ann after ben's edit, ben after ann's.
+				other := map[string]string{"accept-then-edit": "ann", "edit-then-accept": "ben"}[order]
+				unnamed = tr.check(callerVote(`{"action":"accept"}`, other))
+				old = tr.check(callerVote(`{"action":"accept","revision":0}`, other))
+				sameArgs = tr.check(callerVote(edit, other))
+				tr.resolveReq(callerVote(`{"action":"accept","revision":1}`, other))
+			})
+			tr.at(4*time.Hour, func() {
+				after = tr.snapshot()
+				tr.resolve(ServedPackNodeID, `{"operation":"close"}`)
+			})
+			final := tr.finish()
+			require.Equal(t, StatusCompleted, final.Status)
+
+			require.Equal(t, 0, artifactOf(t, before).Revision)
+			require.JSONEq(t, `{"invoice":"INV-7","amount":"120.00"}`, string(artifactOf(t, before).Arguments))
+			art := artifactOf(t, edited)
+			require.Equal(t, StatusWaitingApproval, edited.Status, "the edit restarted the quorum: one approval of two")
+			require.JSONEq(t, `{"invoice":"INV-7","amount":"99999.00"}`, string(art.Arguments), "the approval shows the arguments that will run")
+			require.Equal(t, 1, art.Revision)
+			require.Contains(t, string(edited.Interrupt.Data), "edited the arguments (revision 1)", "the description says so")
+			require.Equal(t, refusal(protocol.CodeRunStateConflict, false), refusal(unnamed.Code, unnamed.Unprocessable), "%+v", unnamed)
+			require.Contains(t, unnamed.Message, "must name the revision")
+			require.Equal(t, refusal(protocol.CodeRunStateConflict, false), refusal(old.Code, old.Unprocessable), "%+v", old)
+			require.True(t, sameArgs.OK, "an edit to the arguments shown approves them: %+v", sameArgs)
+			require.NotEqual(t, "approval", kindOf(after.Interrupt))
+
+			var paid []string
+			for _, c := range sm.tools {
+				if c.Tool == "pay" {
+					paid = append(paid, string(c.Args))
+				}
+			}
+			require.Len(t, paid, 1)
+			require.JSONEq(t, `{"invoice":"INV-7","amount":"99999.00"}`, paid[0], "the tool gets the arguments both approved")
+
+			evs := tr.events()
+			rec := ofType(evs, EvApprovalReceived)
+			var voters []string
+			for _, e := range rec {
+				p := payload(t, e)
+				voters = append(voters, fmt.Sprintf("%s:%s@%v", p["decidedBy"], p["action"], p["revision"]))
+			}
+			if order == "accept-then-edit" {
+				require.Equal(t, []string{"ann:accept@0", "ben:edit-accept@1", "ann:accept@1"}, voters)
+				require.Equal(t, []any{"ann"}, payload(t, rec[1])["voided"], "ann's approval of 120.00 no longer counts")
+			} else {
+				require.Equal(t, []string{"ann:edit-accept@1", "ben:accept@1"}, voters)
+			}
+			req := ofType(evs, EvApprovalRequested)
+			require.Len(t, req, 2, "the request, then the edited arguments")
+			require.Equal(t, "arguments-edited", payload(t, req[1])["reason"])
+			require.Equal(t, float64(1), payload(t, req[1])["revision"])
+		})
+	}
+}
+
+// TestToolApprovalQuorumBeforeArgumentQuorums: an approval raised before
+// toolQuorumVersion counts an edit as a vote and runs the deciding vote's arguments, as
+// it did.
+func TestToolApprovalQuorumBeforeArgumentQuorums(t *testing.T) {
+	tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}})
+	tr.env.OnGetVersion(toolQuorumVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	var edited Snapshot
+	tr.at(time.Hour, func() {
+		tr.resolveReq(callerVote(`{"action":"edit-accept","editedArtifactData":{"arguments":{"invoice":"INV-7","amount":"99999.00"}}}`, "ann"))
+	})
+	tr.at(2*time.Hour, func() {
+		edited = tr.snapshot()
+		tr.resolveReq(callerVote(`{"action":"accept"}`, "ben"))
+	})
+	tr.at(3*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
+	require.Equal(t, StatusCompleted, tr.finish().Status)
+	require.JSONEq(t, `{"invoice":"INV-7","amount":"120.00"}`, string(artifactOf(t, edited).Arguments))
+	for _, c := range sm.tools {
+		if c.Tool == "pay" {
+			require.JSONEq(t, `{"invoice":"INV-7","amount":"120.00"}`, string(c.Args))
+		}
+	}
+}
+
+// kindOf is the kind of a pending interrupt ("" for none).
+func kindOf(pi *PendingInterrupt) string {
+	if pi == nil {
+		return ""
+	}
+	return pi.Kind
 }
 
 // TestToolApprovalPolicy: the binding decides first, then the autonomy level with the

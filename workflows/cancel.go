@@ -37,6 +37,7 @@ func (r *runner) checkCancelled() error {
 // await blocks until cond holds, the run is cancelled (errCancelled) or timeout (>0)
 // elapses (timedOut). The timer is durable.
 func (r *runner) await(timeout time.Duration, cond func() bool) (timedOut bool, err error) {
+	r.settleTurnOutcome("") // the turn, if one ran, is over: its answer says where it left the run
 	full := func() bool { return r.cancelReq != nil || cond() }
 	if timeout > 0 {
 		ok, werr := workflow.AwaitWithTimeout(r.ctx, timeout, full)

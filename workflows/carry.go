@@ -21,11 +21,13 @@ import (
 //     the transcript messages its model rounds appended (engine.State, from its
 //     TranscriptBase on). Its queries answer for those.
 //   - Earlier events and messages stay with the executions that emitted them: closed
-//     executions answer queries too (QueryWorkflow with their run id). Every answer
-//     that does not reach back far enough names the executions before this one
-//     (Segments: run id and sequence range, newest first, at most MaxSegmentLinks);
-//     a reader that needs an older one asks the oldest it knows, whose own answer
-//     names those before it. Temporal stays the only store.
+//     executions answer queries too (QueryWorkflow with their run id), and hold their
+//     events in their own history as well (records.go), where a reader decodes them
+//     without a worker. Every answer that does not reach back far enough names the
+//     executions before this one (Segments: run id and sequence range, newest first,
+//     at most MaxSegmentLinks; Anchors: a sparse index of older ones); a reader that
+//     needs an older one reads the start event (or asks) of the nearest one it knows,
+//     which names those before it. Temporal stays the only store.
 //   - Sets that would grow with every turn are windows: the request ids applied
 //     (appliedWindow, the newest 64, so a resolve repeated with its Idempotency-Key
 //     is recognised while fewer than 64 others came in between), the interrupts
@@ -74,6 +76,8 @@ type carriedState struct {
 	LastEventID string               `json:"lastEventId,omitempty"`
 	NodeEvents  map[string]string    `json:"nodeEvents,omitempty"` // newest eventId per node
 	Segments    []activities.Segment `json:"segments,omitempty"`
+	// Anchors is the sparse index of older executions (records.go), by level.
+	Anchors [][]activities.Segment `json:"anchors,omitempty"`
 
 	Status        string                                `json:"status"`
 	StartedAt     string                                `json:"startedAt"`
@@ -137,6 +141,7 @@ func (r *runner) maybeContinueAsNew() error {
 		// safe point.
 		return nil
 	}
+	r.flushRecords() // the rest of this execution's events, before its link says so
 	st, err := r.carry()
 	if err != nil {
 		return fmt.Errorf("prepare continue-as-new: %w", err)
@@ -168,7 +173,8 @@ func (r *runner) canCarryInbox() bool {
 
 func (r *runner) carry() (json.RawMessage, error) {
 	st := carriedState{Shape: carriedShape}
-	r.eventLog.carryInto(&st, r.segmentsWithThis())
+	this := r.thisSegment()
+	r.eventLog.carryInto(&st, r.segmentsWithThis(this), r.anchorsWithThis(this))
 	r.progress.carryInto(&st)
 	r.resolveState.carryInto(&st)
 	st.ChildRuns = r.childRuns
@@ -201,10 +207,15 @@ func (r *runner) carryConversations(st *carriedState) error {
 	return nil
 }
 
-// segmentsWithThis is the index of earlier executions the next execution carries:
-// this one first, then those this one knew of, at most MaxSegmentLinks.
-func (r *runner) segmentsWithThis() []activities.Segment {
-	this := activities.Segment{RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, FirstSequence: r.base, LastSequence: r.nextSeq() - 1}
+// thisSegment is the link to this execution the next one carries.
+func (r *runner) thisSegment() activities.Segment {
+	return activities.Segment{RunID: workflow.GetInfo(r.ctx).WorkflowExecution.RunID, FirstSequence: r.base, LastSequence: r.nextSeq() - 1,
+		Recorded: r.recordedAll()}
+}
+
+// segmentsWithThis is the list of the newest earlier executions the next execution
+// carries: this one first, then those this one knew of, at most MaxSegmentLinks.
+func (r *runner) segmentsWithThis(this activities.Segment) []activities.Segment {
 	out := append([]activities.Segment{this}, r.segments...)
 	if len(out) > MaxSegmentLinks {
 		out = out[:MaxSegmentLinks]

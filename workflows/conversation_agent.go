@@ -124,6 +124,16 @@ type agentReply struct {
 	Clear bool
 	// Close ends the conversation after the turn above.
 	Close *closeRequest
+	// Notice, when set, is recorded as a system turn after the agent's: a turn that
+	// ended without its answer says why (the model was unavailable), and the
+	// conversation stays open.
+	Notice *turnNotice
+}
+
+// turnNotice is a system turn the host adds to a conversation: {"text", "error"}.
+type turnNotice struct {
+	Text  string
+	Error *RunError
 }
 
 // agentInterrupt is an interrupt an agent raises next to its conversation.

@@ -61,11 +61,13 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 			idx := c.NextTurnIndex()
 			t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: RoleUser, TurnIndex: idx}
 			c.record(t)
-			rep, err := agent.Reply(r.ctx, c, t)
+			rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Reply(r.ctx, c, t) })
 			if err != nil {
 				return nil, agentFailure(n.ID, err)
 			}
-			if out, done, err := r.applyReply(c, rep); done || err != nil {
+			out, done, err := r.applyReply(c, rep)
+			r.endTurn()
+			if done || err != nil {
 				return out, err
 			}
 		}
@@ -149,11 +151,14 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			c.agentIt = nil
 			r.settle(target)
 			r.emitResolved(target, req, value)
-			rep, err := agent.Inject(r.ctx, c, ev)
+			r.startTurnRequest(req)
+			rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Inject(r.ctx, c, ev) })
 			if err != nil {
 				return nil, agentFailure(c.NodeID, err)
 			}
-			if out, done, err := r.applyReply(c, rep); done || err != nil {
+			out, done, err := r.applyReply(c, rep)
+			r.endTurn()
+			if done || err != nil {
 				return out, err
 			}
 			continue
@@ -177,11 +182,14 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 		if act.Turn.Role != RoleUser {
 			continue
 		}
-		rep, err := agent.Reply(r.ctx, c, *act.Turn)
+		r.startTurnRequest(req)
+		rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Reply(r.ctx, c, *act.Turn) })
 		if err != nil {
 			return nil, agentFailure(c.NodeID, err)
 		}
-		if out, done, err := r.applyReply(c, rep); done || err != nil {
+		out, done, err := r.applyReply(c, rep)
+		r.endTurn()
+		if done || err != nil {
 			return out, err
 		}
 	}
@@ -191,6 +199,15 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.RawMessage, bool, error) {
 	if !rep.Silent && (rep.Text != "" || len(rep.Content) > 0) {
 		c.record(c.agentTurn(rep))
+	}
+	if n := rep.Notice; n != nil {
+		t := c.systemTurn(n.Text)
+		body := map[string]any{"text": n.Text}
+		if n.Error != nil {
+			body["error"] = map[string]any{"code": n.Error.Code, "message": n.Error.Message, "retryable": true}
+		}
+		t.Content = mustJSON(body)
+		c.record(t)
 	}
 	if rep.Clear && c.agentIt != nil {
 		r.settle(c.agentIt)

@@ -8,8 +8,11 @@
 //     runId, TaskQueue, and StaticSummary = RunSummary(in).
 //   - Read: SnapshotQuery → *Snapshot, EventsQuery(EventsRequest) → EventsPage (one
 //     page from the execution asked; a cursor before its FirstSequence is answered by
-//     the earlier executions in Earlier, queried by their run id). Both work on closed
-//     workflows; the workflow's result is its final Snapshot.
+//     the earlier executions in Earlier and Index: one whose link says Recorded holds
+//     its events in its own history, EventsRecord markers read with EventsRecordFrom,
+//     and its start event's RunInput.Carried names those before it (CarriedLinks);
+//     older ones are queried by their run id). Both queries work on closed workflows;
+//     the workflow's result is its final Snapshot. See records.go.
 //   - Resolve: ask ValidateResolveQuery(ResolveRequest) first and answer from the
 //     ResolveCheck (OK=false carries an OpenWOP Code of package protocol:
 //     interrupt_not_found, validation_error (Unprocessable for 422), forbidden,
@@ -51,7 +54,8 @@
 //     would exceed 128 characters); timestamps come from workflow.Now.
 //   - History stays flat and state stays bounded: each execution keeps the events,
 //     newest turns and transcript messages it produced in memory and answers queries
-//     for them, closed executions included; a run continues as new between
+//     for them, closed executions included, and records its events in its history
+//     (records.go, GetVersion "event-records"); a run continues as new between
 //     conversation turns when Temporal suggests it (runId unchanged), carrying counts,
 //     windows and links to its earlier executions, never the log. See carry.go.
 //   - Reads are paged by bytes: EventsQuery and TranscriptPageQuery answer for one
@@ -73,6 +77,22 @@
 //     undeclared tool) waits on an approval interrupt at the pack's node before its
 //     batch runs, with a durable deadline, reminders and escalation; see
 //     approvals_tool.go (GetVersion "tool-approvals").
+//   - A real model round that fails its quick attempts with a retryable error waits out
+//     the outage as the worker's policy says (the ModelOutagePolicy local activity),
+//     the run stalled meanwhile (Snapshot.Stalled, workflow.stalled, SAStalledOn, the
+//     current details); past the policy's time the turn ends with a system turn, not
+//     the conversation. Tool calls whose route carries an outage policy (a binding's
+//     retry_for) wait likewise. See outage.go (GetVersion "outage-wait").
+//   - A write, external or undeclared tool call that may have been applied (a timeout,
+//     a lost answer) gives the model an "outcome unknown" result with its idempotency
+//     key, and the same call repeated in the turn reuses the key; see tooloutcome.go
+//     (GetVersion "tool-outcome-unknown").
+//   - While a conversation's agent works on a turn the run is running (its own
+//     interrupts are not what the run waits on); the search attributes follow when the
+//     turn waits outside its workflow task, and a resolve is answered with where the
+//     turn left the run. Local rounds yield their workflow task every 100 ms (the Yield
+//     activity) so queries and signals are served. See turnstatus.go and localround.go
+//     (GetVersion "turn-status", "local-round-yield").
 //   - Webhooks: each tenant's subscriptions live in a WebhookDispatcher workflow; runs
 //     signal it the events webhooks may receive (notify.go, GetVersion
 //     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
@@ -86,7 +106,8 @@
 // cancellation (cancel.go), signals (signals.go), status, search attributes and
 // details (status.go), queries (queries.go), events (events.go). Interrupts:
 // the generic resolve machinery (interrupts.go, outcomes.go) and one file per kind
-// (approval.go, clarification.go, interrupt_node.go, approvals_tool.go).
+// (approval.go, clarification.go, interrupt_node.go, approvals_tool.go). A busy turn's
+// status (turnstatus.go), outages (outage.go), unknown tool outcomes (tooloutcome.go).
 // Conversations: the conversation and its host services (conversation.go), the agent
 // seam (conversation_agent.go), resolves (conversation_resolve.go) and the node
 // (conversation_node.go); pack agents in pack*.go. Error codes and event types are

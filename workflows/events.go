@@ -93,6 +93,7 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 		CausationID: causation,
 	}
 	r.events = append(r.events, ev)
+	r.recordEmitted(&r.events[len(r.events)-1])
 	r.lastID = ev.EventID
 	if nodeID != "" {
 		r.nodeLast[nodeID] = ev.EventID
@@ -138,7 +139,7 @@ func (r *runner) eventsPage(req EventsRequest) EventsPage {
 	page := EventsPage{Events: []Event{}, LastSequence: r.nextSeq() - 1, FirstSequence: r.base, Terminal: r.terminal || r.closing != "", Tenant: r.in.Owner.Tenant}
 	start := max(req.After+1, 0)
 	if start < r.base {
-		page.Earlier = r.segments
+		page.Earlier, page.Index = r.segments, indexLinks(r.anchors)
 		return page
 	}
 	maxBytes := req.MaxBytes

@@ -159,6 +159,9 @@ func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawM
 	if req.ResolvedBy != "" {
 		p["resolvedBy"] = req.ResolvedBy
 	}
+	if req.Via == "token" {
+		p["via"] = req.Via // resolvedBy is the key the token was issued to
+	}
 	return r.emit(EvInterruptResolved, it.NodeID, p, it.requestedEvent)
 }
 

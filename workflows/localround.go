@@ -2,12 +2,14 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/engine"
 )
 
 // localRoundVersion is the workflow.GetVersion change id of model rounds that run as the
@@ -17,6 +19,11 @@ const localRoundVersion = "mock-round-local"
 
 // modelRoundLocalName is the registered name of activities.ModelRoundLocal.
 const modelRoundLocalName = "ModelRoundLocal"
+
+// localYieldVersion: a turn whose local rounds have run localYieldAfter in one workflow
+// task yields it before the next round (yieldTask). Runs recorded before it ran their
+// local rounds in one task however long they took.
+const localYieldVersion = "local-round-yield"
 
 // localRound runs a model round as a local activity when the node's previous round was
 // answered by the scripted mock (a deterministic fact: that round's result is in the
@@ -44,6 +51,9 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	if a.m.TranscriptBase() > 0 || in.Transcript.To > a.m.TranscriptLen() {
 		return out, false, nil
 	}
+	if err := rt.yieldTask(); err != nil {
+		return out, true, err
+	}
 	msgs := a.m.Transcript(0, in.Transcript.To)
 	lctx, cancel := workflow.WithCancel(rt.ctx)
 	lctx = workflow.WithLocalActivityOptions(lctx, activities.LocalModelRoundOptions(activities.ModelRoundSummary(in)))
@@ -58,4 +68,31 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 		return convo.ModelRoundResult{}, false, nil
 	}
 	return out, true, err
+}
+
+// yieldTask ends the workflow task before a local round when the turn's local rounds
+// have run in it for localYieldAfter (workflow time moves on with each local
+// activity's result, as recorded in its marker, so the measure replays): the no-op
+// Yield activity completes the task, and Temporal answers the queries and delivers the
+// signals that came meanwhile before the task that reads the activity's result goes on
+// with the turn, a few milliseconds later. A cancel that arrived is then seen before
+// the round (ErrStopped). A turn of a few rounds never yields. (A timer would yield
+// too, but Temporal fires timers up to a second late: history.timerProcessorMaxTimeShift.)
+func (rt *packRuntime) yieldTask() error {
+	r := rt.c.r
+	if r.busy == nil || workflow.Now(rt.ctx).Sub(r.taskMark) < localYieldAfter || !r.changed(localYieldVersion) {
+		return nil
+	}
+	actx, cancel := workflow.WithCancel(rt.ctx)
+	actx = workflow.WithActivityOptions(actx, activities.YieldOptions())
+	var acts *activities.Activities
+	f := workflow.ExecuteActivity(actx, acts.Yield)
+	rt.awaitActivity(f, cancel)
+	if err := f.Get(actx, nil); err != nil && !temporal.IsCanceledError(err) {
+		return rt.newActivityError("yield the workflow task", err)
+	}
+	if rt.Stopped() || rt.ctx.Err() != nil {
+		return fmt.Errorf("%w: the run was cancelled between local rounds", engine.ErrStopped)
+	}
+	return nil
 }

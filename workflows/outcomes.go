@@ -128,6 +128,11 @@ func (r *runner) markApplied(req ResolveRequest, status string) {
 		r.applied.add(req.RequestID)
 	}
 	r.recordApplied(req, status)
+	if r.busy != nil && req.RequestID != "" {
+		// A request applied in the middle of a turn (a tool call's approval) is
+		// answered, like the one that started it, with where the turn leaves the run.
+		r.turnReqs = append(r.turnReqs, req.RequestID)
+	}
 }
 
 // recordRefused notes that req was refused for the reason check gives.

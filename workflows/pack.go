@@ -65,6 +65,10 @@ type packAgent struct {
 	notLocal bool
 	// publishedState is the state the node's search attributes last showed.
 	publishedState string
+	// turnKeys and turnActivityIDs are the idempotency keys and activity ids of the
+	// current turn's tool calls (tooloutcome.go).
+	turnKeys        map[string]string
+	turnActivityIDs map[string]bool
 }
 
 func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
@@ -187,6 +191,7 @@ func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (age
 		}
 		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
+	a.newTurn()
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
 	if err != nil {
 		return agentReply{}, err
@@ -205,6 +210,7 @@ func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 // Inject implements conversationAgent: the event moves the state machine; a terminal
 // target's prompt tells the user the outcome.
 func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error) {
+	a.newTurn()
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
 		return agentReply{}, err
@@ -235,6 +241,15 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 	// An injected event into a non-terminal state runs no round: nothing to say.
 	if injected && len(res.Segments) == 0 && !res.Done() {
 		rep.Silent = true
+	}
+	if te := res.TurnError; te != nil {
+		// The model could not be reached (outage.go): what the turn said so far is
+		// the agent's turn, and a system turn says why the rest is missing.
+		rep.Silent = res.Reply == ""
+		rep.Notice = &turnNotice{
+			Text:  fmt.Sprintf("This message got no answer: %s. The conversation stays open: send another message to try again.", te.Message),
+			Error: &RunError{Code: te.Code, Message: te.Message},
+		}
 	}
 	switch res.Status {
 	case engine.StatusAwaitingEvent, engine.StatusAwaitingUser:
@@ -488,13 +503,20 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			actx, cancel := workflow.WithCancel(rt.ctx)
 			actx = workflow.WithActivityOptions(actx, opts)
 			var acts *activities.Activities
+			started := workflow.Now(rt.ctx)
 			f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
-			rt.await(f, cancel)
+			rt.awaitActivity(f, cancel)
 			err = f.Get(actx, &out)
+			if outageError(err) && !rt.Stopped() && rt.c.r.changed(outageVersion) {
+				err = rt.outlastModel(in, started, err, &out) // outage.go
+			}
 		}
 		if err != nil {
 			if temporal.IsCanceledError(err) {
 				return nil, rt.stoppedErr(err)
+			}
+			if errors.Is(err, engine.ErrUnavailable) || errors.Is(err, engine.ErrStopped) {
+				return nil, err // the turn ends without an answer (outage.go), or stops
 			}
 			return nil, rt.newActivityError("", err)
 		}
@@ -562,7 +584,7 @@ func (rt *packRuntime) legacyTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 		if f == nil {
 			continue
 		}
-		rt.await(f, cancel)
+		rt.awaitActivity(f, cancel)
 		var r convo.ToolCallResult
 		if err := f.Get(rt.ctx, &r); err != nil {
 			if temporal.IsCanceledError(err) {

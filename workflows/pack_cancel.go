@@ -48,6 +48,25 @@ func (rt *packRuntime) await(f workflow.Future, cancel workflow.CancelFunc) {
 	}
 }
 
+// awaitActivity is await for an activity, which runs outside the workflow task: the
+// run first shows where its turn is (beforeBlock).
+func (rt *packRuntime) awaitActivity(f workflow.Future, cancel workflow.CancelFunc) {
+	rt.beforeBlock()
+	rt.await(f, cancel)
+	rt.c.r.taskMark = workflow.Now(rt.ctx)
+}
+
+// beforeBlock is called before the turn waits outside the workflow task (an activity,
+// a timer): the search attributes show the busy turn's status and the pack's state
+// (turnstatus.go).
+func (rt *packRuntime) beforeBlock() {
+	if rt.c.r.busy == nil {
+		return
+	}
+	rt.c.r.showBusy()
+	rt.a.setPackAttributes(rt.c, rt.a.m.CurrentState())
+}
+
 // stoppedErr turns the CanceledError of an activity the cancel stopped into the
 // engine's ErrStopped; any other error is returned as it is.
 func (rt *packRuntime) stoppedErr(err error) error {

@@ -30,6 +30,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -148,6 +149,11 @@ func (rt *packRuntime) replayedModel(in convo.ModelRoundInput, out *convo.ModelR
 		}
 		return false, nil
 	}
+	if n := pr.unavailableNotice(); n != nil && (!ok || pr.roundEvents[in.Round].Sequence > n.seq) {
+		// The source's turn ended here without an answer, the model unavailable
+		// (outage.go): the replay's turn ends the same way.
+		return false, &activityError{code: protocol.CodeModelUnavailable, msg: n.message, err: errors.Join(engine.ErrUnavailable, errors.New(n.message))}
+	}
 	switch {
 	case pr.diverged:
 		return false, &replayDivergedError{msg: "the fork replay has diverged from its source"}
@@ -161,6 +167,43 @@ func (rt *packRuntime) replayedModel(in convo.ModelRoundInput, out *convo.ModelR
 	pr.used[in.Round] = true
 	*out = *r
 	return true, nil
+}
+
+// failedTurn is a system turn by which the source said a turn got no answer.
+type failedTurn struct {
+	seq     int64
+	message string
+}
+
+// unavailableNotice is the system turn that ended the turn of the source event being
+// folded (a user turn, an injected event) when it says the model was unavailable: the
+// first conversation event the source recorded after it but the agent's own turn (what
+// it said before the failure).
+func (pr *packReplay) unavailableNotice() *failedTurn {
+	for _, e := range pr.src {
+		if e.Sequence <= pr.at.Sequence || e.Type != EvConversationExchanged && e.Type != EvConversationClosed {
+			continue
+		}
+		var p struct {
+			Turn struct {
+				Role    string `json:"role"`
+				Content struct {
+					Error *RunError `json:"error"`
+				} `json:"content"`
+			} `json:"turn"`
+		}
+		if e.Type != EvConversationExchanged || json.Unmarshal(e.Payload, &p) != nil {
+			return nil
+		}
+		switch {
+		case p.Turn.Role == RoleAgent:
+			continue
+		case p.Turn.Role == RoleSystem && p.Turn.Content.Error != nil && p.Turn.Content.Error.Code == protocol.CodeModelUnavailable:
+			return &failedTurn{seq: e.Sequence, message: p.Turn.Content.Error.Message}
+		}
+		return nil
+	}
+	return nil
 }
 
 // pendingRound reports whether recorded round n belongs to the unanswered last turn.

@@ -48,6 +48,11 @@ type scriptedModel struct {
 	// before, when set, runs first in every model round and tool call (outside the
 	// lock); it may block, e.g. until the round is cancelled.
 	before func(ctx context.Context, round int, tool string)
+	// toolFail, when set, is what a tool call returns (nil: its result).
+	toolFail func(in convo.ToolCallInput) error
+	// routeOutage, when set, is the outage policy routes of read tools carry, as a
+	// binding's retry_for would give them.
+	routeOutage *activities.OutagePolicy
 }
 
 func (s *scriptedModel) model(ctx context.Context, in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
@@ -130,6 +135,11 @@ func (s *scriptedModel) tool(ctx context.Context, in convo.ToolCallInput) (*conv
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tools = append(s.tools, in)
+	if s.toolFail != nil {
+		if err := s.toolFail(in); err != nil {
+			return nil, err
+		}
+	}
 	res, ok := s.scripts[in.PackID].ToolResults[in.Tool]
 	if !ok {
 		return nil, temporal.NewNonRetryableApplicationError("no executor for "+in.Tool, activities.ErrTypeUnknownTool, nil)
@@ -140,6 +150,13 @@ func (s *scriptedModel) tool(ctx context.Context, in convo.ToolCallInput) (*conv
 // packRun prepares a run of an example pack (or a pack given as YAML) with the
 // scripted activities registered.
 func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *scriptedModel) {
+	t.Helper()
+	return packRunWith(t, name, yamlSrc, mockSrc, inputs, nil)
+}
+
+// packRunWith is packRun whose routing activities (RouteTools, ModelOutagePolicy) are
+// built from the configuration tweak makes.
+func packRunWith(t *testing.T, name, yamlSrc, mockSrc, inputs string, tweak func(*activities.Config, *scriptedModel)) (*testRun, *scriptedModel) {
 	t.Helper()
 	var p *packs.Pack
 	var script *packs.MockScript
@@ -169,9 +186,14 @@ func packRun(t *testing.T, name, yamlSrc, mockSrc, inputs string) (*testRun, *sc
 	tr.env.RegisterActivityWithOptions(sm.modelLocal, activity.RegisterOptions{Name: "ModelRoundLocal"})
 	tr.env.RegisterActivityWithOptions(sm.tool, activity.RegisterOptions{Name: "ToolCall"})
 	// Tool calls are routed by the real RouteTools: no bindings, so the host's ToolCall.
-	router, err := activities.New(activities.Config{Transcripts: noTranscripts{}, MockScripts: sm.scripts})
+	cfg := activities.Config{Transcripts: noTranscripts{}, MockScripts: sm.scripts}
+	if tweak != nil {
+		tweak(&cfg, sm)
+	}
+	router, err := activities.New(cfg)
 	require.NoError(t, err)
 	tr.env.RegisterActivityWithOptions(router.RouteTools, activity.RegisterOptions{Name: "RouteTools"})
+	tr.env.RegisterActivityWithOptions(router.ModelOutagePolicy, activity.RegisterOptions{Name: "ModelOutagePolicy"})
 	return tr, sm
 }
 

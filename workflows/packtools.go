@@ -52,7 +52,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 	tenant := rt.c.Input().Owner.Tenant
 	req := activities.RouteToolsInput{RunID: calls[live[0]].RunID, PackID: rt.a.pack.ID}
 	for _, i := range live {
-		calls[i].IdempotencyKey = activities.ToolIdempotencyKey(tenant, calls[i])
+		calls[i].IdempotencyKey = rt.idempotencyKey(tenant, calls[i])
 		req.Calls = append(req.Calls, activities.ToolRouteCall{
 			CallID: calls[i].CallID, Tool: calls[i].Tool, Effect: rt.a.pack.Tools[calls[i].Tool].Effect(),
 		})
@@ -68,7 +68,15 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 	lctx := workflow.WithLocalActivityOptions(rt.ctx, opts)
 	var acts *activities.Activities
 	var routes activities.RouteToolsResult
-	if err := workflow.ExecuteLocalActivity(lctx, acts.RouteTools, req).Get(lctx, &routes); err != nil {
+	f := workflow.ExecuteLocalActivity(lctx, acts.RouteTools, req)
+	if rt.c.r.liveStatus {
+		// Work within the workflow task, which the resolve that started the turn waits
+		// through (resolve_events.go).
+		rt.c.r.localWaits++
+		_ = workflow.Await(rt.ctx, f.IsReady)
+		rt.c.r.localWaits--
+	}
+	if err := f.Get(lctx, &routes); err != nil {
 		if temporal.IsCanceledError(err) {
 			return nil, err
 		}
@@ -78,6 +86,8 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 		return nil, rt.newActivityError("route the tool calls", fmt.Errorf("%d calls got %d routes", len(live), len(routes.Routes)))
 	}
 
+	// The tool calls run outside the workflow task: the run shows where its turn is.
+	rt.beforeBlock()
 	// Calls that need a person's decision wait for it first (approvals_tool.go).
 	decided, err := rt.approveCalls(calls, live, routes.Routes)
 	if err != nil {
@@ -85,21 +95,42 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 	}
 
 	futures := make([]workflow.Future, len(live))
+	started := make([]time.Time, len(live))
+	actIDs := make([]string, len(live))
 	ids := map[string]bool{}
 	actx, cancel := workflow.WithCancel(rt.ctx) // a cancel of the run cancels the calls (pack_cancel.go)
 	for j, i := range live {
 		if decided != nil && decided[j] != nil {
 			continue // rejected or expired: not run
 		}
-		futures[j] = rt.startTool(actx, calls[i], routes.Routes[j], ids)
+		started[j] = workflow.Now(rt.ctx)
+		if routes.Routes[j].Activity != nil {
+			actIDs[j] = batchActivityID(calls[i].IdempotencyKey, ids)
+		}
+		futures[j] = rt.startToolWith(actx, calls[i], routes.Routes[j], actIDs[j], nil, 0)
 	}
 	for j, i := range live {
 		if decided != nil && decided[j] != nil {
 			out[i] = decided[j]
 			continue
 		}
-		rt.await(futures[j], cancel)
-		r, err := toolOutcome(rt.ctx, futures[j], calls[i], routes.Routes[j])
+		// A call the worker answers from memory (the mock's tool_results, no executor)
+		// counts as work of the turn the resolve that started it waits through
+		// (resolve_events.go); any other call releases it.
+		quick := rt.c.r.liveStatus && (routes.Routes[j].Kind == activities.RouteMock || routes.Routes[j].Kind == activities.RouteNone)
+		if quick {
+			rt.c.r.localWaits++
+		}
+		rt.awaitActivity(futures[j], cancel)
+		if quick {
+			rt.c.r.localWaits--
+		}
+		if route := routes.Routes[j]; route.Outage != nil {
+			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.r.changed(outageVersion) {
+				futures[j] = rt.outlastTool(actx, calls[i], route, actIDs[j], started[j], futures[j], cancel)
+			}
+		}
+		r, err := rt.toolOutcome(futures[j], calls[i], routes.Routes[j])
 		if err != nil {
 			return nil, rt.stoppedErr(err)
 		}
@@ -108,23 +139,35 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 	return out, nil
 }
 
-// startTool schedules one call where its route says, on ctx.
-func (rt *packRuntime) startTool(ctx workflow.Context, in convo.ToolCallInput, route activities.ToolRoute, ids map[string]bool) workflow.Future {
+// batchActivityID is the ActivityID of a call routed to an activity binding: its
+// idempotency key, so the team's activity reads it from its activity info; a provider
+// that repeats a call id in one round, or a call that repeats another of its batch,
+// gets a suffix rather than a clash (ids holds those of the batch).
+func batchActivityID(key string, ids map[string]bool) string {
+	id := key
+	for n := 2; ids[id]; n++ {
+		id = fmt.Sprintf("%s-%d", key, n)
+	}
+	ids[id] = true
+	return id
+}
+
+// startToolWith schedules one call where its route says, on ctx (activityID is the
+// ActivityID of a call routed to an activity binding); with outage set, as the wait
+// through an outage of its target that may last remaining (outage.go).
+func (rt *packRuntime) startToolWith(ctx workflow.Context, in convo.ToolCallInput, route activities.ToolRoute, activityID string,
+	outage *activities.OutagePolicy, remaining time.Duration) workflow.Future {
 	summary := activities.ToolCallSummary(in)
 	if route.Target != "" {
 		summary += " · " + route.Target
 	}
+	if outage != nil {
+		summary += " · waiting out an outage"
+	}
 	if t := route.Activity; t != nil {
-		// The ActivityID is the call's idempotency key, so the team's activity reads
-		// it from its activity info; a provider that repeats a call id in one round
-		// gets a suffix rather than a clash.
-		id := in.IdempotencyKey
-		for n := 2; ids[id]; n++ {
-			id = fmt.Sprintf("%s-%d", in.IdempotencyKey, n)
-		}
-		ids[id] = true
+		rt.reuseActivityID(ctx, activityID)
 		opts := workflow.ActivityOptions{
-			ActivityID:             id,
+			ActivityID:             activityID,
 			TaskQueue:              t.TaskQueue,
 			StartToCloseTimeout:    t.StartToCloseTimeout,
 			ScheduleToCloseTimeout: t.ScheduleToCloseTimeout,
@@ -137,6 +180,9 @@ func (rt *packRuntime) startTool(ctx workflow.Context, in convo.ToolCallInput, r
 		}
 		if opts.StartToCloseTimeout == 0 && opts.ScheduleToCloseTimeout == 0 {
 			opts.StartToCloseTimeout = activities.ToolCallOptions().StartToCloseTimeout
+		}
+		if outage != nil {
+			opts = activities.OutageRetryOptions(opts, *outage, remaining)
 		}
 		args := in.Args
 		if len(args) == 0 {
@@ -151,14 +197,20 @@ func (rt *packRuntime) startTool(ctx workflow.Context, in convo.ToolCallInput, r
 	if route.MaxAttempts > 0 {
 		opts.RetryPolicy.MaximumAttempts = route.MaxAttempts
 	}
+	if outage != nil {
+		opts = activities.OutageRetryOptions(opts, *outage, remaining)
+	}
 	opts.Summary = summary
 	var acts *activities.Activities
 	return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), acts.ToolCall, in)
 }
 
 // toolOutcome waits for one call: its result, or an error result when its activity
-// failed after its retries. Only a cancellation is returned as an error.
-func toolOutcome(ctx workflow.Context, f workflow.Future, in convo.ToolCallInput, route activities.ToolRoute) (*convo.ToolCallResult, error) {
+// failed after its retries. Only a cancellation is returned as an error. A call of a
+// write, external or undeclared tool that may have been applied gets the unknown
+// outcome result (unknownOutcome).
+func (rt *packRuntime) toolOutcome(f workflow.Future, in convo.ToolCallInput, route activities.ToolRoute) (*convo.ToolCallResult, error) {
+	ctx := rt.ctx
 	var err error
 	if route.Activity != nil {
 		var raw json.RawMessage
@@ -176,6 +228,9 @@ func toolOutcome(ctx workflow.Context, f workflow.Future, in convo.ToolCallInput
 	}
 	if temporal.IsCanceledError(err) {
 		return nil, err
+	}
+	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.r.changed(toolOutcomeVersion) {
+		return unknownOutcome(in, err), nil
 	}
 	msg := fmt.Sprintf("tool %s failed: %s", in.Tool, failureMessage(err))
 	var actErr *temporal.ActivityError

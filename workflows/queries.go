@@ -60,6 +60,7 @@ func (r *runner) snapshot() *Snapshot {
 	}
 	s.Channels = r.channels()
 	s.Conversations = r.conversationInfos()
+	s.Stalled = r.stalled()
 	for _, c := range r.convs {
 		if a := r.agents[c.NodeID]; a != nil {
 			if st := a.Status(); st != nil {

@@ -122,6 +122,17 @@ func (r *runner) applyResolveUpdate(ctx workflow.Context, u ResolveUpdateRequest
 	// The check is as at the outcome; the events go as far as this task takes the turn.
 	if carry {
 		r.awaitSettled(dctx)
+		if r.liveStatus {
+			// The answer says where the turn took the run (turnstatus.go): its outcome
+			// once the turn is over, running while it goes on outside the task.
+			res.ResolveCheck = r.resolveCheck(req)
+			res.Replayed = seen
+			if o := res.Outcome; o != nil && o.Applied && r.inTurn(req.RequestID) {
+				busy := *o
+				busy.RunStatus = r.status
+				res.Outcome, res.RunStatus = &busy, r.status
+			}
+		}
 		res.Events = r.resolveEvents(after, u.EventsMaxBytes)
 	}
 	return res, nil

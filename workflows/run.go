@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -58,6 +59,25 @@ type runner struct {
 	resolveUpdates int
 	// localWaits counts waits on work done within the workflow task (local rounds).
 	localWaits int
+	// records is how far this execution has written its events into its history
+	// (records.go).
+	records eventRecorder
+
+	// The turn an agent is working on (turnstatus.go): busy is its conversation,
+	// liveStatus records turnStatusVersion's answer, hold and busyShown what the search
+	// attributes show of it, taskMark when the turn last began a workflow task, turnReqs
+	// the requests whose turn it is (the one that started it, approvals applied in it).
+	busy       *conversation
+	liveStatus bool
+	hold       statusHold
+	busyShown  bool
+	taskMark   time.Time
+	turnReqs   []string
+	// stalls are the calls that wait out an outage (outage.go); stallDetails the
+	// current details they add, baseDetails those they were added to.
+	stalls       []*stall
+	stallDetails string
+	baseDetails  string
 }
 
 // Run is the workflow of every OpenWOP run (WorkflowID = runId). It interprets the

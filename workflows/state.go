@@ -15,14 +15,15 @@ import (
 
 // eventLog is the run's event log as this execution holds it: the events it emitted,
 // sequences from base on (events.go); lastID and nodeLast are the newest eventId of
-// the run and of each node, and segments the earlier executions that hold the events
-// before base.
+// the run and of each node, segments the newest earlier executions that hold the
+// events before base and anchors the sparse index of older ones (records.go).
 type eventLog struct {
 	events   []Event
 	base     int64
 	lastID   string
 	nodeLast map[string]string
 	segments []activities.Segment
+	anchors  [][]activities.Segment
 	// startSeq is the log length when this execution started (continue-as-new).
 	startSeq int64
 }
@@ -32,8 +33,8 @@ func (l *eventLog) nextSeq() int64 { return l.base + int64(len(l.events)) }
 
 // carryInto writes the log's position; the events stay with this execution, which
 // segments names first.
-func (l *eventLog) carryInto(st *carriedState, segments []activities.Segment) {
-	st.Base, st.LastEventID, st.NodeEvents, st.Segments = l.nextSeq(), l.lastID, l.nodeLast, segments
+func (l *eventLog) carryInto(st *carriedState, segments []activities.Segment, anchors [][]activities.Segment) {
+	st.Base, st.LastEventID, st.NodeEvents, st.Segments, st.Anchors = l.nextSeq(), l.lastID, l.nodeLast, segments, anchors
 }
 
 // restoreFrom reads the log back, in either shape.
@@ -57,6 +58,7 @@ func (l *eventLog) restoreFrom(st *carriedState) {
 			l.nodeLast = st.NodeEvents
 		}
 		l.segments = st.Segments
+		l.anchors = st.Anchors
 	}
 	l.startSeq = l.nextSeq()
 }

@@ -8,7 +8,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// refreshStatus derives the run status from the pending interrupts and child runs.
+// refreshStatus derives the run status from what it waits on (its pending interrupts,
+// but those of a conversation its agent is busy with) and its child runs.
 func (r *runner) refreshStatus() {
 	if r.terminal || r.closing != "" {
 		return
@@ -17,9 +18,9 @@ func (r *runner) refreshStatus() {
 		r.setStatus(StatusCancelling)
 		return
 	}
-	if len(r.pending) > 0 {
+	if waiting := r.waiting(); len(waiting) > 0 {
 		best := ""
-		for _, it := range r.pending {
+		for _, it := range waiting {
 			s := statusForKind(it.Kind)
 			if best == "" || s == StatusWaitingExternal {
 				best = s
@@ -52,16 +53,29 @@ func statusForKind(kind string) string {
 }
 
 func (r *runner) setStatus(s string) {
+	if r.busy != nil && s == StatusRunning && !r.busyShown {
+		// The agent works within the workflow task: readers see running at once, the
+		// search attributes and a parent when the turn waits outside it (showBusy).
+		if !r.hold.on {
+			r.hold = statusHold{on: true, shown: r.status}
+		}
+		r.status = s
+		return
+	}
+	if r.hold.on {
+		r.status, r.hold = r.hold.shown, statusHold{}
+	}
 	changed := r.status != s
 	r.status = s
+	waiting := r.waiting()
 	waitingOn := ""
-	if len(r.pending) > 0 && !r.terminal {
-		it := r.pending[len(r.pending)-1]
+	if len(waiting) > 0 && !r.terminal {
+		it := waiting[len(waiting)-1]
 		waitingOn = it.Kind + ":" + it.NodeID
 	}
 	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
 		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, r.pending, r.terminal)...)
+		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, waiting, r.terminal)...)
 	}
 	if changed && r.in.ParentRunID != "" {
 		r.statusSeq++

@@ -143,6 +143,7 @@ func (r *runner) finish(status string) (*Snapshot, error) {
 	// run already reads as ended (snapshot, events, resolve checks), and the commands
 	// that close it follow.
 	r.closing = status
+	r.settleTurnOutcome(status)
 	r.completedAt = formatTime(workflow.Now(r.ctx))
 	r.flushNotices()
 	r.terminal = true

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -73,6 +74,14 @@ var WebhookEventTypes = []string{
 
 // WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
 func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
+
+// internalIDPrefix starts the workflow ids of the host's own workflows that are not
+// runs: webhook dispatchers and deliveries. Run ids never start with it.
+const internalIDPrefix = "wop-webhook"
+
+// IsInternalWorkflowID reports whether id names one of the host's own workflows that
+// is not a run (a webhook dispatcher or delivery): no tenant may read it as a run.
+func IsInternalWorkflowID(id string) bool { return strings.HasPrefix(id, internalIDPrefix) }
 
 // WebhookSubscription is one registered webhook. It holds no secret.
 type WebhookSubscription struct {

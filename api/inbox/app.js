@@ -3,6 +3,11 @@
 // the pending interrupts the key may resolve) and POST
 // /v1/runs/{runId}/interrupts/{nodeId} to resolve one. Data is always written to the
 // page as text, never as HTML.
+//
+// It lists operator work: approvals, questions, decisions and the conversations staff
+// answer. Chats waiting for their end users are shown only when asked for ("Also show
+// chats waiting for their users", ?answeredBy=any), read-only: the inbox does not
+// answer in a customer's name.
 'use strict';
 
 (() => {
@@ -11,6 +16,7 @@
   const state = {
     key: sessionStorage.getItem(KEY_STORE) || '',
     filter: 'all',
+    withUsers: false, // also list the chats waiting for their end users
     items: [],
     cards: new Map(), // item id -> {el, sig}
     abort: null,
@@ -143,7 +149,7 @@
     const ctl = new AbortController();
     state.abort = ctl;
     try {
-      const resp = await fetch('/v1/interrupts', {
+      const resp = await fetch(state.withUsers ? '/v1/interrupts?answeredBy=any' : '/v1/interrupts', {
         headers: { Authorization: 'Bearer ' + state.key, Accept: 'text/event-stream' },
         signal: ctl.signal,
       });
@@ -260,6 +266,7 @@
     let title = 'Waiting at ' + it.nodeId;
     if (g === 'approval') title = d.title || 'Approve ' + it.nodeId;
     else if (g === 'clarification') title = 'Questions at ' + it.nodeId;
+    else if (g === 'conversation' && it.answeredBy === 'user') title = 'Waiting for its user' + (it.packId ? ' · ' + it.packId : '');
     else if (g === 'conversation') title = 'Waiting for a reply' + (it.packId ? ' · ' + it.packId : '');
     else if (it.waitingKind === 'external-event') title = 'Decision needed' + (it.packState ? ' · ' + it.packState : '');
     const meta = h('p', { class: 'meta' },
@@ -268,7 +275,7 @@
       h('span', { class: 'mono', text: it.runId }),
       h('span', { text: 'since ' + ago(it.requestedAt), title: it.requestedAt }),
       it.expiresAt ? h('span', { text: 'expires ' + new Date(it.expiresAt).toLocaleString() }) : null);
-    const li = h('li', { class: 'item', dataset: { runId: it.runId, nodeId: it.nodeId, kind: it.waitingKind, group: g } },
+    const li = h('li', { class: 'item', dataset: { runId: it.runId, nodeId: it.nodeId, kind: it.waitingKind, group: g, answeredBy: it.answeredBy || 'operator' } },
       h('header', null, h('span', { class: 'badge ' + g, text: labels[it.waitingKind] || it.kind }), h('h3', { text: title })),
       meta);
     li.addEventListener('input', () => { li.dataset.dirty = 'true'; });
@@ -277,7 +284,9 @@
     if (it.recentTurns && it.recentTurns.length) li.append(turnsView(it.recentTurns));
     if (g === 'approval') approvalBody(li, it, d, send);
     else if (g === 'clarification') clarificationBody(li, d, send);
-    else if (g === 'conversation') conversationBody(li, send);
+    else if (g === 'conversation' && it.answeredBy === 'user') {
+      li.append(h('p', { class: 'note', text: 'This chat waits for its user, who answers in their own app; it is shown here to follow it, not to answer in their name.' }));
+    } else if (g === 'conversation') conversationBody(li, send);
     else eventBody(li, it, d, send);
     li.append(result);
     return li;
@@ -315,6 +324,14 @@
   function approvalBody(li, it, d, send) {
     if (d.description) li.append(h('p', { class: 'desc', text: d.description }));
     const tc = toolCall(d);
+    // A tool call's arguments have a revision: an approval names the one it saw, so
+    // arguments another approver edited meanwhile are never approved unseen.
+    const art = isObject(d.artifactData) ? d.artifactData : {};
+    const revision = d.artifactType === 'tool-call' ? (Number.isInteger(art.revision) ? art.revision : 0) : undefined;
+    if (revision > 0) {
+      li.append(h('p', { class: 'edited', dataset: { revision: String(revision) },
+        text: 'Arguments edited by ' + (art.editedBy || 'an approver') + ' (revision ' + revision + '): earlier approvals no longer count.' }));
+    }
     if (tc) {
       li.append(block('Tool call',
         h('p', null, h('span', { class: 'tool-name mono', text: tc.name }), ' ',
@@ -350,7 +367,8 @@
     };
     for (const a of actions) {
       if (a === 'accept') {
-        bar.append(h('button', { type: 'button', class: 'approve', dataset: { action: a }, text: 'Approve', onclick: (e) => send({ action: 'accept' }, e.target) }));
+        const accept = revision === undefined ? { action: 'accept' } : { action: 'accept', revision };
+        bar.append(h('button', { type: 'button', class: 'approve', dataset: { action: a }, text: 'Approve', onclick: (e) => send(accept, e.target) }));
       } else if (a === 'reject') {
         bar.append(h('button', { type: 'button', class: 'reject', dataset: { action: a }, text: 'Reject…', onclick: () => {
           const reason = h('textarea', { name: 'reason', placeholder: 'Why is this rejected? The run records it.' });
@@ -496,6 +514,10 @@
     state.cards.clear();
     $('items').replaceChildren();
     showSignIn('');
+  });
+  $('with-users').addEventListener('change', (e) => {
+    state.withUsers = e.target.checked;
+    connect();
   });
   for (const tab of document.querySelectorAll('[data-filter]')) {
     tab.addEventListener('click', () => {

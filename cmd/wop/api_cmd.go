@@ -85,6 +85,7 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	}
 	defer c.Close()
 
+	apiCfg.Namespace = namespace
 	srv, err := api.New(apiCfg, c, cat, logger)
 	if err != nil {
 		_ = ln.Close()

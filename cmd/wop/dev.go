@@ -130,6 +130,13 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", err)
 	}
 
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	err = activities.CheckProviders(cctx, wcfg.Providers)
+	cancel()
+	if err != nil {
+		return fail(stderr, "dev", err)
+	}
+
 	wcfg.PacksDir = cfg.packsDir
 	wcfg.ToolsFile = cfg.toolsFile
 	wcfg.Logger = logger
@@ -212,7 +219,13 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		packsLine += fmt.Sprintf(" (%d not served, see above)", len(broken.Failed))
 	}
 	fmt.Fprintf(stdout, "  Packs        %s\n", packsLine)
-	fmt.Fprintf(stdout, "  Model        %s\n", modelLine(wcfg.Providers))
+	for i, line := range modelLines(wcfg) {
+		label := "Model"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(stdout, "  %-12s %s\n", label, line)
+	}
 	printTools(stdout, st.ToolsFile(), st.ToolsReport())
 	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
@@ -224,17 +237,33 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	return 0
 }
 
-// modelLine says which model provider the worker uses, for the banner.
-func modelLine(providers map[string]activities.Provider) string {
-	p := providers[activities.DefaultProviderKey]
-	if p == nil || p.Name() == activities.ProviderMock {
-		return "scripted mock (packs/*.mock.yaml); set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real model"
+// modelLines say which model providers the worker serves, one line per provider key,
+// for the banner.
+func modelLines(cfg worker.Config) []string {
+	if len(cfg.ProvidersServed) == 0 || (len(cfg.ProvidersServed) == 1 && cfg.ProvidersServed[0].Provider == activities.ProviderMock) {
+		return []string{"scripted mock (packs/*.mock.yaml); set WOP_MODEL_PROVIDER (gemini, vertex, bedrock, azure-openai, openai, anthropic) " +
+			"or OPENAI_API_KEY for a real model"}
 	}
-	line := p.Name()
-	if m, ok := p.(interface{ ModelName() string }); ok && m.ModelName() != "" {
-		line += ", model " + m.ModelName()
+	var lines []string
+	for _, s := range cfg.ProvidersServed {
+		line := s.Provider
+		if s.Model != "" {
+			line += ", model " + s.Model
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s", s.Key, line))
 	}
-	return line + " (WOP_MODEL_PROVIDER, WOP_MODEL)"
+	lines[0] += " (from " + cfg.ProviderSource + ")"
+	for _, s := range cfg.ProvidersServed {
+		if s.Provider == activities.ProviderMock {
+			continue
+		}
+		if pol := activities.ModelOutageOf(cfg.ModelOutage, s.Key, s.Provider); pol.RetryFor > 0 {
+			lines = append(lines, fmt.Sprintf("%s: an outage is waited out for %s (WOP_MODEL_RETRY_FOR)", s.Key, pol.RetryFor))
+		} else {
+			lines = append(lines, fmt.Sprintf("%s: an outage fails the turn at once (WOP_MODEL_RETRY_FOR=0)", s.Key))
+		}
+	}
+	return lines
 }
 
 // devStartError turns the stack's start errors into the one line a developer needs.

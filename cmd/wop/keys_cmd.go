@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,7 +20,9 @@ import (
 const keysUsage = `Usage:
   wop keys add NAME --tenant TENANT --scopes SCOPES [--file PATH]
       create a key, print it once on stdout and append its SHA-256 to the keys file;
-      SCOPES is a comma-separated list of %s, or "all"
+      SCOPES is a comma-separated list of %s; "all" is every scope but
+      approvals:delegate (a key with it may vote for the approvers it names), which is
+      granted only by name, e.g. --scopes all,approvals:delegate
   wop keys revoke NAME [--file PATH]
       mark a key revoked: it is answered 401 key_revoked from the next reload
   wop keys list [--file PATH]
@@ -37,7 +38,7 @@ changes or on SIGHUP.
 // `wop dev`.
 func runKeys(_ context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "help" || args[0] == "--help" {
-		fmt.Fprintf(stderr, keysUsage, strings.Join(api.AllScopes, ", "))
+		fmt.Fprintf(stderr, keysUsage, strings.Join(api.KnownScopes, ", "))
 		if len(args) == 0 {
 			return 2
 		}
@@ -105,18 +106,12 @@ func keysAdd(file, name, tenant, scopeList string, stdout, stderr io.Writer) int
 	if tenant == "" {
 		return fail(stderr, "keys", errors.New("--tenant is required: the tenant whose runs the key sees and starts"))
 	}
-	var scopes []string
-	switch strings.TrimSpace(scopeList) {
-	case "":
-		return fail(stderr, "keys", fmt.Errorf("--scopes is required: a comma-separated list of %s, or \"all\"", strings.Join(api.AllScopes, ", ")))
-	case "all":
-		scopes = api.AllScopes
-	default:
-		for _, s := range strings.Split(scopeList, ",") {
-			if s = strings.TrimSpace(s); s != "" && !slices.Contains(scopes, s) {
-				scopes = append(scopes, s)
-			}
-		}
+	if strings.TrimSpace(scopeList) == "" {
+		return fail(stderr, "keys", fmt.Errorf("--scopes is required: a comma-separated list of %s, or \"all\"", strings.Join(api.KnownScopes, ", ")))
+	}
+	scopes, err := api.ParseScopes(scopeList)
+	if err != nil {
+		return fail(stderr, "keys", err)
 	}
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {

@@ -40,3 +40,20 @@ func TestVersionSaysWhatItIs(t *testing.T) {
 		t.Errorf("output %q", out.String())
 	}
 }
+
+func TestWorkerRefusesToStartWithoutAProvider(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"worker"}, envMap(map[string]string{"GEMINI_API_KEY": "g-key"}), &out, &errb); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", code, errb.String())
+	}
+	for _, want := range []string{"no model provider is configured", "WOP_MODEL_PROVIDER=mock serves the scripted mock on purpose"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("stderr %q does not say %q", errb.String(), want)
+		}
+	}
+	errb.Reset()
+	if code := run([]string{"worker"}, envMap(map[string]string{"WOP_MODEL_PROVIDER": "bedrock"}), &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "WOP_MODEL") {
+		t.Errorf("a provider missing its variables: exit %d, stderr %q", code, errb.String())
+	}
+}

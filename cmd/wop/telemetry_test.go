@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/wop-dev/wop/internal/devserver"
@@ -96,24 +99,27 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	key := "wop_metrics_test_key"
 	collector := newOTLPCollector(t)
 	env := envMap(map[string]string{
-		"TEMPORAL_ADDRESS": srv.FrontendAddress(), "WOP_PACKS": "../../packs", "WOP_LOG_LEVEL": "error",
+		"TEMPORAL_ADDRESS": srv.FrontendAddress(), "WOP_PACKS": "../../packs", "WOP_LOG_LEVEL": "error", "WOP_MODEL_PROVIDER": "mock",
 		"WOP_API_KEY": key, "WOP_TOKEN_SECRET": "metrics-test-secret", "WOP_SEED_FIXTURES": "true",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL,
 	})
 	var wg sync.WaitGroup
 	var workerErr, apiErr bytes.Buffer
+	// The API runs with a context of its own: the test restarts it.
+	apiCtx, stopAPI := context.WithCancel(ctx)
 	for _, c := range []struct {
+		ctx  context.Context
 		run  func(context.Context, []string, func(string) string, io.Writer, io.Writer) int
 		args []string
 		errb *bytes.Buffer
 	}{
-		{runWorker, []string{"--health-addr", workerAddr}, &workerErr},
-		{runAPI, []string{"--http", apiAddr}, &apiErr},
+		{ctx, runWorker, []string{"--health-addr", workerAddr}, &workerErr},
+		{apiCtx, runAPI, []string{"--http", apiAddr}, &apiErr},
 	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c.run(ctx, c.args, env, io.Discard, c.errb)
+			c.run(c.ctx, c.args, env, io.Discard, c.errb)
 		}()
 	}
 	defer func() { cancel(); wg.Wait() }() // also when a check below fails
@@ -159,6 +165,11 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	// An approval, approved.
 	gate := call("POST", "/v1/runs", `{"workflowId":"conformance-approval"}`)["runId"].(string)
 	waitStatus(gate, "waiting-approval")
+	// Its signed token is a credential: inspecting the interrupt by token leaves the
+	// token out of the span.
+	token := call("GET", "/v1/runs/"+gate, "")["interrupt"].(map[string]any)["interruptToken"].(string)
+	require.NotEmpty(t, token)
+	call("GET", "/v1/interrupts/"+token, "")
 	call("POST", "/v1/runs/"+gate+"/interrupts/gate", `{"resumeValue":{"action":"accept"}}`)
 	waitStatus(gate, "completed")
 
@@ -174,18 +185,18 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 			// The scripted mock's first round is an activity, the next five local ones.
 			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRound"}, 1},
 			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 5},
-			{"wop_runs_started_total", map[string]string{"workflow_id": "support"}, 1},
-			{"wop_runs_ended_total", map[string]string{"workflow_id": "support", "status": "completed"}, 1},
-			{"wop_runs_ended_total", map[string]string{"workflow_id": "conformance-approval", "status": "completed"}, 1},
-			{"wop_turns_total", map[string]string{"workflow_id": "support", "role": "user"}, 2},
-			{"wop_turns_total", map[string]string{"workflow_id": "support", "role": "agent"}, 2},
+			{"wop_runs_started_total", map[string]string{"openwop_workflow_id": "support"}, 1},
+			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "support", "openwop_run_status": "completed"}, 1},
+			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "conformance-approval", "openwop_run_status": "completed"}, 1},
+			{"wop_turns_total", map[string]string{"openwop_workflow_id": "support", "role": "user"}, 2},
+			{"wop_turns_total", map[string]string{"openwop_workflow_id": "support", "role": "agent"}, 2},
 			{"wop_model_rounds_total", map[string]string{"provider": "mock", "outcome": "ok"}, 6},
 			{"wop_model_tokens_total", map[string]string{"provider": "mock", "direction": "input"}, 0},
 			// The support pack's tools are answered by its scripted tool_results.
 			{"wop_tool_calls_total", map[string]string{"tool": "verify_account", "binding": "mock", "outcome": "ok"}, 1},
 			{"wop_tool_calls_total", map[string]string{"tool": "get_balance", "binding": "mock", "outcome": "ok"}, 1},
-			{"wop_human_wait_seconds", map[string]string{"kind": "approval"}, 1},
-			{"wop_human_wait_seconds", map[string]string{"kind": "conversation"}, 1},
+			{"wop_human_wait_seconds", map[string]string{"waiting_kind": "approval"}, 1},
+			{"wop_human_wait_seconds", map[string]string{"waiting_kind": "conversation"}, 1},
 			{"go_goroutines", nil, 1},
 		} {
 			v, ok := sample(fams, m.name, m.labels)
@@ -195,6 +206,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 		}
 		_, apiOnWorker := fams["wop_http_requests_total"]
 		assert.False(c, apiOnWorker, "the worker serves no API")
+		requireHelp(c, fams)
 	}, 20*time.Second, 100*time.Millisecond)
 
 	// The API: its requests by route and status, and its Temporal client's calls.
@@ -218,6 +230,50 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	_, runMetricsOnAPI := fams["wop_runs_started_total"]
 	assert.False(t, runMetricsOnAPI, "run metrics come from the worker")
 
+	// What waits on people: an approval and a customer's chat. The API's gauges count
+	// them from Temporal, by kind and by who answers.
+	waitingGate := call("POST", "/v1/runs", `{"workflowId":"conformance-approval"}`)["runId"].(string)
+	waitingChat := call("POST", "/v1/runs", `{"workflowId":"support","inputs":{"message":"Hi, I have a question about my account."}}`)["runId"].(string)
+	waitStatus(waitingGate, "waiting-approval")
+	waitStatus(waitingChat, "waiting-approval")
+	waiting := func(c require.TestingT, url string) {
+		fams := scrape(c, url+"/metrics")
+		for _, m := range []struct {
+			labels map[string]string
+			want   float64
+		}{
+			{map[string]string{"waiting_kind": "approval", "answered_by": "operator"}, 1},
+			{map[string]string{"waiting_kind": "conversation", "answered_by": "user"}, 1},
+			{map[string]string{"waiting_kind": "conversation", "answered_by": "operator"}, 0},
+			{map[string]string{"waiting_kind": "external-event", "answered_by": "operator"}, 0},
+		} {
+			v, ok := sample(fams, "wop_interrupts_waiting", m.labels)
+			assert.True(c, ok, "wop_interrupts_waiting%v", m.labels)
+			assert.Equal(c, m.want, v, "wop_interrupts_waiting%v", m.labels)
+		}
+		v, ok := sample(fams, "wop_interrupts_waiting_age_seconds", map[string]string{"waiting_kind": "approval"})
+		assert.True(c, ok && v == 1, "the approval's age is in the histogram")
+		_, ok = sample(fams, "wop_interrupts_waiting_oldest_seconds", map[string]string{"waiting_kind": "approval"})
+		assert.True(c, ok, "the oldest approval's wait")
+		requireHelp(c, fams)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) { waiting(c, api) }, 30*time.Second, 500*time.Millisecond)
+
+	// A new API process, which counted nothing itself, serves the same figures.
+	stopAPI()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		_, err := http.Get(api + "/healthz")
+		assert.Error(c, err, "the first API stopped")
+	}, 20*time.Second, 50*time.Millisecond)
+	api2Addr := freeAddr(t)
+	var api2Err bytes.Buffer
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runAPI(ctx, []string{"--http", api2Addr}, env, io.Discard, &api2Err)
+	}()
+	require.EventuallyWithT(t, func(c *assert.CollectT) { waiting(c, "http://"+api2Addr) }, 60*time.Second, 500*time.Millisecond, "api: %s", &api2Err)
+
 	// Stopping both processes flushes their spans to the OTLP endpoint.
 	cancel()
 	wg.Wait()
@@ -230,6 +286,76 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 		assert.Contains(t, spans, name, "span %s in the caller's trace", name)
 	}
 	assert.Equal(t, []string{"wop-api", "wop-worker"}, collector.services(), "both processes export")
+
+	// OpenWOP's span attributes: every span about a run names it, its workflow and
+	// the protocol; a pack's activities name their node; the spans of the token route
+	// name the interrupt.
+	byName := map[string][]map[string]string{}
+	for _, sp := range collector.spanAttributes(traceID) {
+		byName[sp["name"]] = append(byName[sp["name"]], sp)
+		if id := sp["temporalWorkflowID"]; id == chat || id == gate {
+			assert.Equal(t, id, sp["openwop.run_id"], "%s names its run", sp["name"])
+			assert.NotEmpty(t, sp["openwop.workflow_id"], "%s names its workflow", sp["name"])
+			assert.Equal(t, "1.0", sp["openwop.protocol_version"], sp["name"])
+		}
+	}
+	has := func(name string, want map[string]string) {
+		t.Helper()
+		for _, sp := range byName[name] {
+			ok := true
+			for k, v := range want {
+				ok = ok && sp[k] == v
+			}
+			if ok {
+				return
+			}
+		}
+		t.Errorf("no span %s with %v among %v", name, want, byName[name])
+	}
+	run := func(id, wf string) map[string]string {
+		return map[string]string{"openwop.run_id": id, "openwop.workflow_id": wf, "openwop.protocol_version": "1.0"}
+	}
+	with := func(m map[string]string, kv ...string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = v
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	has("POST /v1/runs", with(run(chat, "support"), "openwop.tenant_id", "default"))
+	has("POST /v1/runs/:runId/interrupts/:nodeId", with(run(chat, "support"), "openwop.node_id", "agent", "openwop.tenant_id", "default"))
+	has("POST /v1/runs/:runId/interrupts/:nodeId", with(run(gate, "conformance-approval"), "openwop.node_id", "gate"))
+	has("GET /v1/interrupts/:token", with(run(gate, "conformance-approval"), "openwop.node_id", "gate",
+		"openwop.interrupt_kind", "approval", "url.path", "/v1/interrupts/{token}"))
+	has("StartWorkflow:OpenWOPRun", run(chat, "support"))
+	has("UpdateWorkflow:openwop.resolve-update", run(chat, "support"))
+	has("RunWorkflow:OpenWOPRun", with(run(chat, "support"), "openwop.tenant_id", "default"))
+	has("HandleUpdate:openwop.resolve-update", run(gate, "conformance-approval"))
+	for _, name := range []string{"RunActivity:ModelRound", "RunActivity:ToolCall"} {
+		has(name, with(run(chat, "support"), "openwop.node_id", "agent", "openwop.node_type", "vendor.wop.pack", "openwop.node_attempt", "0"))
+	}
+
+	// No secret, and nothing a person wrote, is in any span or resource.
+	for _, v := range collector.allValues() {
+		for _, secret := range []string{key, "metrics-test-secret", token, "ACC-12345", "question about my account"} {
+			assert.NotContains(t, v, secret, "a span attribute holds %q", secret)
+		}
+	}
+}
+
+// requireHelp requires a HELP text on every wop_ metric family.
+func requireHelp(t require.TestingT, fams map[string]*dto.MetricFamily) {
+	n := 0
+	for name, f := range fams {
+		if strings.HasPrefix(name, "wop_") {
+			n++
+			assert.NotEmpty(t, f.GetHelp(), "HELP of %s", name)
+		}
+	}
+	assert.NotZero(t, n, "wop_ metrics exported")
 }
 
 // otlpCollector is an OTLP/HTTP trace endpoint that keeps what it receives.
@@ -277,6 +403,77 @@ func (c *otlpCollector) spans(traceID string) []string {
 		}
 	}
 	return names
+}
+
+// spanAttributes lists the spans received in trace traceID, each as its attributes
+// (values as text) plus "name".
+func (c *otlpCollector) spanAttributes(traceID string) []map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]string
+	for _, req := range c.req {
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, sp := range ss.GetSpans() {
+					if hex.EncodeToString(sp.GetTraceId()) != traceID {
+						continue
+					}
+					m := map[string]string{"name": sp.GetName()}
+					for _, a := range sp.GetAttributes() {
+						m[a.GetKey()] = anyText(a.GetValue())
+					}
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// allValues is every attribute value, event attribute, status message and name of
+// every span and resource received, as text.
+func (c *otlpCollector) allValues() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, req := range c.req {
+		for _, rs := range req.GetResourceSpans() {
+			for _, a := range rs.GetResource().GetAttributes() {
+				out = append(out, a.GetKey()+"="+anyText(a.GetValue()))
+			}
+			for _, ss := range rs.GetScopeSpans() {
+				for _, sp := range ss.GetSpans() {
+					out = append(out, sp.GetName(), sp.GetStatus().GetMessage())
+					for _, a := range sp.GetAttributes() {
+						out = append(out, a.GetKey()+"="+anyText(a.GetValue()))
+					}
+					for _, ev := range sp.GetEvents() {
+						out = append(out, ev.GetName())
+						for _, a := range ev.GetAttributes() {
+							out = append(out, a.GetKey()+"="+anyText(a.GetValue()))
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// anyText renders an OTLP attribute value as text.
+func anyText(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.FormatBool(x.BoolValue)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.FormatFloat(x.DoubleValue, 'f', -1, 64)
+	}
+	b, _ := protojson.Marshal(v)
+	return string(b)
 }
 
 // services lists the service.name of every resource that exported spans, sorted.

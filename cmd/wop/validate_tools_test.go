@@ -111,3 +111,17 @@ func TestBannerSaysWhichToolsAreBound(t *testing.T) {
 		t.Errorf("banner lacks %q:\n%s", want, out.String())
 	}
 }
+
+// TestPackValidateWarnsOfRetryForOnAWrite: retry_for on a tool whose calls are
+// attempted once (an external tool, not idempotent) does nothing, and says so.
+func TestPackValidateWarnsOfRetryForOnAWrite(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tools.yaml")
+	if err := os.WriteFile(file, []byte("tools:\n  issue_refund:\n    http: { url: http://x/refund }\n    retry_for: 6h\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := validate("--tools", file, "../../packs/refund.yaml")
+	want := file + ":2:3: warning: tools.issue_refund: tool issue_refund of pack refund has effect external, so its calls are attempted once and never wait out an outage"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want the warning %q:\n%s", code, want, out)
+	}
+}

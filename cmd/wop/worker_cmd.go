@@ -32,6 +32,10 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
+	// A production worker never answers real users from the demo scripts by accident.
+	if cfg.ProviderSource == "" {
+		return fail(stderr, "worker", worker.ErrNoProvider)
+	}
 	logger, err := newLogger(stderr, logLevel)
 	if err != nil {
 		return fail(stderr, "worker", err)

@@ -16,8 +16,10 @@ type Format string
 
 // The formats Server speaks, by request path.
 const (
-	OpenAI    Format = "openai"    // POST …/chat/completions
+	OpenAI    Format = "openai"    // POST …/chat/completions (Azure OpenAI too)
 	Anthropic Format = "anthropic" // POST …/v1/messages
+	Gemini    Format = "gemini"    // POST …/models/{model}:generateContent or :streamGenerateContent?alt=sse
+	Bedrock   Format = "bedrock"   // POST /model/{modelId}/converse or /converse-stream
 )
 
 // Call is one request Server answered.
@@ -26,6 +28,8 @@ type Call struct {
 	Format Format
 	Stream bool           // the request asked for a stream
 	Body   map[string]any // the decoded request body
+	Path   string         // the request's URL path
+	Header http.Header    // the request's headers
 }
 
 // Server answers model requests in both formats with scripted replies: streamed
@@ -64,6 +68,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f = OpenAI
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/v1/messages"):
 		f = Anthropic
+	case r.Method == http.MethodPost && (strings.HasSuffix(r.URL.Path, ":generateContent") || strings.HasSuffix(r.URL.Path, ":streamGenerateContent")):
+		f = Gemini
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/model/") &&
+		(strings.HasSuffix(r.URL.Path, "/converse") || strings.HasSuffix(r.URL.Path, "/converse-stream")):
+		f = Bedrock
 	default:
 		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusNotFound)
 		return
@@ -75,18 +84,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream, _ := body["stream"].(bool)
+	switch f {
+	case Gemini:
+		stream = strings.HasSuffix(r.URL.Path, ":streamGenerateContent")
+	case Bedrock:
+		stream = strings.HasSuffix(r.URL.Path, "/converse-stream")
+	}
 	s.mu.Lock()
-	call := Call{N: len(s.calls), Format: f, Stream: stream, Body: body}
+	call := Call{N: len(s.calls), Format: f, Stream: stream, Body: body, Path: r.URL.Path, Header: r.Header.Clone()}
 	s.calls = append(s.calls, call)
 	s.mu.Unlock()
 	reply := Reply{Text: "ok"}
 	if s.Answer != nil {
 		reply = s.Answer(call)
 	}
+	if fl := reply.Fail; fl != nil {
+		for k, v := range fl.Header {
+			w.Header().Set(k, v)
+		}
+		if w.Header().Get("Content-Type") == "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(fl.Status)
+		_, _ = io.WriteString(w, fl.Body)
+		return
+	}
 	id := fmt.Sprintf("fake-%d", call.N)
-	whole := reply.OpenAICompletion("chatcmpl-" + id)
-	if f == Anthropic {
+	var whole []byte
+	switch f {
+	case OpenAI:
+		whole = reply.OpenAICompletion("chatcmpl-" + id)
+	case Anthropic:
 		whole = reply.AnthropicMessage("msg_" + id)
+	case Gemini:
+		whole = reply.GeminiResponse()
+	case Bedrock:
+		whole = reply.BedrockConverse()
 	}
 	if !stream {
 		w.Header().Set("Content-Type", "application/json")
@@ -94,11 +127,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var events []Event
-	if f == OpenAI {
+	switch f {
+	case OpenAI:
 		events, _ = OpenAIChunks(whole)
 		events = append(events, Event{Data: []byte("[DONE]")})
-	} else {
+	case Anthropic:
 		events, _ = AnthropicEvents(whole)
+	case Gemini:
+		events = reply.GeminiChunks()
+	case Bedrock:
+		s.writeEventStream(w, r, call.N, reply, received)
+		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
@@ -119,6 +158,35 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = rc.Flush()
 		if piece == 1 && ev.Piece && s.FirstPiece != nil {
 			s.FirstPiece(call.N, received, time.Now())
+		}
+	}
+}
+
+// writeEventStream answers a ConverseStream call in the AWS event-stream framing, paced
+// like the server-sent streams; a reply with StreamException ends with that exception
+// after its first event.
+func (s *Server) writeEventStream(w http.ResponseWriter, r *http.Request, n int, reply Reply, received time.Time) {
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	piece := 0
+	for i, ev := range reply.BedrockEvents() {
+		if reply.StreamException != "" && i == 1 {
+			_, _ = w.Write(EncodeEventStream(Event{Data: []byte(`{"message":"` + reply.StreamException + ` (scripted)"}`)}, reply.StreamException))
+			_ = rc.Flush()
+			return
+		}
+		if ev.Piece {
+			if !s.pace(r.Context(), n, piece) {
+				panic(http.ErrAbortHandler)
+			}
+			piece++
+		}
+		_, _ = w.Write(EncodeEventStream(ev, ""))
+		_ = rc.Flush()
+		if piece == 1 && ev.Piece && s.FirstPiece != nil {
+			s.FirstPiece(n, received, time.Now())
 		}
 	}
 }

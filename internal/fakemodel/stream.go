@@ -1,7 +1,9 @@
 // Package fakemodel speaks the streaming wire formats of the model providers the host
 // supports, for tests and `wop bench`: OpenAI chat completions (stream: true, server-sent
-// `data:` chunks ending in [DONE]) and Anthropic messages (named server-sent events from
-// message_start to message_stop). It converts a whole answer (the JSON a non-streamed
+// `data:` chunks ending in [DONE]; Azure OpenAI's too), Anthropic messages (named
+// server-sent events from message_start to message_stop), Gemini's generateContent and
+// streamGenerateContent (cloud.go) and Bedrock's Converse and ConverseStream (AWS
+// event-stream frames). It converts a whole answer (the JSON a non-streamed
 // call returns) into the events a streamed call returns, and Server answers requests
 // with scripted replies, piece by piece, at a chosen pace. The scripted mock provider
 // streams its replies with Pieces too.
@@ -193,6 +195,20 @@ type Reply struct {
 	Model string
 	// InputTokens and OutputTokens are the usage reported (defaults 10 and the pieces).
 	InputTokens, OutputTokens int
+	// Signature is the thought signature Gemini sends with the first function call.
+	Signature []byte
+	// Fail answers the call with an error response instead.
+	Fail *Failure
+	// StreamException ends a Bedrock stream after its first event with an exception of
+	// this type (ThrottlingException, ModelStreamErrorException, ...).
+	StreamException string
+}
+
+// Failure is an error response: status, headers and body as sent.
+type Failure struct {
+	Status int
+	Header map[string]string
+	Body   string
 }
 
 // ToolCall is a tool call of a Reply; Arguments is a JSON object.

@@ -22,6 +22,10 @@ type SearchArgs struct {
 	Limit int    `json:"limit,omitempty" jsonschema:"how many hits at most"`
 }
 
+// MetaIdempotencyKey is the _meta key of a call's idempotency key (tools.MetaIdempotencyKey;
+// this package does not import tools).
+const MetaIdempotencyKey = "wop/idempotencyKey"
+
 // TokenVar is the environment variable the stdio server reads as its access token, and
 // TokenHashVar the one holding the hex SHA-256 of the token it expects.
 const (
@@ -32,14 +36,14 @@ const (
 // NewServer returns the test server. Its tools:
 //
 //   - search(query, limit): a text result holding JSON {"query", "transport", "hits":
-//     [{"title", "url"}], "authorized"}; authorized says whether the process's
-//     DOCS_TOKEN hashes to DOCS_TOKEN_SHA256 (stdio servers get both through their
-//     binding's env).
+//     [{"title", "url"}], "authorized", "idempotencyKey"}; authorized says whether the
+//     process's DOCS_TOKEN hashes to DOCS_TOKEN_SHA256 (stdio servers get both through
+//     their binding's env), idempotencyKey is the call's _meta wop/idempotencyKey.
 //   - broken(): a result marked isError, with the text "the index is being rebuilt".
 func NewServer(transport string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1.0.0"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "search", Description: "Search the product documentation."},
-		func(_ context.Context, _ *mcp.CallToolRequest, args SearchArgs) (*mcp.CallToolResult, any, error) {
+		func(_ context.Context, req *mcp.CallToolRequest, args SearchArgs) (*mcp.CallToolResult, any, error) {
 			limit := args.Limit
 			if limit <= 0 {
 				limit = 2
@@ -52,7 +56,11 @@ func NewServer(transport string) *mcp.Server {
 			if limit < len(hits) {
 				hits = hits[:limit]
 			}
-			body, _ := json.Marshal(map[string]any{"query": args.Query, "transport": transport, "hits": hits, "authorized": authorized()})
+			out := map[string]any{"query": args.Query, "transport": transport, "hits": hits, "authorized": authorized()}
+			if key, ok := req.Params.GetMeta()[MetaIdempotencyKey].(string); ok {
+				out["idempotencyKey"] = key
+			}
+			body, _ := json.Marshal(out)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "broken", Description: "Always fails."},

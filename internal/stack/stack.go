@@ -288,6 +288,7 @@ func (s *Stack) StartAPI() error {
 
 func (s *Stack) serveAPI(ln net.Listener) error {
 	cfg := s.opts.API
+	cfg.Namespace = s.opts.Namespace
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + ln.Addr().String()
 	}

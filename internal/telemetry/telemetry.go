@@ -6,17 +6,22 @@
 //
 //	wop_http_requests_total{method,route,status}    API requests (api package)
 //	wop_http_request_duration_seconds{method,route}
-//	wop_runs_started_total{workflow_id}             recorded by the run workflow through
-//	wop_runs_ended_total{workflow_id,status}        the SDK's replay-aware handler, so a
-//	wop_turns_total{workflow_id,role}               replayed task records nothing twice
-//	wop_human_wait_seconds{kind}                    (workflows/metrics.go)
+//	wop_interrupts_waiting{waiting_kind,answered_by} what waits on people now, from
+//	wop_interrupts_waiting_oldest_seconds{…}         Temporal visibility (api package)
+//	wop_interrupts_waiting_age_seconds{…}
+//	wop_runs_started_total{openwop_workflow_id}     recorded by the run workflow through
+//	wop_runs_ended_total{openwop_workflow_id,openwop_run_status} the SDK's replay-aware
+//	wop_turns_total{openwop_workflow_id,role}       handler, so a replayed task records
+//	wop_human_wait_seconds{waiting_kind}            nothing twice (workflows/metrics.go)
 //	wop_model_rounds_total{provider,model,outcome}  recorded around the activities
 //	wop_model_tokens_total{provider,model,direction} (ActivityMetrics)
 //	wop_tool_calls_total{tool,binding,outcome}
 //
 // The SDK's metrics and the wop_ ones recorded through it go through OpenTelemetry's
 // metric SDK and its Prometheus exporter into the same registry; counters gain the
-// _total suffix and durations the _seconds suffix there.
+// _total suffix and durations the _seconds suffix there, and the wop_ ones get their
+// HELP text from Help. openwop_workflow_id is OpenWOP's workflow id (a pack's is the
+// pack id), not a Temporal workflow id, which is a run's id and never a label.
 //
 // Traces: off unless an OTLP endpoint is configured with the standard variables
 // (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; protocol from
@@ -24,7 +29,8 @@
 // OTEL_TRACES_EXPORTER=none turns them off; OTEL_SERVICE_NAME names the service). Then
 // the Temporal SDK's tracing interceptor follows every workflow start, signal, query,
 // workflow task and activity, and the API's requests are spans (otelhttp) whose trace
-// context a caller may pass in traceparent.
+// context a caller may pass in traceparent. Spans about a run carry OpenWOP's openwop.*
+// attributes (runspans.go).
 package telemetry
 
 import (
@@ -52,11 +58,42 @@ import (
 	"go.temporal.io/sdk/client"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
 	"go.temporal.io/sdk/interceptor"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 // DurationBuckets are the histogram buckets (seconds) of every duration the host
 // exports: from a fast API call to a person answering days later.
 var DurationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600}
+
+// Help is the HELP text of each wop_ metric recorded through the Temporal SDK's metrics
+// handler, by instrument name (the exporter adds _total and _seconds).
+var Help = map[string]string{
+	workflows.MetricRunsStarted: "Runs started, by OpenWOP workflow id (a pack's workflow id is its pack id).",
+	workflows.MetricRunsEnded:   "Runs that ended, by OpenWOP workflow id and final run status (completed, failed, cancelled).",
+	workflows.MetricTurns:       "Conversation turns recorded, by OpenWOP workflow id and the turn's role (user, agent, system).",
+	workflows.MetricHumanWait: "How long a person took to answer, by waiting kind: an interrupt from its request to its resolution, " +
+		"a conversation from the agent's turn to its user's next message.",
+	MetricModelRounds: "Model rounds run by this worker, by provider, model and outcome (ok, failed).",
+	MetricModelTokens: "Tokens of the model rounds run by this worker, by provider, model and direction (input, output).",
+	MetricToolCalls:   "Tool calls run by this worker, by tool, where it ran (binding: http, activity, mcp, go, mock, none) and outcome (ok, error: a result the model reads, failed).",
+}
+
+// view gives the instruments their stream: the wop_ ones their HELP text, durations
+// (unit s) the host's buckets. One view does both: two matching views would export an
+// instrument twice.
+func view(i sdkmetric.Instrument) (sdkmetric.Stream, bool) {
+	s := sdkmetric.Stream{Name: i.Name, Description: i.Description, Unit: i.Unit}
+	help, named := Help[i.Name]
+	if named && s.Description == "" {
+		s.Description = help
+	}
+	seconds := i.Kind == sdkmetric.InstrumentKindHistogram && i.Unit == "s"
+	if seconds {
+		s.Aggregation = sdkmetric.AggregationExplicitBucketHistogram{Boundaries: DurationBuckets}
+	}
+	return s, named || seconds
+}
 
 // Options configure New.
 type Options struct {
@@ -95,9 +132,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
-	seconds := sdkmetric.NewView(sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram, Unit: "s"},
-		sdkmetric.Stream{Aggregation: sdkmetric.AggregationExplicitBucketHistogram{Boundaries: DurationBuckets}})
-	t.meters = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(seconds))
+	t.meters = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithView(view))
 	t.temporal = temporalotel.NewMetricsHandler(temporalotel.MetricsHandlerOptions{
 		Meter:                t.meters.Meter("go.temporal.io/sdk"),
 		UseMonotonicCounters: true,
@@ -154,10 +189,11 @@ func (t *Telemetry) startTracing(ctx context.Context, o Options) error {
 	t.tracers = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { t.log.Warn("OpenTelemetry", "error", err) }))
-	t.tracing, err = temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: t.tracers.Tracer("go.temporal.io/sdk")})
+	tr, err := temporalotel.NewTracer(temporalotel.TracerOptions{Tracer: t.tracers.Tracer("go.temporal.io/sdk")})
 	if err != nil {
 		return fmt.Errorf("Temporal tracing interceptor: %w", err)
 	}
+	t.tracing = interceptor.NewTracingInterceptor(runTracer{tr})
 	return nil
 }
 
@@ -181,7 +217,9 @@ func (t *Telemetry) ClientOptions(o *client.Options) {
 	}
 	o.MetricsHandler = t.temporal
 	if t.tracing != nil {
-		o.Interceptors = append(o.Interceptors, t.tracing)
+		// RunSpans runs first: it records what a span is about before the tracing
+		// interceptor starts it.
+		o.Interceptors = append(o.Interceptors, &RunSpans{}, t.tracing)
 	}
 	o.Interceptors = append(o.Interceptors, &ActivityMetrics{})
 }

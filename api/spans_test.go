@@ -1,0 +1,54 @@
+package api
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/wop-dev/wop/internal/telemetry"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// TestRequestSpansNameTheirRun: a request about a run has OpenWOP's run attributes on
+// its span (the workflow id learned from the run's snapshot), and a token route's
+// span shows the path without the token.
+func TestRequestSpansNameTheirRun(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	env := newTestEnv(t, func(c *Config) { c.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)) })
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_span1", WorkflowID: "conformance-approval", Status: "waiting-approval"}})
+	require.Equal(t, 200, env.do("GET", "/v1/runs/r_span1", fullKey, "").Code)
+	env.do("GET", "/v1/interrupts/not.a-real-token", "", "")
+
+	spans := map[string]map[string]string{}
+	for _, sp := range rec.Ended() {
+		attrs := map[string]string{}
+		for _, a := range sp.Attributes() {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		spans[sp.Name()] = attrs
+	}
+	run := spans["GET /v1/runs/:runId"]
+	require.NotNil(t, run, "%v", spans)
+	assert.Equal(t, "r_span1", run[telemetry.AttrRunID])
+	assert.Equal(t, "conformance-approval", run[telemetry.AttrWorkflowID])
+	assert.Equal(t, "default", run[telemetry.AttrTenantID])
+	assert.Equal(t, telemetry.ProtocolVersion, run[telemetry.AttrProtocolVersion])
+	tok := spans["GET /v1/interrupts/:token"]
+	require.NotNil(t, tok, "%v", spans)
+	assert.Equal(t, "/v1/interrupts/{token}", tok["url.path"])
+	for k, v := range tok {
+		assert.False(t, strings.Contains(v, "not.a-real-token"), "%s holds the token", k)
+	}
+}
+
+// TestSpansNameDiscoverysProtocolVersion: spans name the protocol version discovery
+// advertises.
+func TestSpansNameDiscoverysProtocolVersion(t *testing.T) {
+	env := newTestEnv(t)
+	disc := decode[map[string]any](t, env.do("GET", "/.well-known/openwop", "", "").Body.Bytes())
+	assert.Equal(t, disc["protocolVersion"], telemetry.ProtocolVersion)
+}

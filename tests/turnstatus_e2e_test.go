@@ -1,0 +1,66 @@
+package tests
+
+// Where a turn leaves the run, over HTTP: the answer to a message is the run's status
+// once its turn is over (completed for the message that ends the conversation, not the
+// waiting-approval the check predicted), and a run that waits in the middle of a turn
+// (a tool call's approval) shows the state the pack waits in.
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+// TestResolveAnswersWhereTheTurnLeftTheRunE2E: support's second message passes three
+// states and completes the run: its answer says completed. A message that keeps the
+// conversation going is answered waiting-approval, with the run waiting on its user.
+func TestResolveAnswersWhereTheTurnLeftTheRunE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "I don't remember my account number, can you look me up by name?"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, workflows.StatusWaitingApproval, body["status"], "the conversation waits for its user again")
+
+	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "Found it: ACC-12345. What's my balance?"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, workflows.StatusCompleted, body["status"], "the message that ends the conversation is answered with the run's end")
+	require.Equal(t, workflows.StatusCompleted, snapshot(t, c, id).Status)
+	require.Equal(t, "resolution", keyword(t, c, id, workflows.SAPackState.GetName()))
+	require.Equal(t, workflows.StatusCompleted, keyword(t, c, id, workflows.SAStatus.GetName()))
+}
+
+// TestPackStateWhileATurnWaitsE2E: the reviewer's Approved moves the refund pack to
+// refunded, whose prompt calls issue_refund, which waits for its own approval in the
+// middle of that turn: meanwhile WopPackState says refunded (it said awaiting_approval,
+// the state before the turn) and the run waits on the approval.
+func TestPackStateWhileATurnWaitsE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
+	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	sayTo(t, c, id, "It's order ORD-1042.")
+	waitSnapshot(t, c, id, 30*time.Second, "waiting for the reviewer", func(s workflows.Snapshot) bool {
+		return s.Status == workflows.StatusWaitingExternal
+	})
+	require.Equal(t, "awaiting_approval", keyword(t, c, id, workflows.SAPackState.GetName()))
+
+	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	s, _ := waitToolApproval(t, c, id)
+	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
+	require.Equal(t, "refunded", s.Pack.State)
+	require.Equal(t, "refunded", keyword(t, c, id, workflows.SAPackState.GetName()), "the state the run waits in")
+	require.Equal(t, "approval", keyword(t, c, id, workflows.SAWaitingKind.GetName()))
+
+	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	require.Equal(t, workflows.StatusCompleted, body["status"], "the decision that ends the turn and the run is answered with the run's end")
+	waitCompleted(t, c, id)
+	replayHistory(t, c, id, "pack-refund-turn-status")
+}

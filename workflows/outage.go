@@ -1,0 +1,312 @@
+package workflows
+
+// Waiting out an outage. A model round on a real provider makes a few quick attempts
+// (activities.ModelRoundOptions); one that still fails with a retryable error (the
+// provider refuses connections, answers 5xx or 429, times out) does not end the run:
+//
+//  1. The ModelOutagePolicy local activity answers the worker's policy for the
+//     provider (how long to wait, how often to try); Temporal records the answer.
+//  2. The run is stalled: a workflow.stalled event (again every RemindEvery while it
+//     waits), the Snapshot's Stalled, the WopStalledOn search attribute
+//     ("model:<provider>" or "tool:<name>") and the Temporal UI's current details say
+//     what it waits for, since when, until when, and the last error.
+//  3. The round is scheduled again with unlimited attempts backing off to the policy's
+//     MaxInterval, within what is left of RetryFor (counted from the round's first
+//     attempt). Temporal retries it server side: the wait adds a few events to the
+//     history, not one per attempt. A cancel of the run cancels it at once.
+//  4. When the provider answers, the stall clears and the turn goes on. When RetryFor
+//     passes first, the turn ends without its answer (engine.ErrUnavailable): a system
+//     turn tells the user the model is unavailable, the conversation stays open, and
+//     the next message tries again. A permanent error (400, 401, 403) fails as before.
+//
+// A tool call whose binding sets retry_for (activities.ToolRoute.Outage) waits out an
+// outage of its target the same way; past retry_for the model gets its error result.
+//
+// Runs recorded before this (outageVersion, asked when a round or call first fails
+// that way) failed the run (a model round) or gave the model the error (a tool call).
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/protocol"
+)
+
+// outageVersion: a model round (or a tool call whose binding says so) that fails its
+// quick attempts with a retryable error waits out the outage (outage.go).
+const outageVersion = "outage-wait"
+
+// SAStalledOn is what a stalled run waits for: "model:<provider>" while a model round
+// waits out an outage of its provider, "tool:<name>" while a tool call does; unset
+// otherwise. `WopStalledOn IS NOT NULL` lists the runs an outage holds.
+var SAStalledOn = temporal.NewSearchAttributeKeyKeyword("WopStalledOn")
+
+func init() {
+	SearchAttributes[SAStalledOn.GetName()] = SAStalledOn.GetValueType()
+}
+
+// Stall is a call the run waits for while what it calls is unavailable (Snapshot.Stalled).
+type Stall struct {
+	// Kind is "model" or "tool"; Provider or Tool names what is unavailable.
+	Kind     string `json:"kind"`
+	Provider string `json:"provider,omitempty"`
+	Tool     string `json:"tool,omitempty"`
+	CallID   string `json:"callId,omitempty"`
+	NodeID   string `json:"nodeId"`
+	State    string `json:"state,omitempty"`
+	Round    int    `json:"round"`
+	// Since is the call's first attempt; RetryUntil when the run stops waiting.
+	Since      string    `json:"since"`
+	RetryUntil string    `json:"retryUntil"`
+	LastError  *RunError `json:"lastError,omitempty"`
+	// Detail says it in words, as the Temporal UI's current details do.
+	Detail string `json:"detail"`
+}
+
+// stall is one call waiting out an outage.
+type stall struct {
+	Stall
+	since, until time.Time
+	remindEvery  time.Duration
+	reminders    int
+}
+
+// outageError reports whether err, a failed activity, gave up on a retryable failure
+// (its attempts or its time ran out), as an outage does: not a cancellation, not a
+// non-retryable failure (a 400, 401 or 403, a mock's error), not a panic.
+func outageError(err error) bool {
+	if err == nil || temporal.IsCanceledError(err) {
+		return false
+	}
+	var actErr *temporal.ActivityError
+	if !errors.As(err, &actErr) || actErr.RetryState() == enumspb.RETRY_STATE_NON_RETRYABLE_FAILURE {
+		return false
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && (appErr.NonRetryable() || slices.Contains(activities.NonRetryableErrorTypes, appErr.Type())) {
+		return false
+	}
+	var panicErr *temporal.PanicError
+	return !errors.As(err, &panicErr)
+}
+
+// lastFailure is the readable failure of a call that gave up: the last attempt's error
+// rather than the timeout that ended the wait; its code, or def.
+func lastFailure(err error, def string) (code, msg string) {
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE {
+		if cause := errors.Unwrap(te); cause != nil {
+			err = cause
+		}
+	}
+	return orDefault(activityErrorCode(err), def), activityMessage(err)
+}
+
+// outlastModel waits out the outage of the provider of round in, whose quick attempts
+// (begun at started) failed with first. It returns the round's result once the provider
+// answers, the ErrUnavailable activity error when the policy's time passes first, or
+// the error that ended the wait otherwise (a cancellation, a permanent error).
+func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time, first error, out *convo.ModelRoundResult) error {
+	lctx := workflow.WithLocalActivityOptions(rt.ctx, activities.ModelOutageOptions())
+	var acts *activities.Activities
+	var pol activities.ModelOutageResult
+	if err := workflow.ExecuteLocalActivity(lctx, acts.ModelOutagePolicy, activities.ModelOutageInput{ProviderKey: in.Provider, PackID: in.PackID}).Get(lctx, &pol); err != nil {
+		if temporal.IsCanceledError(err) {
+			return err
+		}
+		return rt.unavailable(first, 0)
+	}
+	remaining := pol.Policy.RetryFor - workflow.Now(rt.ctx).Sub(started)
+	if remaining <= 0 {
+		return rt.unavailable(first, pol.Policy.RetryFor)
+	}
+	code, msg := lastFailure(first, protocol.CodeModelUnavailable)
+	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
+		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
+	defer rt.c.r.endStall(s)
+	rt.beforeBlock()
+
+	opts := activities.OutageRetryOptions(activities.ModelRoundOptions(pol.Provider), pol.Policy, remaining)
+	opts.Summary = activities.ModelRoundSummary(in) + " · waiting out an outage"
+	actx, cancel := workflow.WithCancel(rt.ctx)
+	actx = workflow.WithActivityOptions(actx, opts)
+	f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
+	rt.awaitStalled(f, cancel, s)
+	err := f.Get(actx, out)
+	switch {
+	case err == nil, temporal.IsCanceledError(err):
+		return err
+	case outageError(err):
+		return rt.unavailable(err, pol.Policy.RetryFor)
+	}
+	return err
+}
+
+// unavailable is the error of a model round the run gave up waiting for: the turn ends
+// without its answer (engine.ErrUnavailable), and the user is told why.
+func (rt *packRuntime) unavailable(err error, waited time.Duration) error {
+	_, msg := lastFailure(err, protocol.CodeModelUnavailable)
+	text := "the model is unavailable: " + msg
+	if waited > 0 {
+		text += fmt.Sprintf(" (retried for %s)", waited)
+	}
+	workflow.GetLogger(rt.ctx).Warn("Model unavailable; the turn ends without an answer", "pack", rt.a.pack.ID, "error", err)
+	return &activityError{code: protocol.CodeModelUnavailable, msg: text, err: errors.Join(engine.ErrUnavailable, err)}
+}
+
+// outlastTool waits out the outage of the target of call in (route), whose attempts
+// (begun at started) failed with first. It returns the future of the call's last
+// activity: the one that failed, or the one that waited.
+func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput, route activities.ToolRoute, activityID string, started time.Time,
+	first workflow.Future, cancel workflow.CancelFunc) workflow.Future {
+	pol := *route.Outage
+	remaining := pol.RetryFor - workflow.Now(rt.ctx).Sub(started)
+	if remaining <= 0 {
+		return first
+	}
+	code, msg := lastFailure(first.Get(rt.ctx, nil), protocol.CodeToolError)
+	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
+		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
+	defer rt.c.r.endStall(s)
+	rt.beforeBlock()
+	f := rt.startToolWith(ctx, in, route, activityID, &pol, remaining)
+	rt.awaitStalled(f, cancel, s)
+	return f
+}
+
+// awaitStalled waits for f as rt.await does, recording s's reminders while it waits.
+func (rt *packRuntime) awaitStalled(f workflow.Future, cancel workflow.CancelFunc, s *stall) {
+	r := rt.c.r
+	ready := func() bool { return f.IsReady() || r.cancelReq != nil }
+	for !ready() && rt.ctx.Err() == nil {
+		due := s.since.Add(time.Duration(s.reminders+1) * s.remindEvery)
+		if s.remindEvery <= 0 || !due.Before(s.until) {
+			// No reminder is due before the wait ends (the activity's schedule-to-close
+			// timeout ends it then).
+			_ = workflow.Await(rt.ctx, ready)
+			break
+		}
+		if wait := due.Sub(workflow.Now(rt.ctx)); wait > 0 {
+			if ok, err := workflow.AwaitWithTimeout(rt.ctx, wait, ready); ok || err != nil {
+				break
+			}
+		}
+		if !ready() {
+			s.reminders++
+			r.emitStalled(s)
+		}
+	}
+	if !f.IsReady() && rt.Stopped() {
+		cancel()
+	}
+	r.taskMark = workflow.Now(rt.ctx)
+}
+
+// beginStall records that s waits: the event, the search attribute, the details.
+func (r *runner) beginStall(s *stall) *stall {
+	s.Since, s.RetryUntil = formatTime(s.since), formatTime(s.until)
+	what := "the model provider " + s.Provider
+	if s.Kind == "tool" {
+		what = "tool " + s.Tool + " (call " + s.CallID + ")"
+	}
+	s.Detail = fmt.Sprintf("**Stalled**: %s is unavailable (%s). Round %d in state %s has waited since %s and is retried until %s; cancel the run to stop waiting.",
+		what, s.LastError.Message, s.Round, s.State, s.Since, s.RetryUntil)
+	r.stalls = append(r.stalls, s)
+	r.emitStalled(s)
+	r.publishStalls()
+	return s
+}
+
+// endStall records that s no longer waits.
+func (r *runner) endStall(s *stall) {
+	for i, x := range r.stalls {
+		if x == s {
+			r.stalls = append(r.stalls[:i], r.stalls[i+1:]...)
+			break
+		}
+	}
+	r.publishStalls()
+}
+
+// emitStalled records workflow.stalled for s (its first, then each reminder).
+func (r *runner) emitStalled(s *stall) {
+	now := workflow.Now(r.ctx)
+	p := map[string]any{
+		"stalledForMs": max(now.Sub(s.since).Milliseconds(), 0), "lastNodeId": s.NodeID, "reason": s.Kind + "-unavailable",
+		"kind": s.Kind, "round": s.Round, "state": s.State, "since": s.Since, "retryUntil": s.RetryUntil,
+		"error": map[string]any{"code": s.LastError.Code, "message": s.LastError.Message, "retryable": true},
+	}
+	if s.Kind == "tool" {
+		p["tool"], p["callId"] = s.Tool, s.CallID
+	} else {
+		p["provider"] = s.Provider
+	}
+	if s.reminders > 0 {
+		p["reminder"] = s.reminders
+	}
+	r.emit(EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
+}
+
+// publishStalls keeps WopStalledOn and the current details in step with r.stalls.
+func (r *runner) publishStalls() {
+	dctx, _ := workflow.NewDisconnectedContext(r.ctx) // also while the run is being cancelled
+	if len(r.stalls) == 0 {
+		_ = workflow.UpsertTypedSearchAttributes(dctx, SAStalledOn.ValueUnset())
+		r.describeRun()
+		return
+	}
+	s := r.stalls[len(r.stalls)-1]
+	on := s.Kind + ":" + s.Provider
+	if s.Kind == "tool" {
+		on = s.Kind + ":" + s.Tool
+	}
+	_ = workflow.UpsertTypedSearchAttributes(dctx, SAStalledOn.ValueSet(on))
+	r.describeRun()
+}
+
+// describeRun sets the current details: the stalls first, then the pending
+// interrupts (or the agent's own description, which describePending would replace).
+func (r *runner) describeRun() {
+	if len(r.stalls) == 0 {
+		if r.stallDetails != "" {
+			r.stallDetails = ""
+			r.setDetails(r.baseDetails)
+		}
+		return
+	}
+	var b strings.Builder
+	for i, s := range r.stalls {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(s.Detail)
+	}
+	if r.stallDetails == "" {
+		r.baseDetails = r.details
+	}
+	r.stallDetails = b.String()
+	text := r.stallDetails
+	if r.baseDetails != "" {
+		text += "\n\n" + r.baseDetails
+	}
+	r.setDetails(text)
+}
+
+// stalled is the Snapshot's Stalled: the newest call that waits out an outage.
+func (r *runner) stalled() *Stall {
+	if len(r.stalls) == 0 {
+		return nil
+	}
+	s := r.stalls[len(r.stalls)-1].Stall
+	return &s
+}
