@@ -68,6 +68,10 @@ func (s *Server) bulkCancel(ctx context.Context, p *principal, ids []string, rea
 	for i, raw := range ids {
 		out[i].RunID = raw
 		id, rerr := resolve(raw)
+		if rerr == nil && workflows.IsInternalWorkflowID(id) {
+			// The host's own workflows are no tenant's runs (runParam).
+			rerr = notFound("run %q not found", raw)
+		}
 		if rerr != nil {
 			out[i].Err = rerr
 			continue
