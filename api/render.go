@@ -126,6 +126,15 @@ func (w wire) snapshotV2(snap *workflows.Snapshot) map[string]any {
 	if snap.TemporalClose != nil {
 		ext["temporalClose"] = snap.TemporalClose
 	}
+	if snap.Stalled != nil {
+		st := *snap.Stalled
+		if st.LastError != nil {
+			le := *st.LastError
+			le.Code = protocol.V2Code(le.Code)
+			st.LastError = &le
+		}
+		ext["stalled"] = st
+	}
 	doc["extensions"] = map[string]any{hostExtension: ext}
 	return doc
 }
@@ -229,9 +238,16 @@ func (w wire) payloadV2(typ string, raw json.RawMessage) (json.RawMessage, error
 		}
 	}
 	if e, ok := p["error"]; ok && isJSONObject(e) {
-		var re workflows.RunError
-		if err := json.Unmarshal(e, &re); err == nil && re.Code != "" {
-			p["error"] = mustJSON(errorV2(&re))
+		// The error's code is a v2 code; its other members (workflow.stalled's
+		// retryable, a node's details) are kept as stored.
+		var pe map[string]json.RawMessage
+		var code string
+		if json.Unmarshal(e, &pe) == nil && json.Unmarshal(pe["code"], &code) == nil && code != "" {
+			pe["code"] = mustJSON(protocol.V2Code(code))
+			if msg, _ := pe["message"]; string(msg) == `""` || msg == nil {
+				pe["message"] = mustJSON(code) // as errorV2: a message is never empty
+			}
+			p["error"] = mustJSON(pe)
 		}
 	}
 	if typ == protocol.EvRunStarted {

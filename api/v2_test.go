@@ -291,6 +291,22 @@ func TestEventProjection(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"nodeId":"n","error":{"code":"wop.budget_exhausted","message":"out"},"attempts":1}`, string(d.Payload))
 
+	stalled := workflows.Event{EventID: "evt-r_1234567890abcdef-5", RunID: "r_1234567890abcdef", Type: "workflow.stalled", Sequence: 5, Timestamp: "t",
+		Payload: json.RawMessage(`{"lastNodeId":"desk","reason":"model-unavailable","error":{"code":"model_unavailable","message":"503","retryable":true}}`)}
+	d, err = w.eventV2(&stalled)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"lastNodeId":"desk","reason":"model-unavailable","error":{"code":"wop.model_unavailable","message":"503","retryable":true}}`, string(d.Payload),
+		"an outage's code is this host's vendor code at v2, the error's other members kept")
+	v1, err = eventV1(stalled)
+	require.NoError(t, err)
+	assert.Equal(t, stalled, v1, "a v1 reader gets the event as stored")
+
+	snap := w.snapshotV2(&workflows.Snapshot{RunID: "r_1234567890abcdef", Status: workflows.StatusRunning, Owner: workflows.Owner{Tenant: "acme"},
+		Stalled: &workflows.Stall{Kind: "model", Provider: "p", NodeID: "desk", LastError: &workflows.RunError{Code: "model_unavailable", Message: "503"}}})
+	ext := snap["extensions"].(map[string]any)[hostExtension].(map[string]any)
+	require.IsType(t, workflows.Stall{}, ext["stalled"], "a stalled run says so at v2 too, under the host's extension")
+	assert.Equal(t, "wop.model_unavailable", ext["stalled"].(workflows.Stall).LastError.Code)
+
 	child := workflows.Event{EventID: "evt-r_1234567890abcdef-4", RunID: "r_1234567890abcdef", Type: "node.completed", Sequence: 4, Timestamp: "t",
 		Payload: json.RawMessage(`{"nodeId":"sub","outputs":{"childRunId":"r_1234567890abcdef.sub.0","variables":{}},"interruptId":"int_0123456789abcdef"}`)}
 	d, err = w.eventV2(&child)
