@@ -197,7 +197,7 @@ func (s *Server) buildEcho() *echo.Echo {
 			// The route pattern, not the URI: signed tokens travel in paths and are
 			// credentials. Header values (Authorization, Idempotency-Key) are never read here.
 			attrs := []any{"method", v.Method, "route", v.RoutePath, "status", v.Status, "latencyMs", v.Latency.Milliseconds()}
-			if id := c.Param("runId"); id != "" && validateID("runId", id) == nil {
+			if id := pathIDForLog(c, "runId"); id != "" {
 				attrs = append(attrs, "runId", id)
 			}
 			if p := principalOf(c); p != nil {

@@ -103,3 +103,29 @@ func (s *Server) boundParam(c echo.Context, kind string) (string, error) {
 	}
 	return opaque, nil
 }
+
+// pathIDForLog is the host's id in the request's path parameter kind, for log lines and
+// span attributes: the opaque id of a v2 tenant-bound id, the id itself at v1; "" for
+// a parameter that is absent or not a valid id. It checks no tenant (boundParam does,
+// for the handler).
+func pathIDForLog(c echo.Context, kind string) string {
+	raw := c.Param(kind)
+	if raw == "" {
+		return ""
+	}
+	if isV2(c) {
+		seg, err := url.PathUnescape(raw)
+		if err != nil {
+			return ""
+		}
+		id, err := protocol.UnprojectID(seg)
+		if err != nil {
+			return ""
+		}
+		_, raw, _ = protocol.SplitBoundID(id)
+	}
+	if validateID(kind, raw) != nil {
+		return ""
+	}
+	return raw
+}
