@@ -796,7 +796,7 @@ func TestV2OneLogTwoVocabularies(t *testing.T) {
 	s, _ := v2Snapshot(t, c, "default/"+id)
 	assert.Equal(t, float64(3), s["eventLogSchemaVersion"])
 	assert.Equal(t, s["owner"], started["owner"])
-	replayHistory(t, c, id, "pack-support-era3")
+	replayHistory(t, c, id, "pack-support-era3-records")
 
 	// v2's SSE frames carry the v2 names too.
 	stream := openStream(t, c, v2Path("default/"+id, "/events?streamMode=debug"), map[string]string{"OpenWOP-Version": "2.0"})
