@@ -264,7 +264,8 @@ func (a *Activities) modelRound(ctx context.Context, in convo.ModelRoundInput, s
 	}
 	req := &Request{Input: in, Messages: msgs}
 	if whole {
-		from := min(in.Transcript.From, len(msgs))
+		base := ref.To - len(msgs) // 0, unless earlier executions are past retention
+		from := min(max(in.Transcript.From-base, 0), len(msgs))
 		req.Earlier, req.Messages = msgs[:from], msgs[from:]
 	}
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -21,6 +23,7 @@ type chainClient struct {
 	msgs  []convo.Message
 	execs []fakeExecution // oldest first; the last one is the current execution
 	asked []string        // run ids queried, "" for the current execution
+	gone  map[string]bool // executions past the namespace's retention
 }
 
 type fakeExecution struct {
@@ -37,6 +40,9 @@ func (c *chainClient) QueryWorkflow(_ context.Context, workflowID, runID, query 
 	c.asked = append(c.asked, runID)
 	if query != TranscriptPageQuery || workflowID != "run-1" {
 		return nil, fmt.Errorf("unexpected query %s on %s", query, workflowID)
+	}
+	if c.gone[runID] {
+		return nil, serviceerror.NewNotFound("workflow execution not found")
 	}
 	req := args[0].(TranscriptPageRequest)
 	idx := len(c.execs) - 1
@@ -108,5 +114,29 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 	got, err = src.Transcript(ctx, convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 50, To: 60})
 	if err != nil || len(got) != 10 || strings.Join(cl.asked, ",") != "" {
 		t.Fatalf("context in e3: %d messages, %v, asked %q", len(got), err, cl.asked)
+	}
+}
+
+// An earlier execution deleted by the namespace's retention ends the walk: the reader
+// answers the messages the newer executions hold, and any other error still fails.
+func TestClientTranscriptsEndAtAnExecutionPastRetention(t *testing.T) {
+	msgs := conversation(30, 2000)
+	cl := &chainClient{msgs: msgs, execs: []fakeExecution{{"e1", 0, 20}, {"e2", 19, 40}, {"e3", 39, 60}}, gone: map[string]bool{"e1": true}}
+	src := ClientTranscripts{Client: cl}
+	got, err := src.Transcript(context.Background(), convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60})
+	if err != nil {
+		t.Fatalf("Transcript: %v", err)
+	}
+	if len(got) != 41 || got[0].Text != msgs[19].Text || got[40].Text != msgs[59].Text {
+		t.Fatalf("got %d messages from %q, want the 41 of e2 and e3 (from %q)", len(got), got[0].Text, msgs[19].Text)
+	}
+	if n := len(cl.asked); n == 0 || cl.asked[n-1] != "e1" || slices.Index(cl.asked, "e1") != n-1 {
+		t.Errorf("asked %q: the walk should end at e1, asked once", cl.asked)
+	}
+
+	// The current execution not found is the run gone: an error, not an empty window.
+	cl = &chainClient{msgs: msgs, execs: []fakeExecution{{"e1", 0, 60}}, gone: map[string]bool{"": true}}
+	if _, err := (ClientTranscripts{Client: cl}).Transcript(context.Background(), convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60}); err == nil {
+		t.Error("a run that does not answer gave no error")
 	}
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/convo"
@@ -85,8 +87,13 @@ func windowStart(msgs []convo.Message, base, from, maxBytes, maxMessages int) (s
 // new holds its earlier messages in its earlier executions: the reader walks back
 // through them (each page names the execution before it) until it has the round's
 // window.
+//
+// An earlier execution Temporal no longer keeps (the namespace's retention passed
+// since it closed) ends the walk: the round sees the messages that remain, the newest
+// ones, as it would past its budget, and Logger (when set) says which were lost.
 type ClientTranscripts struct {
 	Client client.Client
+	Logger *slog.Logger
 }
 
 // clientPageBytes bounds each page ClientTranscripts asks for: well within Temporal's
@@ -115,6 +122,14 @@ func (c ClientTranscripts) Transcript(ctx context.Context, ref convo.TranscriptR
 			}
 		}
 		page, err := c.page(ctx, ref, exec, lo)
+		var gone *serviceerror.NotFound
+		if exec != "" && errors.As(err, &gone) {
+			if c.Logger != nil {
+				c.Logger.Warn("Transcript messages are past the namespace's retention", "runId", ref.RunID, "transcript", ref.Key,
+					"execution", exec, "lost", fmt.Sprintf("[%d, %d)", ref.From, lo))
+			}
+			break
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -49,6 +50,10 @@ func TestDiscovery(t *testing.T) {
 	fx := doc["fixtures"].([]any)
 	if len(fx) != 3 || fx[0] != "conformance-approval" {
 		t.Errorf("fixtures = %v", fx)
+	}
+	otel, _ := doc["observability"].(map[string]any)["otel"].(map[string]any)
+	if fmt.Sprint(otel["exportProtocols"]) != "[http/json http/protobuf grpc]" || otel["attributeNamespace"] != "openwop" {
+		t.Errorf("observability record %v", doc["observability"])
 	}
 	env.expectNotModified(rec.Header().Get("ETag"))
 }
@@ -270,7 +275,7 @@ func TestCreateRun(t *testing.T) {
 	if r == nil {
 		t.Fatal("no workflow started")
 	}
-	if r.opts.ID != resp.RunID || r.opts.TaskQueue != workflows.TaskQueue || r.opts.StaticSummary != "OpenWOP run of conformance-identity · tenant default" {
+	if r.opts.ID != resp.RunID || r.opts.TaskQueue != workflows.TaskQueue || r.opts.StaticSummary != `OpenWOP run of conformance-identity · tenant default · inputs {"payload":{"a":1}}` {
 		t.Errorf("start options %+v", r.opts)
 	}
 	if v, ok := r.opts.TypedSearchAttributes.GetKeyword(workflows.SATenant); !ok || v != "default" {

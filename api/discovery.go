@@ -57,7 +57,27 @@ func (s *Server) discoveryDoc() map[string]any {
 	if s.webhooksEnabled() {
 		doc["webhooks"] = s.webhookDiscovery()
 	}
+	doc["observability"] = s.observabilityDoc()
 	return doc
+}
+
+// observabilityDoc is the observability record of discovery (OpenWOP observability.md):
+// the OTLP transports the host exports spans with (OTEL_EXPORTER_OTLP_PROTOCOL picks
+// one), the namespace of its span attributes, the trace context it honours, and where
+// its metrics are, when this process serves them. Whether an exporter is configured
+// is not said: that is the deployment's, and discovery is public.
+func (s *Server) observabilityDoc() map[string]any {
+	rec := map[string]any{
+		"otel": map[string]any{
+			"exportProtocols":    []string{"http/json", "http/protobuf", "grpc"},
+			"attributeNamespace": "openwop",
+			"traceContext":       []string{"traceparent", "tracestate"},
+		},
+	}
+	if s.cfg.MetricsHandler != nil {
+		rec["metrics"] = map[string]any{"format": "prometheus", "path": "/metrics"}
+	}
+	return rec
 }
 
 // packsDoc lists the packs served as workflows for discovery.

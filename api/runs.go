@@ -389,7 +389,7 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		StaticSummary:                            runSummary(in),
+		StaticSummary:                            workflows.RunSummary(&in),
 		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
 		Memo:                                     runMemo(in),
 	}
@@ -415,14 +415,6 @@ func runMemo(in workflows.RunInput) map[string]any {
 		return nil
 	}
 	return m
-}
-
-func runSummary(in workflows.RunInput) string {
-	s := workflows.RunSummary(&in)
-	if in.Fork != nil {
-		s += " · fork of " + in.Fork.SourceRunID
-	}
-	return s
 }
 
 func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {

@@ -158,6 +158,8 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	var meta sdkpb.WorkflowMetadata
 	require.NoError(t, v.Get(&meta))
 	require.Contains(t, meta.GetCurrentDetails(), "Tool call **pay_invoice**", "the UI's current details name the waiting call")
+	require.NotContains(t, meta.GetCurrentDetails(), "send a message", "messages are refused while the call waits: %s", meta.GetCurrentDetails())
+	require.Contains(t, meta.GetCurrentDetails(), "**Working on a turn**", meta.GetCurrentDetails())
 
 	status, body := resolveAt(c, id, map[string]any{"text": "Is it paid yet?"})
 	require.Equal(t, http.StatusConflict, status, "%v", body)

@@ -64,3 +64,62 @@ func TestPackStateWhileATurnWaitsE2E(t *testing.T) {
 	waitCompleted(t, c, id)
 	replayHistory(t, c, id, "pack-refund-turn-status")
 }
+
+// TestSearchAttributesFollowTheSnapshotE2E walks the refund pack through each of its
+// transitions (the first answer, the order given and the reviewer asked, the reviewer's
+// Approved with issue_refund waiting on its approval, the accept that ends the run) and
+// after each one compares what the Temporal UI shows, the search attributes, with the
+// run's snapshot: status, pack state and what the run waits on.
+func TestSearchAttributesFollowTheSnapshotE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
+	saMatchesSnapshot(t, c, id, "after the first answer", workflows.StatusWaitingApproval)
+
+	sayTo(t, c, id, "It's order ORD-1042.")
+	saMatchesSnapshot(t, c, id, "waiting for the reviewer", workflows.StatusWaitingExternal)
+
+	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	s := saMatchesSnapshot(t, c, id, "issue_refund waiting on its approval", workflows.StatusWaitingApproval)
+	require.NotNil(t, s.Interrupt)
+	require.Equal(t, "approval", s.Interrupt.Kind)
+
+	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	saMatchesSnapshot(t, c, id, "after the accept", workflows.StatusCompleted)
+}
+
+// saMatchesSnapshot waits until the run's snapshot has status want, then until its
+// search attributes say what the snapshot says (the attributes are upserted by the
+// workflow task that settles the turn, which a read may precede by moments), and
+// returns the snapshot.
+func saMatchesSnapshot(t *testing.T, c *apiClient, id, what, want string) workflows.Snapshot {
+	t.Helper()
+	type view struct{ Status, PackState, WaitingOn string }
+	var s workflows.Snapshot
+	var fromSA, fromSnap view
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s = waitSnapshot(t, c, id, 30*time.Second, what, func(s workflows.Snapshot) bool { return s.Status == want })
+		fromSnap = view{Status: s.Status}
+		if s.Pack != nil {
+			fromSnap.PackState = s.Pack.State
+		}
+		if n := len(s.Interrupts); n > 0 && s.Status != workflows.StatusCompleted {
+			fromSnap.WaitingOn = s.Interrupts[n-1].Kind + ":" + s.Interrupts[n-1].NodeID
+		}
+		fromSA = view{
+			Status:    keyword(t, c, id, workflows.SAStatus.GetName()),
+			PackState: keyword(t, c, id, workflows.SAPackState.GetName()),
+			WaitingOn: keyword(t, c, id, workflows.SAWaitingOn.GetName()),
+		}
+		if fromSA == fromSnap || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, fromSnap, fromSA, "%s: the search attributes say what the snapshot says", what)
+	t.Logf("%s: %+v", what, fromSA)
+	return s
+}

@@ -249,9 +249,14 @@ func TestWebhookDeadLetterE2E(t *testing.T) {
 	assert.Equal(t, runID, dead["runId"])
 	assert.Equal(t, "run.failed", dead["eventType"])
 	assert.Contains(t, dead["error"], "answered HTTP 503")
-	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), dead["deliveryWorkflowId"].(string), "")
-	require.NoError(t, err)
-	assert.Equal(t, "Failed", desc.GetWorkflowExecutionInfo().GetStatus().String())
+	// The delivery workflow records its dead letter, then closes: the listing may show
+	// the letter a moment before the workflow reads Failed.
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), dead["deliveryWorkflowId"].(string), "")
+		if assert.NoError(ct, err) {
+			assert.Equal(ct, "Failed", desc.GetWorkflowExecutionInfo().GetStatus().String())
+		}
+	}, 10*time.Second, 50*time.Millisecond)
 	replayHistory(t, c, dead["deliveryWorkflowId"].(string), "webhook-delivery-dead-lettered")
 }
 

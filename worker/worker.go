@@ -508,7 +508,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Chunks:         cfg.Chunks,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
-		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c}, 0),
+		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c, Logger: cfg.Logger}, 0),
 		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
 

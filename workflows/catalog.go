@@ -1,13 +1,16 @@
 package workflows
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
@@ -330,7 +333,66 @@ func RunSummary(in *RunInput) string {
 	if in.ParentRunID != "" {
 		fmt.Fprintf(&b, " · child of %s", in.ParentRunID)
 	}
-	return b.String()
+	if in.Fork != nil {
+		fmt.Fprintf(&b, " · fork of %s", in.Fork.SourceRunID)
+	}
+	if w := startedWith(in.Inputs); w != "" {
+		fmt.Fprintf(&b, " · %s", w)
+	}
+	return cutBytes(b.String(), summaryMaxBytes)
+}
+
+const (
+	// summaryInputRunes bounds what a run's summary quotes of its inputs.
+	summaryInputRunes = 80
+	// summaryMaxBytes bounds a run's summary well inside Temporal's limit on the
+	// summary's payload (limit.userMetadataSummarySize, 400 bytes with its encoding),
+	// past which the start itself would fail.
+	summaryMaxBytes = 320
+)
+
+// cutBytes cuts s to at most n bytes on a rune boundary, ending in "…" when it cut.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	end := n - len("…")
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + "…"
+}
+
+// startedWith says in a few words what a run was started with, for the Temporal UI's
+// list: the opening message of a conversation ("message" or "text"), else the inputs'
+// JSON, cut to summaryInputRunes.
+func startedWith(inputs json.RawMessage) string {
+	if len(inputs) == 0 || string(inputs) == "null" || string(inputs) == "{}" {
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(inputs, &fields) == nil {
+		for _, k := range []string{"message", "text"} {
+			var text string
+			if json.Unmarshal(fields[k], &text) == nil && strings.TrimSpace(text) != "" {
+				return strconv.Quote(cutRunes(strings.Join(strings.Fields(text), " "), summaryInputRunes))
+			}
+		}
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, inputs) != nil {
+		return ""
+	}
+	return "inputs " + cutRunes(compact.String(), summaryInputRunes)
+}
+
+// cutRunes cuts s to at most n runes, ending in "…" when it cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // NewForkInput builds the RunInput of a `:fork` replay of a source run from the

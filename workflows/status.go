@@ -102,14 +102,15 @@ func (r *runner) setDetails(text string) {
 	workflow.SetCurrentDetails(r.ctx, text)
 }
 
-// describePending renders the pending interrupts in words for current details.
+// describePending renders in words, for current details, what the run waits on (its
+// pending interrupts), then the turn its agent is working on, if any: the interrupts of
+// a busy conversation do not invite a message while the agent answers one (and while
+// an approval its turn raised waits). Current details are no command: changing their
+// words changes no history.
 func (r *runner) describePending() {
-	if len(r.pending) == 0 {
-		r.setDetails("")
-		return
-	}
+	waiting := r.waiting()
 	var b strings.Builder
-	for i, it := range r.pending {
+	for i, it := range waiting {
 		if i > 0 {
 			b.WriteString("\n\n")
 		}
@@ -121,6 +122,21 @@ func (r *runner) describePending() {
 			b.WriteString(" ")
 			b.WriteString(it.describe)
 		}
+	}
+	if c := r.busy; c != nil {
+		if len(waiting) > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "**Working on a turn** of conversation %q (%s) at node `%s`: its agent %s is answering", c.Title, c.ID, c.NodeID, c.AgentID)
+		if len(waiting) > 0 {
+			b.WriteString(", and waits for the above first")
+		}
+		b.WriteString(".")
+	}
+	if r.stallDetails != "" {
+		r.baseDetails = b.String() // shown after the stalls (describeRun)
+		r.describeRun()
+		return
 	}
 	r.setDetails(b.String())
 }

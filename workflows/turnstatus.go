@@ -59,6 +59,7 @@ func (r *runner) agentTurn(c *conversation, fn func() (agentReply, error)) (agen
 func (r *runner) endTurn() {
 	if r.liveStatus {
 		r.refreshStatus()
+		r.describePending()
 	}
 }
 
@@ -72,6 +73,7 @@ func (r *runner) showBusy() {
 	if r.hold.on {
 		r.setStatus(r.status)
 	}
+	r.describePending()
 }
 
 // waiting is what the run waits on: its pending interrupts but those of the

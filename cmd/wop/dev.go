@@ -56,6 +56,7 @@ type devConfig struct {
 	logLevel        string
 	temporalLog     string
 	temporalAddress string
+	retention       time.Duration
 }
 
 func runDev(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
@@ -76,6 +77,12 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if cfg.uiPort, err = envPort(env, "WOP_UI_PORT", 8233); err != nil {
 		return fail(stderr, "dev", err)
 	}
+	cfg.retention = devserver.DefaultRetention
+	if v := strings.TrimSpace(env("WOP_RETENTION")); v != "" {
+		if cfg.retention, err = time.ParseDuration(v); err != nil || cfg.retention <= 0 {
+			return fail(stderr, "dev", fmt.Errorf("WOP_RETENTION=%q: want a positive duration such as 720h", v))
+		}
+	}
 
 	wcfg, err := worker.ConfigFromEnv(env)
 	if err != nil {
@@ -90,6 +97,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fs.StringVar(&cfg.packsDir, "packs", cfg.packsDir, "packs `folder` (env WOP_PACKS)")
 	fs.StringVar(&cfg.toolsFile, "tools", cfg.toolsFile, "tool bindings `file`; default <packs>/tools.yaml when it exists (env WOP_TOOLS)")
 	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "log `level` of the host: debug, info, warn, error (env WOP_LOG_LEVEL)")
+	fs.DurationVar(&cfg.retention, "retention", cfg.retention, "how long the embedded namespace keeps closed executions, those a conversation continued from included (env WOP_RETENTION)")
 	fs.StringVar(&cfg.temporalLog, "temporal-log-level", cfg.temporalLog, "log `level` of the embedded Temporal server (env WOP_TEMPORAL_LOG_LEVEL)")
 	wcfg.RegisterTuningFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
@@ -97,6 +105,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	}
 	if fs.NArg() > 0 {
 		return fail(stderr, "dev", fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if cfg.retention <= 0 {
+		return fail(stderr, "dev", fmt.Errorf("--retention %s: want a positive duration such as 720h", cfg.retention))
 	}
 
 	logger, err := newLogger(stderr, cfg.logLevel)
@@ -160,6 +171,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 
 	opts := stack.Options{
 		DataDir:        cfg.dataDir,
+		Retention:      cfg.retention,
 		TemporalPort:   cfg.temporalPort,
 		UI:             true,
 		UIPort:         cfg.uiPort,
@@ -208,7 +220,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if u := st.UIURL(); u != "" {
 		fmt.Fprintf(stdout, "  Temporal UI  %s\n", u)
 	}
-	where := "embedded, data in " + cfg.dataDir
+	where := "embedded, data in " + cfg.dataDir + ", retention " + formatRetention(cfg.retention)
 	if cfg.temporalAddress != "" {
 		where = "external, from TEMPORAL_ADDRESS"
 	}
@@ -355,4 +367,15 @@ func withEnv(env func(string) string, set map[string]string) func(string) string
 		}
 		return env(name)
 	}
+}
+
+// formatRetention spells a retention in days when it is whole days ("30 days").
+func formatRetention(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		if n := d / (24 * time.Hour); n > 1 {
+			return fmt.Sprintf("%d days", n)
+		}
+		return "1 day"
+	}
+	return d.String()
 }

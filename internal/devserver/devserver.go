@@ -23,6 +23,7 @@ import (
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
+	namespacepb "go.temporal.io/api/namespace/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -37,6 +38,7 @@ import (
 	"go.temporal.io/server/common/primitives"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const (
@@ -46,6 +48,10 @@ const (
 	ClusterID = "3f6c2e0a-8d1b-4c7e-9a52-6b0e4d7f1c38"
 	// DefaultNamespace is the namespace created when Options.Namespace is empty.
 	DefaultNamespace = "default"
+	// DefaultRetention is the namespace's retention when Options.Retention is zero: 30
+	// days, that of the compose file's namespace, rather than the server schema's 24 h
+	// (a conversation that continued as new yesterday would lose its older events).
+	DefaultRetention = 30 * 24 * time.Hour
 	// DBFileName and LockFileName are the file names the server uses in a data folder.
 	DBFileName   = "temporal.db"
 	LockFileName = "temporal.db.lock"
@@ -69,6 +75,10 @@ type Options struct {
 	UIPort int
 	// Namespace to create. Default "default".
 	Namespace string
+	// Retention is how long the namespace keeps a closed execution, those a run
+	// continued from included (their events and transcript messages go with them).
+	// Zero means DefaultRetention. An existing database's namespace is updated to it.
+	Retention time.Duration
 	// SearchAttributes are custom search attributes registered on the namespace: at
 	// creation for a new database, with AddSearchAttributes for an existing one.
 	SearchAttributes map[string]enumspb.IndexedValueType
@@ -108,6 +118,12 @@ type Server struct {
 func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if opts.IP == "" {
 		opts.IP = "127.0.0.1"
+	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.Retention < 0 {
+		return nil, fmt.Errorf("retention %s is negative", opts.Retention)
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
@@ -237,6 +253,7 @@ func (s *Server) prepareDatabase() (*config.SQL, bool, error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("namespace %q: %w", s.opts.Namespace, err)
 	}
+	ns.Detail.Config.Retention = durationpb.New(s.opts.Retention)
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
 		return nil, false, fmt.Errorf("create namespace %q: %w", s.opts.Namespace, err)
 	}
@@ -408,8 +425,9 @@ func (s *Server) waitReady(ctx context.Context, existed bool) error {
 	}
 	defer c.Close()
 
+	var desc *workflowservice.DescribeNamespaceResponse
 	for {
-		_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.opts.Namespace})
+		desc, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.opts.Namespace})
 		if err == nil {
 			break
 		}
@@ -417,6 +435,17 @@ func (s *Server) waitReady(ctx context.Context, existed bool) error {
 		case <-ctx.Done():
 			return fmt.Errorf("namespace %q not ready: %w", s.opts.Namespace, err)
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if got := desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != s.opts.Retention {
+		// A database created before (or with another retention): the namespace takes the
+		// one asked for; executions already closed keep the retention they closed with.
+		_, err := c.WorkflowService().UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{
+			Namespace: s.opts.Namespace,
+			Config:    &namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(s.opts.Retention)},
+		})
+		if err != nil {
+			return fmt.Errorf("set the retention of namespace %q to %s (it was %s): %w", s.opts.Namespace, s.opts.Retention, got, err)
 		}
 	}
 	if existed && len(s.opts.SearchAttributes) > 0 {

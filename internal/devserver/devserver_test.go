@@ -16,6 +16,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 )
@@ -196,5 +197,41 @@ func TestDataFilesAreOwnerOnly(t *testing.T) {
 		if perm := info.Mode().Perm(); perm&0o077 != 0 {
 			t.Errorf("%s has mode %v; want owner only", e.Name(), perm)
 		}
+	}
+}
+
+func retention(t *testing.T, s *Server) time.Duration {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: s.Namespace(), Logger: quietSDK()})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.Namespace()})
+	if err != nil {
+		t.Fatalf("DescribeNamespace: %v", err)
+	}
+	return resp.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration()
+}
+
+// A new database's namespace keeps closed executions for DefaultRetention, not the
+// server schema's 24 h; a database created with another retention takes the one asked
+// for at the next start.
+func TestNamespaceRetentionIsSetOnNewAndExistingDatabases(t *testing.T) {
+	dir := t.TempDir()
+	s1 := start(t, Options{DataDir: dir})
+	if got := retention(t, s1); got != DefaultRetention {
+		t.Errorf("new database: retention %s, want %s", got, DefaultRetention)
+	}
+	s1.Stop()
+	s2 := start(t, Options{DataDir: dir, Retention: 90 * 24 * time.Hour})
+	if got := retention(t, s2); got != 90*24*time.Hour {
+		t.Errorf("existing database restarted with 90 days: retention %s", got)
+	}
+	s2.Stop()
+	if _, err := Start(context.Background(), Options{DataDir: t.TempDir(), Retention: -time.Hour}); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("negative retention: %v", err)
 	}
 }

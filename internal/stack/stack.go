@@ -42,6 +42,10 @@ type Options struct {
 	TemporalClient client.Options
 	// Namespace defaults to "default" (or TemporalClient.Namespace).
 	Namespace string
+	// Retention is the embedded server's namespace retention (zero:
+	// devserver.DefaultRetention); ignored with an external Temporal, whose operator
+	// sets it.
+	Retention time.Duration
 	// TemporalPort is the embedded server's gRPC port; 0 picks a free one.
 	TemporalPort int
 	// UI starts the Temporal Web UI of the embedded server on UIPort (0 = free port).
@@ -159,6 +163,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			UI:               opts.UI,
 			UIPort:           opts.UIPort,
 			Namespace:        opts.Namespace,
+			Retention:        opts.Retention,
 			SearchAttributes: workflows.SearchAttributes,
 			Logger:           opts.ServerLogger,
 			LogLevel:         opts.ServerLogLevel,

@@ -25,7 +25,7 @@
 //
 // Traces: off unless an OTLP endpoint is configured with the standard variables
 // (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; protocol from
-// OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, http/protobuf by default, or grpc;
+// OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, http/protobuf by default, http/json or grpc;
 // OTEL_TRACES_EXPORTER=none turns them off; OTEL_SERVICE_NAME names the service). Then
 // the Temporal SDK's tracing interceptor follows every workflow start, signal, query,
 // workflow task and activity, and the API's requests are spans (otelhttp) whose trace
@@ -166,14 +166,24 @@ func (t *Telemetry) startTracing(ctx context.Context, o Options) error {
 			full = base + "/v1/traces"
 		}
 		client = otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(full))
+	case "http/json":
+		if full == "" {
+			full = base + "/v1/traces"
+		}
+		jc, err := newJSONTraceClient(full, env)
+		if err != nil {
+			return err
+		}
+		client = jc
 	case "grpc":
 		if full == "" {
 			full = base
 		}
 		client = otlptracegrpc.NewClient(otlptracegrpc.WithEndpointURL(full))
 	default:
-		return fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: this host exports traces over http/protobuf or grpc", protocol)
+		return fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: this host exports traces over http/protobuf, http/json or grpc", protocol)
 	}
+
 	exp, err := otlptrace.New(ctx, client)
 	if err != nil {
 		return fmt.Errorf("OTLP trace exporter: %w", err)

@@ -45,8 +45,8 @@ func TestTracesOnWithAnEndpoint(t *testing.T) {
 	_ = tel.Shutdown(ctx)
 
 	_, err = New(context.Background(), Options{Getenv: envOf(map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})})
-	require.ErrorContains(t, err, "http/protobuf or grpc")
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"})})
+	require.ErrorContains(t, err, "http/protobuf, http/json or grpc")
 }
 
 func TestHandlerServesTheTemporalMetricsInPrometheusFormat(t *testing.T) {
