@@ -124,6 +124,7 @@ func (s *Server) discoveryV2() map[string]any {
 		"engineVersion":         protocol.EngineVersion,
 		"eventLogSchemaVersion": protocol.EraV2,
 		"signingKeys":           s.signingKeysDoc(),
+		"observability":         s.observabilityDoc(), // a metadata key of the closed root, as at v1
 		"fixtures":              fixtures,
 		"extensions":            map[string]any{hostExtension: host},
 		"limits": map[string]any{"status": "stable", "since": protocol.Version2, "witness": "witnessable-gated",

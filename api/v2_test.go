@@ -86,6 +86,7 @@ func TestDiscoveryRepresentations(t *testing.T) {
 		assert.Equal(t, "1.0", d["preferredVersion"], "while v1 is listed, preferredVersion is the 1.x")
 		assert.Equal(t, float64(3), d["eventLogSchemaVersion"], "the era of new runs")
 		assert.Equal(t, []any{}, d["signingKeys"])
+		assert.Equal(t, "openwop", d["observability"].(map[string]any)["otel"].(map[string]any)["attributeNamespace"], "both roots carry the observability record")
 	}
 	assert.Equal(t, "1.0", d1["protocolVersion"], "the v1 document is the v1 document")
 	assert.NotNil(t, d1["supportedEnvelopes"])
