@@ -22,6 +22,10 @@ const (
 	// its own (conversation_resolve.go checkClientTurn). A run asks only when a request breaks a
 	// rule the earlier code did not have (interrupts.go checkSignalled).
 	integrityVersion = "request-integrity"
+	// eventVocabularyVersion: a run of the v2 era (RunInput.Era) writes the event types
+	// OpenWOP v2 renamed under their v2 names (events.go, writeType). Asked at the first
+	// such event only, so runs of the v1 era never record the marker.
+	eventVocabularyVersion = "event-vocabulary-v2"
 )
 
 // changed reports whether the run takes the new path of change id (version 1), asking
