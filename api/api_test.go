@@ -73,64 +73,88 @@ func (env *testEnv) expectNotModified(etag string) {
 	}
 }
 
-// Every registered Echo route is documented and every documented path is routed.
+// Every registered Echo route is documented and every documented path is routed, for
+// each major: /v1/openapi.json holds the /v1 routes and the host's own pages, and
+// /openapi.json (major 2) the unversioned protocol routes.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	env := newTestEnv(t)
-	rec := env.do("GET", "/v1/openapi.json", "", "")
-	if rec.Code != 200 {
-		t.Fatalf("status %d", rec.Code)
-	}
-	var doc struct {
-		OpenAPI string                               `json:"openapi"`
-		Paths   map[string]map[string]map[string]any `json:"paths"`
-	}
-	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(doc.OpenAPI, "3.1") {
-		t.Errorf("openapi = %q", doc.OpenAPI)
-	}
-	documented := map[string]bool{}
-	for p, ops := range doc.Paths {
-		for m := range ops {
-			documented[strings.ToUpper(m)+" "+p] = true
+	docs := map[string]map[string]bool{}
+	for _, major := range []string{"1", "2"} {
+		path := "/v1/openapi.json"
+		if major == "2" {
+			path = "/openapi.json"
+		}
+		rec := env.do("GET", path, "", "")
+		if rec.Code != 200 || rec.Header().Get("OpenWOP-Version") != major+".0" {
+			t.Fatalf("%s: status %d, OpenWOP-Version %q", path, rec.Code, rec.Header().Get("OpenWOP-Version"))
+		}
+		var doc struct {
+			OpenAPI string                               `json:"openapi"`
+			Paths   map[string]map[string]map[string]any `json:"paths"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(doc.OpenAPI, "3.1") {
+			t.Errorf("openapi = %q", doc.OpenAPI)
+		}
+		docs[major] = map[string]bool{}
+		for p, ops := range doc.Paths {
+			for m := range ops {
+				docs[major][strings.ToUpper(m)+" "+p] = true
+			}
 		}
 	}
-	routed := map[string]bool{}
+	routed := map[string]map[string]bool{"1": {}, "2": {}}
 	for _, r := range env.srv.e.Routes() {
 		p := pathParamEcho(r.Path)
-		if r.Method == "POST" && p == "/v1/runs/{runId}" {
+		major := "2"
+		if isV1Path(p) || !isProtocolPath(p) || p == DiscoveryPath {
+			major = "1"
+		}
+		if p == DiscoveryPath {
+			routed["2"][r.Method+" "+p] = true // one resource, both majors
+		}
+		if r.Method == "POST" && (p == "/v1/runs/{runId}" || p == "/runs/{runId}") {
 			// The colon-verb dispatcher: every verb it serves must be documented.
-			for verb := range env.srv.verbs {
-				routed["POST /v1/runs/{runId}:"+verb] = true
+			verbs := env.srv.verbs
+			if major == "2" {
+				verbs = env.srv.verbsV2
+			}
+			for verb := range verbs {
+				routed[major]["POST "+p+":"+verb] = true
 			}
 			continue
 		}
-		routed[r.Method+" "+p] = true
+		routed[major][r.Method+" "+p] = true
 	}
-	for k := range routed {
-		if !documented[k] {
-			t.Errorf("route %s is not in the OpenAPI document", k)
+	for major := range routed {
+		for k := range routed[major] {
+			if !docs[major][k] {
+				t.Errorf("route %s is not in the OpenAPI document of major %s", k, major)
+			}
 		}
-	}
-	for k := range documented {
-		if !routed[k] {
-			t.Errorf("documented %s is not routed", k)
+		for k := range docs[major] {
+			if !routed[major][k] {
+				t.Errorf("documented %s (major %s) is not routed", k, major)
+			}
 		}
 	}
 	// Each documented path answers something other than Echo's 404/405 when called.
-	for k := range documented {
-		method, path, _ := strings.Cut(k, " ")
-		path = strings.NewReplacer("{runId}", "r_x", "{nodeId}", "n", "{workflowId}", "w", "{token}", "t.x").Replace(path)
-		rec := env.do(method, path, "", "")
-		if rec.Code == http.StatusMethodNotAllowed || (rec.Code == 404 && strings.Contains(rec.Body.String(), "no route")) {
-			t.Errorf("%s %s is not served: %d %s", method, path, rec.Code, rec.Body)
+	for major, documented := range docs {
+		for k := range documented {
+			method, path, _ := strings.Cut(k, " ")
+			path = strings.NewReplacer("{runId}", "r_x", "{nodeId}", "n", "{workflowId}", "w", "{token}", "t.x", "{webhookId}", "wh_x").Replace(path)
+			rec := env.do(method, path, "", "", "OpenWOP-Version", major)
+			if rec.Code == http.StatusMethodNotAllowed || (rec.Code == 404 && strings.Contains(rec.Body.String(), "no route")) {
+				t.Errorf("%s %s is not served under major %s: %d %s", method, path, major, rec.Code, rec.Body)
+			}
 		}
 	}
 }
 
 func pathParamEcho(p string) string {
-	parts := strings.Split(p, "/")
+	parts := strings.Split(strings.ReplaceAll(p, `\:`, ":"), "/")
 	for i, s := range parts {
 		if strings.HasPrefix(s, ":") {
 			parts[i] = "{" + s[1:] + "}"
@@ -177,7 +201,8 @@ func TestRateLimitBeforeScopes(t *testing.T) {
 
 func TestRoutingErrorsUseEnvelope(t *testing.T) {
 	env := newTestEnv(t)
-	env.expectError(env.do("GET", "/runs/r_1", fullKey, ""), 400, CodeValidation)
+	// Unversioned paths are major 2's (no longer v1's 400): an unknown run is 404 there.
+	env.expectError(env.do("GET", "/runs/r_1", fullKey, ""), 404, CodeNotFound)
 	env.expectError(env.do("GET", "/v1/nothing-here", fullKey, ""), 404, CodeNotFound)
 	env.expectError(env.do("DELETE", "/v1/runs", fullKey, ""), 405, CodeMethodNotAllowed)
 	env.expectError(env.do("POST", "/v1/runs/r_1", fullKey, "{}"), 405, CodeMethodNotAllowed)
@@ -259,7 +284,8 @@ func TestCreateRun(t *testing.T) {
 	if v, _ := r.opts.TypedSearchAttributes.GetKeyword(workflows.SAWorkflowID); v != "conformance-identity" {
 		t.Errorf("WopWorkflowId = %q", v)
 	}
-	if r.input.Owner != (workflows.Owner{Tenant: "default", Principal: "full"}) || string(r.input.Inputs) != `{"payload":{"a":1}}` || r.input.RequestDigest != "" {
+	if r.input.Owner.Tenant != "default" || r.input.Owner.Principal != "full" || r.input.Owner.Subject == nil || *r.input.Owner.Subject != *protocol.APIKeySubject("default", "full") ||
+		r.input.Era != protocol.EraV2 || string(r.input.Inputs) != `{"payload":{"a":1}}` || r.input.RequestDigest != "" {
 		t.Errorf("run input %+v", r.input)
 	}
 	// Two runs get different ids.

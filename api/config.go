@@ -166,6 +166,9 @@ type Config struct {
 	// TracerProvider, when set, makes every request a span, child of the caller's
 	// traceparent when it sends one.
 	TracerProvider trace.TracerProvider
+	// SigningKeys are the public keys of the host's certification bundles, published
+	// in both discovery representations (signingKeys[]; none: an empty list).
+	SigningKeys []SigningKey
 }
 
 func (c Config) withDefaults() Config {

@@ -13,22 +13,38 @@ import (
 )
 
 // TestErrorCodesDoc: docs/api.md's table of error codes lists every code of statusOf,
-// each with its status, and no other.
+// each with its status, and no other; and, for each, the code and status a major-2
+// answer carries (v2Error), "same" where they do not change.
 func TestErrorCodesDoc(t *testing.T) {
 	raw, err := os.ReadFile("../docs/api.md")
 	require.NoError(t, err)
-	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([0-9]{3}) \\| (.+) \\|$").FindAllStringSubmatch(string(raw), -1)
-	documented := map[string]int{}
+	rows := regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| ([0-9]{3}) \\| (same|`([a-z_.]+)` ([0-9]{3})) \\| (.+) \\|$").FindAllStringSubmatch(string(raw), -1)
+	type doc struct {
+		status   int
+		v2       string
+		v2Status int
+	}
+	documented := map[string]doc{}
 	for _, r := range rows {
 		_, dup := documented[r[1]]
 		assert.False(t, dup, "%s is documented twice", r[1])
-		documented[r[1]], _ = strconv.Atoi(r[2])
-		assert.NotEmpty(t, r[3], "%s has a meaning", r[1])
+		d := doc{v2: r[1]}
+		d.status, _ = strconv.Atoi(r[2])
+		d.v2Status = d.status
+		if r[3] != "same" {
+			d.v2 = r[4]
+			d.v2Status, _ = strconv.Atoi(r[5])
+		}
+		documented[r[1]] = d
+		assert.NotEmpty(t, r[6], "%s has a meaning", r[1])
 	}
 	for code, status := range statusOf {
 		got, ok := documented[code]
 		if assert.True(t, ok, "docs/api.md does not document the code %s (%d)", code, status) {
-			assert.Equal(t, status, got, "the status of %s", code)
+			assert.Equal(t, status, got.status, "the status of %s", code)
+			v2 := v2Error(&Error{Status: status, Code: code})
+			assert.Equal(t, v2.Code, got.v2, "the code of %s at major 2", code)
+			assert.Equal(t, v2.Status, got.v2Status, "the status of %s at major 2", code)
 		}
 	}
 	for code := range documented {

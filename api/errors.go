@@ -106,6 +106,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	e := s.toAPIError(err, c)
+	if isV2(c) {
+		e = v2Error(e)
+	}
 	if e.Status >= 500 {
 		corr := newCorrelationID()
 		e = e.with("correlationId", corr)
@@ -140,14 +143,8 @@ func (s *Server) toAPIError(err error, c echo.Context) *Error {
 		path := c.Request().URL.Path
 		switch he.Code {
 		case http.StatusNotFound:
-			if !isVersionedPath(path) {
-				return badRequest("unversioned path %q: OpenWOP endpoints live under /v1/", path)
-			}
 			return notFound("no route for %s %s", c.Request().Method, path)
 		case http.StatusMethodNotAllowed:
-			if !isVersionedPath(path) {
-				return badRequest("unversioned path %q: OpenWOP endpoints live under /v1/", path)
-			}
 			return codeErr(CodeMethodNotAllowed, "method %s is not allowed on %s", c.Request().Method, path)
 		case http.StatusRequestEntityTooLarge:
 			return apiErr(he.Code, CodePayloadTooLarge, "request body exceeds %d bytes", s.cfg.MaxRequestBodyBytes)
@@ -195,6 +192,17 @@ var statusOf = map[string]int{
 	CodeRateLimited:               http.StatusTooManyRequests,
 	CodeInternal:                  http.StatusInternalServerError,
 	CodeUnavailable:               http.StatusServiceUnavailable,
+
+	// Codes only the version table and major-2 answers use (their registered statuses).
+	protocol.CodeProtocolVersionUnsupported: http.StatusNotAcceptable,
+	protocol.CodeProtocolVersionMismatch:    http.StatusBadRequest,
+	protocol.CodeIDTenantMismatch:           http.StatusForbidden,
+	protocol.CodeIdempotencyKeyInvalid:      http.StatusBadRequest,
+	protocol.CodeRunTerminal:                http.StatusConflict,
+	protocol.CodeRunnerUnavailable:          http.StatusServiceUnavailable,
+	protocol.CodeInterruptTokenInvalid:      http.StatusUnauthorized,
+	protocol.CodeEventTypeUnmapped:          http.StatusInternalServerError,
+	protocol.CodePayloadUnprojectable:       http.StatusInternalServerError,
 }
 
 // refusalStatus is the HTTP status of a resolve the run refused. Outcomes that runs
@@ -231,8 +239,27 @@ func codeForStatus(status int) string {
 	return CodeValidation
 }
 
-func isVersionedPath(p string) bool {
-	return p == "/v1" || strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/.well-known/")
+// v2Error is e as a major-2 answer (errors.md): its code the registered one V2Code
+// names (or this host's vendor code wop.<code>), its status the registry's for a
+// registered code, and retry timing only in Retry-After, never in details.
+func v2Error(e *Error) *Error {
+	out := *e
+	out.Code = protocol.V2Code(e.Code)
+	if status, ok := protocol.RegisteredStatus(out.Code); ok {
+		out.Status = status
+	}
+	if e.Details != nil {
+		out.Details = map[string]any{}
+		for k, v := range e.Details {
+			if !strings.HasPrefix(k, "retryAfter") {
+				out.Details[k] = v
+			}
+		}
+		if len(out.Details) == 0 {
+			out.Details = nil
+		}
+	}
+	return &out
 }
 
 func newCorrelationID() string {

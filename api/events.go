@@ -245,7 +245,7 @@ func (s *Server) handleEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	if wantsJSON(c.Request().Header.Get(echo.HeaderAccept)) {
 		// One page, at once; the page's query also answers the tenant check.
-		after, err := parseCursor(c.QueryParam("lastSequence"), c.QueryParam("afterSequence"))
+		after, err := parseCursorOf(c)
 		if err != nil {
 			return err
 		}
@@ -256,19 +256,17 @@ func (s *Server) handleEvents(c echo.Context) error {
 		if p != nil && res.Tenant != p.Tenant {
 			return notFound("run %q not found", id)
 		}
-		return c.JSON(http.StatusOK, eventsResponse(res))
+		return s.answerEvents(c, id, res)
 	}
 	snap, err := s.snapshot(ctx, p, id)
 	if err != nil {
 		return err
 	}
-	after := int64(-1)
-	if lei := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); lei != "" {
-		n, err := strconv.ParseInt(lei, 10, 64)
-		if err != nil || n < 0 {
-			return badRequest("Last-Event-ID %q must be a non-negative event sequence", lei)
-		}
-		after = n
+	// Read only now, after the run was found and its tenant checked (RFC 0213 §A): the
+	// cursor never changes the answer for a run the caller cannot read.
+	after, err := parseLastEventID(c)
+	if err != nil {
+		return err
 	}
 	return s.streamSSE(c, snap, id, after, filter, buffer)
 }
@@ -287,6 +285,42 @@ const (
 	// pollReadTimeout is the least time a poll tries to read the events that exist.
 	pollReadTimeout = 10 * time.Second
 )
+
+// parseCursorOf reads the cursor of the JSON and poll reads of the request's major:
+// v1's lastSequence and afterSequence (parseCursor), or v2's afterSequence alone
+// (events.md §Poll: exclusive, absent from the first event; v1's lastSequence is
+// refused so a v1 cursor is never read with v2's meaning).
+func parseCursorOf(c echo.Context) (int64, error) {
+	if !isV2(c) {
+		return parseCursor(c.QueryParam("lastSequence"), c.QueryParam("afterSequence"))
+	}
+	if c.QueryParam("lastSequence") != "" {
+		return 0, badRequest("lastSequence is the /v1 cursor; at major 2 read on with afterSequence (exclusive)").with("field", "lastSequence")
+	}
+	return parseCursor("", c.QueryParam("afterSequence"))
+}
+
+// parseLastEventID reads an SSE resume's Last-Event-ID: the sequence to resume after
+// (-1 without one). v1 refuses what is not a non-negative integer; v2 (RFC 0213 §A)
+// takes any well-formed integer as an exclusive cursor, one below -1 as -1, and refuses
+// what is not an integer.
+func parseLastEventID(c echo.Context) (int64, error) {
+	lei := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID"))
+	if lei == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(lei, 10, 64)
+	if isV2(c) {
+		if err != nil {
+			return 0, badRequest("Last-Event-ID %q must be an event sequence (an integer)", lei).with("field", "Last-Event-ID")
+		}
+		return max(n, -1), nil
+	}
+	if err != nil || n < 0 {
+		return 0, badRequest("Last-Event-ID %q must be a non-negative event sequence", lei)
+	}
+	return n, nil
+}
 
 // parseCursor reads the cursor of the JSON and poll reads. Without lastSequence, and
 // with lastSequence=0, every event from sequence 0 is returned; otherwise events
@@ -338,6 +372,11 @@ func (s *Server) handlePoll(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isV2(c) {
+		if after, err = parseCursorOf(c); err != nil {
+			return err
+		}
+	}
 	ctx := c.Request().Context()
 	if res, ok := s.turnEvents.page(id, after, s.pageBytes(), time.Now()); ok {
 		return s.answerPoll(c, id, res) // the events a resolve update carried (turnevents.go)
@@ -372,12 +411,9 @@ func (s *Server) handlePoll(c echo.Context) error {
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {
 			// Timed out with nothing new: an empty page.
-			return c.JSON(http.StatusOK, EventsResponse{Events: []workflows.Event{}, IsComplete: false})
+			return s.answerPollPage(c, id, nil, false)
 		}
 		return err
 	}
-	if evs == nil {
-		evs = []workflows.Event{}
-	}
-	return c.JSON(http.StatusOK, EventsResponse{Events: evs, IsComplete: terminal})
+	return s.answerPollPage(c, id, evs, terminal)
 }

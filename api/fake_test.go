@@ -426,7 +426,7 @@ func (ft *fakeTemporal) start(o client.StartWorkflowOptions, in workflows.RunInp
 	ft.starts++
 	ft.runs[o.ID] = &fakeRun{input: in, opts: o, snap: workflows.Snapshot{
 		RunID: in.RunID, WorkflowID: in.Definition.ID, Status: protocol.StatusRunning,
-		Owner: in.Owner, RequestDigest: in.RequestDigest, LastSequence: -1,
+		Owner: in.Owner, RequestDigest: in.RequestDigest, LastSequence: -1, Era: in.Era,
 	}}
 	return nil
 }
@@ -578,7 +578,7 @@ func (c *fakeCatalog) NewRunInput(req workflows.RunRequest) (*workflows.RunInput
 		return nil, fmt.Errorf("unknown workflowId %q", req.WorkflowID)
 	}
 	return &workflows.RunInput{RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
-		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest}, nil
+		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest, Era: req.Era}, nil
 }
 
 func testCatalog(t testing.TB) *fakeCatalog {

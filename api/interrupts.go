@@ -170,6 +170,16 @@ func checkError(ch *workflows.ResolveCheck) *Error {
 	return e
 }
 
+// tokenErrorOf is tokenError under the request's major. At v2 a token that is
+// malformed, unknown, or signed with a key the host does not hold is 401
+// interrupt_token_invalid (identity.md §4), an expired one 410 interrupt_expired.
+func tokenErrorOf(c echo.Context, err error) *Error {
+	if isV2(c) && !errors.Is(err, errTokenExpired) {
+		return codeErr(protocol.CodeInterruptTokenInvalid, "the interrupt token is not one this host issued, or it was not issued for an interrupt that exists")
+	}
+	return tokenError(err)
+}
+
 // findInterrupt returns the pending interrupt a token names, if still pending.
 func findInterrupt(snap *workflows.Snapshot, cl *tokenClaims) *workflows.PendingInterrupt {
 	for i := range snap.Interrupts {
@@ -189,10 +199,10 @@ func findInterrupt(snap *workflows.Snapshot, cl *tokenClaims) *workflows.Pending
 func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot, *workflows.PendingInterrupt, error) {
 	cl, err := s.tokens.verify(c.Param("token"), s.cfg.Now())
 	if err != nil {
-		return nil, nil, nil, tokenError(err)
+		return nil, nil, nil, tokenErrorOf(c, err)
 	}
 	if validateID("runId", cl.RunID) != nil || validateID("nodeId", cl.NodeID) != nil {
-		return nil, nil, nil, codeErr(CodeInterruptNotFound, "unknown interrupt token")
+		return nil, nil, nil, tokenErrorOf(c, errTokenUnknown)
 	}
 	issuer, err := s.tokenIssuer(cl)
 	if err != nil {
@@ -202,10 +212,11 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 	if err != nil {
 		var ae *Error
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
-			return nil, nil, nil, codeErr(CodeInterruptNotFound, "unknown interrupt token")
+			return nil, nil, nil, tokenErrorOf(c, errTokenUnknown)
 		}
 		return nil, nil, nil, err
 	}
+	c.Set(runTenantKey, snap.Owner.Tenant)
 	pi := findInterrupt(snap, cl)
 	noteSpanRun(c.Request().Context(), func(n *spanRun) {
 		n.runID, n.nodeID = cl.RunID, cl.NodeID
@@ -230,6 +241,17 @@ func (s *Server) handleTokenGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isV2(c) {
+		// v2's inspectInterruptByToken answers the InterruptPayload (closed).
+		out := map[string]any{"kind": pi.Kind, "key": pi.Key, "data": objectOr(pi.Data, json.RawMessage(`{}`))}
+		if len(pi.ResumeSchema) > 0 {
+			out["resumeSchema"] = pi.ResumeSchema
+		}
+		if pi.TimeoutMs > 0 {
+			out["timeoutMs"] = pi.TimeoutMs
+		}
+		return c.JSON(http.StatusOK, out)
+	}
 	out := map[string]any{
 		"runId": snap.RunID, "workflowId": snap.WorkflowID, "status": snap.Status,
 		"nodeId": pi.NodeID, "interruptId": pi.InterruptID, "kind": pi.Kind, "key": pi.Key,
@@ -251,7 +273,7 @@ func (s *Server) handleTokenGet(c echo.Context) error {
 func (s *Server) handleTokenPost(c echo.Context) error {
 	cl, err := s.tokens.verify(c.Param("token"), s.cfg.Now())
 	if err != nil {
-		return tokenError(err)
+		return tokenErrorOf(c, err)
 	}
 	if cl.Intent != IntentResolve {
 		return codeErr(CodeForbidden, "this token only allows inspecting the interrupt")

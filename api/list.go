@@ -293,6 +293,9 @@ func (s *Server) handleListRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isV2(c) {
+		return s.answerListV2(c, p, execs, s.mintCursor(query, next))
+	}
 	out := RunList{Runs: make([]RunSummary, 0, len(execs))}
 	for _, e := range execs {
 		out.Runs = append(out.Runs, summarize(e))

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/internal/telemetry"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // httpMetrics are the API's wop_http_* metrics, labelled by the route pattern (never
@@ -141,12 +142,13 @@ func (s *Server) traced(h http.Handler) http.Handler {
 // realURLKey holds the URL of a request whose span sees a redacted one.
 type realURLKey struct{}
 
-// redactTokenPath replaces the token of a token route's path (/v1/interrupts/{token})
-// with "{token}".
+// redactTokenPath replaces the token of a token route's path (/v1/interrupts/{token},
+// and major 2's /interrupts/{token}) with "{token}".
 func redactTokenPath(p string) (string, bool) {
-	const prefix = "/v1/interrupts/"
-	if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" {
-		return prefix + "{token}", true
+	for _, prefix := range []string{"/v1/interrupts/", "/interrupts/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" {
+			return prefix + "{token}", true
+		}
 	}
 	return "", false
 }
@@ -176,7 +178,7 @@ func noteSpanRun(ctx context.Context, f func(*spanRun)) {
 // and the caller's tenant, and for a request about one run the run's (its id from the
 // path or the handlers, its workflow id as this process knows it) and the node's.
 func (s *Server) spanAttributes(c echo.Context, n *spanRun) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{attribute.String(telemetry.AttrProtocolVersion, telemetry.ProtocolVersion)}
+	attrs := []attribute.KeyValue{attribute.String(telemetry.AttrProtocolVersion, protocol.VersionOf(majorOf(c)))}
 	if p := principalOf(c); p != nil {
 		attrs = append(attrs, attribute.String(telemetry.AttrTenantID, p.Tenant))
 	}
@@ -184,9 +186,7 @@ func (s *Server) spanAttributes(c echo.Context, n *spanRun) []attribute.KeyValue
 	defer n.mu.Unlock()
 	runID, nodeID := n.runID, n.nodeID
 	if runID == "" {
-		if id := c.Param("runId"); validateID("runId", id) == nil {
-			runID = id
-		}
+		runID = pathIDForLog(c, "runId")
 	}
 	if nodeID == "" {
 		if id := c.Param("nodeId"); validateID("nodeId", id) == nil {

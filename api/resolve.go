@@ -60,6 +60,11 @@ type resolveCaller struct {
 // none (it is returned to the caller with 202/503, so a retry stays one request).
 func requestKey(c echo.Context) (key string, given bool, err error) {
 	if k := c.Request().Header.Get(HeaderIdempotencyKey); k != "" {
+		if isV2(c) {
+			if err := checkIdempotencyKeyV2(k); err != nil {
+				return "", false, err
+			}
+		}
 		if len(k) > maxIdempotencyKeyLength {
 			return "", false, badRequest("Idempotency-Key is longer than %d characters", maxIdempotencyKeyLength)
 		}
@@ -108,7 +113,13 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 		// Via records that a token carried the decision.
 		req.ResolvedBy, req.Caller, req.AtTurn = who.token.Sub, who.token.Sub, who.token.Turn
 	}
-	req.RequestID = resolveRequestID(tenant, runID, rb.NodeID, key)
+	idKey := key
+	if isV2(c) {
+		// /v1/… and the unversioned resolve are two endpoints: one key names two
+		// requests (idempotency.md, the record is per endpoint).
+		idKey = "v2\x00" + key
+	}
+	req.RequestID = resolveRequestID(tenant, runID, rb.NodeID, idKey)
 	if done, err := s.resolveByUpdate(c, who, runID, req, key, given); done {
 		return err
 	}
@@ -169,12 +180,12 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 	switch {
 	case check.Outcome != nil && check.Outcome.Applied:
 		s.log.Info("Interrupt resolved", "runId", runID, "nodeId", nodeID, "requestId", check.Outcome.RequestID)
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": cmp.Or(check.Outcome.RunStatus, protocol.StatusRunning)})
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": s.runWire(c).id(runID), "nodeId": nodeID, "status": cmp.Or(check.Outcome.RunStatus, protocol.StatusRunning)})
 	case check.Outcome != nil:
 		o := check.Outcome
 		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details})
 	case check.Replayed && !check.Pending:
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": runID, "nodeId": nodeID, "status": cmp.Or(check.RunStatus, protocol.StatusRunning)})
+		return true, c.JSON(http.StatusOK, map[string]string{"runId": s.runWire(c).id(runID), "nodeId": nodeID, "status": cmp.Or(check.RunStatus, protocol.StatusRunning)})
 	}
 	return false, nil
 }
@@ -199,7 +210,7 @@ func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.Resolv
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return answerQueued(c, runID, req, key)
+	return s.answerQueued(c, runID, req, key)
 }
 
 // endedError is the 410 of a resolve the run ended without applying; status is the
@@ -216,9 +227,9 @@ func endedError(runID, status string) error {
 
 // answerQueued is the 202 of a request Temporal holds for the run but the run has not
 // decided within the wait.
-func answerQueued(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
+func (s *Server) answerQueued(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
 	return c.JSON(http.StatusAccepted, map[string]any{
-		"runId": runID, "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
+		"runId": s.runWire(c).id(runID), "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
 		"message": fmt.Sprintf("the run has the request queued behind its current work and will apply or refuse it in turn; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", key),
 	})
 }
@@ -243,4 +254,18 @@ func (s *Server) validateResolve(ctx context.Context, runID string, req workflow
 			return nil, err
 		}
 	}
+}
+
+// runTenantKey is where a handler records the tenant of the run it acts on, when the
+// request carries no key (a signed-token resolve): the run's ids are bound to it.
+const runTenantKey = "wop.runTenant"
+
+// runWire is the wire of a response about the request's run: its ids bound to the
+// caller's tenant, or to the run's when the caller is a token.
+func (s *Server) runWire(c echo.Context) wire {
+	if p := principalOf(c); p != nil {
+		return s.wireOf(c, p.Tenant)
+	}
+	t, _ := c.Get(runTenantKey).(string)
+	return s.wireOf(c, t)
 }

@@ -125,7 +125,7 @@ func (s *Server) resolveNotDecided(c echo.Context, who resolveCaller, runID stri
 	defer cancel()
 	opts.WaitForStage = client.WorkflowUpdateStageAccepted
 	if _, err = s.tc.UpdateWorkflow(ctx, opts); err == nil {
-		return true, answerQueued(c, runID, req, key)
+		return true, s.answerQueued(c, runID, req, key)
 	}
 	if ctx.Err() != nil && c.Request().Context().Err() == nil {
 		return true, s.temporalErr(err, runID)

@@ -60,9 +60,9 @@ type CreateRunResponse struct {
 
 // withCallback adds the callback secret of run runID when the request named a
 // callbackUrl.
-func (s *Server) withCallback(r CreateRunResponse, tenant string, req *CreateRunRequest) CreateRunResponse {
+func (s *Server) withCallback(r CreateRunResponse, tenant, runID string, req *CreateRunRequest) CreateRunResponse {
 	if req.CallbackURL != "" && s.webhooksEnabled() {
-		r.CallbackSecret = activities.CallbackSecret(s.cfg.WebhookSecret, tenant, r.RunID)
+		r.CallbackSecret = activities.CallbackSecret(s.cfg.WebhookSecret, tenant, runID)
 		r.CallbackSecretFingerprint = activities.SecretFingerprint(r.CallbackSecret)
 	}
 	return r
@@ -174,17 +174,32 @@ func typeMatches(want, got string) bool {
 
 // requestDigest is the digest of a create request kept in the run for Idempotency-Key
 // comparisons: SHA-256 of the re-encoded request (field order fixed by the struct,
-// objects compacted).
-func requestDigest(tenant string, req *CreateRunRequest) string {
+// objects compacted) and the endpoint it was sent to (createEndpoint).
+func requestDigestAt(endpoint, tenant string, req *CreateRunRequest) string {
 	canon := *req
 	canon.Inputs = compactJSON(req.Inputs)
 	canon.Configurable = compactJSON(req.Configurable)
 	canon.Metadata = compactJSON(req.Metadata)
 	b, _ := json.Marshal(canon)
 	h := sha256.New()
-	h.Write([]byte("openwop:POST /v1/runs\x00" + tenant + "\x00"))
+	h.Write([]byte("openwop:" + endpoint + "\x00" + tenant + "\x00"))
 	h.Write(b)
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// requestDigest is requestDigestAt of the v1 create endpoint.
+func requestDigest(tenant string, req *CreateRunRequest) string {
+	return requestDigestAt(createEndpoint(protocol.Major1), tenant, req)
+}
+
+// createEndpoint names the create endpoint of a major in idempotency records: /v1/runs
+// and /runs are two endpoints (idempotency.md: the record is keyed by tenant, endpoint
+// and key), so one key used on both creates two runs.
+func createEndpoint(major int) string {
+	if major == protocol.Major2 {
+		return "POST /runs"
+	}
+	return "POST /v1/runs"
 }
 
 // compactJSON re-encodes raw with sorted object keys, so key order does not change a digest.
@@ -280,11 +295,23 @@ func definitionJSON(def *workflows.Definition) []byte {
 
 func (s *Server) handleCreateRun(c echo.Context) error {
 	p := principalOf(c)
+	major := majorOf(c)
+	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
+	if major == protocol.Major2 && idemKey != "" {
+		if err := checkIdempotencyKeyV2(idemKey); err != nil {
+			return err
+		}
+	}
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
-	req, err := decodeCreateRunWith(body, s.cfg.Guards)
+	var req *CreateRunRequest
+	if major == protocol.Major2 {
+		req, err = decodeCreateRunV2(body, s.cfg.Guards)
+	} else {
+		req, err = decodeCreateRunWith(body, s.cfg.Guards)
+	}
 	if err != nil {
 		return err
 	}
@@ -298,18 +325,21 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	if err := validateInputs(def, req.Inputs); err != nil {
 		return err
 	}
-	if len(req.Configurable) > 0 && len(def.ConfigurableSchema) == 0 && !bytes.Equal(compactJSON(req.Configurable), []byte("{}")) {
-		return badRequest("workflow %q declares no configurableSchema, so configurable must be empty", def.ID).with("field", "configurable")
+	own, field := req.Configurable, "configurable"
+	if major == protocol.Major2 {
+		own, field = hostConfigurable(req.Configurable), "configurable.extensions."+protocol.Org
 	}
-	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
+	if len(own) > 0 && len(def.ConfigurableSchema) == 0 && !bytes.Equal(compactJSON(own), []byte("{}")) {
+		return badRequest("workflow %q declares no configurableSchema, so %s must be empty", def.ID, field).with("field", field)
+	}
 	if len(idemKey) > maxIdempotencyKeyLength {
 		return badRequest("Idempotency-Key is longer than %d characters", maxIdempotencyKeyLength)
 	}
 	digest := ""
 	runID := newRunID(s.cfg.Now())
 	if idemKey != "" {
-		digest = requestDigest(p.Tenant, req)
-		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00POST /v1/runs\x00" + idemKey)))
+		digest = requestDigestAt(createEndpoint(major), p.Tenant, req)
+		runID = derivedRunID(sha256.Sum256([]byte("openwop:idempotency\x00" + p.Tenant + "\x00" + createEndpoint(major) + "\x00" + idemKey)))
 	}
 	if req.CallbackURL != "" {
 		if err := s.callbackRun(c.Request().Context(), p.Tenant, req.CallbackURL); err != nil {
@@ -317,10 +347,9 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		}
 	}
 	in, err := s.cat.NewRunInput(workflows.RunRequest{
-		RunID: runID, WorkflowID: def.ID, Inputs: req.Inputs,
-		Owner: workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID},
-		Tags:  req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
-		CallbackURL: req.CallbackURL,
+		RunID: runID, WorkflowID: def.ID, Inputs: req.Inputs, Owner: ownerOf(p),
+		Tags: req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
+		CallbackURL: req.CallbackURL, Era: protocol.EraV2,
 	})
 	if err != nil {
 		return badRequest("%v", err)
@@ -334,7 +363,13 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
 	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
-	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, runID), p.Tenant, req))
+	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, p.Tenant, runID), p.Tenant, runID, req))
+}
+
+// ownerOf is the owner of a run the principal p creates: its tenant, its key and that
+// key's Subject (v2's owner).
+func ownerOf(p *principal) workflows.Owner {
+	return workflows.Owner{Tenant: p.Tenant, Principal: p.KeyID, Subject: protocol.APIKeySubject(p.Tenant, p.KeyID)}
 }
 
 // startRun starts the run workflow. With an Idempotency-Key the start fails with
@@ -357,8 +392,30 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            workflows.RunSummary(&in),
 		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
+		Memo:                                     runMemo(in),
 	}
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
+}
+
+// Memo fields of a run: what a v2 listing needs of a run it cannot query (list.go).
+const (
+	memoEra     = "openwop.eventLogSchemaVersion"
+	memoSubject = "openwop.subject"
+)
+
+// runMemo is the Temporal memo a run starts with (carried across continue-as-new).
+func runMemo(in workflows.RunInput) map[string]any {
+	m := map[string]any{}
+	if in.Era != 0 {
+		m[memoEra] = in.Era
+	}
+	if in.Owner.Subject != nil {
+		m[memoSubject] = in.Owner.Subject
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {
@@ -392,15 +449,16 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 			"Idempotency-Key was already used with a different request body")
 	}
 	c.Response().Header().Set(HeaderIdempotentReplay, "true")
-	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, runID), p.Tenant, req))
+	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, p.Tenant, runID), p.Tenant, runID, req))
 }
 
-// createdResponse is the body of a 201 from POST /v1/runs.
-func (s *Server) createdResponse(c echo.Context, runID string) CreateRunResponse {
-	base := s.baseURL(c)
+// createdResponse is the body of a 201 from POST /v1/runs (POST /runs: the id bound,
+// the links projected).
+func (s *Server) createdResponse(c echo.Context, tenant, runID string) CreateRunResponse {
+	w := s.wireOf(c, tenant)
 	return CreateRunResponse{
-		RunID: runID, Status: protocol.StatusPending,
-		EventsURL: base + "/v1/runs/" + runID + "/events", StatusURL: base + "/v1/runs/" + runID,
+		RunID: w.id(runID), Status: protocol.StatusPending,
+		EventsURL: w.runLink(runID, "/events"), StatusURL: w.runLink(runID, ""),
 	}
 }
 
@@ -476,22 +534,36 @@ func (s *Server) runAndBody(c echo.Context) (string, []byte, error) {
 	return id, body, nil
 }
 
+// runParam is the run of the request's path: the Temporal workflow id, under major 2
+// decoded from its tenant-bound form with the tenant checked (boundParam).
 func (s *Server) runParam(c echo.Context) (string, error) {
-	id := c.Param("runId")
-	if err := validateID("runId", id); err != nil {
+	id, err := s.boundParam(c, "runId")
+	if err != nil {
 		return "", err
 	}
 	if webhooks.IsInternalWorkflowID(id) {
 		// The host's own workflows (webhook dispatchers, deliveries) are no tenant's
 		// runs: unknown, like any id that names no run.
-		return "", notFound("run %q not found", id)
+		return "", notFound("run %q not found", c.Param("runId"))
 	}
 	return id, nil
 }
 
 // decorate adds what the API owns to a snapshot: interrupt tokens (issued to the
-// reader, resolve tokens only to a reader whose key may resolve) and callback URLs.
+// reader, resolve tokens only to a reader whose key may resolve) and callback URLs,
+// which resolve by token in the reader's path space.
 func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
+	defer func() {
+		if !isV2(c) {
+			return
+		}
+		w := s.wireOf(c, snap.Owner.Tenant)
+		for _, pi := range append([]*workflows.PendingInterrupt{snap.Interrupt}, pointers(snap.Interrupts)...) {
+			if pi != nil && pi.CallbackURL != "" {
+				pi.CallbackURL = w.base + w.tokenPath(pi.InterruptToken)
+			}
+		}
+	}()
 	base := s.baseURL(c)
 	p, intent := principalOf(c), IntentInspect
 	if p != nil && p.Scopes[ScopeApprovalsRespond] {
@@ -505,6 +577,15 @@ func (s *Server) decorate(c echo.Context, snap *workflows.Snapshot) {
 	}
 }
 
+// pointers are pointers to the elements of list.
+func pointers(list []workflows.PendingInterrupt) []*workflows.PendingInterrupt {
+	out := make([]*workflows.PendingInterrupt, len(list))
+	for i := range list {
+		out[i] = &list[i]
+	}
+	return out
+}
+
 func (s *Server) handleGetRun(c echo.Context) error {
 	id, err := s.runParam(c)
 	if err != nil {
@@ -514,9 +595,27 @@ func (s *Server) handleGetRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isV2(c) {
+		// The snapshot's validator names the log position and status it reflects
+		// (runs.md §Snapshot): a client that has seen them gets 304.
+		etag := fmt.Sprintf(`"s%d-%s"`, snap.LastSequence, snap.Status)
+		c.Response().Header().Set("ETag", etag)
+		if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+			return c.NoContent(http.StatusNotModified)
+		}
+	}
 	s.decorate(c, snap)
-	snap.RequestDigest = ""
-	return c.JSON(http.StatusOK, snap)
+	return c.JSON(http.StatusOK, s.publicSnapshot(c, snap))
+}
+
+// publicSnapshot is the snapshot a reader is served: v1's shape (publicV1Snapshot),
+// or the closed v2 RunSnapshot.
+func (s *Server) publicSnapshot(c echo.Context, snap *workflows.Snapshot) any {
+	if isV2(c) {
+		return s.wireOf(c, snap.Owner.Tenant).snapshotV2(snap)
+	}
+	publicV1Snapshot(snap)
+	return snap
 }
 
 // CancelRequestBody is the closed body of the cancel endpoints.
@@ -540,8 +639,24 @@ func (s *Server) handleCancel(c echo.Context) error {
 		}
 	}
 	p := principalOf(c)
-	ctx := c.Request().Context()
-	reason := req.Reason
+	status, ended, err := s.cancelRun(c.Request().Context(), p, id, req.Reason)
+	if err != nil {
+		return err
+	}
+	if ended && isV2(c) {
+		// v2 (runs.md §Cancel): a run that has ended is not cancelled again; v1 answers
+		// 200 with its status.
+		return codeErr(protocol.CodeRunTerminal, "run %s has ended (%s); it cannot be cancelled", s.wireOf(c, p.Tenant).id(id), status).
+			with("runStatus", status)
+	}
+	return c.JSON(http.StatusOK, map[string]string{"runId": s.wireOf(c, p.Tenant).id(id), "status": status})
+}
+
+// cancelRun cancels run id for p (reason "" is "cancelled") and returns the run's
+// status after: cancelling or cancelled, or, with ended set, the terminal status the
+// run had already reached (nothing was sent). A run that cannot take the cancel signal
+// (its workflow task keeps failing) is terminated in Temporal (terminateStuck).
+func (s *Server) cancelRun(ctx context.Context, p *principal, id, reason string) (status string, ended bool, err error) {
 	if reason == "" {
 		reason = "cancelled"
 	}
@@ -549,30 +664,32 @@ func (s *Server) handleCancel(c echo.Context) error {
 	var nr *serviceerror.WorkflowNotReady
 	if errors.As(err, &nr) {
 		// The workflow cannot even answer a query: it cannot take the signal either.
-		return s.terminateStuck(c, p, id, reason)
+		status, err := s.terminateStuck(ctx, p, id, reason)
+		return status, false, err
 	}
 	if err != nil {
-		return err
+		return "", false, err
 	}
 	if isTerminal(snap.Status) {
-		return c.JSON(http.StatusOK, map[string]string{"runId": id, "status": snap.Status})
+		return snap.Status, true, nil
 	}
 	err = s.tc.SignalWorkflow(ctx, id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: reason, CancelledBy: p.KeyID})
 	var nf *serviceerror.NotFound
 	if err != nil && !errors.As(err, &nf) {
-		return s.temporalErr(err, id)
+		return "", false, s.temporalErr(err, id)
 	}
 	// NotFound here means the workflow closed between the query and the signal.
 	after, qerr := s.snapshot(ctx, p, id)
-	status := protocol.StatusCancelling
+	status = protocol.StatusCancelling
 	if qerr == nil && (isTerminal(after.Status) || after.Status == protocol.StatusCancelling) {
 		status = after.Status
 	}
 	if errors.As(qerr, &nr) || !isTerminal(status) && s.taskFailing(ctx, id) {
-		return s.terminateStuck(c, p, id, reason)
+		status, err := s.terminateStuck(ctx, p, id, reason)
+		return status, false, err
 	}
 	s.log.Info("Run cancel requested", "runId", id, "keyId", p.KeyID)
-	return c.JSON(http.StatusOK, map[string]string{"runId": id, "status": status})
+	return status, false, nil
 }
 
 // taskFailing reports whether the run's workflow task has failed and is being retried:
@@ -589,11 +706,10 @@ func (s *Server) taskFailing(ctx context.Context, runID string) bool {
 // cancel signal (its workflow task keeps failing): the API checks the run's tenant
 // from its search attributes and terminates it in Temporal; the run then reads as
 // cancelled (terminatedStatus).
-func (s *Server) terminateStuck(c echo.Context, p *principal, runID, reason string) error {
-	ctx := c.Request().Context()
+func (s *Server) terminateStuck(ctx context.Context, p *principal, runID, reason string) (string, error) {
 	d, err := s.tc.DescribeWorkflowExecution(ctx, runID, "")
 	if err != nil {
-		return s.temporalErr(err, runID)
+		return "", s.temporalErr(err, runID)
 	}
 	info := d.GetWorkflowExecutionInfo()
 	var tenant string
@@ -601,14 +717,14 @@ func (s *Server) terminateStuck(c echo.Context, p *principal, runID, reason stri
 		_ = converter.GetDefaultDataConverter().FromPayload(pl, &tenant)
 	}
 	if tenant != p.Tenant {
-		return notFound("run %q not found", runID)
+		return "", notFound("run %q not found", runID)
 	}
 	if info.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		why := fmt.Sprintf("%s by %s (%s); the workflow could not process the cancel signal, its workflow task keeps failing", terminateReasonPrefix, p.KeyID, reason)
 		if err := s.tc.TerminateWorkflow(ctx, runID, "", why); err != nil {
 			var nf *serviceerror.NotFound
 			if !errors.As(err, &nf) {
-				return s.temporalErr(err, runID)
+				return "", s.temporalErr(err, runID)
 			}
 		}
 		s.log.Warn("Run terminated: its workflow could not process the cancel", "runId", runID, "keyId", p.KeyID)
@@ -618,7 +734,7 @@ func (s *Server) terminateStuck(c echo.Context, p *principal, runID, reason stri
 	if err == nil {
 		status = snap.Status
 	}
-	return c.JSON(http.StatusOK, map[string]string{"runId": runID, "status": status})
+	return status, nil
 }
 
 // ForkRequest is the closed body of POST /v1/runs/{runId}:fork.
@@ -671,10 +787,18 @@ func (s *Server) handleFork(c echo.Context) error {
 	if from > last+1 {
 		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, last).with("field", "fromSeq")
 	}
+	owner := ownerOf(p)
+	if isV2(c) {
+		// v2 (identity.md §1.3): the fork's owner is the source's, copied verbatim; a
+		// source that recorded no subject gives the fork its legacy stamp.
+		owner = snap.Owner
+		if owner.Subject == nil {
+			owner.Subject = protocol.LegacySubject(owner.Tenant, owner.Principal)
+		}
+	}
 	in, err := s.forkInput(ctx, id, snap, workflows.RunRequest{
 		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: runInputsOf(events),
-		Owner: workflows.Owner{Tenant: snap.Owner.Tenant, Principal: p.KeyID},
-		Tags:  snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable,
+		Owner: owner, Tags: snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable, Era: protocol.EraV2,
 	})
 	if err != nil {
 		return err
@@ -684,9 +808,10 @@ func (s *Server) handleFork(c echo.Context) error {
 		return fmt.Errorf("starting fork of %s: %w", id, err)
 	}
 	s.log.Info("Run forked", "runId", in.RunID, "sourceRunId", id, "fromSeq", from)
+	w := s.wireOf(c, p.Tenant)
 	return c.JSON(http.StatusCreated, map[string]any{
-		"runId": in.RunID, "sourceRunId": id, "fromSeq": from, "mode": "replay",
-		"status": protocol.StatusPending, "eventsUrl": s.baseURL(c) + "/v1/runs/" + in.RunID + "/events",
+		"runId": w.id(in.RunID), "sourceRunId": w.id(id), "fromSeq": from, "mode": "replay",
+		"status": protocol.StatusPending, "eventsUrl": w.runLink(in.RunID, "/events"),
 	})
 }
 
@@ -695,7 +820,9 @@ func (s *Server) handleFork(c echo.Context) error {
 const maxForkSourceBytes = 1 << 20
 
 // forkSource reads the source run's whole log, page by page, refusing one larger than
-// maxForkSourceBytes.
+// maxForkSourceBytes. The fork's input carries it in v1 vocabulary whatever the
+// source's era, as the workflow's fork code reads it (workflows/fork.go,
+// pack_replay.go); the fork writes its own log in its own era's.
 func (s *Server) forkSource(ctx context.Context, runID string) ([]workflows.Event, int64, error) {
 	var events []workflows.Event
 	size, after, last := 0, int64(-1), int64(-1)
@@ -713,7 +840,11 @@ func (s *Server) forkSource(ctx context.Context, runID string) ([]workflows.Even
 				"the source run's log is larger than the %d bytes a replay fork can take", maxForkSourceBytes).
 				with("limit", "forkSourceLogBytes").with("maxBytes", maxForkSourceBytes)
 		}
-		events = append(events, res.Events...)
+		page, err := eventsV1(res.Events)
+		if err != nil {
+			return nil, 0, err
+		}
+		events = append(events, page...)
 		if len(res.Events) == 0 || !res.More {
 			return events, last, nil
 		}

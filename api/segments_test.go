@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -337,4 +338,68 @@ func TestPollAnswersEventsThatExistWhateverItsTimeout(t *testing.T) {
 	if rec.Code != 200 || len(got.Events) != 3 || run.eventsTimeouts != 0 {
 		t.Fatalf("poll with its read outlasting its timeout: %d %s (%d timeouts left)", rec.Code, rec.Body, run.eventsTimeouts)
 	}
+}
+
+// TestRecordedEventsPerReader: an era-3 run's closed executions hold its events under
+// their v2 names (the records are what the run wrote); read from those histories, a v1
+// reader is served the v1 names and a v2 reader the v2 names with the run's id bound,
+// by the JSON read and by the poll alike.
+func TestRecordedEventsPerReader(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.EventsPageBytes = 400; c.RateLimitPerSecond, c.RateLimitBurst = 1e6, 1e6 })
+	run := recordedRun(t, env)
+	run.snap.Era = protocol.EraV2
+	for i := range run.events {
+		if i%2 == 1 {
+			run.events[i].Type = "agent.tool-returned" // as an era-3 run stores agent.toolReturned
+		}
+	}
+	got, _ := readAllJSON(t, env)
+	requireSequences(t, got, 500)
+	for _, e := range got {
+		want := map[bool]string{false: "node.started", true: "agent.toolReturned"}[e.Sequence%2 == 1]
+		if e.Type != want {
+			t.Fatalf("v1 reader, event %d: type %s, want %s", e.Sequence, e.Type, want)
+		}
+	}
+	if run.execQueries != 0 {
+		t.Fatalf("%d queries of closed executions", run.execQueries)
+	}
+	after, n := int64(-1), 0
+	for pages := 0; pages < 1000; pages++ {
+		rec := env.do("GET", fmt.Sprintf("/runs/r_1/events?afterSequence=%d", after), fullKey, "", "Accept", "application/json")
+		require.Equal(t, 200, rec.Code, "%s", rec.Body)
+		var page struct {
+			RunID   string           `json:"runId"`
+			Events  []map[string]any `json:"events"`
+			HasMore bool             `json:"hasMore"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+		require.Equal(t, "default/r_1", page.RunID)
+		for _, e := range page.Events {
+			require.Equal(t, float64(n), e["sequence"])
+			require.Equal(t, map[bool]string{false: "node.started", true: "agent.tool-returned"}[n%2 == 1], e["type"], "v2 reader, event %d", n)
+			require.Equal(t, "default/r_1", e["runId"])
+			n++
+		}
+		if !page.HasMore {
+			break
+		}
+		after = int64(page.Events[len(page.Events)-1]["sequence"].(float64))
+	}
+	require.Equal(t, 500, n, "the v2 read reaches every event")
+	// A poll from a cursor in an early execution, per major.
+	rec := env.do("GET", "/runs/r_1/events/poll?afterSequence=52&timeout=1", fullKey, "")
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	var poll struct {
+		Events []map[string]any `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &poll))
+	require.NotEmpty(t, poll.Events)
+	require.Equal(t, float64(53), poll.Events[0]["sequence"])
+	require.Equal(t, "agent.tool-returned", poll.Events[0]["type"])
+	rec = env.do("GET", "/v1/runs/r_1/events/poll?afterSequence=52&timeout=1", fullKey, "")
+	p := decode[EventsResponse](t, rec.Body.Bytes())
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	require.NotEmpty(t, p.Events)
+	require.Equal(t, "agent.toolReturned", p.Events[0].Type)
 }

@@ -1,4 +1,5 @@
-// Package api is the host's OpenWOP v1 REST surface, served with Echo. Every protocol
+// Package api is the host's OpenWOP REST surface, served with Echo: major 1 under /v1/
+// and major 2 on the unversioned paths, from the same handlers (version.go). Every protocol
 // call becomes a Temporal call: a workflow start, a signal, a query or a cancel, and
 // listings read Temporal's visibility store. The API keeps no state of its own beyond
 // in-memory rate-limit buckets and the keys it read (keys.go): runs, their event logs,
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +46,7 @@ type Server struct {
 	watches     outcomeWatches
 	routes      []route
 	verbs       map[string]route // colon verbs on POST /v1/runs/{runId}:<verb>
+	verbsV2     map[string]route // those served on POST /runs/{runId}:<verb> too
 
 	// chunkClient reads the workers' chunk endpoints (nil without a stream secret);
 	// chunkFeeds are the runs' shared chunk readers (chunkfeed.go).
@@ -96,7 +99,13 @@ type route struct {
 	Accepted bool
 	// Produces is the success content type ("" = application/json).
 	Produces string
+	// V2 marks the operations of OpenWOP v2's path manifest: they are also served on
+	// the unversioned path (Path without /v1), under major 2 (version.go).
+	V2 bool
 }
+
+// v2Path is the unversioned path of a route.
+func (r route) v2Path() string { return strings.TrimPrefix(r.Path, "/v1") }
 
 // catalogView is what the API reads of the workflow catalog.
 type catalogView interface {
@@ -180,6 +189,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(s.observe)
+	e.Use(s.negotiate)
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogMethod: true, LogRoutePath: true, LogLatency: true, LogError: true,
 		HandleError: true,
@@ -187,7 +197,7 @@ func (s *Server) buildEcho() *echo.Echo {
 			// The route pattern, not the URI: signed tokens travel in paths and are
 			// credentials. Header values (Authorization, Idempotency-Key) are never read here.
 			attrs := []any{"method", v.Method, "route", v.RoutePath, "status", v.Status, "latencyMs", v.Latency.Milliseconds()}
-			if id := c.Param("runId"); id != "" && validateID("runId", id) == nil {
+			if id := pathIDForLog(c, "runId"); id != "" {
 				attrs = append(attrs, "runId", id)
 			}
 			if p := principalOf(c); p != nil {
@@ -205,10 +215,13 @@ func (s *Server) buildEcho() *echo.Echo {
 	e.Use(s.deadlines)
 
 	s.routes = s.routeTable()
-	s.verbs = map[string]route{}
+	s.verbs, s.verbsV2 = map[string]route{}, map[string]route{}
 	for _, r := range s.routes {
 		if r.Verb != "" {
 			s.verbs[r.Verb] = r
+			if r.V2 {
+				s.verbsV2[r.Verb] = r
+			}
 			continue
 		}
 		var mw []echo.MiddlewareFunc
@@ -218,68 +231,92 @@ func (s *Server) buildEcho() *echo.Echo {
 			mw = append(mw, s.limitTokenRoute)
 		}
 		e.Add(r.Method, echoPath(r.Path), r.Handler, mw...)
+		if r.V2 && r.v2Path() != r.Path {
+			e.Add(r.Method, echoPath(r.v2Path()), r.Handler, mw...)
+		}
 	}
 	e.POST("/v1/runs/:runId", s.dispatchVerb)
+	e.POST("/runs/:runId", s.dispatchVerb)
 	return e
 }
 
-// echoPath converts an OpenAPI path template to Echo's syntax.
+// echoPath converts an OpenAPI path template to Echo's syntax: {name} is a parameter,
+// and a literal ':' (a colon verb such as /v1/runs:bulk-cancel) is escaped.
 func echoPath(p string) string {
 	var b strings.Builder
 	for {
 		i := strings.IndexByte(p, '{')
 		if i < 0 {
-			b.WriteString(p)
+			b.WriteString(strings.ReplaceAll(p, ":", `\:`))
 			return b.String()
 		}
 		j := strings.IndexByte(p[i:], '}')
-		b.WriteString(p[:i])
+		b.WriteString(strings.ReplaceAll(p[:i], ":", `\:`))
 		b.WriteString(":" + p[i+1:i+j])
 		p = p[i+j+1:]
 	}
 }
 
-// dispatchVerb serves POST /v1/runs/{runId}:<verb>.
+// dispatchVerb serves POST /v1/runs/{runId}:<verb> and, for the verbs of v2's path
+// manifest, POST /runs/{runId}:<verb>.
 func (s *Server) dispatchVerb(c echo.Context) error {
 	raw := c.Param("runId")
+	verbs, prefix := s.verbs, "/v1"
+	if !isV1Path(c.Request().URL.Path) {
+		verbs, prefix = s.verbsV2, ""
+	}
 	i := strings.LastIndexByte(raw, ':')
-	if i < 0 {
+	if i < 0 && prefix == "/v1" {
 		return codeErr(CodeMethodNotAllowed, "POST is not allowed on /v1/runs/{runId}; use one of the :fork, :cancel or :resolveInterrupt verbs")
 	}
-	r, ok := s.verbs[raw[i+1:]]
+	if i < 0 {
+		return codeErr(CodeMethodNotAllowed, "POST is not allowed on /runs/{runId}; use one of its colon verbs (%s)", verbList(verbs))
+	}
+	r, ok := verbs[raw[i+1:]]
 	if !ok {
 		return notFound("unknown run verb %q", raw[i+1:])
 	}
 	c.SetParamNames("runId")
 	c.SetParamValues(raw[:i])
-	c.Set(routeKey, "/v1/runs/:runId:"+r.Verb)
+	c.Set(routeKey, prefix+"/runs/:runId:"+r.Verb)
 	return s.authenticated(r.Scopes...)(r.Handler)(c)
+}
+
+// verbList names the colon verbs of a table, sorted.
+func verbList(verbs map[string]route) string {
+	names := make([]string, 0, len(verbs))
+	for v := range verbs {
+		names = append(names, ":"+v)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 func (s *Server) routeTable() []route {
 	return append([]route{
 		{Method: http.MethodGet, Path: "/.well-known/openwop", Summary: "Discovery document", Handler: s.handleDiscovery, OK: 200},
-		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200},
+		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200, V2: true},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
 		{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics of the process", Handler: s.handleMetrics, OK: 200, Produces: "text/plain"},
 		{Method: http.MethodGet, Path: "/inbox", Summary: "The approvals inbox (a web page; sign in with an API key)", Handler: s.handleInbox, OK: 200, Produces: "text/html"},
 		{Method: http.MethodGet, Path: "/inbox/{asset}", Summary: "The inbox's script and style sheet", Handler: s.handleInboxAsset, OK: 200, Produces: "text/javascript"},
 		{Method: http.MethodGet, Path: "/v1/workflows", Scopes: []string{ScopeManifestRead}, Summary: "List the workflows served: packs and conformance fixtures", Handler: s.handleListWorkflows, OK: 200},
-		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200},
-		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201},
-		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
+		{Method: http.MethodGet, Path: "/v1/workflows/{workflowId}", Scopes: []string{ScopeManifestRead}, Summary: "Get a workflow definition", Handler: s.handleGetWorkflow, OK: 200, V2: true},
+		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201, V2: true},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs:bulk-cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel up to 100 runs, each on its own: per-id results in request order", Handler: s.handleBulkCancel, Body: "BulkCancelRequest", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
-		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200},
-		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events/poll", Scopes: []string{ScopeRunsRead}, Summary: "Long-poll run events", Handler: s.handlePoll, OK: 200},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200, Accepted: true},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200, V2: true},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events/poll", Scopes: []string{ScopeRunsRead}, Summary: "Long-poll run events", Handler: s.handlePoll, OK: 200, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}/interrupts/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve the interrupt pending at a node", Handler: s.handleResolve, Body: "ResolveRequest", OK: 200, Accepted: true, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resolveInterrupt", Verb: "resolveInterrupt", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an interrupt (RFC 0005 alias)", Handler: s.handleResolveAlias, Body: "ResolveInterruptRequest", OK: 200, Accepted: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/approvals/{nodeId}", Scopes: []string{ScopeApprovalsRespond}, Summary: "Resolve an approval (legacy alias, bare body)", Handler: s.handleResolveLegacy, Body: "ApprovalDecision", OK: 200, Accepted: true},
 		{Method: http.MethodGet, Path: "/v1/interrupts", Scopes: []string{ScopeApprovalsRespond}, Summary: "List the interrupts the caller may resolve; SSE with Accept: text/event-stream", Handler: s.handleListInterrupts, OK: 200},
-		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true},
-		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true, Accepted: true},
-		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201},
+		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true, V2: true},
+		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true, Accepted: true, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201, V2: true},
 	}, s.webhookRoutes()...)
 }
 

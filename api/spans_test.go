@@ -22,6 +22,9 @@ func TestRequestSpansNameTheirRun(t *testing.T) {
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_span1", WorkflowID: "conformance-approval", Status: "waiting-approval"}})
 	require.Equal(t, 200, env.do("GET", "/v1/runs/r_span1", fullKey, "").Code)
 	env.do("GET", "/v1/interrupts/not.a-real-token", "", "")
+	// The same under major 2: the bound id's run, major 2's version, the token hidden.
+	require.Equal(t, 200, env.do("GET", "/runs/default~2Fr_span1", fullKey, "").Code)
+	env.do("GET", "/interrupts/not.a-real-v2-token", "", "")
 
 	spans := map[string]map[string]string{}
 	for _, sp := range rec.Ended() {
@@ -30,6 +33,17 @@ func TestRequestSpansNameTheirRun(t *testing.T) {
 			attrs[string(a.Key)] = a.Value.String()
 		}
 		spans[sp.Name()] = attrs
+	}
+	runV2 := spans["GET /runs/:runId"]
+	require.NotNil(t, runV2, "%v", spans)
+	assert.Equal(t, "r_span1", runV2[telemetry.AttrRunID])
+	assert.Equal(t, "conformance-approval", runV2[telemetry.AttrWorkflowID])
+	assert.Equal(t, "2.0", runV2[telemetry.AttrProtocolVersion])
+	tokV2 := spans["GET /interrupts/:token"]
+	require.NotNil(t, tokV2, "%v", spans)
+	assert.Equal(t, "/interrupts/{token}", tokV2["url.path"])
+	for k, v := range tokV2 {
+		assert.False(t, strings.Contains(v, "not.a-real-v2-token"), "%s holds the token", k)
 	}
 	run := spans["GET /v1/runs/:runId"]
 	require.NotNil(t, run, "%v", spans)

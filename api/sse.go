@@ -155,6 +155,7 @@ func openSSE(c echo.Context) *echo.Response {
 // streamSSE serves the run's events as SSE after the cursor, filtered by the stream
 // mode, batched by bufferMs, with the chunks of its model rounds in messages mode.
 func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID string, after int64, filter streamFilter, buffer time.Duration) error {
+	rd := s.sseRenderOf(c, snap.Owner.Tenant)
 	s.wg.Add(1)
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(c.Request().Context())
@@ -188,11 +189,14 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 		}
 		lastValues = seq
 		s.decorate(c, cur)
-		cur.RequestDigest = ""
-		return out.frame(seq, "state.snapshot", workflows.Event{
+		typ, doc, err := rd.frame(workflows.Event{
 			EventID: fmt.Sprintf("evt-%s-%d-snapshot", runID, seq), RunID: runID, Type: "state.snapshot",
-			Payload: mustJSON(cur), Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Sequence: seq,
+			Payload: mustJSON(s.publicSnapshot(c, cur)), Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Sequence: seq,
 		})
+		if err != nil {
+			return err
+		}
+		return out.frame(seq, typ, doc)
 	}
 	if filter.values {
 		// values: a snapshot first (on connect and on resume); then follow the log from
@@ -250,7 +254,12 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 			if !filter.match(ev.Type) {
 				continue
 			}
-			if err := out.frame(ev.Sequence, ev.Type, ev); err != nil {
+			typ, doc, err := rd.frame(ev)
+			if err != nil {
+				s.log.Error("Event stream ended: an event cannot be served", "runId", runID, "sequence", ev.Sequence, "error", err)
+				return true
+			}
+			if err := out.frame(ev.Sequence, typ, doc); err != nil {
 				return true
 			}
 		}
@@ -277,11 +286,15 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 			}
 		case <-chunkWake:
 			for _, ch := range sub.take() {
-				doc, ok := ms.chunkEvent(ch)
+				ev, ok := ms.chunkEvent(ch)
 				if !ok {
 					continue
 				}
-				if err := out.frame(-1, EventTypeMessageChunk, doc); err != nil {
+				typ, doc, err := rd.frame(ev)
+				if err != nil {
+					return nil
+				}
+				if err := out.frame(-1, typ, doc); err != nil {
 					return nil
 				}
 			}
@@ -311,6 +324,42 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 			return nil
 		}
 	}
+}
+
+// sseRender renders a stream's frames for the reader's major: each event (a durable
+// one, a state.snapshot, an ai.message.chunk) as its frame name and data document.
+type sseRender struct {
+	frame func(ev workflows.Event) (typ string, doc any, err error)
+}
+
+func (s *Server) sseRenderOf(c echo.Context, tenant string) sseRender {
+	if !isV2(c) {
+		return sseRender{frame: func(ev workflows.Event) (string, any, error) {
+			ev, err := eventV1(ev)
+			return ev.Type, ev, err
+		}}
+	}
+	w := s.wireOf(c, tenant)
+	return sseRender{frame: func(ev workflows.Event) (string, any, error) {
+		if ev.Type == EventTypeMessageChunk || ev.Type == "state.snapshot" {
+			// Frame names, not event types: the envelope and ids are v2's, the name
+			// stays (events.md §SSE frames); a state.snapshot carries the v2 snapshot.
+			payload := ev.Payload
+			if ev.Type == EventTypeMessageChunk {
+				var err error
+				if payload, err = w.payloadV2(ev.Type, ev.Payload); err != nil {
+					return "", nil, err
+				}
+			}
+			return ev.Type, &eventDocV2{EventID: ev.EventID, RunID: w.id(ev.RunID), NodeID: ev.NodeID, Type: ev.Type, Payload: payload,
+				Timestamp: ev.Timestamp, Sequence: ev.Sequence, SchemaVersion: 1}, nil
+		}
+		doc, err := w.eventV2(&ev)
+		if err != nil {
+			return "", nil, err
+		}
+		return doc.Type, doc, nil
+	}}
 }
 
 // messagesState is what a messages stream knows of the replies it carries: the streams

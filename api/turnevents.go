@@ -127,10 +127,20 @@ func (s *Server) keepTurnEvents(runID string, res *workflows.ResolveUpdateResult
 	s.turnEvents.put(runID, res.Tenant, res.Events, time.Now())
 }
 
-// answerPoll answers a poll with the page res after the tenant check.
+// answerPoll answers a poll with the page res after the tenant check, in the
+// reader's major (events_render.go).
 func (s *Server) answerPoll(c echo.Context, runID string, res *eventsRead) error {
 	if p := principalOf(c); p != nil && res.Tenant != p.Tenant {
 		return notFound("run %q not found", runID)
 	}
-	return c.JSON(http.StatusOK, eventsResponse(res))
+	if isV2(c) {
+		return s.answerPollV2(c, runID, res.Events, res.Terminal, res.Last)
+	}
+	evs, err := eventsV1(res.Events)
+	if err != nil {
+		return err
+	}
+	page := *res
+	page.Events = evs
+	return c.JSON(http.StatusOK, eventsResponse(&page))
 }

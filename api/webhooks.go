@@ -78,9 +78,9 @@ func (s *Server) webhookRoutes() []route {
 	}
 	scopes := []string{ScopeWebhooksManage}
 	return []route{
-		{Method: http.MethodPost, Path: "/v1/webhooks", Scopes: scopes, Summary: "Register a webhook: signed deliveries of run events", Handler: s.handleRegisterWebhook, Body: "RegisterWebhookRequest", OK: 201},
+		{Method: http.MethodPost, Path: "/v1/webhooks", Scopes: scopes, Summary: "Register a webhook: signed deliveries of run events", Handler: s.handleRegisterWebhook, Body: "RegisterWebhookRequest", OK: 201, V2: true},
 		{Method: http.MethodGet, Path: "/v1/webhooks", Scopes: scopes, Summary: "List the tenant's webhooks and dead letters", Handler: s.handleListWebhooks, OK: 200},
-		{Method: http.MethodDelete, Path: "/v1/webhooks/{webhookId}", Scopes: scopes, Summary: "Remove a webhook", Handler: s.handleDeleteWebhook, OK: 204},
+		{Method: http.MethodDelete, Path: "/v1/webhooks/{webhookId}", Scopes: scopes, Summary: "Remove a webhook", Handler: s.handleDeleteWebhook, OK: 204, V2: true},
 	}
 }
 
@@ -112,7 +112,13 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		return badRequest("request body is required: {\"url\": \"https://...\", \"events\": [\"run.completed\"]}")
 	}
 	var req RegisterWebhookRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if isV2(c) {
+		r, err := decodeRegisterWebhookV2(body)
+		if err != nil {
+			return err
+		}
+		req = *r
+	} else if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
 	if req.URL == "" {
@@ -146,10 +152,19 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		return codeErr(CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
 	}
 	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
+	if idemKey != "" && isV2(c) {
+		if err := checkIdempotencyKeyV2(idemKey); err != nil {
+			return err
+		}
+	}
 	if len(idemKey) > maxIdempotencyKeyLength {
 		return badRequest("Idempotency-Key is longer than %d characters", maxIdempotencyKeyLength)
 	}
 	id := newWebhookID(p.Tenant, idemKey)
+	if isV2(c) && idemKey != "" {
+		// Another endpoint than /v1/webhooks: the same key registers another webhook.
+		id = newWebhookID(p.Tenant, "v2\x00"+idemKey)
+	}
 	digest := webhookDigest(req)
 	secret := activities.WebhookSecret(s.cfg.WebhookSecret, p.Tenant, id)
 	reg := webhooks.WebhookRegistration{
@@ -170,6 +185,10 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		c.Response().Header().Set(HeaderIdempotentReplay, "true")
 	}
 	s.log.Info("Webhook registered", "tenant", p.Tenant, "webhookId", id, "secretFingerprint", reg.Subscription.SecretFingerprint, "events", len(req.Events))
+	if isV2(c) {
+		// v2 (webhooks.md, RFC 0221): the bound id and the generated secret, returned here only.
+		return c.JSON(status, map[string]string{"webhookId": s.wireOf(c, p.Tenant).id(id), "secret": secret})
+	}
 	return c.JSON(status, RegisterWebhookResponse{
 		WebhookID: id, Secret: secret, SecretFingerprint: reg.Subscription.SecretFingerprint, SignatureAlgorithm: activities.WebhookSignatureAlgoV1,
 		URL: got.Subscription.URL, Events: got.Subscription.Events, Tags: got.Subscription.Tags, TenantID: p.Tenant,
@@ -178,8 +197,8 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 
 func (s *Server) handleDeleteWebhook(c echo.Context) error {
 	p := principalOf(c)
-	id := c.Param("webhookId")
-	if err := validateID("webhookId", id); err != nil {
+	id, err := s.boundParam(c, "webhookId")
+	if err != nil {
 		return err
 	}
 	if t := c.QueryParam("tenantId"); t != "" && t != p.Tenant {
@@ -210,6 +229,45 @@ func (s *Server) handleListWebhooks(c echo.Context) error {
 		list.Subscriptions[i].Digest = ""
 	}
 	return c.JSON(http.StatusOK, map[string]any{"webhooks": list.Subscriptions, "deadLetters": list.DeadLetters})
+}
+
+// RegisterWebhookRequestV2 is the closed body of POST /webhooks (webhooks.md): no
+// tenantId (the credential's tenant is the subscription's), an optional secret and
+// signature schemes.
+type RegisterWebhookRequestV2 struct {
+	URL                 string   `json:"url"`
+	Events              []string `json:"events"`
+	Secret              *string  `json:"secret,omitempty"`
+	Tags                []string `json:"tags,omitempty"`
+	SignatureAlgorithms []string `json:"signatureAlgorithms,omitempty"`
+}
+
+// decodeRegisterWebhookV2 decodes a v2 registration into v1's request. This host
+// derives every subscription's secret and signs with v1's scheme only, so a supplied
+// secret and another scheme are refused by name (a supplied secret is never echoed).
+func decodeRegisterWebhookV2(body []byte) (*RegisterWebhookRequest, error) {
+	var req RegisterWebhookRequestV2
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Secret != nil {
+		return nil, badRequest("secret: this host generates each subscription's secret and returns it in the 201; omit secret").with("field", "secret")
+	}
+	for i, a := range req.SignatureAlgorithms {
+		if a != activities.WebhookSignatureAlgoV1 {
+			return nil, badRequest("signatureAlgorithms[%d]: %q is not a scheme this host signs with; it signs with %q", i, a, activities.WebhookSignatureAlgoV1).with("field", fmt.Sprintf("signatureAlgorithms[%d]", i))
+		}
+	}
+	events := make([]string, len(req.Events))
+	for i, e := range req.Events {
+		// The events delivered keep their names at v2; a type v2 renamed is read back
+		// to the v1 name the subscription matches on.
+		if v1, ok := protocol.EventTypeV1(e); ok {
+			e = v1
+		}
+		events[i] = e
+	}
+	return &RegisterWebhookRequest{URL: req.URL, Events: events, Tags: req.Tags}, nil
 }
 
 // newWebhookID is a new webhook id, or, with an Idempotency-Key, the id the key

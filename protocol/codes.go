@@ -22,6 +22,17 @@ const (
 	CodeRequestTimeout        = "request_timeout"
 	CodeRunTimeout            = "run_timeout" // RFC 0058: a run past its wall-clock limit
 
+	// Codes of the v2 registry (registry.go) that only major-2 answers carry.
+	CodeProtocolVersionUnsupported = "protocol_version_unsupported" // 406: an unlisted major
+	CodeProtocolVersionMismatch    = "protocol_version_mismatch"    // 400: /v1 asked under another major
+	CodeIDTenantMismatch           = "id_tenant_mismatch"           // 403: a bound id of another tenant
+	CodeIdempotencyKeyInvalid      = "idempotency_key_invalid"      // 400: a key outside the v2 grammar
+	CodeRunTerminal                = "run_terminal"                 // 409: a mutation of an ended run
+	CodeRunnerUnavailable          = "runner_unavailable"           // 503
+	CodeInterruptTokenInvalid      = "interrupt_token_invalid"      // 401
+	CodeEventTypeUnmapped          = "event_type_unmapped"          // 500: a stored type no codemap row names
+	CodePayloadUnprojectable       = "payload_unprojectable"        // 500
+
 	// Webhook subscriptions.
 	CodeWebhookURLRejected   = "webhook_url_rejected"
 	CodeSubscriptionNotFound = "subscription_not_found"

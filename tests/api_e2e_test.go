@@ -98,8 +98,10 @@ func TestBadInputNeverReachesTemporal(t *testing.T) {
 	}
 	status, _, raw := cfCall(t, c, c.Key, http.MethodGet, "/v1/runs/..%2F..%2Fsecrets", nil)
 	assert.Equal(t, 400, status, "%s", raw)
-	status, _, raw = cfCall(t, c, c.Key, http.MethodGet, "/runs", nil)
-	assert.Equal(t, 400, status, "unversioned: %s", raw)
+	// The unversioned paths are OpenWOP v2's (v1's "unversioned root → 400" is retracted).
+	status, hdr, raw := cfCall(t, c, c.Key, http.MethodGet, "/runs?limit=1", nil)
+	assert.Equal(t, 200, status, "unversioned: %s", raw)
+	assert.Equal(t, "2.0", hdr.Get("OpenWOP-Version"))
 }
 
 // A long-poll wakes on the workflow's history, not on a timer of its own: it returns

@@ -354,6 +354,11 @@ func TestHostWorkflowsAreNoTenantsRuns(t *testing.T) {
 				{http.MethodGet, "/v1/runs/" + wid + "/events/poll?timeout=1", ""},
 				{http.MethodPost, "/v1/runs/" + wid + "/cancel", `{}`},
 				{http.MethodPost, "/v1/runs/" + wid + "/interrupts/gate", `{"resumeValue":{"action":"accept"}}`},
+				// Major 2's paths read the same ids (bare: in the caller's tenant).
+				{http.MethodGet, "/runs/" + wid, ""},
+				{http.MethodGet, "/runs/" + wid + "/events", ""},
+				{http.MethodGet, "/runs/" + wid + "/events/poll?timeout=1", ""},
+				{http.MethodPost, "/runs/" + wid + "/cancel", `{}`},
 			} {
 				var body any
 				if call.body != "" {
@@ -363,6 +368,19 @@ func TestHostWorkflowsAreNoTenantsRuns(t *testing.T) {
 				assert.Equal(t, http.StatusNotFound, status, "%s %s: %s", call.method, call.path, raw)
 				assert.Equal(t, "not_found", errorCode(raw), "%s %s: %s", call.method, call.path, raw)
 			}
+			// A bulk cancel names the workflow as an entry that is not found.
+			status, _, raw := cfCall(t, caller, caller.Key, http.MethodPost, "/v1/runs:bulk-cancel", `{"runIds":["`+wid+`"]}`)
+			require.Equal(t, http.StatusOK, status, "%s", raw)
+			var bulk struct {
+				Results []struct {
+					OK    bool              `json:"ok"`
+					Error map[string]string `json:"error"`
+				} `json:"results"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &bulk), "%s", raw)
+			require.Len(t, bulk.Results, 1, "%s", raw)
+			assert.False(t, bulk.Results[0].OK, "%s", raw)
+			assert.Equal(t, "not_found", bulk.Results[0].Error["code"], "bulk cancel of %s: %s", wid, raw)
 		}
 	}
 }

@@ -140,6 +140,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 		}
 	}
 	require.Equal(t, sent, users, "every user turn is in the log once, in order")
+	longReadV2Matches(t, c, id, evs)
 	usage := ofType(evs, "provider.usage")
 	seen := longSeenChars(t, usage)
 	want := longWindowChars(sent, "Noted.")
@@ -221,6 +222,54 @@ func longReadAll(t *testing.T, c *apiClient, id string, after int64) []workflows
 			return out
 		}
 	}
+}
+
+// longReadV2Matches reads the log again at major 2, page by page (most of it from
+// the closed executions' histories, which hold the era-3 run's events under their v2
+// names), and checks that it is the v1 read's log in v2 vocabulary: the same events,
+// the v1 read with no v2 name, the v2 read with each type's v2 name and the run's id
+// bound. A v2 poll from a cursor in the first execution answers the events after it.
+func longReadV2Matches(t *testing.T, c *apiClient, id string, v1 []workflows.Event) {
+	t.Helper()
+	hdr := map[string]string{"Authorization": "Bearer " + c.Key, "Accept": "application/json", "OpenWOP-Version": "2.0"}
+	var v2 []map[string]any
+	for after := int64(-1); ; {
+		status, raw := longGet(t, c, fmt.Sprintf("/runs/%s/events?afterSequence=%d", id, after), hdr)
+		require.Equal(t, http.StatusOK, status, "%s", raw)
+		var page struct {
+			Events  []map[string]any `json:"events"`
+			HasMore bool             `json:"hasMore"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &page))
+		v2 = append(v2, page.Events...)
+		if !page.HasMore || len(page.Events) == 0 {
+			break
+		}
+		after = int64(page.Events[len(page.Events)-1]["sequence"].(float64))
+	}
+	require.Len(t, v2, len(v1), "the v2 read has the v1 read's events")
+	renamed := 0
+	for i, e := range v1 {
+		v1Name, _ := protocol.EventTypeV1(e.Type)
+		require.Equal(t, v1Name, e.Type, "event %d: a v1 reader is served the v1 name", e.Sequence)
+		want, ok := protocol.EventTypeV2(e.Type)
+		require.True(t, ok, "event %d: %s has a codemap row", e.Sequence, e.Type)
+		if want != e.Type {
+			renamed++
+		}
+		require.Equal(t, float64(e.Sequence), v2[i]["sequence"], "event %d", i)
+		require.Equal(t, want, v2[i]["type"], "event %d: a v2 reader is served the v2 name", e.Sequence)
+		require.Equal(t, "default/"+id, v2[i]["runId"], "event %d: the run id is bound", e.Sequence)
+	}
+	t.Logf("%d events read at both majors, %d of them under a renamed type", len(v1), renamed)
+	status, raw := longGet(t, c, fmt.Sprintf("/runs/%s/events/poll?timeout=1&afterSequence=10", id), hdr)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var poll struct {
+		Events []map[string]any `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &poll))
+	require.NotEmpty(t, poll.Events, "a v2 poll reads a closed execution's events")
+	require.Equal(t, float64(11), poll.Events[0]["sequence"])
 }
 
 // longCarriedSizes returns the size of the state each execution carried into the

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -59,9 +60,18 @@ const (
 	modelUp          = "up"
 )
 
-// newFlakyModel reserves a loopback address and starts down.
+// newFlakyModel reserves a loopback address and starts down. The port is taken below
+// Linux's ephemeral range (32768 and up): a port the kernel handed out would, while the
+// endpoint is down, be free for any outgoing connection of the parallel tests to take
+// as its source port, and the endpoint could not come back up on it.
 func newFlakyModel() (*flakyModel, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var ln net.Listener
+	var err error
+	for range 100 {
+		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

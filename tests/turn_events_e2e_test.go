@@ -60,11 +60,12 @@ func newAPIPaged(t *testing.T, c *apiClient, tc client.Client, pageBytes int, ot
 }
 
 // teRead reads the run's events after cursor with key: by the long poll (poll set) or
-// by the JSON read, which always queries the run.
+// by the JSON read, which always queries the run. The cursor is v1's lastSequence,
+// except where v1 reads lastSequence=0 as "from 0": after -1 and 0 it is afterSequence.
 func teRead(c *apiClient, key, id string, cursor int64, poll bool) (int, []byte) {
 	q := "lastSequence=" + strconv.FormatInt(cursor, 10)
-	if cursor < 0 {
-		q = "afterSequence=-1"
+	if cursor <= 0 {
+		q = "afterSequence=" + strconv.FormatInt(cursor, 10)
 	}
 	hdr := map[string]string{"Authorization": "Bearer " + key}
 	path := "/v1/runs/" + id + "/events?" + q

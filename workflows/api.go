@@ -94,7 +94,7 @@ func (b *RunBasis) ForkInput(req RunRequest, fallback TurnLimits) (*RunInput, er
 	in := &RunInput{
 		RunID: req.RunID, Definition: b.Definition, Definitions: b.Definitions, Packs: b.Packs, PackHashes: b.PackHashes,
 		Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags, Metadata: req.Metadata, Configurable: req.Configurable,
-		RequestDigest: req.RequestDigest, Limits: b.Limits,
+		RequestDigest: req.RequestDigest, Limits: b.Limits, Era: req.Era,
 	}
 	for id, p := range in.Packs {
 		if p != nil && p.Hash == "" {
@@ -112,10 +112,13 @@ func (r *runner) runBasis() RunBasis {
 	return RunBasis{Definition: r.in.Definition, Definitions: r.in.Definitions, Packs: r.in.Packs, PackHashes: r.in.PackHashes, Limits: r.in.Limits}
 }
 
-// Owner is the identity a run belongs to.
+// Owner is the identity a run belongs to: its tenant, the key that created it, and,
+// for runs created since the host records subjects, that key's Subject (OpenWOP v2's
+// owner; a run without one reads with the legacy subject, protocol.LegacySubject).
 type Owner struct {
-	Tenant    string `json:"tenant"`
-	Principal string `json:"principal,omitempty"`
+	Tenant    string            `json:"tenant"`
+	Principal string            `json:"principal,omitempty"`
+	Subject   *protocol.Subject `json:"subject,omitempty"`
 }
 
 // RunInput starts a run. It carries everything the run needs, so workflow code never
@@ -150,6 +153,11 @@ type RunInput struct {
 	// Definitions holds the definitions the run's core.subWorkflow nodes start, by id
 	// (transitively), so a child run needs no catalog.
 	Definitions map[string]*Definition `json:"definitions,omitempty"`
+	// Era is the run's eventLogSchemaVersion, stamped when the run is created
+	// (protocol.EraV2 for every run created since the era key; 0 on runs created before,
+	// which read as protocol.EraV1). It selects the vocabulary the run writes its log in
+	// for its whole life (events.go, writeType); a child run has its parent's.
+	Era int `json:"eventLogSchemaVersion,omitempty"`
 	// ContinueAsNewAfterEvents, when > 0, makes the run continue as new at its next
 	// safe point once an execution has appended that many events (tests use a small
 	// value; production relies on Temporal's suggestion).
@@ -242,6 +250,9 @@ type Snapshot struct {
 	// RequestDigest is echoed for the API's Idempotency-Key check.
 	RequestDigest string `json:"requestDigest,omitempty"`
 	ParentRunID   string `json:"parentRunId,omitempty"`
+	// Era is RunInput.Era (0 for runs created before the era key); the API serves it as
+	// v2's eventLogSchemaVersion and leaves it out of v1 snapshots.
+	Era int `json:"eventLogSchemaVersion,omitempty"`
 	// TemporalClose is set by the API (not the workflow) on a run Temporal closed
 	// without the run's own terminal event, e.g. terminated: Status then comes from it.
 	TemporalClose *TemporalClose `json:"temporalClose,omitempty"`

@@ -210,6 +210,8 @@ type RunRequest struct {
 	Configurable  json.RawMessage
 	RequestDigest string
 	CallbackURL   string
+	// Era is the new run's eventLogSchemaVersion (RunInput.Era).
+	Era int
 }
 
 // NewRunInput builds the RunInput of a run of definition req.WorkflowID: the
@@ -228,6 +230,7 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 	in := &RunInput{
 		RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
 		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest, CallbackURL: req.CallbackURL,
+		Era: req.Era,
 	}
 	seen := map[string]bool{def.ID: true}
 	queue := []*Definition{def}

@@ -84,6 +84,7 @@ func mustJSON(v any) json.RawMessage {
 // keeps the events from r.base on; earlier ones are held by earlier executions (see
 // carry.go).
 func (r *runner) emit(typ, nodeID string, payload any, causation string) string {
+	typ = r.writeType(typ)
 	seq := r.nextSeq()
 	ev := Event{
 		EventID:     EventID(r.in.RunID, seq),
@@ -103,6 +104,22 @@ func (r *runner) emit(typ, nodeID string, payload any, causation string) string 
 	}
 	r.notifyWebhooks(ev)
 	return ev.EventID
+}
+
+// writeType is the name the run's log stores an event type under. The workflow code
+// names types in v1 vocabulary; a run of the v2 era (RunInput.Era, fixed when it was
+// created) stores the 36 types OpenWOP v2 renamed (protocol's codemap) under their v2
+// names, for its whole life; a run of the v1 era stores v1 names. Readers are served
+// their own major's names either way (the API's projection), so nothing is rewritten.
+func (r *runner) writeType(typ string) string {
+	if r.in.Era < protocol.EraV2 {
+		return typ
+	}
+	v2, renamed := protocol.RenamedAtV2(typ)
+	if !renamed || !r.changed(GateEventVocabulary) {
+		return typ
+	}
+	return v2
 }
 
 // Bounds of an EventsQuery page.

@@ -28,6 +28,7 @@ func (r *runner) snapshot() *Snapshot {
 		LastSequence:  r.nextSeq() - 1,
 		RequestDigest: r.in.RequestDigest,
 		ParentRunID:   r.in.ParentRunID,
+		Era:           r.in.Era,
 	}
 	if r.in.Definition != nil {
 		s.WorkflowID = r.in.Definition.ID

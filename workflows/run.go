@@ -200,9 +200,14 @@ func (r *runner) runStartedPayload() map[string]any {
 		p["inputs"] = r.in.Inputs
 	}
 	if r.in.Owner.Tenant != "" {
-		owner := map[string]string{"tenant": r.in.Owner.Tenant}
+		owner := map[string]any{"tenant": r.in.Owner.Tenant}
 		if r.in.Owner.Principal != "" {
 			owner["principal"] = r.in.Owner.Principal
+		}
+		// run.started echoes the owner (runs.md); only runs created with a subject
+		// carry one, so the payload of earlier runs is what it was.
+		if r.in.Owner.Subject != nil {
+			owner["subject"] = r.in.Owner.Subject
 		}
 		p["owner"] = owner
 	}

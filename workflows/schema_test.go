@@ -11,6 +11,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // schemaDir holds the OpenWOP JSON schemas, relative to this package.
@@ -123,16 +125,40 @@ func camel(typ string) string {
 	return b.String()
 }
 
-// recordForSchemaCheck validates every event: the closed v1 envelope, the v1 payload
-// $def of its type, and for conversation events the strict v1 and v2 conversation
-// schemas and the turn schemas.
+// v1View is a stored event as a v1 reader is served it (api/render.go eventV1): a run
+// of the v2 era stores the renamed types under their v2 names and its run.started
+// names the owner's subject, and a v1 reader gets the v1 name and no subject.
+func v1View(t *testing.T, e Event) Event {
+	t.Helper()
+	if _, renamed := protocol.RenamedAtV2(e.Type); !renamed {
+		v1name, ok := protocol.EventTypeV1(e.Type)
+		require.True(t, ok, "%s has a v1 name", e.Type)
+		e.Type = v1name
+	}
+	if e.Type == EvRunStarted {
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		if owner, ok := p["owner"].(map[string]any); ok {
+			delete(owner, "subject")
+		}
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		e.Payload = b
+	}
+	return e
+}
+
+// recordForSchemaCheck validates every event as a v1 reader gets it (v1View): the
+// closed v1 envelope, the v1 payload $def of its type, and for conversation events the
+// strict v1 and v2 conversation schemas and the turn schemas.
 func recordForSchemaCheck(t *testing.T, evs []Event) {
 	t.Helper()
 	if !requireSchemas(t) {
 		return
 	}
 	defs := payloadDefs(t)
-	for _, e := range evs {
+	for _, stored := range evs {
+		e := v1View(t, stored)
 		what := e.Type + " #" + e.EventID
 		validateJSON(t, v1+"run-event.schema.json", e, what)
 		var p any

@@ -42,6 +42,9 @@ const (
 	GateToolQuorum     = "tool-approval-quorum"
 	GateToolOutcome    = "tool-outcome-unknown"
 	GateOutage         = "outage-wait"
+
+	// OpenWOP v2.
+	GateEventVocabulary = "event-vocabulary-v2"
 )
 
 // Gate is one entry of the registry.
@@ -119,6 +122,9 @@ var Gates = []Gate{
 	{GateToolQuorum, "2026-12-01",
 		"in the approval of a call that needs more than one approval, an edit-accept with other arguments restarts the quorum on them, so the call runs with arguments every counted vote approved; asked when such an approval is raised, and approvals raised before count votes whatever their arguments",
 		retireAfter},
+	{GateEventVocabulary, "2026-12-02",
+		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",
+		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
 }
 
 // changed reports whether the run takes the new path of gate id (version 1), asking

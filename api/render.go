@@ -1,0 +1,342 @@
+package api
+
+// Rendering per reader. A run's log and snapshot are stored once, by the workflow; each
+// reader is served them in its own major's shape:
+//
+//   - Major 1 is what it always was. A run of the v2 era stores the event types v2
+//     renamed under their v2 names (workflows.writeType), so a v1 reader is served
+//     their v1 names through the same codemap row, inverted; the fields v1 never had
+//     (the era, the owner's subject) are left out.
+//   - Major 2 gets the closed v2 documents: the event envelope with its type in v2
+//     vocabulary (a run of the v1 era is translated through the codemap, never
+//     rewritten), schemaVersion, bound ids; the snapshot with owner {tenant, subject},
+//     the era and everything host-specific under extensions["wop.host"].
+//
+// Event types no codemap row names are served as they are at v1; at v2 only this
+// host's vendor types (wop.*) pass, and any other is 500 event_type_unmapped: the host
+// never serves an unregistered type.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// hostExtension is the key of this host's extension records ("wop.host").
+const hostExtension = protocol.Org + ".host"
+
+// publicV1Snapshot clears what a v1 snapshot never carried: the request digest, the
+// era and the owner's subject.
+func publicV1Snapshot(snap *workflows.Snapshot) {
+	snap.RequestDigest = ""
+	snap.Era = 0
+	snap.Owner.Subject = nil
+}
+
+// ownerV2 is a run's owner at v2: {tenant, subject}, the recorded subject or, for a run
+// that recorded none, the legacy stamp.
+func ownerV2(o workflows.Owner) map[string]any {
+	sub := o.Subject
+	if sub == nil {
+		sub = protocol.LegacySubject(o.Tenant, o.Principal)
+	}
+	return map[string]any{"tenant": o.Tenant, "subject": sub}
+}
+
+// errorV2 is a run's or node's error at v2: a registered (or wop.) code, a non-empty
+// message, details only as an object.
+func errorV2(e *protocol.RunError) map[string]any {
+	out := map[string]any{"code": protocol.V2Code(e.Code), "message": e.Message}
+	if e.Message == "" {
+		out["message"] = e.Code
+	}
+	if isJSONObject(e.Details) {
+		out["details"] = e.Details
+	}
+	return out
+}
+
+// snapshotV2 is the closed v2 RunSnapshot of snap (run-snapshot.schema.json), for a
+// reader through w. The interrupt tokens decorate set stay with it, under the host's
+// extension.
+func (w wire) snapshotV2(snap *workflows.Snapshot) map[string]any {
+	doc := map[string]any{
+		"runId": w.id(snap.RunID), "workflowId": snap.WorkflowID, "status": snap.Status,
+		"owner":                 ownerV2(snap.Owner),
+		"eventLogSchemaVersion": protocol.EraOf(snap.Era),
+		"engineVersion":         protocol.EngineVersion,
+		"tags":                  nonNilTags(snap.Tags),
+		"metadata":              objectOr(snap.Metadata, json.RawMessage(`{}`)),
+	}
+	if snap.CurrentNodeID != "" {
+		doc["currentNodeId"] = snap.CurrentNodeID
+	}
+	if snap.StartedAt != "" {
+		doc["startedAt"] = snap.StartedAt
+	}
+	if snap.CompletedAt != "" {
+		doc["completedAt"] = snap.CompletedAt
+	}
+	if len(snap.Variables) > 0 {
+		doc["variables"] = snap.Variables
+	}
+	if len(snap.Channels) > 0 {
+		doc["channels"] = snap.Channels
+	}
+	if snap.Error != nil {
+		doc["error"] = errorV2(snap.Error)
+	}
+	if isJSONObject(snap.Configurable) {
+		doc["configurable"] = snap.Configurable
+	}
+	if snap.ParentRunID != "" {
+		doc["parentRunId"] = w.id(snap.ParentRunID)
+	}
+	ext := map[string]any{"lastSequence": snap.LastSequence}
+	if snap.Owner.Principal != "" {
+		ext["principal"] = snap.Owner.Principal
+	}
+	if snap.Interrupt != nil {
+		ext["interrupt"] = w.interruptV2(*snap.Interrupt)
+	}
+	if len(snap.Interrupts) > 0 {
+		list := make([]any, len(snap.Interrupts))
+		for i, pi := range snap.Interrupts {
+			list[i] = w.interruptV2(pi)
+		}
+		ext["interrupts"] = list
+	}
+	if len(snap.ChildRuns) > 0 {
+		list := make([]workflows.ChildRun, len(snap.ChildRuns))
+		for i, cr := range snap.ChildRuns {
+			cr.RunID = w.id(cr.RunID)
+			list[i] = cr
+		}
+		ext["childRuns"] = list
+	}
+	if len(snap.Conversations) > 0 {
+		ext["conversations"] = snap.Conversations
+	}
+	if snap.Pack != nil {
+		ext["pack"] = snap.Pack
+	}
+	if snap.TemporalClose != nil {
+		ext["temporalClose"] = snap.TemporalClose
+	}
+	if snap.Stalled != nil {
+		st := *snap.Stalled
+		if st.LastError != nil {
+			le := *st.LastError
+			le.Code = protocol.V2Code(le.Code)
+			st.LastError = &le
+		}
+		ext["stalled"] = st
+	}
+	doc["extensions"] = map[string]any{hostExtension: ext}
+	return doc
+}
+
+// interruptV2 is a pending interrupt as the v2 snapshot's extension carries it, with
+// its id bound.
+func (w wire) interruptV2(pi workflows.PendingInterrupt) workflows.PendingInterrupt {
+	pi.InterruptID = w.id(pi.InterruptID)
+	return pi
+}
+
+func nonNilTags(t []string) []string {
+	if t == nil {
+		return []string{}
+	}
+	return t
+}
+
+// objectOr is raw when it is a JSON object, else def.
+func objectOr(raw, def json.RawMessage) json.RawMessage {
+	if isJSONObject(raw) {
+		return raw
+	}
+	return def
+}
+
+// eventDocV2 is a run event as a v2 reader is served it (run-event.schema.json, closed).
+type eventDocV2 struct {
+	EventID       string          `json:"eventId"`
+	RunID         string          `json:"runId"`
+	NodeID        string          `json:"nodeId,omitempty"`
+	Type          string          `json:"type"`
+	Payload       json.RawMessage `json:"payload"`
+	Timestamp     string          `json:"timestamp"`
+	Sequence      int64           `json:"sequence"`
+	SchemaVersion int             `json:"schemaVersion"`
+	CausationID   string          `json:"causationId,omitempty"`
+}
+
+// unmappedEvent is the 500 of a stored event a v2 reader cannot be served.
+func unmappedEvent(ev *workflows.Event) *Error {
+	return codeErr(protocol.CodeEventTypeUnmapped, "event %d of run %s has type %q, which no row of the event codemap names", ev.Sequence, ev.RunID, ev.Type).
+		with("type", ev.Type).with("sequence", ev.Sequence)
+}
+
+// eventV2 is ev as a v2 reader is served it.
+func (w wire) eventV2(ev *workflows.Event) (*eventDocV2, error) {
+	typ, ok := protocol.EventTypeV2(ev.Type)
+	if !ok {
+		if !protocol.IsVendorEventType(ev.Type) {
+			return nil, unmappedEvent(ev)
+		}
+		typ = ev.Type
+	}
+	payload, err := w.payloadV2(typ, ev.Payload)
+	if err != nil {
+		return nil, codeErr(protocol.CodePayloadUnprojectable, "the payload of event %d (%s) of run %s cannot be served at v2: %v", ev.Sequence, typ, ev.RunID, err).
+			with("type", typ).with("sequence", ev.Sequence).with("eventId", ev.EventID)
+	}
+	return &eventDocV2{
+		EventID: ev.EventID, RunID: w.id(ev.RunID), NodeID: ev.NodeID, Type: typ, Payload: payload,
+		Timestamp: ev.Timestamp, Sequence: ev.Sequence, SchemaVersion: protocol.EventSchemaVersion, CausationID: ev.CausationID,
+	}, nil
+}
+
+// eventsV2 renders a page of events for a v2 reader.
+func (w wire) eventsV2(evs []workflows.Event) ([]*eventDocV2, error) {
+	out := make([]*eventDocV2, 0, len(evs))
+	for i := range evs {
+		d, err := w.eventV2(&evs[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// boundPayloadKeys are the payload members that hold a tenant-bound id (a run's or an
+// interrupt's), bound at v2 where they appear at the top of a payload (or in
+// node.completed's outputs).
+var boundPayloadKeys = []string{"runId", "childRunId", "parentRunId", "sourceRunId", "interruptId"}
+
+// payloadV2 projects a stored payload onto its v2 shape: run.started's owner becomes
+// {tenant, subject} and its engineVersion the integer; an error's code is a v2 code;
+// run and interrupt ids are bound. A payload without any of these is served as stored.
+func (w wire) payloadV2(typ string, raw json.RawMessage) (json.RawMessage, error) {
+	if !isJSONObject(raw) || !needsV2Projection(typ, raw) {
+		return raw, nil
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, err
+	}
+	w.bindIDs(p)
+	if out, ok := p["outputs"]; ok && typ == protocol.EvNodeCompleted && bytes.Contains(out, []byte(`"childRunId"`)) {
+		var o map[string]json.RawMessage
+		if json.Unmarshal(out, &o) == nil && o != nil {
+			w.bindIDs(o)
+			p["outputs"] = mustJSON(o)
+		}
+	}
+	if e, ok := p["error"]; ok && isJSONObject(e) {
+		// The error's code is a v2 code; its other members (workflow.stalled's
+		// retryable, a node's details) are kept as stored.
+		var pe map[string]json.RawMessage
+		var code string
+		if json.Unmarshal(e, &pe) == nil && json.Unmarshal(pe["code"], &code) == nil && code != "" {
+			pe["code"] = mustJSON(protocol.V2Code(code))
+			if msg, _ := pe["message"]; string(msg) == `""` || msg == nil {
+				pe["message"] = mustJSON(code) // as errorV2: a message is never empty
+			}
+			p["error"] = mustJSON(pe)
+		}
+	}
+	if typ == protocol.EvRunStarted {
+		if o, ok := p["owner"]; ok {
+			var owner workflows.Owner
+			if err := json.Unmarshal(o, &owner); err != nil {
+				return nil, fmt.Errorf("owner: %w", err)
+			}
+			p["owner"] = mustJSON(ownerV2(owner))
+		}
+		if _, ok := p["engineVersion"]; ok {
+			p["engineVersion"] = mustJSON(protocol.EngineVersion)
+		}
+	}
+	return json.Marshal(p)
+}
+
+// needsV2Projection reports whether a payload holds anything payloadV2 changes.
+func needsV2Projection(typ string, raw json.RawMessage) bool {
+	if typ == protocol.EvRunStarted || bytes.Contains(raw, []byte(`"error"`)) {
+		return true
+	}
+	for _, k := range boundPayloadKeys {
+		if bytes.Contains(raw, []byte(`"`+k+`"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// bindIDs binds the string members of p named in boundPayloadKeys.
+func (w wire) bindIDs(p map[string]json.RawMessage) {
+	for _, k := range boundPayloadKeys {
+		raw, ok := p[k]
+		if !ok {
+			continue
+		}
+		var id string
+		if json.Unmarshal(raw, &id) == nil && id != "" {
+			p[k] = mustJSON(w.id(id))
+		}
+	}
+}
+
+// eventV1 is ev as a v1 reader is served it: a type stored under its v2 name gets its
+// v1 name back, and run.started's owner loses the subject v1 never carried. Events
+// stored the v1 way are returned as they are.
+func eventV1(ev workflows.Event) (workflows.Event, error) {
+	if _, renamed := protocol.RenamedAtV2(ev.Type); !renamed {
+		if v1, ok := protocol.EventTypeV1(ev.Type); ok {
+			ev.Type = v1
+		} else if _, known := protocol.EventTypeV2(ev.Type); known {
+			// A v2 name the codemap folds: it has no single v1 name.
+			return ev, unmappedEvent(&ev)
+		}
+	}
+	if ev.Type == protocol.EvRunStarted && bytes.Contains(ev.Payload, []byte(`"subject"`)) {
+		var p map[string]json.RawMessage
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			var owner map[string]json.RawMessage
+			if json.Unmarshal(p["owner"], &owner) == nil && owner != nil {
+				delete(owner, "subject")
+				p["owner"] = mustJSON(owner)
+				ev.Payload = mustJSON(p)
+			}
+		}
+	}
+	return ev, nil
+}
+
+// eventsV1 renders a page of events for a v1 reader, sharing the page when nothing in
+// it changes.
+func eventsV1(evs []workflows.Event) ([]workflows.Event, error) {
+	var out []workflows.Event
+	for i := range evs {
+		ev, err := eventV1(evs[i])
+		if err != nil {
+			return nil, err
+		}
+		if out == nil && (ev.Type != evs[i].Type || !bytes.Equal(ev.Payload, evs[i].Payload)) {
+			out = make([]workflows.Event, i, len(evs))
+			copy(out, evs[:i])
+		}
+		if out != nil {
+			out = append(out, ev)
+		}
+	}
+	if out == nil {
+		return evs, nil
+	}
+	return out, nil
+}
