@@ -92,28 +92,19 @@ func (v approvalResume) voter(req ResolveRequest) string {
 
 // received is the approval.received payload of the decision v at node nodeID; now
 // stands for a decision that names no time.
-func (v approvalResume) received(nodeID string, now time.Time) map[string]any {
-	p := map[string]any{"nodeId": nodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": cmp.Or(v.DecidedAt, formatTime(now))}
-	if v.Feedback != "" {
-		p["feedback"] = v.Feedback
-	}
-	if v.Comment != "" {
-		p["comment"] = v.Comment
-	}
-	if len(v.EditedArtifactData) > 0 {
-		p["editedArtifactData"] = v.EditedArtifactData
-	}
-	return p
+func (v approvalResume) received(nodeID string, now time.Time) *protocol.ApprovalReceived {
+	return &protocol.ApprovalReceived{NodeID: nodeID, Action: v.Action, DecidedBy: &v.DecidedBy, DecidedAt: cmp.Or(v.DecidedAt, formatTime(now)),
+		Feedback: v.Feedback, Comment: v.Comment, EditedArtifactData: v.EditedArtifactData}
 }
 
 // castVote is the vote v of request req as the gate counts it. A delegated vote (the
 // caller named someone else) records its caller, in the vote and in received, the
 // approval.received payload.
-func castVote(v approvalResume, req ResolveRequest, received map[string]any) approvalVote {
+func castVote(v approvalResume, req ResolveRequest, received *protocol.ApprovalReceived) approvalVote {
 	vote := approvalVote{Voter: v.voter(req), Action: v.Action}
 	if req.Caller != "" && req.Caller != vote.Voter {
 		vote.Caller = req.Caller
-		received["caller"] = req.Caller
+		received.Caller = req.Caller
 	}
 	return vote
 }
@@ -300,7 +291,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		}
 		if timedOut != nil {
 			r.settle(it)
-			r.emit(EvApprovalReceived, n.ID, map[string]any{"nodeId": n.ID, "action": "timeout", "decidedAt": formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
+			r.emit(EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
 			return nil, failNode(protocol.CodeInterruptTimeout, "approval at node %q timed out after %d ms", n.ID, timeoutMs)
 		}
 		var v approvalResume
@@ -309,9 +300,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 			continue // Q&A does not end the suspension
 		}
 		received := v.received(n.ID, workflow.Now(r.ctx))
-		if len(v.RefineFeedback) > 0 {
-			received["refineFeedback"] = v.RefineFeedback
-		}
+		received.RefineFeedback = v.RefineFeedback
 		accepts, rejects := tally(it, v.Action)
 		it.votes = append(it.votes, castVote(v, req, received))
 		if !quorumDecided(&d, accepts, rejects) {

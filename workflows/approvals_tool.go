@@ -489,17 +489,17 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	var v approvalResume
 	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
 	received := v.received(it.NodeID, workflow.Now(r.ctx))
-	received["tool"], received["callId"] = it.tool.call.Tool, it.tool.call.CallID
+	received.Tool, received.CallID = it.tool.call.Tool, it.tool.call.CallID
 	var voided []string
 	restarted := r.restartsQuorum(it, v)
 	if restarted {
 		if voided = r.restartQuorum(it, v, v.voter(req)); len(voided) > 0 {
-			received["voided"] = voided
+			received.Voided = voided
 		}
 	}
 	if r.quorumOnArguments(it) {
-		received["arguments"] = orJSON(it.tool.call.Args, "{}")
-		received["revision"] = it.tool.art.Revision
+		revision := it.tool.art.Revision
+		received.Arguments, received.Revision = orJSON(it.tool.call.Args, "{}"), &revision
 	}
 	accepts, rejects := tally(it, v.Action)
 	it.votes = append(it.votes, castVote(v, req, received))
@@ -625,9 +625,9 @@ func (r *runner) expireToolApproval(it *interrupt) *convo.ToolCallResult {
 	r.upsertToolWait(nil)
 	value := mustJSON(map[string]string{"action": "timeout", "reason": "expired"})
 	resolved := r.emitResolved(it, ResolveRequest{ResolvedBy: "system"}, value)
-	recv := r.emit(EvApprovalReceived, it.NodeID, map[string]any{
-		"nodeId": it.NodeID, "action": "timeout", "reason": "expired", "decidedAt": formatTime(workflow.Now(r.ctx)),
-		"tool": it.tool.call.Tool, "callId": it.tool.call.CallID,
+	recv := r.emit(EvApprovalReceived, it.NodeID, &protocol.ApprovalReceived{
+		NodeID: it.NodeID, Action: "timeout", Reason: "expired", DecidedAt: formatTime(workflow.Now(r.ctx)),
+		Tool: it.tool.call.Tool, CallID: it.tool.call.CallID,
 	}, resolved)
 	r.emitResumed(it, value, recv)
 	call := it.tool.call
