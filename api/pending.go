@@ -17,6 +17,7 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -293,7 +294,7 @@ func mayResolve(p *principal, pi workflows.PendingInterrupt) bool {
 	var d struct {
 		ApproversList []string `json:"approversList"`
 	}
-	if pi.Kind != "approval" || json.Unmarshal(pi.Data, &d) != nil || len(d.ApproversList) == 0 {
+	if pi.Kind != protocol.KindApproval || json.Unmarshal(pi.Data, &d) != nil || len(d.ApproversList) == 0 {
 		return true
 	}
 	return slices.Contains(d.ApproversList, p.KeyID)

@@ -32,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Environment variables that give the flags their defaults.
@@ -312,7 +314,7 @@ type interrupt struct {
 // of the call: the tool, its arguments, who may decide; ok is false for any other
 // interrupt.
 func (i interrupt) toolCall() (tool string, args json.RawMessage, approvers []string, ok bool) {
-	if i.Kind != "approval" {
+	if i.Kind != protocol.KindApproval {
 		return "", nil, nil, false
 	}
 	var d struct {
@@ -323,7 +325,7 @@ func (i interrupt) toolCall() (tool string, args json.RawMessage, approvers []st
 			Arguments json.RawMessage `json:"arguments"`
 		} `json:"artifactData"`
 	}
-	if json.Unmarshal(i.Data, &d) != nil || d.ArtifactType != "tool-call" {
+	if json.Unmarshal(i.Data, &d) != nil || d.ArtifactType != protocol.ArtifactTypeToolCall {
 		return "", nil, nil, false
 	}
 	return d.ArtifactData.Tool, d.ArtifactData.Arguments, d.ApproversList, true
@@ -431,9 +433,9 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 func describeWait(it interrupt) string {
 	what := "an interrupt of kind " + it.Kind
 	switch it.Kind {
-	case "external-event":
+	case protocol.KindExternalEvent:
 		what = "an external event"
-	case "approval":
+	case protocol.KindApproval:
 		what = "an approval"
 		if tool, args, _, ok := it.toolCall(); ok {
 			what = "approval of the tool call " + tool + "(" + compactArgs(args, 70) + ")"

@@ -129,7 +129,7 @@ func (s *session) sawDurable(re runEvent) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch re.Type {
-	case "agent.decided":
+	case protocol.EvAgentDecided:
 		var p struct {
 			Decision struct {
 				Round     *int              `json:"round"`
@@ -148,7 +148,7 @@ func (s *session) sawDurable(re runEvent) {
 		if n := len(p.Decision.ToolCalls); n > 0 {
 			s.tail(nodeRound{re.NodeID, r}).calls = max(s.tail(nodeRound{re.NodeID, r}).calls, n)
 		}
-	case "agent.toolReturned":
+	case protocol.EvAgentToolReturned:
 		var p struct {
 			Round    *int   `json:"round"`
 			ToolName string `json:"toolName"`
@@ -162,7 +162,7 @@ func (s *session) sawDurable(re runEvent) {
 		if p.ToolName == toolTransition && p.Status == "ok" {
 			t.transition = true
 		}
-	case "agent.handoff":
+	case protocol.EvAgentHandoff:
 		var oldest *roundTail
 		oldestRound := 0
 		for k, t := range s.tails {

@@ -143,7 +143,7 @@ func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	c := startAgentStack(t)
 	id := createRun(t, c, "agent-spin", map[string]any{"message": "go"})
 	evs := waitEnded(t, c, id, 30*time.Second)
-	require.Equal(t, workflows.EvRunFailed, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
 	require.Len(t, ofType(evs, "provider.usage"), engine.DefaultHostMaxRoundsPerTurn)
 	caps := ofType(evs, "cap.breached")
 	require.Len(t, caps, 1)
@@ -152,7 +152,7 @@ func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	require.Equal(t, "loop-iterations", capP["kind"])
 	require.Equal(t, "max_rounds_per_turn", capP["hostLimit"])
 	require.EqualValues(t, engine.DefaultHostMaxRoundsPerTurn, capP["limit"])
-	closed := ofType(evs, workflows.EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), `"role":"system"`)
 	require.Contains(t, string(closed[0].Payload), "loop_limit_exceeded")
@@ -179,7 +179,7 @@ func TestAgentCancelBetweenSlowRounds(t *testing.T) {
 	require.Contains(t, []any{protocol.StatusCancelling, protocol.StatusCancelled}, body["status"])
 	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent; %d rounds started before it, %d after", time.Since(cancelledAt).Round(time.Millisecond), atCancel, slow.started(id)-atCancel)
-	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 	require.LessOrEqual(t, slow.started(id), atCancel+1, "at most one round started after the cancel was accepted")
 	require.Less(t, slow.started(id), engine.DefaultHostMaxRoundsPerTurn, "the cancel, not the limit, ended the loop")
 	require.Empty(t, ofType(evs, "cap.breached"))
@@ -208,7 +208,7 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	agCancel(t, c, id)
 	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent", time.Since(cancelledAt).Round(time.Millisecond))
-	require.Equal(t, []string{workflows.EvNodeCancelled, workflows.EvRunCancelled}, []string{evs[len(evs)-2].Type, evs[len(evs)-1].Type})
+	require.Equal(t, []string{protocol.EvNodeCancelled, protocol.EvRunCancelled}, []string{evs[len(evs)-2].Type, evs[len(evs)-1].Type})
 	require.Empty(t, ofType(evs, "provider.usage"))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		ends := block.ended(id)
@@ -349,7 +349,7 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 	require.Zero(t, forkSnap.Pack.InputTokens)
 	forkEvents := events(t, c, fork)
 	require.Empty(t, ofType(forkEvents, "provider.usage"), "the fork spent nothing")
-	require.Empty(t, ofType(forkEvents, workflows.EvReplayDiverged))
+	require.Empty(t, ofType(forkEvents, protocol.EvReplayDiverged))
 	var srcTypes, forkTypes []string
 	for _, e := range srcEvents {
 		if e.Type != "provider.usage" {

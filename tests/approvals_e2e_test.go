@@ -178,7 +178,7 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	require.Len(t, svc.received(id, "/pay"), 1)
 
 	evs := events(t, c, id)
-	rec := ofType(evs, workflows.EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
@@ -249,15 +249,15 @@ func TestToolApprovalExpiryE2E(t *testing.T) {
 	require.Empty(t, svc.received(id, "/pay"), "expired: never called")
 
 	evs := events(t, c, id)
-	reminders := ofType(evs, workflows.EvWorkflowStalled)
+	reminders := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, reminders, 2, "at 2s and 4s; none at the 6s deadline")
-	requested := ofType(evs, workflows.EvApprovalRequested)
+	requested := ofType(evs, protocol.EvApprovalRequested)
 	require.Len(t, requested, 2, "the request, then its escalation")
 	var esc map[string]any
 	require.NoError(t, json.Unmarshal(requested[1].Payload, &esc))
 	assert.Equal(t, true, esc["escalated"])
 	assert.Equal(t, []any{"test", "payables-leads"}, esc["approversList"])
-	rec := ofType(evs, workflows.EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
@@ -320,7 +320,7 @@ func TestToolApprovalSurvivesKill9E2E(t *testing.T) {
 	waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 	require.Len(t, svc.received(id, "/pay"), 1, "paid exactly once across the kill")
 	evs := events(t, c, id)
-	require.Len(t, ofType(evs, workflows.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
+	require.Len(t, ofType(evs, protocol.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
 }
 
 // buildWop builds the wop binary into the test's temporary folder (the build cache
@@ -417,7 +417,7 @@ func TestToolApprovalQuorumOnTheSameArgumentsE2E(t *testing.T) {
 		require.Equal(t, map[string]any{"invoice": "INV-7", "amount": "99999.00"}, paid[0].Body, "%s: the endpoint is paid what both approved", order.name)
 
 		var counted []string
-		for _, e := range ofType(events(t, c, id), workflows.EvApprovalReceived) {
+		for _, e := range ofType(events(t, c, id), protocol.EvApprovalReceived) {
 			var p map[string]any
 			require.NoError(t, json.Unmarshal(e.Payload, &p))
 			counted = append(counted, fmt.Sprintf("%s %s %v %v", p["decidedBy"], p["action"], p["revision"], p["arguments"].(map[string]any)["amount"]))

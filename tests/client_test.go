@@ -139,7 +139,7 @@ func partsOf(t *testing.T, e event) eventParts {
 func turnsIn(t *testing.T, evs []event) []protocol.Turn {
 	t.Helper()
 	var out []protocol.Turn
-	for _, e := range ofType(evs, workflows.EvConversationExchanged) {
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		if p := partsOf(t, e); p.Turn != nil {
 			out = append(out, *p.Turn)
 		} else {

@@ -130,7 +130,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	// Every event, read back page by page over the API.
 	evs := longReadAll(t, c, id, -1)
 	var users []string
-	for _, e := range ofType(evs, workflows.EvConversationExchanged) {
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		var p struct {
 			Turn protocol.Turn `json:"turn"`
 		}
@@ -163,7 +163,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	longWaitStatus(t, c, id, protocol.StatusCancelled)
 	tail := longReadAll(t, c, id, evs[len(evs)-1].Sequence)
 	require.NotEmpty(t, tail)
-	require.Equal(t, workflows.EvRunCancelled, tail[len(tail)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, tail[len(tail)-1].Type)
 	evs = append(evs, tail...)
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)

@@ -145,7 +145,7 @@ func TestLongRunReadsSideBySide(t *testing.T) {
 	// once.
 	large := -1
 	for _, e := range logs[long] {
-		if e.Type == workflows.EvConversationExchanged && strings.Contains(string(e.Payload), fmt.Sprintf(`"message %d w`, sideLargeFrom)) {
+		if e.Type == protocol.EvConversationExchanged && strings.Contains(string(e.Payload), fmt.Sprintf(`"message %d w`, sideLargeFrom)) {
 			large = int(e.Sequence)
 			break
 		}
@@ -199,7 +199,7 @@ func TestLongRunReadsSideBySide(t *testing.T) {
 		tail, complete := sideReadJSONComplete(t, c, id, open[len(open)-1].Sequence)
 		require.True(t, complete, "the last page of a completed run is complete")
 		sideRequireLog(t, append(append([]event(nil), open...), tail...), snap.LastSequence, nil)
-		require.Equal(t, workflows.EvRunCompleted, tail[len(tail)-1].Type)
+		require.Equal(t, protocol.EvRunCompleted, tail[len(tail)-1].Type)
 	}
 }
 

@@ -360,12 +360,12 @@ func TestOutageConversationSurvivesE2E(t *testing.T) {
 	// Half-way, the provider answers again, but with 503s.
 	time.Sleep(max(outage/2-time.Since(began), 0))
 	require.NoError(t, f.set(modelUnavailable))
-	reminders := len(ofType(events(t, c, id), workflows.EvWorkflowStalled))
+	reminders := len(ofType(events(t, c, id), protocol.EvWorkflowStalled))
 	waitFor(t, outage, "the provider answering 503 while the run waits", func() int64 { return f.failed.Load() }, func(n int64) bool { return n > 0 })
 	time.Sleep(max(outage-time.Since(began), 0))
 	remind := outageStack.longPolicy.RemindEvery
 	if remind < outage/4 {
-		require.Greater(t, len(ofType(events(t, c, id), workflows.EvWorkflowStalled)), reminders, "reminders go on while the provider answers 503")
+		require.Greater(t, len(ofType(events(t, c, id), protocol.EvWorkflowStalled)), reminders, "reminders go on while the provider answers 503")
 	}
 	require.Equal(t, protocol.StatusRunning, snapshot(t, c, id).Status, "the outage did not end the run")
 	require.NoError(t, f.set(modelUp))
@@ -378,7 +378,7 @@ func TestOutageConversationSurvivesE2E(t *testing.T) {
 	})
 	require.Nil(t, s.Stalled)
 	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()), "the stall is over")
-	stalled := ofType(evs, workflows.EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.GreaterOrEqual(t, len(stalled), 1+int((outage-stalledAfter)/remind)-1, "the stall and a reminder every %s", remind)
 	var first map[string]any
 	require.NoError(t, json.Unmarshal(stalled[0].Payload, &first))
@@ -461,7 +461,7 @@ func TestOutageStalledRunCancelsE2E(t *testing.T) {
 	agCancel(t, c, id)
 	evs := waitEnded(t, c, id, 30*time.Second)
 	took := time.Since(sent)
-	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 	require.Less(t, took, 15*time.Second, "the cancel does not wait for the next attempt or the limit")
 	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()))
 	t.Logf("a stalled run cancelled in %s", took.Round(time.Millisecond))
@@ -596,7 +596,7 @@ func TestLocalLoopYieldsE2E(t *testing.T) {
 	c := startOutageStack(t)
 	id := createRun(t, c, "loop-slow", map[string]any{"message": "go"})
 	evs := waitEnded(t, c, id, 60*time.Second)
-	require.Equal(t, workflows.EvRunFailed, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
 	require.Equal(t, "budget_exhausted", snapshot(t, c, id).Error.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -95,8 +95,8 @@ func TestPackSupportConversationE2E(t *testing.T) {
 	require.Len(t, ofType(evs, "agent.handoff"), 2)
 	require.Len(t, ofType(evs, "provider.usage"), 6)
 	require.Len(t, ofType(evs, "agent.toolCalled"), 4)
-	require.Len(t, ofType(evs, workflows.EvConversationClosed), 1)
-	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
+	require.Len(t, ofType(evs, protocol.EvConversationClosed), 1)
+	require.Equal(t, protocol.EvRunCompleted, evs[len(evs)-1].Type)
 
 	// The Temporal UI sees the pack and its state as search attributes, and every
 	// activity carries a summary (the mock's rounds after the first are local
@@ -251,7 +251,7 @@ func TestPackCodeFixLoopE2E(t *testing.T) {
 	require.Equal(t, "agent", turns[3].Role)
 	require.NotEmpty(t, textOf(t, turns[3]))
 	require.Len(t, ofType(evs, "agent.handoff"), s.Pack.TotalVisits-1, "one handoff per transition")
-	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCompleted, evs[len(evs)-1].Type)
 	replayHistory(t, c, id, "pack-code-fix")
 }
 

@@ -393,7 +393,7 @@ func TestWorkflowE2EForgedTurnsAndOutcomes(t *testing.T) {
 	require.Equal(t, protocol.StatusCompleted, wfResult(t, run).Status)
 	var roles []string
 	for _, e := range wfEvents(t, s, id) {
-		if e.Type == workflows.EvConversationExchanged {
+		if e.Type == protocol.EvConversationExchanged {
 			var p struct {
 				Turn protocol.Turn `json:"turn"`
 			}
@@ -426,7 +426,7 @@ func TestWorkflowE2EQuorumByCaller(t *testing.T) {
 	require.Equal(t, protocol.StatusCancelled, wfResult(t, run).Status)
 	var received int
 	for _, e := range wfEvents(t, s, id) {
-		if e.Type == workflows.EvApprovalReceived {
+		if e.Type == protocol.EvApprovalReceived {
 			received++
 		}
 	}

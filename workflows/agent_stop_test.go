@@ -70,7 +70,7 @@ func TestPackHostRoundLimit(t *testing.T) {
 	require.EqualValues(t, 6, p["limit"])
 	require.EqualValues(t, 6, p["observed"])
 	require.Nil(t, p["budget"])
-	closed := ofType(evs, EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "loop_limit_exceeded")
 	require.Contains(t, string(closed[0].Payload), `"role":"system"`)
@@ -155,9 +155,9 @@ func TestPackCancelStopsTheModelRoundInFlight(t *testing.T) {
 		require.Equal(t, []string{"ModelRound"}, h.requested(), "the round in flight is cancelled")
 		require.Len(t, sm.rounds, 3, "rounds 0-2 answered; round 3 never did")
 		evs := tr.events()
-		require.Equal(t, []string{EvNodeCancelled, EvRunCancelled}, types(evs[len(evs)-2:]))
+		require.Equal(t, []string{protocol.EvNodeCancelled, protocol.EvRunCancelled}, types(evs[len(evs)-2:]))
 		require.Len(t, ofType(evs, "provider.usage"), 3)
-		require.Empty(t, ofType(evs, EvConversationClosed), "a cancelled run ends with node.cancelled, not a conversation turn")
+		require.Empty(t, ofType(evs, protocol.EvConversationClosed), "a cancelled run ends with node.cancelled, not a conversation turn")
 		if !viaTemporal {
 			require.Equal(t, "stop it", payload(t, evs[len(evs)-1])["reason"])
 		}
@@ -358,7 +358,7 @@ func TestPackForkFoldsInCausalOrder(t *testing.T) {
 	evs := fork.events()
 	require.Equal(t, without(types(srcEvents), "provider.usage"), types(evs))
 	require.Empty(t, ofType(evs, "provider.usage"))
-	require.Empty(t, ofType(evs, EvReplayDiverged))
+	require.Empty(t, ofType(evs, protocol.EvReplayDiverged))
 	for _, e := range ofType(evs, "agent.decided") {
 		require.Equal(t, true, payload(t, e)["replayed"])
 	}
@@ -390,7 +390,7 @@ func TestPackForkReportsDivergence(t *testing.T) {
 	fork, sm := forkOf(t, tr, "support", "", "", tampered)
 	sm.failIfCalled = true
 	out := fork.finish()
-	div := ofType(fork.events(), EvReplayDiverged)
+	div := ofType(fork.events(), protocol.EvReplayDiverged)
 	require.Len(t, div, 1)
 	p := payload(t, div[0])
 	require.Equal(t, tr.in.RunID, p["sourceRunId"])
@@ -413,7 +413,7 @@ func TestPackForkOfFailedRun(t *testing.T) {
 	out := fork.finish()
 	require.Equal(t, protocol.StatusFailed, out.Status)
 	require.Equal(t, "loop_limit_exceeded", out.Error.Code)
-	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Empty(t, ofType(fork.events(), protocol.EvReplayDiverged))
 }
 
 // TestPackForkOfRunCancelledMidTurn: the source was cancelled while a round ran; the
@@ -430,5 +430,5 @@ func TestPackForkOfRunCancelledMidTurn(t *testing.T) {
 	out := fork.finish()                  // ends when the answered turn completes the pack
 	require.Equal(t, protocol.StatusCompleted, out.Status)
 	require.Equal(t, 3, fsm.rounds[0].Round, "rounds 0-2 come from the source's record")
-	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Empty(t, ofType(fork.events(), protocol.EvReplayDiverged))
 }

@@ -274,7 +274,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	if d.required() > 1 {
 		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), cmp.Or(d.RejectionPolicy, "single-veto"))
 	}
-	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
+	it := r.raise(n.ID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
 	it.approval = &d
 	legacy := map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
 	if d.RequiredApprovals > 0 {
@@ -283,7 +283,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	if len(d.ApproversList) > 0 {
 		legacy["approversList"] = d.ApproversList
 	}
-	r.emit(EvApprovalRequested, n.ID, legacy, it.requestedEvent)
+	r.emit(protocol.EvApprovalRequested, n.ID, legacy, it.requestedEvent)
 	for {
 		req, _, value, timedOut, err := r.nextResolve(n.ID)
 		if err != nil {
@@ -291,7 +291,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		}
 		if timedOut != nil {
 			r.settle(it)
-			r.emit(EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
+			r.emit(protocol.EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
 			return nil, failNode(protocol.CodeInterruptTimeout, "approval at node %q timed out after %d ms", n.ID, timeoutMs)
 		}
 		var v approvalResume
@@ -304,13 +304,13 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		accepts, rejects := tally(it, v.Action)
 		it.votes = append(it.votes, castVote(v, req, received))
 		if !quorumDecided(&d, accepts, rejects) {
-			r.emit(EvApprovalReceived, n.ID, received, it.requestedEvent)
+			r.emit(protocol.EvApprovalReceived, n.ID, received, it.requestedEvent)
 			r.describePending()
 			continue
 		}
 		r.settle(it)
 		resolved := r.emitResolved(it, req, value)
-		recv := r.emit(EvApprovalReceived, n.ID, received, resolved)
+		recv := r.emit(protocol.EvApprovalReceived, n.ID, received, resolved)
 		r.emitResumed(it, value, recv)
 		if rejected(&d, rejects) {
 			return nil, failNode(protocol.CodeApprovalRejected, "approval at node %q was rejected", n.ID)

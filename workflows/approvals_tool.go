@@ -49,9 +49,6 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// ArtifactTypeToolCall is the artifactType of a tool call's approval interrupt.
-const ArtifactTypeToolCall = "tool-call"
-
 // CodeApprovalPending is the error code of a conversation message refused because a
 // tool call of the conversation waits for approval.
 const CodeApprovalPending = protocol.CodeApprovalPending
@@ -181,7 +178,7 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 	}
 	d := approvalData{
 		ArtifactID:        "tool-call:" + call.CallID,
-		ArtifactType:      ArtifactTypeToolCall,
+		ArtifactType:      protocol.ArtifactTypeToolCall,
 		Title:             fmt.Sprintf("Approve %s", call.Tool),
 		Description:       toolCallDescription(rt.a.pack, call, tool, reason),
 		ArtifactData:      mustJSON(art),
@@ -196,10 +193,10 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 	if d.required() > 1 {
 		r.changed(GateToolQuorum)
 	}
-	it := r.raise(rt.a.nodeID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
+	it := r.raise(rt.a.nodeID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
 	it.approval = &d
 	it.tool = ta
-	r.emit(EvApprovalRequested, it.NodeID, approvalRequestedPayload(it, &d), it.requestedEvent)
+	r.emit(protocol.EvApprovalRequested, it.NodeID, approvalRequestedPayload(it, &d), it.requestedEvent)
 	r.upsertToolWait(it)
 	for {
 		req, value, timedOut, err := r.nextToolRequest(it)
@@ -455,7 +452,7 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 		p["escalated"] = true
 		p["escalatedTo"] = ta.settings.EscalateTo
 		p["escalatedAfterMs"] = e.Milliseconds()
-		r.emit(EvApprovalRequested, it.NodeID, p, it.requestedEvent)
+		r.emit(protocol.EvApprovalRequested, it.NodeID, p, it.requestedEvent)
 		r.upsertToolWait(it)
 	}
 	for every := ta.settings.RemindEvery; every > 0; {
@@ -466,21 +463,17 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 		ta.reminders++
 		p := map[string]any{
 			"stalledForMs": now.Sub(ta.requested).Milliseconds(), "lastNodeId": it.NodeID, "reason": "approval-reminder",
-			"interruptId": it.InterruptID, "kind": "approval", "tool": ta.call.Tool, "callId": ta.call.CallID, "reminder": ta.reminders,
+			"interruptId": it.InterruptID, "kind": protocol.KindApproval, "tool": ta.call.Tool, "callId": ta.call.CallID, "reminder": ta.reminders,
 			"expiresAt": it.ExpiresAt,
 		}
 		if len(it.approval.ApproversList) > 0 {
 			p["approversList"] = it.approval.ApproversList
 		}
-		r.emit(EvWorkflowStalled, it.NodeID, p, it.requestedEvent)
+		r.emit(protocol.EvWorkflowStalled, it.NodeID, p, it.requestedEvent)
 	}
 	it.describe = ta.describe(it.approval)
 	r.describePending()
 }
-
-// EvWorkflowStalled is the run event of an approval reminder (the run has made no
-// progress for stalledForMs because it waits on a decision).
-const EvWorkflowStalled = "workflow.stalled"
 
 // applyToolVote applies one accepted request: a vote that does not decide yet is
 // recorded; a deciding one settles the interrupt. decided says the wait is over; res
@@ -504,14 +497,14 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	accepts, rejects := tally(it, v.Action)
 	it.votes = append(it.votes, castVote(v, req, received))
 	if !quorumDecided(it.approval, accepts, rejects) {
-		recv := r.emit(EvApprovalReceived, it.NodeID, received, it.requestedEvent)
+		recv := r.emit(protocol.EvApprovalReceived, it.NodeID, received, it.requestedEvent)
 		if restarted {
 			p := approvalRequestedPayload(it, it.approval)
 			p["revision"], p["editedBy"], p["arguments"], p["reason"] = it.tool.art.Revision, it.tool.art.EditedBy, it.tool.art.Arguments, "arguments-edited"
 			if len(voided) > 0 {
 				p["voided"] = voided
 			}
-			r.emit(EvApprovalRequested, it.NodeID, p, recv)
+			r.emit(protocol.EvApprovalRequested, it.NodeID, p, recv)
 		}
 		r.describePending()
 		return nil, false
@@ -519,7 +512,7 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	r.settle(it)
 	r.upsertToolWait(nil)
 	resolved := r.emitResolved(it, req, value)
-	recv := r.emit(EvApprovalReceived, it.NodeID, received, resolved)
+	recv := r.emit(protocol.EvApprovalReceived, it.NodeID, received, resolved)
 	r.emitResumed(it, value, recv)
 	call := it.tool.call
 	if rejected(it.approval, rejects) {
@@ -625,7 +618,7 @@ func (r *runner) expireToolApproval(it *interrupt) *convo.ToolCallResult {
 	r.upsertToolWait(nil)
 	value := mustJSON(map[string]string{"action": "timeout", "reason": "expired"})
 	resolved := r.emitResolved(it, ResolveRequest{ResolvedBy: "system"}, value)
-	recv := r.emit(EvApprovalReceived, it.NodeID, &protocol.ApprovalReceived{
+	recv := r.emit(protocol.EvApprovalReceived, it.NodeID, &protocol.ApprovalReceived{
 		NodeID: it.NodeID, Action: "timeout", Reason: "expired", DecidedAt: formatTime(workflow.Now(r.ctx)),
 		Tool: it.tool.call.Tool, CallID: it.tool.call.CallID,
 	}, resolved)

@@ -163,7 +163,7 @@ func TestToolApprovalAccept(t *testing.T) {
 	var d approvalData
 	require.NoError(t, json.Unmarshal(waiting.Interrupt.Data, &d))
 	require.Equal(t, "Approve pay", d.Title)
-	require.Equal(t, ArtifactTypeToolCall, d.ArtifactType)
+	require.Equal(t, protocol.ArtifactTypeToolCall, d.ArtifactType)
 	require.Equal(t, []string{"accept", "reject", "edit-accept"}, d.Actions)
 	require.Contains(t, d.Description, "wants to call pay")
 	require.Contains(t, d.Description, "acts_with_approval")
@@ -188,13 +188,13 @@ func TestToolApprovalAccept(t *testing.T) {
 	out, status := toolReturnedOf(t, evs, "pay")
 	require.Equal(t, "ok", status)
 	require.Equal(t, true, out["paid"])
-	rec := ofType(evs, EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "accept", payload(t, rec[0])["action"])
 	require.Equal(t, "alice", payload(t, rec[0])["decidedBy"])
 	require.Equal(t, "pay", payload(t, rec[0])["tool"])
-	require.Len(t, ofType(evs, EvApprovalRequested), 1)
-	require.Len(t, ofType(evs, EvInterruptResolved), 2, "the approval and the conversation's close")
+	require.Len(t, ofType(evs, protocol.EvApprovalRequested), 1)
+	require.Len(t, ofType(evs, protocol.EvInterruptResolved), 2, "the approval and the conversation's close")
 }
 
 // TestToolApprovalReject: a rejected call never runs; the model's next round reads who
@@ -259,7 +259,7 @@ func TestToolApprovalEditAccept(t *testing.T) {
 			require.JSONEq(t, `{"invoice":"INV-7","amount":"100.00"}`, string(c.Args))
 		}
 	}
-	rec := ofType(tr.events(), EvApprovalReceived)
+	rec := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "edit-accept", payload(t, rec[0])["action"])
 }
@@ -290,15 +290,15 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	require.Equal(t, []string{"finance", "cfo"}, d.ApproversList)
 
 	evs := tr.events()
-	reminders := ofType(evs, EvWorkflowStalled)
+	reminders := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, reminders, 2, "at 24h and 48h; none at the 72h deadline")
 	require.Equal(t, "approval-reminder", payload(t, reminders[0])["reason"])
 	require.EqualValues(t, (24 * time.Hour).Milliseconds(), payload(t, reminders[0])["stalledForMs"])
-	req := ofType(evs, EvApprovalRequested)
+	req := ofType(evs, protocol.EvApprovalRequested)
 	require.Len(t, req, 2)
 	require.Equal(t, true, payload(t, req[1])["escalated"])
 	require.Equal(t, []any{"finance", "cfo"}, payload(t, req[1])["approversList"])
-	rec := ofType(evs, EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "timeout", payload(t, rec[0])["action"])
 	require.Equal(t, "expired", payload(t, rec[0])["reason"])
@@ -309,11 +309,11 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	var order []string
 	for _, e := range evs {
 		switch e.Type {
-		case EvWorkflowStalled, EvApprovalRequested, EvApprovalReceived:
+		case protocol.EvWorkflowStalled, protocol.EvApprovalRequested, protocol.EvApprovalReceived:
 			order = append(order, e.Type)
 		}
 	}
-	require.Equal(t, []string{EvApprovalRequested, EvWorkflowStalled, EvApprovalRequested, EvWorkflowStalled, EvApprovalReceived}, order)
+	require.Equal(t, []string{protocol.EvApprovalRequested, protocol.EvWorkflowStalled, protocol.EvApprovalRequested, protocol.EvWorkflowStalled, protocol.EvApprovalReceived}, order)
 }
 
 // TestToolApprovalNothingAtTheDeadline: a reminder or an escalation that would fall at
@@ -326,9 +326,9 @@ func TestToolApprovalNothingAtTheDeadline(t *testing.T) {
 	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, []string{"lookup"}, toolNames(sm.tools))
 	evs := tr.events()
-	require.Len(t, ofType(evs, EvWorkflowStalled), 1, "at 30m; none at the 1h deadline")
-	require.Len(t, ofType(evs, EvApprovalRequested), 1, "no escalation at the deadline")
-	rec := ofType(evs, EvApprovalReceived)
+	require.Len(t, ofType(evs, protocol.EvWorkflowStalled), 1, "at 30m; none at the 1h deadline")
+	require.Len(t, ofType(evs, protocol.EvApprovalRequested), 1, "no escalation at the deadline")
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "expired", payload(t, rec[0])["reason"])
 }
@@ -357,7 +357,7 @@ func TestToolApprovalQuorum(t *testing.T) {
 	require.Contains(t, impostor.Message, `names "ben", but the caller is "carl"`)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(again.Code, again.Unprocessable), "one vote each: %+v", again)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
-	require.Len(t, ofType(tr.events(), EvApprovalReceived), 2)
+	require.Len(t, ofType(tr.events(), protocol.EvApprovalReceived), 2)
 }
 
 // callerVote is a vote as the API sends it: for the caller's own credential.
@@ -439,7 +439,7 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 			require.JSONEq(t, `{"invoice":"INV-7","amount":"99999.00"}`, paid[0], "the tool gets the arguments both approved")
 
 			evs := tr.events()
-			rec := ofType(evs, EvApprovalReceived)
+			rec := ofType(evs, protocol.EvApprovalReceived)
 			var voters []string
 			for _, e := range rec {
 				p := payload(t, e)
@@ -451,7 +451,7 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 			} else {
 				require.Equal(t, []string{"ann:edit-accept@1", "ben:accept@1"}, voters)
 			}
-			req := ofType(evs, EvApprovalRequested)
+			req := ofType(evs, protocol.EvApprovalRequested)
 			require.Len(t, req, 2, "the request, then the edited arguments")
 			require.Equal(t, "arguments-edited", payload(t, req[1])["reason"])
 			require.Equal(t, float64(1), payload(t, req[1])["revision"])
@@ -536,7 +536,7 @@ func TestToolApprovalCancelled(t *testing.T) {
 	require.False(t, late.OK)
 	require.Equal(t, refusal(protocol.CodeInterruptCancelled, false), refusal(late.Code, late.Unprocessable))
 	evs := tr.events()
-	require.Equal(t, EvRunCancelled, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 }
 
 // TestToolApprovalRefusesTokenMessages: a message sent with the conversation's own

@@ -84,7 +84,7 @@ func TestCarriedStateStaysBoundedAcrossManyTurns(t *testing.T) {
 	evs := last.events()
 	checkEventLog(t, in.RunID, evs)
 	var users []string
-	for _, e := range ofType(evs, EvConversationExchanged) {
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		var p struct {
 			Turn protocol.Turn `json:"turn"`
 		}
@@ -171,7 +171,7 @@ func TestHistoryLimitFailsARunThatCannotContinue(t *testing.T) {
 	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "history_limit_exceeded", s.Error.Code)
 	evs := tr.events()
-	require.Equal(t, EvRunFailed, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
 	require.Contains(t, string(evs[len(evs)-1].Payload), "history_limit_exceeded")
 }
 

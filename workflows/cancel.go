@@ -4,9 +4,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // errCancelled is returned by node executors when the run is being cancelled.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // packNodeType is the node type that runs a PromptPack pack as a conversation; its
@@ -401,7 +402,7 @@ func cutRunes(s string, n int) string {
 // source's event log: the definition and inputs its run.started recorded, and the log
 // itself as the recorded outcomes to re-fold (see fork.go).
 func (c *Catalog) NewForkInput(runID string, owner Owner, sourceRunID string, fromSeq int64, events []Event) (*RunInput, error) {
-	if len(events) == 0 || events[0].Type != EvRunStarted {
+	if len(events) == 0 || events[0].Type != protocol.EvRunStarted {
 		return nil, fmt.Errorf("source run %s has no run.started event to fork from", sourceRunID)
 	}
 	var started struct {

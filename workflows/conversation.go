@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // ConversationResolve is RFC 0005's resume value for a conversation:
@@ -193,7 +194,7 @@ func (c *conversation) inRoster(id string) bool {
 func (c *conversation) record(t protocol.Turn) {
 	c.r.countTurn(c.Turns, t)
 	c.appendTurn(t)
-	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
+	c.LastEventID = c.r.emit(protocol.EvConversationExchanged, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
 	}, c.LastEventID)
 	c.refreshExchangeData()
@@ -209,7 +210,7 @@ func (c *conversation) refreshExchangeData() {
 	if len(c.Schema) > 0 {
 		d["outcomeSchema"] = c.Schema
 	}
-	c.it.Kind = "conversation.exchange"
+	c.it.Kind = protocol.KindConversationExchange
 	c.it.Data = mustJSON(d)
 }
 
@@ -241,7 +242,7 @@ func (c *conversation) close(final protocol.Turn, outcome json.RawMessage, req R
 	c.appendTurn(final)
 	c.Closed = true
 	c.Outcome = outcome
-	c.LastEventID = c.r.emit(EvConversationClosed, c.NodeID, map[string]any{
+	c.LastEventID = c.r.emit(protocol.EvConversationClosed, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": final.TurnIndex, "finalTurn": final, "outcome": outcome,
 	}, c.LastEventID)
 	if c.agentIt != nil {

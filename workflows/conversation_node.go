@@ -102,7 +102,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	}
 	r.convs = append(r.convs, c)
 	start := map[string]any{"conversationId": c.ID, "title": c.Title}
-	it := r.raise(c.NodeID, interruptSpec{Kind: "conversation.start", Data: start, TimeoutMs: op.TimeoutMs, Reason: "conversation-input",
+	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: start, TimeoutMs: op.TimeoutMs, Reason: "conversation-input",
 		Describe: fmt.Sprintf("Conversation %q (%s) with %s is open; send a message to continue.", c.Title, c.ID, c.AgentID)})
 	it.conv = c
 	c.it = it
@@ -116,7 +116,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	if len(c.Schema) > 0 {
 		opened["schema"] = c.Schema
 	}
-	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
+	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
 	c.refreshExchangeData()
 	return nil
 }
@@ -219,11 +219,11 @@ func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.Ra
 			r.settle(c.agentIt)
 		}
 		ai := rep.Raise
-		kind := cmp.Or(ai.Kind, "external-event")
+		kind := cmp.Or(ai.Kind, protocol.KindExternalEvent)
 		var data any = ai.Data
-		if kind == "external-event" {
+		if kind == protocol.KindExternalEvent {
 			corr := orJSON(ai.Correlation, "{}")
-			data = map[string]any{"eventType": cmp.Or(ai.EventType, "agent.event"), "correlation": corr}
+			data = map[string]any{"eventType": cmp.Or(ai.EventType, protocol.EventTypeAgentEvent), "correlation": corr}
 		}
 		c.agentIt = r.raise(c.NodeID, interruptSpec{Kind: kind, Data: data, ResumeSchema: ai.ResumeSchema, TimeoutMs: ai.TimeoutMs, Agent: true,
 			Describe: cmp.Or(ai.Describe, "The agent waits for an injected event {event, context}.")})

@@ -202,7 +202,7 @@ func (c *conversation) isHostAgent(id string) bool {
 func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
 	ev, err := parseInjected(req)
 	if err == nil {
-		if it.Kind == "external-event" {
+		if it.Kind == protocol.KindExternalEvent {
 			if v, check := r.checkExternal(it, req); !check.OK {
 				return v, check
 			}

@@ -18,8 +18,8 @@ func TestConversationMockLifecycle(t *testing.T) {
 	s := tr.execute()
 	require.Equal(t, protocol.StatusCompleted, s.Status)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvConversationOpened,
-		EvConversationExchanged, EvConversationClosed, EvInterruptResolved, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvConversationOpened,
+		protocol.EvConversationExchanged, protocol.EvConversationClosed, protocol.EvInterruptResolved, protocol.EvNodeResumed, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
 	require.Equal(t, evs[2].EventID, evs[4].CausationID, "conversation.opened is caused by node.suspended")
 	require.Equal(t, evs[4].EventID, evs[5].CausationID)
 	require.Equal(t, evs[5].EventID, evs[6].CausationID)
@@ -35,7 +35,7 @@ func TestConversationMockLifecycle(t *testing.T) {
 		require.Equal(t, i, tn.TurnIndex)
 		require.Equal(t, convID+":"+[]string{"0:system", "1:agent", "2:system"}[i], tn.MessageID)
 	}
-	require.Empty(t, ofType(evs, EvClarificationRequested))
+	require.Empty(t, ofType(evs, protocol.EvClarificationRequested))
 }
 
 func councilResolve(tr *testRun, id, value string) ResolveRequest {
@@ -139,7 +139,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 	require.Equal(t, int64(5), turns[3].Ts)
 	require.Equal(t, int64(1718900000000), turns[1].Ts, "a bare reply's ts is the API's receipt time")
 	require.Equal(t, "host:chair", turns[2].SpeakerID)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.JSONEq(t, `{"decision":"ship"}`, string(mustJSON(payload(t, closed[0])["outcome"])))
 	after := tr.check(councilResolve(tr, "r12", `{"text":"again"}`))
@@ -155,7 +155,7 @@ func TestConversationTimeoutTwoWeeks(t *testing.T) {
 	require.GreaterOrEqual(t, tr.env.Now().Sub(start), 14*24*time.Hour-time.Second)
 	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "interrupt_timeout", s.Error.Code)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	p := payload(t, closed[0])
 	require.Nil(t, p["outcome"])
@@ -216,9 +216,9 @@ func TestContinueAsNewKeepsRunIDEventsAndTurns(t *testing.T) {
 	require.True(t, dup.Replayed && dup.Outcome != nil && dup.Outcome.Applied, "request outcomes survive continue-as-new: %+v", dup)
 	require.Equal(t, protocol.StatusCompleted, s.Status)
 	evs := tr2.events()
-	require.Equal(t, EvRunStarted, evs[0].Type)
-	require.Len(t, ofType(evs, EvRunStarted), 1)
-	require.Len(t, ofType(evs, EvConversationOpened), 1)
+	require.Equal(t, protocol.EvRunStarted, evs[0].Type)
+	require.Len(t, ofType(evs, protocol.EvRunStarted), 1)
+	require.Len(t, ofType(evs, protocol.EvConversationOpened), 1)
 	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
 	var texts []string

@@ -57,7 +57,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	if !resumed {
 		r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "running"})
 		r.currentNode = n.ID
-		r.emit(EvNodeStarted, n.ID, map[string]any{"nodeId": n.ID, "typeId": n.TypeID, "attempt": 0}, "")
+		r.emit(protocol.EvNodeStarted, n.ID, map[string]any{"nodeId": n.ID, "typeId": n.TypeID, "attempt": 0}, "")
 	}
 	r.currentNode = n.ID
 	started := workflow.Now(r.ctx)
@@ -89,7 +89,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	if dur < 0 {
 		dur = 0
 	}
-	r.emit(EvNodeCompleted, n.ID, map[string]any{"nodeId": n.ID, "outputs": outs, "durationMs": dur}, r.lastNodeEvent(n.ID))
+	r.emit(protocol.EvNodeCompleted, n.ID, map[string]any{"nodeId": n.ID, "outputs": outs, "durationMs": dur}, r.lastNodeEvent(n.ID))
 	r.currentNode = ""
 	r.refreshStatus()
 	return outs, nil

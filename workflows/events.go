@@ -7,35 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/wop-dev/wop/protocol"
-)
-
-// Event types the run workflow emits, under the names the workflow code uses (package
-// protocol spells them).
-const (
-	EvRunStarted             = protocol.EvRunStarted
-	EvRunCompleted           = protocol.EvRunCompleted
-	EvRunFailed              = protocol.EvRunFailed
-	EvRunCancelled           = protocol.EvRunCancelled
-	EvNodeStarted            = protocol.EvNodeStarted
-	EvNodeCompleted          = protocol.EvNodeCompleted
-	EvNodeFailed             = protocol.EvNodeFailed
-	EvNodeSkipped            = protocol.EvNodeSkipped
-	EvNodeCancelled          = protocol.EvNodeCancelled
-	EvNodeSuspended          = protocol.EvNodeSuspended
-	EvNodeResumed            = protocol.EvNodeResumed
-	EvInterruptRequested     = protocol.EvInterruptRequested
-	EvInterruptResolved      = protocol.EvInterruptResolved
-	EvApprovalRequested      = protocol.EvApprovalRequested
-	EvApprovalReceived       = protocol.EvApprovalReceived
-	EvClarificationRequested = protocol.EvClarificationRequested
-	EvClarificationResolved  = protocol.EvClarificationResolved
-	EvConversationOpened     = protocol.EvConversationOpened
-	EvConversationExchanged  = protocol.EvConversationExchanged
-	EvConversationClosed     = protocol.EvConversationClosed
-	EvReplayDiverged         = protocol.EvReplayDiverged
+	"go.temporal.io/sdk/workflow"
 )
 
 // EngineVersion is stamped on run.started.

@@ -7,9 +7,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 func startOpts(id string) client.StartWorkflowOptions {
@@ -20,7 +21,7 @@ func TestNoop(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-noop", ""))
 	s := tr.execute()
 	require.Equal(t, protocol.StatusCompleted, s.Status)
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeCompleted, EvRunCompleted}, types(tr.events()))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(tr.events()))
 	require.Equal(t, "conformance-noop", s.WorkflowID)
 	require.NotEmpty(t, s.CompletedAt)
 }
@@ -33,7 +34,7 @@ func TestIdentityEchoesPayload(t *testing.T) {
 	var done struct {
 		Outputs map[string]json.RawMessage `json:"outputs"`
 	}
-	require.NoError(t, json.Unmarshal(ofType(tr.events(), EvRunCompleted)[0].Payload, &done))
+	require.NoError(t, json.Unmarshal(ofType(tr.events(), protocol.EvRunCompleted)[0].Payload, &done))
 	require.JSONEq(t, `{"a":1,"b":[true,"x"]}`, string(done.Outputs["payload"]))
 }
 
@@ -43,7 +44,7 @@ func TestFailure(t *testing.T) {
 	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, &protocol.RunError{Code: "conformance_test_failure", Message: "Intentional conformance failure"}, s.Error)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeFailed, EvRunFailed}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeFailed, protocol.EvRunFailed}, types(evs))
 	require.Equal(t, "fail", payload(t, evs[3])["failedNodeId"])
 }
 
@@ -51,7 +52,7 @@ func TestMultiNodeOrder(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-multi-node", ""))
 	tr.execute()
 	var order []string
-	for _, e := range ofType(tr.events(), EvNodeCompleted) {
+	for _, e := range ofType(tr.events(), protocol.EvNodeCompleted) {
 		order = append(order, e.NodeID)
 	}
 	require.Equal(t, []string{"a", "b", "c"}, order)
@@ -75,7 +76,7 @@ func TestCancelDuringDelay(t *testing.T) {
 	s := tr.execute()
 	require.Equal(t, protocol.StatusCancelled, s.Status)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeCancelled, EvRunCancelled}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeCancelled, protocol.EvRunCancelled}, types(evs))
 	p := payload(t, evs[3])
 	require.Equal(t, "user asked", p["reason"])
 	require.Equal(t, "key_test", p["cancelledBy"])
@@ -87,7 +88,7 @@ func TestTemporalCancellation(t *testing.T) {
 	s := tr.execute()
 	require.Equal(t, protocol.StatusCancelled, s.Status)
 	last := tr.events()[len(tr.events())-1]
-	require.Equal(t, EvRunCancelled, last.Type)
+	require.Equal(t, protocol.EvRunCancelled, last.Type)
 	require.Equal(t, "cancelled", payload(t, last)["reason"])
 }
 
@@ -130,9 +131,9 @@ func TestEdgeConditionsSkipBranches(t *testing.T) {
 	var completed, skipped []string
 	for _, e := range tr.events() {
 		switch e.Type {
-		case EvNodeCompleted:
+		case protocol.EvNodeCompleted:
 			completed = append(completed, e.NodeID)
-		case EvNodeSkipped:
+		case protocol.EvNodeSkipped:
 			skipped = append(skipped, e.NodeID)
 		}
 	}
@@ -174,7 +175,7 @@ func TestTriggerRules(t *testing.T) {
 			require.Equal(t, protocol.StatusCompleted, s.Status)
 			ran := false
 			for _, e := range tr.events() {
-				if e.Type == EvNodeCompleted && e.NodeID == "join" {
+				if e.Type == protocol.EvNodeCompleted && e.NodeID == "join" {
 					ran = true
 				}
 			}

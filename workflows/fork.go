@@ -33,19 +33,19 @@ func newForkIndex(f *ForkSource) *forkIndex {
 	convNodes := map[string]bool{}
 	for _, e := range f.Events {
 		switch e.Type {
-		case EvApprovalRequested:
+		case protocol.EvApprovalRequested:
 			approvalNodes[e.NodeID] = true
-		case EvConversationOpened:
+		case protocol.EvConversationOpened:
 			convNodes[e.NodeID] = true
 		}
 	}
 	for _, e := range f.Events {
 		switch {
 		case convNodes[e.NodeID]:
-			if e.Type == EvConversationOpened || e.Type == EvConversationExchanged || e.Type == EvConversationClosed {
+			if e.Type == protocol.EvConversationOpened || e.Type == protocol.EvConversationExchanged || e.Type == protocol.EvConversationClosed {
 				fi.convs[e.NodeID] = append(fi.convs[e.NodeID], e)
 			}
-		case approvalNodes[e.NodeID] && e.Type == EvApprovalReceived:
+		case approvalNodes[e.NodeID] && e.Type == protocol.EvApprovalReceived:
 			var p map[string]json.RawMessage
 			if json.Unmarshal(e.Payload, &p) != nil {
 				continue
@@ -67,7 +67,7 @@ func newForkIndex(f *ForkSource) *forkIndex {
 				v["voter"] = mustJSON(by)
 			}
 			fi.resolves[e.NodeID] = append(fi.resolves[e.NodeID], ResolveRequest{RequestID: "fork:" + e.EventID, NodeID: e.NodeID, ResumeValue: mustJSON(v), ResolvedBy: by, Via: "fork"})
-		case !approvalNodes[e.NodeID] && e.Type == EvInterruptResolved:
+		case !approvalNodes[e.NodeID] && e.Type == protocol.EvInterruptResolved:
 			var p struct {
 				ResumeValue json.RawMessage `json:"resumeValue"`
 				ResolvedBy  string          `json:"resolvedBy"`
@@ -125,12 +125,12 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	c.Title = "Replay of " + opened.ConversationID
 	c.Schema = opened.Schema
 	r.convs = append(r.convs, c)
-	it := r.raise(c.NodeID, interruptSpec{Kind: "conversation.start", Data: map[string]any{"conversationId": c.ID, "title": c.Title}, Reason: "conversation-input",
+	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: map[string]any{"conversationId": c.ID, "title": c.Title}, Reason: "conversation-input",
 		Describe: "Replaying conversation " + c.ID + " from the source run."})
 	it.conv = c
 	c.it = it
 	c.appendTurn(opened.InitialTurn)
-	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
+	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
 	c.refreshExchangeData()
 	obs, _ := agent.(turnObserver)
 	if obs != nil {
@@ -143,7 +143,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 			folder.FoldBefore(r.ctx, c, e)
 		}
 		switch e.Type {
-		case EvConversationExchanged:
+		case protocol.EvConversationExchanged:
 			var p struct {
 				Turn protocol.Turn `json:"turn"`
 			}
@@ -152,12 +152,12 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 			}
 			c.appendTurn(p.Turn)
 			last = p.Turn
-			c.LastEventID = r.emit(EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
+			c.LastEventID = r.emit(protocol.EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
 			c.refreshExchangeData()
 			if obs != nil {
 				obs.Observe(r.ctx, c, p.Turn)
 			}
-		case EvConversationClosed:
+		case protocol.EvConversationClosed:
 			var p struct {
 				FinalTurn protocol.Turn   `json:"finalTurn"`
 				Outcome   json.RawMessage `json:"outcome"`
@@ -200,7 +200,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 // as the source's did. Forks recorded before GateForkReplay completed the node.
 func (r *runner) sourceNodeFailure(nodeID string) error {
 	for _, e := range r.in.Fork.Events {
-		if e.Type != EvNodeFailed || e.NodeID != nodeID {
+		if e.Type != protocol.EvNodeFailed || e.NodeID != nodeID {
 			continue
 		}
 		var p struct {

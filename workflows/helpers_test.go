@@ -8,10 +8,11 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // testRun drives one run in the SDK test environment.
@@ -192,7 +193,7 @@ func checkEventLog(t *testing.T, runID string, evs []Event) {
 		}
 		ids[e.EventID] = true
 		switch e.Type {
-		case EvRunCompleted, EvRunFailed, EvRunCancelled:
+		case protocol.EvRunCompleted, protocol.EvRunFailed, protocol.EvRunCancelled:
 			terminals++
 			require.Equal(t, len(evs)-1, i, "terminal event %s is not last", e.Type)
 		}

@@ -48,7 +48,7 @@ type interruptSpec struct {
 }
 
 // legacyKinds are the kinds node.suspended / interrupt.resolved may name.
-var legacyKinds = map[string]bool{"approval": true, "clarification": true, "external-event": true, "custom": true}
+var legacyKinds = map[string]bool{protocol.KindApproval: true, protocol.KindClarification: true, protocol.KindExternalEvent: true, protocol.KindCustom: true}
 
 // InterruptID returns the deterministic interrupt id for an interrupt key.
 func InterruptID(key string) string {
@@ -84,7 +84,7 @@ func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
 	if spec.Reason != "" {
 		susp["reason"] = spec.Reason
 	}
-	it.suspendedEvent = r.emit(EvNodeSuspended, nodeID, susp, "")
+	it.suspendedEvent = r.emit(protocol.EvNodeSuspended, nodeID, susp, "")
 	req := map[string]any{"kind": spec.Kind, "key": key, "data": it.Data}
 	if len(spec.ResumeSchema) > 0 {
 		req["resumeSchema"] = spec.ResumeSchema
@@ -92,7 +92,7 @@ func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
 	if spec.TimeoutMs > 0 {
 		req["timeoutMs"] = spec.TimeoutMs
 	}
-	it.requestedEvent = r.emit(EvInterruptRequested, nodeID, req, it.suspendedEvent)
+	it.requestedEvent = r.emit(protocol.EvInterruptRequested, nodeID, req, it.suspendedEvent)
 	r.pending = append(r.pending, it)
 	r.currentNode = nodeID
 	r.startTimer(it)
@@ -163,12 +163,12 @@ func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawM
 	if req.Via == "token" {
 		p["via"] = req.Via // resolvedBy is the key the token was issued to
 	}
-	return r.emit(EvInterruptResolved, it.NodeID, p, it.requestedEvent)
+	return r.emit(protocol.EvInterruptResolved, it.NodeID, p, it.requestedEvent)
 }
 
 // emitResumed appends node.resumed, caused by cause.
 func (r *runner) emitResumed(it *interrupt, value json.RawMessage, cause string) string {
-	return r.emit(EvNodeResumed, it.NodeID, map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value)}, cause)
+	return r.emit(protocol.EvNodeResumed, it.NodeID, map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value)}, cause)
 }
 
 // nextResolve waits for the next valid resolve addressed to one of node's pending
@@ -347,14 +347,14 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)
 		status = protocol.StatusWaitingApproval
-	case target.Kind == "approval":
+	case target.Kind == protocol.KindApproval:
 		value, status, check, noop = r.checkApproval(target, req)
 		if check.OK && !noop && target.tool != nil {
 			check = r.checkToolEdit(target, value)
 		}
-	case target.Kind == "clarification":
+	case target.Kind == protocol.KindClarification:
 		value, check = r.checkClarification(target, req)
-	case target.Kind == "external-event":
+	case target.Kind == protocol.KindExternalEvent:
 		value, check = r.checkExternal(target, req)
 	default:
 		value, check = req.ResumeValue, ResolveCheck{OK: true}

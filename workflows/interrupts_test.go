@@ -36,8 +36,8 @@ func TestApprovalAcceptEventSequence(t *testing.T) {
 	require.Equal(t, protocol.StatusRunning, ok.RunStatus)
 	require.Equal(t, protocol.StatusCompleted, s.Status)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvApprovalRequested,
-		EvInterruptResolved, EvApprovalReceived, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvApprovalRequested,
+		protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvNodeResumed, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
 	require.Equal(t, evs[3].EventID, evs[5].CausationID, "interrupt.resolved is caused by interrupt.requested")
 	require.Equal(t, evs[6].EventID, evs[7].CausationID)
 	require.Equal(t, "key_test", payload(t, evs[6])["decidedBy"])
@@ -53,10 +53,10 @@ func TestApprovalRejectFailsRun(t *testing.T) {
 	s := tr.execute()
 	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "approval_rejected", s.Error.Code)
-	recv := ofType(tr.events(), EvApprovalReceived)
+	recv := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Len(t, recv, 1)
 	require.Equal(t, "reject", payload(t, recv[0])["action"])
-	require.Len(t, ofType(tr.events(), EvNodeFailed), 1)
+	require.Len(t, ofType(tr.events(), protocol.EvNodeFailed), 1)
 }
 
 func TestApprovalTimeout(t *testing.T) {
@@ -72,7 +72,7 @@ func TestApprovalTimeout(t *testing.T) {
 	require.NotEmpty(t, waiting.Interrupt.ExpiresAt)
 	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "interrupt_timeout", s.Error.Code)
-	recv := ofType(tr.events(), EvApprovalReceived)
+	recv := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Equal(t, "timeout", payload(t, recv[0])["action"])
 }
 
@@ -94,8 +94,8 @@ func TestQuorumAcceptsAfterThreeVoters(t *testing.T) {
 	require.Equal(t, protocol.StatusWaitingApproval, after2.Status)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(dupVoter.Code, dupVoter.Unprocessable))
 	require.Equal(t, protocol.StatusCompleted, s.Status)
-	require.Len(t, ofType(tr.events(), EvApprovalReceived), 3)
-	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
+	require.Len(t, ofType(tr.events(), protocol.EvApprovalReceived), 3)
+	require.Len(t, ofType(tr.events(), protocol.EvInterruptResolved), 1)
 }
 
 func TestQuorumMajorityRejects(t *testing.T) {
@@ -126,8 +126,8 @@ func TestClarificationObjectAndArrayAnswers(t *testing.T) {
 			require.Equal(t, refusal(protocol.CodeValidation, false), refusal(missing.Code, missing.Unprocessable))
 			require.Equal(t, protocol.StatusCompleted, s.Status)
 			evs := tr.events()
-			require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvClarificationRequested,
-				EvInterruptResolved, EvClarificationResolved, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+			require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvClarificationRequested,
+				protocol.EvInterruptResolved, protocol.EvClarificationResolved, protocol.EvNodeResumed, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
 			require.Equal(t, map[string]any{"q1": "blue"}, payload(t, evs[6])["answers"])
 		})
 	}
@@ -161,7 +161,7 @@ func TestExternalEventMatchAndMismatch(t *testing.T) {
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Code, recorded.Unprocessable), "a recorded refusal keeps its 422")
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Outcome.Code, recorded.Outcome.Unprocessable))
 	require.Equal(t, protocol.StatusCompleted, s.Status)
-	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
+	require.Len(t, ofType(tr.events(), protocol.EvInterruptResolved), 1)
 }
 
 func TestExternalEventTimeout(t *testing.T) {
@@ -239,7 +239,7 @@ func TestQuorumVotersComeFromTheCredential(t *testing.T) {
 	require.Equal(t, protocol.StatusWaitingApproval, checks["repeat"].RunStatus)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(checks["changeMind"].Code, checks["changeMind"].Unprocessable))
 	require.Equal(t, protocol.StatusCompleted, s.Status)
-	recv := ofType(tr.events(), EvApprovalReceived)
+	recv := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Len(t, recv, 3)
 	var by []any
 	for _, e := range recv {
@@ -277,7 +277,7 @@ func TestResolveLosingToCancelIsRefused(t *testing.T) {
 	s := tr.execute()
 	require.True(t, queued.Replayed && queued.Pending, "queued behind the busy node: %+v", queued)
 	require.Equal(t, protocol.StatusCancelled, s.Status)
-	require.Empty(t, ofType(tr.events(), EvInterruptResolved))
+	require.Empty(t, ofType(tr.events(), protocol.EvInterruptResolved))
 	c := tr.check(ResolveRequest{RequestID: "late", NodeID: "gate"})
 	require.NotNil(t, c.Outcome)
 	require.Equal(t, ResolveOutcome{RequestID: "late", Code: "interrupt_cancelled", Message: c.Outcome.Message}, *c.Outcome)
@@ -323,6 +323,6 @@ func TestBearerOnlyAndTurnBoundRequests(t *testing.T) {
 		b := tr.check(ResolveRequest{RequestID: "b", NodeID: "convo"})
 		require.NotNil(t, b.Outcome)
 		require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(b.Outcome.Code, b.Outcome.Unprocessable), "the second use of a one-exchange token")
-		require.Len(t, ofType(tr.events(), EvConversationExchanged), 2, "one user turn and the chair's echo")
+		require.Len(t, ofType(tr.events(), protocol.EvConversationExchanged), 2, "one user turn and the chair's echo")
 	})
 }

@@ -3,8 +3,9 @@ package workflows
 import (
 	"time"
 
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Metrics the run workflow records. They go through workflow.GetMetricsHandler, the

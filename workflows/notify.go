@@ -15,6 +15,7 @@ package workflows
 import (
 	"slices"
 
+	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -87,11 +88,11 @@ const WebhookEventsSignal = "openwop.webhooks.events"
 // reminder, an escalation, a decision taken). Other types are not delivered, so a
 // subscription may not ask for them.
 var WebhookEventTypes = []string{
-	EvRunStarted, EvRunCompleted, EvRunFailed, EvRunCancelled,
-	EvInterruptRequested, EvInterruptResolved,
-	EvApprovalRequested, EvApprovalReceived,
-	EvClarificationRequested, EvClarificationResolved,
-	EvWorkflowStalled,
+	protocol.EvRunStarted, protocol.EvRunCompleted, protocol.EvRunFailed, protocol.EvRunCancelled,
+	protocol.EvInterruptRequested, protocol.EvInterruptResolved,
+	protocol.EvApprovalRequested, protocol.EvApprovalReceived,
+	protocol.EvClarificationRequested, protocol.EvClarificationResolved,
+	protocol.EvWorkflowStalled,
 }
 
 // WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.

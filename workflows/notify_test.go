@@ -51,8 +51,8 @@ func TestRunNotifiesWebhooks(t *testing.T) {
 		types = append(types, ts)
 	}
 	require.Equal(t, [][]string{
-		{EvRunStarted, EvInterruptRequested, EvApprovalRequested},
-		{EvInterruptResolved, EvApprovalReceived, EvRunCompleted},
+		{protocol.EvRunStarted, protocol.EvInterruptRequested, protocol.EvApprovalRequested},
+		{protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvRunCompleted},
 	}, types, "one signal per batch of events, the terminal one before the run closed")
 }
 
@@ -75,7 +75,7 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
 		Return(func(_, _, _, _ string, arg any) error {
 			evs := arg.(WebhookNotice).Events
-			if evs[len(evs)-1].Type != EvRunCompleted {
+			if evs[len(evs)-1].Type != protocol.EvRunCompleted {
 				return nil
 			}
 			// Every coroutine of the run waits for this signal's result.
@@ -113,7 +113,7 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 	require.Empty(t, snap.Interrupts)
 	require.Nil(t, snap.Interrupt)
 	require.True(t, page.Terminal)
-	require.Equal(t, EvRunCompleted, page.Events[len(page.Events)-1].Type)
+	require.Equal(t, protocol.EvRunCompleted, page.Events[len(page.Events)-1].Type)
 	require.False(t, check.OK, "a resolve is refused: %+v", check)
 	require.Equal(t, protocol.StatusCompleted, check.CurrentStatus)
 }

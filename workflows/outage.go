@@ -251,7 +251,7 @@ func (r *runner) emitStalled(s *stall) {
 	if s.reminders > 0 {
 		p["reminder"] = s.reminders
 	}
-	r.emit(EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
+	r.emit(protocol.EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
 }
 
 // publishStalls keeps WopStalledOn and the current details in step with r.stalls.

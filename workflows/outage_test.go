@@ -135,7 +135,7 @@ func TestPackModelOutageIsWaitedOut(t *testing.T) {
 	require.Greater(t, callsDuring, activities.QuickAttempts, "the round is retried past its quick attempts")
 
 	evs := tr.events()
-	stalled := ofType(evs, EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, stalled, 3, "the stall, then reminders at 10 and 20 minutes")
 	first := payload(t, stalled[0])
 	require.Equal(t, "model-unavailable", first["reason"])
@@ -217,7 +217,7 @@ func TestPackModelOutagePastTheLimitFailsTheTurn(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"hi", "are you back?"}, users, "the retried round reads the unanswered message and the new one")
-	stalled := ofType(evs, EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, stalled, 3, "the stall, then reminders at 10 and 20 minutes; none at the limit")
 }
 
@@ -231,7 +231,7 @@ func TestPackModelOutageWithoutWaiting(t *testing.T) {
 	tr.at(3*time.Minute, func() { tr.say("bye") })
 	final := tr.finish()
 	require.Equal(t, protocol.StatusCompleted, final.Status)
-	require.Empty(t, ofType(tr.events(), EvWorkflowStalled))
+	require.Empty(t, ofType(tr.events(), protocol.EvWorkflowStalled))
 	require.Equal(t, activities.QuickAttempts+4, sm.calls(), "the quick attempts, then the three rounds after")
 }
 
@@ -247,7 +247,7 @@ func TestPackModelOutageIsCancellable(t *testing.T) {
 	require.Equal(t, protocol.StatusCancelled, final.Status)
 	require.Nil(t, final.Stalled)
 	evs := tr.events()
-	require.Len(t, ofType(evs, EvWorkflowStalled), 1)
+	require.Len(t, ofType(evs, protocol.EvWorkflowStalled), 1)
 	ts, err := time.Parse(time.RFC3339Nano, evs[len(evs)-1].Timestamp)
 	require.NoError(t, err)
 	st, err := time.Parse(time.RFC3339Nano, evs[0].Timestamp)
@@ -263,7 +263,7 @@ func TestPackModelPermanentErrorFailsFast(t *testing.T) {
 	require.Equal(t, protocol.StatusFailed, final.Status)
 	require.Equal(t, protocol.CodeModelAuthentication, final.Error.Code)
 	require.Equal(t, 1, sm.calls())
-	require.Empty(t, ofType(tr.events(), EvWorkflowStalled))
+	require.Empty(t, ofType(tr.events(), protocol.EvWorkflowStalled))
 }
 
 // toolMock calls lookup (read) and file_ticket (write), reads the results, then the
@@ -360,7 +360,7 @@ func TestPackToolOutageIsWaitedOut(t *testing.T) {
 	require.Contains(t, during.Stalled.LastError.Message, "HTTP 503")
 	require.Equal(t, protocol.StatusRunning, during.Status)
 	evs := tr.events()
-	stalled := ofType(evs, EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, stalled, 3, "the stall, reminders at 5 and 10 minutes")
 	require.Equal(t, "tool-unavailable", payload(t, stalled[0])["reason"])
 	require.Equal(t, "lookup", payload(t, stalled[0])["tool"])
@@ -387,7 +387,7 @@ func TestPackForkOfATurnTheModelMissed(t *testing.T) {
 	fsm.failIfCalled = true
 	out := fork.finish()
 	require.Equal(t, protocol.StatusCompleted, out.Status)
-	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Empty(t, ofType(fork.events(), protocol.EvReplayDiverged))
 	require.Equal(t, src.Channels, out.Channels)
 	require.Equal(t, src.Pack.ModelRounds, out.Pack.ModelRounds)
 }

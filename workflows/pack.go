@@ -44,10 +44,6 @@ type PackNodeConfig struct {
 	Pack string `json:"pack"`
 }
 
-// EventTypePackEvent is the eventType of the external-event interrupt a pack raises
-// while it waits in an `orchestration: external` state.
-const EventTypePackEvent = "promptpack.event"
-
 func init() {
 	registerAgent(PackNodeType, newPackAgent)
 }
@@ -321,8 +317,8 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 			a.pack.ID, state, strings.Join(events, ", "))
 	}
 	return &agentInterrupt{
-		Kind:         "external-event",
-		EventType:    EventTypePackEvent,
+		Kind:         protocol.KindExternalEvent,
+		EventType:    protocol.EventTypePackEvent,
 		ResumeSchema: mustJSON(schema),
 		Describe:     describe,
 	}
@@ -529,7 +525,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 	}
 	rt.a.lastProvider = out.Provider
 	// The round as the model answered it, so a fork replay can reuse it.
-	rt.emit("agent.decided", rt.decided(in, &out, recorded))
+	rt.emit(protocol.EvAgentDecided, rt.decided(in, &out, recorded))
 	if recorded && rt.a.replay != nil && rt.a.replay.v2 {
 		rt.replayedRound = true
 		out.Usage = convo.Usage{} // spent by the source run, not by this one
@@ -623,7 +619,7 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if len(t.HostExtras) > 0 {
 			p["hostExtras"] = t.HostExtras
 		}
-		rt.emit("agent.handoff", p)
+		rt.emit(protocol.EvAgentHandoff, p)
 	case engine.EventModelRound:
 		if rt.replayedRound {
 			rt.replayedRound = false
@@ -631,13 +627,13 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		}
 		r := ev.Round
 		provider, model := cmp.Or(r.Provider, "unknown"), cmp.Or(r.Model, "unknown")
-		rt.emit("provider.usage", map[string]any{
+		rt.emit(protocol.EvProviderUsage, map[string]any{
 			"provider": provider, "model": model, "inputTokens": r.InputTokens, "outputTokens": r.OutputTokens,
 			"totalTokens": r.InputTokens + r.OutputTokens, "nodeId": a.nodeID,
 		})
 	case engine.EventToolCall:
 		t := ev.ToolCall
-		rt.emit("agent.toolCalled", map[string]any{
+		rt.emit(protocol.EvAgentToolCalled, map[string]any{
 			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "inputs": t.Args, "round": t.Round, "system": t.System,
 		})
 	case engine.EventToolResult:
@@ -646,12 +642,12 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if t.IsError {
 			status = "error"
 		}
-		rt.emit("agent.toolReturned", map[string]any{
+		rt.emit(protocol.EvAgentToolReturned, map[string]any{
 			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "outcome": t.Content, "status": status, "round": t.Round,
 		})
 	case engine.EventMaxVisits:
 		mv := ev.MaxVisits
-		rt.emit("workflow.loopback-limit", map[string]any{
+		rt.emit(protocol.EvLoopbackLimit, map[string]any{
 			"nodeId": a.nodeID, "iterations": max(mv.VisitCount, 1), "limit": mv.MaxVisits, "state": mv.OriginalTarget,
 			"fromState": mv.From, "event": mv.Event, "redirectedTo": mv.RedirectedTo, "terminated": mv.Terminated,
 		})
@@ -669,7 +665,7 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 			delete(p, "budget")
 			p["hostLimit"], p["scope"] = b.Limit, "turn"
 		}
-		rt.emit("cap.breached", p)
+		rt.emit(protocol.EvCapBreached, p)
 	case engine.EventValidator:
 		v := ev.Validator
 		workflow.GetLogger(rt.ctx).Info("Validator enforced", "pack", a.pack.ID, "state", ev.State, "validator", v.Type, "action", v.Action, "reason", v.Reason)

@@ -227,7 +227,7 @@ func mustJSONString(v any) string { return string(mustJSON(v)) }
 // turns returns the conversation turns recorded in the log, in order.
 func turnsOf(t *testing.T, evs []Event) []protocol.Turn {
 	var out []protocol.Turn
-	for _, e := range ofType(evs, EvConversationExchanged) {
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		var p struct {
 			Turn protocol.Turn `json:"turn"`
 		}
@@ -287,7 +287,7 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", last["text"])
 	require.Equal(t, "resolution", last["state"])
 
-	opened := ofType(evs, EvConversationOpened)
+	opened := ofType(evs, protocol.EvConversationOpened)
 	require.Len(t, opened, 1)
 	var op struct {
 		AgentID     string        `json:"agentId"`
@@ -322,14 +322,14 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Len(t, sm.tools, 2)
 	require.Equal(t, []string{"verify_account", "get_balance"}, []string{sm.tools[0].Tool, sm.tools[1].Tool})
 
-	closed := ofType(evs, EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	var cl struct {
 		Outcome map[string]any `json:"outcome"`
 	}
 	require.NoError(t, json.Unmarshal(closed[0].Payload, &cl))
 	require.Equal(t, "resolution", cl.Outcome["finalState"])
-	require.Equal(t, EvRunCompleted, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCompleted, evs[len(evs)-1].Type)
 }
 
 // TestPackRefundExternalWait waits two weeks (test clock) in an external state, then a
@@ -429,13 +429,13 @@ func TestPackMaxVisitsEndsRun(t *testing.T) {
 	require.Equal(t, protocol.StatusFailed, final.Status)
 	evs := tr.events()
 	require.Len(t, sm.rounds, 4)
-	failed := ofType(evs, EvRunFailed)
+	failed := ofType(evs, protocol.EvRunFailed)
 	require.Len(t, failed, 1)
 	require.Contains(t, string(failed[0].Payload), "max_visits_exceeded")
 	lim := ofType(evs, "workflow.loopback-limit")
 	require.Len(t, lim, 1)
 	require.Equal(t, true, payload(t, lim[0])["terminated"])
-	closed := ofType(evs, EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	var cl struct {
 		FinalTurn protocol.Turn   `json:"finalTurn"`
@@ -474,7 +474,7 @@ func TestPackModelFailure(t *testing.T) {
 	require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 	snap := tr.snapshot()
 	require.Equal(t, "mock_scripted_failure", snap.Error.Code)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "provider rejected the key")
 }
@@ -622,7 +622,7 @@ func TestPackWallTimeTimer(t *testing.T) {
 	require.Equal(t, protocol.StatusFailed, final.Status)
 	require.Equal(t, "budget_exhausted", final.Error.Code)
 	require.Len(t, sm.rounds, 1)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "wall-time budget is exhausted (max_wall_time_sec 300)")
 	require.Contains(t, string(closed[0].Payload), `"outcome":null`)
@@ -660,7 +660,7 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	})
 	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
 	require.NotEmpty(t, srcEvents)
-	require.Len(t, ofType(srcEvents, EvConversationClosed), 0)
+	require.Len(t, ofType(srcEvents, protocol.EvConversationClosed), 0)
 
 	in := tr.in
 	in.RunID = "run-support-fork-live"

@@ -140,14 +140,14 @@ func (r *runner) setup() error {
 func (r *runner) run() (*Snapshot, error) {
 	if r.in.Definition == nil {
 		r.startedAt = workflow.Now(r.ctx)
-		r.emit(EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
+		r.emit(protocol.EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
 		return r.fail("", protocol.RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
 	}
 	if r.carried == nil {
 		r.startedAt = workflow.Now(r.ctx)
 		r.initSearchAttributes()
 		r.setStatus(protocol.StatusRunning)
-		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
+		r.emit(protocol.EvRunStarted, "", r.runStartedPayload(), "")
 		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
@@ -171,7 +171,7 @@ func (r *runner) run() (*Snapshot, error) {
 		}
 		if !run {
 			r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "skipped"})
-			r.emit(EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
+			r.emit(protocol.EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
 			continue
 		}
 		_, err = r.execNode(n) // the outputs are in the node record
@@ -187,7 +187,7 @@ func (r *runner) run() (*Snapshot, error) {
 				ne = &nodeError{protocol.RunError{Code: protocol.CodeInternal, Message: err.Error()}}
 			}
 			r.setRecord(n.ID, "failed", nil)
-			r.emit(EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
+			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
 	}

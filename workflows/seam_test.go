@@ -131,7 +131,7 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 		`{"text":"hello while waiting"}`, `{"state":"awaiting","text":"you said hello while waiting"}`,
 		`{"state":"done","text":"Approved: \"by ops\""}`, `{"text":"Goal reached."}`}, texts)
 	require.Len(t, ofType(tr.events(), "agent.toolCalled"), 2)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.JSONEq(t, `{"approved":true}`, string(mustJSON(payload(t, closed[0])["outcome"])))
 }
 
@@ -140,12 +140,12 @@ func TestSeamCloseWithError(t *testing.T) {
 	s := tr.execute()
 	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "budget_exhausted", s.Error.Code)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	p := payload(t, closed[0])
 	require.Nil(t, p["outcome"])
 	require.Equal(t, "system", p["finalTurn"].(map[string]any)["role"])
-	require.Equal(t, []string{EvConversationClosed, EvInterruptResolved, EvNodeResumed, EvNodeFailed, EvRunFailed}, types(tr.events()[len(tr.events())-5:]))
+	require.Equal(t, []string{protocol.EvConversationClosed, protocol.EvInterruptResolved, protocol.EvNodeResumed, protocol.EvNodeFailed, protocol.EvRunFailed}, types(tr.events()[len(tr.events())-5:]))
 }
 
 func TestSeamAgentWaitTimeout(t *testing.T) {

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // refreshStatus derives the run status from what it waits on (its pending interrupts,
@@ -44,9 +45,9 @@ func (r *runner) refreshStatus() {
 // statusForKind maps an interrupt kind to the run status while it is pending.
 func statusForKind(kind string) string {
 	switch {
-	case kind == "approval", kind == "low-confidence", strings.HasPrefix(kind, "conversation"):
+	case kind == protocol.KindApproval, kind == protocol.KindLowConfidence, strings.HasPrefix(kind, "conversation"):
 		return protocol.StatusWaitingApproval
-	case kind == "external-event":
+	case kind == protocol.KindExternalEvent:
 		return protocol.StatusWaitingExternal
 	default:
 		return protocol.StatusWaitingInput

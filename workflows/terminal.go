@@ -86,7 +86,7 @@ func (r *runner) complete() (*Snapshot, error) {
 			}
 		}
 	}
-	r.emit(EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
+	r.emit(protocol.EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
 	return r.finish(protocol.StatusCompleted)
 }
 
@@ -98,7 +98,7 @@ func (r *runner) fail(nodeID string, e protocol.RunError) (*Snapshot, error) {
 	if nodeID != "" {
 		p["failedNodeId"] = nodeID
 	}
-	r.emit(EvRunFailed, "", p, r.lastEventIDAny())
+	r.emit(protocol.EvRunFailed, "", p, r.lastEventIDAny())
 	return r.finish(protocol.StatusFailed)
 }
 
@@ -120,7 +120,7 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 	if nodeID != "" {
 		if rec := r.record(nodeID); rec != nil && rec.State == "running" {
 			rec.State = "cancelled"
-			r.emit(EvNodeCancelled, nodeID, map[string]any{"nodeId": nodeID, "reason": req.Reason}, "")
+			r.emit(protocol.EvNodeCancelled, nodeID, map[string]any{"nodeId": nodeID, "reason": req.Reason}, "")
 		}
 	}
 	p := map[string]any{"reason": req.Reason, "durationMs": r.durationMs()}
@@ -130,7 +130,7 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 	if req.Reason == "parent-cancelled" && r.in.ParentRunID != "" {
 		p["parentRunId"] = r.in.ParentRunID
 	}
-	r.emit(EvRunCancelled, "", p, r.lastEventIDAny())
+	r.emit(protocol.EvRunCancelled, "", p, r.lastEventIDAny())
 	return r.finish(protocol.StatusCancelled)
 }
 
