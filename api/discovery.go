@@ -201,10 +201,6 @@ func etagMatches(inm, etag string) bool {
 
 var pathParamRe = regexp.MustCompile(`\{([A-Za-z]+)\}`)
 
-// openAPIDoc describes the routes of the route table as an OpenAPI 3.1 document: the
-// v1 document.
-func (s *Server) openAPIDoc() map[string]any { return s.openAPIFor(protocol.Major1) }
-
 // v2OperationIDs are the operationIds of spec/v2/path-manifest.json for the routes
 // served under major 2, by v1 method and path.
 var v2OperationIDs = map[string]string{
