@@ -14,11 +14,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wop-dev/wop/worker"
 )
 
 // Command is `wop bench`: it parses args, runs the bench and returns the exit code
-// (0 on success, 1 when a workload fails, 2 on bad flags). TEMPORAL_ADDRESS and
-// TEMPORAL_NAMESPACE select an external Temporal server.
+// (0 on success, 1 when a workload fails, 2 on bad flags). --address (TEMPORAL_ADDRESS)
+// and --namespace (TEMPORAL_NAMESPACE) select an external Temporal server, with TLS and
+// an API key from the variables `wop worker` reads.
 func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wop bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -33,7 +36,31 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	var o Options
 	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes in about two minutes on 2 cores")
 	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 40)")
-	fs.IntVar(&o.Concurrency, "concurrency", 0, "concurrent conversations of the throughput workloads (default 50)")
+	fs.Func("concurrency", "concurrent conversations of the throughput workload, or several `counts` run one after the other (50,200,500; default 50)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want positive counts separated by commas, got %q", v)
+			}
+			o.Concurrencies = append(o.Concurrencies, n)
+		}
+		return nil
+	})
+	address := os.Getenv("TEMPORAL_ADDRESS")
+	namespace := os.Getenv("TEMPORAL_NAMESPACE")
+	fs.StringVar(&address, "address", address, "use the Temporal frontend at `host:port` instead of an embedded server (env TEMPORAL_ADDRESS; TLS and API key from the environment, as wop worker reads them)")
+	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` of --address (env TEMPORAL_NAMESPACE; default default)")
+	fs.Func("cpu-process", "report the CPU time per turn of another process of this machine and its children, as `NAME=PID` (a Temporal server, its database; repeatable)", func(v string) error {
+		name, pid, err := parseCPUProcess(v)
+		if err != nil {
+			return err
+		}
+		if o.CPUProcesses == nil {
+			o.CPUProcesses = map[string]int{}
+		}
+		o.CPUProcesses[name] = pid
+		return nil
+	})
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")
 	fs.IntVar(&o.HistoryTurns, "turns", 0, "turns of the long conversation whose history is measured (default 200, quick 40)")
 	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 200)")
@@ -79,10 +106,17 @@ func Command(args []string, stdout, stderr io.Writer) int {
 			o.Only = append(o.Only, w)
 		}
 	}
-	o.TemporalAddress = os.Getenv("TEMPORAL_ADDRESS")
-	o.Namespace = os.Getenv("TEMPORAL_NAMESPACE")
+	o.TemporalAddress, o.Namespace = address, namespace
 	if *verbose {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.TemporalAddress != "" {
+		copts, err := worker.ClientOptionsFromEnv(os.Getenv, o.Logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "wop bench: %v\n", err)
+			return 2
+		}
+		o.TemporalClient = copts
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

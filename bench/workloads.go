@@ -17,11 +17,17 @@ import (
 // run, not a sample.
 const turnTimeout = time.Minute
 
-// latency measures single turns, one at a time, alternating the floor, the host and
-// the activity floor so all three see the same machine load.
+// busyTurnTimeout bounds one turn of the throughput workload, whose hundreds of
+// conversations on two cores make each turn wait for the others (500 conversations at
+// 50 turns/s are ten seconds a turn on average).
+const busyTurnTimeout = 5 * time.Minute
+
+// latency measures single turns, one at a time, alternating the floor, the host, the
+// activity floor and the update floor so all four see the same machine load.
 func (b *bench) latency(ctx context.Context, res *Result) error {
-	var fl, ex, fa []time.Duration
+	var fl, ex, fa, fu []time.Duration
 	var f, fact *floorConv
+	var fupd *updateFloorConv
 	var c *conv
 	total := b.opts.Warmup + b.opts.Samples
 	for i := 0; i < total; i++ {
@@ -31,6 +37,9 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 					old.stop(ctx)
 				}
 			}
+			if fupd != nil {
+				fupd.stop(ctx)
+			}
 			var err error
 			if f, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i), true); err != nil {
 				return err
@@ -38,12 +47,15 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 			if fact, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-act-%d", b.runID, i), false); err != nil {
 				return err
 			}
+			if fupd, err = b.startUpdateFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-upd-%d", b.runID, i)); err != nil {
+				return err
+			}
 			if c, err = b.openConv(ctx); err != nil {
 				return err
 			}
 		}
 		tctx, cancel := context.WithTimeout(ctx, turnTimeout)
-		var df, de, da time.Duration
+		var df, de, da, du time.Duration
 		df, err := f.exchange(tctx)
 		if err == nil {
 			de, err = c.exchange(tctx)
@@ -51,12 +63,15 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 		if err == nil {
 			da, err = fact.exchange(tctx)
 		}
+		if err == nil {
+			du, err = fupd.exchange(tctx)
+		}
 		cancel()
 		if err != nil {
 			return err
 		}
 		if i >= b.opts.Warmup {
-			fl, ex, fa = append(fl, df), append(ex, de), append(fa, da)
+			fl, ex, fa, fu = append(fl, df), append(ex, de), append(fa, da), append(fu, du)
 		}
 	}
 	for _, old := range []*floorConv{f, fact} {
@@ -64,6 +79,10 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 			old.stop(ctx)
 		}
 	}
+	if fupd != nil {
+		fupd.stop(ctx)
+	}
+	res.UpdateFloorP50Ms, res.UpdateFloorP99Ms = percentile(fu, 50), percentile(fu, 99)
 	res.FloorP50Ms, res.FloorP99Ms = percentile(fl, 50), percentile(fl, 99)
 	res.ExchangeP50Ms, res.ExchangeP99Ms = percentile(ex, 50), percentile(ex, 99)
 	res.FloorActivityP50Ms, res.FloorActivityP99Ms = percentile(fa, 50), percentile(fa, 99)
@@ -73,59 +92,9 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 // turner is one turn of a conversation (floor or host).
 type turner func(context.Context) (time.Duration, error)
 
-// throughput runs Concurrency conversations of each kind, every one turn after turn,
-// for Duration, and counts the turns that finished within it. Each conversation has
-// had one turn before the timed window: the figure is of conversations under way, as
-// the latency workload's are after their warm-up (a conversation's first model round
-// is an activity; the scripted mock's later rounds are local activities).
-func (b *bench) throughput(ctx context.Context, res *Result) error {
-	floors := make([]turner, b.opts.Concurrency)
-	err := parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
-		f, err := b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i), true)
-		if err != nil {
-			return err
-		}
-		floors[i] = f.exchange
-		return warmTurn(ctx, f.exchange)
-	})
-	if err != nil {
-		return err
-	}
-	before, cpu := b.rpcs.snapshot(), cpuTime()
-	rate, all, err := b.timedTurns(ctx, floors)
-	if err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	b.floorRPCs, b.floorTurns = rpcDelta(before, b.rpcs.snapshot()), all
-	b.floorCPU = cpuTime() - cpu
-	res.FloorTurnsPerS = round(rate, 2)
-
-	hosts := make([]turner, b.opts.Concurrency)
-	err = parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
-		c, err := b.openConv(ctx)
-		if err != nil {
-			return err
-		}
-		hosts[i] = c.exchange
-		return warmTurn(ctx, c.exchange)
-	})
-	if err != nil {
-		return err
-	}
-	before, cpu = b.rpcs.snapshot(), cpuTime()
-	rate, all, err = b.timedTurns(ctx, hosts)
-	if err != nil {
-		return fmt.Errorf("exchange: %w", err)
-	}
-	b.hostRPCs, b.hostTurns = rpcDelta(before, b.rpcs.snapshot()), all
-	b.hostCPU = cpuTime() - cpu
-	res.TurnsPerS = round(rate, 2)
-	return nil
-}
-
 // warmTurn runs one untimed turn.
 func warmTurn(ctx context.Context, t turner) error {
-	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+	tctx, cancel := context.WithTimeout(ctx, busyTurnTimeout)
 	defer cancel()
 	_, err := t(tctx)
 	return err
@@ -142,7 +111,7 @@ func (b *bench) timedTurns(ctx context.Context, ts []turner) (float64, int, erro
 	deadline := start.Add(b.opts.Duration)
 	err := parallel(ctx, len(ts), len(ts), func(ctx context.Context, i int) error {
 		for {
-			tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+			tctx, cancel := context.WithTimeout(ctx, busyTurnTimeout)
 			_, err := ts[i](tctx)
 			cancel()
 			if err != nil {
@@ -333,6 +302,18 @@ func (b *bench) openConvOf(ctx context.Context, pack string) (*conv, error) {
 	return c, nil
 }
 
+// startUpdateFloor starts a fair-floor workflow and remembers it for clean-up.
+func (b *bench) startUpdateFloor(ctx context.Context, id string) (*updateFloorConv, error) {
+	f, err := startUpdateFloor(ctx, b.tc, id)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.openRuns = append(b.openRuns, id)
+	b.mu.Unlock()
+	return f, nil
+}
+
 // startFloor starts a floor workflow and remembers it for clean-up.
 func (b *bench) startFloor(ctx context.Context, id string, local bool) (*floorConv, error) {
 	f, err := startFloor(ctx, b.tc, id, local)
@@ -373,12 +354,21 @@ func (b *bench) table(r *Result) {
 		fmt.Fprintf(tw, "floor turn with an activity task\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorActivityP50Ms, r.FloorActivityP99Ms)
 		fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\tp50 ≤ %.0f ms %s\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms,
 			TargetHostP50Ms, mark(r.ExchangeP50Ms > 0 && r.ExchangeP50Ms <= TargetHostP50Ms))
-		fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
+		fmt.Fprintf(tw, "update floor turn, the fair floor (update → local activity → its result)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.UpdateFloorP50Ms, r.UpdateFloorP99Ms)
+		fmt.Fprintf(tw, "ratio p50 host / update floor (the host's own primitive)\t%.2f\t≤ %.2f %s\t\n", r.RatioUpdateFloorP50, TargetRatioUpdateFloor,
+			mark(r.RatioUpdateFloorP50 > 0 && r.RatioUpdateFloorP50 <= TargetRatioUpdateFloor))
+		fmt.Fprintf(tw, "ratio p50 host / signal floor (signal → local activity → query)\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
 	}
 	if ran("throughput") {
-		fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\t%.1f turns/s\t\t\n", o.Concurrency, o.Duration, r.FloorTurnsPerS)
-		fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ %.0f turns/s %s\t\n",
-			o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), TargetTurnsPerS, mark(r.TurnsPerS >= TargetTurnsPerS))
+		for i, lv := range r.Throughput {
+			fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\tsignal floor %.1f, update floor %.1f turns/s\t\t\n", lv.Conversations, o.Duration, lv.FloorTurnsPerS, lv.UpdateFloorTurnsPerS)
+			target := fmt.Sprintf("≥ %.1f × update floor %s", TargetThroughputRatio, mark(lv.RatioUpdateFloor >= TargetThroughputRatio))
+			if i == 0 && lv.Conversations == 50 {
+				target += fmt.Sprintf(", ≥ %.0f turns/s %s", TargetTurnsPerS, mark(lv.HostTurnsPerS >= TargetTurnsPerS))
+			}
+			fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × update floor, %.2f × signal floor), %.2f updates per turn\t%s\t\n",
+				lv.Conversations, o.Duration, lv.HostTurnsPerS, lv.RatioUpdateFloor, lv.RatioFloor, lv.UpdatesPerTurn, target)
+		}
 	}
 	if ran("history") {
 		fmt.Fprintf(tw, "history added by turn %d\t%d bytes\t\t\n", o.HistoryEarlyTurn, r.HistoryBytesTurn5)
