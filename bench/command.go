@@ -48,7 +48,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	})
 	address := os.Getenv("TEMPORAL_ADDRESS")
 	namespace := os.Getenv("TEMPORAL_NAMESPACE")
-	fs.StringVar(&address, "address", address, "use the Temporal frontend at `host:port` instead of an embedded server (env TEMPORAL_ADDRESS; TLS and API key from the environment, as wop worker reads them)")
+	fs.StringVar(&address, "address", address, "use the Temporal frontend at `host:port` instead of an embedded server (env TEMPORAL_ADDRESS; TLS and API key from the --tls* flags or the environment, as wop worker reads them; the namespace is created if missing)")
 	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` of --address (env TEMPORAL_NAMESPACE; default default)")
 	fs.Func("cpu-process", "report the CPU time per turn of another process of this machine and its children, as `NAME=PID` (a Temporal server, its database; repeatable)", func(v string) error {
 		name, pid, err := parseCPUProcess(v)
@@ -61,6 +61,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		o.CPUProcesses[name] = pid
 		return nil
 	})
+	clientFlags := worker.RegisterClientFlags(fs)
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")
 	fs.IntVar(&o.HistoryTurns, "turns", 0, "turns of the long conversation whose history is measured (default 200, quick 40)")
 	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 200)")
@@ -111,7 +112,12 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	if o.TemporalAddress != "" {
-		copts, err := worker.ClientOptionsFromEnv(os.Getenv, o.Logger)
+		env, err := clientFlags.Env(os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "wop bench: %v\n", err)
+			return 2
+		}
+		copts, err := worker.ClientOptionsFromEnv(env, o.Logger)
 		if err != nil {
 			fmt.Fprintf(stderr, "wop bench: %v\n", err)
 			return 2
