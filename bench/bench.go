@@ -249,10 +249,15 @@ type Result struct {
 	RatioUpdateFloorP50  float64           `json:"ratio_update_floor_p50"`
 	UpdateFloorTurnsPerS float64           `json:"update_floor_turns_per_s"`
 	Throughput           []ThroughputLevel `json:"throughput"`
-	HistoryBytesTurn5    int64             `json:"history_bytes_turn5"`
-	HistoryBytesTurn200  int64             `json:"history_bytes_turn200"`
-	IdleRuns             int               `json:"idle_runs"`
-	IdleRSSMB            float64           `json:"idle_rss_mb"`
+	// FirstTurnP50Ms is the p50 of the latency workload's conversations' first turns
+	// (FirstTurns of them, after the warm-up), LaterTurnP50Ms of their other turns.
+	FirstTurns          int     `json:"first_turns"`
+	FirstTurnP50Ms      float64 `json:"first_turn_p50_ms"`
+	LaterTurnP50Ms      float64 `json:"later_turn_p50_ms"`
+	HistoryBytesTurn5   int64   `json:"history_bytes_turn5"`
+	HistoryBytesTurn200 int64   `json:"history_bytes_turn200"`
+	IdleRuns            int     `json:"idle_runs"`
+	IdleRSSMB           float64 `json:"idle_rss_mb"`
 	// CarriedBytesTurn10 and CarriedBytesTurn2000 are the continue-as-new input after
 	// turn 10 and turn 2000 of a conversation of 2 KB messages (the carried workload).
 	CarriedBytesTurn10   int64 `json:"carried_bytes_turn10"`

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // The floor: the least a conversational turn can cost on Temporal. A workflow waits
@@ -85,7 +86,8 @@ func floorActivity(_ context.Context, n int) (int, error) { return n, nil }
 // startFloorWorker starts the floor's worker on its own task queue.
 func startFloorWorker(c client.Client) (sdkworker.Worker, error) {
 	// Tuned as the host's worker is, so the two differ only by what a turn does.
-	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: worker.DefaultWorkflowTaskPollers})
+	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: worker.DefaultWorkflowTaskPollers,
+		StickyScheduleToStartTimeout: worker.DefaultStickyScheduleToStartTimeout})
 	w.RegisterWorkflowWithOptions(floorWorkflow, workflow.RegisterOptions{Name: floorWorkflowName})
 	w.RegisterWorkflowWithOptions(updateFloorWorkflow, workflow.RegisterOptions{Name: updateFloorWorkflowName})
 	w.RegisterActivityWithOptions(floorActivity, activity.RegisterOptions{Name: floorActivityName})
@@ -104,7 +106,7 @@ type floorConv struct {
 
 func startFloor(ctx context.Context, c client.Client, id string, local bool) (*floorConv, error) {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour,
+		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour, WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout,
 	}, floorWorkflowName, local)
 	if err != nil {
 		return nil, fmt.Errorf("start floor workflow %s: %w", id, err)
@@ -255,7 +257,7 @@ type updateFloorConv struct {
 
 func startUpdateFloor(ctx context.Context, c client.Client, id string) (*updateFloorConv, error) {
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour,
+		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour, WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout,
 	}, updateFloorWorkflowName); err != nil {
 		return nil, fmt.Errorf("start update floor workflow %s: %w", id, err)
 	}

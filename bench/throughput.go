@@ -37,6 +37,8 @@ type ThroughputLevel struct {
 	UpdateFloorCPUMsPerTurnBy map[string]float64 `json:"update_floor_cpu_ms_per_turn_by_process,omitempty"`
 	// Load is the machine's 1-minute load average when the level started.
 	Load string `json:"load_average"`
+	// FloorError is why the signal floor failed at this level, if it did.
+	FloorError string `json:"signal_floor_error,omitempty"`
 
 	floor, updateFloor, host phaseResult
 }
@@ -62,8 +64,15 @@ func (b *bench) throughput(ctx context.Context, res *Result) error {
 	for _, n := range b.opts.Concurrencies {
 		lv := ThroughputLevel{Conversations: n, Load: loadAverage()}
 		var err error
+		// The signal floor is not the host's primitive and no target reads it; its reader
+		// (queries, and a history long poll per turn) can drown a loaded server at
+		// hundreds of conversations, so its failure is reported, not fatal.
 		if lv.floor, err = b.throughputFloor(ctx, n); err != nil {
-			return fmt.Errorf("floor, %d conversations: %w", n, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			lv.FloorError = err.Error()
+			fmt.Fprintf(b.out, "  %d conversations: the signal floor failed: %v\n", n, err)
 		}
 		if lv.updateFloor, err = b.throughputUpdateFloor(ctx, n); err != nil {
 			return fmt.Errorf("update floor, %d conversations: %w", n, err)

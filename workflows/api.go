@@ -7,6 +7,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/engine"
@@ -398,3 +399,12 @@ type CancelRequest struct {
 	Reason      string `json:"reason,omitempty"`
 	CancelledBy string `json:"cancelledBy,omitempty"`
 }
+
+// RunWorkflowTaskTimeout is the workflow task timeout of the runs the API starts
+// (Temporal's default is 10 s), carried across continue-as-new. It is how long
+// Temporal waits for a worker that took a turn's workflow task and died before it
+// gives the task to another worker: with the SDK's heartbeat of a long local activity
+// (at 80% of it) and a worker that answers a turn's task in milliseconds, one second is
+// enough, and it bounds the recovery of a turn whose worker was killed
+// (worker.RecoveryOf).
+const RunWorkflowTaskTimeout = time.Second
