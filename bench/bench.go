@@ -116,6 +116,16 @@ type Options struct {
 	// CPUProcesses are other processes of this machine (a Temporal server, its
 	// database) whose CPU time per turn the throughput workload reports, by name.
 	CPUProcesses map[string]int
+	// ResolveWait, when set, is how long the API waits for a resolve's outcome before it
+	// answers 202 (api.GuardConfig.ResolveWait; the API's default otherwise).
+	ResolveWait time.Duration
+	// WorkerCommand runs `wop` (the recovery workload starts `wop worker` processes
+	// with it; `wop bench` sets it to its own binary). Empty skips that workload.
+	WorkerCommand []string
+	// RecoveryKills and RecoveryConversations are the recovery workload's rounds and the
+	// conversations each opens.
+	RecoveryKills         int
+	RecoveryConversations int
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -152,7 +162,7 @@ func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, BreakdownTurns: 30,
 		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 50,
-		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30}
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30, RecoveryKills: 20, RecoveryConversations: 10}
 }
 
 // QuickOptions are the counts of a --quick run (about two minutes on 2 cores), on a
@@ -161,7 +171,7 @@ func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, BreakdownTurns: 20,
 		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 10,
-		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10}
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10, RecoveryKills: 5, RecoveryConversations: 10}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -196,6 +206,8 @@ func (o Options) withDefaults() Options {
 	}
 	o.Concurrency = o.Concurrencies[0]
 	set(&o.BreakdownTurns, d.BreakdownTurns)
+	set(&o.RecoveryKills, d.RecoveryKills)
+	set(&o.RecoveryConversations, d.RecoveryConversations)
 	if o.StreamChunkDelay <= 0 {
 		o.StreamChunkDelay = DefaultStreamChunkDelay
 	}
@@ -251,13 +263,25 @@ type Result struct {
 	Throughput           []ThroughputLevel `json:"throughput"`
 	// FirstTurnP50Ms is the p50 of the latency workload's conversations' first turns
 	// (FirstTurns of them, after the warm-up), LaterTurnP50Ms of their other turns.
-	FirstTurns          int     `json:"first_turns"`
-	FirstTurnP50Ms      float64 `json:"first_turn_p50_ms"`
-	LaterTurnP50Ms      float64 `json:"later_turn_p50_ms"`
+	FirstTurns     int     `json:"first_turns"`
+	FirstTurnP50Ms float64 `json:"first_turn_p50_ms"`
+	LaterTurnP50Ms float64 `json:"later_turn_p50_ms"`
+	// The recovery workload: kills of a worker process, the turns sent at each kill to
+	// the conversations it held, the time from the kill to their replies, and the bound
+	// the configured timeouts imply (worker.Recovery.BetweenTurns).
+	RecoveryKills       int     `json:"recovery_kills,omitempty"`
+	RecoveryTurns       int     `json:"recovery_turns,omitempty"`
+	RecoveryP50Ms       float64 `json:"recovery_p50_ms,omitempty"`
+	RecoveryMaxMs       float64 `json:"recovery_max_ms,omitempty"`
+	RecoveryBoundMs     float64 `json:"recovery_bound_ms,omitempty"`
 	HistoryBytesTurn5   int64   `json:"history_bytes_turn5"`
 	HistoryBytesTurn200 int64   `json:"history_bytes_turn200"`
 	IdleRuns            int     `json:"idle_runs"`
 	IdleRSSMB           float64 `json:"idle_rss_mb"`
+	// IdleMarginalKB is the RSS growth per conversation over the second half of the
+	// idle workload's conversations: what one more waiting conversation costs, the
+	// warm-up of the process's pools and caches excluded.
+	IdleMarginalKB float64 `json:"idle_marginal_kb"`
 	// CarriedBytesTurn10 and CarriedBytesTurn2000 are the continue-as-new input after
 	// turn 10 and turn 2000 of a conversation of 2 KB messages (the carried workload).
 	CarriedBytesTurn10   int64 `json:"carried_bytes_turn10"`
@@ -303,8 +327,12 @@ type bench struct {
 	stopFns  []func()
 	rpcs     *rpcCounter
 	// watch reads the CPU time of the processes named by Options.CPUProcesses.
-	watch    *procWatch
-	idleNote string
+	watch        *procWatch
+	idleNote     string
+	recoveryNote string
+	// tmp is the bench's temporary folder; wcfg the configuration of its worker.
+	tmp  string
+	wcfg worker.Config
 	// metrics records the embedded server's metrics (nil with an external server);
 	// breakdowns are what the breakdown workload found.
 	metrics    *serverMetrics
@@ -371,6 +399,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"carried", b.carried},
 		{"stream", b.stream},
 		{"longread", b.longRead},
+		{"recovery", b.recovery},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
@@ -396,7 +425,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	}
 	b.table(&res)
 	printBreakdown(stdout, b.breakdowns)
-	printThroughput(stdout, res.Throughput, b.metrics != nil)
+	printThroughput(stdout, res.Throughput)
 	line, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -435,6 +464,8 @@ func progress(step string, r *Result) string {
 		return fmt.Sprintf("%d and %d bytes", r.CarriedBytesTurn10, r.CarriedBytesTurn2000)
 	case "stream":
 		return fmt.Sprintf("first chunk p50 %.1f ms (provider %.1f ms)", r.FirstChunkP50Ms, r.ProviderFirstChunkP50Ms)
+	case "recovery":
+		return fmt.Sprintf("%d turns after %d kills: p50 %.0f ms, max %.0f ms", r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs)
 	case "longread":
 		return fmt.Sprintf("32 KiB pages: first p50 %.1f and %.1f ms, poll p50 %.1f and %.1f ms", r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong,
 			r.LongReadPagedPollP50MsShort, r.LongReadPagedPollP50MsLong)
@@ -500,7 +531,7 @@ func (b *bench) start(ctx context.Context) error {
 	}
 	cleanupTmp := func() { _ = os.RemoveAll(tmp) }
 	packsDir := filepath.Join(tmp, "packs")
-	if err := writePacks(packsDir); err != nil {
+	if err := writePacks(packsDir, ""); err != nil {
 		cleanupTmp()
 		return err
 	}
@@ -516,6 +547,7 @@ func (b *bench) start(ctx context.Context) error {
 	wcfg.WorkflowCacheSize = b.cacheSize()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
+	b.tmp, b.wcfg = tmp, wcfg
 	model := startStreamModel(b.opts.StreamChunkDelay)
 	wcfg.Providers = map[string]activities.Provider{
 		activities.DefaultProviderKey: &activities.MockProvider{},
@@ -548,6 +580,7 @@ func (b *bench) start(ctx context.Context) error {
 			// throughput measured, so the bench's own key is not limited in practice.
 			RateLimitPerSecond: 1e6,
 			RateLimitBurst:     1e6,
+			Guards:             api.GuardConfig{ResolveWait: b.opts.ResolveWait},
 		},
 		Worker:         wcfg,
 		Logger:         logger,
@@ -571,14 +604,21 @@ func (b *bench) start(ctx context.Context) error {
 	return nil
 }
 
-// writePacks copies the embedded bench packs into dir.
-func writePacks(dir string) error {
+// workerConfig is the configuration of the bench's worker.
+func (b *bench) workerConfig() worker.Config { return b.wcfg }
+
+// writePacks copies the embedded bench packs into dir: every one, or only the files of
+// pack only.
+func writePacks(dir, only string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create packs folder: %w", err)
 	}
 	return fs.WalkDir(packFiles, "testdata/packs", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		if only != "" && !strings.HasPrefix(d.Name(), only+".") {
+			return nil
 		}
 		data, err := packFiles.ReadFile(p)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 func TestBenchPackLoadsWithoutDiagnostics(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, writePacks(dir))
+	require.NoError(t, writePacks(dir, ""))
 	loaded, diags, err := packs.LoadDir(dir)
 	require.NoError(t, err, "diagnostics: %v", diags)
 	assert.Empty(t, diags, "the bench pack should load cleanly")
@@ -115,7 +115,7 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	// The throughput figures are every finished turn over the time they took, each
 	// conversation at least one turn, so they are above zero however busy the machine.
 	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "floor_activity_p50_ms", "floor_activity_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
-		"turns_per_s", "floor_turns_per_s", "update_floor_p50_ms", "update_floor_p99_ms", "ratio_update_floor_p50", "update_floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
+		"turns_per_s", "floor_turns_per_s", "update_floor_p50_ms", "update_floor_p99_ms", "ratio_update_floor_p50", "update_floor_turns_per_s", "first_turn_p50_ms", "later_turn_p50_ms", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
 		"carried_bytes_turn10", "carried_bytes_turn2000",
 		"first_chunk_p50_ms", "first_chunk_p99_ms", "provider_first_chunk_p50_ms", "streamed_reply_p50_ms",
 		"longread_first_page_p50_ms_turn10", "longread_first_page_p50_ms_turn1000", "longread_poll_p50_ms_turn10", "longread_poll_p50_ms_turn1000",
@@ -133,7 +133,7 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
 	assert.Equal(t, 5.0, got["idle_runs"])
-	assert.Len(t, got, 33, "exactly the documented keys: %s", last)
+	assert.Len(t, got, 37, "exactly the documented keys: %s", last)
 	assert.Contains(t, out.String(), "long-run reads: 3 turns", "the longread workload says what it read")
 	assert.GreaterOrEqual(t, got["first_chunk_p50_ms"], got["provider_first_chunk_p50_ms"], "the host adds to the provider's own delay")
 	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])

@@ -61,6 +61,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		o.CPUProcesses[name] = pid
 		return nil
 	})
+	fs.DurationVar(&o.ResolveWait, "resolve-wait", 0, "how long the API waits for a turn's outcome before it answers 202 (default the API's, 10s)")
 	clientFlags := worker.RegisterClientFlags(fs)
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")
 	fs.IntVar(&o.HistoryTurns, "turns", 0, "turns of the long conversation whose history is measured (default 200, quick 40)")
@@ -74,7 +75,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
 	fs.IntVar(&o.LongReadTurns, "longread-turns", 0, "turns of the long conversation the longread workload reads (default 1000)")
 	fs.IntVar(&o.LongReadSamples, "longread-samples", 0, "timed reads of each kind per conversation of the longread workload (default 30, quick 10)")
-	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread)")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread, recovery)")
 	fs.Func("dynamic-config", "override the embedded server's dynamic config: `key=value` (a number, true/false, a duration such as 10ms, or text; repeatable)", func(kv string) error {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -100,14 +101,18 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread"}, w) {
-				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread)\n", w)
+			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread", "recovery"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread, recovery)\n", w)
 				return 2
 			}
 			o.Only = append(o.Only, w)
 		}
 	}
 	o.TemporalAddress, o.Namespace = address, namespace
+	// The recovery workload starts `wop worker` processes of this very binary.
+	if exe, err := os.Executable(); err == nil {
+		o.WorkerCommand = []string{exe}
+	}
 	if *verbose {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}

@@ -245,6 +245,7 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	b.idleNote = fmt.Sprintf("per waiting run: %.1f KB RSS = %.1f KB Go heap in use (%.1f KB of it live objects) + %.1f KB goroutine stacks + %.1f KB other (SQLite's own memory, heap kept by the runtime); %.1f goroutines",
 		rssKB, heapKB, kb(after.live, before.live), stackKB, rssKB-heapKB-stackKB, float64(after.goroutines-before.goroutines)/n)
 	if rest := b.opts.IdleRuns - half; half > 0 && rest > 0 {
+		res.IdleMarginalKB = round(float64(after.rss-mid.rss)/1024/float64(rest), 1)
 		b.idleNote += fmt.Sprintf("\nRSS growth over the first %d runs %.1f MB, over the last %d runs %.1f MB (%.1f KB per run)",
 			half, float64(mid.rss-before.rss)/(1<<20), rest, float64(after.rss-mid.rss)/(1<<20), float64(after.rss-mid.rss)/1024/float64(rest))
 	}
@@ -392,6 +393,7 @@ func (b *bench) table(r *Result) {
 	if ran("idle") {
 		fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
 			mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
+		fmt.Fprintf(tw, "marginal RSS per waiting conversation (the second half's growth over its conversations)\t%.1f KB\t\t\n", r.IdleMarginalKB)
 	}
 	if ran("carried") {
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
@@ -428,6 +430,9 @@ func (b *bench) table(r *Result) {
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)
+	}
+	if b.recoveryNote != "" {
+		fmt.Fprintf(b.out, "\n%s\n", b.recoveryNote)
 	}
 	if b.longReadNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.longReadNote)
