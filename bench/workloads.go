@@ -395,6 +395,10 @@ func (b *bench) table(r *Result) {
 			mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
 		fmt.Fprintf(tw, "marginal RSS per waiting conversation (the second half's growth over its conversations)\t%.1f KB\t\t\n", r.IdleMarginalKB)
 	}
+	if ran("recovery") && r.RecoveryTurns > 0 {
+		fmt.Fprintf(tw, "kill of a worker process → its conversations' next turns answered (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms\tmax ≤ %.0f ms (the timeouts' bound) %s\t\n",
+			r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs, r.RecoveryBoundMs, mark(r.RecoveryMaxMs <= r.RecoveryBoundMs))
+	}
 	if ran("carried") {
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,

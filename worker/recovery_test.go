@@ -22,7 +22,7 @@ func TestRecoveryBoundIsWhatTheTimeoutsImply(t *testing.T) {
 	assert.Equal(t, round.RetryPolicy.InitialInterval, r.ModelRoundRetry)
 	assert.Equal(t, time.Second+RecoveryDispatch, r.BetweenTurns())
 	assert.Equal(t, workflows.RunWorkflowTaskTimeout+RecoveryDispatch, r.InWorkflowTask())
-	assert.Equal(t, 1250*time.Millisecond, r.Bound())
+	assert.Equal(t, 1500*time.Millisecond, r.Bound())
 	assert.LessOrEqual(t, r.Bound(), 1500*time.Millisecond, "the declared bound")
 	// A real provider's round is bounded by its heartbeat: 30 s + 1 s + dispatch.
 	assert.Equal(t, 31*time.Second+RecoveryDispatch, r.BoundWithActivityRounds())
@@ -34,7 +34,7 @@ func TestRecoveryBoundIsWhatTheTimeoutsImply(t *testing.T) {
 	assert.Equal(t, 3*time.Second+RecoveryDispatch, RecoveryOf(cfg).Bound())
 	cfg.StickyScheduleToStartTimeout = 0
 	assert.Equal(t, 5*time.Second+RecoveryDispatch, RecoveryOf(cfg).Bound())
-	assert.Contains(t, RecoveryOf(DefaultConfig()).String(), "between turns 1.25s (sticky schedule-to-start 1s)")
+	assert.Contains(t, RecoveryOf(DefaultConfig()).String(), "between turns 1.5s (sticky schedule-to-start 1s)")
 
 	_, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_STICKY_TIMEOUT": "soon"}))
 	assert.ErrorContains(t, err, `WOP_WORKER_STICKY_TIMEOUT="soon"`)
