@@ -6,8 +6,8 @@
 #
 # Runs in the temporalio/admin-tools image (docker-compose.yml) or from a plain checkout
 # with Go installed: without temporal-sql-tool on the PATH it runs the server module's
-# tool (`go run go.temporal.io/server/cmd/tools/sql`) and reads the schema files from
-# the module. POSTGRES_SEEDS, POSTGRES_USER and SQL_PASSWORD say where Postgres is;
+# tool at go.mod's version (`go run go.temporal.io/server/cmd/tools/sql@v1.32.1`, which
+# the Go module proxy serves) and reads the schema files from the module. POSTGRES_SEEDS, POSTGRES_USER and SQL_PASSWORD say where Postgres is;
 # SCHEMA_DIR overrides where the schema files are.
 set -eu
 
@@ -19,7 +19,8 @@ if command -v temporal-sql-tool >/dev/null 2>&1; then
   SQL_TOOL=temporal-sql-tool
 else
   command -v go >/dev/null 2>&1 || { echo "neither temporal-sql-tool nor go is on the PATH" >&2; exit 1; }
-  SQL_TOOL="go run go.temporal.io/server/cmd/tools/sql"
+  SERVER_VERSION="$(cd "$ROOT" && go list -m -f '{{.Version}}' go.temporal.io/server)"
+  SQL_TOOL="go run go.temporal.io/server/cmd/tools/sql@$SERVER_VERSION"
 fi
 if [ -z "${SCHEMA_DIR:-}" ]; then
   if [ -d /etc/temporal/schema/postgresql/v12 ]; then
