@@ -82,8 +82,8 @@ func (r Recovery) InModelRound() time.Duration {
 }
 
 // Bound is the longest wait of a turn of a run whose model rounds are local (the
-// scripted mock after a conversation's first round): the host's declared recovery
-// bound for them. BoundWithActivityRounds adds real providers' rounds.
+// scripted mock): the host's recovery bound for them, whatever the moment of the kill.
+// BoundWithActivityRounds adds real providers' rounds.
 func (r Recovery) Bound() time.Duration { return max(r.BetweenTurns(), r.InWorkflowTask()) }
 
 // BoundWithActivityRounds is the longest wait of any turn, a model round running as an

@@ -400,11 +400,11 @@ type CancelRequest struct {
 	CancelledBy string `json:"cancelledBy,omitempty"`
 }
 
-// RunWorkflowTaskTimeout is the workflow task timeout of the runs the API starts
-// (Temporal's default is 10 s), carried across continue-as-new. It is how long
-// Temporal waits for a worker that took a turn's workflow task and died before it
-// gives the task to another worker: with the SDK's heartbeat of a long local activity
-// (at 80% of it) and a worker that answers a turn's task in milliseconds, one second is
-// enough, and it bounds the recovery of a turn whose worker was killed
-// (worker.RecoveryOf).
-const RunWorkflowTaskTimeout = time.Second
+// RunWorkflowTaskTimeout is the workflow task timeout of the runs the API starts:
+// Temporal's default, 10 s, carried across continue-as-new. It is how long Temporal waits
+// for a worker that took a turn's workflow task and died before it gives the task to
+// another worker (worker.RecoveryOf). One second was tried and given up: on a loaded
+// 2-core machine against PostgreSQL a run's workflow tasks kept timing out (each retry
+// replays the history from the start, slower than the one before), and the run stopped
+// answering ("Workflow Task in failed state").
+const RunWorkflowTaskTimeout = 10 * time.Second

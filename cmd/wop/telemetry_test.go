@@ -182,9 +182,10 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 			min    float64
 		}{
 			{"temporal_workflow_task_execution_latency_seconds", nil, 1},
-			// The scripted mock's first round is an activity, the next five local ones.
-			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRound"}, 1},
-			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 5},
+			// The scripted mock's six rounds are local activities (the first one too);
+			// the two tool calls are activities.
+			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ToolCall"}, 2},
+			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 6},
 			{"wop_runs_started_total", map[string]string{"openwop_workflow_id": "support"}, 1},
 			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "support", "openwop_run_status": "completed"}, 1},
 			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "conformance-approval", "openwop_run_status": "completed"}, 1},
