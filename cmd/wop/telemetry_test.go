@@ -282,7 +282,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	for _, name := range []string{
 		"POST /v1/runs", "POST /v1/runs/:runId/interrupts/:nodeId", // the API's requests
 		"StartWorkflow:OpenWOPRun", "UpdateWorkflow:openwop.resolve-update", // its Temporal calls
-		"RunWorkflow:OpenWOPRun", "HandleUpdate:openwop.resolve-update", "RunActivity:ModelRound", "RunActivity:ToolCall", // the worker
+		"RunWorkflow:OpenWOPRun", "HandleUpdate:openwop.resolve-update", "RunActivity:ModelRoundLocal", "RunActivity:ToolCall", // the worker (the scripted rounds are local activities)
 	} {
 		assert.Contains(t, spans, name, "span %s in the caller's trace", name)
 	}
@@ -335,7 +335,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	has("UpdateWorkflow:openwop.resolve-update", run(chat, "support"))
 	has("RunWorkflow:OpenWOPRun", with(run(chat, "support"), "openwop.tenant_id", "default"))
 	has("HandleUpdate:openwop.resolve-update", run(gate, "conformance-approval"))
-	for _, name := range []string{"RunActivity:ModelRound", "RunActivity:ToolCall"} {
+	for _, name := range []string{"RunActivity:ModelRoundLocal", "RunActivity:ToolCall"} {
 		has(name, with(run(chat, "support"), "openwop.node_id", "agent", "openwop.node_type", "vendor.wop.pack", "openwop.node_attempt", "0"))
 	}
 
