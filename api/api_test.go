@@ -676,14 +676,22 @@ func TestInterruptTokens(t *testing.T) {
 	env.expectError(env.do("GET", "/v1/interrupts/!!!not-a-valid-token!!!", "", ""), 400, CodeValidation)
 	env.expectError(env.do("GET", "/v1/interrupts/tok_c29tZXRoaW5nLXJhbmRvbQ", "", ""), 404, CodeInterruptNotFound)
 	env.expectError(env.do("POST", "/v1/interrupts/tok_c29tZXRoaW5nLXJhbmRvbQ", "", `{"correlation":{"orderId":"x"}}`), 404, CodeInterruptNotFound)
-	payload, sig, _ := strings.Cut(tok, ".")
+	// ow2.hs256.<kid>.<payload>.<mac>
+	if parts := strings.Split(tok, "."); len(parts) != 5 || parts[0] != "ow2" || parts[1] != "hs256" || parts[2] != "k1" {
+		t.Fatalf("token %q is not of the ow2 grammar", tok)
+	}
+	cut := strings.LastIndexByte(tok, '.')
+	signed, sig := tok[:cut], tok[cut+1:]
 	forged := env.srv.tokens.sign(tokenClaims{RunID: "r_1", NodeID: "wait", InterruptID: "int_7", Exp: env.now.Add(time.Hour).Unix(), Intent: IntentResolve})
-	_, forgedSig, _ := strings.Cut(forged, ".")
+	forgedSig := forged[strings.LastIndexByte(forged, '.')+1:]
 	if forgedSig == sig {
 		t.Fatal("different claims, same MAC")
 	}
-	env.expectError(env.do("POST", "/v1/interrupts/"+payload+"."+forgedSig, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
-	env.expectError(env.do("POST", "/v1/interrupts/"+payload[:len(payload)-2]+"AA."+sig, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
+	env.expectError(env.do("POST", "/v1/interrupts/"+signed+"."+forgedSig, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
+	env.expectError(env.do("POST", "/v1/interrupts/"+signed[:len(signed)-2]+"AA."+sig, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
+	// The MAC covers the algorithm and the kid: neither can be swapped.
+	env.expectError(env.do("GET", "/v1/interrupts/"+strings.Replace(tok, "ow2.hs256.", "ow2.hs512.", 1), "", ""), 404, CodeInterruptNotFound)
+	env.expectError(env.do("GET", "/v1/interrupts/"+strings.Replace(tok, ".k1.", ".k0.", 1), "", ""), 404, CodeInterruptNotFound)
 	other := newTokenSigner("k1", []byte("another secret"), nil).sign(tokenClaims{RunID: "r_1", NodeID: "wait", InterruptID: "int_7", Exp: env.now.Add(time.Hour).Unix(), Intent: IntentResolve})
 	env.expectError(env.do("POST", "/v1/interrupts/"+other, "", `{"resumeValue":{}}`), 404, CodeInterruptNotFound)
 	// Inspect-only tokens cannot resolve.

@@ -113,6 +113,9 @@ func (s *Server) handleBulkCancel(c echo.Context) error {
 		return err
 	}
 	p := principalOf(c)
+	if isV2(c) {
+		return s.bulkCancelV2(c, p, req)
+	}
 	outcomes := s.bulkCancel(c.Request().Context(), p, req.RunIDs, req.Reason, func(id string) (string, *Error) {
 		if err := validateID("runId", id); err != nil {
 			var ae *Error
@@ -131,4 +134,53 @@ func (s *Server) handleBulkCancel(c echo.Context) error {
 	}
 	s.log.Info("Runs bulk-cancelled", "keyId", p.KeyID, "runs", len(outcomes))
 	return c.JSON(http.StatusOK, map[string]any{"results": results})
+}
+
+// bulkCancelV2 serves POST /runs:bulk-cancel under major 2 (runs.md §Cancel): each id
+// tenant-bound ("acme/r_…", a bare id read in the caller's tenant), authorised on its
+// own, and each failed entry an error envelope {error, message, details?} with v2's
+// code: id_tenant_mismatch for another tenant's id, run_forbidden when the key may not
+// cancel runs, not_found, run_terminal. Entries echo the ids as requested.
+func (s *Server) bulkCancelV2(c echo.Context, p *principal, req *BulkCancelRequest) error {
+	results := make([]map[string]any, len(req.RunIDs))
+	if !p.Scopes[ScopeRunsCancel] {
+		for i, raw := range req.RunIDs {
+			e := codeErr(protocol.CodeRunForbidden, "this API key lacks the %q scope", ScopeRunsCancel).with("scopeRequired", ScopeRunsCancel)
+			results[i] = bulkEntryV2(raw, e)
+		}
+		s.log.Info("Runs bulk-cancel refused per entry", "keyId", p.KeyID, "runs", len(req.RunIDs))
+		return c.JSON(http.StatusOK, map[string]any{"results": results})
+	}
+	outcomes := s.bulkCancel(c.Request().Context(), p, req.RunIDs, req.Reason, func(raw string) (string, *Error) {
+		tenant, opaque, bound := protocol.SplitBoundID(raw)
+		if bound && tenant != p.Tenant {
+			return "", codeErr(protocol.CodeIDTenantMismatch, "the tenant segment of run %q is not the caller's tenant", raw)
+		}
+		if err := validateID("runId", opaque); err != nil {
+			var ae *Error
+			errors.As(err, &ae)
+			return "", ae
+		}
+		return opaque, nil
+	})
+	for i, o := range outcomes {
+		if o.Err != nil {
+			results[i] = bulkEntryV2(o.RunID, o.Err)
+			continue
+		}
+		results[i] = map[string]any{"runId": o.RunID, "ok": true, "status": o.Status}
+	}
+	s.log.Info("Runs bulk-cancelled", "keyId", p.KeyID, "runs", len(outcomes), "major", 2)
+	return c.JSON(http.StatusOK, map[string]any{"results": results})
+}
+
+// bulkEntryV2 is a failed entry of a v2 bulk cancel: the entry's error is the error
+// envelope (errors.md), its code v2's.
+func bulkEntryV2(runID string, e *Error) map[string]any {
+	v := v2Error(e)
+	env := map[string]any{"error": v.Code, "message": v.Message}
+	if len(v.Details) > 0 {
+		env["details"] = v.Details
+	}
+	return map[string]any{"runId": runID, "ok": false, "error": env}
 }

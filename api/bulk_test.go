@@ -71,3 +71,59 @@ func codeOf(t *testing.T, rec *httptest.ResponseRecorder, status int, code strin
 	require.Equal(t, code, e.Error, "%s", rec.Body)
 	return e
 }
+
+// v2's bulk cancel: tenant-bound ids, each authorised on its own (another tenant's id
+// is id_tenant_mismatch, a key without runs:cancel gets run_forbidden entries, never a
+// top-level 403), each failure the error envelope with v2's code, 200 whatever the ids.
+func TestBulkCancelV2(t *testing.T) {
+	env := newTestEnv(t)
+	for id, st := range map[string]string{"r_live": protocol.StatusRunning, "r_bare": protocol.StatusRunning, "r_over": protocol.StatusCompleted} {
+		env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: id, WorkflowID: "conformance-noop", Status: st, Owner: workflows.Owner{Tenant: "default"}}})
+	}
+	v2 := []string{"OpenWOP-Version", "2"}
+	rec := env.do("POST", "/runs:bulk-cancel", fullKey, `{"runIds":["default/r_live","tenant-b/r_live","r_bare","default/r_over","default/run-does-not-exist-xxxxxxxx"]}`, v2...)
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	type entry struct {
+		RunID  string `json:"runId"`
+		OK     bool   `json:"ok"`
+		Status string `json:"status"`
+		Error  *struct {
+			Error, Message string
+		} `json:"error"`
+	}
+	var body struct{ Results []entry }
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	got := []string{}
+	for _, r := range body.Results {
+		if r.OK {
+			got = append(got, r.RunID+":ok:"+r.Status)
+		} else {
+			got = append(got, r.RunID+":"+r.Error.Error)
+			assert.NotEmpty(t, r.Error.Message)
+		}
+	}
+	assert.Equal(t, []string{"default/r_live:ok:cancelling", "tenant-b/r_live:id_tenant_mismatch", "r_bare:ok:cancelling",
+		"default/r_over:run_terminal", "default/run-does-not-exist-xxxxxxxx:not_found"}, got)
+	require.Len(t, env.ft.get("r_live").signals, 1, "the caller's run got one cancel, the foreign id none")
+
+	rec = env.do("POST", "/runs:bulk-cancel", lowKey, `{"runIds":["default/r_live","default/r_bare"]}`, v2...)
+	require.Equal(t, 200, rec.Code, "no top-level 403 at major 2: %s", rec.Body)
+	body.Results = nil
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	require.Len(t, body.Results, 2)
+	for _, r := range body.Results {
+		require.False(t, r.OK)
+		assert.Equal(t, "run_forbidden", r.Error.Error)
+	}
+	require.Len(t, env.ft.get("r_bare").signals, 1, "nothing cancelled for a key that may not")
+
+	ids := make([]string, 101)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("default/r_%d", i)
+	}
+	many, _ := json.Marshal(map[string]any{"runIds": ids})
+	rec = env.do("POST", "/runs:bulk-cancel", fullKey, string(many), v2...)
+	require.Equal(t, 400, rec.Code, "%s", rec.Body)
+	assert.Contains(t, rec.Body.String(), `"maxRunIds":100`)
+	assert.Contains(t, rec.Body.String(), `"error":"validation_error"`)
+}

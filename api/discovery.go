@@ -219,6 +219,7 @@ var v2OperationIDs = map[string]string{
 	"POST /v1/runs/{runId}:fork":                "forkRun",
 	"POST /v1/webhooks":                         "registerWebhook",
 	"DELETE /v1/webhooks/{webhookId}":           "unregisterWebhook",
+	"POST /v1/runs:bulk-cancel":                 "bulkCancelRuns",
 }
 
 // openAPIFor is the OpenAPI 3.1 document of one major: v1's /v1/ routes, or v2's

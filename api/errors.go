@@ -199,6 +199,7 @@ var statusOf = map[string]int{
 	protocol.CodeIDTenantMismatch:           http.StatusForbidden,
 	protocol.CodeIdempotencyKeyInvalid:      http.StatusBadRequest,
 	protocol.CodeRunTerminal:                http.StatusConflict,
+	protocol.CodeRunForbidden:               http.StatusForbidden,
 	protocol.CodeRunnerUnavailable:          http.StatusServiceUnavailable,
 	protocol.CodeInterruptTokenInvalid:      http.StatusUnauthorized,
 	protocol.CodeEventTypeUnmapped:          http.StatusInternalServerError,

@@ -102,6 +102,10 @@ type route struct {
 	// V2 marks the operations of OpenWOP v2's path manifest: they are also served on
 	// the unversioned path (Path without /v1), under major 2 (version.go).
 	V2 bool
+	// V2PerEntry marks a route whose body names several resources that major 2
+	// authorises one by one, never with a top-level 403 (bulk cancel): its v2 path asks
+	// only for a valid key, and the handler checks Scopes for each entry.
+	V2PerEntry bool
 }
 
 // v2Path is the unversioned path of a route.
@@ -232,7 +236,11 @@ func (s *Server) buildEcho() *echo.Echo {
 		}
 		e.Add(r.Method, echoPath(r.Path), r.Handler, mw...)
 		if r.V2 && r.v2Path() != r.Path {
-			e.Add(r.Method, echoPath(r.v2Path()), r.Handler, mw...)
+			v2mw := mw
+			if r.V2PerEntry {
+				v2mw = []echo.MiddlewareFunc{s.authenticated()}
+			}
+			e.Add(r.Method, echoPath(r.v2Path()), r.Handler, v2mw...)
 		}
 	}
 	e.POST("/v1/runs/:runId", s.dispatchVerb)
@@ -305,7 +313,7 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/runs", Scopes: []string{ScopeRunsRead}, Summary: "List the tenant's runs from Temporal visibility, filtered and cursor-paged", Handler: s.handleListRuns, OK: 200, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs", Scopes: []string{ScopeRunsCreate}, Summary: "Start a run", Handler: s.handleCreateRun, Body: "CreateRunRequest", OK: 201, V2: true},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200, V2: true},
-		{Method: http.MethodPost, Path: "/v1/runs:bulk-cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel up to 100 runs, each on its own: per-id results in request order", Handler: s.handleBulkCancel, Body: "BulkCancelRequest", OK: 200},
+		{Method: http.MethodPost, Path: "/v1/runs:bulk-cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel up to 100 runs, each on its own: per-id results in request order", Handler: s.handleBulkCancel, Body: "BulkCancelRequest", OK: 200, V2: true, V2PerEntry: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200, V2: true},

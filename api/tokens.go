@@ -40,8 +40,15 @@ type tokenClaims struct {
 	Turn *int `json:"turn,omitempty"`
 }
 
-// tokenSigner mints and verifies interrupt tokens:
-// base64url(JSON claims) "." base64url(HMAC-SHA256(secret[kid], first part)).
+// tokenSigner mints and verifies interrupt tokens in OpenWOP v2's grammar (identity.md
+// §4), on both majors:
+//
+//	ow2.hs256.<kid>.<base64url(JSON claims)>.<base64url(HMAC-SHA256(secret[kid], "ow2.hs256.<kid>.<payload>"))>
+//
+// The MAC covers the prefix, so neither the algorithm nor the key id can be swapped.
+// A token without the ow2. prefix is one minted before (v1's grammar: payload "." MAC
+// over the payload, the kid inside the claims): it is verified as it was, the
+// "legacy" kid of identity.md, until it expires.
 type tokenSigner struct {
 	kid     string
 	secrets map[string][]byte
@@ -68,15 +75,25 @@ func (ts *tokenSigner) mac(kid, payload string) ([]byte, bool) {
 	return m.Sum(nil), true
 }
 
+// Token grammar (identity.md §4).
+const (
+	tokenPrefix = "ow2."
+	tokenAlg    = "hs256"
+)
+
+// TokenAlgs are the resume-token algorithms this host signs and verifies
+// (interrupt.tokenAlgs).
+var TokenAlgs = []string{tokenAlg}
+
 func (ts *tokenSigner) sign(c tokenClaims) string {
 	c.Kid = ts.kid
 	b, _ := json.Marshal(c)
-	payload := b64.EncodeToString(b)
-	sum, _ := ts.mac(ts.kid, payload)
-	return payload + "." + b64.EncodeToString(sum)
+	signed := tokenPrefix + tokenAlg + "." + ts.kid + "." + b64.EncodeToString(b)
+	sum, _ := ts.mac(ts.kid, signed)
+	return signed + "." + b64.EncodeToString(sum)
 }
 
-var tokenCharsRe = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+var tokenCharsRe = regexp.MustCompile(`^[A-Za-z0-9_.~-]+$`)
 
 // Token verification failures.
 var (
@@ -89,6 +106,9 @@ var (
 func (ts *tokenSigner) verify(tok string, now time.Time) (*tokenClaims, error) {
 	if len(tok) > 2048 || !tokenCharsRe.MatchString(tok) {
 		return nil, errTokenMalformed
+	}
+	if strings.HasPrefix(tok, tokenPrefix) {
+		return ts.verifyOW2(tok, now)
 	}
 	payload, sig, ok := strings.Cut(tok, ".")
 	if !ok || strings.Contains(sig, ".") {
@@ -108,6 +128,36 @@ func (ts *tokenSigner) verify(tok string, now time.Time) (*tokenClaims, error) {
 	}
 	want, ok := ts.mac(c.Kid, payload)
 	if !ok || !hmac.Equal(want, gotSig) {
+		return nil, errTokenUnknown
+	}
+	if now.Unix() >= c.Exp {
+		return &c, errTokenExpired
+	}
+	return &c, nil
+}
+
+// verifyOW2 verifies a token of the ow2 grammar: an algorithm this host signs with, a
+// kid it holds, the MAC over everything before it, the claims naming that kid.
+func (ts *tokenSigner) verifyOW2(tok string, now time.Time) (*tokenClaims, error) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 5 || parts[1] != tokenAlg || parts[2] == "" {
+		return nil, errTokenUnknown
+	}
+	kid, payload, sig := parts[2], parts[3], parts[4]
+	gotSig, err := b64.DecodeString(sig)
+	if err != nil {
+		return nil, errTokenUnknown
+	}
+	want, ok := ts.mac(kid, tok[:len(tok)-len(sig)-1])
+	if !ok || !hmac.Equal(want, gotSig) {
+		return nil, errTokenUnknown
+	}
+	raw, err := b64.DecodeString(payload)
+	if err != nil {
+		return nil, errTokenUnknown
+	}
+	var c tokenClaims
+	if err := json.Unmarshal(raw, &c); err != nil || c.Kid != kid {
 		return nil, errTokenUnknown
 	}
 	if now.Unix() >= c.Exp {

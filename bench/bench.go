@@ -56,7 +56,6 @@ import (
 	"github.com/wop-dev/wop/internal/devserver"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/common/metrics"
-	"google.golang.org/grpc"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
@@ -82,8 +81,11 @@ type Options struct {
 	// (and a fresh floor workflow) after this many turns, so the latency figures are of
 	// conversations of realistic length rather than of one ever-growing one.
 	TurnsPerConversation int
-	// Concurrency is the number of concurrent conversations of the throughput workloads.
-	Concurrency int
+	// Concurrency is the number of concurrent conversations of the throughput workloads;
+	// Concurrencies, when set, are several such numbers, run one after the other
+	// (Concurrency is then the first).
+	Concurrency   int
+	Concurrencies []int
 	// Duration is how long each throughput workload runs.
 	Duration time.Duration
 	// HistoryTurns is the length of the long conversation; the bench reports the
@@ -106,9 +108,24 @@ type Options struct {
 	// a setting; see `wop bench --dynamic-config`).
 	DynamicConfig map[string]any
 	// TemporalAddress and Namespace, when set, use that Temporal server instead of the
-	// embedded one.
+	// embedded one; TemporalClient carries its TLS and credentials (as `wop worker`
+	// reads them from the environment: worker.ClientOptionsFromEnv).
 	TemporalAddress string
 	Namespace       string
+	TemporalClient  client.Options
+	// CPUProcesses are other processes of this machine (a Temporal server, its
+	// database) whose CPU time per turn the throughput workload reports, by name.
+	CPUProcesses map[string]int
+	// ResolveWait, when set, is how long the API waits for a resolve's outcome before it
+	// answers 202 (api.GuardConfig.ResolveWait; the API's default otherwise).
+	ResolveWait time.Duration
+	// WorkerCommand runs `wop` (the recovery workload starts `wop worker` processes
+	// with it; `wop bench` sets it to its own binary). Empty skips that workload.
+	WorkerCommand []string
+	// RecoveryKills and RecoveryConversations are the recovery workload's rounds and the
+	// conversations each opens.
+	RecoveryKills         int
+	RecoveryConversations int
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -145,7 +162,7 @@ func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, BreakdownTurns: 30,
 		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 50,
-		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30}
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30, RecoveryKills: 20, RecoveryConversations: 10}
 }
 
 // QuickOptions are the counts of a --quick run (about two minutes on 2 cores), on a
@@ -154,7 +171,7 @@ func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, BreakdownTurns: 20,
 		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 10,
-		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10}
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10, RecoveryKills: 5, RecoveryConversations: 10}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -184,7 +201,13 @@ func (o Options) withDefaults() Options {
 	if o.Duration <= 0 {
 		o.Duration = d.Duration
 	}
+	if len(o.Concurrencies) == 0 {
+		o.Concurrencies = []int{o.Concurrency}
+	}
+	o.Concurrency = o.Concurrencies[0]
 	set(&o.BreakdownTurns, d.BreakdownTurns)
+	set(&o.RecoveryKills, d.RecoveryKills)
+	set(&o.RecoveryConversations, d.RecoveryConversations)
 	if o.StreamChunkDelay <= 0 {
 		o.StreamChunkDelay = DefaultStreamChunkDelay
 	}
@@ -207,6 +230,12 @@ const (
 	TargetHostP50Ms = 40.0 // host turn p50
 	TargetRatio     = 1.1  // host turn p50 / floor turn p50
 	TargetTurnsPerS = 60.0 // host turns per second with Concurrency (50) conversations
+	// TargetRatioUpdateFloor bounds the host's turn p50 over the fair floor's (an update
+	// whose handler runs a no-op local activity, what a resolve is).
+	TargetRatioUpdateFloor = 1.05
+	// TargetThroughputRatio is the least host throughput, as a share of the update
+	// floor's with as many conversations, at every level.
+	TargetThroughputRatio = 0.9
 	// TargetLongReadRatio bounds a read of a run at turn LongReadTurns against the same
 	// read at turn LongReadEarlyTurn.
 	TargetLongReadRatio = 2.0
@@ -214,19 +243,45 @@ const (
 
 // Result is the JSON object printed as the last line.
 type Result struct {
-	FloorP50Ms          float64 `json:"floor_p50_ms"`
-	FloorP99Ms          float64 `json:"floor_p99_ms"`
-	FloorActivityP50Ms  float64 `json:"floor_activity_p50_ms"`
-	FloorActivityP99Ms  float64 `json:"floor_activity_p99_ms"`
-	ExchangeP50Ms       float64 `json:"exchange_p50_ms"`
-	ExchangeP99Ms       float64 `json:"exchange_p99_ms"`
-	RatioP50            float64 `json:"ratio_p50"`
-	TurnsPerS           float64 `json:"turns_per_s"`
-	FloorTurnsPerS      float64 `json:"floor_turns_per_s"`
+	FloorP50Ms         float64 `json:"floor_p50_ms"`
+	FloorP99Ms         float64 `json:"floor_p99_ms"`
+	FloorActivityP50Ms float64 `json:"floor_activity_p50_ms"`
+	FloorActivityP99Ms float64 `json:"floor_activity_p99_ms"`
+	ExchangeP50Ms      float64 `json:"exchange_p50_ms"`
+	ExchangeP99Ms      float64 `json:"exchange_p99_ms"`
+	RatioP50           float64 `json:"ratio_p50"`
+	TurnsPerS          float64 `json:"turns_per_s"`
+	FloorTurnsPerS     float64 `json:"floor_turns_per_s"`
+	// UpdateFloorP50Ms and UpdateFloorP99Ms are the fair floor's turn (one Workflow
+	// Update whose handler runs a no-op local activity: the host's own primitive), and
+	// RatioUpdateFloorP50 the host's p50 over it; UpdateFloorTurnsPerS its throughput at
+	// the first level. Throughput holds every level of the throughput workload.
+	UpdateFloorP50Ms     float64           `json:"update_floor_p50_ms"`
+	UpdateFloorP99Ms     float64           `json:"update_floor_p99_ms"`
+	RatioUpdateFloorP50  float64           `json:"ratio_update_floor_p50"`
+	UpdateFloorTurnsPerS float64           `json:"update_floor_turns_per_s"`
+	Throughput           []ThroughputLevel `json:"throughput"`
+	// FirstTurnP50Ms is the p50 of the latency workload's conversations' first turns
+	// (FirstTurns of them, after the warm-up), LaterTurnP50Ms of their other turns.
+	FirstTurns     int     `json:"first_turns"`
+	FirstTurnP50Ms float64 `json:"first_turn_p50_ms"`
+	LaterTurnP50Ms float64 `json:"later_turn_p50_ms"`
+	// The recovery workload: kills of a worker process, the turns sent at each kill to
+	// the conversations it held, the time from the kill to their replies, and the bound
+	// the configured timeouts imply (worker.Recovery.BetweenTurns).
+	RecoveryKills       int     `json:"recovery_kills,omitempty"`
+	RecoveryTurns       int     `json:"recovery_turns,omitempty"`
+	RecoveryP50Ms       float64 `json:"recovery_p50_ms,omitempty"`
+	RecoveryMaxMs       float64 `json:"recovery_max_ms,omitempty"`
+	RecoveryBoundMs     float64 `json:"recovery_bound_ms,omitempty"`
 	HistoryBytesTurn5   int64   `json:"history_bytes_turn5"`
 	HistoryBytesTurn200 int64   `json:"history_bytes_turn200"`
 	IdleRuns            int     `json:"idle_runs"`
 	IdleRSSMB           float64 `json:"idle_rss_mb"`
+	// IdleMarginalKB is the RSS growth per conversation over the second half of the
+	// idle workload's conversations: what one more waiting conversation costs, the
+	// warm-up of the process's pools and caches excluded.
+	IdleMarginalKB float64 `json:"idle_marginal_kb"`
 	// CarriedBytesTurn10 and CarriedBytesTurn2000 are the continue-as-new input after
 	// turn 10 and turn 2000 of a conversation of 2 KB messages (the carried workload).
 	CarriedBytesTurn10   int64 `json:"carried_bytes_turn10"`
@@ -271,13 +326,13 @@ type bench struct {
 	openRuns []string
 	stopFns  []func()
 	rpcs     *rpcCounter
-	// Calls of the throughput workloads and the turns they finished (all of them,
-	// also those that ended after the timed window).
-	floorRPCs, hostRPCs   map[string]int64
-	floorTurns, hostTurns int
-	// CPU time this process used during each throughput workload.
-	floorCPU, hostCPU time.Duration
-	idleNote          string
+	// watch reads the CPU time of the processes named by Options.CPUProcesses.
+	watch        *procWatch
+	idleNote     string
+	recoveryNote string
+	// tmp is the bench's temporary folder; wcfg the configuration of its worker.
+	tmp  string
+	wcfg worker.Config
 	// metrics records the embedded server's metrics (nil with an external server);
 	// breakdowns are what the breakdown workload found.
 	metrics    *serverMetrics
@@ -307,7 +362,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		// A finer sampling than the default 512 KB, so small per-run allocations show.
 		runtime.MemProfileRate = 4096
 	}
-	b := &bench{opts: opts, out: stdout, runID: randomHex(4), rpcs: newRPCCounter()}
+	b := &bench{opts: opts, out: stdout, runID: randomHex(4), rpcs: newRPCCounter(), watch: &procWatch{pids: opts.CPUProcesses}}
 	if err := b.start(ctx); err != nil {
 		return err
 	}
@@ -327,8 +382,8 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	} else {
 		fmt.Fprintf(stdout, "worker cache: %d workflows\n", b.cacheSize())
 	}
-	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %d concurrent conversations for %s, history at turns %d and %d, %d idle runs, %d streamed turns (%s per piece), %d reads at turns %d and %d\n\n",
-		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrency, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns,
+	fmt.Fprintf(stdout, "counts: %d latency samples (+%d warm-up, %d turns per conversation), %v concurrent conversations for %s, history at turns %d and %d, %d idle runs, %d streamed turns (%s per piece), %d reads at turns %d and %d\n\n",
+		opts.Samples, opts.Warmup, opts.TurnsPerConversation, opts.Concurrencies, opts.Duration, opts.HistoryEarlyTurn, opts.HistoryTurns, opts.IdleRuns,
 		opts.StreamSamples, opts.StreamChunkDelay, opts.LongReadSamples, opts.LongReadEarlyTurn, opts.LongReadTurns)
 
 	var res Result
@@ -344,6 +399,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"carried", b.carried},
 		{"stream", b.stream},
 		{"longread", b.longRead},
+		{"recovery", b.recovery},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
@@ -359,6 +415,9 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	if res.FloorP50Ms > 0 {
 		res.RatioP50 = round(res.ExchangeP50Ms/res.FloorP50Ms, 3)
 	}
+	if res.UpdateFloorP50Ms > 0 {
+		res.RatioUpdateFloorP50 = round(res.ExchangeP50Ms/res.UpdateFloorP50Ms, 3)
+	}
 	if opts.MemProfile != "" {
 		if err := writeHeapProfile(opts.MemProfile); err != nil {
 			return err
@@ -366,8 +425,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 	}
 	b.table(&res)
 	printBreakdown(stdout, b.breakdowns)
-	printRPCs(stdout, b.floorRPCs, b.hostRPCs, b.floorTurns, b.hostTurns)
-	printCPU(stdout, b.floorCPU, b.hostCPU, b.floorTurns, b.hostTurns)
+	printThroughput(stdout, res.Throughput)
 	line, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
@@ -393,11 +451,11 @@ func loadAverage() string {
 func progress(step string, r *Result) string {
 	switch step {
 	case "latency":
-		return fmt.Sprintf("floor p50 %.1f ms, host p50 %.1f ms, activity floor p50 %.1f ms", r.FloorP50Ms, r.ExchangeP50Ms, r.FloorActivityP50Ms)
+		return fmt.Sprintf("floor p50 %.1f ms, update floor p50 %.1f ms, host p50 %.1f ms, activity floor p50 %.1f ms", r.FloorP50Ms, r.UpdateFloorP50Ms, r.ExchangeP50Ms, r.FloorActivityP50Ms)
 	case "breakdown":
 		return "printed below the table"
 	case "throughput":
-		return fmt.Sprintf("floor %.1f turns/s, host %.1f turns/s", r.FloorTurnsPerS, r.TurnsPerS)
+		return fmt.Sprintf("%d levels", len(r.Throughput))
 	case "history":
 		return fmt.Sprintf("%d and %d bytes", r.HistoryBytesTurn5, r.HistoryBytesTurn200)
 	case "idle":
@@ -406,6 +464,8 @@ func progress(step string, r *Result) string {
 		return fmt.Sprintf("%d and %d bytes", r.CarriedBytesTurn10, r.CarriedBytesTurn2000)
 	case "stream":
 		return fmt.Sprintf("first chunk p50 %.1f ms (provider %.1f ms)", r.FirstChunkP50Ms, r.ProviderFirstChunkP50Ms)
+	case "recovery":
+		return fmt.Sprintf("%d turns after %d kills: p50 %.0f ms, max %.0f ms", r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs)
 	case "longread":
 		return fmt.Sprintf("32 KiB pages: first p50 %.1f and %.1f ms, poll p50 %.1f and %.1f ms", r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong,
 			r.LongReadPagedPollP50MsShort, r.LongReadPagedPollP50MsLong)
@@ -436,13 +496,21 @@ func writeHeapProfile(path string) error {
 	return nil
 }
 
-// cacheSize is the sticky workflow cache the bench's workers run with.
+// cacheSize is the sticky workflow cache the bench's workers run with: wop worker's
+// default, or more when the throughput workload keeps more conversations busy at once
+// than it holds (the README's advice to a host serving that many: every turn of a
+// conversation the cache has dropped replays the run's history first, the floors' as
+// the host's, since the cache is the process's).
 func (b *bench) cacheSize() int {
 	if b.opts.WorkerCacheSize > 0 {
 		return b.opts.WorkerCacheSize
 	}
-	return worker.DefaultWorkflowCacheSize
+	return max(worker.DefaultWorkflowCacheSize, slices.Max(b.opts.Concurrencies)+cacheHeadroom)
 }
+
+// cacheHeadroom is the sticky cache kept beyond the throughput workload's conversations:
+// the latency and breakdown workloads' conversations and floors.
+const cacheHeadroom = 64
 
 func (b *bench) where() string {
 	if b.opts.TemporalAddress != "" {
@@ -463,7 +531,7 @@ func (b *bench) start(ctx context.Context) error {
 	}
 	cleanupTmp := func() { _ = os.RemoveAll(tmp) }
 	packsDir := filepath.Join(tmp, "packs")
-	if err := writePacks(packsDir); err != nil {
+	if err := writePacks(packsDir, ""); err != nil {
 		cleanupTmp()
 		return err
 	}
@@ -479,6 +547,7 @@ func (b *bench) start(ctx context.Context) error {
 	wcfg.WorkflowCacheSize = b.cacheSize()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
+	b.tmp, b.wcfg = tmp, wcfg
 	model := startStreamModel(b.opts.StreamChunkDelay)
 	wcfg.Providers = map[string]activities.Provider{
 		activities.DefaultProviderKey: &activities.MockProvider{},
@@ -490,8 +559,8 @@ func (b *bench) start(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	var copts client.Options
-	copts.ConnectionOptions.DialOptions = []grpc.DialOption{b.rpcs.dialOption()}
+	copts := b.opts.TemporalClient
+	copts.ConnectionOptions.DialOptions = append(slices.Clip(copts.ConnectionOptions.DialOptions), b.rpcs.dialOption())
 	var serverMetrics metrics.Handler
 	if b.opts.TemporalAddress == "" {
 		b.metrics = newServerMetrics()
@@ -511,6 +580,7 @@ func (b *bench) start(ctx context.Context) error {
 			// throughput measured, so the bench's own key is not limited in practice.
 			RateLimitPerSecond: 1e6,
 			RateLimitBurst:     1e6,
+			Guards:             api.GuardConfig{ResolveWait: b.opts.ResolveWait},
 		},
 		Worker:         wcfg,
 		Logger:         logger,
@@ -529,19 +599,26 @@ func (b *bench) start(ctx context.Context) error {
 		return err
 	}
 	b.st, b.tc, b.streamModel = st, st.Client(), model
-	b.api = newAPIClient(st.APIURL(), key, b.opts.Concurrency+8)
+	b.api = newAPIClient(st.APIURL(), key, slices.Max(b.opts.Concurrencies)+8)
 	b.stopFns = append(b.stopFns, fw.Stop, b.api.close, st.Stop, model.close, cleanupTmp)
 	return nil
 }
 
-// writePacks copies the embedded bench packs into dir.
-func writePacks(dir string) error {
+// workerConfig is the configuration of the bench's worker.
+func (b *bench) workerConfig() worker.Config { return b.wcfg }
+
+// writePacks copies the embedded bench packs into dir: every one, or only the files of
+// pack only.
+func writePacks(dir, only string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create packs folder: %w", err)
 	}
 	return fs.WalkDir(packFiles, "testdata/packs", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
+		}
+		if only != "" && !strings.HasPrefix(d.Name(), only+".") {
+			return nil
 		}
 		data, err := packFiles.ReadFile(p)
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 func TestBenchPackLoadsWithoutDiagnostics(t *testing.T) {
 	dir := t.TempDir()
-	require.NoError(t, writePacks(dir))
+	require.NoError(t, writePacks(dir, ""))
 	loaded, diags, err := packs.LoadDir(dir)
 	require.NoError(t, err, "diagnostics: %v", diags)
 	assert.Empty(t, diags, "the bench pack should load cleanly")
@@ -90,12 +90,32 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 	require.NoError(t, err, "output:\n%s", out.String())
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	last := lines[len(lines)-1]
-	var got map[string]float64
-	require.NoError(t, json.Unmarshal([]byte(last), &got), "last line: %s", last)
+	var all map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(last), &all), "last line: %s", last)
+	got := map[string]float64{}
+	for k, raw := range all {
+		if k == "throughput" {
+			continue
+		}
+		var v float64
+		require.NoError(t, json.Unmarshal(raw, &v), "%s in %s", k, last)
+		got[k] = v
+	}
+	var levels []ThroughputLevel
+	require.NoError(t, json.Unmarshal(all["throughput"], &levels), "throughput in %s", last)
+	if assert.Len(t, levels, 1, "one level: Concurrency alone") {
+		lv := levels[0]
+		assert.Equal(t, 3, lv.Conversations)
+		assert.Greater(t, lv.HostTurnsPerS, 0.0)
+		assert.Greater(t, lv.UpdateFloorTurnsPerS, 0.0)
+		assert.Greater(t, lv.HostCPUMsPerTurn, 0.0)
+		// Every host turn is at least one resolve.
+		assert.GreaterOrEqual(t, lv.UpdatesPerTurn, 1.0)
+	}
 	// The throughput figures are every finished turn over the time they took, each
 	// conversation at least one turn, so they are above zero however busy the machine.
 	for _, k := range []string{"floor_p50_ms", "floor_p99_ms", "floor_activity_p50_ms", "floor_activity_p99_ms", "exchange_p50_ms", "exchange_p99_ms", "ratio_p50",
-		"turns_per_s", "floor_turns_per_s", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
+		"turns_per_s", "floor_turns_per_s", "update_floor_p50_ms", "update_floor_p99_ms", "ratio_update_floor_p50", "update_floor_turns_per_s", "first_turn_p50_ms", "later_turn_p50_ms", "history_bytes_turn5", "history_bytes_turn200", "idle_runs",
 		"carried_bytes_turn10", "carried_bytes_turn2000",
 		"first_chunk_p50_ms", "first_chunk_p99_ms", "provider_first_chunk_p50_ms", "streamed_reply_p50_ms",
 		"longread_first_page_p50_ms_turn10", "longread_first_page_p50_ms_turn1000", "longread_poll_p50_ms_turn10", "longread_poll_p50_ms_turn1000",
@@ -108,12 +128,12 @@ func TestRunPrintsEveryFigure(t *testing.T) {
 		}
 	}
 	// Both throughput workloads finished turns: the calls per turn are printed only then.
-	assert.Contains(t, out.String(), "Temporal calls per turn during the throughput workloads")
+	assert.Contains(t, out.String(), "Temporal calls per turn, 3 conversations")
 	v, ok := got["idle_rss_mb"]
 	assert.True(t, ok, "key idle_rss_mb in %s", last)
 	assert.False(t, math.IsNaN(v) || math.IsInf(v, 0), "idle_rss_mb is finite (a few runs may not move RSS)")
 	assert.Equal(t, 5.0, got["idle_runs"])
-	assert.Len(t, got, 29, "exactly the documented keys: %s", last)
+	assert.Len(t, got, 37, "exactly the documented keys: %s", last)
 	assert.Contains(t, out.String(), "long-run reads: 3 turns", "the longread workload says what it read")
 	assert.GreaterOrEqual(t, got["first_chunk_p50_ms"], got["provider_first_chunk_p50_ms"], "the host adds to the provider's own delay")
 	assert.GreaterOrEqual(t, got["floor_p99_ms"], got["floor_p50_ms"])

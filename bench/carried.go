@@ -65,7 +65,7 @@ func carriedBytes(ctx context.Context, early, late int) (int, int, error) {
 	}
 	defer os.RemoveAll(tmp)
 	dir := filepath.Join(tmp, "packs")
-	if err := writePacks(dir); err != nil {
+	if err := writePacks(dir, ""); err != nil {
 		return 0, 0, err
 	}
 	loaded, err := worker.LoadPacks(dir, nil)

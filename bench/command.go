@@ -14,11 +14,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wop-dev/wop/worker"
 )
 
 // Command is `wop bench`: it parses args, runs the bench and returns the exit code
-// (0 on success, 1 when a workload fails, 2 on bad flags). TEMPORAL_ADDRESS and
-// TEMPORAL_NAMESPACE select an external Temporal server.
+// (0 on success, 1 when a workload fails, 2 on bad flags). --address (TEMPORAL_ADDRESS)
+// and --namespace (TEMPORAL_NAMESPACE) select an external Temporal server, with TLS and
+// an API key from the variables `wop worker` reads.
 func Command(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wop bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -33,7 +36,33 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	var o Options
 	fs.BoolVar(&o.Quick, "quick", false, "small counts: finishes in about two minutes on 2 cores")
 	fs.IntVar(&o.Samples, "samples", 0, "timed turns per latency workload (default 200, quick 40)")
-	fs.IntVar(&o.Concurrency, "concurrency", 0, "concurrent conversations of the throughput workloads (default 50)")
+	fs.Func("concurrency", "concurrent conversations of the throughput workload, or several `counts` run one after the other (50,200,500; default 50)", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want positive counts separated by commas, got %q", v)
+			}
+			o.Concurrencies = append(o.Concurrencies, n)
+		}
+		return nil
+	})
+	address := os.Getenv("TEMPORAL_ADDRESS")
+	namespace := os.Getenv("TEMPORAL_NAMESPACE")
+	fs.StringVar(&address, "address", address, "use the Temporal frontend at `host:port` instead of an embedded server (env TEMPORAL_ADDRESS; TLS and API key from the --tls* flags or the environment, as wop worker reads them; the namespace is created if missing)")
+	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` of --address (env TEMPORAL_NAMESPACE; default default)")
+	fs.Func("cpu-process", "report the CPU time per turn of another process of this machine and its children, as `NAME=PID` (a Temporal server, its database; repeatable)", func(v string) error {
+		name, pid, err := parseCPUProcess(v)
+		if err != nil {
+			return err
+		}
+		if o.CPUProcesses == nil {
+			o.CPUProcesses = map[string]int{}
+		}
+		o.CPUProcesses[name] = pid
+		return nil
+	})
+	fs.DurationVar(&o.ResolveWait, "resolve-wait", 0, "how long the API waits for a turn's outcome before it answers 202 (default the API's, 10s)")
+	clientFlags := worker.RegisterClientFlags(fs)
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each throughput workload (default 30s, quick 5s)")
 	fs.IntVar(&o.HistoryTurns, "turns", 0, "turns of the long conversation whose history is measured (default 200, quick 40)")
 	fs.IntVar(&o.IdleRuns, "idle", 0, "waiting conversations of the memory workload (default 1000, quick 200)")
@@ -46,7 +75,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
 	fs.IntVar(&o.LongReadTurns, "longread-turns", 0, "turns of the long conversation the longread workload reads (default 1000)")
 	fs.IntVar(&o.LongReadSamples, "longread-samples", 0, "timed reads of each kind per conversation of the longread workload (default 30, quick 10)")
-	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread)")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread, recovery)")
 	fs.Func("dynamic-config", "override the embedded server's dynamic config: `key=value` (a number, true/false, a duration such as 10ms, or text; repeatable)", func(kv string) error {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -72,17 +101,33 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread"}, w) {
-				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread)\n", w)
+			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread", "recovery"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread, recovery)\n", w)
 				return 2
 			}
 			o.Only = append(o.Only, w)
 		}
 	}
-	o.TemporalAddress = os.Getenv("TEMPORAL_ADDRESS")
-	o.Namespace = os.Getenv("TEMPORAL_NAMESPACE")
+	o.TemporalAddress, o.Namespace = address, namespace
+	// The recovery workload starts `wop worker` processes of this very binary.
+	if exe, err := os.Executable(); err == nil {
+		o.WorkerCommand = []string{exe}
+	}
 	if *verbose {
 		o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if o.TemporalAddress != "" {
+		env, err := clientFlags.Env(os.Getenv)
+		if err != nil {
+			fmt.Fprintf(stderr, "wop bench: %v\n", err)
+			return 2
+		}
+		copts, err := worker.ClientOptionsFromEnv(env, o.Logger)
+		if err != nil {
+			fmt.Fprintf(stderr, "wop bench: %v\n", err)
+			return 2
+		}
+		o.TemporalClient = copts
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -24,6 +24,9 @@ type apiClient struct {
 	// pollRetries counts long polls that failed (5xx or transport) and were repeated,
 	// as a client repeats a failed long poll.
 	pollRetries atomic.Int64
+	// queued and unavailable count the turns the API answered 202 (queued behind the
+	// run's work) and 503 (Temporal did not say in time whether it took the turn).
+	queued, unavailable atomic.Int64
 }
 
 // statusError is an answer with an unexpected status.
@@ -208,8 +211,16 @@ func (c *conv) send(ctx context.Context) (time.Time, error) {
 	start := time.Now()
 	err := c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
 	var se *statusError
-	if errors.As(err, &se) && se.status == http.StatusAccepted {
+	switch {
+	case errors.As(err, &se) && se.status == http.StatusAccepted:
 		err = nil // queued behind the run's work (a loaded host): the caller awaits the reply
+		c.api.queued.Add(1)
+	case errors.As(err, &se) && se.status == http.StatusServiceUnavailable && strings.Contains(se.msg, "did not answer in time"):
+		// Temporal did not say in time whether it took the turn: whether the reply
+		// comes tells (the caller's wait for it fails if the turn was not taken, and a
+		// turn is never sent twice).
+		err = nil
+		c.api.unavailable.Add(1)
 	}
 	if err != nil {
 		return start, fmt.Errorf("run %s turn %d: %w", c.runID, c.turns, err)
@@ -223,4 +234,10 @@ func (c *conv) send(ctx context.Context) (time.Time, error) {
 // isAgentReply matches the event of the agent's reply.
 func isAgentReply(e event) bool {
 	return e.Type == protocol.EvConversationExchanged && e.Payload.Turn.Role == "agent"
+}
+
+// closeConv closes the conversation (the run then completes).
+func (c *conv) closeConv(ctx context.Context) error {
+	body := map[string]any{"resumeValue": map[string]any{"operation": "close"}}
+	return c.api.call(ctx, http.MethodPost, "/v1/runs/"+c.runID+"/interrupts/"+benchNode, body, http.StatusOK, nil)
 }

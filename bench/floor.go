@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // The floor: the least a conversational turn can cost on Temporal. A workflow waits
@@ -85,8 +86,10 @@ func floorActivity(_ context.Context, n int) (int, error) { return n, nil }
 // startFloorWorker starts the floor's worker on its own task queue.
 func startFloorWorker(c client.Client) (sdkworker.Worker, error) {
 	// Tuned as the host's worker is, so the two differ only by what a turn does.
-	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: worker.DefaultWorkflowTaskPollers})
+	w := sdkworker.New(c, floorTaskQueue, sdkworker.Options{MaxConcurrentWorkflowTaskPollers: worker.DefaultWorkflowTaskPollers,
+		StickyScheduleToStartTimeout: worker.DefaultStickyScheduleToStartTimeout})
 	w.RegisterWorkflowWithOptions(floorWorkflow, workflow.RegisterOptions{Name: floorWorkflowName})
+	w.RegisterWorkflowWithOptions(updateFloorWorkflow, workflow.RegisterOptions{Name: updateFloorWorkflowName})
 	w.RegisterActivityWithOptions(floorActivity, activity.RegisterOptions{Name: floorActivityName})
 	if err := w.Start(); err != nil {
 		return nil, fmt.Errorf("start the floor worker on task queue %q: %w", floorTaskQueue, err)
@@ -103,7 +106,7 @@ type floorConv struct {
 
 func startFloor(ctx context.Context, c client.Client, id string, local bool) (*floorConv, error) {
 	_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour,
+		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour, WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout,
 	}, floorWorkflowName, local)
 	if err != nil {
 		return nil, fmt.Errorf("start floor workflow %s: %w", id, err)
@@ -201,5 +204,87 @@ func (f *floorConv) exchange(ctx context.Context) (time.Duration, error) {
 }
 
 func (f *floorConv) stop(ctx context.Context) {
+	_ = f.c.SignalWorkflow(ctx, f.id, "", floorStopSignal, nil)
+}
+
+// The fair floor: what the host's own primitive costs on bare Temporal. A resolve is one
+// Workflow Update whose handler runs the turn's round as a local activity and returns
+// its outcome with the update's result; this floor is the same with nothing else: one
+// Update, validated (the turn must be the next one), whose handler runs the no-op local
+// activity and returns its result. It runs on the floor's worker, tuned as the host's.
+const (
+	updateFloorWorkflowName = "WopBenchFloorUpdate"
+	updateFloorUpdate       = "turn"
+)
+
+// updateFloorWorkflow answers every "turn" update (its turn number) with one no-op
+// local activity and returns its result; it ends on the "stop" signal once no update
+// is in flight.
+func updateFloorWorkflow(ctx workflow.Context) (int, error) {
+	done, inFlight := 0, 0
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 30 * time.Second})
+	err := workflow.SetUpdateHandlerWithOptions(ctx, updateFloorUpdate, func(ctx workflow.Context, n int) (int, error) {
+		inFlight++
+		defer func() { inFlight-- }()
+		var out int
+		if err := workflow.ExecuteLocalActivity(lctx, floorActivityName, n).Get(ctx, &out); err != nil {
+			return 0, err
+		}
+		done = out
+		return out, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, n int) error {
+		if n != done+1 {
+			return fmt.Errorf("turn %d is not the next one (%d)", n, done+1)
+		}
+		return nil
+	}})
+	if err != nil {
+		return 0, err
+	}
+	workflow.GetSignalChannel(ctx, floorStopSignal).Receive(ctx, nil)
+	if err := workflow.Await(ctx, func() bool { return inFlight == 0 }); err != nil {
+		return 0, err
+	}
+	return done, nil
+}
+
+// updateFloorConv is one fair-floor "conversation".
+type updateFloorConv struct {
+	c    client.Client
+	id   string
+	turn int
+}
+
+func startUpdateFloor(ctx context.Context, c client.Client, id string) (*updateFloorConv, error) {
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: id, TaskQueue: floorTaskQueue, WorkflowExecutionTimeout: time.Hour, WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout,
+	}, updateFloorWorkflowName); err != nil {
+		return nil, fmt.Errorf("start update floor workflow %s: %w", id, err)
+	}
+	return &updateFloorConv{c: c, id: id}, nil
+}
+
+// exchange sends the next turn as an update and returns the time until its result.
+func (f *updateFloorConv) exchange(ctx context.Context) (time.Duration, error) {
+	f.turn++
+	start := time.Now()
+	h, err := f.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: f.id, UpdateName: updateFloorUpdate, Args: []any{f.turn},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var n int
+	if err == nil {
+		err = h.Get(ctx, &n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("update floor workflow %s turn %d: %w", f.id, f.turn, err)
+	}
+	if n != f.turn {
+		return 0, fmt.Errorf("update floor workflow %s answered turn %d with %d", f.id, f.turn, n)
+	}
+	return time.Since(start), nil
+}
+
+func (f *updateFloorConv) stop(ctx context.Context) {
 	_ = f.c.SignalWorkflow(ctx, f.id, "", floorStopSignal, nil)
 }

@@ -2,17 +2,12 @@ package bench
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"maps"
 	"path"
-	"runtime"
-	"slices"
-	"strings"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // rpcCounter counts the Temporal calls this process makes (the worker's, the API's and
@@ -21,17 +16,30 @@ import (
 type rpcCounter struct {
 	mu sync.Mutex
 	n  map[string]int64
+	// failed counts the calls that failed, by "method code" (a retried call shows
+	// here with each failed attempt).
+	failed map[string]int64
 }
 
-func newRPCCounter() *rpcCounter { return &rpcCounter{n: map[string]int64{}} }
+func newRPCCounter() *rpcCounter {
+	return &rpcCounter{n: map[string]int64{}, failed: map[string]int64{}}
+}
 
 // dialOption installs the counter on a client connection.
 func (r *rpcCounter) dialOption() grpc.DialOption {
 	return grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
 		r.mu.Lock()
 		r.n[path.Base(method)]++
+		if err != nil {
+			msg := status.Convert(err).Message()
+			if len(msg) > 70 {
+				msg = msg[:70]
+			}
+			r.failed[path.Base(method)+" "+status.Code(err).String()+" "+msg]++
+		}
 		r.mu.Unlock()
-		return invoker(ctx, method, req, reply, cc, opts...)
+		return err
 	})
 }
 
@@ -39,6 +47,13 @@ func (r *rpcCounter) snapshot() map[string]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return maps.Clone(r.n)
+}
+
+// failures is a copy of the failed calls by "method code".
+func (r *rpcCounter) failures() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.failed)
 }
 
 // rpcDelta is the calls made between two snapshots.
@@ -50,44 +65,4 @@ func rpcDelta(before, after map[string]int64) map[string]int64 {
 		}
 	}
 	return d
-}
-
-// printRPCs prints the calls per turn of the floor and the host side by side.
-func printRPCs(w io.Writer, floor, host map[string]int64, floorTurns, hostTurns int) {
-	if floorTurns == 0 || hostTurns == 0 {
-		return
-	}
-	names := slices.Sorted(maps.Keys(host))
-	for k := range floor {
-		if _, ok := host[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	var ft, ht float64
-	var b strings.Builder
-	for _, k := range names {
-		f, h := float64(floor[k])/float64(floorTurns), float64(host[k])/float64(hostTurns)
-		ft, ht = ft+f, ht+h
-		if f < 0.05 && h < 0.05 {
-			continue
-		}
-		fmt.Fprintf(&b, "  %-40s %6.2f %6.2f\n", k, f, h)
-	}
-	fmt.Fprintf(w, "Temporal calls per turn during the throughput workloads (all callers in this process):\n")
-	fmt.Fprintf(w, "  %-40s %6s %6s\n", "method", "floor", "host")
-	fmt.Fprint(w, b.String())
-	fmt.Fprintf(w, "  %-40s %6.2f %6.2f\n\n", "total", ft, ht)
-}
-
-// printCPU prints the CPU time per turn of both throughput workloads: what a turn costs
-// the whole process (server, worker, API and the bench's clients), which bounds the
-// turns per second of a machine whatever else it runs.
-func printCPU(w io.Writer, floor, host time.Duration, floorTurns, hostTurns int) {
-	if floorTurns == 0 || hostTurns == 0 || floor <= 0 || host <= 0 {
-		return
-	}
-	f, h := ms(floor)/float64(floorTurns), ms(host)/float64(hostTurns)
-	fmt.Fprintf(w, "CPU per turn during the throughput workloads (this whole process): floor %.1f ms, host %.1f ms; %d cores give at most %.0f and %.0f turns/s\n\n",
-		f, h, runtime.NumCPU(), float64(runtime.NumCPU())*1000/f, float64(runtime.NumCPU())*1000/h)
 }

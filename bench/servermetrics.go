@@ -16,9 +16,13 @@ import (
 // each persistence call, the history service's task queues, matching's sync matches and
 // consistent queries. It records only while on, so the figures belong to one workload.
 type serverMetrics struct {
-	on     atomic.Bool
-	mu     sync.Mutex
-	timers map[string][]time.Duration
+	on atomic.Bool
+	// countOn records the counters (independently of the timers).
+	countOn atomic.Bool
+	mu      sync.Mutex
+	timers  map[string][]time.Duration
+	// counters are every counter's sum while on, by key.
+	counters map[string]int64
 }
 
 // keptTimers are the timer names serverMetrics records.
@@ -33,7 +37,27 @@ var keptTimers = map[string]bool{
 	"direct_query_dispatch_latency":  true,
 }
 
-func newServerMetrics() *serverMetrics { return &serverMetrics{timers: map[string][]time.Duration{}} }
+func newServerMetrics() *serverMetrics {
+	return &serverMetrics{timers: map[string][]time.Duration{}, counters: map[string]int64{}}
+}
+
+// startCounters clears the counters and records them from now on; stopCounters stops
+// and returns what was counted since.
+func (m *serverMetrics) startCounters() {
+	m.mu.Lock()
+	m.counters = map[string]int64{}
+	m.mu.Unlock()
+	m.countOn.Store(true)
+}
+
+func (m *serverMetrics) stopCounters() map[string]int64 {
+	m.countOn.Store(false)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.counters
+	m.counters = map[string]int64{}
+	return out
+}
 
 // start clears what was recorded and records from now on; stop stops recording and
 // returns the timers recorded since start, by key ("name service operation").
@@ -97,8 +121,18 @@ func (s *metricsScope) Timer(name string) metrics.TimerIface {
 	})
 }
 
-func (s *metricsScope) Counter(string) metrics.CounterIface { return metrics.NoopCounterMetricFunc }
-func (s *metricsScope) Gauge(string) metrics.GaugeIface     { return metrics.NoopGaugeMetricFunc }
+func (s *metricsScope) Counter(name string) metrics.CounterIface {
+	return metrics.CounterFunc(func(n int64, tags ...metrics.Tag) {
+		if !s.m.countOn.Load() {
+			return
+		}
+		k := timerKey(name, s.tags, tags)
+		s.m.mu.Lock()
+		s.m.counters[k] += n
+		s.m.mu.Unlock()
+	})
+}
+func (s *metricsScope) Gauge(string) metrics.GaugeIface { return metrics.NoopGaugeMetricFunc }
 func (s *metricsScope) Histogram(string, metrics.MetricUnit) metrics.HistogramIface {
 	return metrics.NoopHistogramMetricFunc
 }

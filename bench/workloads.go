@@ -17,11 +17,17 @@ import (
 // run, not a sample.
 const turnTimeout = time.Minute
 
-// latency measures single turns, one at a time, alternating the floor, the host and
-// the activity floor so all three see the same machine load.
+// busyTurnTimeout bounds one turn of the throughput workload, whose hundreds of
+// conversations on two cores make each turn wait for the others (500 conversations at
+// 50 turns/s are ten seconds a turn on average).
+const busyTurnTimeout = 5 * time.Minute
+
+// latency measures single turns, one at a time, alternating the floor, the host, the
+// activity floor and the update floor so all four see the same machine load.
 func (b *bench) latency(ctx context.Context, res *Result) error {
-	var fl, ex, fa []time.Duration
+	var fl, ex, fa, fu, first, later []time.Duration
 	var f, fact *floorConv
+	var fupd *updateFloorConv
 	var c *conv
 	total := b.opts.Warmup + b.opts.Samples
 	for i := 0; i < total; i++ {
@@ -31,6 +37,9 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 					old.stop(ctx)
 				}
 			}
+			if fupd != nil {
+				fupd.stop(ctx)
+			}
 			var err error
 			if f, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-%d", b.runID, i), true); err != nil {
 				return err
@@ -38,12 +47,15 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 			if fact, err = b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-act-%d", b.runID, i), false); err != nil {
 				return err
 			}
+			if fupd, err = b.startUpdateFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-lat-upd-%d", b.runID, i)); err != nil {
+				return err
+			}
 			if c, err = b.openConv(ctx); err != nil {
 				return err
 			}
 		}
 		tctx, cancel := context.WithTimeout(ctx, turnTimeout)
-		var df, de, da time.Duration
+		var df, de, da, du time.Duration
 		df, err := f.exchange(tctx)
 		if err == nil {
 			de, err = c.exchange(tctx)
@@ -51,12 +63,23 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 		if err == nil {
 			da, err = fact.exchange(tctx)
 		}
+		if err == nil {
+			du, err = fupd.exchange(tctx)
+		}
 		cancel()
 		if err != nil {
 			return err
 		}
 		if i >= b.opts.Warmup {
-			fl, ex, fa = append(fl, df), append(ex, de), append(fa, da)
+			fl, ex, fa, fu = append(fl, df), append(ex, de), append(fa, da), append(fu, du)
+			// A conversation's first turn apart: its first model round cannot be a local
+			// activity yet (the provider is known after it), and its first workflow task
+			// carries the run's start.
+			if i%b.opts.TurnsPerConversation == 0 {
+				first = append(first, de)
+			} else {
+				later = append(later, de)
+			}
 		}
 	}
 	for _, old := range []*floorConv{f, fact} {
@@ -64,6 +87,11 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 			old.stop(ctx)
 		}
 	}
+	if fupd != nil {
+		fupd.stop(ctx)
+	}
+	res.UpdateFloorP50Ms, res.UpdateFloorP99Ms = percentile(fu, 50), percentile(fu, 99)
+	res.FirstTurns, res.FirstTurnP50Ms, res.LaterTurnP50Ms = len(first), percentile(first, 50), percentile(later, 50)
 	res.FloorP50Ms, res.FloorP99Ms = percentile(fl, 50), percentile(fl, 99)
 	res.ExchangeP50Ms, res.ExchangeP99Ms = percentile(ex, 50), percentile(ex, 99)
 	res.FloorActivityP50Ms, res.FloorActivityP99Ms = percentile(fa, 50), percentile(fa, 99)
@@ -73,59 +101,9 @@ func (b *bench) latency(ctx context.Context, res *Result) error {
 // turner is one turn of a conversation (floor or host).
 type turner func(context.Context) (time.Duration, error)
 
-// throughput runs Concurrency conversations of each kind, every one turn after turn,
-// for Duration, and counts the turns that finished within it. Each conversation has
-// had one turn before the timed window: the figure is of conversations under way, as
-// the latency workload's are after their warm-up (a conversation's first model round
-// is an activity; the scripted mock's later rounds are local activities).
-func (b *bench) throughput(ctx context.Context, res *Result) error {
-	floors := make([]turner, b.opts.Concurrency)
-	err := parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
-		f, err := b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tp-%d", b.runID, i), true)
-		if err != nil {
-			return err
-		}
-		floors[i] = f.exchange
-		return warmTurn(ctx, f.exchange)
-	})
-	if err != nil {
-		return err
-	}
-	before, cpu := b.rpcs.snapshot(), cpuTime()
-	rate, all, err := b.timedTurns(ctx, floors)
-	if err != nil {
-		return fmt.Errorf("floor: %w", err)
-	}
-	b.floorRPCs, b.floorTurns = rpcDelta(before, b.rpcs.snapshot()), all
-	b.floorCPU = cpuTime() - cpu
-	res.FloorTurnsPerS = round(rate, 2)
-
-	hosts := make([]turner, b.opts.Concurrency)
-	err = parallel(ctx, b.opts.Concurrency, 10, func(ctx context.Context, i int) error {
-		c, err := b.openConv(ctx)
-		if err != nil {
-			return err
-		}
-		hosts[i] = c.exchange
-		return warmTurn(ctx, c.exchange)
-	})
-	if err != nil {
-		return err
-	}
-	before, cpu = b.rpcs.snapshot(), cpuTime()
-	rate, all, err = b.timedTurns(ctx, hosts)
-	if err != nil {
-		return fmt.Errorf("exchange: %w", err)
-	}
-	b.hostRPCs, b.hostTurns = rpcDelta(before, b.rpcs.snapshot()), all
-	b.hostCPU = cpuTime() - cpu
-	res.TurnsPerS = round(rate, 2)
-	return nil
-}
-
 // warmTurn runs one untimed turn.
 func warmTurn(ctx context.Context, t turner) error {
-	tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+	tctx, cancel := context.WithTimeout(ctx, busyTurnTimeout)
 	defer cancel()
 	_, err := t(tctx)
 	return err
@@ -142,7 +120,7 @@ func (b *bench) timedTurns(ctx context.Context, ts []turner) (float64, int, erro
 	deadline := start.Add(b.opts.Duration)
 	err := parallel(ctx, len(ts), len(ts), func(ctx context.Context, i int) error {
 		for {
-			tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+			tctx, cancel := context.WithTimeout(ctx, busyTurnTimeout)
 			_, err := ts[i](tctx)
 			cancel()
 			if err != nil {
@@ -267,6 +245,7 @@ func (b *bench) idle(ctx context.Context, res *Result) error {
 	b.idleNote = fmt.Sprintf("per waiting run: %.1f KB RSS = %.1f KB Go heap in use (%.1f KB of it live objects) + %.1f KB goroutine stacks + %.1f KB other (SQLite's own memory, heap kept by the runtime); %.1f goroutines",
 		rssKB, heapKB, kb(after.live, before.live), stackKB, rssKB-heapKB-stackKB, float64(after.goroutines-before.goroutines)/n)
 	if rest := b.opts.IdleRuns - half; half > 0 && rest > 0 {
+		res.IdleMarginalKB = round(float64(after.rss-mid.rss)/1024/float64(rest), 1)
 		b.idleNote += fmt.Sprintf("\nRSS growth over the first %d runs %.1f MB, over the last %d runs %.1f MB (%.1f KB per run)",
 			half, float64(mid.rss-before.rss)/(1<<20), rest, float64(after.rss-mid.rss)/(1<<20), float64(after.rss-mid.rss)/1024/float64(rest))
 	}
@@ -333,6 +312,18 @@ func (b *bench) openConvOf(ctx context.Context, pack string) (*conv, error) {
 	return c, nil
 }
 
+// startUpdateFloor starts a fair-floor workflow and remembers it for clean-up.
+func (b *bench) startUpdateFloor(ctx context.Context, id string) (*updateFloorConv, error) {
+	f, err := startUpdateFloor(ctx, b.tc, id)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	b.openRuns = append(b.openRuns, id)
+	b.mu.Unlock()
+	return f, nil
+}
+
 // startFloor starts a floor workflow and remembers it for clean-up.
 func (b *bench) startFloor(ctx context.Context, id string, local bool) (*floorConv, error) {
 	f, err := startFloor(ctx, b.tc, id, local)
@@ -373,12 +364,25 @@ func (b *bench) table(r *Result) {
 		fmt.Fprintf(tw, "floor turn with an activity task\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.FloorActivityP50Ms, r.FloorActivityP99Ms)
 		fmt.Fprintf(tw, "host turn (POST exchange → reply event)\tp50 %.1f ms, p99 %.1f ms\tp50 ≤ %.0f ms %s\t\n", r.ExchangeP50Ms, r.ExchangeP99Ms,
 			TargetHostP50Ms, mark(r.ExchangeP50Ms > 0 && r.ExchangeP50Ms <= TargetHostP50Ms))
-		fmt.Fprintf(tw, "ratio p50 host/floor\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
+		fmt.Fprintf(tw, "update floor turn, the fair floor (update → local activity → its result)\tp50 %.1f ms, p99 %.1f ms\t\t\n", r.UpdateFloorP50Ms, r.UpdateFloorP99Ms)
+		fmt.Fprintf(tw, "ratio p50 host / update floor (the host's own primitive)\t%.2f\t≤ %.2f %s\t\n", r.RatioUpdateFloorP50, TargetRatioUpdateFloor,
+			mark(r.RatioUpdateFloorP50 > 0 && r.RatioUpdateFloorP50 <= TargetRatioUpdateFloor))
+		if r.FirstTurns > 0 {
+			fmt.Fprintf(tw, "a conversation's first turn (%d conversations)\tp50 %.1f ms (%.2f × a later turn's %.1f ms)\t≤ 2 × %s\t\n", r.FirstTurns, r.FirstTurnP50Ms,
+				safeDiv(r.FirstTurnP50Ms, r.LaterTurnP50Ms), r.LaterTurnP50Ms, mark(r.LaterTurnP50Ms > 0 && r.FirstTurnP50Ms <= 2*r.LaterTurnP50Ms))
+		}
+		fmt.Fprintf(tw, "ratio p50 host / signal floor (signal → local activity → query)\t%.2f\t≤ %.1f %s\t\n", r.RatioP50, TargetRatio, mark(r.RatioP50 > 0 && r.RatioP50 <= TargetRatio))
 	}
 	if ran("throughput") {
-		fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\t%.1f turns/s\t\t\n", o.Concurrency, o.Duration, r.FloorTurnsPerS)
-		fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × floor)\t≥ %.0f turns/s %s\t\n",
-			o.Concurrency, o.Duration, r.TurnsPerS, safeDiv(r.TurnsPerS, r.FloorTurnsPerS), TargetTurnsPerS, mark(r.TurnsPerS >= TargetTurnsPerS))
+		for i, lv := range r.Throughput {
+			fmt.Fprintf(tw, "floor throughput (%d conversations, %s)\tsignal floor %.1f, update floor %.1f turns/s\t\t\n", lv.Conversations, o.Duration, lv.FloorTurnsPerS, lv.UpdateFloorTurnsPerS)
+			target := fmt.Sprintf("≥ %.1f × update floor %s", TargetThroughputRatio, mark(lv.RatioUpdateFloor >= TargetThroughputRatio))
+			if i == 0 && lv.Conversations == 50 {
+				target += fmt.Sprintf(", ≥ %.0f turns/s %s", TargetTurnsPerS, mark(lv.HostTurnsPerS >= TargetTurnsPerS))
+			}
+			fmt.Fprintf(tw, "host throughput (%d conversations, %s)\t%.1f turns/s (%.2f × update floor, %.2f × signal floor), %.2f updates per turn\t%s\t\n",
+				lv.Conversations, o.Duration, lv.HostTurnsPerS, lv.RatioUpdateFloor, lv.RatioFloor, lv.UpdatesPerTurn, target)
+		}
 	}
 	if ran("history") {
 		fmt.Fprintf(tw, "history added by turn %d\t%d bytes\t\t\n", o.HistoryEarlyTurn, r.HistoryBytesTurn5)
@@ -389,6 +393,11 @@ func (b *bench) table(r *Result) {
 	if ran("idle") {
 		fmt.Fprintf(tw, "RSS growth for %d waiting conversations\t%.1f MB\t≤ 50 MB per 1000 %s\t\n", r.IdleRuns, r.IdleRSSMB,
 			mark(r.IdleRuns > 0 && r.IdleRSSMB*1000/float64(r.IdleRuns) <= 50))
+		fmt.Fprintf(tw, "marginal RSS per waiting conversation (the second half's growth over its conversations)\t%.1f KB\t\t\n", r.IdleMarginalKB)
+	}
+	if ran("recovery") && r.RecoveryTurns > 0 {
+		fmt.Fprintf(tw, "kill of a worker process → its conversations' next turns answered (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms\tmax ≤ %.0f ms (the timeouts' bound) %s\t\n",
+			r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs, r.RecoveryBoundMs, mark(r.RecoveryMaxMs <= r.RecoveryBoundMs))
 	}
 	if ran("carried") {
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
@@ -425,6 +434,9 @@ func (b *bench) table(r *Result) {
 	_ = tw.Flush()
 	if b.idleNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.idleNote)
+	}
+	if b.recoveryNote != "" {
+		fmt.Fprintf(b.out, "\n%s\n", b.recoveryNote)
 	}
 	if b.longReadNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.longReadNote)

@@ -28,6 +28,7 @@ const (
 	CodeIDTenantMismatch           = "id_tenant_mismatch"           // 403: a bound id of another tenant
 	CodeIdempotencyKeyInvalid      = "idempotency_key_invalid"      // 400: a key outside the v2 grammar
 	CodeRunTerminal                = "run_terminal"                 // 409: a mutation of an ended run
+	CodeRunForbidden               = "run_forbidden"                // 403: a run of the caller's tenant the key may not act on
 	CodeRunnerUnavailable          = "runner_unavailable"           // 503
 	CodeInterruptTokenInvalid      = "interrupt_token_invalid"      // 401
 	CodeEventTypeUnmapped          = "event_type_unmapped"          // 500: a stored type no codemap row names

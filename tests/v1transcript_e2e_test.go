@@ -165,7 +165,7 @@ var (
 	transcriptUUIDRe  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	transcriptCorrRe  = regexp.MustCompile(`c_[0-9a-f]{16}`)
 	transcriptAutoRe  = regexp.MustCompile(`auto-[0-9a-f]{32}`)
-	transcriptTokenRe = regexp.MustCompile(`/v1/interrupts/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+	transcriptTokenRe = regexp.MustCompile(`/v1/interrupts/[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)+`)
 )
 
 // transcriptSecret are the members whose values differ between any two runs by design.

@@ -659,6 +659,43 @@ func TestV2CancelRunning(t *testing.T) {
 	assert.Equal(t, "run_terminal", v2Code(t, raw))
 }
 
+// TestV2BulkCancel: POST /runs:bulk-cancel at major 2 over HTTP, with a waiting run, a
+// foreign tenant's id and a run that has ended: 200, the results in request order,
+// the live run cancelled, the others refused each with its own v2 code.
+func TestV2BulkCancel(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	live := v2Create(t, c, map[string]any{"workflowId": "conformance-approval"})
+	v2Wait(t, c, live, "waiting-approval")
+	done := v2Create(t, c, map[string]any{"workflowId": "conformance-noop"})
+	v2Wait(t, c, done, "completed")
+	_, opaque, _ := protocol.SplitBoundID(live)
+	foreign := "tenant-b/" + opaque
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/runs:bulk-cancel", map[string]any{"runIds": []string{live, foreign, done}, "reason": "e2e"})
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var body struct {
+		Results []struct {
+			RunID  string         `json:"runId"`
+			OK     bool           `json:"ok"`
+			Status string         `json:"status"`
+			Error  map[string]any `json:"error"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &body), "%s", raw)
+	require.Len(t, body.Results, 3)
+	assert.Equal(t, live, body.Results[0].RunID)
+	assert.True(t, body.Results[0].OK, "%s", raw)
+	assert.Contains(t, []string{"cancelling", "cancelled"}, body.Results[0].Status)
+	for i, code := range map[int]string{1: "id_tenant_mismatch", 2: "run_terminal"} {
+		e, _ := json.Marshal(body.Results[i].Error)
+		v2Validate(t, "error-envelope.schema.json", e)
+		assert.Equal(t, code, body.Results[i].Error["error"], "entry %d: %s", i, e)
+	}
+	v2Wait(t, c, live, "cancelled")
+	s, _ := v2Snapshot(t, c, done)
+	assert.Equal(t, "completed", s["status"], "the ended run is left as it was")
+}
+
 // Resolving an interrupt whose run ended is 409 interrupt_already_resolved on v2's
 // surfaces (one code per state); an unknown run is 404.
 func TestV2ResolveAfterTheRunEnded(t *testing.T) {

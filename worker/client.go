@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -113,4 +114,70 @@ func (h minLevelHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h minLevelHandler) WithGroup(name string) slog.Handler {
 	return minLevelHandler{min: h.min, Handler: h.Handler.WithGroup(name)}
+}
+
+// ClientFlags are the flags that override the TLS and API-key variables
+// ClientOptionsFromEnv reads (RegisterClientFlags):
+//
+//	--tls-cert FILE         TEMPORAL_TLS_CERT
+//	--tls-key FILE          TEMPORAL_TLS_KEY
+//	--tls-ca FILE           TEMPORAL_TLS_CA
+//	--tls-server-name NAME  TEMPORAL_TLS_SERVER_NAME
+//	--tls                   TEMPORAL_TLS
+//	--api-key-file FILE     TEMPORAL_API_KEY, read from FILE
+//
+// The API key is taken from a file, never from the command line, which every user of
+// the machine can read in the process list.
+type ClientFlags struct {
+	vals    map[string]*string
+	tls     *bool
+	keyFile *string
+}
+
+// RegisterClientFlags registers the client flags on fs.
+func RegisterClientFlags(fs *flag.FlagSet) *ClientFlags {
+	f := &ClientFlags{vals: map[string]*string{}}
+	str := func(name, env, usage string) {
+		v := new(string)
+		fs.StringVar(v, name, "", usage+" (env "+env+")")
+		f.vals[env] = v
+	}
+	str("tls-cert", "TEMPORAL_TLS_CERT", "client certificate `file` (PEM) for mutual TLS with Temporal; turns TLS on")
+	str("tls-key", "TEMPORAL_TLS_KEY", "private key `file` (PEM) of --tls-cert")
+	str("tls-ca", "TEMPORAL_TLS_CA", "CA bundle `file` (PEM) that signs Temporal's server certificate")
+	str("tls-server-name", "TEMPORAL_TLS_SERVER_NAME", "server `name` to verify in Temporal's certificate, when it differs from the address's host")
+	f.tls = fs.Bool("tls", false, "use TLS with Temporal without a client certificate or API key (env TEMPORAL_TLS)")
+	f.keyFile = fs.String("api-key-file", "", "read the Temporal API key from `file` (sent as a bearer token; turns TLS on; env TEMPORAL_API_KEY holds the key itself)")
+	return f
+}
+
+// Env returns getenv with the flags that were set laid over it; call it after the flag
+// set is parsed. An --api-key-file that cannot be read or is empty is an error.
+func (f *ClientFlags) Env(getenv func(string) string) (func(string) string, error) {
+	over := map[string]string{}
+	for env, v := range f.vals {
+		if *v != "" {
+			over[env] = *v
+		}
+	}
+	if *f.tls {
+		over["TEMPORAL_TLS"] = "true"
+	}
+	if *f.keyFile != "" {
+		data, err := os.ReadFile(*f.keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --api-key-file: %w", err)
+		}
+		key := strings.TrimSpace(string(data))
+		if key == "" {
+			return nil, fmt.Errorf("--api-key-file %s is empty", *f.keyFile)
+		}
+		over["TEMPORAL_API_KEY"] = key
+	}
+	return func(name string) string {
+		if v, ok := over[name]; ok {
+			return v
+		}
+		return getenv(name)
+	}, nil
 }

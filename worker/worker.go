@@ -50,6 +50,11 @@ type Config struct {
 	WorkflowCacheSize int
 	// ShutdownTimeout is how long a stopping worker waits for running activities.
 	ShutdownTimeout time.Duration
+	// StickyScheduleToStartTimeout is how long a workflow task waits on this worker's
+	// sticky queue before any worker may take it (DefaultStickyScheduleToStartTimeout
+	// unless set; 0 = the SDK's 5 s). It bounds the wait of a conversation's next turn
+	// after its worker was killed (RecoveryOf).
+	StickyScheduleToStartTimeout time.Duration
 	// Providers are the model providers by logical key (activities.ProviderConfigFromEnv).
 	// Nil means the scripted mock, driven by the packs' mock scripts.
 	Providers map[string]activities.Provider `json:"-"`
@@ -135,7 +140,8 @@ type Config struct {
 // DefaultConfig returns the defaults ConfigFromEnv starts from.
 func DefaultConfig() Config {
 	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second, WorkflowCacheSize: DefaultWorkflowCacheSize,
-		WorkflowTaskPollers: DefaultWorkflowTaskPollers, TurnLimits: DefaultTurnLimits()}
+		StickyScheduleToStartTimeout: DefaultStickyScheduleToStartTimeout,
+		WorkflowTaskPollers:          DefaultWorkflowTaskPollers, TurnLimits: DefaultTurnLimits()}
 }
 
 // DefaultTurnLimits are the limits a host applies when WOP_MAX_ROUNDS_PER_TURN and
@@ -248,6 +254,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.ShutdownTimeout = d
 		}
 	}
+	if v := strings.TrimSpace(getenv("WOP_WORKER_STICKY_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("WOP_WORKER_STICKY_TIMEOUT=%q: want a duration such as 1s", v))
+		} else {
+			cfg.StickyScheduleToStartTimeout = d
+		}
+	}
 	cfg.StreamAddr = strings.TrimSpace(getenv("WOP_WORKER_STREAM_ADDR"))
 	cfg.StreamURL = strings.TrimSpace(getenv("WOP_WORKER_STREAM_URL"))
 	if v := getenv("WOP_STREAM_SECRET"); v != "" {
@@ -333,6 +347,8 @@ func (c *Config) RegisterTuningFlags(fs *flag.FlagSet) {
 		"workflows kept in memory between their tasks, 0 for the SDK's default of 10,000 (env WOP_WORKER_CACHE_SIZE)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout,
 		"wait for running activities on stop (env WOP_WORKER_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&c.StickyScheduleToStartTimeout, "sticky-timeout", c.StickyScheduleToStartTimeout,
+		"how long a workflow task waits for the worker that caches its run before any worker takes it, 0 for the SDK's 5s (env WOP_WORKER_STICKY_TIMEOUT)")
 }
 
 // SetCacheSize sets the process-wide sticky workflow cache to c.WorkflowCacheSize. The
@@ -361,6 +377,7 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
 		MaxConcurrentWorkflowTaskPollers:       pollers,
 		WorkerStopTimeout:                      cfg.ShutdownTimeout,
+		StickyScheduleToStartTimeout:           cfg.StickyScheduleToStartTimeout,
 		// A heartbeat is how a running activity learns it was cancelled; the SDK's own
 		// throttle (80% of the heartbeat timeout) would let a cancelled model round run
 		// on for up to 24 s.

@@ -5,10 +5,13 @@ import (
 	"flag"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 )
 
@@ -167,4 +170,20 @@ func TestConfigFromEnvStatesTheProvidersItServes(t *testing.T) {
 	if !strings.Contains(logs.String(), `provider=mock model=scripted-mock from="none configured: the scripted mock"`) {
 		t.Errorf("mock start line:\n%s", logs.String())
 	}
+}
+
+// The client flags lay what was set over the environment and leave the rest to it.
+func TestClientFlagsOverrideTheEnvironment(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	cf := RegisterClientFlags(fs)
+	keyFile := filepath.Join(t.TempDir(), "key")
+	require.NoError(t, os.WriteFile(keyFile, []byte("secret-key\n"), 0o600))
+	require.NoError(t, fs.Parse([]string{"--tls-ca", "/flag/ca.pem", "--tls-server-name", "temporal.internal", "--api-key-file", keyFile}))
+	get, err := cf.Env(env(map[string]string{"TEMPORAL_TLS_CA": "/env/ca.pem", "TEMPORAL_TLS_CERT": "/env/cert.pem"}))
+	require.NoError(t, err)
+	assert.Equal(t, "/flag/ca.pem", get("TEMPORAL_TLS_CA"))
+	assert.Equal(t, "temporal.internal", get("TEMPORAL_TLS_SERVER_NAME"))
+	assert.Equal(t, "/env/cert.pem", get("TEMPORAL_TLS_CERT"), "an unset flag leaves the variable")
+	assert.Equal(t, "secret-key", get("TEMPORAL_API_KEY"))
+	assert.Equal(t, "", get("TEMPORAL_TLS"))
 }

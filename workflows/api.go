@@ -7,6 +7,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/engine"
@@ -397,3 +398,12 @@ type CancelRequest struct {
 	Reason      string `json:"reason,omitempty"`
 	CancelledBy string `json:"cancelledBy,omitempty"`
 }
+
+// RunWorkflowTaskTimeout is the workflow task timeout of the runs the API starts:
+// Temporal's default, 10 s, carried across continue-as-new. It is how long Temporal waits
+// for a worker that took a turn's workflow task and died before it gives the task to
+// another worker (worker.RecoveryOf). One second was tried and given up: on a loaded
+// 2-core machine against PostgreSQL a run's workflow tasks kept timing out (each retry
+// replays the history from the start, slower than the one before), and the run stopped
+// answering ("Workflow Task in failed state").
+const RunWorkflowTaskTimeout = 10 * time.Second

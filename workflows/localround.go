@@ -17,19 +17,23 @@ const modelRoundLocalName = "ModelRoundLocal"
 
 // localRound runs a model round as a local activity when the node's previous round was
 // answered by the scripted mock (a deterministic fact: that round's result is in the
-// history). A scripted answer costs nothing to compute, and a local activity spares the
+// history), or when it is the node's first round of the execution (GateFirstLocal). A scripted answer costs nothing to compute, and a local activity spares the
 // round the activity task's round trips through Temporal: scheduled, started, completed
 // and a second workflow task to read the result, about half of a conversation turn.
 //
 // ok=false means the round is the caller's to run as the ModelRound activity: the
-// previous round came from another provider (or there was none), the run started before
+// previous round came from another provider (or, before GateFirstLocal, there was
+// none), the run started before
 // local rounds existed, or the worker's provider turned out not to be the scripted mock
 // (ModelRoundLocal refuses real providers; the node then stops trying until it continues
 // as new), or the transcript began in an earlier execution of the run. Any other
 // failure is the round's failure, as the activity's would be.
 func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoundResult, ok bool, err error) {
 	a := rt.a
-	if a.lastProvider != activities.ProviderMock || a.notLocal {
+	if a.notLocal {
+		return out, false, nil
+	}
+	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.r.changed(GateFirstLocal)) {
 		return out, false, nil
 	}
 	if !rt.c.r.changed(GateLocalRound) {

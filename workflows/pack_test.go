@@ -577,7 +577,7 @@ func TestPackMockRoundsRunLocally(t *testing.T) {
 	final := tr.finish()
 	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, 6, final.Pack.ModelRounds)
-	require.Equal(t, []int{1, 2, 3, 4, 5}, sm.local, "round 0 learns the provider; the rest run locally")
+	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, sm.local, "every round runs locally, the first one too (firstLocalVersion)")
 	require.Len(t, sm.rounds, 6)
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", contentOf(t, turnsOf(t, tr.events())[3])["text"])
 }

@@ -37,6 +37,7 @@ const (
 	GatePackAttributes = "pack-attributes-on-change"
 	GateLocalRound     = "mock-round-local"
 	GateLocalYield     = "local-round-yield"
+	GateFirstLocal     = "first-round-local"
 	GateToolRoutes     = "tool-routes"
 	GateToolApprovals  = "tool-approvals"
 	GateToolQuorum     = "tool-approval-quorum"
@@ -121,6 +122,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GateToolQuorum, "2026-12-01",
 		"in the approval of a call that needs more than one approval, an edit-accept with other arguments restarts the quorum on them, so the call runs with arguments every counted vote approved; asked when such an approval is raised, and approvals raised before count votes whatever their arguments",
+		retireAfter},
+	{GateFirstLocal, "2026-12-02",
+		"a node's first model round of an execution (no round answered yet) is tried as the ModelRoundLocal local activity too, and a worker whose provider is real refuses it at once (ErrTypeNotLocal); runs before ran a first round as the ModelRound activity",
 		retireAfter},
 	{GateEventVocabulary, "2026-12-02",
 		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",

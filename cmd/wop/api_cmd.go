@@ -45,8 +45,12 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log `level`: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.BoolVar(&fixtures, "fixtures", fixtures, "serve the OpenWOP conformance fixtures as workflows (env WOP_SEED_FIXTURES)")
+	clientFlags := worker.RegisterClientFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
+	}
+	if env, err = clientFlags.Env(env); err != nil {
+		return fail(stderr, "api", err)
 	}
 	logger, err := newLogger(stderr, logLevel)
 	if err != nil {

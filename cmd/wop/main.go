@@ -4,6 +4,7 @@
 //	wop dev                    everything in one process: embedded Temporal + UI, worker, API
 //	wop worker                 the production worker, against any Temporal
 //	wop api                    the production HTTP API, against any Temporal
+//	wop setup                  create the namespace and its search attributes on a Temporal
 //	wop pack validate PATH...  check packs and mock scripts
 //	wop chat                   talk to a run from the terminal
 //	wop version                print the version
@@ -45,6 +46,7 @@ func commands() []command {
 		devCommand,
 		{"worker", "run the worker against a Temporal server (TEMPORAL_ADDRESS)", runWorker},
 		{"api", "serve the HTTP API against a Temporal server (TEMPORAL_ADDRESS)", runAPI},
+		{"setup", "create the namespace and register the search attributes on a Temporal server", runSetup},
 		{"pack", "pack tools: `wop pack validate PATH...`, `wop pack list`", runPack},
 		{"keys", "API keys of the keys file (WOP_KEYS_FILE): add, revoke, list", runKeys},
 		{"chat", "hold a conversation with a run through the API", runChat},

@@ -182,9 +182,10 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 			min    float64
 		}{
 			{"temporal_workflow_task_execution_latency_seconds", nil, 1},
-			// The scripted mock's first round is an activity, the next five local ones.
-			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRound"}, 1},
-			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 5},
+			// The scripted mock's six rounds are local activities (the first one too);
+			// the two tool calls are activities.
+			{"temporal_activity_execution_latency_seconds", map[string]string{"activity_type": "ToolCall"}, 2},
+			{"temporal_local_activity_execution_latency_seconds", map[string]string{"activity_type": "ModelRoundLocal"}, 6},
 			{"wop_runs_started_total", map[string]string{"openwop_workflow_id": "support"}, 1},
 			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "support", "openwop_run_status": "completed"}, 1},
 			{"wop_runs_ended_total", map[string]string{"openwop_workflow_id": "conformance-approval", "openwop_run_status": "completed"}, 1},
@@ -281,7 +282,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	for _, name := range []string{
 		"POST /v1/runs", "POST /v1/runs/:runId/interrupts/:nodeId", // the API's requests
 		"StartWorkflow:OpenWOPRun", "UpdateWorkflow:openwop.resolve-update", // its Temporal calls
-		"RunWorkflow:OpenWOPRun", "HandleUpdate:openwop.resolve-update", "RunActivity:ModelRound", "RunActivity:ToolCall", // the worker
+		"RunWorkflow:OpenWOPRun", "HandleUpdate:openwop.resolve-update", "RunActivity:ModelRoundLocal", "RunActivity:ToolCall", // the worker (the scripted rounds are local activities)
 	} {
 		assert.Contains(t, spans, name, "span %s in the caller's trace", name)
 	}
@@ -334,7 +335,7 @@ func TestMetricsOfAPIAndWorker(t *testing.T) {
 	has("UpdateWorkflow:openwop.resolve-update", run(chat, "support"))
 	has("RunWorkflow:OpenWOPRun", with(run(chat, "support"), "openwop.tenant_id", "default"))
 	has("HandleUpdate:openwop.resolve-update", run(gate, "conformance-approval"))
-	for _, name := range []string{"RunActivity:ModelRound", "RunActivity:ToolCall"} {
+	for _, name := range []string{"RunActivity:ModelRoundLocal", "RunActivity:ToolCall"} {
 		has(name, with(run(chat, "support"), "openwop.node_id", "agent", "openwop.node_type", "vendor.wop.pack", "openwop.node_attempt", "0"))
 	}
 

@@ -28,9 +28,13 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	fs.StringVar(&address, "address", address, "Temporal frontend `host:port` (env TEMPORAL_ADDRESS)")
 	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log `level`: debug, info, warn, error (env WOP_LOG_LEVEL)")
-	fs.BoolVar(&ensureSA, "ensure-search-attributes", ensureSA, "register the host's search attributes on the namespace if missing (needs operator rights)")
+	fs.BoolVar(&ensureSA, "ensure-search-attributes", ensureSA, "create the namespace if Temporal lacks it and register the host's search attributes on it if missing, as `wop setup` does (needs operator rights)")
+	clientFlags := worker.RegisterClientFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
+	}
+	if env, err = clientFlags.Env(env); err != nil {
+		return fail(stderr, "worker", err)
 	}
 	// A production worker never answers real users from the demo scripts by accident.
 	if cfg.ProviderSource == "" {
@@ -54,8 +58,12 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	}
 	defer c.Close()
 	if ensureSA {
-		if err := worker.EnsureSearchAttributes(ctx, c, namespace); err != nil {
+		created, err := worker.Setup(ctx, c, namespace, 0)
+		if err != nil {
 			return fail(stderr, "worker", err)
+		}
+		if created {
+			logger.Info("Created the namespace", "namespace", namespace, "retention", worker.DefaultNamespaceRetention)
 		}
 	}
 	if checked, err := worker.CheckSearchAttributes(ctx, c, namespace); err != nil {

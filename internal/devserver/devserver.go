@@ -285,12 +285,18 @@ func FileAttributes() map[string]string {
 // small indexed SQLite query, so the cap only has to stay above the rate tasks arrive.
 const TransferQueueReadsPerSecond = 1000
 
-// HistoryCacheSize is how many workflows' mutable state the embedded history service
-// keeps in memory (history.hostLevelCacheMaxSize; the server's default is 128,000, at
-// about 30 KB each). The dev server shares its process with the worker and the API and
-// reads SQLite on the same machine, where a miss costs a local read, so it keeps the
-// workflows being worked on, as many as the worker's sticky cache holds by default.
-const HistoryCacheSize = 256
+// HistoryCacheSize is how many entries the embedded history service keeps in its cache
+// of workflows (history.hostLevelCacheMaxSize; the server's default is 128,000). A
+// workflow addressed by its id alone, as every run is, takes two: its run's mutable
+// state (about 30 KB) and the lock of its current run. A workflow dropped from the cache
+// loses more than a read: the cache clears its context, which aborts the updates in
+// flight (the client sends them again) and drops the speculative workflow task carrying
+// them. At 256 entries, 128 busy conversations filled it: past 128 concurrent
+// conversations each turn reloaded its run 15 times and sent its resolve 3 times, and
+// throughput fell to a fifth (wop bench, docs/DECISIONS.md "The history cache of the
+// embedded server"). 4,096 entries keep 2,048 busy workflows, eight times what the
+// worker's sticky cache holds by default; waiting ones leave it as busy ones come.
+const HistoryCacheSize = 4096
 
 // xdcCacheBytes bounds the cache of serialized history events kept for cross-cluster
 // replication (history.xdcCacheMaxSizeBytes, 8 MB by default), which a single-cluster

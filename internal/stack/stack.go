@@ -187,9 +187,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", hostPort, err)
 	}
 	if s.server == nil {
-		// An external server may lack the host's search attributes (a test server, a
-		// fresh namespace). Registering needs operator rights, so failure only warns.
-		if err := worker.EnsureSearchAttributes(ctx, s.client, opts.Namespace); err != nil {
+		// An external server may lack the namespace or the host's search attributes (a
+		// test server, a fresh cluster). Creating them needs operator rights, so failure
+		// only warns.
+		if _, err := worker.Setup(ctx, s.client, opts.Namespace, 0); err != nil {
 			s.logger.Warn("Could not check the namespace's search attributes", "error", err)
 		}
 	}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// runSetup is `wop setup`: it prepares a Temporal namespace for the host (creates it
+// when missing, registers the Wop* search attributes) and exits. It is what
+// deploy/temporal-namespace.sh does without the temporal CLI, and what
+// `wop worker --ensure-search-attributes` does before it polls.
+func runSetup(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	address := envOr(env, "TEMPORAL_ADDRESS", worker.DefaultTemporalAddress)
+	namespace := envOr(env, "TEMPORAL_NAMESPACE", client.DefaultNamespace)
+	retention := worker.DefaultNamespaceRetention
+	wait := time.Minute
+	fs := newFlagSet("setup", "setup [flags]", stderr)
+	fs.StringVar(&address, "address", address, "Temporal frontend `host:port` (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` to create or complete (env TEMPORAL_NAMESPACE)")
+	fs.DurationVar(&retention, "retention", retention, "how long a namespace created here keeps closed runs (an existing namespace keeps its own)")
+	fs.DurationVar(&wait, "wait", wait, "how long to wait for Temporal to answer (a cluster starting beside this command)")
+	clientFlags := worker.RegisterClientFlags(fs)
+	if code := parseFlags(fs, args); code >= 0 {
+		return code
+	}
+	env, err := clientFlags.Env(env)
+	if err != nil {
+		return fail(stderr, "setup", err)
+	}
+	c, err := dialWaiting(ctx, env, address, namespace, wait)
+	if err != nil {
+		return fail(stderr, "setup", err)
+	}
+	defer c.Close()
+	created, err := worker.Setup(ctx, c, namespace, retention)
+	if err != nil {
+		return fail(stderr, "setup", err)
+	}
+	if created {
+		fmt.Fprintf(stdout, "Created namespace %s (retention %s)\n", namespace, retention)
+	} else {
+		fmt.Fprintf(stdout, "Namespace %s exists\n", namespace)
+	}
+	fmt.Fprintf(stdout, "Search attributes registered: %d Wop* attributes\nNamespace %s is ready\n", len(workflows.SearchAttributes), namespace)
+	return 0
+}
+
+// dialWaiting dials Temporal until it answers or wait has passed: a cluster that is
+// still starting refuses connections for a while.
+func dialWaiting(ctx context.Context, env func(string) string, address, namespace string, wait time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := dial(ctx, env, address, namespace, nil)
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package worker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// DefaultStickyScheduleToStartTimeout is how long a workflow task waits on the sticky
+// queue of the worker that holds its run in its cache before Temporal hands it to any
+// worker on the shared task queue (WOP_WORKER_STICKY_TIMEOUT). The SDK's default is
+// 5 s, which is how long the next turn of a conversation whose worker was killed
+// waited. One second bounds that wait; the price is that a task queued longer than this
+// behind a busy worker moves to another, which replays the run's history first.
+const DefaultStickyScheduleToStartTimeout = time.Second
+
+// RecoveryDispatch is what the recovery bound allows beyond the timeouts: the shared
+// queue's dispatch to a live worker's waiting poll, that worker's replay of the run's
+// history (kept short by continue-as-new) and the turn's own work. `wop bench --only
+// recovery` measures the whole: 1.15 s p50 and 1.29 s at most from the kill to the
+// reply with a 1 s sticky timeout (2 shared cores, load 4), so 250 ms was too little.
+const RecoveryDispatch = 500 * time.Millisecond
+
+// Recovery is how long, by the configured timeouts, a turn waits after the worker that
+// holds its run dies without a word (SIGKILL, a lost machine) before another worker
+// carries it on. A worker that stops cleanly hands its runs back at once (the SDK tells
+// Temporal on shutdown), so only a kill waits. Where the worker died decides which
+// timeout runs out:
+type Recovery struct {
+	// StickyScheduleToStart: the worker died while the conversation waited; the next
+	// turn's workflow task is queued on the dead worker's sticky queue until this
+	// passes, then on the shared queue. (Temporal stops using a sticky queue nobody
+	// has polled for 10 s, so this is the wait in the first seconds after a kill.)
+	StickyScheduleToStart time.Duration
+	// WorkflowTaskTimeout: the worker died while running a turn's workflow task (a
+	// scripted-mock model round is a local activity inside it); Temporal times the task
+	// out after the run's workflow task timeout and schedules it on the shared queue.
+	WorkflowTaskTimeout time.Duration
+	// ModelRoundHeartbeat and ModelRoundRetry: the worker died while a model round ran
+	// as an activity; Temporal notices the missing heartbeat after the heartbeat
+	// timeout and schedules the next attempt after the retry policy's first interval.
+	// These are a real provider's (activities.ModelRoundOptions).
+	ModelRoundHeartbeat time.Duration
+	ModelRoundRetry     time.Duration
+	// Dispatch is RecoveryDispatch.
+	Dispatch time.Duration
+}
+
+// RecoveryOf is the recovery of a worker configured as cfg serving runs started with
+// workflows.RunWorkflowTaskTimeout (as the API starts them).
+func RecoveryOf(cfg Config) Recovery {
+	sticky := cfg.StickyScheduleToStartTimeout
+	if sticky <= 0 {
+		sticky = sdkDefaultStickyScheduleToStartTimeout
+	}
+	round := activities.ModelRoundOptions(activities.ProviderOpenAI)
+	return Recovery{
+		StickyScheduleToStart: sticky,
+		WorkflowTaskTimeout:   workflows.RunWorkflowTaskTimeout,
+		ModelRoundHeartbeat:   round.HeartbeatTimeout,
+		ModelRoundRetry:       round.RetryPolicy.InitialInterval,
+		Dispatch:              RecoveryDispatch,
+	}
+}
+
+// sdkDefaultStickyScheduleToStartTimeout is the SDK's own (worker.Options).
+const sdkDefaultStickyScheduleToStartTimeout = 5 * time.Second
+
+// BetweenTurns bounds the wait of a turn sent after its worker died.
+func (r Recovery) BetweenTurns() time.Duration { return r.StickyScheduleToStart + r.Dispatch }
+
+// InWorkflowTask bounds the wait of a turn whose workflow task (and local model round)
+// was running on the worker that died.
+func (r Recovery) InWorkflowTask() time.Duration { return r.WorkflowTaskTimeout + r.Dispatch }
+
+// InModelRound bounds the wait of a turn whose model round was running as an activity
+// on the worker that died.
+func (r Recovery) InModelRound() time.Duration {
+	return r.ModelRoundHeartbeat + r.ModelRoundRetry + r.Dispatch
+}
+
+// Bound is the longest wait of a turn of a run whose model rounds are local (the
+// scripted mock): the host's recovery bound for them, whatever the moment of the kill.
+// BoundWithActivityRounds adds real providers' rounds.
+func (r Recovery) Bound() time.Duration { return max(r.BetweenTurns(), r.InWorkflowTask()) }
+
+// BoundWithActivityRounds is the longest wait of any turn, a model round running as an
+// activity included.
+func (r Recovery) BoundWithActivityRounds() time.Duration { return max(r.Bound(), r.InModelRound()) }
+
+func (r Recovery) String() string {
+	return fmt.Sprintf("recovery after a killed worker: between turns %s (sticky schedule-to-start %s), in a workflow task %s (workflow task timeout %s), in a model round activity %s (heartbeat %s + retry %s); %s allowed for dispatch and replay",
+		r.BetweenTurns(), r.StickyScheduleToStart, r.InWorkflowTask(), r.WorkflowTaskTimeout, r.InModelRound(), r.ModelRoundHeartbeat, r.ModelRoundRetry, r.Dispatch)
+}

@@ -1,0 +1,43 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// The recovery bound is what the timeouts in force add up to: the defaults give 1.5 s for
+// a turn sent after its worker died and 10.5 s for one whose workflow task it held, and a
+// different configuration a different bound.
+func TestRecoveryBoundIsWhatTheTimeoutsImply(t *testing.T) {
+	r := RecoveryOf(DefaultConfig())
+	assert.Equal(t, time.Second, r.StickyScheduleToStart, "the worker's default sticky schedule-to-start")
+	assert.Equal(t, workflows.RunWorkflowTaskTimeout, r.WorkflowTaskTimeout, "the runs' workflow task timeout")
+	round := activities.ModelRoundOptions(activities.ProviderAnthropic)
+	assert.Equal(t, round.HeartbeatTimeout, r.ModelRoundHeartbeat)
+	assert.Equal(t, round.RetryPolicy.InitialInterval, r.ModelRoundRetry)
+	assert.Equal(t, time.Second+RecoveryDispatch, r.BetweenTurns())
+	assert.Equal(t, workflows.RunWorkflowTaskTimeout+RecoveryDispatch, r.InWorkflowTask())
+	assert.Equal(t, 1500*time.Millisecond, r.BetweenTurns(), "the bound the recovery workload measures")
+	assert.Equal(t, 10*time.Second+RecoveryDispatch, r.InWorkflowTask(), "Temporal's default workflow task timeout")
+	assert.Equal(t, r.InWorkflowTask(), r.Bound())
+	// A real provider's round is bounded by its heartbeat: 30 s + 1 s + dispatch.
+	assert.Equal(t, 31*time.Second+RecoveryDispatch, r.BoundWithActivityRounds())
+
+	// The sticky timeout set by WOP_WORKER_STICKY_TIMEOUT moves the bound with it; 0
+	// is the SDK's 5 s.
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_WORKER_STICKY_TIMEOUT": "3s", "WOP_MODEL_PROVIDER": "mock"}))
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second+RecoveryDispatch, RecoveryOf(cfg).BetweenTurns())
+	cfg.StickyScheduleToStartTimeout = 0
+	assert.Equal(t, 5*time.Second+RecoveryDispatch, RecoveryOf(cfg).BetweenTurns())
+	assert.Contains(t, RecoveryOf(DefaultConfig()).String(), "between turns 1.5s (sticky schedule-to-start 1s)")
+
+	_, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_STICKY_TIMEOUT": "soon"}))
+	assert.ErrorContains(t, err, `WOP_WORKER_STICKY_TIMEOUT="soon"`)
+}
