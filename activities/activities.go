@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,7 +137,7 @@ type Activities struct {
 // New checks cfg and builds the activities.
 func New(cfg Config) (*Activities, error) {
 	if cfg.Transcripts == nil {
-		return nil, errors.New("activities: Config.Transcripts is required (use ClientTranscripts{Client: c} in a worker)")
+		return nil, errors.New("activities: Config.Transcripts is required (use ClientTranscripts in a worker)")
 	}
 	if err := cfg.ApprovalDefaults.Check(); err != nil {
 		return nil, fmt.Errorf("activities: approval defaults: %w", err)
@@ -200,7 +201,7 @@ func New(cfg Config) (*Activities, error) {
 
 		webhookKey:          cfg.WebhookSecret,
 		webhookAllowPrivate: cfg.WebhookAllowPrivate,
-		version:             orDefault(cfg.Version, "dev"),
+		version:             cmp.Or(cfg.Version, "dev"),
 	}, nil
 }
 

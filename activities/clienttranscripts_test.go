@@ -15,7 +15,10 @@ import (
 	"github.com/wop-dev/wop/convo"
 )
 
-// chainClient answers TranscriptPageQuery as the executions of one run that continued
+// testPageQuery stands for the run workflow's transcript page query.
+const testPageQuery = "test.transcript-page"
+
+// chainClient answers testPageQuery as the executions of one run that continued
 // as new do: each holds the messages [base, end) it appended (the current one last),
 // names the executions before it, and fills a page from its newest message back.
 type chainClient struct {
@@ -38,7 +41,7 @@ func (v jsonValue) Get(ptr any) error { return json.Unmarshal(v.raw, ptr) }
 
 func (c *chainClient) QueryWorkflow(_ context.Context, workflowID, runID, query string, args ...any) (converter.EncodedValue, error) {
 	c.asked = append(c.asked, runID)
-	if query != TranscriptPageQuery || workflowID != "run-1" {
+	if query != testPageQuery || workflowID != "run-1" {
 		return nil, fmt.Errorf("unexpected query %s on %s", query, workflowID)
 	}
 	if c.gone[runID] {
@@ -82,7 +85,7 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 	msgs := conversation(30, 2000) // 60 messages of about 2 KB
 	// Three executions; each carried the previous round's last message into the next.
 	cl := &chainClient{msgs: msgs, execs: []fakeExecution{{"e1", 0, 20}, {"e2", 19, 40}, {"e3", 39, 60}}}
-	src := ClientTranscripts{Client: cl}
+	src := ClientTranscripts{Client: cl, Query: testPageQuery}
 	ctx := context.Background()
 
 	// A persistent context without a budget: every message, from all three executions.
@@ -122,7 +125,7 @@ func TestClientTranscriptsWalksBackThroughExecutions(t *testing.T) {
 func TestClientTranscriptsEndAtAnExecutionPastRetention(t *testing.T) {
 	msgs := conversation(30, 2000)
 	cl := &chainClient{msgs: msgs, execs: []fakeExecution{{"e1", 0, 20}, {"e2", 19, 40}, {"e3", 39, 60}}, gone: map[string]bool{"e1": true}}
-	src := ClientTranscripts{Client: cl}
+	src := ClientTranscripts{Client: cl, Query: testPageQuery}
 	got, err := src.Transcript(context.Background(), convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60})
 	if err != nil {
 		t.Fatalf("Transcript: %v", err)
@@ -136,7 +139,7 @@ func TestClientTranscriptsEndAtAnExecutionPastRetention(t *testing.T) {
 
 	// The current execution not found is the run gone: an error, not an empty window.
 	cl = &chainClient{msgs: msgs, execs: []fakeExecution{{"e1", 0, 60}}, gone: map[string]bool{"": true}}
-	if _, err := (ClientTranscripts{Client: cl}).Transcript(context.Background(), convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60}); err == nil {
+	if _, err := (ClientTranscripts{Client: cl, Query: testPageQuery}).Transcript(context.Background(), convo.TranscriptRef{RunID: "run-1", Key: "agent", From: 0, To: 60}); err == nil {
 		t.Error("a run that does not answer gave no error")
 	}
 }

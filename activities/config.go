@@ -2,6 +2,7 @@ package activities
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -223,7 +224,7 @@ func (c ProviderConfig) Served() []ServedProvider {
 	out := make([]ServedProvider, 0, len(c.Specs))
 	for _, key := range slices.Sorted(maps.Keys(c.Specs)) {
 		s := c.Specs[key]
-		out = append(out, ServedProvider{Key: key, Provider: s.Type, Model: orDefault(s.Model, defaultModel(s.Type))})
+		out = append(out, ServedProvider{Key: key, Provider: s.Type, Model: cmp.Or(s.Model, defaultModel(s.Type))})
 	}
 	return out
 }

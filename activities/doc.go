@@ -9,7 +9,7 @@
 //   - ModelRound(convo.ModelRoundInput) → convo.ModelRoundResult. The input carries a
 //     convo.TranscriptRef, not the transcript: the activity reads the messages through
 //     Config.Transcripts (ClientTranscripts queries the run's executions with
-//     TranscriptPageQuery, walking back through those that continued as new), so a
+//     the run workflow's transcript page query, walking back through those that continued as new), so a
 //     run's history grows by a constant amount per round. The round sees the newest
 //     messages of its range within Config.Context (384 KiB and 2,000 messages by
 //     default), from a user message on. The ref carries the messages added since the

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/convo"
-	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -132,7 +131,7 @@ func (p *MockProvider) stream(ctx context.Context, req *Request, text string) er
 	if req.Stream == nil {
 		return nil
 	}
-	for _, w := range fakemodel.Pieces(text) {
+	for _, w := range convo.Pieces(text) {
 		if p.ChunkDelay > 0 {
 			t := time.NewTimer(p.ChunkDelay)
 			select {

@@ -58,7 +58,7 @@ func TestProvidersStreamTheReplyTheyReturn(t *testing.T) {
 			var got pieces
 			res, err := p.Complete(context.Background(), streamingRequest(&got))
 			require.NoError(t, err)
-			assert.Equal(t, fakemodel.Pieces(reply.Text), got.all(), "one piece per streamed delta, in order")
+			assert.Equal(t, convo.Pieces(reply.Text), got.all(), "one piece per streamed delta, in order")
 			assert.Equal(t, reply.Text, strings.Join(got.all(), ""))
 			assert.Equal(t, reply.Text, res.Text)
 			assert.Equal(t, "m-1", res.Model)

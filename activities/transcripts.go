@@ -82,8 +82,8 @@ func windowStart(msgs []convo.Message, base, from, maxBytes, maxMessages int) (s
 	return 0, false
 }
 
-// ClientTranscripts reads transcripts by querying the run's workflow
-// (TranscriptPageQuery), the only owner of a run's messages. A run that continued as
+// ClientTranscripts reads transcripts by querying the run's workflow (its Query,
+// workflows.TranscriptPageQuery), the only owner of a run's messages. A run that continued as
 // new holds its earlier messages in its earlier executions: the reader walks back
 // through them (each page names the execution before it) until it has the round's
 // window.
@@ -93,6 +93,10 @@ func windowStart(msgs []convo.Message, base, from, maxBytes, maxMessages int) (s
 // ones, as it would past its budget, and Logger (when set) says which were lost.
 type ClientTranscripts struct {
 	Client client.Client
+	// Query is the name of the run workflow's query that answers a TranscriptPageRequest
+	// with a TranscriptPage (workflows.TranscriptPageQuery): the workflow declares its
+	// queries, and the process that assembles a worker names it here.
+	Query  string
 	Logger *slog.Logger
 }
 
@@ -104,6 +108,9 @@ const clientPageBytes = 256 << 10
 func (c ClientTranscripts) Transcript(ctx context.Context, ref convo.TranscriptRef) ([]convo.Message, error) {
 	if c.Client == nil {
 		return nil, errors.New("transcript source has no Temporal client")
+	}
+	if c.Query == "" {
+		return nil, errors.New("transcript source names no query of the run workflow (ClientTranscripts.Query)")
 	}
 	if ref.From < 0 || ref.From > ref.To {
 		return nil, fmt.Errorf("transcript %q of run %s: range [%d, %d) is empty or negative", ref.Key, ref.RunID, ref.From, ref.To)
@@ -162,9 +169,9 @@ func (c ClientTranscripts) page(ctx context.Context, ref convo.TranscriptRef, ex
 	if ref.MaxBytes > 0 {
 		req.MaxBytes = min(clientPageBytes, ref.MaxBytes)
 	}
-	v, err := c.Client.QueryWorkflow(ctx, ref.RunID, exec, TranscriptPageQuery, req)
+	v, err := c.Client.QueryWorkflow(ctx, ref.RunID, exec, c.Query, req)
 	if err != nil {
-		return nil, fmt.Errorf("query %s on run %s (execution %q, transcript %q [%d,%d)): %w", TranscriptPageQuery, ref.RunID, exec, ref.Key, ref.From, to, err)
+		return nil, fmt.Errorf("query %s on run %s (execution %q, transcript %q [%d,%d)): %w", c.Query, ref.RunID, exec, ref.Key, ref.From, to, err)
 	}
 	var page TranscriptPage
 	if err := v.Get(&page); err != nil {

@@ -9,16 +9,6 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// TranscriptQuery is the name of the run workflow's query that answers a convo.TranscriptRef
-// with the messages it points at ([]convo.Message), when the execution it reaches holds them
-// all. Readers use TranscriptPageQuery, which also reaches earlier executions.
-const TranscriptQuery = "openwop.transcript"
-
-// TranscriptPageQuery is the name of the run workflow's query that answers a
-// TranscriptPageRequest with a TranscriptPage. It works on every execution of the run,
-// closed ones included (QueryWorkflow with that execution's run id).
-const TranscriptPageQuery = "openwop.transcript-page"
-
 // TranscriptPageRequest asks one execution of a run for messages [From, To) of a
 // transcript. The answer holds the newest of them that the execution has, at most
 // MaxBytes of them (DefaultTranscriptPageBytes when 0), and at least one.

@@ -317,10 +317,3 @@ func CheckWebhookURL(raw string, allowPrivate bool) error {
 	}
 	return nil
 }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}

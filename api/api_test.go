@@ -363,7 +363,7 @@ func TestCancel(t *testing.T) {
 	running := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_run", Status: "running"},
 		onSignal: func(r *fakeRun, name string, _ any) {
 			if name == workflows.CancelSignal {
-				r.snap.Status = workflows.StatusCancelled
+				r.snap.Status = protocol.StatusCancelled
 			}
 		}})
 	rec := env.do("POST", "/v1/runs/r_done/cancel", fullKey, "{}")

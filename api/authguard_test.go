@@ -13,7 +13,7 @@ import (
 // end in 429 for that address's failures, never for a key that authenticates; a
 // revoked key's failures count against the key.
 func TestAuthFailuresNeverLockOutAValidKey(t *testing.T) {
-	env, path := keysEnv(t, twoTenantKeys(), func(c *Config) { c.Guards.AuthFailureBurst = 5 })
+	env, _ := keysEnv(t, twoTenantKeys(), func(c *Config) { c.Guards.AuthFailureBurst = 5 })
 	counts := map[int]int{}
 	for range 40 {
 		counts[env.do("GET", "/v1/workflows", "wrong-key", "").Code]++
@@ -23,7 +23,7 @@ func TestAuthFailuresNeverLockOutAValidKey(t *testing.T) {
 	assert.Equal(t, 35, counts[429], "%v", counts)
 
 	// A revoked key's failures are its own: they leave its address's budget alone.
-	env, path = keysEnv(t, twoTenantKeys(), func(c *Config) { c.Guards.AuthFailureBurst = 5 })
+	env, path := keysEnv(t, twoTenantKeys(), func(c *Config) { c.Guards.AuthFailureBurst = 5 })
 	require.NoError(t, RevokeKey(path, "acme-dashboard"))
 	require.NoError(t, env.srv.ReloadKeys())
 	counts = map[int]int{}

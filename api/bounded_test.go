@@ -11,6 +11,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -18,7 +19,7 @@ import (
 // 413 payload_too_large naming the limit, and nothing reaches the run.
 func TestTurnOverTheLimitIsRefusedBeforeAnySignal(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.MaxTurnBytes = 1000 })
-	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval},
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: protocol.StatusWaitingApproval},
 		check: workflows.ResolveCheck{OK: true}})
 	body := `{"resumeValue":{"text":"` + strings.Repeat("x", 1000) + `"}}`
 	rec := env.do("POST", "/v1/runs/r_1/interrupts/agent", fullKey, body)
@@ -91,7 +92,7 @@ func TestEventsArePagedByBytes(t *testing.T) {
 // it in Temporal, and the run reads as cancelled afterwards.
 func TestCancelEndsARunWhoseWorkflowCannotAnswer(t *testing.T) {
 	env := newTestEnv(t)
-	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_stuck", Status: workflows.StatusWaitingApproval}, stuck: true})
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_stuck", Status: protocol.StatusWaitingApproval}, stuck: true})
 	rec := env.do("GET", "/v1/runs/r_stuck", fullKey, "")
 	e := env.expectError(rec, http.StatusServiceUnavailable, CodeUnavailable)
 	if !strings.Contains(e.Message, "cancel the run") {
@@ -102,7 +103,7 @@ func TestCancelEndsARunWhoseWorkflowCannotAnswer(t *testing.T) {
 		t.Fatal("another tenant's cancel terminated the run")
 	}
 	rec = env.do("POST", "/v1/runs/r_stuck:cancel", fullKey, `{"reason":"stuck"}`)
-	if rec.Code != 200 || decode[map[string]string](t, rec.Body.Bytes())["status"] != workflows.StatusCancelled {
+	if rec.Code != 200 || decode[map[string]string](t, rec.Body.Bytes())["status"] != protocol.StatusCancelled {
 		t.Fatalf("cancel of a stuck run: %d %s", rec.Code, rec.Body)
 	}
 	reason := run.closed.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
@@ -110,7 +111,7 @@ func TestCancelEndsARunWhoseWorkflowCannotAnswer(t *testing.T) {
 		t.Fatalf("termination reason %q", reason)
 	}
 	rec = env.do("GET", "/v1/runs/r_stuck", fullKey, "")
-	if rec.Code != 200 || decode[workflows.Snapshot](t, rec.Body.Bytes()).Status != workflows.StatusCancelled {
+	if rec.Code != 200 || decode[workflows.Snapshot](t, rec.Body.Bytes()).Status != protocol.StatusCancelled {
 		t.Fatalf("after the cancel: %d %s", rec.Code, rec.Body)
 	}
 }
@@ -119,7 +120,7 @@ func TestCancelEndsARunWhoseWorkflowCannotAnswer(t *testing.T) {
 // one events query per wake, instead of one each.
 func TestOneFeedPerRun(t *testing.T) {
 	env := newTestEnv(t)
-	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval},
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: protocol.StatusWaitingApproval},
 		events: noopEvents("r_1")[:2], live: true})
 	const readers = 60
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

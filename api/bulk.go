@@ -15,7 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/wop-dev/wop/protocol"
-	"github.com/wop-dev/wop/workflows"
+	"github.com/wop-dev/wop/webhooks"
 )
 
 // MaxBulkCancelRunIDs bounds the ids of one bulk cancel (details.maxRunIds of the 400).
@@ -68,7 +68,7 @@ func (s *Server) bulkCancel(ctx context.Context, p *principal, ids []string, rea
 	for i, raw := range ids {
 		out[i].RunID = raw
 		id, rerr := resolve(raw)
-		if rerr == nil && workflows.IsInternalWorkflowID(id) {
+		if rerr == nil && webhooks.IsInternalWorkflowID(id) {
 			// The host's own workflows are no tenant's runs (runParam).
 			rerr = notFound("run %q not found", raw)
 		}
@@ -90,7 +90,7 @@ func (s *Server) bulkCancel(ctx context.Context, p *principal, ids []string, rea
 					ae = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 				}
 				o.Err = ae
-			case ended && status != workflows.StatusCancelled:
+			case ended && status != protocol.StatusCancelled:
 				o.Err = codeErr(protocol.CodeRunTerminal, "run %s has ended (%s)", raw, status).with("runStatus", status)
 			default:
 				o.Status = status

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -16,10 +17,10 @@ import (
 // details.maxRunIds.
 func TestBulkCancelV1(t *testing.T) {
 	env := newTestEnv(t)
-	for id, st := range map[string]string{"r_live": workflows.StatusRunning, "r_over": workflows.StatusCompleted, "r_gone": workflows.StatusCancelled} {
+	for id, st := range map[string]string{"r_live": protocol.StatusRunning, "r_over": protocol.StatusCompleted, "r_gone": protocol.StatusCancelled} {
 		env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: id, WorkflowID: "conformance-noop", Status: st, Owner: workflows.Owner{Tenant: "default"}}})
 	}
-	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_theirs", WorkflowID: "conformance-noop", Status: workflows.StatusRunning, Owner: workflows.Owner{Tenant: "tenant-b"}}})
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_theirs", WorkflowID: "conformance-noop", Status: protocol.StatusRunning, Owner: workflows.Owner{Tenant: "tenant-b"}}})
 	rec := env.do("POST", "/v1/runs:bulk-cancel", fullKey, `{"runIds":["r_live","run-does-not-exist-xxxxxxxx","r_over","r_gone","r_theirs","../x"],"reason":"ops"}`)
 	require.Equal(t, 200, rec.Code, "%s", rec.Body)
 	assert.Equal(t, "1.0", rec.Header().Get("OpenWOP-Version"))
@@ -76,7 +77,7 @@ func codeOf(t *testing.T, rec *httptest.ResponseRecorder, status int, code strin
 // top-level 403), each failure the error envelope with v2's code, 200 whatever the ids.
 func TestBulkCancelV2(t *testing.T) {
 	env := newTestEnv(t)
-	for id, st := range map[string]string{"r_live": workflows.StatusRunning, "r_bare": workflows.StatusRunning, "r_over": workflows.StatusCompleted} {
+	for id, st := range map[string]string{"r_live": protocol.StatusRunning, "r_bare": protocol.StatusRunning, "r_over": protocol.StatusCompleted} {
 		env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: id, WorkflowID: "conformance-noop", Status: st, Owner: workflows.Owner{Tenant: "default"}}})
 	}
 	v2 := []string{"OpenWOP-Version", "2"}

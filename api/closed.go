@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/internal/telemetry"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -88,11 +89,11 @@ func (s *Server) applyTemporalClose(ctx context.Context, runID string, snap *wor
 	switch ev.GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED:
 		tc.Status, tc.Reason = "Terminated", ev.GetWorkflowExecutionTerminatedEventAttributes().GetReason()
-		snap.Status = workflows.StatusCancelled
+		snap.Status = protocol.StatusCancelled
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT:
 		tc.Status = "TimedOut"
-		snap.Status = workflows.StatusFailed
-		snap.Error = &workflows.RunError{Code: CodeRunTimeout, Message: "Temporal closed the run when its workflow execution timeout elapsed"}
+		snap.Status = protocol.StatusFailed
+		snap.Error = &protocol.RunError{Code: CodeRunTimeout, Message: "Temporal closed the run when its workflow execution timeout elapsed"}
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
 		f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
 		tc.Status, tc.Reason = "Failed", f.GetMessage()
@@ -100,14 +101,14 @@ func (s *Server) applyTemporalClose(ctx context.Context, runID string, snap *wor
 		if code == "" {
 			code = CodeInternal
 		}
-		snap.Status = workflows.StatusFailed
-		snap.Error = &workflows.RunError{Code: code, Message: "the run's workflow failed: " + f.GetMessage()}
+		snap.Status = protocol.StatusFailed
+		snap.Error = &protocol.RunError{Code: code, Message: "the run's workflow failed: " + f.GetMessage()}
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
 		tc.Status = "Canceled"
-		snap.Status = workflows.StatusCancelled
+		snap.Status = protocol.StatusCancelled
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
 		tc.Status = "Completed"
-		snap.Status = workflows.StatusCompleted
+		snap.Status = protocol.StatusCompleted
 	default:
 		return nil // continued as new: the query answered the newest execution
 	}
@@ -145,7 +146,7 @@ func (s *Server) closedResolveError(ctx context.Context, runID string) error {
 	if err == nil && snap.TemporalClose != nil {
 		return codeErr(CodeInterruptCancelled, "run %s was closed by Temporal (%s); its interrupts are void", runID, snap.TemporalClose.Status)
 	}
-	if err == nil && snap.Status == workflows.StatusCancelled {
+	if err == nil && snap.Status == protocol.StatusCancelled {
 		return codeErr(CodeInterruptCancelled, "run %s was cancelled before the resolve arrived; its interrupts are void", runID)
 	}
 	return codeErr(CodeInterruptResolved, "run %s finished before the resolve arrived", runID)

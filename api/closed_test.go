@@ -8,6 +8,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -18,7 +19,7 @@ func TestTemporalTerminatedRun(t *testing.T) {
 	env := newTestEnv(t)
 	closedAt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	run := env.ft.add(&fakeRun{
-		snap: workflows.Snapshot{RunID: "r_term", Status: workflows.StatusWaitingApproval, CurrentNodeID: "gate",
+		snap: workflows.Snapshot{RunID: "r_term", Status: protocol.StatusWaitingApproval, CurrentNodeID: "gate",
 			Interrupts: []workflows.PendingInterrupt{{NodeID: "gate", InterruptID: "int_1", Kind: "approval", Key: "r_term:gate:0"}}},
 		events: noopEvents("r_term")[:2],
 		check:  workflows.ResolveCheck{OK: true, RunStatus: "running"},
@@ -33,14 +34,14 @@ func TestTemporalTerminatedRun(t *testing.T) {
 		t.Fatalf("GET: %d %s", rec.Code, rec.Body)
 	}
 	snap := decode[workflows.Snapshot](t, rec.Body.Bytes())
-	if snap.Status != workflows.StatusCancelled || snap.TemporalClose == nil || snap.TemporalClose.Status != "Terminated" ||
+	if snap.Status != protocol.StatusCancelled || snap.TemporalClose == nil || snap.TemporalClose.Status != "Terminated" ||
 		snap.TemporalClose.Reason != "stuck" || snap.Interrupt != nil || len(snap.Interrupts) != 0 || snap.CompletedAt != "2026-01-02T03:04:05Z" {
 		t.Fatalf("snapshot %s", rec.Body)
 	}
 	validateSchema(t, "run-snapshot.schema.json", rec.Body.Bytes())
 
 	rec = env.do("POST", "/v1/runs/r_term:cancel", fullKey, "")
-	if got := decode[map[string]string](t, rec.Body.Bytes()); rec.Code != 200 || got["status"] != workflows.StatusCancelled {
+	if got := decode[map[string]string](t, rec.Body.Bytes()); rec.Code != 200 || got["status"] != protocol.StatusCancelled {
 		t.Fatalf("cancel: %d %s", rec.Code, rec.Body)
 	}
 	env.expectError(env.do("POST", "/v1/runs/r_term/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
@@ -57,13 +58,13 @@ func TestTemporalTerminatedRun(t *testing.T) {
 func TestTemporalTimedOutRun(t *testing.T) {
 	env := newTestEnv(t)
 	env.ft.add(&fakeRun{
-		snap:   workflows.Snapshot{RunID: "r_to", Status: workflows.StatusRunning},
+		snap:   workflows.Snapshot{RunID: "r_to", Status: protocol.StatusRunning},
 		events: noopEvents("r_to")[:2],
 		closed: &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, EventTime: timestamppb.Now()},
 	})
 	rec := env.do("GET", "/v1/runs/r_to", fullKey, "")
 	snap := decode[workflows.Snapshot](t, rec.Body.Bytes())
-	if rec.Code != 200 || snap.Status != workflows.StatusFailed || snap.Error == nil || snap.Error.Code != CodeRunTimeout || snap.TemporalClose.Status != "TimedOut" {
+	if rec.Code != 200 || snap.Status != protocol.StatusFailed || snap.Error == nil || snap.Error.Code != CodeRunTimeout || snap.TemporalClose.Status != "TimedOut" {
 		t.Fatalf("GET: %d %s", rec.Code, rec.Body)
 	}
 }
@@ -72,12 +73,12 @@ func TestTemporalTimedOutRun(t *testing.T) {
 func TestCleanlyCancelledRunKeepsItsSnapshot(t *testing.T) {
 	env := newTestEnv(t)
 	env.ft.add(&fakeRun{
-		snap:   workflows.Snapshot{RunID: "r_cc", Status: workflows.StatusCancelled, CompletedAt: "2026-01-01T00:00:00Z"},
+		snap:   workflows.Snapshot{RunID: "r_cc", Status: protocol.StatusCancelled, CompletedAt: "2026-01-01T00:00:00Z"},
 		closed: &historypb.HistoryEvent{EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED, EventTime: timestamppb.Now()},
 	})
 	rec := env.do("GET", "/v1/runs/r_cc", fullKey, "")
 	snap := decode[workflows.Snapshot](t, rec.Body.Bytes())
-	if rec.Code != 200 || snap.Status != workflows.StatusCancelled || snap.TemporalClose != nil || snap.CompletedAt != "2026-01-01T00:00:00Z" {
+	if rec.Code != 200 || snap.Status != protocol.StatusCancelled || snap.TemporalClose != nil || snap.CompletedAt != "2026-01-01T00:00:00Z" {
 		t.Fatalf("GET: %d %s", rec.Code, rec.Body)
 	}
 }

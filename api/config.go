@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/chunks"
-	"github.com/wop-dev/wop/workflows"
+	"github.com/wop-dev/wop/webhooks"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -157,7 +157,7 @@ type Config struct {
 	WebhookAllowPrivate bool
 	// WebhookDelivery is the retry policy of deliveries (zero fields: the defaults, 1s
 	// doubling to 10m, for 24h).
-	WebhookDelivery workflows.WebhookDeliveryConfig
+	WebhookDelivery webhooks.WebhookDeliveryConfig
 	// Metrics, when set, receives the wop_http_* request metrics, and MetricsHandler
 	// serves GET /metrics (the process's registry; see internal/telemetry). Without a
 	// handler /metrics answers 404.

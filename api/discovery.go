@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -201,10 +200,6 @@ func etagMatches(inm, etag string) bool {
 }
 
 var pathParamRe = regexp.MustCompile(`\{([A-Za-z]+)\}`)
-
-// openAPIDoc describes the routes of the route table as an OpenAPI 3.1 document: the
-// v1 document.
-func (s *Server) openAPIDoc() map[string]any { return s.openAPIFor(protocol.Major1) }
 
 // v2OperationIDs are the operationIds of spec/v2/path-manifest.json for the routes
 // served under major 2, by v1 method and path.
@@ -449,16 +444,6 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func (s *Server) handleOpenAPI(c echo.Context) error {
 	c.Response().Header().Set("Cache-Control", "public, max-age=300")
 	return c.JSON(http.StatusOK, s.openAPIFor(majorOf(c)))
-}
-
-// documentedPaths lists "METHOD path" for every route of the table (tests).
-func (s *Server) documentedPaths() []string {
-	var out []string
-	for _, r := range s.routes {
-		out = append(out, r.Method+" "+r.Path)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // The cursor parameters of the JSON and poll event reads. Both answer one page of

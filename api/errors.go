@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 
@@ -268,17 +267,4 @@ func newCorrelationID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return "c_" + hex.EncodeToString(b[:])
-}
-
-// logValues is the request logger's sink: method, route, status, latency, key id. It never
-// records header values (Authorization, Idempotency-Key) or bodies.
-func requestLogAttrs(method, path, route string, status int, keyID string) []slog.Attr {
-	attrs := []slog.Attr{slog.String("method", method), slog.String("path", path), slog.Int("status", status)}
-	if route != "" {
-		attrs = append(attrs, slog.String("route", route))
-	}
-	if keyID != "" {
-		attrs = append(attrs, slog.String("keyId", keyID))
-	}
-	return attrs
 }

@@ -95,7 +95,7 @@ func (f streamFilter) match(t string) bool {
 		return true
 	case f.updates && isUpdate(t):
 		return true
-	case f.messages && t == EventTypeMessageChunk:
+	case f.messages && t == protocol.EvMessageChunk:
 		return true
 	}
 	return false

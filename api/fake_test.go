@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,8 +27,8 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -423,7 +425,7 @@ func (ft *fakeTemporal) start(o client.StartWorkflowOptions, in workflows.RunInp
 	}
 	ft.starts++
 	ft.runs[o.ID] = &fakeRun{input: in, opts: o, snap: workflows.Snapshot{
-		RunID: in.RunID, WorkflowID: in.Definition.ID, Status: workflows.StatusRunning,
+		RunID: in.RunID, WorkflowID: in.Definition.ID, Status: protocol.StatusRunning,
 		Owner: in.Owner, RequestDigest: in.RequestDigest, LastSequence: -1, Era: in.Era,
 	}}
 	return nil
@@ -564,7 +566,7 @@ func (c *fakeCatalog) Pack(id string) (*packs.Pack, bool) {
 	p, ok := c.packs[id]
 	return p, ok
 }
-func (c *fakeCatalog) PackIDs() []string            { return mapkeys.Sorted(c.packs) }
+func (c *fakeCatalog) PackIDs() []string            { return slices.Sorted(maps.Keys(c.packs)) }
 func (c *fakeCatalog) Limits() workflows.TurnLimits { return workflows.TurnLimits{} }
 func (c *fakeCatalog) Fixtures() []string {
 	return []string{"conformance-approval", "conformance-identity", "conformance-noop"}

@@ -228,7 +228,7 @@ func (s *Server) tokenTarget(c echo.Context) (*tokenClaims, *workflows.Snapshot,
 		return nil, nil, nil, unauthenticated("the interrupt at node %q resumes only with an authenticated call: POST /v1/runs/%s/interrupts/%s with Authorization: Bearer <api-key>", pi.NodeID, cl.RunID, pi.NodeID)
 	}
 	if pi == nil {
-		if snap.Status == workflows.StatusCancelled || snap.Status == workflows.StatusCancelling {
+		if snap.Status == protocol.StatusCancelled || snap.Status == protocol.StatusCancelling {
 			return nil, nil, nil, codeErr(CodeInterruptCancelled, "the run was cancelled; this interrupt is void")
 		}
 		return nil, nil, nil, codeErr(CodeInterruptResolved, "this interrupt was already resolved; tokens are single-use")

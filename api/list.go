@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -42,9 +43,9 @@ var listFilters = []string{"status", "workflowId", "packId", "waiting", "created
 
 // runStatuses is the RunSnapshot status vocabulary.
 var runStatuses = []string{
-	workflows.StatusPending, workflows.StatusRunning, workflows.StatusWaitingApproval, workflows.StatusWaitingInput,
-	workflows.StatusWaitingExternal, workflows.StatusCompleted, workflows.StatusFailed, workflows.StatusCancelling,
-	workflows.StatusCancelled,
+	protocol.StatusPending, protocol.StatusRunning, protocol.StatusWaitingApproval, protocol.StatusWaitingInput,
+	protocol.StatusWaitingExternal, protocol.StatusCompleted, protocol.StatusFailed, protocol.StatusCancelling,
+	protocol.StatusCancelled,
 }
 
 // RunSummary is one run of a listing: the RunSnapshot fields visibility knows (an open
@@ -86,13 +87,6 @@ type RunTemporal struct {
 type RunList struct {
 	Runs       []RunSummary `json:"runs"`
 	NextCursor string       `json:"nextCursor,omitempty"`
-}
-
-// listQuery is a parsed listing request.
-type listQuery struct {
-	limit int
-	token []byte // Temporal's next page token, from the cursor
-	query string // visibility query
 }
 
 // parseRunListQuery reads the filters of GET /v1/runs into a visibility query for
@@ -154,11 +148,11 @@ func parseRunListQuery(q func(string) string, tenant string) (string, error) {
 // ending is failed (closed.go reads them the same way).
 func statusClause(st string) string {
 	switch st {
-	case workflows.StatusCompleted:
+	case protocol.StatusCompleted:
 		return "WopStatus = " + quote(st)
-	case workflows.StatusCancelled:
+	case protocol.StatusCancelled:
 		return "(WopStatus = 'cancelled' OR ExecutionStatus = 'Terminated')"
-	case workflows.StatusFailed:
+	case protocol.StatusFailed:
 		return "(WopStatus = 'failed' OR ExecutionStatus = 'TimedOut' OR ExecutionStatus = 'Failed')"
 	}
 	return "(WopStatus = " + quote(st) + " AND ExecutionStatus = 'Running')"
@@ -352,11 +346,11 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) RunSummary {
 func closedStatus(st enumspb.WorkflowExecutionStatus) string {
 	switch st {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		return workflows.StatusCompleted
+		return protocol.StatusCompleted
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		return workflows.StatusCancelled
+		return protocol.StatusCancelled
 	}
-	return workflows.StatusFailed
+	return protocol.StatusFailed
 }
 
 // payloadString decodes a string search attribute payload ("" when absent).

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,8 +16,8 @@ import (
 	"github.com/labstack/echo/v4"
 	workflowpb "go.temporal.io/api/workflow/v1"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -293,7 +294,7 @@ func mayResolve(p *principal, pi workflows.PendingInterrupt) bool {
 	var d struct {
 		ApproversList []string `json:"approversList"`
 	}
-	if pi.Kind != "approval" || json.Unmarshal(pi.Data, &d) != nil || len(d.ApproversList) == 0 {
+	if pi.Kind != protocol.KindApproval || json.Unmarshal(pi.Data, &d) != nil || len(d.ApproversList) == 0 {
 		return true
 	}
 	return slices.Contains(d.ApproversList, p.KeyID)
@@ -303,7 +304,7 @@ func mayResolve(p *principal, pi workflows.PendingInterrupt) bool {
 func recentTurns(snap *workflows.Snapshot) []json.RawMessage {
 	raw, ok := snap.Channels["conversation"]
 	if !ok {
-		for _, name := range mapkeys.Sorted(snap.Channels) {
+		for _, name := range slices.Sorted(maps.Keys(snap.Channels)) {
 			raw = snap.Channels[name]
 			break
 		}

@@ -48,7 +48,7 @@ func ownerV2(o workflows.Owner) map[string]any {
 
 // errorV2 is a run's or node's error at v2: a registered (or wop.) code, a non-empty
 // message, details only as an object.
-func errorV2(e *workflows.RunError) map[string]any {
+func errorV2(e *protocol.RunError) map[string]any {
 	out := map[string]any{"code": protocol.V2Code(e.Code), "message": e.Message}
 	if e.Message == "" {
 		out["message"] = e.Code

@@ -26,6 +26,7 @@ package api
 // workflows/outcomes.go).
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -39,6 +40,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -80,6 +82,19 @@ func resolveRequestID(tenant, runID, nodeID, key string) string {
 	return workflows.IdempotentRequestPrefix + hex.EncodeToString(sum[:16])
 }
 
+// resolveCall is one resolve on its way through the API: the HTTP exchange, the
+// caller, the run, the request the run is sent and its Idempotency-Key (given: the
+// client sent it, so a replayed answer says so). Every step of the resolve path, here,
+// in resolve_update.go and in the outcome wait, reads it.
+type resolveCall struct {
+	c     echo.Context
+	who   resolveCaller
+	runID string
+	req   workflows.ResolveRequest
+	key   string
+	given bool
+}
+
 // resolve sends a resolve as the run's update, or validates it with the run's own
 // query and signals it, and answers with the outcome the run records (see the top of
 // this file).
@@ -118,7 +133,8 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 		idKey = "v2\x00" + key
 	}
 	req.RequestID = resolveRequestID(tenant, runID, rb.NodeID, idKey)
-	if done, err := s.resolveByUpdate(c, who, runID, req, key, given); done {
+	rc := &resolveCall{c: c, who: who, runID: runID, req: req, key: key, given: given}
+	if done, err := s.resolveByUpdate(rc); done {
 		return err
 	}
 	// The run's worker predates the resolve update (resolve_update.go). One query answers everything before the signal: the run's own validation
@@ -132,7 +148,7 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 	if err := v.Get(&check); err != nil {
 		return fmt.Errorf("decoding the resolve check of run %s: %w", runID, err)
 	}
-	if send, err := s.answerCheck(c, who, runID, req, key, given, &check); !send {
+	if send, err := s.answerCheck(rc, &check); !send {
 		return err
 	}
 	if err := s.tc.SignalWorkflow(ctx, runID, "", workflows.ResolveSignal, req); err != nil {
@@ -142,28 +158,28 @@ func (s *Server) resolve(c echo.Context, who resolveCaller, runID string, rb *re
 		}
 		return s.temporalErr(err, runID)
 	}
-	return s.awaitOutcome(c, runID, req, key)
+	return s.awaitOutcome(rc)
 }
 
 // answerCheck answers a resolve from the run's check of it (ValidateResolveQuery's
 // answer, or the resolve update's refusal): 404 for another tenant's run, the outcome
 // of a request the run has seen, the wait for one it has queued, the refusal of one it
 // would refuse. send is true when the run would take the request and it is to be sent.
-func (s *Server) answerCheck(c echo.Context, who resolveCaller, runID string, req workflows.ResolveRequest, key string, given bool, check *workflows.ResolveCheck) (send bool, err error) {
-	if who.p != nil && check.Tenant != who.p.Tenant {
-		return false, notFound("run %q not found", runID)
+func (s *Server) answerCheck(rc *resolveCall, check *workflows.ResolveCheck) (send bool, err error) {
+	if rc.who.p != nil && check.Tenant != rc.who.p.Tenant {
+		return false, notFound("run %q not found", rc.runID)
 	}
-	if check.Replayed && given {
-		c.Response().Header().Set(HeaderIdempotentReplay, "true")
+	if check.Replayed && rc.given {
+		rc.c.Response().Header().Set(HeaderIdempotentReplay, "true")
 	}
-	if done, err := s.answerSeen(c, runID, req.NodeID, check); done {
+	if done, err := s.answerSeen(rc, check); done {
 		return false, err
 	}
 	if check.Pending {
-		return false, s.awaitOutcome(c, runID, req, key)
+		return false, s.awaitOutcome(rc)
 	}
-	if check.CurrentStatus == workflows.StatusCancelled || check.CurrentStatus == workflows.StatusCancelling {
-		return false, codeErr(CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", runID)
+	if check.CurrentStatus == protocol.StatusCancelled || check.CurrentStatus == protocol.StatusCancelling {
+		return false, codeErr(CodeInterruptCancelled, "run %s was cancelled; its interrupts are void", rc.runID)
 	}
 	if !check.OK {
 		return false, checkError(check)
@@ -174,16 +190,16 @@ func (s *Server) answerCheck(c echo.Context, who resolveCaller, runID string, re
 // answerSeen answers a request the run has seen: with its outcome, or, on a worker
 // that predates outcomes (Replayed without one, not pending), as accepted. done is
 // false when the run has not decided yet.
-func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflows.ResolveCheck) (done bool, err error) {
+func (s *Server) answerSeen(rc *resolveCall, check *workflows.ResolveCheck) (done bool, err error) {
 	switch {
 	case check.Outcome != nil && check.Outcome.Applied:
-		s.log.Info("Interrupt resolved", "runId", runID, "nodeId", nodeID, "requestId", check.Outcome.RequestID)
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": s.runWire(c).id(runID), "nodeId": nodeID, "status": orText(check.Outcome.RunStatus, workflows.StatusRunning)})
+		s.log.Info("Interrupt resolved", "runId", rc.runID, "nodeId", rc.req.NodeID, "requestId", check.Outcome.RequestID)
+		return true, rc.c.JSON(http.StatusOK, map[string]string{"runId": s.runWire(rc.c).id(rc.runID), "nodeId": rc.req.NodeID, "status": cmp.Or(check.Outcome.RunStatus, protocol.StatusRunning)})
 	case check.Outcome != nil:
 		o := check.Outcome
 		return true, checkError(&workflows.ResolveCheck{Status: o.Status, Code: o.Code, Unprocessable: o.Unprocessable, Message: o.Message, Details: o.Details})
 	case check.Replayed && !check.Pending:
-		return true, c.JSON(http.StatusOK, map[string]string{"runId": s.runWire(c).id(runID), "nodeId": nodeID, "status": orText(check.RunStatus, workflows.StatusRunning)})
+		return true, rc.c.JSON(http.StatusOK, map[string]string{"runId": s.runWire(rc.c).id(rc.runID), "nodeId": rc.req.NodeID, "status": cmp.Or(check.RunStatus, protocol.StatusRunning)})
 	}
 	return false, nil
 }
@@ -191,30 +207,30 @@ func (s *Server) answerSeen(c echo.Context, runID, nodeID string, check *workflo
 // awaitOutcome waits (Guards.ResolveWait at most) until the run records req's outcome
 // or ends, and answers with it. The request was signalled, so Temporal holds it: past
 // the wait the answer is 202 queued, with the Idempotency-Key that learns its outcome.
-func (s *Server) awaitOutcome(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
-	ctx := c.Request().Context()
+func (s *Server) awaitOutcome(rc *resolveCall) error {
+	ctx := rc.c.Request().Context()
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Guards.ResolveWait)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
-	res, ok := s.awaitRequest(wctx, runID, req.RequestID)
+	res, ok := s.awaitRequest(wctx, rc.runID, rc.req.RequestID)
 	switch {
 	case ok && res.outcome != nil:
 		check := workflows.ResolveCheck{Outcome: res.outcome}
-		_, err := s.answerSeen(c, runID, req.NodeID, &check)
+		_, err := s.answerSeen(rc, &check)
 		return err
 	case ok:
-		return endedError(runID, res.status)
+		return endedError(rc.runID, res.status)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	}
-	return s.answerQueued(c, runID, req, key)
+	return s.answerQueued(rc)
 }
 
 // endedError is the 410 of a resolve the run ended without applying; status is the
 // run's, empty when Temporal closed the workflow without the run's terminal event.
 func endedError(runID, status string) error {
-	if status == workflows.StatusCancelled || status == workflows.StatusCancelling {
+	if status == protocol.StatusCancelled || status == protocol.StatusCancelling {
 		return codeErr(CodeInterruptCancelled, "run %s was cancelled before the resolve was applied; its interrupts are void", runID)
 	}
 	if status == "" {
@@ -225,10 +241,10 @@ func endedError(runID, status string) error {
 
 // answerQueued is the 202 of a request Temporal holds for the run but the run has not
 // decided within the wait.
-func (s *Server) answerQueued(c echo.Context, runID string, req workflows.ResolveRequest, key string) error {
-	return c.JSON(http.StatusAccepted, map[string]any{
-		"runId": s.runWire(c).id(runID), "nodeId": req.NodeID, "status": "queued", "requestId": req.RequestID, "idempotencyKey": key,
-		"message": fmt.Sprintf("the run has the request queued behind its current work and will apply or refuse it in turn; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", key),
+func (s *Server) answerQueued(rc *resolveCall) error {
+	return rc.c.JSON(http.StatusAccepted, map[string]any{
+		"runId": s.runWire(rc.c).id(rc.runID), "nodeId": rc.req.NodeID, "status": "queued", "requestId": rc.req.RequestID, "idempotencyKey": rc.key,
+		"message": fmt.Sprintf("the run has the request queued behind its current work and will apply or refuse it in turn; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", rc.key),
 	})
 }
 
@@ -266,12 +282,4 @@ func (s *Server) runWire(c echo.Context) wire {
 	}
 	t, _ := c.Get(runTenantKey).(string)
 	return s.wireOf(c, t)
-}
-
-// orText returns s, or def when s is empty.
-func orText(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

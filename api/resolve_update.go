@@ -24,7 +24,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/labstack/echo/v4"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -46,20 +45,20 @@ func IsUnknownUpdate(err error) bool {
 // resolveByUpdate answers the resolve req with one ResolveUpdate. done is false when the
 // run's worker has no handler for it, or Temporal could not deliver it: the caller then
 // validates and signals.
-func (s *Server) resolveByUpdate(c echo.Context, who resolveCaller, runID string, req workflows.ResolveRequest, key string, given bool) (done bool, err error) {
-	if !s.updates.enter(runID) {
+func (s *Server) resolveByUpdate(rc *resolveCall) (done bool, err error) {
+	if !s.updates.enter(rc.runID) {
 		return false, nil // another resolve of this run is in flight as an update: signal
 	}
-	defer s.updates.leave(runID)
-	ctx := c.Request().Context()
+	defer s.updates.leave(rc.runID)
+	ctx := rc.c.Request().Context()
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	u := workflows.ResolveUpdateRequest{Request: req, Attempt: hex.EncodeToString(nonce[:]), EventsMaxBytes: s.turnEventsBytes()}
-	if who.p != nil {
-		u.Tenant, u.CheckTenant = who.p.Tenant, true
+	u := workflows.ResolveUpdateRequest{Request: rc.req, Attempt: hex.EncodeToString(nonce[:]), EventsMaxBytes: s.turnEventsBytes()}
+	if rc.who.p != nil {
+		u.Tenant, u.CheckTenant = rc.who.p.Tenant, true
 	}
 	opts := client.UpdateWorkflowOptions{
-		WorkflowID: runID, UpdateID: req.RequestID, UpdateName: workflows.ResolveUpdate,
+		WorkflowID: rc.runID, UpdateID: rc.req.RequestID, UpdateName: workflows.ResolveUpdate,
 		Args: []any{u}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.cfg.Guards.ResolveWait)
@@ -73,26 +72,26 @@ func (s *Server) resolveByUpdate(c echo.Context, who resolveCaller, runID string
 	}
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil && s.ctx.Err() == nil {
 		// No outcome in time: is the request at least in the run's history?
-		return s.resolveNotDecided(c, who, runID, req, key, given, opts)
+		return s.resolveNotDecided(rc, opts)
 	}
 	if err != nil {
-		return s.resolveUpdateFailed(c, who, runID, req, key, given, err)
+		return s.resolveUpdateFailed(rc, err)
 	}
 	if res.Attempt != u.Attempt {
 		res.Replayed = true // Temporal answered with an earlier update of this request
 	}
 	if res.Outcome == nil {
-		return true, endedError(runID, res.CurrentStatus)
+		return true, endedError(rc.runID, res.CurrentStatus)
 	}
-	s.keepTurnEvents(runID, &res)
-	_, err = s.answerCheck(c, who, runID, req, key, given, &res.ResolveCheck)
+	s.keepTurnEvents(rc.runID, &res)
+	_, err = s.answerCheck(rc, &res.ResolveCheck)
 	return true, err
 }
 
 // resolveUpdateFailed answers a resolve update that ended in err: the validator's
 // refusal, an accepted update cut short by the run's end (the outcome watch answers), or
 // one not delivered (done false: the query and the signal answer).
-func (s *Server) resolveUpdateFailed(c echo.Context, who resolveCaller, runID string, req workflows.ResolveRequest, key string, given bool, err error) (done bool, _ error) {
+func (s *Server) resolveUpdateFailed(rc *resolveCall, err error) (done bool, _ error) {
 	var ae *temporal.ApplicationError
 	switch {
 	case errors.As(err, &ae) && ae.Type() == workflows.ErrTypeResolveRefused:
@@ -100,19 +99,19 @@ func (s *Server) resolveUpdateFailed(c echo.Context, who resolveCaller, runID st
 		if derr := ae.Details(&check); derr != nil {
 			return false, nil
 		}
-		send, aerr := s.answerCheck(c, who, runID, req, key, given, &check)
+		send, aerr := s.answerCheck(rc, &check)
 		if send {
 			return false, nil // refused with a check that takes it: let the query decide
 		}
 		return true, aerr
 	case errors.As(err, &ae) && ae.Type() == acceptedUpdateClosed:
-		return true, s.awaitOutcome(c, runID, req, key)
-	case c.Request().Context().Err() != nil:
-		return true, c.Request().Context().Err()
+		return true, s.awaitOutcome(rc)
+	case rc.c.Request().Context().Err() != nil:
+		return true, rc.c.Request().Context().Err()
 	}
 	var nf *serviceerror.NotFound
 	if !IsUnknownUpdate(err) && !errors.As(err, &nf) { // a closed run is answered by the query
-		s.log.Info("Resolve update not delivered; validating and signalling instead", "runId", runID, "requestId", req.RequestID, "error", err)
+		s.log.Info("Resolve update not delivered; validating and signalling instead", "runId", rc.runID, "requestId", rc.req.RequestID, "error", err)
 	}
 	return false, nil
 }
@@ -120,15 +119,15 @@ func (s *Server) resolveUpdateFailed(c echo.Context, who resolveCaller, runID st
 // resolveNotDecided answers a resolve update that did not complete within the wait: 202
 // queued once Temporal has accepted it (asked again with the same Update ID, which
 // attaches to the first), else as the failure says.
-func (s *Server) resolveNotDecided(c echo.Context, who resolveCaller, runID string, req workflows.ResolveRequest, key string, given bool, opts client.UpdateWorkflowOptions) (done bool, err error) {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), validateBudget)
+func (s *Server) resolveNotDecided(rc *resolveCall, opts client.UpdateWorkflowOptions) (done bool, err error) {
+	ctx, cancel := context.WithTimeout(rc.c.Request().Context(), validateBudget)
 	defer cancel()
 	opts.WaitForStage = client.WorkflowUpdateStageAccepted
 	if _, err = s.tc.UpdateWorkflow(ctx, opts); err == nil {
-		return true, s.answerQueued(c, runID, req, key)
+		return true, s.answerQueued(rc)
 	}
-	if ctx.Err() != nil && c.Request().Context().Err() == nil {
-		return true, s.temporalErr(err, runID)
+	if ctx.Err() != nil && rc.c.Request().Context().Err() == nil {
+		return true, s.temporalErr(err, rc.runID)
 	}
-	return s.resolveUpdateFailed(c, who, runID, req, key, given, err)
+	return s.resolveUpdateFailed(rc, err)
 }

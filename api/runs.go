@@ -23,6 +23,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/telemetry"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -422,7 +423,7 @@ func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttri
 	updates := []temporal.SearchAttributeUpdate{
 		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
 		workflows.SATenant.ValueSet(in.Owner.Tenant),
-		workflows.SAStatus.ValueSet(workflows.StatusPending),
+		workflows.SAStatus.ValueSet(protocol.StatusPending),
 		workflows.SACreatedAt.ValueSet(now.UTC()),
 	}
 	if len(in.Packs) > 0 {
@@ -457,7 +458,7 @@ func (s *Server) idempotentReplay(c echo.Context, p *principal, runID, digest st
 func (s *Server) createdResponse(c echo.Context, tenant, runID string) CreateRunResponse {
 	w := s.wireOf(c, tenant)
 	return CreateRunResponse{
-		RunID: w.id(runID), Status: workflows.StatusPending,
+		RunID: w.id(runID), Status: protocol.StatusPending,
 		EventsURL: w.runLink(runID, "/events"), StatusURL: w.runLink(runID, ""),
 	}
 }
@@ -541,7 +542,7 @@ func (s *Server) runParam(c echo.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if workflows.IsInternalWorkflowID(id) {
+	if webhooks.IsInternalWorkflowID(id) {
 		// The host's own workflows (webhook dispatchers, deliveries) are no tenant's
 		// runs: unknown, like any id that names no run.
 		return "", notFound("run %q not found", c.Param("runId"))
@@ -624,7 +625,7 @@ type CancelRequestBody struct {
 }
 
 func isTerminal(status string) bool {
-	return status == workflows.StatusCompleted || status == workflows.StatusFailed || status == workflows.StatusCancelled
+	return status == protocol.StatusCompleted || status == protocol.StatusFailed || status == protocol.StatusCancelled
 }
 
 func (s *Server) handleCancel(c echo.Context) error {
@@ -680,8 +681,8 @@ func (s *Server) cancelRun(ctx context.Context, p *principal, id, reason string)
 	}
 	// NotFound here means the workflow closed between the query and the signal.
 	after, qerr := s.snapshot(ctx, p, id)
-	status = workflows.StatusCancelling
-	if qerr == nil && (isTerminal(after.Status) || after.Status == workflows.StatusCancelling) {
+	status = protocol.StatusCancelling
+	if qerr == nil && (isTerminal(after.Status) || after.Status == protocol.StatusCancelling) {
 		status = after.Status
 	}
 	if errors.As(qerr, &nr) || !isTerminal(status) && s.taskFailing(ctx, id) {
@@ -730,7 +731,7 @@ func (s *Server) terminateStuck(ctx context.Context, p *principal, runID, reason
 		s.log.Warn("Run terminated: its workflow could not process the cancel", "runId", runID, "keyId", p.KeyID)
 	}
 	snap, err := s.snapshot(ctx, p, runID)
-	status := workflows.StatusCancelled
+	status := protocol.StatusCancelled
 	if err == nil {
 		status = snap.Status
 	}
@@ -811,7 +812,7 @@ func (s *Server) handleFork(c echo.Context) error {
 	w := s.wireOf(c, p.Tenant)
 	return c.JSON(http.StatusCreated, map[string]any{
 		"runId": w.id(in.RunID), "sourceRunId": w.id(id), "fromSeq": from, "mode": "replay",
-		"status": workflows.StatusPending, "eventsUrl": w.runLink(in.RunID, "/events"),
+		"status": protocol.StatusPending, "eventsUrl": w.runLink(in.RunID, "/events"),
 	})
 }
 

@@ -157,7 +157,7 @@ func recordedRun(t *testing.T, env *testEnv) *fakeRun {
 	for i := 0; i < 100; i++ {
 		execs = append(execs, fakeExec{runID: fmt.Sprintf("e%d", i), first: int64(5 * i)})
 	}
-	return env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval, Owner: workflows.Owner{Tenant: "default"}},
+	return env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: protocol.StatusWaitingApproval, Owner: workflows.Owner{Tenant: "default"}},
 		events: evs, execs: execs, links: workflows.MaxSegmentLinks, recorded: true, open: true})
 }
 
@@ -332,7 +332,7 @@ func TestClosedCacheIsBounded(t *testing.T) {
 // timeout of 1 s) is answered with the events, never with an empty page.
 func TestPollAnswersEventsThatExistWhateverItsTimeout(t *testing.T) {
 	env := newTestEnv(t)
-	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: workflows.StatusWaitingApproval}, events: noopEvents("r_1")[:3], eventsTimeouts: 15})
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: protocol.StatusWaitingApproval}, events: noopEvents("r_1")[:3], eventsTimeouts: 15})
 	rec := env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=0&timeout=1", fullKey, "")
 	got := decode[EventsResponse](t, rec.Body.Bytes())
 	if rec.Code != 200 || len(got.Events) != 3 || run.eventsTimeouts != 0 {

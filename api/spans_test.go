@@ -30,7 +30,7 @@ func TestRequestSpansNameTheirRun(t *testing.T) {
 	for _, sp := range rec.Ended() {
 		attrs := map[string]string{}
 		for _, a := range sp.Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		spans[sp.Name()] = attrs
 	}

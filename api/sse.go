@@ -26,9 +26,6 @@ const MaxBufferMs = 5000
 // a reply it has begun streaming has not ended, so the chunks come before the turn.
 const chunkHold = time.Second
 
-// EventTypeMessageChunk is the type of the ephemeral chunk events of streamMode=messages.
-const EventTypeMessageChunk = "ai.message.chunk"
-
 // parseBufferMs validates ?bufferMs= (0..MaxBufferMs; absent or 0: no batching).
 func parseBufferMs(v string) (time.Duration, error) {
 	if v == "" {
@@ -190,7 +187,7 @@ func (s *Server) streamSSE(c echo.Context, snap *workflows.Snapshot, runID strin
 		lastValues = seq
 		s.decorate(c, cur)
 		typ, doc, err := rd.frame(workflows.Event{
-			EventID: fmt.Sprintf("evt-%s-%d-snapshot", runID, seq), RunID: runID, Type: "state.snapshot",
+			EventID: fmt.Sprintf("evt-%s-%d-snapshot", runID, seq), RunID: runID, Type: protocol.EvStateSnapshot,
 			Payload: mustJSON(s.publicSnapshot(c, cur)), Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Sequence: seq,
 		})
 		if err != nil {
@@ -341,11 +338,11 @@ func (s *Server) sseRenderOf(c echo.Context, tenant string) sseRender {
 	}
 	w := s.wireOf(c, tenant)
 	return sseRender{frame: func(ev workflows.Event) (string, any, error) {
-		if ev.Type == EventTypeMessageChunk || ev.Type == "state.snapshot" {
+		if ev.Type == protocol.EvMessageChunk || ev.Type == protocol.EvStateSnapshot {
 			// Frame names, not event types: the envelope and ids are v2's, the name
 			// stays (events.md §SSE frames); a state.snapshot carries the v2 snapshot.
 			payload := ev.Payload
-			if ev.Type == EventTypeMessageChunk {
+			if ev.Type == protocol.EvMessageChunk {
 				var err error
 				if payload, err = w.payloadV2(ev.Type, ev.Payload); err != nil {
 					return "", nil, err
@@ -390,7 +387,7 @@ func (m *messagesState) giveUp() { clear(m.open) }
 // sawDurable notes a durable event read from the log.
 func (m *messagesState) sawDurable(ev *workflows.Event) {
 	m.lastSeq = max(m.lastSeq, ev.Sequence)
-	if ev.Type != "agent.decided" {
+	if ev.Type != protocol.EvAgentDecided {
 		return
 	}
 	var p struct {
@@ -434,7 +431,7 @@ func (m *messagesState) chunkEvent(c chunks.Chunk) (workflows.Event, bool) {
 		EventID:   chunkEventID(m.runID, c),
 		RunID:     m.runID,
 		NodeID:    c.NodeID,
-		Type:      EventTypeMessageChunk,
+		Type:      protocol.EvMessageChunk,
 		Payload:   mustJSON(chunkPayload(c)),
 		Timestamp: time.Now().UTC().Format(time.RFC3339Nano),
 		// Chunks are not in the log: a chunk carries the sequence of the last event of

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -58,7 +59,7 @@ func TestSSEWriterBatches(t *testing.T) {
 		return workflows.Event{EventID: "e", RunID: "r", Type: typ, Sequence: seq}
 	}
 	require.NoError(t, sw.frame(3, "node.completed", ev(3, "node.completed")))
-	require.NoError(t, sw.frame(-1, EventTypeMessageChunk, ev(3, EventTypeMessageChunk)))
+	require.NoError(t, sw.frame(-1, protocol.EvMessageChunk, ev(3, protocol.EvMessageChunk)))
 	require.NoError(t, sw.frame(4, "conversation.exchanged", ev(4, "conversation.exchanged")))
 	assert.Empty(t, buf.String(), "nothing is written before the buffer's time")
 	require.NotNil(t, sw.due)
@@ -73,12 +74,12 @@ func TestSSEWriterBatches(t *testing.T) {
 	var batch []workflows.Event
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(frames[0], "id: 4\nevent: batch\ndata: ")), &batch))
 	require.Len(t, batch, 3)
-	assert.Equal(t, []string{"node.completed", EventTypeMessageChunk, "conversation.exchanged"}, []string{batch[0].Type, batch[1].Type, batch[2].Type})
+	assert.Equal(t, []string{"node.completed", protocol.EvMessageChunk, "conversation.exchanged"}, []string{batch[0].Type, batch[1].Type, batch[2].Type})
 	assert.Equal(t, 1, flushes)
 
 	// Chunks alone: a batch without an id. A suspension flushes at once.
 	buf.Reset()
-	require.NoError(t, sw.frame(-1, EventTypeMessageChunk, ev(4, EventTypeMessageChunk)))
+	require.NoError(t, sw.frame(-1, protocol.EvMessageChunk, ev(4, protocol.EvMessageChunk)))
 	assert.Empty(t, buf.String())
 	require.NoError(t, sw.writeBatch())
 	assert.True(t, strings.HasPrefix(buf.String(), "event: batch\ndata: ["), buf.String())
@@ -104,7 +105,7 @@ func TestSSEWriterWithoutBuffer(t *testing.T) {
 	var buf bytes.Buffer
 	sw := newSSEWriter(&buf, func() {}, 0)
 	require.NoError(t, sw.frame(2, "node.completed", map[string]int{"sequence": 2}))
-	require.NoError(t, sw.frame(-1, EventTypeMessageChunk, map[string]int{"sequence": 2}))
+	require.NoError(t, sw.frame(-1, protocol.EvMessageChunk, map[string]int{"sequence": 2}))
 	assert.Equal(t, "id: 2\nevent: node.completed\ndata: {\"sequence\":2}\n\nevent: ai.message.chunk\ndata: {\"sequence\":2}\n\n", buf.String())
 }
 

@@ -209,7 +209,7 @@ func TestCreateRunV2Body(t *testing.T) {
 // Cancel: v2 refuses a terminal run 409 run_terminal, v1 answers its status.
 func TestCancelTerminalPerMajor(t *testing.T) {
 	env := newTestEnv(t)
-	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_done0000000000000000", WorkflowID: "conformance-noop", Status: workflows.StatusCompleted,
+	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_done0000000000000000", WorkflowID: "conformance-noop", Status: protocol.StatusCompleted,
 		Owner: workflows.Owner{Tenant: "default"}}})
 	rec := env.do("POST", "/v1/runs/r_done0000000000000000/cancel", fullKey, "")
 	require.Equal(t, 200, rec.Code)
@@ -221,7 +221,7 @@ func TestCancelTerminalPerMajor(t *testing.T) {
 // The v2 poll: exactly five keys, the exclusive cursor, v1's cursor refused.
 func TestPollV2(t *testing.T) {
 	env := newTestEnv(t)
-	r := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_poll000000000000000", WorkflowID: "conformance-noop", Status: workflows.StatusCompleted,
+	r := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_poll000000000000000", WorkflowID: "conformance-noop", Status: protocol.StatusCompleted,
 		Owner: workflows.Owner{Tenant: "default"}, LastSequence: 2}})
 	r.events = []workflows.Event{ev(r.snap.RunID, 0, "run.started", `{"workflowId":"conformance-noop","engineVersion":"wop/1","owner":{"tenant":"default","principal":"full"}}`),
 		ev(r.snap.RunID, 1, "agent.tool-called", `{"callId":"c1"}`), ev(r.snap.RunID, 2, "run.completed", "")}
@@ -302,8 +302,8 @@ func TestEventProjection(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, stalled, v1, "a v1 reader gets the event as stored")
 
-	snap := w.snapshotV2(&workflows.Snapshot{RunID: "r_1234567890abcdef", Status: workflows.StatusRunning, Owner: workflows.Owner{Tenant: "acme"},
-		Stalled: &workflows.Stall{Kind: "model", Provider: "p", NodeID: "desk", LastError: &workflows.RunError{Code: "model_unavailable", Message: "503"}}})
+	snap := w.snapshotV2(&workflows.Snapshot{RunID: "r_1234567890abcdef", Status: protocol.StatusRunning, Owner: workflows.Owner{Tenant: "acme"},
+		Stalled: &workflows.Stall{Kind: "model", Provider: "p", NodeID: "desk", LastError: &protocol.RunError{Code: "model_unavailable", Message: "503"}}})
 	ext := snap["extensions"].(map[string]any)[hostExtension].(map[string]any)
 	require.IsType(t, workflows.Stall{}, ext["stalled"], "a stalled run says so at v2 too, under the host's extension")
 	assert.Equal(t, "wop.model_unavailable", ext["stalled"].(workflows.Stall).LastError.Code)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -166,8 +167,8 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 	}
 	digest := webhookDigest(req)
 	secret := activities.WebhookSecret(s.cfg.WebhookSecret, p.Tenant, id)
-	reg := workflows.WebhookRegistration{
-		Subscription: workflows.WebhookSubscription{ID: id, URL: req.URL, Events: req.Events, Tags: req.Tags,
+	reg := webhooks.WebhookRegistration{
+		Subscription: webhooks.WebhookSubscription{ID: id, URL: req.URL, Events: req.Events, Tags: req.Tags,
 			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest},
 		Config: &s.cfg.WebhookDelivery,
 	}
@@ -175,8 +176,8 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 	if err := s.ensureDispatcher(ctx, p.Tenant); err != nil {
 		return err
 	}
-	var got workflows.WebhookRegistered
-	if err := s.updateDispatcher(ctx, p.Tenant, workflows.WebhookRegisterUpdate, reg, &got); err != nil {
+	var got webhooks.WebhookRegistered
+	if err := s.updateDispatcher(ctx, p.Tenant, webhooks.WebhookRegisterUpdate, reg, &got); err != nil {
 		return err
 	}
 	status := http.StatusCreated
@@ -203,7 +204,7 @@ func (s *Server) handleDeleteWebhook(c echo.Context) error {
 	if t := c.QueryParam("tenantId"); t != "" && t != p.Tenant {
 		return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %q for this key", id, t)
 	}
-	if err := s.updateDispatcher(c.Request().Context(), p.Tenant, workflows.WebhookUnregisterUpdate, id, nil); err != nil {
+	if err := s.updateDispatcher(c.Request().Context(), p.Tenant, webhooks.WebhookUnregisterUpdate, id, nil); err != nil {
 		return err
 	}
 	s.log.Info("Webhook removed", "tenant", p.Tenant, "webhookId", id)
@@ -212,7 +213,7 @@ func (s *Server) handleDeleteWebhook(c echo.Context) error {
 
 func (s *Server) handleListWebhooks(c echo.Context) error {
 	p := principalOf(c)
-	v, err := s.tc.QueryWorkflow(c.Request().Context(), workflows.WebhookDispatcherID(p.Tenant), "", workflows.WebhookListQuery)
+	v, err := s.tc.QueryWorkflow(c.Request().Context(), workflows.WebhookDispatcherID(p.Tenant), "", webhooks.WebhookListQuery)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return c.JSON(http.StatusOK, map[string]any{"webhooks": []any{}, "deadLetters": []any{}})
@@ -220,7 +221,7 @@ func (s *Server) handleListWebhooks(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("list the webhooks of tenant %s: %w", p.Tenant, err)
 	}
-	var list workflows.WebhookList
+	var list webhooks.WebhookList
 	if err := v.Get(&list); err != nil {
 		return fmt.Errorf("decode the webhooks of tenant %s: %w", p.Tenant, err)
 	}
@@ -298,8 +299,8 @@ func (s *Server) ensureDispatcher(ctx context.Context, tenant string) error {
 		StaticSummary:            "Webhooks of tenant " + tenant,
 		TypedSearchAttributes:    temporal.NewSearchAttributes(workflows.SATenant.ValueSet(tenant)),
 	}
-	in := workflows.WebhookDispatcherInput{Tenant: tenant, Config: s.cfg.WebhookDelivery}
-	if _, err := s.tc.ExecuteWorkflow(ctx, opts, workflows.WebhookDispatcherWorkflowName, in); err != nil {
+	in := webhooks.WebhookDispatcherInput{Tenant: tenant, Config: s.cfg.WebhookDelivery}
+	if _, err := s.tc.ExecuteWorkflow(ctx, opts, webhooks.WebhookDispatcherWorkflowName, in); err != nil {
 		return fmt.Errorf("start the webhook dispatcher of tenant %s: %w", tenant, err)
 	}
 	return nil
@@ -321,16 +322,16 @@ func (s *Server) updateDispatcher(ctx context.Context, tenant, name string, arg,
 	var appErr *temporal.ApplicationError
 	switch {
 	case errors.As(err, &nf):
-		if name == workflows.WebhookUnregisterUpdate {
+		if name == webhooks.WebhookUnregisterUpdate {
 			return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %s", arg, tenant)
 		}
 	case errors.As(err, &appErr):
 		switch appErr.Type() {
-		case workflows.ErrTypeSubscriptionNotFound:
+		case webhooks.ErrTypeSubscriptionNotFound:
 			return codeErr(CodeSubscriptionNotFound, "%s", appErr.Message())
-		case workflows.ErrTypeIdempotencyMismatch:
+		case webhooks.ErrTypeIdempotencyMismatch:
 			return codeErr(CodeIdempotencyMismatch, "Idempotency-Key was already used with a different request body")
-		case workflows.ErrTypeTooManyWebhooks:
+		case webhooks.ErrTypeTooManyWebhooks:
 			return codeErr(CodeTooManyWebhooks, "%s", appErr.Message())
 		case CodeValidation:
 			return badRequest("%s", appErr.Message())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/fakemodel"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // StreamPackID is the pack of the stream workload: its model is the logical provider
@@ -121,7 +122,7 @@ func streamTurn(ctx context.Context, c *conv, s *sseReader) (first, whole time.D
 		if err != nil {
 			return 0, 0, fmt.Errorf("run %s turn %d: read the event stream: %w", c.runID, c.turns, err)
 		}
-		if f.event == "ai.message.chunk" {
+		if f.event == protocol.EvMessageChunk {
 			if first == 0 {
 				first = time.Since(start)
 			}

@@ -18,6 +18,7 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Environment variables that give the flags their defaults.
@@ -311,7 +314,7 @@ type interrupt struct {
 // of the call: the tool, its arguments, who may decide; ok is false for any other
 // interrupt.
 func (i interrupt) toolCall() (tool string, args json.RawMessage, approvers []string, ok bool) {
-	if i.Kind != "approval" {
+	if i.Kind != protocol.KindApproval {
 		return "", nil, nil, false
 	}
 	var d struct {
@@ -322,7 +325,7 @@ func (i interrupt) toolCall() (tool string, args json.RawMessage, approvers []st
 			Arguments json.RawMessage `json:"arguments"`
 		} `json:"artifactData"`
 	}
-	if json.Unmarshal(i.Data, &d) != nil || d.ArtifactType != "tool-call" {
+	if json.Unmarshal(i.Data, &d) != nil || d.ArtifactType != protocol.ArtifactTypeToolCall {
 		return "", nil, nil, false
 	}
 	return d.ArtifactData.Tool, d.ArtifactData.Arguments, d.ApproversList, true
@@ -388,7 +391,7 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 		if other != nil {
 			return fmt.Errorf("the run waits for %s at node %s, which is resolved through the API; your message was not sent", describeWait(*other), other.NodeID)
 		}
-		return fmt.Errorf("the run is not waiting for a message (status %s); your message was not sent", orUnknown(snap.Status))
+		return fmt.Errorf("the run is not waiting for a message (status %s); your message was not sent", cmp.Or(snap.Status, "unknown"))
 	}
 	if other != nil {
 		if tool, _, _, ok := other.toolCall(); ok {
@@ -430,9 +433,9 @@ func (s *session) send(ctx context.Context, text string, say bool) error {
 func describeWait(it interrupt) string {
 	what := "an interrupt of kind " + it.Kind
 	switch it.Kind {
-	case "external-event":
+	case protocol.KindExternalEvent:
 		what = "an external event"
-	case "approval":
+	case protocol.KindApproval:
 		what = "an approval"
 		if tool, args, _, ok := it.toolCall(); ok {
 			what = "approval of the tool call " + tool + "(" + compactArgs(args, 70) + ")"
@@ -536,13 +539,6 @@ func isTerminalStatus(status string) bool {
 		return true
 	}
 	return false
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
-	}
-	return s
 }
 
 // Reconnect policy of the event stream: the delay grows from reconnectDelay to

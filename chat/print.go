@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,7 +43,7 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 	if re.Type == "" {
 		re.Type = typ
 	}
-	if typ != "ai.message.chunk" {
+	if typ != protocol.EvMessageChunk {
 		// A durable event. A turn's own event comes after every reply held back; any
 		// other may release the replies of later rounds once it is shown.
 		if turnEvent(typ) {
@@ -84,13 +85,13 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 			p.FinalTurn = turn{Role: "system", Content: json.RawMessage(`{"text":"The conversation is closed."}`)}
 		}
 		s.showTurn(p.FinalTurn)
-	case "ai.message.chunk":
+	case protocol.EvMessageChunk:
 		s.showChunk(re)
-	case "agent.handoff":
+	case protocol.EvAgentHandoff:
 		s.showHandoff(re.Payload)
-	case "agent.toolCalled":
+	case protocol.EvAgentToolCalled:
 		s.showToolCall(re.Payload)
-	case "agent.toolReturned":
+	case protocol.EvAgentToolReturned:
 		s.showToolResult(re.Payload)
 	case protocol.EvInterruptRequested:
 		s.showWait(ctx, re)
@@ -111,9 +112,9 @@ func (s *session) show(ctx context.Context, ev event) (exit int, terminal bool) 
 		said := p.Error.Message != "" && strings.Contains(s.lastSystem, p.Error.Message)
 		s.mu.Unlock()
 		if said {
-			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed (%s).", s.runID, orUnknown(p.Error.Code)))
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed (%s).", s.runID, cmp.Or(p.Error.Code, "unknown")))
 		} else {
-			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed: %s (%s).", s.runID, orUnknown(p.Error.Message), orUnknown(p.Error.Code)))
+			s.v.emit(kindSystem, "", fmt.Sprintf("· Run %s failed: %s (%s).", s.runID, cmp.Or(p.Error.Message, "unknown"), cmp.Or(p.Error.Code, "unknown")))
 		}
 		return ExitFailed, true
 	case protocol.EvRunCancelled:

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"cmp"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -128,7 +129,7 @@ func (s *session) sawDurable(re runEvent) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch re.Type {
-	case "agent.decided":
+	case protocol.EvAgentDecided:
 		var p struct {
 			Decision struct {
 				Round     *int              `json:"round"`
@@ -147,7 +148,7 @@ func (s *session) sawDurable(re runEvent) {
 		if n := len(p.Decision.ToolCalls); n > 0 {
 			s.tail(nodeRound{re.NodeID, r}).calls = max(s.tail(nodeRound{re.NodeID, r}).calls, n)
 		}
-	case "agent.toolReturned":
+	case protocol.EvAgentToolReturned:
 		var p struct {
 			Round    *int   `json:"round"`
 			ToolName string `json:"toolName"`
@@ -161,7 +162,7 @@ func (s *session) sawDurable(re runEvent) {
 		if p.ToolName == toolTransition && p.Status == "ok" {
 			t.transition = true
 		}
-	case "agent.handoff":
+	case protocol.EvAgentHandoff:
 		var oldest *roundTail
 		oldestRound := 0
 		for k, t := range s.tails {
@@ -234,7 +235,7 @@ func (s *session) drawChunk(re runEvent) {
 		if s.streaming.open {
 			s.v.endStream("")
 		}
-		s.streaming = streamedReply{key: key, messageID: p.MessageID, speaker: orDefault(p.SpeakerID, "agent")}
+		s.streaming = streamedReply{key: key, messageID: p.MessageID, speaker: cmp.Or(p.SpeakerID, "agent")}
 	}
 	r := &s.streaming
 	text := p.Chunk
@@ -275,11 +276,4 @@ func (s *session) drawChunk(re runEvent) {
 			s.v.startThinking()
 		}
 	}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
-	"github.com/wop-dev/wop/internal/mapkeys"
+	"maps"
+	"slices"
+
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -14,7 +16,7 @@ func (m *Machine) Accepting() *AwaitingEvent {
 		return nil
 	}
 	if s := m.state(); injectable(s) {
-		return &AwaitingEvent{State: m.st.CurrentState, Events: mapkeys.Sorted(s.OnEvent)}
+		return &AwaitingEvent{State: m.st.CurrentState, Events: s.Events()}
 	}
 	return nil
 }
@@ -24,9 +26,9 @@ func (m *Machine) Accepting() *AwaitingEvent {
 // caller where an event can go.
 func (m *Machine) InjectableStates() map[string][]string {
 	out := map[string][]string{}
-	for _, name := range mapkeys.Sorted(m.cfg.Pack.Workflow.States) {
+	for _, name := range slices.Sorted(maps.Keys(m.cfg.Pack.Workflow.States)) {
 		if s := m.cfg.Pack.Workflow.States[name]; injectable(s) {
-			out[name] = mapkeys.Sorted(s.OnEvent)
+			out[name] = s.Events()
 		}
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/convo"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
@@ -248,7 +247,7 @@ func checkConfig(cfg Config) error {
 	if p.Workflow.States[p.Workflow.Entry] == nil {
 		return fmt.Errorf("engine: pack %q: workflow entry %q is not a state", p.ID, p.Workflow.Entry)
 	}
-	for _, name := range mapkeys.Sorted(p.Workflow.States) {
+	for _, name := range slices.Sorted(maps.Keys(p.Workflow.States)) {
 		s := p.Workflow.States[name]
 		if s == nil {
 			return fmt.Errorf("engine: pack %q: state %q is empty", p.ID, name)
@@ -353,11 +352,11 @@ func (m *Machine) Awaiting() *AwaitingEvent {
 	if m.st.Status != StatusAwaitingEvent {
 		return nil
 	}
-	return &AwaitingEvent{State: m.st.CurrentState, Events: mapkeys.Sorted(m.state().OnEvent)}
+	return &AwaitingEvent{State: m.st.CurrentState, Events: m.state().Events()}
 }
 
 // Events returns the sorted events of the current state.
-func (m *Machine) Events() []string { return mapkeys.Sorted(m.state().OnEvent) }
+func (m *Machine) Events() []string { return m.state().Events() }
 
 func (m *Machine) state() *packs.State { return m.cfg.Pack.Workflow.States[m.st.CurrentState] }
 
@@ -394,7 +393,7 @@ func (m *Machine) CanInject(event string) error {
 		return fmt.Errorf("engine: state %q is terminal and accepts no events", m.st.CurrentState)
 	}
 	if _, ok := s.OnEvent[event]; !ok {
-		return fmt.Errorf("engine: state %q has no event %q; valid events: %s", m.st.CurrentState, event, joinEvents(mapkeys.Sorted(s.OnEvent)))
+		return fmt.Errorf("engine: state %q has no event %q; valid events: %s", m.st.CurrentState, event, joinEvents(s.Events()))
 	}
 	return nil
 }
@@ -816,7 +815,7 @@ func copyMap[V any](m map[string]V) map[string]V {
 		return nil
 	}
 	out := make(map[string]V, len(m))
-	for _, k := range mapkeys.Sorted(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out[k] = m[k]
 	}
 	return out

@@ -3,11 +3,12 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/wop-dev/wop/convo"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
@@ -106,7 +107,7 @@ func (m *Machine) toolSpecs(s *packs.State) []convo.ToolSpec {
 		specs = append(specs, convo.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
 	if transitionOffered(s) {
-		specs = append(specs, transitionSpec(mapkeys.Sorted(s.OnEvent)))
+		specs = append(specs, transitionSpec(s.Events()))
 	}
 	if names := artifactNames(m.cfg.Pack); len(names) > 0 {
 		specs = append(specs, artifactSpec(names))
@@ -213,7 +214,7 @@ func (m *Machine) transitionCall(t *turn, s *packs.State, c convo.ToolCall) *con
 	}
 	event, _ := args["event"].(string)
 	context, _ := args["context"].(string)
-	events := mapkeys.Sorted(s.OnEvent)
+	events := s.Events()
 	if t.transition != nil {
 		return errorResult("one transition per round: event %s is already scheduled; this call was ignored", t.transition.event)
 	}
@@ -222,7 +223,7 @@ func (m *Machine) transitionCall(t *turn, s *packs.State, c convo.ToolCall) *con
 		return errorResult("unknown event %q in state %q; valid events: %s", event, m.st.CurrentState, joinEvents(events))
 	}
 	var extras map[string]any
-	for _, k := range mapkeys.Sorted(args) {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		if k != "event" && k != "context" {
 			if extras == nil {
 				extras = map[string]any{}

@@ -2,8 +2,8 @@ package packs
 
 import (
 	"encoding/json"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
+	"maps"
+	"slices"
 )
 
 // Who is meant to answer a pack's conversation. PromptPack calls the other party of a
@@ -89,7 +89,7 @@ func (c *checker) checkHostAnnotations() {
 	if c.p.Workflow == nil {
 		return
 	}
-	for _, sn := range mapkeys.Sorted(c.p.Workflow.States) {
+	for _, sn := range slices.Sorted(maps.Keys(c.p.Workflow.States)) {
 		c.checkHostAnnotation(toks("workflow", "states", sn, "extensions"))
 	}
 }

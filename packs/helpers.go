@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // Tool policy defaults from the PromptPack schema (PromptKit uses 50 rounds; the spec says 5).
@@ -94,8 +94,12 @@ func (s *State) OrchestrationOrDefault() string {
 }
 
 // Events returns the state's on_event names, sorted.
+// It is never nil, so a state without events encodes them as [] in JSON.
 func (s *State) Events() []string {
-	return mapkeys.Sorted(s.OnEvent)
+	if events := slices.Sorted(maps.Keys(s.OnEvent)); events != nil {
+		return events
+	}
+	return []string{}
 }
 
 // OffersTransition reports whether the model is offered workflow__transition in this state:
@@ -113,17 +117,17 @@ func (s *State) OffersTransition() bool {
 
 // StateNames returns the workflow's state names, sorted.
 func (w *Workflow) StateNames() []string {
-	return mapkeys.Sorted(w.States)
+	return slices.Sorted(maps.Keys(w.States))
 }
 
 // PromptKeys returns the pack's prompt keys, sorted.
 func (p *Pack) PromptKeys() []string {
-	return mapkeys.Sorted(p.Prompts)
+	return slices.Sorted(maps.Keys(p.Prompts))
 }
 
 // ToolNames returns the pack's tool keys, sorted.
 func (p *Pack) ToolNames() []string {
-	return mapkeys.Sorted(p.Tools)
+	return slices.Sorted(maps.Keys(p.Tools))
 }
 
 // Action scope effects (RFC 0013, Tool.action_scope.effect).
@@ -214,7 +218,7 @@ func (p *Pack) ArtifactNames() []string {
 			set[name] = true
 		}
 	}
-	return mapkeys.Sorted(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // ArtifactDecl returns the declaration of an artifact as seen from a state: the state's own

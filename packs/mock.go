@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // MockScript is a scripted model conversation for one pack (file <pack>.mock.yaml beside the
@@ -386,7 +386,7 @@ func CheckMock(p *Pack, m *MockScript) Diagnostics {
 	}
 	c := &mockChecker{p: p, m: m, hasArtifacts: len(p.ArtifactNames()) > 0, warnedNoResult: map[string]bool{}}
 	c.steps(m.Rounds, "rounds", "")
-	for _, name := range mapkeys.Sorted(m.ToolResults) {
+	for _, name := range slices.Sorted(maps.Keys(m.ToolResults)) {
 		if _, ok := p.Tools[name]; !ok {
 			pos := m.resultPos[name]
 			c.add(SeverityWarning, pos[0], pos[1], join("tool_results", name), "result for tool %q, which pack %q does not declare", name, p.ID)

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // RuntimeVars are the values the workflow runtime injects into every render.
@@ -81,15 +79,6 @@ func parseRef(expr string) (ref, bool) {
 		}
 	}
 	return r, true
-}
-
-// placeholders returns the placeholder bodies of a template in order of appearance.
-func placeholders(tmpl string) []string {
-	var out []string
-	for _, m := range placeholderRe.FindAllStringSubmatch(tmpl, -1) {
-		out = append(out, m[1])
-	}
-	return out
 }
 
 // Render renders the system template of the prompt promptKey. Placeholders resolve as:
@@ -383,7 +372,7 @@ func (p *Pack) UsedPromptKeys() []string {
 			set[st.PromptTask] = true
 		}
 	}
-	return mapkeys.Sorted(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // CheckVariables checks a run's variables before the run starts: every required variable of
@@ -416,10 +405,10 @@ func CheckVariables(p *Pack, vars map[string]any) error {
 		}
 	}
 	var out []string
-	for _, name := range mapkeys.Sorted(missing) {
+	for _, name := range slices.Sorted(maps.Keys(missing)) {
 		out = append(out, fmt.Sprintf("required variable %q is missing (needed by prompt %s)", name, strings.Join(quoteEach(missing[name]), ", ")))
 	}
-	out = append(out, mapkeys.Sorted(problems)...)
+	out = append(out, slices.Sorted(maps.Keys(problems))...)
 	if len(out) == 0 {
 		return nil
 	}

@@ -3,12 +3,12 @@ package packs
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // checker collects semantic diagnostics for one pack, positioned through the source tree.
@@ -65,7 +65,7 @@ func semanticDiagnostics(file string, root *node, p *Pack) Diagnostics {
 }
 
 func (c *checker) checkTools() {
-	for _, key := range mapkeys.Sorted(c.p.Tools) {
+	for _, key := range slices.Sorted(maps.Keys(c.p.Tools)) {
 		t := c.p.Tools[key]
 		if t.Name != key {
 			c.errorAt(toks("tools", key, "name"), "tool name %q must equal its key %q (models call tools by name)", t.Name, key)
@@ -74,7 +74,7 @@ func (c *checker) checkTools() {
 }
 
 func (c *checker) checkPrompts() {
-	for _, key := range mapkeys.Sorted(c.p.Prompts) {
+	for _, key := range slices.Sorted(maps.Keys(c.p.Prompts)) {
 		pr := c.p.Prompts[key]
 		base := toks("prompts", key)
 		if pr.ID != key {
@@ -176,7 +176,7 @@ func (c *checker) checkTemplate(key string, pr *Prompt) {
 			}
 			if _, ok := c.p.Fragments[rf.segs[0].key]; !ok {
 				msg := fmt.Sprintf("{{%s}} names no fragment; it renders as an empty string", rf.raw)
-				if s := suggest(rf.segs[0].key, mapkeys.Sorted(c.p.Fragments)); s != "" {
+				if s := suggest(rf.segs[0].key, slices.Sorted(maps.Keys(c.p.Fragments))); s != "" {
 					msg += fmt.Sprintf(" (did you mean fragments.%s?)", s)
 				}
 				warn(rf.raw, "%s", msg)
@@ -338,7 +338,7 @@ func (c *checker) successors(sn string) []string {
 	if _, ok := w.States[st.OnMaxVisits]; ok && st.MaxVisits > 0 { // the redirect needs a cap
 		set[st.OnMaxVisits] = true
 	}
-	return mapkeys.Sorted(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func (c *checker) checkGraph() {

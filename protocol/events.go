@@ -23,6 +23,29 @@ const (
 	EvConversationExchanged  = "conversation.exchanged"
 	EvConversationClosed     = "conversation.closed"
 	EvReplayDiverged         = "replay.diverged"
+
+	// A run stalls: an approval reminder, or a model round or tool call waiting out an
+	// outage of what it calls.
+	EvWorkflowStalled = "workflow.stalled"
+
+	// A pack agent's work: a transition between states, each tool call and result,
+	// each model round (its usage, and what the model decided, which a fork replay
+	// reuses), max_visits reached, a budget exhausted.
+	EvAgentHandoff      = "agent.handoff"
+	EvAgentToolCalled   = "agent.toolCalled"
+	EvAgentToolReturned = "agent.toolReturned"
+	EvAgentDecided      = "agent.decided"
+	EvProviderUsage     = "provider.usage"
+	EvLoopbackLimit     = "workflow.loopback-limit"
+	EvCapBreached       = "cap.breached"
+)
+
+// Frames of the event stream that are not in the run's event log.
+const (
+	// EvMessageChunk is a piece of a model's reply as it streams (streamMode=messages).
+	EvMessageChunk = "ai.message.chunk"
+	// EvStateSnapshot is the snapshot an SSE stream opens with.
+	EvStateSnapshot = "state.snapshot"
 )
 
 // Event types of the specification this host does not emit; a stream filter still

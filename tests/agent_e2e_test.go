@@ -26,6 +26,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -142,7 +143,7 @@ func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	c := startAgentStack(t)
 	id := createRun(t, c, "agent-spin", map[string]any{"message": "go"})
 	evs := waitEnded(t, c, id, 30*time.Second)
-	require.Equal(t, workflows.EvRunFailed, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
 	require.Len(t, ofType(evs, "provider.usage"), engine.DefaultHostMaxRoundsPerTurn)
 	caps := ofType(evs, "cap.breached")
 	require.Len(t, caps, 1)
@@ -151,12 +152,12 @@ func TestAgentLoopStopsAtTheHostLimit(t *testing.T) {
 	require.Equal(t, "loop-iterations", capP["kind"])
 	require.Equal(t, "max_rounds_per_turn", capP["hostLimit"])
 	require.EqualValues(t, engine.DefaultHostMaxRoundsPerTurn, capP["limit"])
-	closed := ofType(evs, workflows.EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), `"role":"system"`)
 	require.Contains(t, string(closed[0].Payload), "loop_limit_exceeded")
 	s := snapshot(t, c, id)
-	require.Equal(t, workflows.StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "loop_limit_exceeded", s.Error.Code)
 	require.Equal(t, engine.DefaultHostMaxRoundsPerTurn, s.Pack.ModelRounds)
 	replayHistory(t, c, id, "pack-turn-limit")
@@ -175,14 +176,14 @@ func TestAgentCancelBetweenSlowRounds(t *testing.T) {
 	cancelledAt := time.Now()
 	body := agCancel(t, c, id)
 	atCancel := slow.started(id)
-	require.Contains(t, []any{workflows.StatusCancelling, workflows.StatusCancelled}, body["status"])
+	require.Contains(t, []any{protocol.StatusCancelling, protocol.StatusCancelled}, body["status"])
 	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent; %d rounds started before it, %d after", time.Since(cancelledAt).Round(time.Millisecond), atCancel, slow.started(id)-atCancel)
-	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 	require.LessOrEqual(t, slow.started(id), atCancel+1, "at most one round started after the cancel was accepted")
 	require.Less(t, slow.started(id), engine.DefaultHostMaxRoundsPerTurn, "the cancel, not the limit, ended the loop")
 	require.Empty(t, ofType(evs, "cap.breached"))
-	require.Equal(t, workflows.StatusCancelled, snapshot(t, c, id).Status)
+	require.Equal(t, protocol.StatusCancelled, snapshot(t, c, id).Status)
 }
 
 // TestAgentCancelStopsAModelCallInFlight: the model never answers; the cancel ends the
@@ -207,7 +208,7 @@ func TestAgentCancelStopsAModelCallInFlight(t *testing.T) {
 	agCancel(t, c, id)
 	evs := waitEnded(t, c, id, 30*time.Second)
 	t.Logf("run.cancelled read %s after the cancel was sent", time.Since(cancelledAt).Round(time.Millisecond))
-	require.Equal(t, []string{workflows.EvNodeCancelled, workflows.EvRunCancelled}, []string{evs[len(evs)-2].Type, evs[len(evs)-1].Type})
+	require.Equal(t, []string{protocol.EvNodeCancelled, protocol.EvRunCancelled}, []string{evs[len(evs)-2].Type, evs[len(evs)-1].Type})
 	require.Empty(t, ofType(evs, "provider.usage"))
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		ends := block.ended(id)
@@ -228,7 +229,7 @@ func TestAgentEventRouting(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
 	id := createRun(t, c, "agent-hybrid", map[string]any{"message": "hi"})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	before := events(t, c, id)
 
 	for _, body := range []any{
@@ -247,11 +248,11 @@ func TestAgentEventRouting(t *testing.T) {
 
 	sayTo(t, c, id, "order 7, please submit")
 	s := waitSnapshot(t, c, id, 30*time.Second, "in review", func(s workflows.Snapshot) bool { return s.Pack != nil && s.Pack.State == "review" })
-	require.Equal(t, workflows.StatusWaitingExternal, s.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, s.Status)
 	require.NotNil(t, s.Interrupt)
 	require.Equal(t, "external-event", s.Interrupt.Kind, "the hybrid state raised its event interrupt")
 	sayTo(t, c, id, "any news?")
-	waitRounds(t, c, id, 3, workflows.StatusWaitingExternal)
+	waitRounds(t, c, id, 3, protocol.StatusWaitingExternal)
 
 	status, resp := postToPack(c, id, map[string]any{"event": "Ship"})
 	require.Equal(t, http.StatusUnprocessableEntity, status, "no state takes Ship: %v", resp)
@@ -278,14 +279,14 @@ func TestAgentTerminatedRun(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
 	id := createRun(t, c, "agent-hybrid", map[string]any{"message": "hi"})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, c.Stack.Client().TerminateWorkflow(ctx, id, "", "an operator stopped it"))
 	evs := events(t, c, id)
 
 	s := snapshot(t, c, id)
-	require.Equal(t, workflows.StatusCancelled, s.Status)
+	require.Equal(t, protocol.StatusCancelled, s.Status)
 	require.NotNil(t, s.TemporalClose)
 	require.Equal(t, "Terminated", s.TemporalClose.Status)
 	require.Equal(t, "an operator stopped it", s.TemporalClose.Reason)
@@ -301,7 +302,7 @@ func TestAgentTerminatedRun(t *testing.T) {
 	require.Contains(t, string(raw), `"isComplete":true`)
 
 	body := agCancel(t, c, id)
-	require.Equal(t, workflows.StatusCancelled, body["status"])
+	require.Equal(t, protocol.StatusCancelled, body["status"])
 	status, resp := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "hello?"}})
 	require.Equal(t, http.StatusGone, status, "%v", resp)
 	require.Equal(t, "interrupt_cancelled", resp["error"])
@@ -348,7 +349,7 @@ func TestAgentForkAfterThePackChanged(t *testing.T) {
 	require.Zero(t, forkSnap.Pack.InputTokens)
 	forkEvents := events(t, c, fork)
 	require.Empty(t, ofType(forkEvents, "provider.usage"), "the fork spent nothing")
-	require.Empty(t, ofType(forkEvents, workflows.EvReplayDiverged))
+	require.Empty(t, ofType(forkEvents, protocol.EvReplayDiverged))
 	var srcTypes, forkTypes []string
 	for _, e := range srcEvents {
 		if e.Type != "provider.usage" {

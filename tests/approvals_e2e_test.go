@@ -26,6 +26,7 @@ import (
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -134,7 +135,7 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	c, svc := startApprovalStack(t)
 	id := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
 	s, d := waitToolApproval(t, c, id)
-	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status)
 	require.Empty(t, svc.received(id, "/pay"), "nothing is paid before the decision")
 	require.Empty(t, svc.received(id, "/lookup"), "the batch runs after its decisions")
 	require.Equal(t, "Approve pay_invoice", d["title"])
@@ -177,7 +178,7 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	require.Len(t, svc.received(id, "/pay"), 1)
 
 	evs := events(t, c, id)
-	rec := ofType(evs, workflows.EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
@@ -195,7 +196,7 @@ func TestToolApprovalRejectE2E(t *testing.T) {
 	waitToolApproval(t, c, id)
 	status, body := resolveAt(c, id, map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
 	status, body = resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusConflict, status, "a late decision never becomes a chat message: %v", body)
 	sayTo(t, c, id, "OK, thanks.")
@@ -224,7 +225,7 @@ func TestToolApprovalEditAcceptE2E(t *testing.T) {
 	status, body = resolveAt(c, id, map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "100.00", "iban": "XX"}}})
 	require.Equal(t, http.StatusBadRequest, status, "an argument the tool does not take: %v", body)
 	s, _ := waitToolApproval(t, c, id)
-	require.Equal(t, workflows.StatusWaitingApproval, s.Status, "still waiting")
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status, "still waiting")
 	require.Empty(t, svc.received(id, "/pay"))
 
 	status, body = resolveAt(c, id, map[string]any{"action": "edit-accept", "editedArtifactData": map[string]any{"arguments": map[string]any{"invoice": "INV-7", "amount": "100.00"}}})
@@ -248,15 +249,15 @@ func TestToolApprovalExpiryE2E(t *testing.T) {
 	require.Empty(t, svc.received(id, "/pay"), "expired: never called")
 
 	evs := events(t, c, id)
-	reminders := ofType(evs, workflows.EvWorkflowStalled)
+	reminders := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, reminders, 2, "at 2s and 4s; none at the 6s deadline")
-	requested := ofType(evs, workflows.EvApprovalRequested)
+	requested := ofType(evs, protocol.EvApprovalRequested)
 	require.Len(t, requested, 2, "the request, then its escalation")
 	var esc map[string]any
 	require.NoError(t, json.Unmarshal(requested[1].Payload, &esc))
 	assert.Equal(t, true, esc["escalated"])
 	assert.Equal(t, []any{"test", "payables-leads"}, esc["approversList"])
-	rec := ofType(evs, workflows.EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(rec[0].Payload, &p))
@@ -316,10 +317,10 @@ func TestToolApprovalSurvivesKill9E2E(t *testing.T) {
 	require.Equal(t, "pay_invoice", d["artifactData"].(map[string]any)["tool"])
 	status, body := resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 	require.Len(t, svc.received(id, "/pay"), 1, "paid exactly once across the kill")
 	evs := events(t, c, id)
-	require.Len(t, ofType(evs, workflows.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
+	require.Len(t, ofType(evs, protocol.EvInterruptRequested), 2, "the conversation's and the payment's: none raised again")
 }
 
 // buildWop builds the wop binary into the test's temporary folder (the build cache
@@ -390,11 +391,11 @@ func TestToolApprovalQuorumOnTheSameArgumentsE2E(t *testing.T) {
 		if !order.editFirst {
 			status, body := vote(id, other, map[string]any{"action": "accept", "revision": 0})
 			require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
-			require.Equal(t, workflows.StatusWaitingApproval, body["status"])
+			require.Equal(t, protocol.StatusWaitingApproval, body["status"])
 		}
 		status, body := vote(id, editor, edit)
 		require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
-		require.Equal(t, workflows.StatusWaitingApproval, body["status"], "%s: the edit is the first approval of the new arguments", order.name)
+		require.Equal(t, protocol.StatusWaitingApproval, body["status"], "%s: the edit is the first approval of the new arguments", order.name)
 		require.Empty(t, svc.received(id, "/pay"), "%s: nothing is paid on one approval", order.name)
 		for _, who := range []string{"appr1", "appr2"} {
 			art := shown(id, who)
@@ -409,14 +410,14 @@ func TestToolApprovalQuorumOnTheSameArgumentsE2E(t *testing.T) {
 		require.Equal(t, http.StatusConflict, status, "%s: an accept of the old arguments: %v", order.name, body)
 		status, body = vote(id, other, map[string]any{"action": "accept", "revision": 1})
 		require.Equal(t, http.StatusOK, status, "%s: %v", order.name, body)
-		require.Equal(t, workflows.StatusRunning, body["status"])
+		require.Equal(t, protocol.StatusRunning, body["status"])
 		waitCompleted(t, c, id)
 		paid := svc.received(id, "/pay")
 		require.Len(t, paid, 1, order.name)
 		require.Equal(t, map[string]any{"invoice": "INV-7", "amount": "99999.00"}, paid[0].Body, "%s: the endpoint is paid what both approved", order.name)
 
 		var counted []string
-		for _, e := range ofType(events(t, c, id), workflows.EvApprovalReceived) {
+		for _, e := range ofType(events(t, c, id), protocol.EvApprovalReceived) {
 			var p map[string]any
 			require.NoError(t, json.Unmarshal(e.Payload, &p))
 			counted = append(counted, fmt.Sprintf("%s %s %v %v", p["decidedBy"], p["action"], p["revision"], p["arguments"].(map[string]any)["amount"]))

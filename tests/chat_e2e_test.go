@@ -22,7 +22,7 @@ import (
 
 	"github.com/wop-dev/wop/chat"
 	"github.com/wop-dev/wop/internal/stack"
-	"github.com/wop-dev/wop/workflows"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // terminal is a pseudo-terminal running `wop chat` in-process: the chat reads and
@@ -158,7 +158,7 @@ func TestChatThroughAPseudoTerminal(t *testing.T) {
 	term.typeLine(`curl -s -X POST ` + c.BaseURL + `/v1/runs/` + runID + `/interrupts/agent -d '{"resumeValue":{"event":"Approved"}}'`)
 	term.waitFor("not sent: the run waits for an external event (Approved or Rejected) at node agent")
 	s := snapshot(t, c, runID)
-	assert.Equal(t, workflows.StatusWaitingExternal, s.Status)
+	assert.Equal(t, protocol.StatusWaitingExternal, s.Status)
 	assert.Equal(t, 3, s.Pack.ModelRounds, "no round ran for the refused line")
 
 	// wop dev stops under the chat, which says so and keeps trying, then starts again.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -115,9 +116,9 @@ func types(evs []event) []string {
 // eventParts is what the tests read of an event's payload: the conversation turn it
 // carries (exchanged, opened, closed) and its error.
 type eventParts struct {
-	Turn        *workflows.Turn `json:"turn"`
-	InitialTurn *workflows.Turn `json:"initialTurn"`
-	FinalTurn   *workflows.Turn `json:"finalTurn"`
+	Turn        *protocol.Turn `json:"turn"`
+	InitialTurn *protocol.Turn `json:"initialTurn"`
+	FinalTurn   *protocol.Turn `json:"finalTurn"`
 	Error       *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
@@ -135,21 +136,21 @@ func partsOf(t *testing.T, e event) eventParts {
 }
 
 // turnsIn returns the conversation turns recorded as conversation.exchanged.
-func turnsIn(t *testing.T, evs []event) []workflows.Turn {
+func turnsIn(t *testing.T, evs []event) []protocol.Turn {
 	t.Helper()
-	var out []workflows.Turn
-	for _, e := range ofType(evs, workflows.EvConversationExchanged) {
+	var out []protocol.Turn
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		if p := partsOf(t, e); p.Turn != nil {
 			out = append(out, *p.Turn)
 		} else {
-			out = append(out, workflows.Turn{})
+			out = append(out, protocol.Turn{})
 		}
 	}
 	return out
 }
 
 // textOf returns the text of a turn's content ({"text": ...}).
-func textOf(t *testing.T, turn workflows.Turn) string {
+func textOf(t *testing.T, turn protocol.Turn) string {
 	t.Helper()
 	var body struct {
 		Text string `json:"text"`

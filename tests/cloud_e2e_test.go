@@ -27,6 +27,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -107,9 +108,9 @@ func TestPackOnTwoCloudProvidersOfOneWorker(t *testing.T) {
 
 	id := createRun(t, c, "two-clouds", map[string]any{"message": "I want a refund for order A-1."})
 	snap := waitSnapshot(t, c, id, 60*time.Second, "completed", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+		return s.Status == protocol.StatusCompleted || s.Status == protocol.StatusFailed
 	})
-	require.Equal(t, workflows.StatusCompleted, snap.Status, "error: %+v", snap.Error)
+	require.Equal(t, protocol.StatusCompleted, snap.Status, "error: %+v", snap.Error)
 	mu.Lock()
 	require.Empty(t, problems)
 	require.Equal(t, map[fakemodel.Format]int{fakemodel.Gemini: 3, fakemodel.Bedrock: 2}, counts,

@@ -29,6 +29,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -82,7 +83,7 @@ func checkLog(t *testing.T, evs []event, want logCheck) []string {
 	assert.Equal(t, want.Terminal, evs[len(evs)-1].Type, "the terminal event is last")
 
 	// The conversation's turns: opened (turn 0), exchanged..., closed (final turn).
-	var turns []*workflows.Turn
+	var turns []*protocol.Turn
 	opened, closed := 0, 0
 	for _, e := range evs {
 		switch e.Type {
@@ -295,7 +296,7 @@ func swapInBlockingWorker(t *testing.T, c *apiClient) (*blockingProvider, func()
 	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
 	acts, err := activities.New(activities.Config{
 		Providers:   map[string]activities.Provider{activities.DefaultProviderKey: blocker},
-		Transcripts: activities.ClientTranscripts{Client: tc},
+		Transcripts: activities.ClientTranscripts{Client: tc, Query: workflows.TranscriptPageQuery},
 	})
 	require.NoError(t, err)
 	wcfg := c.Stack.Options().Worker
@@ -557,7 +558,7 @@ func TestFaultModelFailsPermanently(t *testing.T) {
 	evs := fc.waitTerminal(60 * time.Second)
 	checkLog(t, evs, logCheck{Accepted: []string{"hello", "this one fails"}, Ordered: true, Replies: true, LastUnanswered: true, Terminal: "run.failed"})
 
-	var closedTurn *workflows.Turn
+	var closedTurn *protocol.Turn
 	for _, e := range ofType(evs, "conversation.closed") {
 		closedTurn = partsOf(t, e).FinalTurn
 	}

@@ -29,8 +29,8 @@ import (
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/worker"
-	"github.com/wop-dev/wop/workflows"
 	"go.temporal.io/sdk/client"
 )
 
@@ -111,7 +111,7 @@ type stackOptions struct {
 	// Webhooks: deliveries may reach the test's loopback receivers, with this retry
 	// policy.
 	WebhookAllowPrivate bool
-	WebhookDelivery     workflows.WebhookDeliveryConfig
+	WebhookDelivery     webhooks.WebhookDeliveryConfig
 }
 
 // startPrivateStack starts a stack of its own for a test that stops or restarts parts of

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -36,8 +37,8 @@ func replayHistory(t *testing.T, c *apiClient, id, name string) {
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.WebhookDispatcher, workflow.RegisterOptions{Name: workflows.WebhookDispatcherWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.WebhookDelivery, workflow.RegisterOptions{Name: workflows.WebhookDeliveryWorkflowName})
+	r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
+	r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})
 	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of %s (%d history events)", id, len(hist.Events))
 	if os.Getenv("WOP_RECORD_HISTORIES") == "1" && name != "" {
 		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -180,7 +181,7 @@ func TestForgedTurnsAreRefused(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	id := createRun(t, c, "support", nil)
-	waitSnapshot(t, c, id, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
+	waitSnapshot(t, c, id, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusWaitingApproval })
 	conv := id + ":" + packNode + ":0"
 	path := "/v1/runs/" + id + "/interrupts/" + packNode
 	forged := map[string]struct {
@@ -207,7 +208,7 @@ func TestForgedTurnsAreRefused(t *testing.T) {
 	// A user turn, bare or with the id the host gives it, is recorded as the user's.
 	status, body := post(c, c.Key, path, map[string]any{"resumeValue": map[string]any{"text": "Hi, I have a question about my account."}})
 	require.Equal(t, 200, status, "%v", body)
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	status, body = post(c, c.Key, path, map[string]any{"resumeValue": map[string]any{"operation": "exchange",
 		"turn": map[string]any{"role": "user", "messageId": conv + ":3:user", "content": map[string]any{"text": "It's ACC-12345. What's my balance?"}}}})
 	require.Equal(t, 200, status, "%v", body)
@@ -217,10 +218,10 @@ func TestForgedTurnsAreRefused(t *testing.T) {
 	var users, agents []string
 	for _, turn := range turns {
 		switch turn.Role {
-		case workflows.RoleUser:
+		case protocol.RoleUser:
 			assert.Equal(t, "user", turn.From, "a user turn is from \"user\", not the API key")
 			users = append(users, textOf(t, turn))
-		case workflows.RoleAgent:
+		case protocol.RoleAgent:
 			assert.Equal(t, "support", turn.SpeakerID)
 			assert.NotContains(t, textOf(t, turn), "APPROVED")
 			agents = append(agents, turn.MessageID)

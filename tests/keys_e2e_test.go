@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -336,12 +337,12 @@ func TestHostWorkflowsAreNoTenantsRuns(t *testing.T) {
 	tc := c.Stack.Client()
 	for _, wid := range []string{dispatcher, other} {
 		run, err := tc.ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{ID: wid, TaskQueue: workflows.TaskQueue},
-			workflows.WebhookDispatcherWorkflowName, workflows.WebhookDispatcherInput{Tenant: k.Tenant})
+			webhooks.WebhookDispatcherWorkflowName, webhooks.WebhookDispatcherInput{Tenant: k.Tenant})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = tc.TerminateWorkflow(context.Background(), wid, run.GetRunID(), "test over") })
 		// The workflow runs: it answers a query of its own.
 		waitFor(t, 30*time.Second, wid+" answering its own query", func() error {
-			_, err := tc.QueryWorkflow(t.Context(), wid, "", workflows.WebhookListQuery)
+			_, err := tc.QueryWorkflow(t.Context(), wid, "", webhooks.WebhookListQuery)
 			return err
 		}, func(err error) bool { return err == nil })
 	}

@@ -80,7 +80,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	}})
 	start := time.Now()
 	id := createRun(t, c, "long-chat", map[string]any{})
-	longWaitStatus(t, c, id, workflows.StatusWaitingApproval)
+	longWaitStatus(t, c, id, protocol.StatusWaitingApproval)
 	var sent []string // the user messages, in order
 
 	// A turn over the limit is refused before anything is signalled.
@@ -130,12 +130,12 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	// Every event, read back page by page over the API.
 	evs := longReadAll(t, c, id, -1)
 	var users []string
-	for _, e := range ofType(evs, workflows.EvConversationExchanged) {
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		var p struct {
-			Turn workflows.Turn `json:"turn"`
+			Turn protocol.Turn `json:"turn"`
 		}
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
-		if p.Turn.Role == workflows.RoleUser {
+		if p.Turn.Role == protocol.RoleUser {
 			users = append(users, textOf(t, p.Turn))
 		}
 	}
@@ -152,7 +152,7 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	snap := waitSnapshot(t, c, id, time.Minute, "read", func(workflows.Snapshot) bool { return true }) // a 503 is read again
 	require.Len(t, snap.Conversations, 1)
 	require.Equal(t, 1+2*len(sent), snap.Conversations[0].TurnCount)
-	var newest []workflows.Turn
+	var newest []protocol.Turn
 	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &newest))
 	require.Equal(t, snap.Conversations[0].TurnCount-len(newest), snap.Conversations[0].FirstTurnIndex)
 	require.Equal(t, last, textOf(t, newest[len(newest)-2]))
@@ -160,10 +160,10 @@ func TestLongConversationOutlivesTemporalLimits(t *testing.T) {
 	// Cancel: the run ends cancelled, with its terminal event, and stays readable.
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+":cancel", map[string]any{"reason": "done"})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	longWaitStatus(t, c, id, workflows.StatusCancelled)
+	longWaitStatus(t, c, id, protocol.StatusCancelled)
 	tail := longReadAll(t, c, id, evs[len(evs)-1].Sequence)
 	require.NotEmpty(t, tail)
-	require.Equal(t, workflows.EvRunCancelled, tail[len(tail)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, tail[len(tail)-1].Type)
 	evs = append(evs, tail...)
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)
@@ -376,7 +376,7 @@ func TestManyStreamsShareOneReader(t *testing.T) {
 	// The per-key rate limit would refuse streams past its burst; lift it.
 	c := startPrivateStack(t, stackOptions{Tweak: func(o *stack.Options) { o.API.RateLimitPerSecond, o.API.RateLimitBurst = 1e6, 1e6 }})
 	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	s := waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	s := waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	const streams = 150
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -32,6 +32,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -144,7 +145,7 @@ func TestLongRunReadsSideBySide(t *testing.T) {
 	// once.
 	large := -1
 	for _, e := range logs[long] {
-		if e.Type == workflows.EvConversationExchanged && strings.Contains(string(e.Payload), fmt.Sprintf(`"message %d w`, sideLargeFrom)) {
+		if e.Type == protocol.EvConversationExchanged && strings.Contains(string(e.Payload), fmt.Sprintf(`"message %d w`, sideLargeFrom)) {
 			large = int(e.Sequence)
 			break
 		}
@@ -190,7 +191,7 @@ func TestLongRunReadsSideBySide(t *testing.T) {
 	for _, id := range []string{short, long} {
 		status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+sideNode, map[string]any{"resumeValue": map[string]any{"operation": "close"}})
 		require.Equal(t, http.StatusOK, status, "%v", body)
-		snap := waitSnapshot(t, c, id, time.Minute, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+		snap := waitSnapshot(t, c, id, time.Minute, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 		open := logs[id]
 		var first sidePage
 		require.NoError(t, json.Unmarshal(getJSON(t, c, "/v1/runs/"+id+"/events?afterSequence=-1"), &first))
@@ -198,7 +199,7 @@ func TestLongRunReadsSideBySide(t *testing.T) {
 		tail, complete := sideReadJSONComplete(t, c, id, open[len(open)-1].Sequence)
 		require.True(t, complete, "the last page of a completed run is complete")
 		sideRequireLog(t, append(append([]event(nil), open...), tail...), snap.LastSequence, nil)
-		require.Equal(t, workflows.EvRunCompleted, tail[len(tail)-1].Type)
+		require.Equal(t, protocol.EvRunCompleted, tail[len(tail)-1].Type)
 	}
 }
 
@@ -213,7 +214,7 @@ func sideStart(t *testing.T, c *apiClient, id string, eventsPerExecution int) {
 	defer cancel()
 	_, err = c.Stack.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, StaticSummary: workflows.RunSummary(in)}, workflows.RunWorkflowName, in)
 	require.NoError(t, err)
-	waitSnapshot(t, c, id, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusWaitingApproval })
+	waitSnapshot(t, c, id, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusWaitingApproval })
 }
 
 // sideSignal signals the turns to the run, sixteen at a time; first is the number of
@@ -347,7 +348,7 @@ func sideRequireLog(t *testing.T, evs []event, last int64, sent []string) {
 	}
 	var users []string
 	for _, tn := range turnsIn(t, evs) {
-		if tn.Role == workflows.RoleUser {
+		if tn.Role == protocol.RoleUser {
 			users = append(users, textOf(t, tn))
 		}
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -313,10 +314,10 @@ func currentDetails(t *testing.T, c *apiClient, id string) string {
 }
 
 // agentTurns are the run's agent turns so far.
-func agentTurns(t *testing.T, evs []event) []workflows.Turn {
-	var out []workflows.Turn
+func agentTurns(t *testing.T, evs []event) []protocol.Turn {
+	var out []protocol.Turn
 	for _, turn := range turnsIn(t, evs) {
-		if turn.Role == workflows.RoleAgent {
+		if turn.Role == protocol.RoleAgent {
 			out = append(out, turn)
 		}
 	}
@@ -345,45 +346,45 @@ func TestOutageConversationSurvivesE2E(t *testing.T) {
 
 	s := waitSnapshot(t, c, id, 60*time.Second, "stalled", func(s workflows.Snapshot) bool { return s.Stalled != nil })
 	stalledAfter := time.Since(began)
-	require.Equal(t, workflows.StatusRunning, s.Status, "a run waiting out an outage is running")
+	require.Equal(t, protocol.StatusRunning, s.Status, "a run waiting out an outage is running")
 	require.Equal(t, "model", s.Stalled.Kind)
 	require.Equal(t, activities.ProviderOpenAICompatible, s.Stalled.Provider)
 	require.Equal(t, "model_unavailable", s.Stalled.LastError.Code)
 	require.Contains(t, s.Stalled.LastError.Message, "refused")
 	require.NotEmpty(t, s.Stalled.RetryUntil)
 	require.Equal(t, "model:"+activities.ProviderOpenAICompatible, keyword(t, c, id, workflows.SAStalledOn.GetName()))
-	require.Equal(t, workflows.StatusRunning, keyword(t, c, id, workflows.SAStatus.GetName()))
+	require.Equal(t, protocol.StatusRunning, keyword(t, c, id, workflows.SAStatus.GetName()))
 	require.Empty(t, keyword(t, c, id, workflows.SAWaitingOn.GetName()), "the run does not wait on its user while its turn waits out the outage")
 	require.Contains(t, currentDetails(t, c, id), "Stalled")
 
 	// Half-way, the provider answers again, but with 503s.
 	time.Sleep(max(outage/2-time.Since(began), 0))
 	require.NoError(t, f.set(modelUnavailable))
-	reminders := len(ofType(events(t, c, id), workflows.EvWorkflowStalled))
+	reminders := len(ofType(events(t, c, id), protocol.EvWorkflowStalled))
 	waitFor(t, outage, "the provider answering 503 while the run waits", func() int64 { return f.failed.Load() }, func(n int64) bool { return n > 0 })
 	time.Sleep(max(outage-time.Since(began), 0))
 	remind := outageStack.longPolicy.RemindEvery
 	if remind < outage/4 {
-		require.Greater(t, len(ofType(events(t, c, id), workflows.EvWorkflowStalled)), reminders, "reminders go on while the provider answers 503")
+		require.Greater(t, len(ofType(events(t, c, id), protocol.EvWorkflowStalled)), reminders, "reminders go on while the provider answers 503")
 	}
-	require.Equal(t, workflows.StatusRunning, snapshot(t, c, id).Status, "the outage did not end the run")
+	require.Equal(t, protocol.StatusRunning, snapshot(t, c, id).Status, "the outage did not end the run")
 	require.NoError(t, f.set(modelUp))
 	up := time.Now()
 
 	evs := waitEvents(t, c, id, 60*time.Second, "answered", func(evs []event) bool { return len(agentTurns(t, evs)) == 1 })
 	answered := time.Since(up)
 	s = waitSnapshot(t, c, id, 10*time.Second, "waiting for its user", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusWaitingApproval
+		return s.Status == protocol.StatusWaitingApproval
 	})
 	require.Nil(t, s.Stalled)
 	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()), "the stall is over")
-	stalled := ofType(evs, workflows.EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.GreaterOrEqual(t, len(stalled), 1+int((outage-stalledAfter)/remind)-1, "the stall and a reminder every %s", remind)
 	var first map[string]any
 	require.NoError(t, json.Unmarshal(stalled[0].Payload, &first))
 	require.Equal(t, "model-unavailable", first["reason"])
 	for _, turn := range turnsIn(t, evs) {
-		require.NotEqual(t, workflows.RoleSystem, turn.Role, "no turn failed: %s", turn.Content)
+		require.NotEqual(t, protocol.RoleSystem, turn.Role, "no turn failed: %s", turn.Content)
 	}
 	t.Logf("outage of %s: stalled reported %s after the start, %d workflow.stalled events, %d requests answered 503, answered %s after the provider came back",
 		outage.Round(time.Second), stalledAfter.Round(time.Millisecond), len(stalled), f.failed.Load(), answered.Round(time.Millisecond))
@@ -408,15 +409,15 @@ func TestOutagePastTheLimitFailsTheTurnE2E(t *testing.T) {
 	id := createRun(t, c, "outage-short", map[string]any{"message": "Are you there?"})
 	evs := waitEvents(t, c, id, 60*time.Second, "the turn given up", func(evs []event) bool {
 		for _, turn := range turnsIn(t, evs) {
-			if turn.Role == workflows.RoleSystem && turn.TurnIndex > 0 {
+			if turn.Role == protocol.RoleSystem && turn.TurnIndex > 0 {
 				return true
 			}
 		}
 		return false
 	})
-	var notice workflows.Turn
+	var notice protocol.Turn
 	for _, turn := range turnsIn(t, evs) {
-		if turn.Role == workflows.RoleSystem && turn.TurnIndex > 0 {
+		if turn.Role == protocol.RoleSystem && turn.TurnIndex > 0 {
 			notice = turn
 		}
 	}
@@ -424,7 +425,7 @@ func TestOutagePastTheLimitFailsTheTurnE2E(t *testing.T) {
 	require.Contains(t, textOf(t, notice), "send another message to try again")
 	require.Contains(t, string(notice.Content), `"code":"model_unavailable"`)
 	s := waitSnapshot(t, c, id, 10*time.Second, "waiting for its user", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusWaitingApproval
+		return s.Status == protocol.StatusWaitingApproval
 	})
 	require.Nil(t, s.Error, "the run did not fail")
 	require.Nil(t, s.Stalled)
@@ -437,7 +438,7 @@ func TestOutagePastTheLimitFailsTheTurnE2E(t *testing.T) {
 	evs = waitEvents(t, c, id, 30*time.Second, "answered", func(evs []event) bool { return len(agentTurns(t, evs)) == 1 })
 	turns := turnsIn(t, evs)
 	last := turns[len(turns)-1]
-	require.Equal(t, workflows.RoleAgent, last.Role)
+	require.Equal(t, protocol.RoleAgent, last.Role)
 	require.Equal(t, notice.TurnIndex+2, last.TurnIndex, "the message after the notice is answered")
 	// The retried round read both messages.
 	calls := f.fake.Calls()
@@ -460,7 +461,7 @@ func TestOutageStalledRunCancelsE2E(t *testing.T) {
 	agCancel(t, c, id)
 	evs := waitEnded(t, c, id, 30*time.Second)
 	took := time.Since(sent)
-	require.Equal(t, workflows.EvRunCancelled, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 	require.Less(t, took, 15*time.Second, "the cancel does not wait for the next attempt or the limit")
 	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()))
 	t.Logf("a stalled run cancelled in %s", took.Round(time.Millisecond))
@@ -534,7 +535,7 @@ func runLocalLoop(tb testing.TB, st *stack.Stack, key string, readFor time.Durat
 		s, d := snap("/v1/runs/" + id)
 		snapTook = append(snapTook, d)
 		if s.Pack != nil && s.Pack.ModelRounds > 1 {
-			require.Equal(tb, workflows.StatusRunning, s.Status, "the loop is running")
+			require.Equal(tb, protocol.StatusRunning, s.Status, "the loop is running")
 		}
 		status, raw, d := call(http.MethodGet, "/v1/runs/"+id+"/events", nil)
 		require.Equal(tb, http.StatusOK, status, "GET the events while the loop runs: %s", raw)
@@ -542,7 +543,7 @@ func runLocalLoop(tb testing.TB, st *stack.Stack, key string, readFor time.Durat
 		time.Sleep(50 * time.Millisecond)
 	}
 	s, _ := snap("/v1/runs/" + id)
-	require.Equal(tb, workflows.StatusRunning, s.Status)
+	require.Equal(tb, protocol.StatusRunning, s.Status)
 	require.NotNil(tb, s.Pack)
 	fig.roundsAtCancel = s.Pack.ModelRounds
 	require.Less(tb, fig.roundsAtCancel, loopRounds, "the loop is still going when it is cancelled")
@@ -560,7 +561,7 @@ func runLocalLoop(tb testing.TB, st *stack.Stack, key string, readFor time.Durat
 	}
 	fig.cancelLanded = time.Since(sent)
 	s, fig.closedRead = snap("/v1/runs/" + id)
-	require.Equal(tb, workflows.StatusCancelled, s.Status)
+	require.Equal(tb, protocol.StatusCancelled, s.Status)
 	fig.roundsAtEnd = s.Pack.ModelRounds
 	fig.reads = len(snapTook) + len(eventsTook)
 	slices.Sort(snapTook)
@@ -595,7 +596,7 @@ func TestLocalLoopYieldsE2E(t *testing.T) {
 	c := startOutageStack(t)
 	id := createRun(t, c, "loop-slow", map[string]any{"message": "go"})
 	evs := waitEnded(t, c, id, 60*time.Second)
-	require.Equal(t, workflows.EvRunFailed, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
 	require.Equal(t, "budget_exhausted", snapshot(t, c, id).Error.Code)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

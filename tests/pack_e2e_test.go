@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -40,9 +41,9 @@ func createRun(t *testing.T, c *apiClient, pack string, inputs map[string]any) s
 func waitCompleted(t *testing.T, c *apiClient, id string) workflows.Snapshot {
 	t.Helper()
 	s := waitSnapshot(t, c, id, 30*time.Second, "completed", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusCompleted || s.Status == workflows.StatusFailed
+		return s.Status == protocol.StatusCompleted || s.Status == protocol.StatusFailed
 	})
-	require.Equal(t, workflows.StatusCompleted, s.Status, "error: %+v", s.Error)
+	require.Equal(t, protocol.StatusCompleted, s.Status, "error: %+v", s.Error)
 	return s
 }
 
@@ -75,7 +76,7 @@ func postToPack(c *apiClient, id string, body any) (int, map[string]any) {
 func TestPackSupportConversationE2E(t *testing.T) {
 	c := startStack(t)
 	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	s := waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	s := waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	require.Equal(t, "verifying", s.Pack.State)
 
 	sayTo(t, c, id, "It's ACC-12345. What's my balance?")
@@ -94,8 +95,8 @@ func TestPackSupportConversationE2E(t *testing.T) {
 	require.Len(t, ofType(evs, "agent.handoff"), 2)
 	require.Len(t, ofType(evs, "provider.usage"), 6)
 	require.Len(t, ofType(evs, "agent.toolCalled"), 4)
-	require.Len(t, ofType(evs, workflows.EvConversationClosed), 1)
-	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
+	require.Len(t, ofType(evs, protocol.EvConversationClosed), 1)
+	require.Equal(t, protocol.EvRunCompleted, evs[len(evs)-1].Type)
 
 	// The Temporal UI sees the pack and its state as search attributes, and every
 	// activity carries a summary (the mock's rounds are local activities, the first
@@ -135,9 +136,9 @@ func TestPackSupportConversationE2E(t *testing.T) {
 func TestPackRefundExternalEventE2E(t *testing.T) {
 	c := startStack(t)
 	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "It's order ORD-1042.")
-	s := waitRounds(t, c, id, 3, workflows.StatusWaitingExternal)
+	s := waitRounds(t, c, id, 3, protocol.StatusWaitingExternal)
 	require.Equal(t, "awaiting_approval", s.Pack.State)
 	require.NotNil(t, s.Interrupt)
 	require.Equal(t, "external-event", s.Interrupt.Kind)
@@ -155,7 +156,7 @@ func TestPackRefundExternalEventE2E(t *testing.T) {
 	s = waitSnapshot(t, c, id, 30*time.Second, "waiting for the refund's approval", func(s workflows.Snapshot) bool {
 		return s.Interrupt != nil && s.Interrupt.Kind == "approval"
 	})
-	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status)
 	require.Contains(t, string(s.Interrupt.Data), `"tool":"issue_refund"`)
 	status, _, body = c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
 	require.Equal(t, http.StatusOK, status, "accept the refund: %v", body)
@@ -175,9 +176,9 @@ func TestPackRefundPaymentRejectedE2E(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "It's order ORD-1042.")
-	waitRounds(t, c, id, 3, workflows.StatusWaitingExternal)
+	waitRounds(t, c, id, 3, protocol.StatusWaitingExternal)
 	status, _, body := c.do(http.MethodPost, "/v1/runs/"+id+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.True(t, status >= 200 && status < 300, "approve: %d %v", status, body)
@@ -240,7 +241,7 @@ func TestPackOrdersToolFailedE2E(t *testing.T) {
 func TestPackCodeFixLoopE2E(t *testing.T) {
 	c := startStack(t)
 	id := createRun(t, c, "code-fix", map[string]any{"message": "The ledger build is red since the date parsing change. Can you fix it?"})
-	s := waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	s := waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	require.Equal(t, "compile", s.Pack.State)
 
 	sayTo(t, c, id, "Yes, go ahead.")
@@ -255,7 +256,7 @@ func TestPackCodeFixLoopE2E(t *testing.T) {
 	require.Equal(t, "agent", turns[3].Role)
 	require.NotEmpty(t, textOf(t, turns[3]))
 	require.Len(t, ofType(evs, "agent.handoff"), s.Pack.TotalVisits-1, "one handoff per transition")
-	require.Equal(t, workflows.EvRunCompleted, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCompleted, evs[len(evs)-1].Type)
 	replayHistory(t, c, id, "pack-code-fix")
 }
 
@@ -266,7 +267,7 @@ func TestPackCodeFixLoopE2E(t *testing.T) {
 func TestPackSurvivesWorkerRestartE2E(t *testing.T) {
 	c := startPrivateStack(t, stackOptions{DataDir: t.TempDir()})
 	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 
 	c.Stack.StopWorker()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -296,13 +297,13 @@ func TestPackSupportFiveTurnsE2E(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "I don't remember my account number, can you look me up by name?")
-	waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "Found it: ACC-12345.")
-	waitRounds(t, c, id, 4, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 4, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "What can you do?")
-	s := waitRounds(t, c, id, 5, workflows.StatusWaitingApproval)
+	s := waitRounds(t, c, id, 5, protocol.StatusWaitingApproval)
 	require.Equal(t, "verifying", s.Pack.State)
 	sayTo(t, c, id, "I see a card payment I don't recognise.")
 	s = waitCompleted(t, c, id)
@@ -324,13 +325,13 @@ func TestPackRefundAnswersWhileItWaitsE2E(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	rf := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
-	waitRounds(t, c, rf, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, rf, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, rf, "It's order ORD-1042.")
-	waitRounds(t, c, rf, 3, workflows.StatusWaitingExternal)
+	waitRounds(t, c, rf, 3, protocol.StatusWaitingExternal)
 	sayTo(t, c, rf, "Any news on my refund?")
-	waitRounds(t, c, rf, 4, workflows.StatusWaitingExternal)
+	waitRounds(t, c, rf, 4, protocol.StatusWaitingExternal)
 	sayTo(t, c, rf, "Can I pay with a gift card next time?")
-	waitRounds(t, c, rf, 5, workflows.StatusWaitingExternal)
+	waitRounds(t, c, rf, 5, protocol.StatusWaitingExternal)
 
 	status, _, body := c.do(http.MethodPost, "/v1/runs/"+rf+"/interrupts/"+packNode,
 		map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
@@ -348,11 +349,11 @@ func TestPackRefundAnswersWhileItWaitsE2E(t *testing.T) {
 	assert.True(t, strings.HasPrefix(agent[4], "Good news"), agent[4])
 }
 
-func agentTexts(t *testing.T, turns []workflows.Turn) []string {
+func agentTexts(t *testing.T, turns []protocol.Turn) []string {
 	t.Helper()
 	var out []string
 	for _, tu := range turns {
-		if tu.Role == workflows.RoleAgent {
+		if tu.Role == protocol.RoleAgent {
 			out = append(out, textOf(t, tu))
 		}
 	}
@@ -368,18 +369,18 @@ func TestPackMockForgivesOffScriptE2E(t *testing.T) {
 	c := startPrivateStack(t, stackOptions{ForgivingMock: true, PacksDir: "testdata/mockpacks"})
 
 	id := createRun(t, c, "greeter", map[string]any{"message": "hi"})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "What's the weather like?")
-	waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "OK, bye!")
 	waitCompleted(t, c, id)
 	agent := agentTexts(t, turnsIn(t, events(t, c, id)))
 	require.Equal(t, []string{"Welcome!", "That is off my script.", "Goodbye!"}, agent)
 
 	strict := createRun(t, c, "greeter-strict", map[string]any{"message": "hi"})
-	waitRounds(t, c, strict, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, strict, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, strict, "What's the weather like?")
-	s := waitSnapshot(t, c, strict, 30*time.Second, "failed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusFailed })
+	s := waitSnapshot(t, c, strict, 30*time.Second, "failed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusFailed })
 	require.NotNil(t, s.Error)
 	assert.Equal(t, "mock_script_mismatch", s.Error.Code)
 	assert.Contains(t, s.Error.Message, "greeter-strict.mock.yaml:7")

@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -24,7 +25,7 @@ func TestWorkflowE2EEventRecords(t *testing.T) {
 	s := wfStack(t)
 	const id = "e2e-records"
 	run := wfStart(t, s, id, "conformance-conversation-council", "", func(in *workflows.RunInput) { in.ContinueAsNewAfterEvents = 6 })
-	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	for i, text := range []string{"one", "two", "three", "four", "five"} {
 		c := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: fmt.Sprintf("m%d", i), NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: int64(1000 + i)})
 		require.True(t, c.OK, c.Message)
@@ -33,7 +34,7 @@ func TestWorkflowE2EEventRecords(t *testing.T) {
 		})
 	}
 	require.True(t, wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "close", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"close","outcome":{"ok":true}}`)}).OK)
-	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
+	require.Equal(t, protocol.StatusCompleted, wfResult(t, run).Status)
 	all := wfEvents(t, s, id)
 
 	// Walk the chain: each closed execution's markers hold its events, and the next

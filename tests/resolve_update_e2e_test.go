@@ -25,6 +25,7 @@ import (
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -104,7 +105,7 @@ func TestResolveUpdateConversationAndContinueAsNew(t *testing.T) {
 	s := wfStack(t)
 	const id = "e2e-council-update"
 	run := wfStart(t, s, id, "conformance-conversation-council", "", func(in *workflows.RunInput) { in.ContinueAsNewAfterEvents = 6 })
-	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	exchange := func(reqID, text string) workflows.ResolveUpdateRequest {
 		return workflows.ResolveUpdateRequest{Tenant: "t1", CheckTenant: true, Attempt: reqID + "-a",
 			Request: workflows.ResolveRequest{RequestID: reqID, NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: 1000}}
@@ -172,12 +173,12 @@ func TestResolveUpdateConversationAndContinueAsNew(t *testing.T) {
 	require.True(t, res.Outcome.Applied)
 
 	snap := wfResult(t, run)
-	require.Equal(t, workflows.StatusCompleted, snap.Status)
-	var turns []workflows.Turn
+	require.Equal(t, protocol.StatusCompleted, snap.Status)
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &turns))
 	users := map[string]int{}
 	for _, turn := range turns {
-		if turn.Role == workflows.RoleUser {
+		if turn.Role == protocol.RoleUser {
 			var c struct {
 				Text string `json:"text"`
 			}

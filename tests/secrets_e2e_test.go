@@ -33,7 +33,7 @@ import (
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/mcptest"
 	"github.com/wop-dev/wop/internal/stack"
-	"github.com/wop-dev/wop/workflows"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // lockedBuffer collects log output from several goroutines.
@@ -153,7 +153,7 @@ func TestSecretsStayOutOfHistoryEventsAndLogs(t *testing.T) {
 	c := newAPIClient(t, st, opts.API.Keys[0].Secret)
 
 	id := createRun(t, c, "support", map[string]any{"message": "Hi, what is my balance?"})
-	snap := waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	snap := waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	require.Equal(t, 1, snap.Pack.ModelRounds)
 	require.EqualValues(t, 1, calls.Load(), "the provider was called once, with the configured key")
 

@@ -28,6 +28,7 @@ import (
 	"github.com/wop-dev/wop/chat"
 	"github.com/wop-dev/wop/internal/fakemodel"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -104,7 +105,7 @@ type chunkPayload struct {
 // schemas are at hand, its payload against outputChunk.
 func chunkOf(t *testing.T, ev sseEvent) chunkPayload {
 	t.Helper()
-	require.Equal(t, api.EventTypeMessageChunk, ev.Event)
+	require.Equal(t, protocol.EvMessageChunk, ev.Event)
 	require.Empty(t, ev.ID, "a chunk is not in the log: it has no SSE id")
 	var doc struct {
 		EventID  string          `json:"eventId"`
@@ -117,7 +118,7 @@ func chunkOf(t *testing.T, ev sseEvent) chunkPayload {
 	assert.NotEmpty(t, doc.EventID)
 	assert.LessOrEqual(t, len(doc.EventID), 128)
 	assert.NotNil(t, doc.Sequence)
-	assert.Equal(t, api.EventTypeMessageChunk, doc.Type)
+	assert.Equal(t, protocol.EvMessageChunk, doc.Type)
 	if _, err := os.Stat(cfSchemaDir); err == nil {
 		cfValidate(t, "run-event-payloads.schema.json#/$defs/outputChunk", doc.Payload)
 	}
@@ -132,7 +133,7 @@ func chunksIn(t *testing.T, evs []sseEvent) []chunkPayload {
 	t.Helper()
 	var out []chunkPayload
 	for _, ev := range evs {
-		if ev.Event == api.EventTypeMessageChunk {
+		if ev.Event == protocol.EvMessageChunk {
 			out = append(out, chunkOf(t, ev))
 		}
 	}
@@ -141,15 +142,15 @@ func chunksIn(t *testing.T, evs []sseEvent) []chunkPayload {
 
 // agentTurnEvent matches the conversation.exchanged event of an agent turn.
 func agentTurnEvent(ev sseEvent) bool {
-	return ev.Event == workflows.EvConversationExchanged && strings.Contains(ev.Data, `"role":"agent"`)
+	return ev.Event == protocol.EvConversationExchanged && strings.Contains(ev.Data, `"role":"agent"`)
 }
 
 // turnOf decodes the turn of a conversation.exchanged event.
-func turnOf(t *testing.T, ev sseEvent) workflows.Turn {
+func turnOf(t *testing.T, ev sseEvent) protocol.Turn {
 	t.Helper()
 	var doc struct {
 		Payload struct {
-			Turn workflows.Turn `json:"turn"`
+			Turn protocol.Turn `json:"turn"`
 		} `json:"payload"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(ev.Data), &doc))
@@ -177,7 +178,7 @@ func requireOneStream(t *testing.T, cs []chunkPayload) string {
 func waitOpen(t *testing.T, c *apiClient, id string) string {
 	t.Helper()
 	s := waitSnapshot(t, c, id, 30*time.Second, "waiting for a message", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusWaitingApproval
+		return s.Status == protocol.StatusWaitingApproval
 	})
 	return jsonNumber(s.LastSequence)
 }
@@ -228,22 +229,22 @@ func TestStreamChunksBeforeTheTurnE2E(t *testing.T) {
 
 			// The messages-only stream: the same chunks, nothing else.
 			got := only.until(t, 30*time.Second, "the last chunk", func(ev sseEvent) bool {
-				return ev.Event == api.EventTypeMessageChunk && chunkOf(t, ev).IsLast
+				return ev.Event == protocol.EvMessageChunk && chunkOf(t, ev).IsLast
 			})
 			for _, ev := range got {
-				assert.Equal(t, api.EventTypeMessageChunk, ev.Event)
+				assert.Equal(t, protocol.EvMessageChunk, ev.Event)
 			}
 			assert.Equal(t, streamReply, requireOneStream(t, chunksIn(t, got)))
 
 			// Nothing of the stream is durable.
 			for _, e := range events(t, c, id) {
-				assert.NotEqual(t, api.EventTypeMessageChunk, e.Type, "chunks are not in the event log")
+				assert.NotEqual(t, protocol.EvMessageChunk, e.Type, "chunks are not in the event log")
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			history := historyText(ctx, t, c.Stack, id)
 			require.Contains(t, history, streamReply, "the round's result is in the history (sanity check of the search)")
-			for _, needle := range []string{api.EventTypeMessageChunk, `"isLast"`, `"seq"`, "chunk-"} {
+			for _, needle := range []string{protocol.EvMessageChunk, `"isLast"`, `"seq"`, "chunk-"} {
 				assert.NotContains(t, history, needle, "the history holds nothing of the stream")
 			}
 		})
@@ -314,7 +315,7 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 
 	// Three chunks of attempt 1, then the worker goes away mid-stream.
 	evs := s.until(t, 30*time.Second, "three chunks", func(ev sseEvent) bool {
-		return ev.Event == api.EventTypeMessageChunk && chunkOf(t, ev).Seq == 2
+		return ev.Event == protocol.EvMessageChunk && chunkOf(t, ev).Seq == 2
 	})
 	st.StopWorker()
 	free()
@@ -347,7 +348,7 @@ func TestStreamSurvivesWorkerRestartE2E(t *testing.T) {
 	// One durable agent turn; the draft reached no durable record.
 	var agentTurns int
 	for _, tn := range turnsIn(t, events(t, c, id)) {
-		if tn.Role == workflows.RoleAgent {
+		if tn.Role == protocol.RoleAgent {
 			agentTurns++
 		}
 	}
@@ -441,7 +442,7 @@ func TestStreamBufferMsE2E(t *testing.T) {
 			}
 			require.NoError(t, json.Unmarshal(d, &head))
 			ev := sseEvent{Event: head.Type, Data: string(d)}
-			if head.Type != api.EventTypeMessageChunk {
+			if head.Type != protocol.EvMessageChunk {
 				ev.ID = jsonNumber(head.Sequence)
 				maxSeq = max(maxSeq, head.Sequence)
 			}
@@ -461,7 +462,7 @@ func TestStreamBufferMsE2E(t *testing.T) {
 	var cs []chunkPayload
 	turnAt := -1
 	for i, ev := range evs {
-		if ev.Event == api.EventTypeMessageChunk {
+		if ev.Event == protocol.EvMessageChunk {
 			cs = append(cs, chunkOf(t, ev))
 		}
 		if agentTurnEvent(ev) {

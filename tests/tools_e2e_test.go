@@ -29,6 +29,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/internal/mcptest"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -165,7 +166,7 @@ func TestToolHTTPBindingE2E(t *testing.T) {
 	require.Equal(t, "POST "+svc.URL+"/lookup", rep.Bound[1].Target)
 
 	id := createRun(t, c, "tools-http", map[string]any{"message": "Where is ORD-1042?"})
-	s := waitRounds(t, c, id, 2, workflows.StatusWaitingApproval)
+	s := waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
 	require.Equal(t, "desk", s.Pack.State)
 
 	lookups := svc.received("/lookup")

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -117,7 +118,7 @@ func TestPollAfterResolveFromUpdateEvents(t *testing.T) {
 	otherKey := randomHex(16)
 	b := newAPIPaged(t, a, qc, 700, otherKey)
 	id := createRun(t, b, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	waitRounds(t, b, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, b, id, 1, protocol.StatusWaitingApproval)
 	start := teLast(t, b, id)
 
 	sayTo(t, b, id, "I don't remember my account number, can you look me up by name?")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -22,17 +23,17 @@ func TestResolveAnswersWhereTheTurnLeftTheRunE2E(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	id := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "I don't remember my account number, can you look me up by name?"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	require.Equal(t, workflows.StatusWaitingApproval, body["status"], "the conversation waits for its user again")
+	require.Equal(t, protocol.StatusWaitingApproval, body["status"], "the conversation waits for its user again")
 
 	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "Found it: ACC-12345. What's my balance?"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	require.Equal(t, workflows.StatusCompleted, body["status"], "the message that ends the conversation is answered with the run's end")
-	require.Equal(t, workflows.StatusCompleted, snapshot(t, c, id).Status)
+	require.Equal(t, protocol.StatusCompleted, body["status"], "the message that ends the conversation is answered with the run's end")
+	require.Equal(t, protocol.StatusCompleted, snapshot(t, c, id).Status)
 	require.Equal(t, "resolution", keyword(t, c, id, workflows.SAPackState.GetName()))
-	require.Equal(t, workflows.StatusCompleted, keyword(t, c, id, workflows.SAStatus.GetName()))
+	require.Equal(t, protocol.StatusCompleted, keyword(t, c, id, workflows.SAStatus.GetName()))
 }
 
 // TestPackStateWhileATurnWaitsE2E: the reviewer's Approved moves the refund pack to
@@ -43,24 +44,24 @@ func TestPackStateWhileATurnWaitsE2E(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
-	waitRounds(t, c, id, 1, workflows.StatusWaitingApproval)
+	waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
 	sayTo(t, c, id, "It's order ORD-1042.")
 	waitSnapshot(t, c, id, 30*time.Second, "waiting for the reviewer", func(s workflows.Snapshot) bool {
-		return s.Status == workflows.StatusWaitingExternal
+		return s.Status == protocol.StatusWaitingExternal
 	})
 	require.Equal(t, "awaiting_approval", keyword(t, c, id, workflows.SAPackState.GetName()))
 
 	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	s, _ := waitToolApproval(t, c, id)
-	require.Equal(t, workflows.StatusWaitingApproval, s.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status)
 	require.Equal(t, "refunded", s.Pack.State)
 	require.Equal(t, "refunded", keyword(t, c, id, workflows.SAPackState.GetName()), "the state the run waits in")
 	require.Equal(t, "approval", keyword(t, c, id, workflows.SAWaitingKind.GetName()))
 
 	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	require.Equal(t, workflows.StatusCompleted, body["status"], "the decision that ends the turn and the run is answered with the run's end")
+	require.Equal(t, protocol.StatusCompleted, body["status"], "the decision that ends the turn and the run is answered with the run's end")
 	waitCompleted(t, c, id)
 	replayHistory(t, c, id, "pack-refund-turn-status")
 }
@@ -74,20 +75,20 @@ func TestSearchAttributesFollowTheSnapshotE2E(t *testing.T) {
 	t.Parallel()
 	c := startStack(t)
 	id := createRun(t, c, "refund", map[string]any{"message": "Hi, I'd like a refund, my jacket arrived torn."})
-	saMatchesSnapshot(t, c, id, "after the first answer", workflows.StatusWaitingApproval)
+	saMatchesSnapshot(t, c, id, "after the first answer", protocol.StatusWaitingApproval)
 
 	sayTo(t, c, id, "It's order ORD-1042.")
-	saMatchesSnapshot(t, c, id, "waiting for the reviewer", workflows.StatusWaitingExternal)
+	saMatchesSnapshot(t, c, id, "waiting for the reviewer", protocol.StatusWaitingExternal)
 
 	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	s := saMatchesSnapshot(t, c, id, "issue_refund waiting on its approval", workflows.StatusWaitingApproval)
+	s := saMatchesSnapshot(t, c, id, "issue_refund waiting on its approval", protocol.StatusWaitingApproval)
 	require.NotNil(t, s.Interrupt)
 	require.Equal(t, "approval", s.Interrupt.Kind)
 
 	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
-	saMatchesSnapshot(t, c, id, "after the accept", workflows.StatusCompleted)
+	saMatchesSnapshot(t, c, id, "after the accept", protocol.StatusCompleted)
 }
 
 // saMatchesSnapshot waits until the run's snapshot has status want, then until its
@@ -106,7 +107,7 @@ func saMatchesSnapshot(t *testing.T, c *apiClient, id, what, want string) workfl
 		if s.Pack != nil {
 			fromSnap.PackState = s.Pack.State
 		}
-		if n := len(s.Interrupts); n > 0 && s.Status != workflows.StatusCompleted {
+		if n := len(s.Interrupts); n > 0 && s.Status != protocol.StatusCompleted {
 			fromSnap.WaitingOn = s.Interrupts[n-1].Kind + ":" + s.Interrupts[n-1].NodeID
 		}
 		fromSA = view{

@@ -22,6 +22,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -132,8 +134,8 @@ func register(t *testing.T, c *apiClient, r *receiver, events ...string) string 
 // quick retries.
 func startWebhookStack(t *testing.T, o stackOptions) *apiClient {
 	o.WebhookAllowPrivate = true
-	if o.WebhookDelivery == (workflows.WebhookDeliveryConfig{}) {
-		o.WebhookDelivery = workflows.WebhookDeliveryConfig{InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxAttempts: 5}
+	if o.WebhookDelivery == (webhooks.WebhookDeliveryConfig{}) {
+		o.WebhookDelivery = webhooks.WebhookDeliveryConfig{InitialInterval: 200 * time.Millisecond, MaxInterval: time.Second, MaxAttempts: 5}
 	}
 	return startPrivateStack(t, o)
 }
@@ -214,14 +216,14 @@ func TestWebhookSignedDeliveryE2E(t *testing.T) {
 	second := body["runId"].(string)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, other.of(second), 1) }, 30*time.Second, 50*time.Millisecond)
 	eventID := other.of(second)[0].Body["event"].(map[string]any)["eventId"].(string)
-	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDeliveryWorkflowID("default", otherID, eventID), "")
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), webhooks.WebhookDeliveryWorkflowID("default", otherID, eventID), "")
 	require.NoError(t, err, "the delivery to the subscription that remains")
-	_, err = c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDeliveryWorkflowID("default", id, eventID), "")
+	_, err = c.Stack.Client().DescribeWorkflowExecution(t.Context(), webhooks.WebhookDeliveryWorkflowID("default", id, eventID), "")
 	require.Error(t, err, "no delivery to the removed subscription")
 	assert.Empty(t, rec.of(second))
 
 	replayHistory(t, c, runID, "webhook-run")
-	replayHistory(t, c, workflows.WebhookDeliveryWorkflowID("default", id, got[0].Body["event"].(map[string]any)["eventId"].(string)), "webhook-delivery-retried")
+	replayHistory(t, c, webhooks.WebhookDeliveryWorkflowID("default", id, got[0].Body["event"].(map[string]any)["eventId"].(string)), "webhook-delivery-retried")
 	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher")
 }
 
@@ -230,7 +232,7 @@ func TestWebhookSignedDeliveryE2E(t *testing.T) {
 // workflow closed Failed.
 func TestWebhookDeadLetterE2E(t *testing.T) {
 	t.Parallel()
-	c := startWebhookStack(t, stackOptions{WebhookDelivery: workflows.WebhookDeliveryConfig{InitialInterval: 100 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxAttempts: 3}})
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{InitialInterval: 100 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxAttempts: 3}})
 	rec := newReceiver(t, func(delivery, int) int { return http.StatusServiceUnavailable })
 	id := register(t, c, rec, "run.completed", "run.failed")
 	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-failure"})
@@ -278,7 +280,7 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 	require.Len(t, body["callbackSecret"], 64)
 	cb.trust("callback:"+runID, body["callbackSecret"].(string))
 
-	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == workflows.StatusCompleted })
+	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 	want := []string{"interrupt.requested", "interrupt.requested", "approval.requested", "workflow.stalled", "approval.requested", "workflow.stalled", "approval.received", "run.completed"}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		var types []string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/internal/stack"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -167,9 +168,9 @@ func wfResult(t *testing.T, run client.WorkflowRun) workflows.Snapshot {
 // temporalStatus is the Temporal close status a run with OpenWOP status st ends with.
 func temporalStatus(st string) enumspb.WorkflowExecutionStatus {
 	switch st {
-	case workflows.StatusFailed:
+	case protocol.StatusFailed:
 		return enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
-	case workflows.StatusCancelled:
+	case protocol.StatusCancelled:
 		return enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED
 	}
 	return enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
@@ -211,12 +212,12 @@ func TestWorkflowE2EFixtures(t *testing.T) {
 		def, inputs, status string
 		types               []string
 	}{
-		{"conformance-noop", "", workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
-		{"conformance-identity", `{"payload":{"a":1}}`, workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
-		{"conformance-failure", "", workflows.StatusFailed, []string{"run.started", "node.started", "node.failed", "run.failed"}},
-		{"conformance-multi-node", "", workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "node.started", "node.completed", "node.started", "node.completed", "run.completed"}},
-		{"conformance-delay", `{"delayMs":200}`, workflows.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
-		{"conformance-conversation-lifecycle", "", workflows.StatusCompleted, []string{"run.started", "node.started", "node.suspended", "interrupt.requested",
+		{"conformance-noop", "", protocol.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
+		{"conformance-identity", `{"payload":{"a":1}}`, protocol.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
+		{"conformance-failure", "", protocol.StatusFailed, []string{"run.started", "node.started", "node.failed", "run.failed"}},
+		{"conformance-multi-node", "", protocol.StatusCompleted, []string{"run.started", "node.started", "node.completed", "node.started", "node.completed", "node.started", "node.completed", "run.completed"}},
+		{"conformance-delay", `{"delayMs":200}`, protocol.StatusCompleted, []string{"run.started", "node.started", "node.completed", "run.completed"}},
+		{"conformance-conversation-lifecycle", "", protocol.StatusCompleted, []string{"run.started", "node.started", "node.suspended", "interrupt.requested",
 			"conversation.opened", "conversation.exchanged", "conversation.closed", "interrupt.resolved", "node.resumed", "node.completed", "run.completed"}},
 	}
 	for _, tc := range cases {
@@ -248,7 +249,7 @@ func TestWorkflowE2EFixtures(t *testing.T) {
 func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	s := wfStack(t)
 	run := wfStart(t, s, "e2e-approval", "conformance-approval", "", nil)
-	w := wfWaitStatus(t, s, "e2e-approval", workflows.StatusWaitingApproval)
+	w := wfWaitStatus(t, s, "e2e-approval", protocol.StatusWaitingApproval)
 	require.Equal(t, "gate", w.CurrentNodeID)
 	desc, err := s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
 	require.NoError(t, err)
@@ -261,7 +262,7 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	require.Equal(t, api.CodeInterruptNotFound, nf.Code)
 	ok := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r2", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_e2e"})
 	require.True(t, ok.OK)
-	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
+	require.Equal(t, protocol.StatusCompleted, wfResult(t, run).Status)
 	// A closed run waits on nothing: both waiting attributes are cleared, so
 	// `WopWaitingOn IS NOT NULL` does not find it.
 	desc, err = s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
@@ -269,7 +270,7 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	closed := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Empty(t, closed["WopWaitingOn"].GetData(), "WopWaitingOn is cleared on close")
 	require.Empty(t, closed["WopWaitingKind"].GetData(), "WopWaitingKind is cleared on close")
-	require.Contains(t, string(closed["WopStatus"].GetData()), workflows.StatusCompleted)
+	require.Contains(t, string(closed["WopStatus"].GetData()), protocol.StatusCompleted)
 	wfRecord(t, s, run, "conformance-approval")
 }
 
@@ -277,12 +278,12 @@ func TestWorkflowE2EConversationAndContinueAsNew(t *testing.T) {
 	s := wfStack(t)
 	const id = "e2e-council"
 	run := wfStart(t, s, id, "conformance-conversation-council", "", func(in *workflows.RunInput) { in.ContinueAsNewAfterEvents = 6 })
-	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	for i, text := range []string{"one", "two", "three", "four"} {
 		c := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: fmt.Sprintf("m%d", i), NodeID: "convo", ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: int64(1000 + i)})
 		require.True(t, c.OK, c.Message)
 		wfWaitSnapshot(t, s, id, fmt.Sprintf("with %d turns", 1+2*(i+1)), func(snap workflows.Snapshot) bool {
-			var turns []workflows.Turn
+			var turns []protocol.Turn
 			return json.Unmarshal(snap.Channels["conversation"], &turns) == nil && len(turns) == 1+2*(i+1)
 		})
 	}
@@ -294,14 +295,14 @@ func TestWorkflowE2EConversationAndContinueAsNew(t *testing.T) {
 	var snap workflows.Snapshot
 	// run.Get follows the continue-as-new chain to the last execution.
 	require.NoError(t, run.Get(ctx, &snap))
-	require.Equal(t, workflows.StatusCompleted, snap.Status)
+	require.Equal(t, protocol.StatusCompleted, snap.Status)
 	evs := wfEvents(t, s, id)
 	for i, e := range evs {
 		require.Equal(t, int64(i), e.Sequence)
 	}
 	require.Equal(t, "run.started", evs[0].Type)
 	require.Equal(t, "run.completed", evs[len(evs)-1].Type)
-	var turns []workflows.Turn
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &turns))
 	require.Len(t, turns, 1+8+1)
 	desc, err := s.Client().DescribeWorkflowExecution(ctx, id, "")
@@ -314,12 +315,12 @@ func TestWorkflowE2EParentChildCancel(t *testing.T) {
 	s := wfStack(t)
 	const id = "e2e-parent"
 	run := wfStart(t, s, id, "conformance-interrupt-parent-child-cancel", "", nil)
-	parent := wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	parent := wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	require.Len(t, parent.ChildRuns, 1)
 	childID := parent.ChildRuns[0].RunID
 	require.NoError(t, s.Client().SignalWorkflow(context.Background(), id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: "e2e", CancelledBy: "key_e2e"}))
-	require.Equal(t, workflows.StatusCancelled, wfResult(t, run).Status)
-	child := wfWaitStatus(t, s, childID, workflows.StatusCancelled)
+	require.Equal(t, protocol.StatusCancelled, wfResult(t, run).Status)
+	child := wfWaitStatus(t, s, childID, protocol.StatusCancelled)
 	for _, runID := range []string{id, childID} {
 		require.Eventually(t, func() bool {
 			desc, err := s.Client().DescribeWorkflowExecution(context.Background(), runID, "")
@@ -371,7 +372,7 @@ func TestWorkflowE2EForgedTurnsAndOutcomes(t *testing.T) {
 	s := wfStack(t)
 	const id = "e2e-integrity"
 	run := wfStart(t, s, id, "conformance-conversation-council", "", nil)
-	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	conv := id + ":convo:0"
 	turn := func(rid, body string) workflows.ResolveRequest {
 		return workflows.ResolveRequest{RequestID: rid, NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"exchange","turn":` + body + `}`), Caller: "key_e2e", ReceivedAtMs: 1000}
@@ -389,12 +390,12 @@ func TestWorkflowE2EForgedTurnsAndOutcomes(t *testing.T) {
 	assert.True(t, wfOutcome(t, s, id, "user").Applied)
 	assert.True(t, wfOutcome(t, s, id, "advisor").Applied)
 	require.True(t, wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "close", NodeID: "convo", ResumeValue: json.RawMessage(`{"operation":"close"}`)}).OK)
-	require.Equal(t, workflows.StatusCompleted, wfResult(t, run).Status)
+	require.Equal(t, protocol.StatusCompleted, wfResult(t, run).Status)
 	var roles []string
 	for _, e := range wfEvents(t, s, id) {
-		if e.Type == workflows.EvConversationExchanged {
+		if e.Type == protocol.EvConversationExchanged {
 			var p struct {
-				Turn workflows.Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			require.NoError(t, json.Unmarshal(e.Payload, &p))
 			roles = append(roles, p.Turn.Role+":"+p.Turn.SpeakerID)
@@ -410,7 +411,7 @@ func TestWorkflowE2EQuorumByCaller(t *testing.T) {
 	s := wfStack(t)
 	const id = "e2e-quorum-callers"
 	run := wfStart(t, s, id, "conformance-interrupt-quorum", "", nil)
-	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	vote := func(rid, caller, value string, delegate bool) workflows.ResolveRequest {
 		return workflows.ResolveRequest{RequestID: rid, NodeID: "gate", ResumeValue: json.RawMessage(value), ResolvedBy: caller, Caller: caller, Delegate: delegate}
 	}
@@ -418,14 +419,14 @@ func TestWorkflowE2EQuorumByCaller(t *testing.T) {
 	wfSignal(t, s, id, vote("a2", "alice", `{"action":"accept"}`, false))
 	wfSignal(t, s, id, vote("a3", "alice", `{"action":"accept","voter":"mallory"}`, false))
 	wfSignal(t, s, id, vote("r1", "relay", `{"action":"accept","voter":"approver-1"}`, true))
-	assert.Equal(t, workflows.ResolveOutcome{RequestID: "a2", Applied: true, RunStatus: workflows.StatusWaitingApproval}, wfOutcome(t, s, id, "a2"))
+	assert.Equal(t, workflows.ResolveOutcome{RequestID: "a2", Applied: true, RunStatus: protocol.StatusWaitingApproval}, wfOutcome(t, s, id, "a2"))
 	assert.Equal(t, api.CodeForbidden, wfOutcome(t, s, id, "a3").Code)
 	assert.True(t, wfOutcome(t, s, id, "r1").Applied)
 	require.NoError(t, s.Client().SignalWorkflow(context.Background(), id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: "e2e"}))
-	require.Equal(t, workflows.StatusCancelled, wfResult(t, run).Status)
+	require.Equal(t, protocol.StatusCancelled, wfResult(t, run).Status)
 	var received int
 	for _, e := range wfEvents(t, s, id) {
-		if e.Type == workflows.EvApprovalReceived {
+		if e.Type == protocol.EvApprovalReceived {
 			received++
 		}
 	}
@@ -450,11 +451,11 @@ func TestWorkflowE2EPackContinueAsNew(t *testing.T) {
 			assert.NotEqual(c, run.GetFirstExecutionRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the run continued as new after its first turn")
 		}
 	}, 15*time.Second, 50*time.Millisecond)
-	wfWaitStatus(t, s, id, workflows.StatusWaitingApproval)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
 	c1 := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "idem-m1", NodeID: packNode, ResumeValue: json.RawMessage(`{"text":"It's ACC-12345. What's my balance?"}`), ReceivedAtMs: 1000})
 	require.True(t, c1.OK, c1.Message)
 	snap := wfResult(t, run)
-	require.Equal(t, workflows.StatusCompleted, snap.Status, "error: %+v", snap.Error)
+	require.Equal(t, protocol.StatusCompleted, snap.Status, "error: %+v", snap.Error)
 	require.Equal(t, 6, snap.Pack.ModelRounds)
 	evs := wfEvents(t, s, id)
 	for i, e := range evs {

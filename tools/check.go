@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
 )
 
@@ -115,8 +114,8 @@ func (s *Set) Check(ctx context.Context, loaded []*packs.Loaded) *Report {
 		if len(declared[name]) == 0 {
 			r.warn(b.pos, "tools."+name, "no loaded pack declares tool %s; the binding is not used", name)
 		}
-		if b.MCP != nil {
-			usedServers[b.MCP.Server] = append(usedServers[b.MCP.Server], name)
+		if m, ok := b.Executor.(*MCPBinding); ok {
+			usedServers[m.Server] = append(usedServers[m.Server], name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Approvals())) {
@@ -162,10 +161,11 @@ func (s *Set) checkServer(ctx context.Context, r *Report, name string, srv *MCPS
 	}
 	for _, toolName := range bound {
 		b := s.Binding(toolName)
-		st := tools[b.MCP.Tool]
+		mcp := b.Executor.(*MCPBinding) // bound names only MCP bindings of this server
+		st := tools[mcp.Tool]
 		if st == nil {
-			msg := fmt.Sprintf("MCP server %s has no tool %q (its tools: %s)", name, b.MCP.Tool, orNone(mapkeys.Sorted(tools)))
-			if sug := packs.Suggest(b.MCP.Tool, mapkeys.Sorted(tools)); sug != "" {
+			msg := fmt.Sprintf("MCP server %s has no tool %q (its tools: %s)", name, mcp.Tool, orNone(slices.Sorted(maps.Keys(tools))))
+			if sug := packs.Suggest(mcp.Tool, slices.Sorted(maps.Keys(tools))); sug != "" {
 				msg += fmt.Sprintf("; did you mean %q?", sug)
 			}
 			r.error(b.pos, "tools."+toolName+".mcp.tool", "%s", msg)
@@ -173,7 +173,7 @@ func (s *Set) checkServer(ctx context.Context, r *Report, name string, srv *MCPS
 		}
 		for _, l := range declared[toolName] {
 			for _, m := range schemaMismatches(l.Pack.Tools[toolName].Parameters, st.InputSchema) {
-				r.error(b.pos, "tools."+toolName, "pack %s's parameters for %s do not match tool %s of MCP server %s: %s", l.Pack.ID, toolName, b.MCP.Tool, name, m)
+				r.error(b.pos, "tools."+toolName, "pack %s's parameters for %s do not match tool %s of MCP server %s: %s", l.Pack.ID, toolName, mcp.Tool, name, m)
 			}
 		}
 	}

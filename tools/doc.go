@@ -37,8 +37,8 @@
 //
 // # Go functions
 //
-// Set.Add with Binding{Go: fn}; Typed adapts a func(ctx, In) (Out, error). See the
-// example.
+// Set.Add with Binding{Executor: Func(fn)}, or Binding{Executor: Typed(f)} for a
+// func(ctx, In) (Out, error). See the example.
 //
 // # Determinism
 //

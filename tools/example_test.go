@@ -29,7 +29,7 @@ func Example_goFunctions() {
 	}
 
 	set := tools.NewSet()
-	if err := set.Add("get_balance", tools.Binding{Go: tools.Typed(getBalance)}); err != nil {
+	if err := set.Add("get_balance", tools.Binding{Executor: tools.Typed(getBalance)}); err != nil {
 		log.Fatal(err)
 	}
 	cfg, err := worker.ConfigFromEnv(os.Getenv)

@@ -506,13 +506,15 @@ func (d *fileDecoder) tools(n *yaml.Node) {
 			switch g.key {
 			case "http":
 				kinds = append(kinds, g.key)
-				b.HTTP, secrets = d.httpBinding(g.valueNode, gp)
+				var hb *HTTPBinding
+				hb, secrets = d.httpBinding(g.valueNode, gp)
+				b.Executor = executorOf(hb)
 			case "activity":
 				kinds = append(kinds, g.key)
-				b.Activity = d.activityBinding(g.valueNode, gp)
+				b.Executor = executorOf(d.activityBinding(g.valueNode, gp))
 			case "mcp":
 				kinds = append(kinds, g.key)
-				b.MCP = d.mcpBinding(g.valueNode, gp)
+				b.Executor = executorOf(d.mcpBinding(g.valueNode, gp))
 			case "idempotent":
 				if g.valueNode.Kind != yaml.ScalarNode || g.valueNode.Tag != "!!bool" {
 					d.errorf(g.valueNode, gp, "must be true or false (got %s)", describe(g.valueNode))

@@ -59,22 +59,22 @@ func TestLoadBindingsFile(t *testing.T) {
 	require.Empty(t, diags)
 	require.Equal(t, []string{"get_balance", "lookup_order", "refund_order", "search_docs", "web_search"}, s.Names())
 
-	lookup := s.Binding("lookup_order")
-	require.Equal(t, "http://orders.internal/lookup", lookup.HTTP.URL)
-	require.Equal(t, "Bearer ord-secret-1234", lookup.HTTP.Headers["Authorization"].Value())
-	require.Equal(t, "billing", lookup.HTTP.Headers["X-Team"].Value())
-	require.Equal(t, 10*time.Second, lookup.HTTP.Timeout)
-	require.Equal(t, "tools.yaml:3", lookup.Source)
-	require.Equal(t, DefaultHTTPTimeout, s.Binding("refund_order").HTTP.Timeout)
+	lookup := s.Binding("lookup_order").Executor.(*HTTPBinding)
+	require.Equal(t, "http://orders.internal/lookup", lookup.URL)
+	require.Equal(t, "Bearer ord-secret-1234", lookup.Headers["Authorization"].Value())
+	require.Equal(t, "billing", lookup.Headers["X-Team"].Value())
+	require.Equal(t, 10*time.Second, lookup.Timeout)
+	require.Equal(t, "tools.yaml:3", s.Binding("lookup_order").Source)
+	require.Equal(t, DefaultHTTPTimeout, s.Binding("refund_order").Executor.(*HTTPBinding).Timeout)
 
-	ga := s.Binding("get_balance").Activity
+	ga := s.Binding("get_balance").Executor.(*ActivityBinding)
 	require.Equal(t, ActivityBinding{Type: "GetBalance", TaskQueue: "banking-tools", StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 5 * time.Minute}, *ga)
-	require.Equal(t, MCPBinding{Server: "docs", Tool: "search", Timeout: DefaultMCPTimeout}, *s.Binding("search_docs").MCP)
-	require.Equal(t, "web_search", s.Binding("web_search").MCP.Tool, "the tool defaults to the binding's name")
+	require.Equal(t, MCPBinding{Server: "docs", Tool: "search", Timeout: DefaultMCPTimeout}, *s.Binding("search_docs").Executor.(*MCPBinding))
+	require.Equal(t, "web_search", s.Binding("web_search").Executor.(*MCPBinding).Tool, "the tool defaults to the binding's name")
 	require.Equal(t, "docs-secret-5678", s.server("docs").Env["DOCS_TOKEN"].Value())
 
 	// Secrets never print.
-	printed := fmt.Sprintf("%v %+v %#v %v", *lookup, *lookup.HTTP, lookup.HTTP.Headers, *s.server("docs"))
+	printed := fmt.Sprintf("%v %+v %#v %v", *s.Binding("lookup_order"), *lookup, lookup.Headers, *s.server("docs"))
 	for _, secret := range []string{"ord-secret-1234", "docs-secret-5678", "web-secret-9012"} {
 		require.NotContains(t, printed, secret)
 		require.Equal(t, "token [REDACTED]", s.redact("token "+secret))
@@ -233,7 +233,7 @@ func TestEmptyFileBindsNothing(t *testing.T) {
 
 func TestCodeBindingsMergeWithTheFile(t *testing.T) {
 	code := NewSet()
-	require.NoError(t, code.Add("get_balance", Binding{Go: Typed(func(_ context.Context, in struct{}) (int, error) { return 1, nil })}))
+	require.NoError(t, code.Add("get_balance", Binding{Executor: Typed(func(_ context.Context, in struct{}) (int, error) { return 1, nil })}))
 	s := NewSet()
 	require.NoError(t, s.Merge(code))
 	_, err := s.Parse("tools.yaml", []byte("tools:\n  get_balance:\n    http: { url: http://x/ }\n"), LoadOptions{})

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
 )
 
@@ -17,7 +16,7 @@ import (
 // reads. An error made with Fail is an error result too, at once; any other error fails
 // the attempt, which Temporal retries as the tool's action_scope and binding allow, and
 // after the last attempt the model reads the error's message.
-func Typed[In, Out any](fn func(ctx context.Context, args In) (Out, error)) activities.ToolFunc {
+func Typed[In, Out any](fn func(ctx context.Context, args In) (Out, error)) Func {
 	return func(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, error) {
 		var args In
 		raw := bytes.TrimSpace(in.Args)

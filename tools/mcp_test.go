@@ -233,7 +233,7 @@ func TestTypedGoFunction(t *testing.T) {
 		return nil, fmt.Errorf("core banking is down")
 	})
 	s := NewSet()
-	require.NoError(t, s.Add("get_balance", Binding{Go: fn}))
+	require.NoError(t, s.Add("get_balance", Binding{Executor: Func(fn)}))
 	call := func(args string) (*convo.ToolCallResult, error) {
 		res, ok, err := s.Execute(context.Background(), convo.ToolCallInput{Tool: "get_balance", CallID: "c", Args: json.RawMessage(args)})
 		require.True(t, ok)

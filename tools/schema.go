@@ -3,11 +3,10 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/wop-dev/wop/internal/mapkeys"
 )
 
 // objectSchema is the part of a JSON Schema object that the parameter check reads.
@@ -50,7 +49,7 @@ func schemaMismatches(pack json.RawMessage, server any) []string {
 		}
 	}
 	closed := strings.TrimSpace(string(s.AdditionalProperties)) == "false"
-	for _, name := range mapkeys.Sorted(p.Properties) {
+	for _, name := range slices.Sorted(maps.Keys(p.Properties)) {
 		sp, ok := s.Properties[name]
 		if !ok {
 			if closed {

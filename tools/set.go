@@ -18,11 +18,9 @@ import (
 
 // Binding says where one tool runs. Exactly one of HTTP, Activity, MCP and Go is set.
 type Binding struct {
-	HTTP     *HTTPBinding
-	Activity *ActivityBinding
-	MCP      *MCPBinding
-	// Go is a function of a custom worker binary (see Typed).
-	Go activities.ToolFunc
+	// Executor is where the calls run: an *HTTPBinding, *ActivityBinding, *MCPBinding,
+	// or a Func of a custom worker binary (see Typed).
+	Executor Executor
 
 	// Idempotent says the target honours the call's idempotency key (the Idempotency-Key
 	// header of an HTTP binding, the ActivityID of an activity binding), so a write or
@@ -178,14 +176,8 @@ func (s *Set) add(name string, b Binding, secrets []string) error {
 	if strings.Contains(name, "__") {
 		return fmt.Errorf("tool name %q: names with a double underscore are system tools (workflow__transition, ...), which the host answers itself", name)
 	}
-	kinds := 0
-	for _, set := range []bool{b.HTTP != nil, b.Activity != nil, b.MCP != nil, b.Go != nil} {
-		if set {
-			kinds++
-		}
-	}
-	if kinds != 1 {
-		return fmt.Errorf("tool %q: a binding sets exactly one of http, activity, mcp (or a Go function), not %d", name, kinds)
+	if b.Executor == nil {
+		return fmt.Errorf("tool %q: a binding needs an executor: http, activity, mcp or a Go function", name)
 	}
 	approval := b.ApprovalSettings
 	approval.Mode = b.Approval
@@ -204,23 +196,11 @@ func (s *Set) add(name string, b Binding, secrets []string) error {
 		}
 		return fmt.Errorf("tool %q is bound twice (first%s)", name, where)
 	}
-	if b.MCP != nil {
-		if s.servers[b.MCP.Server] == nil {
-			return fmt.Errorf("tool %q: MCP server %q is not declared (mcp_servers: %s)", name, b.MCP.Server, orNone(slices.Sorted(maps.Keys(s.servers))))
-		}
-		if b.MCP.Tool == "" {
-			b.MCP.Tool = name
-		}
-		if b.MCP.Timeout == 0 {
-			b.MCP.Timeout = DefaultMCPTimeout
-		}
+	exec, err := b.Executor.prepare(s, name)
+	if err != nil {
+		return fmt.Errorf("tool %q: %w", name, err)
 	}
-	if b.HTTP != nil && b.HTTP.Timeout == 0 {
-		b.HTTP.Timeout = DefaultHTTPTimeout
-	}
-	if b.Activity != nil && b.Activity.StartToCloseTimeout == 0 {
-		b.Activity.StartToCloseTimeout = DefaultActivityTimeout
-	}
+	b.Executor = exec
 	if _, ok := s.approvals[name]; ok {
 		return fmt.Errorf("tool %q has approval settings twice", name)
 	}
@@ -309,16 +289,13 @@ func (s *Set) addMCPServer(name string, srv MCPServer, secrets []string) error {
 	return nil
 }
 
-// secretsOf lists the header values of an HTTP binding built in code, which may be
-// secrets.
+// secretsOf lists the values of a binding built in code that may be secrets (the
+// header values of an HTTP binding).
 func secretsOf(b Binding) []string {
-	var out []string
-	if b.HTTP != nil {
-		for _, v := range b.HTTP.Headers {
-			out = append(out, v.Value())
-		}
+	if b.Executor == nil {
+		return nil
 	}
-	return out
+	return b.Executor.secrets()
 }
 
 // Names returns the bound tool names, sorted.
@@ -351,32 +328,10 @@ func (s *Set) Len() int {
 
 // Kind names the binding's kind: http, activity, mcp or go (the activities.Route*
 // constants).
-func (b *Binding) Kind() string {
-	switch {
-	case b.HTTP != nil:
-		return activities.RouteHTTP
-	case b.Activity != nil:
-		return activities.RouteActivity
-	case b.MCP != nil:
-		return activities.RouteMCP
-	default:
-		return activities.RouteGo
-	}
-}
+func (b *Binding) Kind() string { return b.Executor.Kind() }
 
 // Target describes where the binding runs, without secrets.
-func (b *Binding) Target() string {
-	switch {
-	case b.HTTP != nil:
-		return "POST " + b.HTTP.URL
-	case b.Activity != nil:
-		return fmt.Sprintf("activity %s on task queue %s", b.Activity.Type, b.Activity.TaskQueue)
-	case b.MCP != nil:
-		return fmt.Sprintf("MCP server %s, tool %s", b.MCP.Server, b.MCP.Tool)
-	default:
-		return "Go function"
-	}
-}
+func (b *Binding) Target() string { return b.Executor.Target() }
 
 // Route implements activities.ToolBindings.
 func (s *Set) Route(call activities.ToolRouteCall) (activities.ToolRoute, bool) {
@@ -388,16 +343,7 @@ func (s *Set) Route(call activities.ToolRouteCall) (activities.ToolRoute, bool) 
 	if b.RetryFor > 0 {
 		r.Outage = &activities.OutagePolicy{RetryFor: b.RetryFor, MaxInterval: b.RetryMaxInterval}
 	}
-	switch {
-	case b.Activity != nil:
-		a := b.Activity
-		r.Activity = &activities.ActivityTarget{Type: a.Type, TaskQueue: a.TaskQueue, StartToCloseTimeout: a.StartToCloseTimeout,
-			ScheduleToCloseTimeout: a.ScheduleToCloseTimeout, HeartbeatTimeout: a.HeartbeatTimeout}
-	case b.HTTP != nil:
-		r.StartToCloseTimeout = callTimeout(b.HTTP.Timeout)
-	case b.MCP != nil:
-		r.StartToCloseTimeout = callTimeout(b.MCP.Timeout)
-	}
+	b.Executor.route(&r)
 	return r, true
 }
 
@@ -415,26 +361,10 @@ func callTimeout(d time.Duration) time.Duration {
 // run started before bindings were routed) is not handled here.
 func (s *Set) Execute(ctx context.Context, in convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	b := s.Binding(in.Tool)
-	if b == nil || b.Activity != nil {
+	if b == nil {
 		return nil, false, nil
 	}
-	var (
-		res *convo.ToolCallResult
-		err error
-	)
-	switch {
-	case b.Go != nil:
-		res, err = b.Go(ctx, in)
-		if err != nil {
-			err = fmt.Errorf("tool %q (call %s): %w", in.Tool, in.CallID, err)
-		}
-		return res, true, err
-	case b.HTTP != nil:
-		res, err = s.callHTTP(ctx, b.HTTP, in)
-	case b.MCP != nil:
-		res, err = s.callMCP(ctx, b.MCP, in)
-	}
-	return res, true, err
+	return b.Executor.execute(ctx, s, in)
 }
 
 // redact removes every secret of the set from s.
@@ -486,12 +416,7 @@ func (s *Set) Merge(other *Set) error {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(bindings)) {
-		b := *bindings[name]
-		if b.MCP != nil {
-			m := *b.MCP
-			b.MCP = &m
-		}
-		if err := s.add(name, b, nil); err != nil {
+		if err := s.add(name, *bindings[name], nil); err != nil {
 			return err
 		}
 	}

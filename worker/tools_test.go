@@ -77,7 +77,7 @@ func TestLoadToolsMergesCodeAndFile(t *testing.T) {
 	}
 	code := tools.NewSet()
 	fn := func(context.Context, convo.ToolCallInput) (*convo.ToolCallResult, error) { return nil, nil }
-	if err := code.Add("get_balance", tools.Binding{Go: fn}); err != nil {
+	if err := code.Add("get_balance", tools.Binding{Executor: tools.Func(fn)}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{PacksDir: "../packs", Tools: code}

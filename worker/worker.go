@@ -385,7 +385,7 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		// Advertises the chunk endpoint, if any, to the API processes (package chunks).
 		Identity: cfg.Identity,
 	})
-	workflows.Register(w, acts)
+	Register(w, acts)
 	return w
 }
 
@@ -525,7 +525,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		Chunks:         cfg.Chunks,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.
-		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c, Logger: cfg.Logger}, 0),
+		Transcripts: activities.NewTranscriptCache(activities.ClientTranscripts{Client: c, Query: workflows.TranscriptPageQuery, Logger: cfg.Logger}, 0),
 		Bindings:    toolBindings(bindings),
 		Logger:      cfg.Logger,
 

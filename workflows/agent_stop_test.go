@@ -57,7 +57,7 @@ func TestPackHostRoundLimit(t *testing.T) {
 	tr, sm := packRun(t, "spin", spinPackYAML, spinMock(40), `{"message":"go"}`)
 	tr.in.Limits = &TurnLimits{MaxRounds: 6, MaxToolCalls: 100}
 	final := tr.finish()
-	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, protocol.StatusFailed, final.Status)
 	require.Equal(t, "loop_limit_exceeded", final.Error.Code)
 	require.Len(t, sm.rounds, 6)
 	evs := tr.events()
@@ -70,7 +70,7 @@ func TestPackHostRoundLimit(t *testing.T) {
 	require.EqualValues(t, 6, p["limit"])
 	require.EqualValues(t, 6, p["observed"])
 	require.Nil(t, p["budget"])
-	closed := ofType(evs, EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "loop_limit_exceeded")
 	require.Contains(t, string(closed[0].Payload), `"role":"system"`)
@@ -151,13 +151,13 @@ func TestPackCancelStopsTheModelRoundInFlight(t *testing.T) {
 		h := newCancelHook(t, tr, sm, 3, "", true)
 		h.temporal = viaTemporal
 		final := tr.finish()
-		require.Equal(t, StatusCancelled, final.Status, "temporal %v", viaTemporal)
+		require.Equal(t, protocol.StatusCancelled, final.Status, "temporal %v", viaTemporal)
 		require.Equal(t, []string{"ModelRound"}, h.requested(), "the round in flight is cancelled")
 		require.Len(t, sm.rounds, 3, "rounds 0-2 answered; round 3 never did")
 		evs := tr.events()
-		require.Equal(t, []string{EvNodeCancelled, EvRunCancelled}, types(evs[len(evs)-2:]))
+		require.Equal(t, []string{protocol.EvNodeCancelled, protocol.EvRunCancelled}, types(evs[len(evs)-2:]))
 		require.Len(t, ofType(evs, "provider.usage"), 3)
-		require.Empty(t, ofType(evs, EvConversationClosed), "a cancelled run ends with node.cancelled, not a conversation turn")
+		require.Empty(t, ofType(evs, protocol.EvConversationClosed), "a cancelled run ends with node.cancelled, not a conversation turn")
 		if !viaTemporal {
 			require.Equal(t, "stop it", payload(t, evs[len(evs)-1])["reason"])
 		}
@@ -172,7 +172,7 @@ func TestPackCancelBetweenRounds(t *testing.T) {
 	tr, sm := packRun(t, "spin", spinPackYAML, spinMock(40), `{"message":"go"}`)
 	newCancelHook(t, tr, sm, 4, "", false)
 	final := tr.finish()
-	require.Equal(t, StatusCancelled, final.Status)
+	require.Equal(t, protocol.StatusCancelled, final.Status)
 	require.Len(t, sm.rounds, 5, "no round after round 4 ran")
 	require.Len(t, ofType(tr.events(), "provider.usage"), 4, "the interrupted round 4 is not counted")
 }
@@ -182,7 +182,7 @@ func TestPackCancelStopsTheToolCallInFlight(t *testing.T) {
 	tr, sm := packRun(t, "spin", spinPackYAML, spinMock(40), `{"message":"go"}`)
 	h := newCancelHook(t, tr, sm, 2, "probe", true)
 	final := tr.finish()
-	require.Equal(t, StatusCancelled, final.Status)
+	require.Equal(t, protocol.StatusCancelled, final.Status)
 	require.Equal(t, []string{"ToolCall"}, h.requested())
 	require.Len(t, sm.rounds, 3)
 	probes := 0
@@ -274,7 +274,7 @@ func TestPackEventRouting(t *testing.T) {
 	require.Equal(t, eventsBefore, eventsAfterRefusal, "a refused event appends nothing")
 
 	require.Equal(t, "review", inHybrid.Pack.State)
-	require.Equal(t, StatusWaitingExternal, inHybrid.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, inHybrid.Status)
 	it := externalOf(inHybrid)
 	require.NotNil(t, it, "the hybrid state raised its event interrupt")
 	require.Contains(t, string(it.ResumeSchema), `"Approve","Reopen"`)
@@ -284,7 +284,7 @@ func TestPackEventRouting(t *testing.T) {
 	require.Contains(t, unknownCheck.Message, "review (hybrid): Approve, Reopen")
 	require.True(t, hybridCheck.OK, "%+v", hybridCheck)
 
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, "done", final.Pack.State)
 	require.Len(t, sm.rounds, 4)
 	texts := []string{}
@@ -318,8 +318,8 @@ func TestPackExternalEntryRaisesAtOpen(t *testing.T) {
 	})
 	final := tr.finish()
 	require.NotNil(t, externalOf(opened))
-	require.Equal(t, StatusWaitingExternal, opened.Status)
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, opened.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 }
 
 // forkOf prepares a replay fork of a finished test run of pack name.
@@ -358,7 +358,7 @@ func TestPackForkFoldsInCausalOrder(t *testing.T) {
 	evs := fork.events()
 	require.Equal(t, without(types(srcEvents), "provider.usage"), types(evs))
 	require.Empty(t, ofType(evs, "provider.usage"))
-	require.Empty(t, ofType(evs, EvReplayDiverged))
+	require.Empty(t, ofType(evs, protocol.EvReplayDiverged))
 	for _, e := range ofType(evs, "agent.decided") {
 		require.Equal(t, true, payload(t, e)["replayed"])
 	}
@@ -390,7 +390,7 @@ func TestPackForkReportsDivergence(t *testing.T) {
 	fork, sm := forkOf(t, tr, "support", "", "", tampered)
 	sm.failIfCalled = true
 	out := fork.finish()
-	div := ofType(fork.events(), EvReplayDiverged)
+	div := ofType(fork.events(), protocol.EvReplayDiverged)
 	require.Len(t, div, 1)
 	p := payload(t, div[0])
 	require.Equal(t, tr.in.RunID, p["sourceRunId"])
@@ -407,13 +407,13 @@ func TestPackForkReportsDivergence(t *testing.T) {
 func TestPackForkOfFailedRun(t *testing.T) {
 	tr, _ := packRun(t, "spin", spinPackYAML, spinMock(40), `{"message":"go"}`)
 	tr.in.Limits = &TurnLimits{MaxRounds: 4}
-	require.Equal(t, StatusFailed, tr.finish().Status)
+	require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 	fork, sm := forkOf(t, tr, "spin", spinPackYAML, spinMock(40), tr.events())
 	sm.failIfCalled = true
 	out := fork.finish()
-	require.Equal(t, StatusFailed, out.Status)
+	require.Equal(t, protocol.StatusFailed, out.Status)
 	require.Equal(t, "loop_limit_exceeded", out.Error.Code)
-	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Empty(t, ofType(fork.events(), protocol.EvReplayDiverged))
 }
 
 // TestPackForkOfRunCancelledMidTurn: the source was cancelled while a round ran; the
@@ -422,13 +422,13 @@ func TestPackForkOfRunCancelledMidTurn(t *testing.T) {
 	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
 	newCancelHook(t, tr, sm, 3, "", true)
 	tr.at(time.Minute, func() { tr.say("It's ACC-12345. What's my balance?") })
-	require.Equal(t, StatusCancelled, tr.finish().Status)
+	require.Equal(t, protocol.StatusCancelled, tr.finish().Status)
 	srcEvents := tr.events()
 	fork, fsm := forkOf(t, tr, "support", "", "", srcEvents)
 	balance := packs.MockSeen{State: "verifying", User: "It's ACC-12345. What's my balance?", HasUser: true}
 	fsm.resume(greeted, balance, balance) // rounds 0-2 come from the record
 	out := fork.finish()                  // ends when the answered turn completes the pack
-	require.Equal(t, StatusCompleted, out.Status)
+	require.Equal(t, protocol.StatusCompleted, out.Status)
 	require.Equal(t, 3, fsm.rounds[0].Round, "rounds 0-2 come from the source's record")
-	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Empty(t, ofType(fork.events(), protocol.EvReplayDiverged))
 }

@@ -33,10 +33,17 @@ const (
 
 // Query names.
 const (
-	SnapshotQuery       = "openwop.snapshot"             // () -> Snapshot
-	EventsQuery         = "openwop.events"               // (EventsRequest) -> EventsPage
-	TranscriptQuery     = activities.TranscriptQuery     // (convo.TranscriptRef) -> []convo.Message
-	TranscriptPageQuery = activities.TranscriptPageQuery // (activities.TranscriptPageRequest) -> activities.TranscriptPage
+	SnapshotQuery = "openwop.snapshot" // () -> Snapshot
+	EventsQuery   = "openwop.events"   // (EventsRequest) -> EventsPage
+	// TranscriptQuery answers a convo.TranscriptRef with the messages it points at
+	// ([]convo.Message), when the execution it reaches holds them all. Readers use
+	// TranscriptPageQuery, which also reaches earlier executions.
+	TranscriptQuery = "openwop.transcript"
+	// TranscriptPageQuery answers an activities.TranscriptPageRequest with an
+	// activities.TranscriptPage. It works on every execution of the run, closed ones
+	// included (QueryWorkflow with that execution's run id); a worker's
+	// activities.ClientTranscripts asks it under this name.
+	TranscriptPageQuery = "openwop.transcript-page"
 	// ValidateResolveQuery runs the workflow's own validation of a ResolveRequest without
 	// changing anything, so the API can answer 404/400/409 synchronously before it signals.
 	ValidateResolveQuery = "openwop.validate-resolve" // (ResolveRequest) -> ResolveCheck
@@ -132,7 +139,7 @@ type RunInput struct {
 	RequestDigest string `json:"requestDigest,omitempty"`
 	// ParentRunID is set on child runs (core.subWorkflow).
 	ParentRunID string `json:"parentRunId,omitempty"`
-	// CallbackURL, when set, receives the run's webhook events (webhooks.go), signed
+	// CallbackURL, when set, receives the run's webhook events (package webhooks), signed
 	// with the run's callback secret (activities.CallbackSecret).
 	CallbackURL string `json:"callbackUrl,omitempty"`
 	// Fork is set on a `:fork` replay: the source run and its recorded event log.
@@ -211,26 +218,6 @@ type EventsPage struct {
 	Tenant string `json:"tenant,omitempty"`
 }
 
-// Run statuses (RunSnapshot.status).
-const (
-	StatusPending         = "pending"
-	StatusRunning         = "running"
-	StatusWaitingApproval = "waiting-approval"
-	StatusWaitingInput    = "waiting-input"
-	StatusWaitingExternal = "waiting-external"
-	StatusCompleted       = "completed"
-	StatusFailed          = "failed"
-	StatusCancelling      = "cancelling"
-	StatusCancelled       = "cancelled"
-)
-
-// RunError is the error of a failed run or node.
-type RunError struct {
-	Code    string          `json:"code"`
-	Message string          `json:"message"`
-	Details json.RawMessage `json:"details,omitempty"`
-}
-
 // Snapshot is the RunSnapshot (schemas/run-snapshot.schema.json, an open object).
 type Snapshot struct {
 	RunID         string                     `json:"runId"`
@@ -241,7 +228,7 @@ type Snapshot struct {
 	CompletedAt   string                     `json:"completedAt,omitempty"`
 	Variables     map[string]json.RawMessage `json:"variables,omitempty"`
 	Channels      map[string]json.RawMessage `json:"channels,omitempty"`
-	Error         *RunError                  `json:"error,omitempty"`
+	Error         *protocol.RunError         `json:"error,omitempty"`
 	// Interrupt is the first pending interrupt; Interrupts lists all of them. The API
 	// adds interruptToken and callbackUrl to what it serves.
 	Interrupt    *PendingInterrupt  `json:"interrupt,omitempty"`
@@ -402,7 +389,7 @@ type ResolveCheck struct {
 	Terminal bool `json:"terminal,omitempty"`
 
 	// misrouted marks the refusal of an event injection that runs recorded before
-	// eventRoutingVersion took as a chat reply (pack_events.go).
+	// GateEventRouting took as a chat reply (pack_events.go).
 	misrouted bool
 }
 

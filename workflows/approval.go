@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -91,28 +92,19 @@ func (v approvalResume) voter(req ResolveRequest) string {
 
 // received is the approval.received payload of the decision v at node nodeID; now
 // stands for a decision that names no time.
-func (v approvalResume) received(nodeID string, now time.Time) map[string]any {
-	p := map[string]any{"nodeId": nodeID, "action": v.Action, "decidedBy": v.DecidedBy, "decidedAt": orDefault(v.DecidedAt, formatTime(now))}
-	if v.Feedback != "" {
-		p["feedback"] = v.Feedback
-	}
-	if v.Comment != "" {
-		p["comment"] = v.Comment
-	}
-	if len(v.EditedArtifactData) > 0 {
-		p["editedArtifactData"] = v.EditedArtifactData
-	}
-	return p
+func (v approvalResume) received(nodeID string, now time.Time) *protocol.ApprovalReceived {
+	return &protocol.ApprovalReceived{NodeID: nodeID, Action: v.Action, DecidedBy: &v.DecidedBy, DecidedAt: cmp.Or(v.DecidedAt, formatTime(now)),
+		Feedback: v.Feedback, Comment: v.Comment, EditedArtifactData: v.EditedArtifactData}
 }
 
 // castVote is the vote v of request req as the gate counts it. A delegated vote (the
 // caller named someone else) records its caller, in the vote and in received, the
 // approval.received payload.
-func castVote(v approvalResume, req ResolveRequest, received map[string]any) approvalVote {
+func castVote(v approvalResume, req ResolveRequest, received *protocol.ApprovalReceived) approvalVote {
 	vote := approvalVote{Voter: v.voter(req), Action: v.Action}
 	if req.Caller != "" && req.Caller != vote.Voter {
 		vote.Caller = req.Caller
-		received["caller"] = req.Caller
+		received.Caller = req.Caller
 	}
 	return vote
 }
@@ -126,7 +118,7 @@ func approvalVoter(v approvalResume, req ResolveRequest) (string, *ResolveCheck)
 		return v.voter(req), nil
 	}
 	if req.Delegate {
-		return orDefault(v.Voter, orDefault(v.DecidedBy, req.Caller)), nil
+		return cmp.Or(v.Voter, cmp.Or(v.DecidedBy, req.Caller)), nil
 	}
 	for _, f := range [][2]string{{"resumeValue.voter", v.Voter}, {"resumeValue.decidedBy", v.DecidedBy}} {
 		if field, named := f[0], f[1]; named != "" && named != req.Caller {
@@ -184,17 +176,17 @@ func (r *runner) checkApproval(it *interrupt, req ResolveRequest) (value json.Ra
 			continue
 		}
 		if vote.Action == v.Action && req.Caller != "" {
-			return nil, StatusWaitingApproval, ResolveCheck{OK: true}, true
+			return nil, protocol.StatusWaitingApproval, ResolveCheck{OK: true}, true
 		}
 		return nil, "", ResolveCheck{Code: protocol.CodeInterruptResolved, Message: fmt.Sprintf("%q has already voted %s at node %q", voter, vote.Action, it.NodeID)}, false
 	}
-	status = StatusRunning
+	status = protocol.StatusRunning
 	if v.Action == "ask" || r.restartsQuorum(it, v) {
 		// An edit that restarts a quorum is the first approval of the new arguments,
 		// and a quorum needs more than one.
-		status = StatusWaitingApproval
+		status = protocol.StatusWaitingApproval
 	} else if accepts, rejects := tally(it, v.Action); !quorumDecided(it.approval, accepts, rejects) {
-		status = StatusWaitingApproval
+		status = protocol.StatusWaitingApproval
 	}
 	if v.DecidedBy == "" && v.Action != "ask" {
 		v.DecidedBy = voter
@@ -280,9 +272,9 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	}
 	words := fmt.Sprintf("Approval %q: actions %s", d.Title, strings.Join(d.Actions, "/"))
 	if d.required() > 1 {
-		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), orDefault(d.RejectionPolicy, "single-veto"))
+		words += fmt.Sprintf(", %d approvals needed (%s)", d.required(), cmp.Or(d.RejectionPolicy, "single-veto"))
 	}
-	it := r.raise(n.ID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
+	it := r.raise(n.ID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
 	it.approval = &d
 	legacy := map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
 	if d.RequiredApprovals > 0 {
@@ -291,7 +283,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	if len(d.ApproversList) > 0 {
 		legacy["approversList"] = d.ApproversList
 	}
-	r.emit(EvApprovalRequested, n.ID, legacy, it.requestedEvent)
+	r.emit(protocol.EvApprovalRequested, n.ID, legacy, it.requestedEvent)
 	for {
 		req, _, value, timedOut, err := r.nextResolve(n.ID)
 		if err != nil {
@@ -299,7 +291,7 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		}
 		if timedOut != nil {
 			r.settle(it)
-			r.emit(EvApprovalReceived, n.ID, map[string]any{"nodeId": n.ID, "action": "timeout", "decidedAt": formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
+			r.emit(protocol.EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
 			return nil, failNode(protocol.CodeInterruptTimeout, "approval at node %q timed out after %d ms", n.ID, timeoutMs)
 		}
 		var v approvalResume
@@ -308,19 +300,17 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 			continue // Q&A does not end the suspension
 		}
 		received := v.received(n.ID, workflow.Now(r.ctx))
-		if len(v.RefineFeedback) > 0 {
-			received["refineFeedback"] = v.RefineFeedback
-		}
+		received.RefineFeedback = v.RefineFeedback
 		accepts, rejects := tally(it, v.Action)
 		it.votes = append(it.votes, castVote(v, req, received))
 		if !quorumDecided(&d, accepts, rejects) {
-			r.emit(EvApprovalReceived, n.ID, received, it.requestedEvent)
+			r.emit(protocol.EvApprovalReceived, n.ID, received, it.requestedEvent)
 			r.describePending()
 			continue
 		}
 		r.settle(it)
 		resolved := r.emitResolved(it, req, value)
-		recv := r.emit(EvApprovalReceived, n.ID, received, resolved)
+		recv := r.emit(protocol.EvApprovalReceived, n.ID, received, resolved)
 		r.emitResumed(it, value, recv)
 		if rejected(&d, rejects) {
 			return nil, failNode(protocol.CodeApprovalRejected, "approval at node %q was rejected", n.ID)

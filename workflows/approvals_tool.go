@@ -27,11 +27,12 @@ package workflows
 // messages with 409 approval_pending (routeToolApproval).
 //
 // Runs whose tool batches ran before approvals existed run their calls at once
-// (GetVersion toolApprovalsVersion, asked only for a batch with a call that needs
+// (GetVersion GateToolApprovals, asked only for a batch with a call that needs
 // approval, so other histories are unchanged).
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -47,20 +48,6 @@ import (
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
-
-// toolApprovalsVersion is the workflow.GetVersion change id of tool calls that wait
-// for approval.
-const toolApprovalsVersion = "tool-approvals"
-
-// toolQuorumVersion is the change id of quorums on arguments: in the approval of a call
-// that needs more than one approval, an edit-accept with other arguments restarts the
-// quorum on them (restartQuorum), so the call runs with arguments every counted vote
-// approved. It is asked when such an approval is raised; approvals raised before keep
-// counting votes whatever their arguments, and run the deciding vote's.
-const toolQuorumVersion = "tool-approval-quorum"
-
-// ArtifactTypeToolCall is the artifactType of a tool call's approval interrupt.
-const ArtifactTypeToolCall = "tool-call"
 
 // CodeApprovalPending is the error code of a conversation message refused because a
 // tool call of the conversation waits for approval.
@@ -154,7 +141,7 @@ func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, rou
 			why[j] = reason
 		}
 	}
-	if len(need) == 0 || !rt.c.r.changed(toolApprovalsVersion) {
+	if len(need) == 0 || !rt.c.r.changed(GateToolApprovals) {
 		return nil, nil
 	}
 	out := make([]*convo.ToolCallResult, len(live))
@@ -191,7 +178,7 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 	}
 	d := approvalData{
 		ArtifactID:        "tool-call:" + call.CallID,
-		ArtifactType:      ArtifactTypeToolCall,
+		ArtifactType:      protocol.ArtifactTypeToolCall,
 		Title:             fmt.Sprintf("Approve %s", call.Tool),
 		Description:       toolCallDescription(rt.a.pack, call, tool, reason),
 		ArtifactData:      mustJSON(art),
@@ -204,12 +191,12 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 		ta.params = tool.Parameters
 	}
 	if d.required() > 1 {
-		r.changed(toolQuorumVersion)
+		r.changed(GateToolQuorum)
 	}
-	it := r.raise(rt.a.nodeID, interruptSpec{Kind: "approval", Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
+	it := r.raise(rt.a.nodeID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
 	it.approval = &d
 	it.tool = ta
-	r.emit(EvApprovalRequested, it.NodeID, approvalRequestedPayload(it, &d), it.requestedEvent)
+	r.emit(protocol.EvApprovalRequested, it.NodeID, approvalRequestedPayload(it, &d), it.requestedEvent)
 	r.upsertToolWait(it)
 	for {
 		req, value, timedOut, err := r.nextToolRequest(it)
@@ -465,7 +452,7 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 		p["escalated"] = true
 		p["escalatedTo"] = ta.settings.EscalateTo
 		p["escalatedAfterMs"] = e.Milliseconds()
-		r.emit(EvApprovalRequested, it.NodeID, p, it.requestedEvent)
+		r.emit(protocol.EvApprovalRequested, it.NodeID, p, it.requestedEvent)
 		r.upsertToolWait(it)
 	}
 	for every := ta.settings.RemindEvery; every > 0; {
@@ -476,21 +463,17 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 		ta.reminders++
 		p := map[string]any{
 			"stalledForMs": now.Sub(ta.requested).Milliseconds(), "lastNodeId": it.NodeID, "reason": "approval-reminder",
-			"interruptId": it.InterruptID, "kind": "approval", "tool": ta.call.Tool, "callId": ta.call.CallID, "reminder": ta.reminders,
+			"interruptId": it.InterruptID, "kind": protocol.KindApproval, "tool": ta.call.Tool, "callId": ta.call.CallID, "reminder": ta.reminders,
 			"expiresAt": it.ExpiresAt,
 		}
 		if len(it.approval.ApproversList) > 0 {
 			p["approversList"] = it.approval.ApproversList
 		}
-		r.emit(EvWorkflowStalled, it.NodeID, p, it.requestedEvent)
+		r.emit(protocol.EvWorkflowStalled, it.NodeID, p, it.requestedEvent)
 	}
 	it.describe = ta.describe(it.approval)
 	r.describePending()
 }
-
-// EvWorkflowStalled is the run event of an approval reminder (the run has made no
-// progress for stalledForMs because it waits on a decision).
-const EvWorkflowStalled = "workflow.stalled"
 
 // applyToolVote applies one accepted request: a vote that does not decide yet is
 // recorded; a deciding one settles the interrupt. decided says the wait is over; res
@@ -499,29 +482,29 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	var v approvalResume
 	_ = json.Unmarshal(value, &v) // checkApproval encoded value from an approvalResume: it decodes
 	received := v.received(it.NodeID, workflow.Now(r.ctx))
-	received["tool"], received["callId"] = it.tool.call.Tool, it.tool.call.CallID
+	received.Tool, received.CallID = it.tool.call.Tool, it.tool.call.CallID
 	var voided []string
 	restarted := r.restartsQuorum(it, v)
 	if restarted {
 		if voided = r.restartQuorum(it, v, v.voter(req)); len(voided) > 0 {
-			received["voided"] = voided
+			received.Voided = voided
 		}
 	}
 	if r.quorumOnArguments(it) {
-		received["arguments"] = orJSON(it.tool.call.Args, "{}")
-		received["revision"] = it.tool.art.Revision
+		revision := it.tool.art.Revision
+		received.Arguments, received.Revision = orJSON(it.tool.call.Args, "{}"), &revision
 	}
 	accepts, rejects := tally(it, v.Action)
 	it.votes = append(it.votes, castVote(v, req, received))
 	if !quorumDecided(it.approval, accepts, rejects) {
-		recv := r.emit(EvApprovalReceived, it.NodeID, received, it.requestedEvent)
+		recv := r.emit(protocol.EvApprovalReceived, it.NodeID, received, it.requestedEvent)
 		if restarted {
 			p := approvalRequestedPayload(it, it.approval)
 			p["revision"], p["editedBy"], p["arguments"], p["reason"] = it.tool.art.Revision, it.tool.art.EditedBy, it.tool.art.Arguments, "arguments-edited"
 			if len(voided) > 0 {
 				p["voided"] = voided
 			}
-			r.emit(EvApprovalRequested, it.NodeID, p, recv)
+			r.emit(protocol.EvApprovalRequested, it.NodeID, p, recv)
 		}
 		r.describePending()
 		return nil, false
@@ -529,11 +512,11 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 	r.settle(it)
 	r.upsertToolWait(nil)
 	resolved := r.emitResolved(it, req, value)
-	recv := r.emit(EvApprovalReceived, it.NodeID, received, resolved)
+	recv := r.emit(protocol.EvApprovalReceived, it.NodeID, received, resolved)
 	r.emitResumed(it, value, recv)
 	call := it.tool.call
 	if rejected(it.approval, rejects) {
-		return rejectedToolResult(call.Tool, v.DecidedBy, orDefault(v.Feedback, v.Comment)), true
+		return rejectedToolResult(call.Tool, v.DecidedBy, cmp.Or(v.Feedback, v.Comment)), true
 	}
 	if v.Action == "edit-accept" {
 		if args, ok := editedArguments(v.EditedArtifactData); ok {
@@ -544,10 +527,10 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 }
 
 // quorumOnArguments reports whether the tool approval it counts approvals of the same
-// arguments (toolQuorumVersion, asked when the approval was raised): a call that needs
+// arguments (GateToolQuorum, asked when the approval was raised): a call that needs
 // more than one approval.
 func (r *runner) quorumOnArguments(it *interrupt) bool {
-	return it.tool != nil && it.approval.required() > 1 && r.versions[toolQuorumVersion] >= 1
+	return it.tool != nil && it.approval.required() > 1 && r.tookNew(GateToolQuorum)
 }
 
 // restartsQuorum reports whether the vote v restarts the quorum of it: an edit-accept
@@ -635,9 +618,9 @@ func (r *runner) expireToolApproval(it *interrupt) *convo.ToolCallResult {
 	r.upsertToolWait(nil)
 	value := mustJSON(map[string]string{"action": "timeout", "reason": "expired"})
 	resolved := r.emitResolved(it, ResolveRequest{ResolvedBy: "system"}, value)
-	recv := r.emit(EvApprovalReceived, it.NodeID, map[string]any{
-		"nodeId": it.NodeID, "action": "timeout", "reason": "expired", "decidedAt": formatTime(workflow.Now(r.ctx)),
-		"tool": it.tool.call.Tool, "callId": it.tool.call.CallID,
+	recv := r.emit(protocol.EvApprovalReceived, it.NodeID, &protocol.ApprovalReceived{
+		NodeID: it.NodeID, Action: "timeout", Reason: "expired", DecidedAt: formatTime(workflow.Now(r.ctx)),
+		Tool: it.tool.call.Tool, CallID: it.tool.call.CallID,
 	}, resolved)
 	r.emitResumed(it, value, recv)
 	call := it.tool.call
@@ -650,7 +633,7 @@ func (r *runner) expireToolApproval(it *interrupt) *convo.ToolCallResult {
 
 // rejectedToolResult is the tool result of a rejected call.
 func rejectedToolResult(tool, by, reason string) *convo.ToolCallResult {
-	by = orDefault(by, "an approver")
+	by = cmp.Or(by, "an approver")
 	msg := fmt.Sprintf("%s was not run: %s rejected the call", tool, by)
 	if reason != "" {
 		msg += ": " + reason
@@ -715,7 +698,7 @@ func (r *runner) routeToolApproval(cands []*interrupt, req ResolveRequest) (targ
 		}
 	}
 	if tool == nil {
-		if _, pack := r.agents[req.NodeID].(*packAgent); pack && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
+		if a := r.agents[req.NodeID]; a != nil && a.ApprovesToolCalls() && req.InterruptID == "" && approvalShaped(req.ResumeValue) {
 			return nil, &ResolveCheck{Code: protocol.CodeInterruptResolved,
 				Message: fmt.Sprintf("no tool call waits for approval at node %q of run %s", req.NodeID, r.in.RunID)}, true
 		}

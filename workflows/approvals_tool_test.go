@@ -154,16 +154,16 @@ func TestToolApprovalAccept(t *testing.T) {
 	})
 	tr.at(2*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 
-	require.Equal(t, StatusWaitingApproval, waiting.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, waiting.Status)
 	require.Empty(t, toolsWhileWaiting, "no call of the batch runs before its decisions")
 	require.NotNil(t, waiting.Interrupt)
 	require.Equal(t, "approval", waiting.Interrupt.Kind)
 	var d approvalData
 	require.NoError(t, json.Unmarshal(waiting.Interrupt.Data, &d))
 	require.Equal(t, "Approve pay", d.Title)
-	require.Equal(t, ArtifactTypeToolCall, d.ArtifactType)
+	require.Equal(t, protocol.ArtifactTypeToolCall, d.ArtifactType)
 	require.Equal(t, []string{"accept", "reject", "edit-accept"}, d.Actions)
 	require.Contains(t, d.Description, "wants to call pay")
 	require.Contains(t, d.Description, "acts_with_approval")
@@ -188,13 +188,13 @@ func TestToolApprovalAccept(t *testing.T) {
 	out, status := toolReturnedOf(t, evs, "pay")
 	require.Equal(t, "ok", status)
 	require.Equal(t, true, out["paid"])
-	rec := ofType(evs, EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "accept", payload(t, rec[0])["action"])
 	require.Equal(t, "alice", payload(t, rec[0])["decidedBy"])
 	require.Equal(t, "pay", payload(t, rec[0])["tool"])
-	require.Len(t, ofType(evs, EvApprovalRequested), 1)
-	require.Len(t, ofType(evs, EvInterruptResolved), 2, "the approval and the conversation's close")
+	require.Len(t, ofType(evs, protocol.EvApprovalRequested), 1)
+	require.Len(t, ofType(evs, protocol.EvInterruptResolved), 2, "the approval and the conversation's close")
 }
 
 // TestToolApprovalReject: a rejected call never runs; the model's next round reads who
@@ -211,7 +211,7 @@ func TestToolApprovalReject(t *testing.T) {
 	})
 	tr.at(3*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, []string{"lookup"}, toolNames(sm.tools), "the rejected call never ran")
 	out, status := toolReturnedOf(t, tr.events(), "pay")
 	require.Equal(t, "error", status)
@@ -220,7 +220,7 @@ func TestToolApprovalReject(t *testing.T) {
 	require.Equal(t, "INV-7 was paid last week", out["reason"])
 	require.Contains(t, out["error"], "pay was not run: bob rejected the call: INV-7 was paid last week")
 	require.Len(t, sm.rounds, 3, "the agent continued after the rejection and answered the next message")
-	require.Equal(t, StatusWaitingApproval, after.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, after.Status)
 	require.Equal(t, "conversation.exchange", after.Interrupt.Kind, "back to the conversation")
 	require.True(t, chat.OK, "%+v", chat)
 }
@@ -244,13 +244,13 @@ func TestToolApprovalEditAccept(t *testing.T) {
 	})
 	tr.at(3*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.False(t, bad.OK)
 	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(bad.Code, bad.Unprocessable))
 	require.Contains(t, bad.Message, "do not match the parameters of pay")
 	require.False(t, noArgs.OK)
 	require.Contains(t, noArgs.Message, "editedArtifactData.arguments")
-	require.Equal(t, StatusWaitingApproval, still.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, still.Status)
 	require.Equal(t, "approval", still.Interrupt.Kind, "still waiting after the invalid edit")
 	require.True(t, good.OK, "%+v", good)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
@@ -259,7 +259,7 @@ func TestToolApprovalEditAccept(t *testing.T) {
 			require.JSONEq(t, `{"invoice":"INV-7","amount":"100.00"}`, string(c.Args))
 		}
 	}
-	rec := ofType(tr.events(), EvApprovalReceived)
+	rec := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "edit-accept", payload(t, rec[0])["action"])
 }
@@ -278,7 +278,7 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	tr.at(50*time.Hour, func() { escalated = tr.snapshot() })
 	tr.at(80*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, []string{"lookup"}, toolNames(sm.tools))
 
 	require.False(t, notListed.OK)
@@ -290,15 +290,15 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	require.Equal(t, []string{"finance", "cfo"}, d.ApproversList)
 
 	evs := tr.events()
-	reminders := ofType(evs, EvWorkflowStalled)
+	reminders := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, reminders, 2, "at 24h and 48h; none at the 72h deadline")
 	require.Equal(t, "approval-reminder", payload(t, reminders[0])["reason"])
 	require.EqualValues(t, (24 * time.Hour).Milliseconds(), payload(t, reminders[0])["stalledForMs"])
-	req := ofType(evs, EvApprovalRequested)
+	req := ofType(evs, protocol.EvApprovalRequested)
 	require.Len(t, req, 2)
 	require.Equal(t, true, payload(t, req[1])["escalated"])
 	require.Equal(t, []any{"finance", "cfo"}, payload(t, req[1])["approversList"])
-	rec := ofType(evs, EvApprovalReceived)
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "timeout", payload(t, rec[0])["action"])
 	require.Equal(t, "expired", payload(t, rec[0])["reason"])
@@ -309,11 +309,11 @@ func TestToolApprovalExpiresWithRemindersAndEscalation(t *testing.T) {
 	var order []string
 	for _, e := range evs {
 		switch e.Type {
-		case EvWorkflowStalled, EvApprovalRequested, EvApprovalReceived:
+		case protocol.EvWorkflowStalled, protocol.EvApprovalRequested, protocol.EvApprovalReceived:
 			order = append(order, e.Type)
 		}
 	}
-	require.Equal(t, []string{EvApprovalRequested, EvWorkflowStalled, EvApprovalRequested, EvWorkflowStalled, EvApprovalReceived}, order)
+	require.Equal(t, []string{protocol.EvApprovalRequested, protocol.EvWorkflowStalled, protocol.EvApprovalRequested, protocol.EvWorkflowStalled, protocol.EvApprovalReceived}, order)
 }
 
 // TestToolApprovalNothingAtTheDeadline: a reminder or an escalation that would fall at
@@ -323,12 +323,12 @@ func TestToolApprovalNothingAtTheDeadline(t *testing.T) {
 		Timeout: time.Hour, RemindEvery: 30 * time.Minute, Approvers: []string{"finance"}, EscalateAfter: time.Hour, EscalateTo: []string{"cfo"}}})
 	tr.at(2*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, []string{"lookup"}, toolNames(sm.tools))
 	evs := tr.events()
-	require.Len(t, ofType(evs, EvWorkflowStalled), 1, "at 30m; none at the 1h deadline")
-	require.Len(t, ofType(evs, EvApprovalRequested), 1, "no escalation at the deadline")
-	rec := ofType(evs, EvApprovalReceived)
+	require.Len(t, ofType(evs, protocol.EvWorkflowStalled), 1, "at 30m; none at the 1h deadline")
+	require.Len(t, ofType(evs, protocol.EvApprovalRequested), 1, "no escalation at the deadline")
+	rec := ofType(evs, protocol.EvApprovalReceived)
 	require.Len(t, rec, 1)
 	require.Equal(t, "expired", payload(t, rec[0])["reason"])
 }
@@ -350,14 +350,14 @@ func TestToolApprovalQuorum(t *testing.T) {
 	})
 	tr.at(3*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, "approval", afterOne.Interrupt.Kind, "one vote of two")
 	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(stranger.Code, stranger.Unprocessable), "not an approver: %+v", stranger)
 	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(impostor.Code, impostor.Unprocessable), "a name in the body decides nothing: %+v", impostor)
 	require.Contains(t, impostor.Message, `names "ben", but the caller is "carl"`)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(again.Code, again.Unprocessable), "one vote each: %+v", again)
 	require.ElementsMatch(t, []string{"lookup", "pay"}, toolNames(sm.tools))
-	require.Len(t, ofType(tr.events(), EvApprovalReceived), 2)
+	require.Len(t, ofType(tr.events(), protocol.EvApprovalReceived), 2)
 }
 
 // callerVote is a vote as the API sends it: for the caller's own credential.
@@ -414,12 +414,12 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 				tr.resolve(ServedPackNodeID, `{"operation":"close"}`)
 			})
 			final := tr.finish()
-			require.Equal(t, StatusCompleted, final.Status)
+			require.Equal(t, protocol.StatusCompleted, final.Status)
 
 			require.Equal(t, 0, artifactOf(t, before).Revision)
 			require.JSONEq(t, `{"invoice":"INV-7","amount":"120.00"}`, string(artifactOf(t, before).Arguments))
 			art := artifactOf(t, edited)
-			require.Equal(t, StatusWaitingApproval, edited.Status, "the edit restarted the quorum: one approval of two")
+			require.Equal(t, protocol.StatusWaitingApproval, edited.Status, "the edit restarted the quorum: one approval of two")
 			require.JSONEq(t, `{"invoice":"INV-7","amount":"99999.00"}`, string(art.Arguments), "the approval shows the arguments that will run")
 			require.Equal(t, 1, art.Revision)
 			require.Contains(t, string(edited.Interrupt.Data), "edited the arguments (revision 1)", "the description says so")
@@ -439,7 +439,7 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 			require.JSONEq(t, `{"invoice":"INV-7","amount":"99999.00"}`, paid[0], "the tool gets the arguments both approved")
 
 			evs := tr.events()
-			rec := ofType(evs, EvApprovalReceived)
+			rec := ofType(evs, protocol.EvApprovalReceived)
 			var voters []string
 			for _, e := range rec {
 				p := payload(t, e)
@@ -451,7 +451,7 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 			} else {
 				require.Equal(t, []string{"ann:edit-accept@1", "ben:accept@1"}, voters)
 			}
-			req := ofType(evs, EvApprovalRequested)
+			req := ofType(evs, protocol.EvApprovalRequested)
 			require.Len(t, req, 2, "the request, then the edited arguments")
 			require.Equal(t, "arguments-edited", payload(t, req[1])["reason"])
 			require.Equal(t, float64(1), payload(t, req[1])["revision"])
@@ -460,11 +460,11 @@ func TestToolApprovalQuorumOnEditedArguments(t *testing.T) {
 }
 
 // TestToolApprovalQuorumBeforeArgumentQuorums: an approval raised before
-// toolQuorumVersion counts an edit as a vote and runs the deciding vote's arguments, as
+// GateToolQuorum counts an edit as a vote and runs the deciding vote's arguments, as
 // it did.
 func TestToolApprovalQuorumBeforeArgumentQuorums(t *testing.T) {
 	tr, sm := approvalRun(t, activities.ToolApproval{}, map[string]activities.ToolApproval{"pay": {Approvers: []string{"ann", "ben"}, RequiredApprovals: 2}})
-	tr.env.OnGetVersion(toolQuorumVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	tr.env.OnGetVersion(GateToolQuorum, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	var edited Snapshot
 	tr.at(time.Hour, func() {
 		tr.resolveReq(callerVote(`{"action":"edit-accept","editedArtifactData":{"arguments":{"invoice":"INV-7","amount":"99999.00"}}}`, "ann"))
@@ -474,7 +474,7 @@ func TestToolApprovalQuorumBeforeArgumentQuorums(t *testing.T) {
 		tr.resolveReq(callerVote(`{"action":"accept"}`, "ben"))
 	})
 	tr.at(3*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
-	require.Equal(t, StatusCompleted, tr.finish().Status)
+	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
 	require.JSONEq(t, `{"invoice":"INV-7","amount":"120.00"}`, string(artifactOf(t, edited).Arguments))
 	for _, c := range sm.tools {
 		if c.Tool == "pay" {
@@ -530,13 +530,13 @@ func TestToolApprovalCancelled(t *testing.T) {
 	})
 	final := tr.finish()
 	late := tr.check(ResolveRequest{NodeID: ServedPackNodeID, ResumeValue: json.RawMessage(`{"action":"accept"}`)})
-	require.Equal(t, StatusCancelled, final.Status)
+	require.Equal(t, protocol.StatusCancelled, final.Status)
 	require.Empty(t, sm.tools, "nothing of the batch ran")
 	require.Empty(t, final.Interrupts)
 	require.False(t, late.OK)
 	require.Equal(t, refusal(protocol.CodeInterruptCancelled, false), refusal(late.Code, late.Unprocessable))
 	evs := tr.events()
-	require.Equal(t, EvRunCancelled, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 }
 
 // TestToolApprovalRefusesTokenMessages: a message sent with the conversation's own
@@ -559,7 +559,7 @@ func TestToolApprovalRefusesTokenMessages(t *testing.T) {
 		tr.approve(`{"action":"accept"}`, "alice")
 	})
 	tr.at(2*time.Hour, func() { tr.resolve(ServedPackNodeID, `{"operation":"close"}`) })
-	require.Equal(t, StatusCompleted, tr.finish().Status)
+	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
 	require.False(t, byToken.OK)
 	require.Equal(t, CodeApprovalPending, byToken.Code)
 	require.True(t, byApprovalToken.OK, "%+v", byApprovalToken)

@@ -79,22 +79,22 @@ func TestCarriedStateStaysBoundedAcrossManyTurns(t *testing.T) {
 	last, next, _ := continued(t, in, prev, []string{"the end"}, true)
 	require.Nil(t, next)
 	s := finalSnapshot(t, last.env)
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 
 	evs := last.events()
 	checkEventLog(t, in.RunID, evs)
 	var users []string
-	for _, e := range ofType(evs, EvConversationExchanged) {
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		var p struct {
-			Turn Turn `json:"turn"`
+			Turn protocol.Turn `json:"turn"`
 		}
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
-		if p.Turn.Role == RoleUser {
+		if p.Turn.Role == protocol.RoleUser {
 			require.Equal(t, 2*len(users)+1, p.Turn.TurnIndex)
 		} else {
 			require.Equal(t, 2*len(users), p.Turn.TurnIndex)
 		}
-		if p.Turn.Role == RoleUser {
+		if p.Turn.Role == protocol.RoleUser {
 			var body struct {
 				Text string `json:"text"`
 			}
@@ -107,7 +107,7 @@ func TestCarriedStateStaysBoundedAcrossManyTurns(t *testing.T) {
 	require.Len(t, s.Conversations, 1)
 	info := s.Conversations[0]
 	require.Equal(t, 1+2*(len(texts)+1)+1, info.TurnCount)
-	var tail []Turn
+	var tail []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &tail))
 	require.Len(t, tail, recentTurns)
 	require.Equal(t, info.TurnCount-recentTurns, info.FirstTurnIndex)
@@ -129,7 +129,7 @@ func TestRestoresTheEarlierCarriedShape(t *testing.T) {
 		Shape  int     `json:"shape"`
 		Events []Event `json:"events"`
 		Convs  []struct {
-			Turns []Turn `json:"turns"`
+			Turns []protocol.Turn `json:"turns"`
 		} `json:"convs"`
 	}
 	require.NoError(t, json.Unmarshal(in.Carried, &old))
@@ -147,7 +147,7 @@ func TestRestoresTheEarlierCarriedShape(t *testing.T) {
 		tr.resolveReq(councilResolve(tr, "close", `{"operation":"close"}`))
 	})
 	s := tr.execute() // checks the log from sequence 0: this execution holds it all
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(dup.Code, dup.Unprocessable), "a host messageId of a recorded turn is a duplicate")
 	evs := tr.events()
 	require.Equal(t, old.Events, evs[:len(old.Events)], "the carried log is kept as it was")
@@ -168,10 +168,10 @@ func TestHistoryLimitFailsARunThatCannotContinue(t *testing.T) {
 		tr.resolve("gate", `{"action":"accept","voter":"v2"}`)
 	})
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "history_limit_exceeded", s.Error.Code)
 	evs := tr.events()
-	require.Equal(t, EvRunFailed, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
 	require.Contains(t, string(evs[len(evs)-1].Payload), "history_limit_exceeded")
 }
 

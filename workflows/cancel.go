@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // errCancelled is returned by node executors when the run is being cancelled.
@@ -19,7 +21,7 @@ func (r *runner) requestCancel(req CancelRequest) {
 		req.Reason = "cancelled"
 	}
 	r.cancelReq = &req
-	r.setStatus(StatusCancelling)
+	r.setStatus(protocol.StatusCancelling)
 }
 
 // checkCancelled reports a pending cancellation (signal or Temporal).

@@ -3,11 +3,12 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -58,13 +59,6 @@ const (
 // described above. 0 is the earlier shape, which carried the whole log (Events), every
 // turn and the whole transcript; restore still reads it.
 const carriedShape = 1
-
-// boundedStateVersion is the workflow.GetVersion change id of the decisions the bounded
-// state brought: a run continues as new with resolves still queued (carrying them), it
-// fails rather than continue with a state over maxCarriedBytes, and it fails with
-// history_limit_exceeded rather than grow into Temporal's hard history limits (see
-// checkHistory). Executions that started before it keep the earlier decisions.
-const boundedStateVersion = "bounded-state"
 
 // carriedState is what a run carries across continue-as-new (RunInput.Carried).
 type carriedState struct {
@@ -197,7 +191,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 // carryConversations writes the conversations and each agent's saved state.
 func (r *runner) carryConversations(st *carriedState) error {
 	st.Convs, st.AgentStates = r.convs, map[string]json.RawMessage{}
-	for _, id := range mapkeys.Sorted(r.agents) {
+	for _, id := range slices.Sorted(maps.Keys(r.agents)) {
 		saved, err := r.agents[id].Save()
 		if err != nil {
 			return fmt.Errorf("save the agent of node %q: %w", id, err)

@@ -2,18 +2,21 @@ package workflows
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // packNodeType is the node type that runs a PromptPack pack as a conversation; its
@@ -107,12 +110,12 @@ func LoadFixtures() ([]*Definition, error) {
 // vendor.wop.pack node with id "agent", a conversation channel, and an optional
 // "message" input (the first user turn).
 func servedPackDefinition(p *packs.Pack) *Definition {
-	name := orDefault(p.Name, p.ID)
+	name := cmp.Or(p.Name, p.ID)
 	d := &Definition{
 		ID:          p.ID,
 		Name:        name,
-		Version:     orDefault(p.Version, "1.0"),
-		Description: orDefault(p.Description, "PromptPack "+p.ID+" as a conversation"),
+		Version:     cmp.Or(p.Version, "1.0"),
+		Description: cmp.Or(p.Description, "PromptPack "+p.ID+" as a conversation"),
 		Nodes: []Node{{
 			ID: ServedPackNodeID, TypeID: packNodeType, Name: name,
 			Config: mustJSON(map[string]string{"pack": p.ID}),
@@ -324,7 +327,7 @@ func CheckInputs(def *Definition, inputs json.RawMessage) error {
 func RunSummary(in *RunInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OpenWOP run of %s", in.Definition.ID)
-	for _, id := range mapkeys.Sorted(in.Packs) {
+	for _, id := range slices.Sorted(maps.Keys(in.Packs)) {
 		fmt.Fprintf(&b, " · pack %s@%s", id, in.Packs[id].Version)
 	}
 	if in.Owner.Tenant != "" {
@@ -399,7 +402,7 @@ func cutRunes(s string, n int) string {
 // source's event log: the definition and inputs its run.started recorded, and the log
 // itself as the recorded outcomes to re-fold (see fork.go).
 func (c *Catalog) NewForkInput(runID string, owner Owner, sourceRunID string, fromSeq int64, events []Event) (*RunInput, error) {
-	if len(events) == 0 || events[0].Type != EvRunStarted {
+	if len(events) == 0 || events[0].Type != protocol.EvRunStarted {
 		return nil, fmt.Errorf("source run %s has no run.started event to fork from", sourceRunID)
 	}
 	var started struct {

@@ -94,8 +94,8 @@ func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) 
 	for _, q := range d.Questions {
 		qs = append(qs, fmt.Sprintf("%s: %q", q.ID, q.Question))
 	}
-	it := r.raise(n.ID, interruptSpec{Kind: "clarification", Data: d, TimeoutMs: timeoutMs, Describe: "Questions " + strings.Join(qs, "; ") + "."})
-	r.emit(EvClarificationRequested, n.ID, map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "questions": d.Questions}, it.requestedEvent)
+	it := r.raise(n.ID, interruptSpec{Kind: protocol.KindClarification, Data: d, TimeoutMs: timeoutMs, Describe: "Questions " + strings.Join(qs, "; ") + "."})
+	r.emit(protocol.EvClarificationRequested, n.ID, map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "questions": d.Questions}, it.requestedEvent)
 	req, _, answers, timedOut, err := r.nextResolve(n.ID)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) 
 	if req.ResolvedBy != "" {
 		p["answeredBy"] = req.ResolvedBy
 	}
-	cr := r.emit(EvClarificationResolved, n.ID, p, resolved)
+	cr := r.emit(protocol.EvClarificationResolved, n.ID, p, resolved)
 	r.emitResumed(it, req.ResumeValue, cr)
 	return map[string]json.RawMessage{"answers": answers}, nil
 }

@@ -5,6 +5,7 @@ package workflows
 // part in a conversation. The seam is a contract: see conversationAgent.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -12,34 +13,9 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
-
-// Turn is one conversation turn (schemas/conversation-turn.schema.json). Agent turns
-// carry SpeakerID. Content is any JSON value; agents reply with {"text", "state"}.
-type Turn struct {
-	MessageID string          `json:"messageId"`
-	From      string          `json:"from"`
-	To        string          `json:"to,omitempty"`
-	GroupID   string          `json:"groupId,omitempty"`
-	Content   json.RawMessage `json:"content"`
-	Ts        int64           `json:"ts"`
-	Role      string          `json:"role"`
-	TurnIndex int             `json:"turnIndex"`
-	SpeakerID string          `json:"speakerId,omitempty"`
-}
-
-// Turn roles.
-const (
-	RoleUser   = "user"
-	RoleAgent  = "agent"
-	RoleSystem = "system"
-)
-
-// Participant is one member of a conversation's speaking roster (RFC 0101).
-type Participant struct {
-	AgentID string `json:"agentId"`
-	Name    string `json:"name,omitempty"`
-}
 
 // ConversationResolve is RFC 0005's resume value for a conversation:
 // {"operation":"exchange"|"close","turn":{…},"outcome":…}. A resume value that is not
@@ -63,15 +39,15 @@ type InjectedEvent struct {
 // (recentTurns, recentTurnBytes) and counts them all; every turn is in the run's
 // conversation.exchanged events.
 type conversation struct {
-	ID           string          `json:"id"`
-	NodeID       string          `json:"nodeId"`
-	AgentID      string          `json:"agentId"`
-	Title        string          `json:"title,omitempty"`
-	Channel      string          `json:"channel"`
-	Participants []Participant   `json:"participants,omitempty"`
-	Schema       json.RawMessage `json:"schema,omitempty"`
+	ID           string                 `json:"id"`
+	NodeID       string                 `json:"nodeId"`
+	AgentID      string                 `json:"agentId"`
+	Title        string                 `json:"title,omitempty"`
+	Channel      string                 `json:"channel"`
+	Participants []protocol.Participant `json:"participants,omitempty"`
+	Schema       json.RawMessage        `json:"schema,omitempty"`
 	// Turns are the newest turns, TurnCount-len(Turns) to TurnCount-1.
-	Turns       []Turn          `json:"turns"`
+	Turns       []protocol.Turn `json:"turns"`
 	TurnCount   int             `json:"turnCount,omitempty"`
 	Closed      bool            `json:"closed"`
 	Outcome     json.RawMessage `json:"outcome,omitempty"`
@@ -147,7 +123,7 @@ const (
 )
 
 // appendTurn adds a turn to the conversation's newest turns and counts it.
-func (c *conversation) appendTurn(t Turn) {
+func (c *conversation) appendTurn(t protocol.Turn) {
 	c.Turns = append(c.Turns, t)
 	c.TurnCount++
 	c.trimTurns()
@@ -164,7 +140,7 @@ func (c *conversation) trimTurns() {
 		keep++
 	}
 	if keep < len(c.Turns) {
-		c.Turns = append([]Turn(nil), c.Turns[len(c.Turns)-keep:]...)
+		c.Turns = append([]protocol.Turn(nil), c.Turns[len(c.Turns)-keep:]...)
 	}
 }
 
@@ -172,7 +148,7 @@ func (c *conversation) trimTurns() {
 // (0) carried every turn and no count.
 func (c *conversation) restored(shape int) {
 	if c.Turns == nil {
-		c.Turns = []Turn{}
+		c.Turns = []protocol.Turn{}
 	}
 	if shape == 0 {
 		c.TurnCount = len(c.Turns)
@@ -196,7 +172,7 @@ func (c *conversation) hasMessage(id string) bool {
 		}
 	}
 	if rest, ok := strings.CutPrefix(id, c.ID+":"); ok {
-		if idx, role, ok := strings.Cut(rest, ":"); ok && (role == RoleUser || role == RoleAgent || role == RoleSystem) {
+		if idx, role, ok := strings.Cut(rest, ":"); ok && (role == protocol.RoleUser || role == protocol.RoleAgent || role == protocol.RoleSystem) {
 			if n, err := strconv.Atoi(idx); err == nil && n >= 0 && n < c.TurnCount {
 				return true
 			}
@@ -215,10 +191,10 @@ func (c *conversation) inRoster(id string) bool {
 }
 
 // record appends a turn and its event.
-func (c *conversation) record(t Turn) {
+func (c *conversation) record(t protocol.Turn) {
 	c.r.countTurn(c.Turns, t)
 	c.appendTurn(t)
-	c.LastEventID = c.r.emit(EvConversationExchanged, c.NodeID, map[string]any{
+	c.LastEventID = c.r.emit(protocol.EvConversationExchanged, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
 	}, c.LastEventID)
 	c.refreshExchangeData()
@@ -234,11 +210,11 @@ func (c *conversation) refreshExchangeData() {
 	if len(c.Schema) > 0 {
 		d["outcomeSchema"] = c.Schema
 	}
-	c.it.Kind = "conversation.exchange"
+	c.it.Kind = protocol.KindConversationExchange
 	c.it.Data = mustJSON(d)
 }
 
-func (c *conversation) agentTurn(rep agentReply) Turn {
+func (c *conversation) agentTurn(rep agentReply) protocol.Turn {
 	content := rep.Content
 	if len(content) == 0 {
 		body := map[string]string{"text": rep.Text}
@@ -247,26 +223,26 @@ func (c *conversation) agentTurn(rep agentReply) Turn {
 		}
 		content = mustJSON(body)
 	}
-	speaker := orDefault(rep.SpeakerID, c.AgentID)
+	speaker := cmp.Or(rep.SpeakerID, c.AgentID)
 	idx := c.NextTurnIndex()
-	return Turn{MessageID: c.messageID(idx, RoleAgent), From: speaker, Content: content, Ts: c.Now(), Role: RoleAgent, TurnIndex: idx, SpeakerID: speaker}
+	return protocol.Turn{MessageID: c.messageID(idx, protocol.RoleAgent), From: speaker, Content: content, Ts: c.Now(), Role: protocol.RoleAgent, TurnIndex: idx, SpeakerID: speaker}
 }
 
-func (c *conversation) systemTurn(text string) Turn {
+func (c *conversation) systemTurn(text string) protocol.Turn {
 	idx := c.NextTurnIndex()
-	return Turn{MessageID: c.messageID(idx, RoleSystem), From: "system", Content: mustJSON(map[string]string{"text": text}), Ts: c.Now(), Role: RoleSystem, TurnIndex: idx}
+	return protocol.Turn{MessageID: c.messageID(idx, protocol.RoleSystem), From: "system", Content: mustJSON(map[string]string{"text": text}), Ts: c.Now(), Role: protocol.RoleSystem, TurnIndex: idx}
 }
 
 // close records the final turn and conversation.closed, then resolves the
 // conversation's interrupt (interrupt.resolved → node.resumed).
-func (c *conversation) close(final Turn, outcome json.RawMessage, req ResolveRequest) {
+func (c *conversation) close(final protocol.Turn, outcome json.RawMessage, req ResolveRequest) {
 	if len(outcome) == 0 {
 		outcome = json.RawMessage("null")
 	}
 	c.appendTurn(final)
 	c.Closed = true
 	c.Outcome = outcome
-	c.LastEventID = c.r.emit(EvConversationClosed, c.NodeID, map[string]any{
+	c.LastEventID = c.r.emit(protocol.EvConversationClosed, c.NodeID, map[string]any{
 		"conversationId": c.ID, "turnIndex": final.TurnIndex, "finalTurn": final, "outcome": outcome,
 	}, c.LastEventID)
 	if c.agentIt != nil {
@@ -300,13 +276,13 @@ func (r *runner) channels() map[string]json.RawMessage {
 	if len(r.convs) == 0 {
 		return nil
 	}
-	byName := map[string][]Turn{}
+	byName := map[string][]protocol.Turn{}
 	var names []string
 	seen := map[string]bool{}
 	for _, c := range r.convs {
 		if _, ok := byName[c.Channel]; !ok {
 			names = append(names, c.Channel)
-			byName[c.Channel] = []Turn{}
+			byName[c.Channel] = []protocol.Turn{}
 		}
 		for _, t := range c.Turns {
 			if seen[c.Channel+"\x00"+t.MessageID] {

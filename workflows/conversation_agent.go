@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // conversationAgent is the contract between the conversation host (conversation.go) and an
@@ -28,8 +29,15 @@ import (
 //     conversation.exchanged). The returned agentReply becomes the agent's turn, and
 //     may close the conversation or raise/clear the agent's own interrupt.
 //   - CheckInject validates an InjectedEvent without side effects (it serves the API's
-//     synchronous check; return an error for an unknown event). Inject applies it.
-//     Injected events reach the agent only while it has its own interrupt pending.
+//     synchronous check; return an error for an unknown event, a *refusedCheck for a
+//     refusal with its own code and details). Inject applies it. Injected events reach
+//     the agent only while it has its own interrupt pending.
+//   - MisroutedEvent refuses an injected event (the resolve's value, {"event": …})
+//     addressed to the conversation's interrupt, where one lands when the agent raised
+//     no interrupt of its own; nil lets the conversation take the value as a message.
+//   - ApprovesToolCalls reports whether the agent raises tool approvals on its node:
+//     then a decision addressed to the node while none is pending is refused rather
+//     than taken as a message.
 //   - TranscriptPage answers activities.TranscriptPageQuery for keys that start with
 //     the node id ("<nodeId>", "<nodeId>/…" or "<nodeId>:…") from the messages this
 //     execution holds (Base, Len and the newest messages of the range; the host adds
@@ -45,17 +53,24 @@ import (
 // instead of calling a model again.
 type conversationAgent interface {
 	Open(ctx workflow.Context, c *conversation) (opening, error)
-	Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error)
+	Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (agentReply, error)
 	CheckInject(c *conversation, ev InjectedEvent) error
 	Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error)
+	MisroutedEvent(c *conversation, value json.RawMessage) *ResolveCheck
+	ApprovesToolCalls() bool
 	TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error)
 	Status() *PackStatus
 	Save() (json.RawMessage, error)
 }
 
+// refusedCheck is an error of CheckInject that carries the refusal the resolve answers.
+type refusedCheck struct{ check ResolveCheck }
+
+func (e *refusedCheck) Error() string { return e.check.Message }
+
 // turnObserver is implemented by agents that rebuild state from replayed turns.
 type turnObserver interface {
-	Observe(ctx workflow.Context, c *conversation, t Turn)
+	Observe(ctx workflow.Context, c *conversation, t protocol.Turn)
 }
 
 // agentFactory builds the agent of node n. saved is the agent's Save() output after a
@@ -83,7 +98,7 @@ type opening struct {
 	InitialContent json.RawMessage
 	// Participants, when set, is the speaking roster: client agent turns must name one
 	// of them as speakerId. The host adds AgentID to it when missing.
-	Participants []Participant
+	Participants []protocol.Participant
 	// Schema validates the content of client turns.
 	Schema json.RawMessage
 	// TimeoutMs bounds the whole conversation (0 = none). On expiry the host closes it
@@ -133,7 +148,7 @@ type agentReply struct {
 // turnNotice is a system turn the host adds to a conversation: {"text", "error"}.
 type turnNotice struct {
 	Text  string
-	Error *RunError
+	Error *protocol.RunError
 }
 
 // agentInterrupt is an interrupt an agent raises next to its conversation.
@@ -155,5 +170,5 @@ type closeRequest struct {
 	FinalText string
 	// Error fails the node (and the run) after closing, e.g. max_visits_exceeded,
 	// budget_exhausted or a provider failure; the outcome is then null.
-	Error *RunError
+	Error *protocol.RunError
 }

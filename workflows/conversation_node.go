@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 	c := r.convOf(n.ID)
 	resumed := c != nil && !c.Closed // continued as new inside this conversation
 	if !resumed {
-		c = &conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []Turn{}}
+		c = &conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []protocol.Turn{}}
 	}
 	c.r, c.node = r, n
 	var saved json.RawMessage
@@ -59,7 +60,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 		}
 		if op.FirstUserText != "" {
 			idx := c.NextTurnIndex()
-			t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: RoleUser, TurnIndex: idx}
+			t := protocol.Turn{MessageID: c.messageID(idx, protocol.RoleUser), From: protocol.RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: protocol.RoleUser, TurnIndex: idx}
 			c.record(t)
 			rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Reply(r.ctx, c, t) })
 			if err != nil {
@@ -84,14 +85,14 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 		return failNode(protocol.CodeValidation, "conversation agent id %q must match %s", op.AgentID, agentIDPattern)
 	}
 	c.AgentID = op.AgentID
-	c.Title = orDefault(op.Title, "Conversation at "+c.NodeID)
+	c.Title = cmp.Or(op.Title, "Conversation at "+c.NodeID)
 	c.Schema = op.Schema
 	c.TimeoutMs = op.TimeoutMs
 	c.TimeoutCode, c.TimeoutText = op.TimeoutCode, op.TimeoutText
 	if len(op.Participants) > 0 {
-		c.Participants = append([]Participant(nil), op.Participants...)
+		c.Participants = append([]protocol.Participant(nil), op.Participants...)
 		if !c.inRoster(c.AgentID) {
-			c.Participants = append([]Participant{{AgentID: c.AgentID}}, c.Participants...)
+			c.Participants = append([]protocol.Participant{{AgentID: c.AgentID}}, c.Participants...)
 		}
 	}
 	for _, p := range c.Participants {
@@ -101,21 +102,21 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	}
 	r.convs = append(r.convs, c)
 	start := map[string]any{"conversationId": c.ID, "title": c.Title}
-	it := r.raise(c.NodeID, interruptSpec{Kind: "conversation.start", Data: start, TimeoutMs: op.TimeoutMs, Reason: "conversation-input",
+	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: start, TimeoutMs: op.TimeoutMs, Reason: "conversation-input",
 		Describe: fmt.Sprintf("Conversation %q (%s) with %s is open; send a message to continue.", c.Title, c.ID, c.AgentID)})
 	it.conv = c
 	c.it = it
 	content := op.InitialContent
 	if len(content) == 0 {
-		content = mustJSON(map[string]string{"text": orDefault(op.InitialText, c.Title)})
+		content = mustJSON(map[string]string{"text": cmp.Or(op.InitialText, c.Title)})
 	}
-	t0 := Turn{MessageID: c.messageID(0, RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: RoleSystem, TurnIndex: 0}
+	t0 := protocol.Turn{MessageID: c.messageID(0, protocol.RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: protocol.RoleSystem, TurnIndex: 0}
 	c.appendTurn(t0)
 	opened := map[string]any{"conversationId": c.ID, "agentId": c.AgentID, "initialTurn": t0}
 	if len(c.Schema) > 0 {
 		opened["schema"] = c.Schema
 	}
-	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
+	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
 	c.refreshExchangeData()
 	return nil
 }
@@ -141,7 +142,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			if timedOut.agent {
 				why = fmt.Sprintf("The %s wait of the conversation timed out after %d ms.", timedOut.Kind, timedOut.TimeoutMs)
 			} else if c.TimeoutCode != "" {
-				code, why = c.TimeoutCode, orDefault(c.TimeoutText, why)
+				code, why = c.TimeoutCode, cmp.Or(c.TimeoutText, why)
 			}
 			c.close(c.systemTurn(why), nil, ResolveRequest{ResolvedBy: "system"})
 			return nil, failNode(code, "%s", why)
@@ -171,7 +172,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			act.Turn.Ts = c.Now()
 		}
 		if act.Op == "close" {
-			final := c.systemTurn("Conversation closed by " + orDefault(req.ResolvedBy, "the client") + ".")
+			final := c.systemTurn("Conversation closed by " + cmp.Or(req.ResolvedBy, "the client") + ".")
 			if act.Turn != nil {
 				final = *act.Turn
 			}
@@ -179,7 +180,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			return r.conversationOutputs(c), nil
 		}
 		c.record(*act.Turn)
-		if act.Turn.Role != RoleUser {
+		if act.Turn.Role != protocol.RoleUser {
 			continue
 		}
 		r.startTurnRequest(req)
@@ -218,14 +219,14 @@ func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.Ra
 			r.settle(c.agentIt)
 		}
 		ai := rep.Raise
-		kind := orDefault(ai.Kind, "external-event")
+		kind := cmp.Or(ai.Kind, protocol.KindExternalEvent)
 		var data any = ai.Data
-		if kind == "external-event" {
+		if kind == protocol.KindExternalEvent {
 			corr := orJSON(ai.Correlation, "{}")
-			data = map[string]any{"eventType": orDefault(ai.EventType, "agent.event"), "correlation": corr}
+			data = map[string]any{"eventType": cmp.Or(ai.EventType, protocol.EventTypeAgentEvent), "correlation": corr}
 		}
 		c.agentIt = r.raise(c.NodeID, interruptSpec{Kind: kind, Data: data, ResumeSchema: ai.ResumeSchema, TimeoutMs: ai.TimeoutMs, Agent: true,
-			Describe: orDefault(ai.Describe, "The agent waits for an injected event {event, context}.")})
+			Describe: cmp.Or(ai.Describe, "The agent waits for an injected event {event, context}.")})
 	}
 	if rep.Close != nil {
 		out, err := r.finishClose(c, rep.Close, ResolveRequest{ResolvedBy: c.AgentID})
@@ -271,7 +272,7 @@ func agentFailure(nodeID string, err error) error {
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
-		code := orDefault(activities.ErrorCode(appErr.Type()), protocol.CodeAgentError)
+		code := cmp.Or(activities.ErrorCode(appErr.Type()), protocol.CodeAgentError)
 		return failNode(code, "agent of node %q failed: %s", nodeID, activityMessage(err))
 	}
 	return failNode(protocol.CodeAgentError, "agent of node %q failed: %v", nodeID, err)

@@ -1,7 +1,9 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,13 +13,13 @@ import (
 // conversationAction is a validated conversation resolve.
 type conversationAction struct {
 	Op      string          `json:"op"` // exchange | close
-	Turn    *Turn           `json:"turn,omitempty"`
+	Turn    *protocol.Turn  `json:"turn,omitempty"`
 	Outcome json.RawMessage `json:"outcome,omitempty"`
 }
 
 // checkConversationResolve validates a resolve of the conversation interrupt: both
 // resume shapes, the turn rules, the roster, the content schema, duplicates. legacy
-// checks client turns by the rules before integrityVersion.
+// checks client turns by the rules before GateRequestIntegrity.
 func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, legacy bool) (json.RawMessage, string, ResolveCheck) {
 	c := it.conv
 	bad := func(format string, args ...any) (json.RawMessage, string, ResolveCheck) {
@@ -64,12 +66,12 @@ func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, leg
 			return bad("reply does not match the conversation's schema: %v", err)
 		}
 		idx := c.NextTurnIndex()
-		t := Turn{MessageID: c.messageID(idx, RoleUser), From: RoleUser, Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: RoleUser, TurnIndex: idx}
+		t := protocol.Turn{MessageID: c.messageID(idx, protocol.RoleUser), From: protocol.RoleUser, Content: req.ResumeValue, Ts: req.ReceivedAtMs, Role: protocol.RoleUser, TurnIndex: idx}
 		act.Turn = &t
 	}
-	status := StatusWaitingApproval
+	status := protocol.StatusWaitingApproval
 	if act.Op == "close" {
-		status = StatusRunning
+		status = protocol.StatusRunning
 	}
 	return mustJSON(act), status, ResolveCheck{OK: true}
 }
@@ -83,10 +85,10 @@ const maxTurnField = 256
 // roster, as one of its participants other than the conversation's own agent; system
 // turns never (they are the host's). A messageId in the host's namespace
 // (<conversationId>:…) must be exactly the id the host gives this turn, so no caller
-// squats the id of a later host turn. legacy applies the rules before integrityVersion:
+// squats the id of a later host turn. legacy applies the rules before GateRequestIntegrity:
 // any role, any from, unbounded fields.
-func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*Turn, ResolveCheck) {
-	bad := func(field, format string, args ...any) (*Turn, ResolveCheck) {
+func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*protocol.Turn, ResolveCheck) {
+	bad := func(field, format string, args ...any) (*protocol.Turn, ResolveCheck) {
 		check := ResolveCheck{Code: protocol.CodeValidation, Message: fmt.Sprintf(format, args...)}
 		if field != "" {
 			check.Details = mustJSON(map[string]string{"field": field})
@@ -97,7 +99,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return bad("turn", "turn must be a JSON object: %v", err)
 	}
-	var t Turn
+	var t protocol.Turn
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return bad("turn", "turn is malformed: %v", err)
 	}
@@ -105,9 +107,9 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 		return bad("turn.content", "turn.content is required")
 	}
 	switch t.Role {
-	case RoleUser, RoleAgent, RoleSystem:
+	case protocol.RoleUser, protocol.RoleAgent, protocol.RoleSystem:
 	case "":
-		t.Role = RoleUser
+		t.Role = protocol.RoleUser
 	default:
 		return bad("turn.role", "turn.role must be user, agent or system, got %q", t.Role)
 	}
@@ -123,31 +125,31 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 			return bad("turn.messageId", "turn.messageId must not be empty; omit it and the host assigns one")
 		}
 		switch t.Role {
-		case RoleSystem:
+		case protocol.RoleSystem:
 			return bad("turn.role", "system turns are the host's; callers write user turns")
-		case RoleAgent:
+		case protocol.RoleAgent:
 			if len(c.Participants) == 0 {
 				return bad("turn.role", "agent turns are the host's: conversation %s has no roster of participants, so callers write user turns", c.ID)
 			}
 			if c.isHostAgent(t.SpeakerID) || c.isHostAgent(t.From) {
 				return bad("turn.speakerId", "%q is the conversation's own agent; only the host speaks for it", c.AgentID)
 			}
-		case RoleUser:
-			if t.From != "" && t.From != RoleUser && (!c.inRoster(t.From) || c.isHostAgent(t.From)) {
+		case protocol.RoleUser:
+			if t.From != "" && t.From != protocol.RoleUser && (!c.inRoster(t.From) || c.isHostAgent(t.From)) {
 				return bad("turn.from", "turn.from of a user turn is \"user\" (or a participant of the conversation's roster), got %q", t.From)
 			}
 		}
 	}
 	if t.From == "" {
-		if t.Role == RoleAgent && legacy {
+		if t.Role == protocol.RoleAgent && legacy {
 			return bad("turn.from", "turn.from is required on agent turns")
 		}
-		t.From = orDefault(t.SpeakerID, RoleUser)
+		t.From = cmp.Or(t.SpeakerID, protocol.RoleUser)
 		if legacy {
-			t.From = orDefault(req.ResolvedBy, t.Role)
+			t.From = cmp.Or(req.ResolvedBy, t.Role)
 		}
 	}
-	if t.Role == RoleAgent {
+	if t.Role == protocol.RoleAgent {
 		if t.SpeakerID == "" {
 			return bad("turn.speakerId", "turn.speakerId is required on agent turns")
 		}
@@ -193,24 +195,24 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 // isHostAgent reports whether id is one the host speaks as: the conversation's own
 // agent (a pack's id and its per-state ids "<packId>:<state>") or the system.
 func (c *conversation) isHostAgent(id string) bool {
-	return id == c.AgentID || strings.HasPrefix(id, c.AgentID+":") || id == RoleSystem
+	return id == c.AgentID || strings.HasPrefix(id, c.AgentID+":") || id == protocol.RoleSystem
 }
 
 // checkAgentResolve validates a resolve of an agent's own interrupt.
 func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawMessage, ResolveCheck) {
 	ev, err := parseInjected(req)
 	if err == nil {
-		if it.Kind == "external-event" {
+		if it.Kind == protocol.KindExternalEvent {
 			if v, check := r.checkExternal(it, req); !check.OK {
 				return v, check
 			}
 		}
-		if check, isPack := r.checkPackInject(it.NodeID, ev); isPack {
-			if !check.OK {
-				return nil, check
-			}
-		} else if a := r.agents[it.NodeID]; a != nil {
+		if a := r.agents[it.NodeID]; a != nil {
 			err = a.CheckInject(r.convOf(it.NodeID), ev)
+		}
+		var refused *refusedCheck
+		if errors.As(err, &refused) {
+			return nil, refused.check
 		}
 	}
 	if err != nil {

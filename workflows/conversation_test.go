@@ -16,10 +16,10 @@ import (
 func TestConversationMockLifecycle(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-conversation-lifecycle", ""))
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvConversationOpened,
-		EvConversationExchanged, EvConversationClosed, EvInterruptResolved, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvConversationOpened,
+		protocol.EvConversationExchanged, protocol.EvConversationClosed, protocol.EvInterruptResolved, protocol.EvNodeResumed, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
 	require.Equal(t, evs[2].EventID, evs[4].CausationID, "conversation.opened is caused by node.suspended")
 	require.Equal(t, evs[4].EventID, evs[5].CausationID)
 	require.Equal(t, evs[5].EventID, evs[6].CausationID)
@@ -28,14 +28,14 @@ func TestConversationMockLifecycle(t *testing.T) {
 	for _, e := range evs[4:7] {
 		require.Equal(t, convID, payload(t, e)["conversationId"])
 	}
-	var turns []Turn
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
 	require.Len(t, turns, 3)
 	for i, tn := range turns {
 		require.Equal(t, i, tn.TurnIndex)
 		require.Equal(t, convID+":"+[]string{"0:system", "1:agent", "2:system"}[i], tn.MessageID)
 	}
-	require.Empty(t, ofType(evs, EvClarificationRequested))
+	require.Empty(t, ofType(evs, protocol.EvClarificationRequested))
 }
 
 func councilResolve(tr *testRun, id, value string) ResolveRequest {
@@ -86,7 +86,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 		tr.resolveReq(councilResolve(tr, "r11", `{"text":"too late"}`)) // after close: ignored
 	})
 	s := tr.execute()
-	require.Equal(t, StatusWaitingApproval, mid.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, mid.Status)
 	require.Equal(t, "conversation.exchange", mid.Interrupt.Kind)
 	for name, want := range map[string]string{"dup": protocol.CodeInterruptResolved, "schema": protocol.CodeValidation, "bareSchema": protocol.CodeValidation,
 		"noSpeaker": protocol.CodeValidation, "offRoster": protocol.CodeValidation, "badOp": protocol.CodeValidation} {
@@ -94,7 +94,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 		require.Equal(t, refusal(want, false), refusal(checks[name].Code, checks[name].Unprocessable), name)
 	}
 	require.True(t, checks["agentOK"].OK)
-	require.Equal(t, StatusWaitingApproval, checks["agentOK"].RunStatus)
+	require.Equal(t, protocol.StatusWaitingApproval, checks["agentOK"].RunStatus)
 	require.True(t, checks["ownId"].OK, "the id the host gives this turn is the caller's to use: %+v", checks["ownId"])
 	for name, field := range map[string]string{"system": "turn.role", "chair": "turn.speakerId", "userAsChair": "turn.from", "userAsKey": "turn.from",
 		"squat": "turn.messageId", "longId": "turn.messageId", "longFrom": "turn.from", "agentFrom": "turn.from"} {
@@ -103,7 +103,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 		require.Equal(t, refusal(protocol.CodeValidation, false), refusal(c.Code, c.Unprocessable), "%s: %+v", name, c)
 		require.JSONEq(t, `{"field":"`+field+`"}`, string(c.Details), "%s: %s", name, c.Message)
 	}
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	// The run recorded what it did with each signalled request.
 	outcome := func(id string) *ResolveOutcome {
 		c := tr.check(councilResolve(tr, id, `{"text":"x"}`))
@@ -111,17 +111,17 @@ func TestConversationWithRealResolves(t *testing.T) {
 		require.NotNil(t, c.Outcome, id)
 		return c.Outcome
 	}
-	require.Equal(t, ResolveOutcome{RequestID: "r1", Applied: true, RunStatus: StatusWaitingApproval}, *outcome("r1"))
+	require.Equal(t, ResolveOutcome{RequestID: "r1", Applied: true, RunStatus: protocol.StatusWaitingApproval}, *outcome("r1"))
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(outcome("r3").Code, outcome("r3").Unprocessable), "the same messageId again")
 	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(outcome("r4").Code, outcome("r4").Unprocessable))
 	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(outcome("f-signal").Code, outcome("f-signal").Unprocessable))
 	require.Equal(t, "validation_error", outcome("f-signal").Code)
-	require.Equal(t, ResolveOutcome{RequestID: "r10", Applied: true, RunStatus: StatusRunning}, *outcome("r10"))
+	require.Equal(t, ResolveOutcome{RequestID: "r10", Applied: true, RunStatus: protocol.StatusRunning}, *outcome("r10"))
 	late := tr.check(councilResolve(tr, "r11", `{"text":"too late"}`))
 	require.True(t, late.Terminal, "a run that ended applies nothing more")
 	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(late.Code, late.Unprocessable), "an exchange after close")
 
-	var turns []Turn
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
 	var got []string
 	for i, tn := range turns {
@@ -139,7 +139,7 @@ func TestConversationWithRealResolves(t *testing.T) {
 	require.Equal(t, int64(5), turns[3].Ts)
 	require.Equal(t, int64(1718900000000), turns[1].Ts, "a bare reply's ts is the API's receipt time")
 	require.Equal(t, "host:chair", turns[2].SpeakerID)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.JSONEq(t, `{"decision":"ship"}`, string(mustJSON(payload(t, closed[0])["outcome"])))
 	after := tr.check(councilResolve(tr, "r12", `{"text":"again"}`))
@@ -153,9 +153,9 @@ func TestConversationTimeoutTwoWeeks(t *testing.T) {
 	start := tr.env.Now()
 	s := tr.execute()
 	require.GreaterOrEqual(t, tr.env.Now().Sub(start), 14*24*time.Hour-time.Second)
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "interrupt_timeout", s.Error.Code)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	p := payload(t, closed[0])
 	require.Nil(t, p["outcome"])
@@ -174,7 +174,7 @@ func TestConversationMessagesWhileBusyAreAppliedInOrder(t *testing.T) {
 		tr.resolveReq(councilResolve(tr, "close", `{"operation":"close"}`))
 	})
 	s := tr.execute()
-	var turns []Turn
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
 	require.Len(t, turns, 1+12+1)
 	for i := 0; i < 6; i++ {
@@ -211,15 +211,15 @@ func TestContinueAsNewKeepsRunIDEventsAndTurns(t *testing.T) {
 		tr2.resolveReq(councilResolve(tr2, "d", `{"operation":"close"}`))
 	})
 	s := tr2.execute()
-	require.Equal(t, StatusWaitingApproval, mid.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, mid.Status)
 	require.Equal(t, "convo", mid.CurrentNodeID)
 	require.True(t, dup.Replayed && dup.Outcome != nil && dup.Outcome.Applied, "request outcomes survive continue-as-new: %+v", dup)
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	evs := tr2.events()
-	require.Equal(t, EvRunStarted, evs[0].Type)
-	require.Len(t, ofType(evs, EvRunStarted), 1)
-	require.Len(t, ofType(evs, EvConversationOpened), 1)
-	var turns []Turn
+	require.Equal(t, protocol.EvRunStarted, evs[0].Type)
+	require.Len(t, ofType(evs, protocol.EvRunStarted), 1)
+	require.Len(t, ofType(evs, protocol.EvConversationOpened), 1)
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
 	var texts []string
 	for _, tn := range turns {
@@ -240,7 +240,7 @@ func TestForkReplayReproducesChannels(t *testing.T) {
 	fork := newTestRun(t, *in)
 	fork.env.SetStartTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)) // a different clock
 	s := fork.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.Equal(t, string(mustJSON(srcSnap.Channels)), string(mustJSON(s.Channels)))
 }
 
@@ -251,12 +251,12 @@ func TestForkReplayReusesApprovals(t *testing.T) {
 			src.resolve("gate", `{"action":"accept","voter":"`+v+`"}`)
 		}
 	})
-	require.Equal(t, StatusCompleted, src.execute().Status)
+	require.Equal(t, protocol.StatusCompleted, src.execute().Status)
 	in := fixtureInput(t, "conformance-interrupt-quorum", "")
 	in.RunID = "run-fork-2"
 	in.Fork = &ForkSource{SourceRunID: "run-conformance-interrupt-quorum", Events: src.events()}
 	fork := newTestRun(t, in)
 	s := fork.execute() // no resolve is sent: the recorded votes are re-folded
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.Equal(t, types(src.events()), types(fork.events()))
 }

@@ -3,20 +3,21 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
 // nodeError is a node failure with its OpenWOP error.
-type nodeError struct{ RunError }
+type nodeError struct{ protocol.RunError }
 
 func (e *nodeError) Error() string { return e.Code + ": " + e.Message }
 
 func failNode(code, format string, args ...any) error {
-	return &nodeError{RunError{Code: code, Message: fmt.Sprintf(format, args...)}}
+	return &nodeError{protocol.RunError{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
 // nodeExecutor runs one built-in node type and returns its outputs (port → value).
@@ -56,7 +57,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	if !resumed {
 		r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "running"})
 		r.currentNode = n.ID
-		r.emit(EvNodeStarted, n.ID, map[string]any{"nodeId": n.ID, "typeId": n.TypeID, "attempt": 0}, "")
+		r.emit(protocol.EvNodeStarted, n.ID, map[string]any{"nodeId": n.ID, "typeId": n.TypeID, "attempt": 0}, "")
 	}
 	r.currentNode = n.ID
 	started := workflow.Now(r.ctx)
@@ -88,7 +89,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	if dur < 0 {
 		dur = 0
 	}
-	r.emit(EvNodeCompleted, n.ID, map[string]any{"nodeId": n.ID, "outputs": outs, "durationMs": dur}, r.lastNodeEvent(n.ID))
+	r.emit(protocol.EvNodeCompleted, n.ID, map[string]any{"nodeId": n.ID, "outputs": outs, "durationMs": dur}, r.lastNodeEvent(n.ID))
 	r.currentNode = ""
 	r.refreshStatus()
 	return outs, nil
@@ -147,7 +148,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 	if len(r.in.Inputs) > 0 {
 		var in map[string]json.RawMessage
 		if json.Unmarshal(r.in.Inputs, &in) == nil {
-			for _, k := range mapkeys.Sorted(in) {
+			for _, k := range slices.Sorted(maps.Keys(in)) {
 				vars[k] = in[k]
 			}
 		}
@@ -156,7 +157,7 @@ func (r *runner) variables() map[string]json.RawMessage {
 		if rec.State != "completed" {
 			continue
 		}
-		for _, k := range mapkeys.Sorted(rec.Outputs) {
+		for _, k := range slices.Sorted(maps.Keys(rec.Outputs)) {
 			vars[k] = rec.Outputs[k]
 		}
 	}

@@ -93,10 +93,10 @@
 //     turn left the run. Local rounds yield their workflow task every 100 ms (the Yield
 //     activity) so queries and signals are served. See turnstatus.go and localround.go
 //     (GetVersion "turn-status", "local-round-yield").
-//   - Webhooks: each tenant's subscriptions live in a WebhookDispatcher workflow; runs
-//     signal it the events webhooks may receive (notify.go, GetVersion
-//     "webhook-notify"), and it starts one WebhookDelivery workflow per event and
-//     destination; see webhooks.go.
+//   - Webhooks: each tenant's subscriptions live in a webhook dispatcher workflow
+//     (package webhooks); runs signal it the events webhooks may receive (notify.go,
+//     WebhookNotice, GetVersion "webhook-notify"), and it starts one delivery workflow
+//     per event and destination. worker.Register registers both packages' workflows.
 //
 // # Files
 //
@@ -109,7 +109,12 @@
 // (approval.go, clarification.go, interrupt_node.go, approvals_tool.go). A busy turn's
 // status (turnstatus.go), outages (outage.go), unknown tool outcomes (tooloutcome.go).
 // Conversations: the conversation and its host services (conversation.go), the agent
-// seam (conversation_agent.go), resolves (conversation_resolve.go) and the node
-// (conversation_node.go); pack agents in pack*.go. Error codes and event types are
-// package protocol's.
+// seam (conversation_agent.go: the generic resolve path asks an agent through it,
+// MisroutedEvent, CheckInject, ApprovesToolCalls, never by its type), resolves
+// (conversation_resolve.go) and the node (conversation_node.go); pack agents in
+// pack*.go. Gates: versions.go, the one registry, asked through runner.changed. What a
+// run sends its webhook dispatcher: notify.go (the dispatcher and deliveries are
+// package webhooks). Event types, interrupt kinds, error codes, the turn, the run
+// error, the statuses and payload structs are package protocol's. Registration is
+// worker.Register's, where a worker is assembled.
 package workflows

@@ -40,7 +40,7 @@ func TestEraSelectsTheVocabulary(t *testing.T) {
 			var started struct {
 				Owner map[string]json.RawMessage `json:"owner"`
 			}
-			require.NoError(t, json.Unmarshal(ofType(evs, EvRunStarted)[0].Payload, &started))
+			require.NoError(t, json.Unmarshal(ofType(evs, protocol.EvRunStarted)[0].Payload, &started))
 			if tc.subject == nil {
 				require.NotContains(t, started.Owner, "subject", "the payload of a run without a subject is what it was")
 			} else {

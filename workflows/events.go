@@ -7,35 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/wop-dev/wop/protocol"
-)
-
-// Event types the run workflow emits, under the names the workflow code uses (package
-// protocol spells them).
-const (
-	EvRunStarted             = protocol.EvRunStarted
-	EvRunCompleted           = protocol.EvRunCompleted
-	EvRunFailed              = protocol.EvRunFailed
-	EvRunCancelled           = protocol.EvRunCancelled
-	EvNodeStarted            = protocol.EvNodeStarted
-	EvNodeCompleted          = protocol.EvNodeCompleted
-	EvNodeFailed             = protocol.EvNodeFailed
-	EvNodeSkipped            = protocol.EvNodeSkipped
-	EvNodeCancelled          = protocol.EvNodeCancelled
-	EvNodeSuspended          = protocol.EvNodeSuspended
-	EvNodeResumed            = protocol.EvNodeResumed
-	EvInterruptRequested     = protocol.EvInterruptRequested
-	EvInterruptResolved      = protocol.EvInterruptResolved
-	EvApprovalRequested      = protocol.EvApprovalRequested
-	EvApprovalReceived       = protocol.EvApprovalReceived
-	EvClarificationRequested = protocol.EvClarificationRequested
-	EvClarificationResolved  = protocol.EvClarificationResolved
-	EvConversationOpened     = protocol.EvConversationOpened
-	EvConversationExchanged  = protocol.EvConversationExchanged
-	EvConversationClosed     = protocol.EvConversationClosed
-	EvReplayDiverged         = protocol.EvReplayDiverged
+	"go.temporal.io/sdk/workflow"
 )
 
 // EngineVersion is stamped on run.started.
@@ -45,6 +18,10 @@ const EngineVersion = "wop/1"
 const timestampLayout = "2006-01-02T15:04:05.000Z07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+// FormatTime formats t as event timestamps are (RFC 3339 with milliseconds, UTC), for
+// the host's other workflows.
+func FormatTime(t time.Time) string { return formatTime(t) }
 
 // EventID returns the deterministic id of the event at seq in run runID:
 // "evt-<runId>-<seq>", or, when that would exceed the 128 characters the run-event
@@ -112,7 +89,7 @@ func (r *runner) writeType(typ string) string {
 		return typ
 	}
 	v2, renamed := protocol.RenamedAtV2(typ)
-	if !renamed || !r.changed(eventVocabularyVersion) {
+	if !renamed || !r.changed(GateEventVocabulary) {
 		return typ
 	}
 	return v2

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 func startOpts(id string) client.StartWorkflowOptions {
@@ -18,8 +20,8 @@ func startOpts(id string) client.StartWorkflowOptions {
 func TestNoop(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-noop", ""))
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeCompleted, EvRunCompleted}, types(tr.events()))
+	require.Equal(t, protocol.StatusCompleted, s.Status)
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(tr.events()))
 	require.Equal(t, "conformance-noop", s.WorkflowID)
 	require.NotEmpty(t, s.CompletedAt)
 }
@@ -27,22 +29,22 @@ func TestNoop(t *testing.T) {
 func TestIdentityEchoesPayload(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-identity", `{"payload":{"a":1,"b":[true,"x"]}}`))
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.JSONEq(t, `{"a":1,"b":[true,"x"]}`, string(s.Variables["payload"]))
 	var done struct {
 		Outputs map[string]json.RawMessage `json:"outputs"`
 	}
-	require.NoError(t, json.Unmarshal(ofType(tr.events(), EvRunCompleted)[0].Payload, &done))
+	require.NoError(t, json.Unmarshal(ofType(tr.events(), protocol.EvRunCompleted)[0].Payload, &done))
 	require.JSONEq(t, `{"a":1,"b":[true,"x"]}`, string(done.Outputs["payload"]))
 }
 
 func TestFailure(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-failure", ""))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
-	require.Equal(t, &RunError{Code: "conformance_test_failure", Message: "Intentional conformance failure"}, s.Error)
+	require.Equal(t, protocol.StatusFailed, s.Status)
+	require.Equal(t, &protocol.RunError{Code: "conformance_test_failure", Message: "Intentional conformance failure"}, s.Error)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeFailed, EvRunFailed}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeFailed, protocol.EvRunFailed}, types(evs))
 	require.Equal(t, "fail", payload(t, evs[3])["failedNodeId"])
 }
 
@@ -50,7 +52,7 @@ func TestMultiNodeOrder(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-multi-node", ""))
 	tr.execute()
 	var order []string
-	for _, e := range ofType(tr.events(), EvNodeCompleted) {
+	for _, e := range ofType(tr.events(), protocol.EvNodeCompleted) {
 		order = append(order, e.NodeID)
 	}
 	require.Equal(t, []string{"a", "b", "c"}, order)
@@ -61,9 +63,9 @@ func TestDelayIsRunningThenCompletes(t *testing.T) {
 	var mid Snapshot
 	tr.at(2*time.Second, func() { mid = tr.snapshot() })
 	s := tr.execute()
-	require.Equal(t, StatusRunning, mid.Status)
+	require.Equal(t, protocol.StatusRunning, mid.Status)
 	require.Equal(t, "delay", mid.CurrentNodeID)
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 }
 
 func TestCancelDuringDelay(t *testing.T) {
@@ -72,9 +74,9 @@ func TestCancelDuringDelay(t *testing.T) {
 		tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "user asked", CancelledBy: "key_test"})
 	})
 	s := tr.execute()
-	require.Equal(t, StatusCancelled, s.Status)
+	require.Equal(t, protocol.StatusCancelled, s.Status)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeCancelled, EvRunCancelled}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeCancelled, protocol.EvRunCancelled}, types(evs))
 	p := payload(t, evs[3])
 	require.Equal(t, "user asked", p["reason"])
 	require.Equal(t, "key_test", p["cancelledBy"])
@@ -84,9 +86,9 @@ func TestTemporalCancellation(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-cancellable", `{"delayMs":60000}`))
 	tr.at(time.Second, func() { tr.env.CancelWorkflow() })
 	s := tr.execute()
-	require.Equal(t, StatusCancelled, s.Status)
+	require.Equal(t, protocol.StatusCancelled, s.Status)
 	last := tr.events()[len(tr.events())-1]
-	require.Equal(t, EvRunCancelled, last.Type)
+	require.Equal(t, protocol.EvRunCancelled, last.Type)
 	require.Equal(t, "cancelled", payload(t, last)["reason"])
 }
 
@@ -97,7 +99,7 @@ func TestUnknownNodeType(t *testing.T) {
 	in.Definition = &def
 	tr := newTestRun(t, in)
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "capability_not_provided", s.Error.Code)
 	require.Contains(t, s.Error.Message, "vendor.acme.magic")
 }
@@ -105,7 +107,7 @@ func TestUnknownNodeType(t *testing.T) {
 func TestRequiresMissingCapability(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-requires-missing", ""))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "capability_not_provided", s.Error.Code)
 	require.Contains(t, s.Error.Message, "conformance.never-provided")
 }
@@ -125,13 +127,13 @@ func TestEdgeConditionsSkipBranches(t *testing.T) {
 	def.Normalize()
 	tr := newTestRun(t, RunInput{RunID: "run-branches", Definition: def})
 	s := tr.execute()
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	var completed, skipped []string
 	for _, e := range tr.events() {
 		switch e.Type {
-		case EvNodeCompleted:
+		case protocol.EvNodeCompleted:
 			completed = append(completed, e.NodeID)
-		case EvNodeSkipped:
+		case protocol.EvNodeSkipped:
 			skipped = append(skipped, e.NodeID)
 		}
 	}
@@ -167,13 +169,13 @@ func TestTriggerRules(t *testing.T) {
 			def.Normalize()
 			tr := newTestRun(t, RunInput{RunID: "run-join", Definition: def})
 			if c.legacy {
-				tr.env.OnGetVersion(triggerRulesVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				tr.env.OnGetVersion(GateTriggerRules, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			}
 			s := tr.execute()
-			require.Equal(t, StatusCompleted, s.Status)
+			require.Equal(t, protocol.StatusCompleted, s.Status)
 			ran := false
 			for _, e := range tr.events() {
-				if e.Type == EvNodeCompleted && e.NodeID == "join" {
+				if e.Type == protocol.EvNodeCompleted && e.NodeID == "join" {
 					ran = true
 				}
 			}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/wop-dev/wop/protocol"
@@ -16,7 +17,7 @@ import (
 //     source's. Agents that implement turnObserver see each replayed turn, and
 //     conversation.SourceEvents exposes the node's recorded events (agent.*,
 //     provider.usage, …) to them. A source conversation that never closed continues
-//     live after the recorded turns; since forkReplayVersion a last user turn the
+//     live after the recorded turns; since GateForkReplay a last user turn the
 //     source never answered is answered then (see pack_replay.go).
 // FromSeq is recorded on the run but the replay always re-folds from sequence 0.
 
@@ -32,19 +33,19 @@ func newForkIndex(f *ForkSource) *forkIndex {
 	convNodes := map[string]bool{}
 	for _, e := range f.Events {
 		switch e.Type {
-		case EvApprovalRequested:
+		case protocol.EvApprovalRequested:
 			approvalNodes[e.NodeID] = true
-		case EvConversationOpened:
+		case protocol.EvConversationOpened:
 			convNodes[e.NodeID] = true
 		}
 	}
 	for _, e := range f.Events {
 		switch {
 		case convNodes[e.NodeID]:
-			if e.Type == EvConversationOpened || e.Type == EvConversationExchanged || e.Type == EvConversationClosed {
+			if e.Type == protocol.EvConversationOpened || e.Type == protocol.EvConversationExchanged || e.Type == protocol.EvConversationClosed {
 				fi.convs[e.NodeID] = append(fi.convs[e.NodeID], e)
 			}
-		case approvalNodes[e.NodeID] && e.Type == EvApprovalReceived:
+		case approvalNodes[e.NodeID] && e.Type == protocol.EvApprovalReceived:
 			var p map[string]json.RawMessage
 			if json.Unmarshal(e.Payload, &p) != nil {
 				continue
@@ -66,7 +67,7 @@ func newForkIndex(f *ForkSource) *forkIndex {
 				v["voter"] = mustJSON(by)
 			}
 			fi.resolves[e.NodeID] = append(fi.resolves[e.NodeID], ResolveRequest{RequestID: "fork:" + e.EventID, NodeID: e.NodeID, ResumeValue: mustJSON(v), ResolvedBy: by, Via: "fork"})
-		case !approvalNodes[e.NodeID] && e.Type == EvInterruptResolved:
+		case !approvalNodes[e.NodeID] && e.Type == protocol.EvInterruptResolved:
 			var p struct {
 				ResumeValue json.RawMessage `json:"resumeValue"`
 				ResolvedBy  string          `json:"resolvedBy"`
@@ -113,23 +114,23 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	var opened struct {
 		ConversationID string          `json:"conversationId"`
 		AgentID        string          `json:"agentId"`
-		InitialTurn    Turn            `json:"initialTurn"`
+		InitialTurn    protocol.Turn   `json:"initialTurn"`
 		Schema         json.RawMessage `json:"schema"`
 	}
 	if err := json.Unmarshal(src[0].Payload, &opened); err != nil {
 		return nil, failNode(protocol.CodeReplayFailed, "source conversation.opened of node %q is unreadable: %v", c.NodeID, err)
 	}
 	c.ID = opened.ConversationID
-	c.AgentID = orDefault(opened.AgentID, "host:"+c.NodeID)
+	c.AgentID = cmp.Or(opened.AgentID, "host:"+c.NodeID)
 	c.Title = "Replay of " + opened.ConversationID
 	c.Schema = opened.Schema
 	r.convs = append(r.convs, c)
-	it := r.raise(c.NodeID, interruptSpec{Kind: "conversation.start", Data: map[string]any{"conversationId": c.ID, "title": c.Title}, Reason: "conversation-input",
+	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: map[string]any{"conversationId": c.ID, "title": c.Title}, Reason: "conversation-input",
 		Describe: "Replaying conversation " + c.ID + " from the source run."})
 	it.conv = c
 	c.it = it
 	c.appendTurn(opened.InitialTurn)
-	c.LastEventID = r.emit(EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
+	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
 	c.refreshExchangeData()
 	obs, _ := agent.(turnObserver)
 	if obs != nil {
@@ -142,23 +143,23 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 			folder.FoldBefore(r.ctx, c, e)
 		}
 		switch e.Type {
-		case EvConversationExchanged:
+		case protocol.EvConversationExchanged:
 			var p struct {
-				Turn Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
 				return nil, failNode(protocol.CodeReplayFailed, "source event %s is unreadable: %v", e.EventID, err)
 			}
 			c.appendTurn(p.Turn)
 			last = p.Turn
-			c.LastEventID = r.emit(EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
+			c.LastEventID = r.emit(protocol.EvConversationExchanged, c.NodeID, e.Payload, c.LastEventID)
 			c.refreshExchangeData()
 			if obs != nil {
 				obs.Observe(r.ctx, c, p.Turn)
 			}
-		case EvConversationClosed:
+		case protocol.EvConversationClosed:
 			var p struct {
-				FinalTurn Turn            `json:"finalTurn"`
+				FinalTurn protocol.Turn   `json:"finalTurn"`
 				Outcome   json.RawMessage `json:"outcome"`
 			}
 			if err := json.Unmarshal(e.Payload, &p); err != nil {
@@ -180,7 +181,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	if folder != nil {
 		folder.ReplayDone(r.ctx, c, false)
 	}
-	if last.Role == RoleUser && r.changed(forkReplayVersion) {
+	if last.Role == protocol.RoleUser && r.changed(GateForkReplay) {
 		// The source never answered its last user turn (cancelled mid-turn, or still
 		// working): it is answered now, as a live turn would be.
 		rep, err := agent.Reply(r.ctx, c, last)
@@ -196,16 +197,16 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 
 // sourceNodeFailure returns the failure the source run recorded for node nodeID
 // (node.failed), so a replayed conversation that closed with an error fails its node
-// as the source's did. Forks recorded before forkReplayVersion completed the node.
+// as the source's did. Forks recorded before GateForkReplay completed the node.
 func (r *runner) sourceNodeFailure(nodeID string) error {
 	for _, e := range r.in.Fork.Events {
-		if e.Type != EvNodeFailed || e.NodeID != nodeID {
+		if e.Type != protocol.EvNodeFailed || e.NodeID != nodeID {
 			continue
 		}
 		var p struct {
-			Error RunError `json:"error"`
+			Error protocol.RunError `json:"error"`
 		}
-		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(forkReplayVersion) {
+		if json.Unmarshal(e.Payload, &p) != nil || p.Error.Code == "" || !r.changed(GateForkReplay) {
 			return nil
 		}
 		return &nodeError{p.Error}

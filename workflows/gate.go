@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -8,20 +9,21 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // gateConfig is core.conversationGate's config.
 type gateConfig struct {
 	// Lifecycle "open-exchange-close" with MockAutoResume runs the whole conversation
 	// host-side (the conformance mock).
-	Lifecycle      string          `json:"lifecycle,omitempty"`
-	MockAutoResume bool            `json:"mockAutoResume,omitempty"`
-	Title          string          `json:"title,omitempty"`
-	InitialPrompt  string          `json:"initialPrompt,omitempty"`
-	AgentID        string          `json:"agentId,omitempty"`
-	Participants   []Participant   `json:"participants,omitempty"`
-	Schema         json.RawMessage `json:"schema,omitempty"`
-	TimeoutMs      int64           `json:"timeoutMs,omitempty"`
+	Lifecycle      string                 `json:"lifecycle,omitempty"`
+	MockAutoResume bool                   `json:"mockAutoResume,omitempty"`
+	Title          string                 `json:"title,omitempty"`
+	InitialPrompt  string                 `json:"initialPrompt,omitempty"`
+	AgentID        string                 `json:"agentId,omitempty"`
+	Participants   []protocol.Participant `json:"participants,omitempty"`
+	Schema         json.RawMessage        `json:"schema,omitempty"`
+	TimeoutMs      int64                  `json:"timeoutMs,omitempty"`
 	// Reply "echo" answers every user turn with {"text": "echo: <text>"}; the default
 	// records client turns only.
 	Reply   string `json:"reply,omitempty"`
@@ -51,9 +53,9 @@ func init() {
 // Open implements conversationAgent.
 func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	op := opening{
-		AgentID:      orDefault(g.cfg.AgentID, "host:"+c.NodeID),
+		AgentID:      cmp.Or(g.cfg.AgentID, "host:"+c.NodeID),
 		Title:        g.cfg.Title,
-		InitialText:  orDefault(g.cfg.InitialPrompt, "Conversation opened."),
+		InitialText:  cmp.Or(g.cfg.InitialPrompt, "Conversation opened."),
 		Participants: g.cfg.Participants,
 		Schema:       g.cfg.Schema,
 		TimeoutMs:    g.cfg.TimeoutMs,
@@ -69,7 +71,7 @@ func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 }
 
 // Reply implements conversationAgent.
-func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user Turn) (agentReply, error) {
+func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Turn) (agentReply, error) {
 	if g.cfg.Reply != "echo" {
 		return agentReply{Silent: true}, nil
 	}
@@ -91,6 +93,13 @@ func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user Turn) (agent
 func (g *gateAgent) CheckInject(*conversation, InjectedEvent) error {
 	return fmt.Errorf("core.conversationGate accepts no injected events")
 }
+
+// MisroutedEvent implements conversationAgent: the gate takes every value as a
+// message.
+func (g *gateAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
+
+// ApprovesToolCalls implements conversationAgent: the gate calls no tools.
+func (g *gateAgent) ApprovesToolCalls() bool { return false }
 
 // Inject implements conversationAgent.
 func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (agentReply, error) {

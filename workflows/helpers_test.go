@@ -10,6 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // testRun drives one run in the SDK test environment.
@@ -27,7 +30,7 @@ func newTestRun(t *testing.T, in RunInput) *testRun {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(startOpts(in.RunID))
-	Register(env, nil)
+	registerRun(env)
 	// A run signals its tenant's webhook dispatcher; here, as for a tenant without
 	// webhooks, there is none (notify_test.go records the notices instead).
 	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID(in.Owner.Tenant), mock.Anything, WebhookEventsSignal, mock.Anything).
@@ -126,12 +129,12 @@ func finalSnapshot(t *testing.T, env *testsuite.TestWorkflowEnvironment) Snapsho
 		snap, ok := SnapshotFromError(err)
 		require.True(t, ok, "the workflow failed without a final snapshot: %v", err)
 		var ce *temporal.CanceledError
-		require.Equal(t, snap.Status == StatusCancelled, errors.As(err, &ce), "a cancelled run closes as Canceled, a failed one as Failed: %v", err)
+		require.Equal(t, snap.Status == protocol.StatusCancelled, errors.As(err, &ce), "a cancelled run closes as Canceled, a failed one as Failed: %v", err)
 		return *snap
 	}
 	var s Snapshot
 	require.NoError(t, env.GetWorkflowResult(&s))
-	require.Equal(t, StatusCompleted, s.Status, "a run that returns normally completed")
+	require.Equal(t, protocol.StatusCompleted, s.Status, "a run that returns normally completed")
 	return s
 }
 
@@ -190,7 +193,7 @@ func checkEventLog(t *testing.T, runID string, evs []Event) {
 		}
 		ids[e.EventID] = true
 		switch e.Type {
-		case EvRunCompleted, EvRunFailed, EvRunCancelled:
+		case protocol.EvRunCompleted, protocol.EvRunFailed, protocol.EvRunCancelled:
 			terminals++
 			require.Equal(t, len(evs)-1, i, "terminal event %s is not last", e.Type)
 		}
@@ -206,4 +209,10 @@ func refusal(code string, unprocessable bool) string {
 		return code + " (unprocessable)"
 	}
 	return code
+}
+
+// registerRun registers the run workflow on a test environment (the worker's assembly,
+// worker.Register, also registers the webhook workflows and the activities).
+func registerRun(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
 }

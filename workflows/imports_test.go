@@ -11,9 +11,9 @@ import (
 )
 
 // TestWorkflowCodeSpeaksNoHTTP reads the imports of the workflow code (this package's
-// non-test files) and of protocol: the workflow code refuses and fails with OpenWOP
+// non-test files and package webhooks), of activities and of protocol: the workflow code refuses and fails with OpenWOP
 // codes and leaves HTTP statuses to the API (api/errors.go), so it does not import
-// net/http; protocol imports nothing.
+// net/http; protocol imports the standard library only.
 func TestWorkflowCodeSpeaksNoHTTP(t *testing.T) {
 	importsOf := func(dir string) map[string]bool {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -47,7 +47,26 @@ func TestWorkflowCodeSpeaksNoHTTP(t *testing.T) {
 	if workflows["net/http"] {
 		t.Errorf("workflows imports net/http; refuse with a protocol code and let api/errors.go pick the status")
 	}
-	if p := importsOf("../protocol"); len(p) != 0 {
-		t.Errorf("protocol imports %v; it imports nothing", p)
+	// The webhook workflows (package webhooks) build on the run's package and know no
+	// packs; the activities know neither workflow package, whose names the process that
+	// assembles a worker hands them (worker.Register, ClientTranscripts.Query).
+	hooks := importsOf("../webhooks")
+	if !hooks["github.com/wop-dev/wop/workflows"] {
+		t.Fatalf("the imports of webhooks do not read as expected: %v", hooks)
+	}
+	for _, p := range []string{"github.com/wop-dev/wop/engine", "github.com/wop-dev/wop/packs", "github.com/wop-dev/wop/api", "github.com/wop-dev/wop/worker", "net/http"} {
+		if hooks[p] {
+			t.Errorf("webhooks imports %s; the webhook workflows use the run's events and the DeliverWebhook activity only", p)
+		}
+	}
+	for p := range importsOf("../activities") {
+		if p == "github.com/wop-dev/wop/workflows" || p == "github.com/wop-dev/wop/webhooks" {
+			t.Errorf("activities imports %s; workflows import activities, never the other way", p)
+		}
+	}
+	for p := range importsOf("../protocol") {
+		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") {
+			t.Errorf("protocol imports %s; it imports the standard library only", p)
+		}
 	}
 }

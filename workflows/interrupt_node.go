@@ -58,24 +58,24 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 	// read as absent. Failing the node on it instead would change what runs in flight
 	// with such a definition do (a workflow.GetVersion branch, when it is wanted).
 	switch cfg.Kind {
-	case "approval":
+	case protocol.KindApproval:
 		var d approvalData
 		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
 		return runApproval(r, n, d, cfg.TimeoutMs, cfg.ResumeSchema, cfg.BearerOnly)
-	case "clarification":
+	case protocol.KindClarification:
 		var d clarificationData
 		_ = json.Unmarshal(orJSON(cfg.Data, "{}"), &d)
 		return runClarification(r, n, d, cfg.TimeoutMs)
-	case "external-event", "custom", "low-confidence":
+	case protocol.KindExternalEvent, protocol.KindCustom, protocol.KindLowConfidence:
 	case "":
-		cfg.Kind = "custom"
+		cfg.Kind = protocol.KindCustom
 	default:
 		return nil, failNode(protocol.CodeValidation, "core.interrupt at node %q: unsupported kind %q", n.ID, cfg.Kind)
 	}
 	data := orJSON(cfg.Data, "{}")
 	words := "Waiting for a resume value."
 	switch cfg.Kind {
-	case "external-event":
+	case protocol.KindExternalEvent:
 		var d externalData
 		if err := json.Unmarshal(data, &d); err != nil || d.EventType == "" {
 			return nil, failNode(protocol.CodeValidation, "core.interrupt at node %q: external-event data needs eventType and correlation", n.ID)
@@ -84,7 +84,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 			data = mustJSON(map[string]any{"eventType": d.EventType, "correlation": map[string]any{}})
 		}
 		words = fmt.Sprintf("Waiting for external event %q with correlation %s.", d.EventType, canonical(mustJSON(d.Correlation)))
-	case "custom":
+	case protocol.KindCustom:
 		var d struct {
 			CustomKind string `json:"customKind"`
 		}

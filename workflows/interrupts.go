@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -47,7 +48,7 @@ type interruptSpec struct {
 }
 
 // legacyKinds are the kinds node.suspended / interrupt.resolved may name.
-var legacyKinds = map[string]bool{"approval": true, "clarification": true, "external-event": true, "custom": true}
+var legacyKinds = map[string]bool{protocol.KindApproval: true, protocol.KindClarification: true, protocol.KindExternalEvent: true, protocol.KindCustom: true}
 
 // InterruptID returns the deterministic interrupt id for an interrupt key.
 func InterruptID(key string) string {
@@ -83,7 +84,7 @@ func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
 	if spec.Reason != "" {
 		susp["reason"] = spec.Reason
 	}
-	it.suspendedEvent = r.emit(EvNodeSuspended, nodeID, susp, "")
+	it.suspendedEvent = r.emit(protocol.EvNodeSuspended, nodeID, susp, "")
 	req := map[string]any{"kind": spec.Kind, "key": key, "data": it.Data}
 	if len(spec.ResumeSchema) > 0 {
 		req["resumeSchema"] = spec.ResumeSchema
@@ -91,7 +92,7 @@ func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
 	if spec.TimeoutMs > 0 {
 		req["timeoutMs"] = spec.TimeoutMs
 	}
-	it.requestedEvent = r.emit(EvInterruptRequested, nodeID, req, it.suspendedEvent)
+	it.requestedEvent = r.emit(protocol.EvInterruptRequested, nodeID, req, it.suspendedEvent)
 	r.pending = append(r.pending, it)
 	r.currentNode = nodeID
 	r.startTimer(it)
@@ -162,12 +163,12 @@ func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawM
 	if req.Via == "token" {
 		p["via"] = req.Via // resolvedBy is the key the token was issued to
 	}
-	return r.emit(EvInterruptResolved, it.NodeID, p, it.requestedEvent)
+	return r.emit(protocol.EvInterruptResolved, it.NodeID, p, it.requestedEvent)
 }
 
 // emitResumed appends node.resumed, caused by cause.
 func (r *runner) emitResumed(it *interrupt, value json.RawMessage, cause string) string {
-	return r.emit(EvNodeResumed, it.NodeID, map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value)}, cause)
+	return r.emit(protocol.EvNodeResumed, it.NodeID, map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value)}, cause)
 }
 
 // nextResolve waits for the next valid resolve addressed to one of node's pending
@@ -235,17 +236,17 @@ type resolution struct {
 
 // checkSignalled is checkResolve for a request the run received as a signal: one the
 // integrity rules refuse but the earlier rules accept is applied by runs that started
-// before the rules (their history has no integrityVersion marker at that point).
+// before the rules (their history has no GateRequestIntegrity marker at that point).
 func (r *runner) checkSignalled(req ResolveRequest) (ResolveCheck, *resolution) {
 	check, res := r.checkResolve(req, false)
-	if !check.OK && check.misrouted && !r.changed(eventRoutingVersion) {
+	if !check.OK && check.misrouted && !r.changed(GateEventRouting) {
 		r.legacyEventRouting = true
 		check, res = r.checkResolve(req, false)
 	}
 	if check.OK {
 		return check, res
 	}
-	if lc, lres := r.checkResolve(req, true); lc.OK && !r.changed(integrityVersion) {
+	if lc, lres := r.checkResolve(req, true); lc.OK && !r.changed(GateRequestIntegrity) {
 		return lc, lres
 	}
 	return check, res
@@ -258,13 +259,13 @@ func reject(code, format string, args ...any) (ResolveCheck, *resolution) {
 
 // checkResolve is the one validation of a ResolveRequest, used by ValidateResolveQuery
 // (the API's synchronous answer) and by the workflow before it applies a signal. It
-// changes nothing. legacy checks by the rules before integrityVersion.
+// changes nothing. legacy checks by the rules before GateRequestIntegrity.
 func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *resolution) {
 	if req.NodeID == "" {
 		return reject(protocol.CodeValidation, "nodeId is required")
 	}
 	if r.terminal || r.closing != "" || r.cancelReq != nil {
-		if r.status == StatusCancelled || r.closing == StatusCancelled || r.cancelReq != nil {
+		if r.status == protocol.StatusCancelled || r.closing == protocol.StatusCancelled || r.cancelReq != nil {
 			return reject(protocol.CodeInterruptCancelled, "run %s was cancelled; its interrupts are no longer pending", r.in.RunID)
 		}
 		if c := r.convOf(req.NodeID); c != nil && c.Closed {
@@ -273,7 +274,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		if r.resolvedNodes[req.NodeID] {
 			return reject(protocol.CodeInterruptResolved, "the interrupt at node %q was already resolved", req.NodeID)
 		}
-		return reject(protocol.CodeInterruptCancelled, "run %s is %s; nothing is pending", r.in.RunID, orDefault(r.closing, r.status))
+		return reject(protocol.CodeInterruptCancelled, "run %s is %s; nothing is pending", r.in.RunID, cmp.Or(r.closing, r.status))
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(protocol.CodeInterruptResolved, "request %q was already applied", req.RequestID)
@@ -334,7 +335,7 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	var (
 		value  json.RawMessage
 		check  ResolveCheck
-		status = StatusRunning
+		status = protocol.StatusRunning
 		noop   bool
 	)
 	switch {
@@ -345,15 +346,15 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		value, status, check = r.checkConversationResolve(target, req, legacy)
 	case target.agent:
 		value, check = r.checkAgentResolve(target, req)
-		status = StatusWaitingApproval
-	case target.Kind == "approval":
+		status = protocol.StatusWaitingApproval
+	case target.Kind == protocol.KindApproval:
 		value, status, check, noop = r.checkApproval(target, req)
 		if check.OK && !noop && target.tool != nil {
 			check = r.checkToolEdit(target, value)
 		}
-	case target.Kind == "clarification":
+	case target.Kind == protocol.KindClarification:
 		value, check = r.checkClarification(target, req)
-	case target.Kind == "external-event":
+	case target.Kind == protocol.KindExternalEvent:
 		value, check = r.checkExternal(target, req)
 	default:
 		value, check = req.ResumeValue, ResolveCheck{OK: true}
@@ -367,14 +368,6 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 		}
 	}
 	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}
-}
-
-// orDefault is s, or def when s is empty.
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // orJSON is raw, or def when raw is empty or null.

@@ -24,7 +24,7 @@ func TestApprovalAcceptEventSequence(t *testing.T) {
 		tr.resolve("gate", `{"action":"accept"}`)
 	})
 	s := tr.execute()
-	require.Equal(t, StatusWaitingApproval, waiting.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, waiting.Status)
 	require.Equal(t, "gate", waiting.CurrentNodeID)
 	require.NotNil(t, waiting.Interrupt)
 	require.Equal(t, "run-conformance-approval:gate:0", waiting.Interrupt.Key)
@@ -33,11 +33,11 @@ func TestApprovalAcceptEventSequence(t *testing.T) {
 	require.Equal(t, refusal(protocol.CodeInterruptNotFound, false), refusal(unknownNode.Code, unknownNode.Unprocessable))
 	require.Equal(t, "interrupt_not_found", unknownNode.Code)
 	require.True(t, ok.OK)
-	require.Equal(t, StatusRunning, ok.RunStatus)
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusRunning, ok.RunStatus)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	evs := tr.events()
-	require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvApprovalRequested,
-		EvInterruptResolved, EvApprovalReceived, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvApprovalRequested,
+		protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvNodeResumed, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
 	require.Equal(t, evs[3].EventID, evs[5].CausationID, "interrupt.resolved is caused by interrupt.requested")
 	require.Equal(t, evs[6].EventID, evs[7].CausationID)
 	require.Equal(t, "key_test", payload(t, evs[6])["decidedBy"])
@@ -51,12 +51,12 @@ func TestApprovalRejectFailsRun(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-approval", ""))
 	tr.at(time.Second, func() { tr.resolve("gate", `{"decision":"rejected"}`) })
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "approval_rejected", s.Error.Code)
-	recv := ofType(tr.events(), EvApprovalReceived)
+	recv := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Len(t, recv, 1)
 	require.Equal(t, "reject", payload(t, recv[0])["action"])
-	require.Len(t, ofType(tr.events(), EvNodeFailed), 1)
+	require.Len(t, ofType(tr.events(), protocol.EvNodeFailed), 1)
 }
 
 func TestApprovalTimeout(t *testing.T) {
@@ -70,9 +70,9 @@ func TestApprovalTimeout(t *testing.T) {
 	tr.at(time.Minute, func() { waiting = tr.snapshot() })
 	s := tr.execute()
 	require.NotEmpty(t, waiting.Interrupt.ExpiresAt)
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "interrupt_timeout", s.Error.Code)
-	recv := ofType(tr.events(), EvApprovalReceived)
+	recv := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Equal(t, "timeout", payload(t, recv[0])["action"])
 }
 
@@ -91,11 +91,11 @@ func TestQuorumAcceptsAfterThreeVoters(t *testing.T) {
 		tr.resolve("gate", `{"action":"accept","voter":"approver-3"}`)
 	})
 	s := tr.execute()
-	require.Equal(t, StatusWaitingApproval, after2.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, after2.Status)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(dupVoter.Code, dupVoter.Unprocessable))
-	require.Equal(t, StatusCompleted, s.Status)
-	require.Len(t, ofType(tr.events(), EvApprovalReceived), 3)
-	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
+	require.Len(t, ofType(tr.events(), protocol.EvApprovalReceived), 3)
+	require.Len(t, ofType(tr.events(), protocol.EvInterruptResolved), 1)
 }
 
 func TestQuorumMajorityRejects(t *testing.T) {
@@ -105,7 +105,7 @@ func TestQuorumMajorityRejects(t *testing.T) {
 		tr.resolve("gate", `{"action":"reject","voter":"approver-2"}`)
 	})
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "approval_rejected", s.Error.Code)
 }
 
@@ -121,13 +121,13 @@ func TestClarificationObjectAndArrayAnswers(t *testing.T) {
 				tr.resolve("ask", answers)
 			})
 			s := tr.execute()
-			require.Equal(t, StatusWaitingInput, waiting.Status)
+			require.Equal(t, protocol.StatusWaitingInput, waiting.Status)
 			require.Equal(t, "ask", waiting.CurrentNodeID)
 			require.Equal(t, refusal(protocol.CodeValidation, false), refusal(missing.Code, missing.Unprocessable))
-			require.Equal(t, StatusCompleted, s.Status)
+			require.Equal(t, protocol.StatusCompleted, s.Status)
 			evs := tr.events()
-			require.Equal(t, []string{EvRunStarted, EvNodeStarted, EvNodeSuspended, EvInterruptRequested, EvClarificationRequested,
-				EvInterruptResolved, EvClarificationResolved, EvNodeResumed, EvNodeCompleted, EvRunCompleted}, types(evs))
+			require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvNodeSuspended, protocol.EvInterruptRequested, protocol.EvClarificationRequested,
+				protocol.EvInterruptResolved, protocol.EvClarificationResolved, protocol.EvNodeResumed, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
 			require.Equal(t, map[string]any{"q1": "blue"}, payload(t, evs[6])["answers"])
 		})
 	}
@@ -151,23 +151,23 @@ func TestExternalEventMatchAndMismatch(t *testing.T) {
 		tr.resolve("wait", `{"orderId":"fixture-order-1","status":"completed","externalReference":"conformance-test-123"}`)
 	})
 	s := tr.execute()
-	require.Equal(t, StatusWaitingExternal, waiting.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, waiting.Status)
 	require.Equal(t, "external-event", waiting.Interrupt.Kind)
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(mismatch.Code, mismatch.Unprocessable))
 	require.Equal(t, "validation_error", mismatch.Code)
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(missing.Code, missing.Unprocessable))
-	require.Equal(t, StatusWaitingExternal, afterBad.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, afterBad.Status)
 	require.True(t, recorded.Replayed && recorded.Outcome != nil && !recorded.OK, "the refusal is recorded: %+v", recorded)
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Code, recorded.Unprocessable), "a recorded refusal keeps its 422")
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(recorded.Outcome.Code, recorded.Outcome.Unprocessable))
-	require.Equal(t, StatusCompleted, s.Status)
-	require.Len(t, ofType(tr.events(), EvInterruptResolved), 1)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
+	require.Len(t, ofType(tr.events(), protocol.EvInterruptResolved), 1)
 }
 
 func TestExternalEventTimeout(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-interrupt-external-event", ""))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "interrupt_timeout", s.Error.Code)
 	require.Equal(t, "wait", payload(t, tr.events()[len(tr.events())-1])["failedNodeId"])
 }
@@ -176,7 +176,7 @@ func TestCancelInvalidatesPendingInterrupt(t *testing.T) {
 	tr := newTestRun(t, fixtureInput(t, "conformance-approval", ""))
 	tr.at(time.Second, func() { tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "conformance-cleanup"}) })
 	s := tr.execute()
-	require.Equal(t, StatusCancelled, s.Status)
+	require.Equal(t, protocol.StatusCancelled, s.Status)
 	require.Nil(t, s.Interrupt)
 	c := tr.check(ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
 	require.Equal(t, refusal(protocol.CodeInterruptCancelled, false), refusal(c.Code, c.Unprocessable))
@@ -197,9 +197,9 @@ func TestCustomInterruptResumeSchema(t *testing.T) {
 		tr.resolve("n", `{"choice":"b"}`)
 	})
 	s := tr.execute()
-	require.Equal(t, StatusWaitingInput, waiting.Status)
+	require.Equal(t, protocol.StatusWaitingInput, waiting.Status)
 	require.Equal(t, refusal(protocol.CodeValidation, false), refusal(bad.Code, bad.Unprocessable))
-	require.Equal(t, StatusCompleted, s.Status)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
 	require.JSONEq(t, `{"choice":"b"}`, string(s.Variables["resumeValue"]))
 }
 
@@ -234,12 +234,12 @@ func TestQuorumVotersComeFromTheCredential(t *testing.T) {
 	require.JSONEq(t, `{"field":"resumeValue.voter","scopeRequired":"approvals:delegate"}`, string(checks["impersonate"].Details))
 	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(checks["decidedBy"].Code, checks["decidedBy"].Unprocessable))
 	require.True(t, checks["self"].OK)
-	require.Equal(t, StatusWaitingApproval, after.Status, "key-a and the relay's approver-1: two of three")
+	require.Equal(t, protocol.StatusWaitingApproval, after.Status, "key-a and the relay's approver-1: two of three")
 	require.True(t, checks["repeat"].OK, "a repeated vote is idempotent: %+v", checks["repeat"])
-	require.Equal(t, StatusWaitingApproval, checks["repeat"].RunStatus)
+	require.Equal(t, protocol.StatusWaitingApproval, checks["repeat"].RunStatus)
 	require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(checks["changeMind"].Code, checks["changeMind"].Unprocessable))
-	require.Equal(t, StatusCompleted, s.Status)
-	recv := ofType(tr.events(), EvApprovalReceived)
+	require.Equal(t, protocol.StatusCompleted, s.Status)
+	recv := ofType(tr.events(), protocol.EvApprovalReceived)
 	require.Len(t, recv, 3)
 	var by []any
 	for _, e := range recv {
@@ -252,8 +252,8 @@ func TestQuorumVotersComeFromTheCredential(t *testing.T) {
 		return *c.Outcome
 	}
 	require.Equal(t, refusal(protocol.CodeForbidden, false), refusal(outcome("v1").Code, outcome("v1").Unprocessable))
-	require.Equal(t, ResolveOutcome{RequestID: "v3", Applied: true, RunStatus: StatusWaitingApproval}, outcome("v3"))
-	require.Equal(t, ResolveOutcome{RequestID: "v5", Applied: true, RunStatus: StatusRunning}, outcome("v5"))
+	require.Equal(t, ResolveOutcome{RequestID: "v3", Applied: true, RunStatus: protocol.StatusWaitingApproval}, outcome("v3"))
+	require.Equal(t, ResolveOutcome{RequestID: "v5", Applied: true, RunStatus: protocol.StatusRunning}, outcome("v5"))
 }
 
 // A resolve queued in the run when a cancel arrives is refused 410
@@ -276,8 +276,8 @@ func TestResolveLosingToCancelIsRefused(t *testing.T) {
 	})
 	s := tr.execute()
 	require.True(t, queued.Replayed && queued.Pending, "queued behind the busy node: %+v", queued)
-	require.Equal(t, StatusCancelled, s.Status)
-	require.Empty(t, ofType(tr.events(), EvInterruptResolved))
+	require.Equal(t, protocol.StatusCancelled, s.Status)
+	require.Empty(t, ofType(tr.events(), protocol.EvInterruptResolved))
 	c := tr.check(ResolveRequest{RequestID: "late", NodeID: "gate"})
 	require.NotNil(t, c.Outcome)
 	require.Equal(t, ResolveOutcome{RequestID: "late", Code: "interrupt_cancelled", Message: c.Outcome.Message}, *c.Outcome)
@@ -302,7 +302,7 @@ func TestBearerOnlyAndTurnBoundRequests(t *testing.T) {
 		require.True(t, waiting.Interrupt.BearerOnly)
 		require.Equal(t, refusal(protocol.CodeUnauthenticated, false), refusal(byToken.Code, byToken.Unprocessable))
 		require.True(t, byKey.OK)
-		require.Equal(t, StatusFailed, s.Status, "the token resume was refused, the bearer reject applied")
+		require.Equal(t, protocol.StatusFailed, s.Status, "the token resume was refused, the bearer reject applied")
 	})
 	t.Run("turn bound", func(t *testing.T) {
 		tr := newTestRun(t, fixtureInput(t, "conformance-conversation-council", ""))
@@ -323,6 +323,6 @@ func TestBearerOnlyAndTurnBoundRequests(t *testing.T) {
 		b := tr.check(ResolveRequest{RequestID: "b", NodeID: "convo"})
 		require.NotNil(t, b.Outcome)
 		require.Equal(t, refusal(protocol.CodeInterruptResolved, false), refusal(b.Outcome.Code, b.Outcome.Unprocessable), "the second use of a one-exchange token")
-		require.Len(t, ofType(tr.events(), EvConversationExchanged), 2, "one user turn and the chair's echo")
+		require.Len(t, ofType(tr.events(), protocol.EvConversationExchanged), 2, "one user turn and the chair's echo")
 	})
 }

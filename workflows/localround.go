@@ -12,34 +12,17 @@ import (
 	"github.com/wop-dev/wop/engine"
 )
 
-// localRoundVersion is the workflow.GetVersion change id of model rounds that run as the
-// ModelRoundLocal local activity. Runs recorded before it run every round as the
-// ModelRound activity and replay that way.
-const localRoundVersion = "mock-round-local"
-
 // modelRoundLocalName is the registered name of activities.ModelRoundLocal.
 const modelRoundLocalName = "ModelRoundLocal"
 
-// firstLocalVersion: a node's first model round of an execution (no round answered yet)
-// is tried as a local activity too, so a conversation's first turn on the scripted mock
-// costs what its later turns do instead of an activity task's round trips. A worker
-// whose provider is real refuses it at once (ErrTypeNotLocal) and the round runs as the
-// activity. Runs recorded before it ran a first round as the activity.
-const firstLocalVersion = "first-round-local"
-
-// localYieldVersion: a turn whose local rounds have run localYieldAfter in one workflow
-// task yields it before the next round (yieldTask). Runs recorded before it ran their
-// local rounds in one task however long they took.
-const localYieldVersion = "local-round-yield"
-
 // localRound runs a model round as a local activity when the node's previous round was
 // answered by the scripted mock (a deterministic fact: that round's result is in the
-// history), or when it is the node's first round of the execution (firstLocalVersion). A scripted answer costs nothing to compute, and a local activity spares the
+// history), or when it is the node's first round of the execution (GateFirstLocal). A scripted answer costs nothing to compute, and a local activity spares the
 // round the activity task's round trips through Temporal: scheduled, started, completed
 // and a second workflow task to read the result, about half of a conversation turn.
 //
 // ok=false means the round is the caller's to run as the ModelRound activity: the
-// previous round came from another provider (or, before firstLocalVersion, there was
+// previous round came from another provider (or, before GateFirstLocal, there was
 // none), the run started before
 // local rounds existed, or the worker's provider turned out not to be the scripted mock
 // (ModelRoundLocal refuses real providers; the node then stops trying until it continues
@@ -50,10 +33,10 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	if a.notLocal {
 		return out, false, nil
 	}
-	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.r.changed(firstLocalVersion)) {
+	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.r.changed(GateFirstLocal)) {
 		return out, false, nil
 	}
-	if workflow.GetVersion(rt.ctx, localRoundVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !rt.c.r.changed(GateLocalRound) {
 		return out, false, nil
 	}
 	// The scripted mock reads the whole transcript; messages appended by earlier
@@ -91,7 +74,7 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 // too, but Temporal fires timers up to a second late: history.timerProcessorMaxTimeShift.)
 func (rt *packRuntime) yieldTask() error {
 	r := rt.c.r
-	if r.busy == nil || workflow.Now(rt.ctx).Sub(r.taskMark) < localYieldAfter || !r.changed(localYieldVersion) {
+	if r.busy == nil || workflow.Now(rt.ctx).Sub(r.taskMark) < localYieldAfter || !r.changed(GateLocalYield) {
 		return nil
 	}
 	actx, cancel := workflow.WithCancel(rt.ctx)

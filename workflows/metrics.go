@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Metrics the run workflow records. They go through workflow.GetMetricsHandler, the
@@ -48,9 +50,9 @@ func (r *runner) countRunEnded(status string) {
 
 // countTurn counts turn t, about to follow turns; a user's message answering the
 // agent's turn also records how long the user took (the turns' own timestamps).
-func (r *runner) countTurn(turns []Turn, t Turn) {
+func (r *runner) countTurn(turns []protocol.Turn, t protocol.Turn) {
 	workflow.GetMetricsHandler(r.ctx).WithTags(map[string]string{LabelWorkflowID: r.workflowID(), "role": t.Role}).Counter(MetricTurns).Inc(1)
-	if n := len(turns); t.Role == RoleUser && n > 0 && turns[n-1].Role == RoleAgent {
+	if n := len(turns); t.Role == protocol.RoleUser && n > 0 && turns[n-1].Role == protocol.RoleAgent {
 		r.recordHumanWait(WaitingConversation, time.Duration(t.Ts-turns[n-1].Ts)*time.Millisecond)
 	}
 }

@@ -1,6 +1,6 @@
 package workflows
 
-// A run tells its tenant's webhook dispatcher (webhooks.go) about the events webhooks
+// A run tells its tenant's webhook dispatcher (package webhooks) about the events webhooks
 // may receive. emit queues them; a coroutine of the run sends what is queued as one
 // WebhookNotice signal whenever the run's main coroutine waits, so the run never
 // blocks on it, and a batch of events written together (node.suspended,
@@ -9,25 +9,22 @@ package workflows
 // history event. Before the run closes or continues as new it waits until Temporal
 // has taken every queued signal (not until any receiver answered).
 //
-// Runs recorded before webhooks signal nothing (GetVersion webhookNotifyVersion, asked
+// Runs recorded before webhooks signal nothing (GetVersion GateWebhookNotify, asked
 // at the first event webhooks may receive, normally run.started).
 
 import (
 	"slices"
 
+	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/workflow"
 )
-
-// webhookNotifyVersion is the workflow.GetVersion change id of runs that signal their
-// tenant's webhook dispatcher.
-const webhookNotifyVersion = "webhook-notify"
 
 // maxNoticeBytes bounds the events of one notice signal; a larger batch is split.
 const maxNoticeBytes = 256 << 10
 
 // notifier is the run's queue of events for its webhook dispatcher.
 type notifier struct {
-	asked   bool // webhookNotifyVersion was asked in this execution
+	asked   bool // GateWebhookNotify was asked in this execution
 	on      bool
 	queue   []Event
 	sending bool
@@ -42,7 +39,7 @@ func (r *runner) notifyWebhooks(ev Event) {
 	n := &r.notify
 	if !n.asked {
 		n.asked = true
-		n.on = r.changed(webhookNotifyVersion)
+		n.on = r.changed(GateWebhookNotify)
 		if n.on {
 			dctx, _ := workflow.NewDisconnectedContext(r.ctx) // a cancelled run still reports its end
 			workflow.Go(dctx, r.sendNotices)
@@ -80,4 +77,31 @@ func (r *runner) flushNotices() {
 	}
 	dctx, _ := workflow.NewDisconnectedContext(r.ctx)
 	_ = workflow.Await(dctx, func() bool { return len(n.queue) == 0 && !n.sending })
+}
+
+// WebhookEventsSignal is the signal of a tenant's webhook dispatcher (package
+// webhooks) that carries a WebhookNotice from a run.
+const WebhookEventsSignal = "openwop.webhooks.events"
+
+// WebhookEventTypes are the run events delivered to webhooks: what a person or a
+// system waits for (a run started or ended, something waits for a decision, a
+// reminder, an escalation, a decision taken). Other types are not delivered, so a
+// subscription may not ask for them.
+var WebhookEventTypes = []string{
+	protocol.EvRunStarted, protocol.EvRunCompleted, protocol.EvRunFailed, protocol.EvRunCancelled,
+	protocol.EvInterruptRequested, protocol.EvInterruptResolved,
+	protocol.EvApprovalRequested, protocol.EvApprovalReceived,
+	protocol.EvClarificationRequested, protocol.EvClarificationResolved,
+	protocol.EvWorkflowStalled,
+}
+
+// WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
+func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
+
+// WebhookNotice is what a run signals its tenant's dispatcher: events of one run.
+type WebhookNotice struct {
+	RunID       string   `json:"runId"`
+	Tags        []string `json:"tags,omitempty"`
+	CallbackURL string   `json:"callbackUrl,omitempty"`
+	Events      []Event  `json:"events"`
 }

@@ -22,10 +22,11 @@ package workflows
 // A tool call whose binding sets retry_for (activities.ToolRoute.Outage) waits out an
 // outage of its target the same way; past retry_for the model gets its error result.
 //
-// Runs recorded before this (outageVersion, asked when a round or call first fails
+// Runs recorded before this (GateOutage, asked when a round or call first fails
 // that way) failed the run (a model round) or gave the model the error (a tool call).
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -41,10 +42,6 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/protocol"
 )
-
-// outageVersion: a model round (or a tool call whose binding says so) that fails its
-// quick attempts with a retryable error waits out the outage (outage.go).
-const outageVersion = "outage-wait"
 
 // SAStalledOn is what a stalled run waits for: "model:<provider>" while a model round
 // waits out an outage of its provider, "tool:<name>" while a tool call does; unset
@@ -66,9 +63,9 @@ type Stall struct {
 	State    string `json:"state,omitempty"`
 	Round    int    `json:"round"`
 	// Since is the call's first attempt; RetryUntil when the run stops waiting.
-	Since      string    `json:"since"`
-	RetryUntil string    `json:"retryUntil"`
-	LastError  *RunError `json:"lastError,omitempty"`
+	Since      string             `json:"since"`
+	RetryUntil string             `json:"retryUntil"`
+	LastError  *protocol.RunError `json:"lastError,omitempty"`
 	// Detail says it in words, as the Temporal UI's current details do.
 	Detail string `json:"detail"`
 }
@@ -109,7 +106,7 @@ func lastFailure(err error, def string) (code, msg string) {
 			err = cause
 		}
 	}
-	return orDefault(activityErrorCode(err), def), activityMessage(err)
+	return cmp.Or(activityErrorCode(err), def), activityMessage(err)
 }
 
 // outlastModel waits out the outage of the provider of round in, whose quick attempts
@@ -132,7 +129,7 @@ func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time,
 	}
 	code, msg := lastFailure(first, protocol.CodeModelUnavailable)
 	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
-		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
+		LastError: &protocol.RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
 	defer rt.c.r.endStall(s)
 	rt.beforeBlock()
 
@@ -176,7 +173,7 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 	}
 	code, msg := lastFailure(first.Get(rt.ctx, nil), protocol.CodeToolError)
 	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
-		LastError: &RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
+		LastError: &protocol.RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
 	defer rt.c.r.endStall(s)
 	rt.beforeBlock()
 	f := rt.startToolWith(ctx, in, route, activityID, &pol, remaining)
@@ -254,7 +251,7 @@ func (r *runner) emitStalled(s *stall) {
 	if s.reminders > 0 {
 		p["reminder"] = s.reminders
 	}
-	r.emit(EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
+	r.emit(protocol.EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
 }
 
 // publishStalls keeps WopStalledOn and the current details in step with r.stalls.

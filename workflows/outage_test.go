@@ -123,9 +123,9 @@ func TestPackModelOutageIsWaitedOut(t *testing.T) {
 	tr.at(31*time.Minute, func() { tr.say("bye") })
 	final := tr.finish()
 
-	require.Equal(t, StatusCompleted, final.Status, "the outage did not end the run: %+v", final.Error)
+	require.Equal(t, protocol.StatusCompleted, final.Status, "the outage did not end the run: %+v", final.Error)
 	require.Nil(t, final.Stalled)
-	require.Equal(t, StatusRunning, during.Status, "a run waiting out an outage is running, not waiting on its user")
+	require.Equal(t, protocol.StatusRunning, during.Status, "a run waiting out an outage is running, not waiting on its user")
 	require.NotNil(t, during.Stalled, "the snapshot says what the run waits for")
 	require.Equal(t, "model", during.Stalled.Kind)
 	require.Equal(t, activities.ProviderMock, during.Stalled.Provider)
@@ -135,7 +135,7 @@ func TestPackModelOutageIsWaitedOut(t *testing.T) {
 	require.Greater(t, callsDuring, activities.QuickAttempts, "the round is retried past its quick attempts")
 
 	evs := tr.events()
-	stalled := ofType(evs, EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, stalled, 3, "the stall, then reminders at 10 and 20 minutes")
 	first := payload(t, stalled[0])
 	require.Equal(t, "model-unavailable", first["reason"])
@@ -146,8 +146,8 @@ func TestPackModelOutageIsWaitedOut(t *testing.T) {
 
 	var texts []string
 	for _, turn := range turnsOf(t, evs) {
-		require.NotEqual(t, RoleSystem, turn.Role, "no turn failed: %s", turn.Content)
-		if turn.Role == RoleAgent {
+		require.NotEqual(t, protocol.RoleSystem, turn.Role, "no turn failed: %s", turn.Content)
+		if turn.Role == protocol.RoleAgent {
 			texts = append(texts, contentOf(t, turn)["text"])
 		}
 	}
@@ -170,17 +170,17 @@ func TestPackModelOutagePastTheLimitFailsTheTurn(t *testing.T) {
 	tr.at(47*time.Minute, func() { tr.say("bye") })
 	final := tr.finish()
 
-	require.Equal(t, StatusWaitingApproval, after.Status, "the conversation waits for its user again")
+	require.Equal(t, protocol.StatusWaitingApproval, after.Status, "the conversation waits for its user again")
 	require.Nil(t, after.Stalled)
 	require.Nil(t, after.Error)
 	require.NotNil(t, after.Interrupt, "the conversation is open")
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 
 	evs := tr.events()
 	turns := turnsOf(t, evs)
-	var notice *Turn
+	var notice *protocol.Turn
 	for i := range turns {
-		if turns[i].Role == RoleSystem && turns[i].TurnIndex > 0 {
+		if turns[i].Role == protocol.RoleSystem && turns[i].TurnIndex > 0 {
 			notice = &turns[i]
 			break
 		}
@@ -199,12 +199,12 @@ func TestPackModelOutagePastTheLimitFailsTheTurn(t *testing.T) {
 	require.Contains(t, body.Text, "retried for 30m0s")
 	require.Equal(t, protocol.CodeModelUnavailable, body.Error.Code)
 	require.True(t, body.Error.Retryable)
-	byIndex := map[int]Turn{}
+	byIndex := map[int]protocol.Turn{}
 	for _, turn := range turns {
 		byIndex[turn.TurnIndex] = turn
 	}
-	require.Equal(t, RoleUser, byIndex[notice.TurnIndex+1].Role)
-	require.Equal(t, RoleAgent, byIndex[notice.TurnIndex+2].Role, "the next message is answered")
+	require.Equal(t, protocol.RoleUser, byIndex[notice.TurnIndex+1].Role)
+	require.Equal(t, protocol.RoleAgent, byIndex[notice.TurnIndex+2].Role, "the next message is answered")
 	require.Equal(t, "Hello.", contentOf(t, byIndex[notice.TurnIndex+2])["text"])
 
 	sm.mu.Lock()
@@ -217,7 +217,7 @@ func TestPackModelOutagePastTheLimitFailsTheTurn(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"hi", "are you back?"}, users, "the retried round reads the unanswered message and the new one")
-	stalled := ofType(evs, EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, stalled, 3, "the stall, then reminders at 10 and 20 minutes; none at the limit")
 }
 
@@ -230,8 +230,8 @@ func TestPackModelOutageWithoutWaiting(t *testing.T) {
 	tr.at(2*time.Minute, func() { tr.say("more") })
 	tr.at(3*time.Minute, func() { tr.say("bye") })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
-	require.Empty(t, ofType(tr.events(), EvWorkflowStalled))
+	require.Equal(t, protocol.StatusCompleted, final.Status)
+	require.Empty(t, ofType(tr.events(), protocol.EvWorkflowStalled))
 	require.Equal(t, activities.QuickAttempts+4, sm.calls(), "the quick attempts, then the three rounds after")
 }
 
@@ -244,10 +244,10 @@ func TestPackModelOutageIsCancellable(t *testing.T) {
 		tr.env.SignalWorkflow(CancelSignal, CancelRequest{Reason: "give up", CancelledBy: "key_test"})
 	})
 	final := tr.finish()
-	require.Equal(t, StatusCancelled, final.Status)
+	require.Equal(t, protocol.StatusCancelled, final.Status)
 	require.Nil(t, final.Stalled)
 	evs := tr.events()
-	require.Len(t, ofType(evs, EvWorkflowStalled), 1)
+	require.Len(t, ofType(evs, protocol.EvWorkflowStalled), 1)
 	ts, err := time.Parse(time.RFC3339Nano, evs[len(evs)-1].Timestamp)
 	require.NoError(t, err)
 	st, err := time.Parse(time.RFC3339Nano, evs[0].Timestamp)
@@ -260,10 +260,10 @@ func TestPackModelPermanentErrorFailsFast(t *testing.T) {
 	tr, sm := outageRun(t, activities.OutagePolicy{RetryFor: time.Hour}, "", `{"message":"hi"}`)
 	sm.setFail(temporal.NewNonRetryableApplicationError("mock rejected the API key (HTTP 401)", activities.ErrTypeAuth, nil))
 	final := tr.finish()
-	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, protocol.StatusFailed, final.Status)
 	require.Equal(t, protocol.CodeModelAuthentication, final.Error.Code)
 	require.Equal(t, 1, sm.calls())
-	require.Empty(t, ofType(tr.events(), EvWorkflowStalled))
+	require.Empty(t, ofType(tr.events(), protocol.EvWorkflowStalled))
 }
 
 // toolMock calls lookup (read) and file_ticket (write), reads the results, then the
@@ -293,7 +293,7 @@ func TestPackToolOutcomeUnknown(t *testing.T) {
 	}
 	tr.at(time.Hour, func() { tr.say("bye") })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 
 	var returned []Event
 	for _, e := range ofType(tr.events(), "agent.toolReturned") {
@@ -352,15 +352,15 @@ func TestPackToolOutageIsWaitedOut(t *testing.T) {
 	tr.at(12*time.Minute, func() { sm.mu.Lock(); up = true; sm.mu.Unlock() })
 	tr.at(2*time.Hour, func() { tr.say("bye") })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.NotNil(t, during.Stalled)
 	require.Equal(t, "tool", during.Stalled.Kind)
 	require.Equal(t, "lookup", during.Stalled.Tool)
 	require.Equal(t, protocol.CodeToolError, during.Stalled.LastError.Code)
 	require.Contains(t, during.Stalled.LastError.Message, "HTTP 503")
-	require.Equal(t, StatusRunning, during.Status)
+	require.Equal(t, protocol.StatusRunning, during.Status)
 	evs := tr.events()
-	stalled := ofType(evs, EvWorkflowStalled)
+	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.Len(t, stalled, 3, "the stall, reminders at 5 and 10 minutes")
 	require.Equal(t, "tool-unavailable", payload(t, stalled[0])["reason"])
 	require.Equal(t, "lookup", payload(t, stalled[0])["tool"])
@@ -380,14 +380,14 @@ func TestPackForkOfATurnTheModelMissed(t *testing.T) {
 	tr.at(46*time.Minute, func() { tr.say("more") })
 	tr.at(47*time.Minute, func() { tr.say("bye") })
 	src := tr.finish()
-	require.Equal(t, StatusCompleted, src.Status)
+	require.Equal(t, protocol.StatusCompleted, src.Status)
 	srcEvents := tr.events()
 
 	fork, fsm := forkOf(t, tr, "outage", outagePackYAML, outageMock, srcEvents)
 	fsm.failIfCalled = true
 	out := fork.finish()
-	require.Equal(t, StatusCompleted, out.Status)
-	require.Empty(t, ofType(fork.events(), EvReplayDiverged))
+	require.Equal(t, protocol.StatusCompleted, out.Status)
+	require.Empty(t, ofType(fork.events(), protocol.EvReplayDiverged))
 	require.Equal(t, src.Channels, out.Channels)
 	require.Equal(t, src.Pack.ModelRounds, out.Pack.ModelRounds)
 }

@@ -8,6 +8,7 @@ package workflows
 // a request older than the window is answered from `applied` when it was applied.
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -97,7 +98,7 @@ func (r *runner) recordApplied(req ResolveRequest, status string) {
 	if req.Via == "fork" {
 		return
 	}
-	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: orDefault(status, StatusRunning)})
+	r.outcomes.add(ResolveOutcome{RequestID: req.RequestID, Applied: true, RunStatus: cmp.Or(status, protocol.StatusRunning)})
 }
 
 // repeated reports whether req repeats a request the run has already answered (the

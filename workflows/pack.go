@@ -17,6 +17,7 @@ package workflows
 // while the state accepts none is refused (pack_events.go).
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,10 +43,6 @@ const PackNodeType = packNodeType
 type PackNodeConfig struct {
 	Pack string `json:"pack"`
 }
-
-// EventTypePackEvent is the eventType of the external-event interrupt a pack raises
-// while it waits in an `orchestration: external` state.
-const EventTypePackEvent = "promptpack.event"
 
 func init() {
 	registerAgent(PackNodeType, newPackAgent)
@@ -109,9 +106,9 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 	}
 	if c.Replaying() {
 		resumed := len(saved) > 0 && string(saved) != "null"
-		if v2 := c.r.changed(forkReplayVersion); !v2 || !resumed {
+		if v2 := c.r.changed(GateForkReplay); !v2 || !resumed {
 			// A continued fork is past its re-fold (continue-as-new happens between live
-			// turns only), so the fold since forkReplayVersion needs no records then.
+			// turns only), so the fold since GateForkReplay needs no records then.
 			a.replay = newPackReplay(c.SourceEvents())
 			a.replay.v2, a.replay.sourceRunID = v2, in.Fork.SourceRunID
 		}
@@ -180,12 +177,12 @@ func turnText(content json.RawMessage) string {
 }
 
 // Reply implements conversationAgent: one engine turn per user message.
-func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (agentReply, error) {
+func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (agentReply, error) {
 	if a.m.Closed() {
 		if st := a.m.State(); st.ErrorCode == CodeReplayDiverged {
 			// A fork replay that left its source's recording (pack_replay.go).
 			return agentReply{Silent: true, Close: &closeRequest{
-				Error:     &RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
+				Error:     &protocol.RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
 				FinalText: "Conversation closed: the fork replay diverged from its source run, so the pack cannot go on.",
 			}}, nil
 		}
@@ -203,8 +200,13 @@ func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user Turn) (age
 }
 
 // CheckInject implements conversationAgent.
+// An event the current state does not take is refused as a misrouted one is (409, or
+// 422 when no state takes it).
 func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
-	return a.m.CanInject(ev.Event)
+	if err := a.m.CanInject(ev.Event); err != nil {
+		return &refusedCheck{a.refuseEvent(ev.Event, err)}
+	}
+	return nil
 }
 
 // Inject implements conversationAgent: the event moves the state machine; a terminal
@@ -248,7 +250,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 		rep.Silent = res.Reply == ""
 		rep.Notice = &turnNotice{
 			Text:  fmt.Sprintf("This message got no answer: %s. The conversation stays open: send another message to try again.", te.Message),
-			Error: &RunError{Code: te.Code, Message: te.Message},
+			Error: &protocol.RunError{Code: te.Code, Message: te.Message},
 		}
 	}
 	switch res.Status {
@@ -274,7 +276,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 			code = res.Status
 		}
 		rep.Close = &closeRequest{
-			Error:     &RunError{Code: code, Message: res.ErrorMessage},
+			Error:     &protocol.RunError{Code: code, Message: res.ErrorMessage},
 			FinalText: fmt.Sprintf("Conversation closed: %s (%s).", res.ErrorMessage, code),
 		}
 	}
@@ -315,8 +317,8 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 			a.pack.ID, state, strings.Join(events, ", "))
 	}
 	return &agentInterrupt{
-		Kind:         "external-event",
-		EventType:    EventTypePackEvent,
+		Kind:         protocol.KindExternalEvent,
+		EventType:    protocol.EventTypePackEvent,
 		ResumeSchema: mustJSON(schema),
 		Describe:     describe,
 	}
@@ -490,7 +492,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 	if !recorded {
 		// The reply's streamed chunks name the agent turn it is for. The input is not
 		// part of what a replay compares, so runs recorded without it replay unchanged.
-		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), RoleAgent)
+		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), protocol.RoleAgent)
 		local, ok, err := rt.localRound(in)
 		if ok {
 			out = local
@@ -498,7 +500,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			if err := checkActivityInput(in); err != nil {
 				return nil, err
 			}
-			opts := activities.ModelRoundOptions(orDefault(rt.a.lastProvider, in.Provider))
+			opts := activities.ModelRoundOptions(cmp.Or(rt.a.lastProvider, in.Provider))
 			opts.Summary = activities.ModelRoundSummary(in)
 			actx, cancel := workflow.WithCancel(rt.ctx)
 			actx = workflow.WithActivityOptions(actx, opts)
@@ -507,7 +509,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
 			rt.awaitActivity(f, cancel)
 			err = f.Get(actx, &out)
-			if outageError(err) && !rt.Stopped() && rt.c.r.changed(outageVersion) {
+			if outageError(err) && !rt.Stopped() && rt.c.r.changed(GateOutage) {
 				err = rt.outlastModel(in, started, err, &out) // outage.go
 			}
 		}
@@ -523,7 +525,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 	}
 	rt.a.lastProvider = out.Provider
 	// The round as the model answered it, so a fork replay can reuse it.
-	rt.emit("agent.decided", rt.decided(in, &out, recorded))
+	rt.emit(protocol.EvAgentDecided, rt.decided(in, &out, recorded))
 	if recorded && rt.a.replay != nil && rt.a.replay.v2 {
 		rt.replayedRound = true
 		out.Usage = convo.Usage{} // spent by the source run, not by this one
@@ -554,7 +556,7 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 // ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
 // of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
-	if workflow.GetVersion(rt.ctx, toolRoutesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !rt.c.r.changed(GateToolRoutes) {
 		return rt.legacyTools(calls)
 	}
 	return rt.routedTools(calls)
@@ -617,21 +619,21 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if len(t.HostExtras) > 0 {
 			p["hostExtras"] = t.HostExtras
 		}
-		rt.emit("agent.handoff", p)
+		rt.emit(protocol.EvAgentHandoff, p)
 	case engine.EventModelRound:
 		if rt.replayedRound {
 			rt.replayedRound = false
 			return // the source run spent it and reported it
 		}
 		r := ev.Round
-		provider, model := orDefault(r.Provider, "unknown"), orDefault(r.Model, "unknown")
-		rt.emit("provider.usage", map[string]any{
+		provider, model := cmp.Or(r.Provider, "unknown"), cmp.Or(r.Model, "unknown")
+		rt.emit(protocol.EvProviderUsage, map[string]any{
 			"provider": provider, "model": model, "inputTokens": r.InputTokens, "outputTokens": r.OutputTokens,
 			"totalTokens": r.InputTokens + r.OutputTokens, "nodeId": a.nodeID,
 		})
 	case engine.EventToolCall:
 		t := ev.ToolCall
-		rt.emit("agent.toolCalled", map[string]any{
+		rt.emit(protocol.EvAgentToolCalled, map[string]any{
 			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "inputs": t.Args, "round": t.Round, "system": t.System,
 		})
 	case engine.EventToolResult:
@@ -640,12 +642,12 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if t.IsError {
 			status = "error"
 		}
-		rt.emit("agent.toolReturned", map[string]any{
+		rt.emit(protocol.EvAgentToolReturned, map[string]any{
 			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "outcome": t.Content, "status": status, "round": t.Round,
 		})
 	case engine.EventMaxVisits:
 		mv := ev.MaxVisits
-		rt.emit("workflow.loopback-limit", map[string]any{
+		rt.emit(protocol.EvLoopbackLimit, map[string]any{
 			"nodeId": a.nodeID, "iterations": max(mv.VisitCount, 1), "limit": mv.MaxVisits, "state": mv.OriginalTarget,
 			"fromState": mv.From, "event": mv.Event, "redirectedTo": mv.RedirectedTo, "terminated": mv.Terminated,
 		})
@@ -663,7 +665,7 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 			delete(p, "budget")
 			p["hostLimit"], p["scope"] = b.Limit, "turn"
 		}
-		rt.emit("cap.breached", p)
+		rt.emit(protocol.EvCapBreached, p)
 	case engine.EventValidator:
 		v := ev.Validator
 		workflow.GetLogger(rt.ctx).Info("Validator enforced", "pack", a.pack.ID, "state", ev.State, "validator", v.Type, "action", v.Action, "reason", v.Reason)

@@ -16,7 +16,7 @@ package workflows
 //     Whatever it returns afterwards is discarded.
 //
 // Runs that recorded a cancel in the middle of a turn before this change went on with
-// the turn (agentCancelVersion), and keep doing so on replay.
+// the turn (GateAgentCancel), and keep doing so on replay.
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ func (rt *packRuntime) cancelPending() bool {
 
 // Stopped implements engine.Runtime: a pending cancel stops the turn.
 func (rt *packRuntime) Stopped() bool {
-	return rt.cancelPending() && rt.c.r.changed(agentCancelVersion)
+	return rt.cancelPending() && rt.c.r.changed(GateAgentCancel)
 }
 
 // await blocks until f is ready or the run is being cancelled; in the latter case it

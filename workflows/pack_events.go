@@ -5,7 +5,7 @@ package workflows
 // whose orchestration is external or hybrid accepts injected events, and only the
 // events of its on_event; while the pack is in such a state the node keeps an
 // external-event interrupt pending beside its conversation, and the resolve goes to it.
-// Since eventRoutingVersion:
+// Since GateEventRouting:
 //
 //   - Hybrid states raise that interrupt too (the model keeps serving user turns and may
 //     transition by itself), and so does an external or hybrid entry state when the
@@ -19,10 +19,11 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/wop-dev/wop/engine"
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -57,11 +58,17 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 	if r.legacyEventRouting || it.conv == nil || it.conv.Closed {
 		return nil
 	}
-	a, ok := r.agents[it.NodeID].(*packAgent)
-	if !ok {
+	a := r.agents[it.NodeID]
+	if a == nil {
 		return nil
 	}
-	ev, ok := injectionOf(req.ResumeValue)
+	return a.MisroutedEvent(it.conv, req.ResumeValue)
+}
+
+// MisroutedEvent implements conversationAgent: a pack state that raised no event
+// interrupt accepts no injected events.
+func (a *packAgent) MisroutedEvent(_ *conversation, value json.RawMessage) *ResolveCheck {
+	ev, ok := injectionOf(value)
 	if !ok {
 		return nil
 	}
@@ -70,12 +77,16 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 	return &check
 }
 
+// ApprovesToolCalls implements conversationAgent: a pack's tool calls may wait for a
+// decision (approvals_tool.go).
+func (a *packAgent) ApprovesToolCalls() bool { return true }
+
 // refuseEvent is the refusal of an event the pack cannot take now (409, or 422 when no
 // state takes it): why (from CanInject), and which states accept which events.
 func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 	accepting := a.m.InjectableStates()
 	var where []string
-	for _, s := range mapkeys.Sorted(accepting) {
+	for _, s := range slices.Sorted(maps.Keys(accepting)) {
 		where = append(where, fmt.Sprintf("%s (%s): %s", s, a.pack.Workflow.States[s].OrchestrationOrDefault(), strings.Join(accepting[s], ", ")))
 	}
 	msg := fmt.Sprintf("pack %s cannot take event %q now: ", a.pack.ID, event)
@@ -104,7 +115,7 @@ func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 
 // declares reports whether some state of accepting takes event.
 func declares(accepting map[string][]string, event string) bool {
-	for _, s := range mapkeys.Sorted(accepting) {
+	for _, s := range slices.Sorted(maps.Keys(accepting)) {
 		for _, e := range accepting[s] {
 			if e == event {
 				return true
@@ -114,28 +125,15 @@ func declares(accepting map[string][]string, event string) bool {
 	return false
 }
 
-// checkPackInject validates an injection into a pack's event interrupt: an event the
-// current state does not declare is a 409 like a misrouted one.
-func (r *runner) checkPackInject(nodeID string, ev InjectedEvent) (ResolveCheck, bool) {
-	a, ok := r.agents[nodeID].(*packAgent)
-	if !ok {
-		return ResolveCheck{}, false
-	}
-	if err := a.m.CanInject(ev.Event); err != nil {
-		return a.refuseEvent(ev.Event, err), true
-	}
-	return ResolveCheck{OK: true}, true
-}
-
 // acceptsEvents reports whether the pack's current state takes injected events and
 // so keeps an event interrupt pending: always for an external state waiting for one,
-// and since eventRoutingVersion for a hybrid state too.
+// and since GateEventRouting for a hybrid state too.
 func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engine.AwaitingEvent {
 	if res != nil && res.Awaiting != nil {
 		return res.Awaiting
 	}
 	w := a.m.Accepting()
-	if w == nil || !c.r.changed(eventRoutingVersion) {
+	if w == nil || !c.r.changed(GateEventRouting) {
 		return nil
 	}
 	return w
@@ -144,7 +142,7 @@ func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engi
 // openingInterrupt is the event interrupt an external or hybrid entry state raises
 // when the conversation opens (nil otherwise).
 func (a *packAgent) openingInterrupt(c *conversation) *agentInterrupt {
-	if a.m.Accepting() == nil || !c.r.changed(eventRoutingVersion) {
+	if a.m.Accepting() == nil || !c.r.changed(GateEventRouting) {
 		return nil
 	}
 	return a.externalInterrupt(a.m.Accepting())

@@ -7,7 +7,7 @@ package workflows
 // model round and tool call from the source's records (agent.decided and
 // agent.toolReturned). The fork runs on the source run's pack (the API starts it with
 // the source's RunInput packs, by hash), so the engine can follow the recording. Since
-// forkReplayVersion:
+// GateForkReplay:
 //
 //   - The fold keeps causal order: an injected event is folded before the recorded
 //     conversation event that follows it, and a user turn right after its
@@ -55,7 +55,7 @@ type packReplay struct {
 	src    []Event
 	cursor int // next source event to fold into the engine
 
-	// The fold since forkReplayVersion (v2).
+	// The fold since GateForkReplay (v2).
 	v2          bool
 	sourceRunID string
 	roundStates map[int]string // the state each recorded round ran in
@@ -75,7 +75,7 @@ func newPackReplay(src []Event) *packReplay {
 		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1}
 	for _, e := range src {
 		switch e.Type {
-		case "agent.decided":
+		case protocol.EvAgentDecided:
 			var p struct {
 				Decision packRoundRecord `json:"decision"`
 			}
@@ -87,7 +87,7 @@ func newPackReplay(src []Event) *packReplay {
 				Text: d.Text, ToolCalls: d.ToolCalls, Provider: d.Provider, Model: d.Model, Usage: d.Usage, FinishReason: d.FinishReason,
 			}
 			pr.roundStates[d.Round], pr.roundEvents[d.Round] = d.State, e
-		case "agent.toolReturned":
+		case protocol.EvAgentToolReturned:
 			var p struct {
 				CallID  string          `json:"callId"`
 				Outcome json.RawMessage `json:"outcome"`
@@ -158,10 +158,10 @@ func (rt *packRuntime) replayedModel(in convo.ModelRoundInput, out *convo.ModelR
 	case pr.diverged:
 		return false, &replayDivergedError{msg: "the fork replay has diverged from its source"}
 	case !ok:
-		return false, rt.diverge("extra", "agent.decided", pr.at,
+		return false, rt.diverge("extra", protocol.EvAgentDecided, pr.at,
 			"the replay needs model round %d in state %q, which the source run did not record", in.Round, in.State)
 	case pr.roundStates[in.Round] != in.State:
-		return false, rt.diverge("output", "agent.decided", pr.roundEvents[in.Round],
+		return false, rt.diverge("output", protocol.EvAgentDecided, pr.roundEvents[in.Round],
 			"model round %d ran in state %q in the source run but in state %q in the replay", in.Round, pr.roundStates[in.Round], in.State)
 	}
 	pr.used[in.Round] = true
@@ -181,24 +181,24 @@ type failedTurn struct {
 // it said before the failure).
 func (pr *packReplay) unavailableNotice() *failedTurn {
 	for _, e := range pr.src {
-		if e.Sequence <= pr.at.Sequence || e.Type != EvConversationExchanged && e.Type != EvConversationClosed {
+		if e.Sequence <= pr.at.Sequence || e.Type != protocol.EvConversationExchanged && e.Type != protocol.EvConversationClosed {
 			continue
 		}
 		var p struct {
 			Turn struct {
 				Role    string `json:"role"`
 				Content struct {
-					Error *RunError `json:"error"`
+					Error *protocol.RunError `json:"error"`
 				} `json:"content"`
 			} `json:"turn"`
 		}
-		if e.Type != EvConversationExchanged || json.Unmarshal(e.Payload, &p) != nil {
+		if e.Type != protocol.EvConversationExchanged || json.Unmarshal(e.Payload, &p) != nil {
 			return nil
 		}
 		switch {
-		case p.Turn.Role == RoleAgent:
+		case p.Turn.Role == protocol.RoleAgent:
 			continue
-		case p.Turn.Role == RoleSystem && p.Turn.Content.Error != nil && p.Turn.Content.Error.Code == protocol.CodeModelUnavailable:
+		case p.Turn.Role == protocol.RoleSystem && p.Turn.Content.Error != nil && p.Turn.Content.Error.Code == protocol.CodeModelUnavailable:
 			return &failedTurn{seq: e.Sequence, message: p.Turn.Content.Error.Message}
 		}
 		return nil
@@ -223,7 +223,7 @@ func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResu
 	if !pr.v2 || pr.live {
 		return nil, false, nil
 	}
-	return nil, false, rt.diverge("extra", "agent.toolReturned", pr.at,
+	return nil, false, rt.diverge("extra", protocol.EvAgentToolReturned, pr.at,
 		"the replay calls tool %s (call %s), which the source run did not record", in.Tool, in.CallID)
 }
 
@@ -263,7 +263,7 @@ func (a *packAgent) divergeAt(c *conversation, kind, point string, at Event, msg
 	if at.EventID != "" {
 		p["originalEventId"] = at.EventID
 	}
-	c.Emit(EvReplayDiverged, p, "")
+	c.Emit(protocol.EvReplayDiverged, p, "")
 	workflow.GetLogger(c.r.ctx).Warn("Fork replay diverged", "node", a.nodeID, "sourceRunId", pr.sourceRunID, "reason", msg)
 }
 
@@ -284,7 +284,7 @@ func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
 		return
 	}
 	for pr.cursor < len(pr.src) && pr.src[pr.cursor].EventID != e.EventID {
-		if ev := pr.src[pr.cursor]; ev.Type == EvInterruptResolved {
+		if ev := pr.src[pr.cursor]; ev.Type == protocol.EvInterruptResolved {
 			a.foldInjection(ctx, c, ev)
 		}
 		pr.cursor++
@@ -295,7 +295,7 @@ func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
 // turns without calling Reply; the pack folds the same user turns and injected events
 // into its engine, answering every model round and tool call from the source run's
 // records, so its state matches the source and no model is called again.
-func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
+func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t protocol.Turn) {
 	pr := a.replay
 	if pr == nil {
 		return
@@ -309,31 +309,31 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
 		e := pr.src[pr.cursor]
 		pr.cursor++
 		switch e.Type {
-		case EvInterruptResolved:
+		case protocol.EvInterruptResolved:
 			a.foldInjection(ctx, c, e)
-		case EvConversationOpened:
+		case protocol.EvConversationOpened:
 			var p struct {
-				InitialTurn Turn `json:"initialTurn"`
+				InitialTurn protocol.Turn `json:"initialTurn"`
 			}
 			if json.Unmarshal(e.Payload, &p) == nil && p.InitialTurn.MessageID == t.MessageID {
 				return
 			}
-		case EvConversationExchanged:
+		case protocol.EvConversationExchanged:
 			var p struct {
-				Turn Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			if json.Unmarshal(e.Payload, &p) != nil || p.Turn.MessageID != t.MessageID {
 				continue
 			}
 			pr.at = e
 			switch p.Turn.Role {
-			case RoleUser:
+			case protocol.RoleUser:
 				a.foldUserTurn(ctx, c, e, p.Turn)
-			case RoleAgent:
+			case protocol.RoleAgent:
 				a.checkReply(c, e, p.Turn)
 			}
 			return
-		case EvConversationClosed:
+		case protocol.EvConversationClosed:
 			pr.at = e
 			a.checkClose(c, e)
 			return
@@ -342,14 +342,14 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t Turn) {
 }
 
 // foldUserTurn runs the engine's turn for a recorded user turn.
-func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event, t Turn) {
+func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event, t protocol.Turn) {
 	pr := a.replay
 	pr.last = nil
 	if pr.diverged {
 		return
 	}
 	if a.m.Closed() {
-		a.divergeAt(c, "extra", EvConversationExchanged, e, fmt.Sprintf("the source conversation goes on with turn %d, but the replay's pack has ended (%s)", t.TurnIndex, a.m.Status()))
+		a.divergeAt(c, "extra", protocol.EvConversationExchanged, e, fmt.Sprintf("the source conversation goes on with turn %d, but the replay's pack has ended (%s)", t.TurnIndex, a.m.Status()))
 		return
 	}
 	if !pr.answeredLater() {
@@ -358,7 +358,7 @@ func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event,
 	}
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(t.Content))
 	if err != nil {
-		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("the replay's pack could not take turn %d: %v", t.TurnIndex, err))
+		a.divergeAt(c, "output", protocol.EvConversationExchanged, e, fmt.Sprintf("the replay's pack could not take turn %d: %v", t.TurnIndex, err))
 		return
 	}
 	pr.last = res
@@ -369,7 +369,7 @@ func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event,
 // unanswered.
 func (pr *packReplay) answeredLater() bool {
 	for _, e := range pr.src[pr.cursor:] {
-		if e.Type == EvConversationExchanged || e.Type == EvConversationClosed {
+		if e.Type == protocol.EvConversationExchanged || e.Type == protocol.EvConversationClosed {
 			return true
 		}
 	}
@@ -389,19 +389,19 @@ func (a *packAgent) foldInjection(ctx workflow.Context, c *conversation, e Event
 	}
 	pr.at, pr.last = e, nil
 	if err := a.m.CanInject(ev.Event); err != nil {
-		a.divergeAt(c, "output", EvInterruptResolved, e, fmt.Sprintf("the source injected event %q, which the replay's pack refuses: %v", ev.Event, err))
+		a.divergeAt(c, "output", protocol.EvInterruptResolved, e, fmt.Sprintf("the source injected event %q, which the replay's pack refuses: %v", ev.Event, err))
 		return
 	}
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
-		a.divergeAt(c, "output", EvInterruptResolved, e, fmt.Sprintf("the replay's pack could not take event %q: %v", ev.Event, err))
+		a.divergeAt(c, "output", protocol.EvInterruptResolved, e, fmt.Sprintf("the replay's pack could not take event %q: %v", ev.Event, err))
 		return
 	}
 	pr.last = res
 }
 
 // checkReply compares a recorded agent turn with the reply the replay's engine gave.
-func (a *packAgent) checkReply(c *conversation, e Event, t Turn) {
+func (a *packAgent) checkReply(c *conversation, e Event, t protocol.Turn) {
 	pr := a.replay
 	last := pr.last
 	pr.last = nil
@@ -414,7 +414,7 @@ func (a *packAgent) checkReply(c *conversation, e Event, t Turn) {
 	}
 	_ = json.Unmarshal(t.Content, &body) // a recorded turn; content without a text compares as ""
 	if body.Text != last.Reply || body.State != "" && body.State != last.State {
-		a.divergeAt(c, "output", EvConversationExchanged, e, fmt.Sprintf("turn %d: the source answered in state %q, the replay in state %q with another text", t.TurnIndex, body.State, last.State))
+		a.divergeAt(c, "output", protocol.EvConversationExchanged, e, fmt.Sprintf("turn %d: the source answered in state %q, the replay in state %q with another text", t.TurnIndex, body.State, last.State))
 	}
 }
 
@@ -432,7 +432,7 @@ func (a *packAgent) checkClose(c *conversation, e Event) {
 	}
 	_ = json.Unmarshal(e.Payload, &p) // a recorded event; without a final state there is nothing to compare
 	if want := p.Outcome.FinalState; want != "" && (a.m.Status() != engine.StatusCompleted || a.m.CurrentState() != want) {
-		a.divergeAt(c, "output", EvConversationClosed, e, fmt.Sprintf("the source pack completed in state %q; the replay's is %s in state %q", want, a.m.Status(), a.m.CurrentState()))
+		a.divergeAt(c, "output", protocol.EvConversationClosed, e, fmt.Sprintf("the source pack completed in state %q; the replay's is %s in state %q", want, a.m.Status(), a.m.CurrentState()))
 	}
 }
 
@@ -445,7 +445,7 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 	}
 	for _, n := range slices.Sorted(maps.Keys(pr.rounds)) {
 		if !pr.used[n] && !pr.pendingRound(n) {
-			a.divergeAt(c, "missing", "agent.decided", pr.roundEvents[n], fmt.Sprintf("the source recorded model round %d in state %q, which the replay never ran", n, pr.roundStates[n]))
+			a.divergeAt(c, "missing", protocol.EvAgentDecided, pr.roundEvents[n], fmt.Sprintf("the source recorded model round %d in state %q, which the replay never ran", n, pr.roundStates[n]))
 			break
 		}
 	}
@@ -453,21 +453,21 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 	a.publish(c)
 }
 
-// observeLegacy is the fold of forks recorded before forkReplayVersion.
-func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn) {
+// observeLegacy is the fold of forks recorded before GateForkReplay.
+func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t protocol.Turn) {
 	pr := a.replay
 	for pr.cursor < len(pr.src) {
 		e := pr.src[pr.cursor]
 		pr.cursor++
 		switch e.Type {
-		case EvConversationExchanged:
+		case protocol.EvConversationExchanged:
 			var p struct {
-				Turn Turn `json:"turn"`
+				Turn protocol.Turn `json:"turn"`
 			}
 			if json.Unmarshal(e.Payload, &p) != nil {
 				continue
 			}
-			if p.Turn.Role == RoleUser && !a.m.Closed() {
+			if p.Turn.Role == protocol.RoleUser && !a.m.Closed() {
 				if _, err := a.m.Turn(a.runtime(ctx, c), turnText(p.Turn.Content)); err != nil {
 					workflow.GetLogger(ctx).Warn("Fork replay: the pack could not fold a recorded user turn", "node", a.nodeID, "error", err)
 				}
@@ -476,7 +476,7 @@ func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn)
 				a.publish(c)
 				return
 			}
-		case EvInterruptResolved:
+		case protocol.EvInterruptResolved:
 			var p struct {
 				ResumeValue json.RawMessage `json:"resumeValue"`
 			}
@@ -490,7 +490,7 @@ func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t Turn)
 			if _, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context)); err != nil {
 				workflow.GetLogger(ctx).Warn("Fork replay: the pack could not fold a recorded event", "node", a.nodeID, "error", err)
 			}
-		case EvConversationClosed:
+		case protocol.EvConversationClosed:
 			a.publish(c)
 			return
 		}

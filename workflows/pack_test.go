@@ -22,6 +22,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // scriptedModel stands in for the ModelRound and ToolCall activities: it plays the
@@ -224,11 +225,11 @@ func (tr *testRun) say(text string) {
 func mustJSONString(v any) string { return string(mustJSON(v)) }
 
 // turns returns the conversation turns recorded in the log, in order.
-func turnsOf(t *testing.T, evs []Event) []Turn {
-	var out []Turn
-	for _, e := range ofType(evs, EvConversationExchanged) {
+func turnsOf(t *testing.T, evs []Event) []protocol.Turn {
+	var out []protocol.Turn
+	for _, e := range ofType(evs, protocol.EvConversationExchanged) {
 		var p struct {
-			Turn Turn `json:"turn"`
+			Turn protocol.Turn `json:"turn"`
 		}
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
 		out = append(out, p.Turn)
@@ -236,7 +237,7 @@ func turnsOf(t *testing.T, evs []Event) []Turn {
 	return out
 }
 
-func contentOf(t *testing.T, turn Turn) map[string]string {
+func contentOf(t *testing.T, turn protocol.Turn) map[string]string {
 	var m map[string]string
 	require.NoError(t, json.Unmarshal(turn.Content, &m))
 	return m
@@ -259,7 +260,7 @@ func TestPackSupportConversation(t *testing.T) {
 	evs := tr.events()
 
 	// After turn 1 the run waits for the user in verifying.
-	require.Equal(t, StatusWaitingApproval, mid.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, mid.Status)
 	require.NotNil(t, mid.Pack)
 	require.Equal(t, "verifying", mid.Pack.State)
 	require.Equal(t, 1, mid.Pack.ModelRounds)
@@ -267,7 +268,7 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Equal(t, convo.RoleUser, transcript[0].Role)
 	require.Equal(t, "Hi, I have a question about my account.", transcript[0].Text)
 
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.NotNil(t, final.Pack)
 	require.Equal(t, "resolution", final.Pack.State)
 	require.Equal(t, map[string]int{"verifying": 1, "triage": 1, "resolution": 1}, final.Pack.Visits)
@@ -277,7 +278,7 @@ func TestPackSupportConversation(t *testing.T) {
 
 	turns := turnsOf(t, evs)
 	require.Len(t, turns, 4) // user, agent, user, agent (turn 0 is in conversation.opened)
-	require.Equal(t, []string{RoleUser, RoleAgent, RoleUser, RoleAgent}, []string{turns[0].Role, turns[1].Role, turns[2].Role, turns[3].Role})
+	require.Equal(t, []string{protocol.RoleUser, protocol.RoleAgent, protocol.RoleUser, protocol.RoleAgent}, []string{turns[0].Role, turns[1].Role, turns[2].Role, turns[3].Role})
 	for i, turn := range turns {
 		require.Equal(t, i+1, turn.TurnIndex)
 	}
@@ -286,15 +287,15 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Equal(t, "Let me check that account.\n\nYour balance is $42.00.", last["text"])
 	require.Equal(t, "resolution", last["state"])
 
-	opened := ofType(evs, EvConversationOpened)
+	opened := ofType(evs, protocol.EvConversationOpened)
 	require.Len(t, opened, 1)
 	var op struct {
-		AgentID     string `json:"agentId"`
-		InitialTurn Turn   `json:"initialTurn"`
+		AgentID     string        `json:"agentId"`
+		InitialTurn protocol.Turn `json:"initialTurn"`
 	}
 	require.NoError(t, json.Unmarshal(opened[0].Payload, &op))
 	require.Equal(t, "support", op.AgentID)
-	require.Equal(t, RoleSystem, op.InitialTurn.Role)
+	require.Equal(t, protocol.RoleSystem, op.InitialTurn.Role)
 	require.Contains(t, string(op.InitialTurn.Content), "verifying")
 
 	handoffs := ofType(evs, "agent.handoff")
@@ -321,14 +322,14 @@ func TestPackSupportConversation(t *testing.T) {
 	require.Len(t, sm.tools, 2)
 	require.Equal(t, []string{"verify_account", "get_balance"}, []string{sm.tools[0].Tool, sm.tools[1].Tool})
 
-	closed := ofType(evs, EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	var cl struct {
 		Outcome map[string]any `json:"outcome"`
 	}
 	require.NoError(t, json.Unmarshal(closed[0].Payload, &cl))
 	require.Equal(t, "resolution", cl.Outcome["finalState"])
-	require.Equal(t, EvRunCompleted, evs[len(evs)-1].Type)
+	require.Equal(t, protocol.EvRunCompleted, evs[len(evs)-1].Type)
 }
 
 // TestPackRefundExternalWait waits two weeks (test clock) in an external state, then a
@@ -360,12 +361,12 @@ func TestPackRefundExternalWait(t *testing.T) {
 		tr.resolveReq(ResolveRequest{NodeID: ServedPackNodeID, ResolvedBy: "finance-lead", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
 	})
 	final := tr.finish()
-	require.Equal(t, StatusWaitingApproval, payment.Status)
+	require.Equal(t, protocol.StatusWaitingApproval, payment.Status)
 	require.Equal(t, "approval", payment.Interrupt.Kind)
 	require.Contains(t, string(payment.Interrupt.Data), `"tool":"issue_refund"`)
 	require.GreaterOrEqual(t, end.Sub(start), 13*24*time.Hour)
 
-	require.Equal(t, StatusWaitingExternal, waiting.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, waiting.Status)
 	require.Equal(t, "awaiting_approval", waiting.Pack.State)
 	require.Equal(t, "awaiting_event", waiting.Pack.Status)
 	require.NotNil(t, waiting.Interrupt)
@@ -375,7 +376,7 @@ func TestPackRefundExternalWait(t *testing.T) {
 	require.Contains(t, badCheck.Message, "valid events: Approved, Rejected")
 	require.True(t, goodCheck.OK, "%+v", goodCheck)
 
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, "refunded", final.Pack.State)
 	evs := tr.events()
 	turns := turnsOf(t, evs)
@@ -425,30 +426,30 @@ const loopMock = `rounds:
 func TestPackMaxVisitsEndsRun(t *testing.T) {
 	tr, sm := packRun(t, "loop", loopPackYAML, loopMock, `{"message":"go"}`)
 	final := tr.finish()
-	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, protocol.StatusFailed, final.Status)
 	evs := tr.events()
 	require.Len(t, sm.rounds, 4)
-	failed := ofType(evs, EvRunFailed)
+	failed := ofType(evs, protocol.EvRunFailed)
 	require.Len(t, failed, 1)
 	require.Contains(t, string(failed[0].Payload), "max_visits_exceeded")
 	lim := ofType(evs, "workflow.loopback-limit")
 	require.Len(t, lim, 1)
 	require.Equal(t, true, payload(t, lim[0])["terminated"])
-	closed := ofType(evs, EvConversationClosed)
+	closed := ofType(evs, protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	var cl struct {
-		FinalTurn Turn            `json:"finalTurn"`
+		FinalTurn protocol.Turn   `json:"finalTurn"`
 		Outcome   json.RawMessage `json:"outcome"`
 	}
 	require.NoError(t, json.Unmarshal(closed[0].Payload, &cl))
 	require.Equal(t, "null", string(cl.Outcome))
-	require.Equal(t, RoleSystem, cl.FinalTurn.Role)
+	require.Equal(t, protocol.RoleSystem, cl.FinalTurn.Role)
 	require.Contains(t, string(cl.FinalTurn.Content), "max_visits")
 	// The text said before the failure still reached the user.
 	turns := turnsOf(t, evs)
 	require.Equal(t, "Planning.\n\nPlanning again.", contentOf(t, turns[len(turns)-1])["text"])
 	snap := tr.snapshot()
-	require.Equal(t, StatusFailed, snap.Status)
+	require.Equal(t, protocol.StatusFailed, snap.Status)
 	require.Equal(t, "max_visits_exceeded", snap.Error.Code)
 }
 
@@ -456,7 +457,7 @@ func TestPackMaxVisitsEndsRun(t *testing.T) {
 func TestPackBudgetEndsRun(t *testing.T) {
 	src := strings.Replace(loopPackYAML, "  entry: plan\n", "  entry: plan\n  engine: { budget: { max_total_visits: 3 } }\n", 1)
 	tr, _ := packRun(t, "loop", src, loopMock, `{"message":"go"}`)
-	require.Equal(t, StatusFailed, tr.finish().Status)
+	require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 	evs := tr.events()
 	caps := ofType(evs, "cap.breached")
 	require.Len(t, caps, 1)
@@ -470,10 +471,10 @@ func TestPackBudgetEndsRun(t *testing.T) {
 // run with the activity's error type as the code.
 func TestPackModelFailure(t *testing.T) {
 	tr, _ := packRun(t, "loop", loopPackYAML, "rounds:\n  - error: provider rejected the key\n", `{"message":"go"}`)
-	require.Equal(t, StatusFailed, tr.finish().Status)
+	require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 	snap := tr.snapshot()
 	require.Equal(t, "mock_scripted_failure", snap.Error.Code)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "provider rejected the key")
 }
@@ -490,7 +491,7 @@ func TestPackFailureSpeaksOpenWOP(t *testing.T) {
 		t.Run(typ, func(t *testing.T) {
 			tr, sm := packRun(t, "loop", loopPackYAML, loopMock, `{"message":"go"}`)
 			sm.fail = temporal.NewNonRetryableApplicationError("openai rejected the API key (HTTP 401)", typ, nil)
-			require.Equal(t, StatusFailed, tr.finish().Status)
+			require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 			snap := tr.snapshot()
 			require.Equal(t, code, snap.Error.Code)
 			require.Equal(t, `model round 0 in state "plan" failed: openai rejected the API key (HTTP 401)`, snap.Error.Message)
@@ -508,7 +509,7 @@ func TestPackMissingVariables(t *testing.T) {
 	src := strings.Replace(loopPackYAML, `system_template: "Plan." }`,
 		`system_template: "Plan for {{customer}}.", variables: [{ name: customer, type: string, required: true }] }`, 1)
 	tr, sm := packRun(t, "loop", src, loopMock, `{"message":"go"}`)
-	require.Equal(t, StatusFailed, tr.finish().Status)
+	require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 	require.Contains(t, tr.snapshot().Error.Message, `required variable "customer" is missing`)
 	require.Empty(t, sm.rounds)
 }
@@ -557,7 +558,7 @@ func TestPackContinueAsNew(t *testing.T) {
 	tr2.prev = tr
 	tr2.at(time.Minute, func() { tr2.say("It's ACC-12345. What's my balance?") })
 	final := tr2.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Len(t, sm2.rounds, 5)
 	require.Equal(t, 1, sm2.rounds[0].Round, "the script cursor continues after continue-as-new")
 	require.Equal(t, 6, final.Pack.ModelRounds)
@@ -574,7 +575,7 @@ func TestPackMockRoundsRunLocally(t *testing.T) {
 	tr, sm := packRun(t, "support", "", "", `{"message":"Hi, I have a question about my account."}`)
 	tr.at(time.Minute, func() { tr.say("It's ACC-12345. What's my balance?") })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, 6, final.Pack.ModelRounds)
 	require.Equal(t, []int{0, 1, 2, 3, 4, 5}, sm.local, "every round runs locally, the first one too (firstLocalVersion)")
 	require.Len(t, sm.rounds, 6)
@@ -589,7 +590,7 @@ func TestPackLocalRoundRefusedFallsBack(t *testing.T) {
 	sm.refuseLocal = true
 	tr.at(time.Minute, func() { tr.say("It's ACC-12345. What's my balance?") })
 	final := tr.finish()
-	require.Equal(t, StatusCompleted, final.Status)
+	require.Equal(t, protocol.StatusCompleted, final.Status)
 	require.Equal(t, 6, final.Pack.ModelRounds)
 	require.Empty(t, sm.local)
 	require.Equal(t, 1, sm.localRefused)
@@ -618,10 +619,10 @@ workflow:
 func TestPackWallTimeTimer(t *testing.T) {
 	tr, sm := packRun(t, "chat", chatPackYAML, "rounds:\n  - text: Hello!\n", `{"message":"hi"}`)
 	final := tr.finish()
-	require.Equal(t, StatusFailed, final.Status)
+	require.Equal(t, protocol.StatusFailed, final.Status)
 	require.Equal(t, "budget_exhausted", final.Error.Code)
 	require.Len(t, sm.rounds, 1)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	require.Contains(t, string(closed[0].Payload), "wall-time budget is exhausted (max_wall_time_sec 300)")
 	require.Contains(t, string(closed[0].Payload), `"outcome":null`)
@@ -659,7 +660,7 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	})
 	tr.env.ExecuteWorkflow(RunWorkflowName, tr.in)
 	require.NotEmpty(t, srcEvents)
-	require.Len(t, ofType(srcEvents, EvConversationClosed), 0)
+	require.Len(t, ofType(srcEvents, protocol.EvConversationClosed), 0)
 
 	in := tr.in
 	in.RunID = "run-support-fork-live"
@@ -670,7 +671,7 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 	fork.env.SetStartWorkflowOptions(startOpts(in.RunID))
 	fork.at(time.Minute, func() { fork.say("It's ACC-12345. What's my balance?") })
 	out := fork.finish()
-	require.Equal(t, StatusCompleted, out.Status)
+	require.Equal(t, protocol.StatusCompleted, out.Status)
 	require.Len(t, sm.rounds, 5, "round 0 comes from the source's record")
 	require.Equal(t, 1, sm.rounds[0].Round)
 	turns := turnsOf(t, fork.events())

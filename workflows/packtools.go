@@ -26,10 +26,6 @@ import (
 	"github.com/wop-dev/wop/convo"
 )
 
-// toolRoutesVersion is the workflow.GetVersion change id of routed tool calls. Runs
-// whose first tool batch ran before it take legacyTools until they continue as new.
-const toolRoutesVersion = "tool-routes"
-
 // routedTools routes the batch's live calls (a fork replay answers the others from the
 // source run's records) and runs them concurrently.
 func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
@@ -126,7 +122,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 			rt.c.r.localWaits--
 		}
 		if route := routes.Routes[j]; route.Outage != nil {
-			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.r.changed(outageVersion) {
+			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.r.changed(GateOutage) {
 				futures[j] = rt.outlastTool(actx, calls[i], route, actIDs[j], started[j], futures[j], cancel)
 			}
 		}
@@ -229,7 +225,7 @@ func (rt *packRuntime) toolOutcome(f workflow.Future, in convo.ToolCallInput, ro
 	if temporal.IsCanceledError(err) {
 		return nil, err
 	}
-	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.r.changed(toolOutcomeVersion) {
+	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.r.changed(GateToolOutcome) {
 		return unknownOutcome(in, err), nil
 	}
 	msg := fmt.Sprintf("tool %s failed: %s", in.Tool, failureMessage(err))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // snapshot builds the RunSnapshot.
@@ -49,7 +50,7 @@ func (r *runner) snapshot() *Snapshot {
 		// external wait before the conversation it interrupts.
 		first := s.Interrupts[0]
 		for _, it := range s.Interrupts {
-			if it.Kind == "external-event" || it.Kind == "approval" {
+			if it.Kind == protocol.KindExternalEvent || it.Kind == protocol.KindApproval {
 				first = it
 			}
 		}

@@ -6,7 +6,7 @@ package workflows
 // them, closed executions included; but a query on a closed execution makes a worker
 // replay that execution's whole history first, so a reader of a long run's older
 // events paid one replay per execution it reached back through. An execution that
-// takes eventRecordsVersion's path therefore also writes its events into its own
+// takes the path of GateEventRecords therefore also writes its events into its own
 // Temporal history: a SideEffect marker holding an EventsRecord whenever the events
 // not yet recorded reach recordChunkBytes, and one for the rest just before it
 // continues as new. History stays flat (each event is recorded once, a marker per
@@ -34,12 +34,6 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 )
-
-// eventRecordsVersion: an execution records its events in its history (EventsRecord
-// markers). It is asked at the execution's first event, so an execution records all
-// of its events or none: one in flight when the change arrived has asked on replay,
-// keeps the old way, and its link says it is not recorded.
-const eventRecordsVersion = "event-records"
 
 // EventsRecordKind marks the SideEffect markers that hold an EventsRecord.
 const EventsRecordKind = "openwop.events"
@@ -132,7 +126,7 @@ func (r *runner) recordEmitted(ev *Event) {
 	rec := &r.records
 	if !rec.asked {
 		rec.asked = true
-		rec.on = r.changed(eventRecordsVersion)
+		rec.on = r.changed(GateEventRecords)
 		rec.from, rec.next = ev.Sequence, ev.Sequence
 	}
 	if !rec.on {

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // TestSparseIndexReachesEveryExecution builds the links of a chain of 3,000
@@ -110,7 +111,7 @@ func TestCarriedLinks(t *testing.T) {
 // run writes it) or as JSON, and tells another side effect's value from a record.
 func TestEventsRecordFrom(t *testing.T) {
 	dc := converter.GetDefaultDataConverter()
-	rec := EventsRecord{Kind: EventsRecordKind, Events: []Event{{EventID: "evt-r-7", RunID: "r", Type: EvNodeStarted, Payload: json.RawMessage(`{"a":1}`), Sequence: 7}}}
+	rec := EventsRecord{Kind: EventsRecordKind, Events: []Event{{EventID: "evt-r-7", RunID: "r", Type: protocol.EvNodeStarted, Payload: json.RawMessage(`{"a":1}`), Sequence: 7}}}
 	b, err := rec.Compressed()
 	require.NoError(t, err)
 	plain, err := json.Marshal(rec)

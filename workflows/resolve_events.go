@@ -23,11 +23,6 @@ package workflows
 
 import "go.temporal.io/sdk/workflow"
 
-// resolveEventsVersion: a resolve update that asks for events waits until the run is
-// not busy within the workflow task and returns the run's events with its outcome.
-// Histories recorded before it have no marker and complete at the outcome, as then.
-const resolveEventsVersion = "resolve-update-events"
-
 // MaxResolveEventsBytes bounds the events a resolve update carries (EventBytes, as an
 // events page counts them): a turn may be 256 KiB, and the result stays far within
 // Temporal's payload limit.
@@ -45,9 +40,9 @@ type ResolveEvents struct {
 }
 
 // carriesEvents reports whether the update u returns the run's events (the caller
-// asked and the run takes resolveEventsVersion's path).
+// asked and the run takes the path of GateResolveEvents).
 func (r *runner) carriesEvents(u ResolveUpdateRequest) bool {
-	return u.EventsMaxBytes > 0 && r.changed(resolveEventsVersion)
+	return u.EventsMaxBytes > 0 && r.changed(GateResolveEvents)
 }
 
 // settledInTask reports whether the handler stops waiting: the run is not waiting on

@@ -21,6 +21,8 @@ package workflows
 // which the API falls back to the query and the signal.
 
 import (
+	"cmp"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -69,7 +71,7 @@ func (r *runner) resolveCheck(req ResolveRequest) ResolveCheck {
 	if !seen {
 		check, _ = r.checkResolve(req, false)
 	}
-	check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, orDefault(r.closing, r.status), r.nextSeq()-1
+	check.Tenant, check.CurrentStatus, check.LastSequence = r.in.Owner.Tenant, cmp.Or(r.closing, r.status), r.nextSeq()-1
 	check.Terminal = r.terminal || r.closing != ""
 	return check
 }
@@ -87,7 +89,7 @@ func (r *runner) validateResolveUpdate(u ResolveUpdateRequest) error {
 	case check.Pending:
 		return nil
 	case check.Replayed, !check.OK,
-		check.CurrentStatus == StatusCancelled, check.CurrentStatus == StatusCancelling:
+		check.CurrentStatus == protocol.StatusCancelled, check.CurrentStatus == protocol.StatusCancelling:
 		return refuseResolve(check)
 	}
 	return nil

@@ -34,7 +34,7 @@ type runner struct {
 	carried *carriedState
 	forkIdx *forkIndex
 	// bounded is set for executions that make the bounded state's decisions
-	// (boundedStateVersion); suggestedAt* record where Temporal first suggested
+	// (GateBoundedState); suggestedAt* record where Temporal first suggested
 	// continuing as new in this execution (checkHistory).
 	bounded           bool
 	suggestedAtLength int
@@ -52,7 +52,7 @@ type runner struct {
 	// versions caches the answers of changed (versions.go).
 	versions map[string]workflow.Version
 	// legacyEventRouting is set for runs that take an event injected into a pack state
-	// that accepts none as a chat reply, as they did before eventRoutingVersion.
+	// that accepts none as a chat reply, as they did before GateEventRouting.
 	legacyEventRouting bool
 
 	// resolveUpdates counts ResolveUpdate handlers waiting for their request's outcome.
@@ -64,7 +64,7 @@ type runner struct {
 	records eventRecorder
 
 	// The turn an agent is working on (turnstatus.go): busy is its conversation,
-	// liveStatus records turnStatusVersion's answer, hold and busyShown what the search
+	// liveStatus records the answer of GateTurnStatus, hold and busyShown what the search
 	// attributes show of it, taskMark when the turn last began a workflow task, turnReqs
 	// the requests whose turn it is (the one that started it, approvals applied in it).
 	busy       *conversation
@@ -88,7 +88,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 		in:       in,
 		eventLog: eventLog{nodeLast: map[string]string{}},
 		progress: progress{
-			status:  StatusPending,
+			status:  protocol.StatusPending,
 			outputs: map[string]map[string]json.RawMessage{},
 			counts:  map[string]int{},
 		},
@@ -107,7 +107,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
-	r.bounded = workflow.GetVersion(ctx, boundedStateVersion, workflow.DefaultVersion, 1) >= 1
+	r.bounded = r.changed(GateBoundedState)
 	snap, err := r.run()
 	if err != nil || snap == nil {
 		return snap, err
@@ -140,19 +140,19 @@ func (r *runner) setup() error {
 func (r *runner) run() (*Snapshot, error) {
 	if r.in.Definition == nil {
 		r.startedAt = workflow.Now(r.ctx)
-		r.emit(EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
-		return r.fail("", RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
+		r.emit(protocol.EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
+		return r.fail("", protocol.RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
 	}
 	if r.carried == nil {
 		r.startedAt = workflow.Now(r.ctx)
 		r.initSearchAttributes()
-		r.setStatus(StatusRunning)
-		r.emit(EvRunStarted, "", r.runStartedPayload(), "")
+		r.setStatus(protocol.StatusRunning)
+		r.emit(protocol.EvRunStarted, "", r.runStartedPayload(), "")
 		r.countRunStarted()
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {
-		return r.fail("", RunError{Code: protocol.CodeValidation, Message: err.Error()})
+		return r.fail("", protocol.RunError{Code: protocol.CodeValidation, Message: err.Error()})
 	}
 	r.checkTriggerRulesVersion()
 	for _, n := range order {
@@ -167,11 +167,11 @@ func (r *runner) run() (*Snapshot, error) {
 		}
 		run, err := r.shouldRun(n)
 		if err != nil {
-			return r.fail(n.ID, RunError{Code: protocol.CodeValidation, Message: err.Error()})
+			return r.fail(n.ID, protocol.RunError{Code: protocol.CodeValidation, Message: err.Error()})
 		}
 		if !run {
 			r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "skipped"})
-			r.emit(EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
+			r.emit(protocol.EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
 			continue
 		}
 		_, err = r.execNode(n) // the outputs are in the node record
@@ -184,10 +184,10 @@ func (r *runner) run() (*Snapshot, error) {
 		default:
 			var ne *nodeError
 			if !errors.As(err, &ne) {
-				ne = &nodeError{RunError{Code: protocol.CodeInternal, Message: err.Error()}}
+				ne = &nodeError{protocol.RunError{Code: protocol.CodeInternal, Message: err.Error()}}
 			}
 			r.setRecord(n.ID, "failed", nil)
-			r.emit(EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
+			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
 	}

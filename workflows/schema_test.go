@@ -135,7 +135,7 @@ func v1View(t *testing.T, e Event) Event {
 		require.True(t, ok, "%s has a v1 name", e.Type)
 		e.Type = v1name
 	}
-	if e.Type == EvRunStarted {
+	if e.Type == protocol.EvRunStarted {
 		var p map[string]any
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
 		if owner, ok := p["owner"].(map[string]any); ok {
@@ -167,17 +167,17 @@ func recordForSchemaCheck(t *testing.T, evs []Event) {
 			validateJSON(t, v1+"run-event-payloads.schema.json#/$defs/"+camel(e.Type), p, what+" payload")
 		}
 		switch e.Type {
-		case EvConversationOpened, EvConversationExchanged, EvConversationClosed:
+		case protocol.EvConversationOpened, protocol.EvConversationExchanged, protocol.EvConversationClosed:
 			validateJSON(t, v1+"conversation-event.schema.json", p, what+" payload (v1 strict)")
-			name := map[string]string{EvConversationOpened: "ConversationOpenedPayload", EvConversationExchanged: "ConversationExchangedPayload", EvConversationClosed: "ConversationClosedPayload"}[e.Type]
+			name := map[string]string{protocol.EvConversationOpened: "ConversationOpenedPayload", protocol.EvConversationExchanged: "ConversationExchangedPayload", protocol.EvConversationClosed: "ConversationClosedPayload"}[e.Type]
 			validateJSON(t, v1+"conversation-event.schema.json#/$defs/"+name, p, what+" payload (v1 "+name+")")
 			m := p.(map[string]any)
 			turn := m["turn"]
 			switch e.Type {
-			case EvConversationOpened:
+			case protocol.EvConversationOpened:
 				turn = m["initialTurn"]
 				validateJSON(t, v2+"conversation-event.schema.json#/$defs/ConversationOpenedPayload", p, what+" payload (v2)")
-			case EvConversationClosed:
+			case protocol.EvConversationClosed:
 				turn = m["finalTurn"]
 				validateJSON(t, v2+"conversation-event.schema.json#/$defs/ConversationClosedPayload", p, what+" payload (v2)")
 			}

@@ -43,7 +43,7 @@ func (a *fakeAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	return opening{AgentID: "host:fake", Title: "Fake", InitialText: "Fake agent, state start.", FirstUserText: in.Message}, nil
 }
 
-func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user Turn) (agentReply, error) {
+func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user protocol.Turn) (agentReply, error) {
 	a.Replies++
 	var body struct {
 		Text string `json:"text"`
@@ -56,7 +56,7 @@ func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user Turn) (agent
 		a.State = "awaiting"
 		return agentReply{Text: "Waiting for approval.", State: a.State, Raise: &agentInterrupt{EventType: "ticket.approved", Correlation: json.RawMessage(`{"ticket":"T1"}`), TimeoutMs: 7 * 24 * 3600 * 1000}}, nil
 	case "explode":
-		return agentReply{Text: "Out of budget.", State: a.State, Close: &closeRequest{Error: &RunError{Code: "budget_exhausted", Message: "budget max_total_visits=1 exhausted"}}}, nil
+		return agentReply{Text: "Out of budget.", State: a.State, Close: &closeRequest{Error: &protocol.RunError{Code: "budget_exhausted", Message: "budget max_total_visits=1 exhausted"}}}, nil
 	}
 	return agentReply{Text: "you said " + body.Text, State: a.State}, nil
 }
@@ -67,6 +67,10 @@ func (a *fakeAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 	}
 	return nil
 }
+
+func (a *fakeAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
+
+func (a *fakeAgent) ApprovesToolCalls() bool { return false }
 
 func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent) (agentReply, error) {
 	a.State = "done"
@@ -108,7 +112,7 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 		tr.resolveReq(ResolveRequest{NodeID: "agent", ResumeValue: json.RawMessage(`{"event":"Approved","context":"by ops","ticket":"T1"}`), ResolvedBy: "ops"})
 	})
 	s := tr.execute()
-	require.Equal(t, StatusWaitingExternal, waiting.Status)
+	require.Equal(t, protocol.StatusWaitingExternal, waiting.Status)
 	require.Equal(t, "external-event", waiting.Interrupt.Kind)
 	require.Len(t, waiting.Interrupts, 2)
 	require.Equal(t, "awaiting", waiting.Pack.State)
@@ -116,8 +120,8 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 	require.Equal(t, refusal(protocol.CodeValidation, true), refusal(checks["badCorr"].Code, checks["badCorr"].Unprocessable))
 	require.True(t, checks["ok"].OK)
 	require.Equal(t, []convo.Message{{Role: "user", Text: "agent/main"}}, transcript)
-	require.Equal(t, StatusCompleted, s.Status)
-	var turns []Turn
+	require.Equal(t, protocol.StatusCompleted, s.Status)
+	var turns []protocol.Turn
 	require.NoError(t, json.Unmarshal(s.Channels["conversation"], &turns))
 	var texts []string
 	for _, tn := range turns {
@@ -127,26 +131,26 @@ func TestSeamExternalWaitAndInject(t *testing.T) {
 		`{"text":"hello while waiting"}`, `{"state":"awaiting","text":"you said hello while waiting"}`,
 		`{"state":"done","text":"Approved: \"by ops\""}`, `{"text":"Goal reached."}`}, texts)
 	require.Len(t, ofType(tr.events(), "agent.toolCalled"), 2)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.JSONEq(t, `{"approved":true}`, string(mustJSON(payload(t, closed[0])["outcome"])))
 }
 
 func TestSeamCloseWithError(t *testing.T) {
 	tr := newTestRun(t, fakeInput(`{"message":"explode"}`))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "budget_exhausted", s.Error.Code)
-	closed := ofType(tr.events(), EvConversationClosed)
+	closed := ofType(tr.events(), protocol.EvConversationClosed)
 	require.Len(t, closed, 1)
 	p := payload(t, closed[0])
 	require.Nil(t, p["outcome"])
 	require.Equal(t, "system", p["finalTurn"].(map[string]any)["role"])
-	require.Equal(t, []string{EvConversationClosed, EvInterruptResolved, EvNodeResumed, EvNodeFailed, EvRunFailed}, types(tr.events()[len(tr.events())-5:]))
+	require.Equal(t, []string{protocol.EvConversationClosed, protocol.EvInterruptResolved, protocol.EvNodeResumed, protocol.EvNodeFailed, protocol.EvRunFailed}, types(tr.events()[len(tr.events())-5:]))
 }
 
 func TestSeamAgentWaitTimeout(t *testing.T) {
 	tr := newTestRun(t, fakeInput(`{"message":"wait"}`))
 	s := tr.execute()
-	require.Equal(t, StatusFailed, s.Status)
+	require.Equal(t, protocol.StatusFailed, s.Status)
 	require.Equal(t, "interrupt_timeout", s.Error.Code)
 }

@@ -5,6 +5,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Search attributes the run workflow keeps current, so operators can filter runs in the
@@ -70,13 +72,13 @@ var WaitingKinds = []string{WaitingApproval, WaitingClarification, WaitingConver
 // a person to approve, so they count as approvals.
 func WaitingKind(interruptKind string) string {
 	switch {
-	case interruptKind == "approval", interruptKind == "low-confidence":
+	case interruptKind == protocol.KindApproval, interruptKind == protocol.KindLowConfidence:
 		return WaitingApproval
-	case interruptKind == "clarification":
+	case interruptKind == protocol.KindClarification:
 		return WaitingClarification
 	case strings.HasPrefix(interruptKind, "conversation"):
 		return WaitingConversation
-	case interruptKind == "external-event":
+	case interruptKind == protocol.KindExternalEvent:
 		return WaitingExternal
 	default:
 		return WaitingCustom

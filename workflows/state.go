@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/internal/mapkeys"
+	"github.com/wop-dev/wop/protocol"
 )
 
 // The runner's state by concern. Each group that continues across continue-as-new
@@ -72,7 +74,7 @@ type progress struct {
 	startedAt   time.Time
 	completedAt string
 	terminal    bool
-	err         *RunError
+	err         *protocol.RunError
 	failedNode  string
 
 	nodes   []nodeRecord                          // in execution order
@@ -117,7 +119,7 @@ type resolveState struct {
 }
 
 func (s *resolveState) carryInto(st *carriedState) {
-	st.ResolvedNodes, st.ResolvedIDs, st.Applied = mapkeys.Sorted(s.resolvedNodes), s.resolvedIDs.list(), s.applied.list()
+	st.ResolvedNodes, st.ResolvedIDs, st.Applied = slices.Sorted(maps.Keys(s.resolvedNodes)), s.resolvedIDs.list(), s.applied.list()
 	st.Outcomes = s.outcomes.newest(carriedOutcomes)
 	st.Inbox, st.Cancel = s.inbox, s.cancelReq
 	for _, it := range s.pending {

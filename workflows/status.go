@@ -6,6 +6,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // refreshStatus derives the run status from what it waits on (its pending interrupts,
@@ -15,14 +17,14 @@ func (r *runner) refreshStatus() {
 		return
 	}
 	if r.cancelReq != nil {
-		r.setStatus(StatusCancelling)
+		r.setStatus(protocol.StatusCancelling)
 		return
 	}
 	if waiting := r.waiting(); len(waiting) > 0 {
 		best := ""
 		for _, it := range waiting {
 			s := statusForKind(it.Kind)
-			if best == "" || s == StatusWaitingExternal {
+			if best == "" || s == protocol.StatusWaitingExternal {
 				best = s
 			}
 		}
@@ -35,25 +37,25 @@ func (r *runner) refreshStatus() {
 			return
 		}
 	}
-	if r.status != StatusPending || r.nextSeq() > 0 {
-		r.setStatus(StatusRunning)
+	if r.status != protocol.StatusPending || r.nextSeq() > 0 {
+		r.setStatus(protocol.StatusRunning)
 	}
 }
 
 // statusForKind maps an interrupt kind to the run status while it is pending.
 func statusForKind(kind string) string {
 	switch {
-	case kind == "approval", kind == "low-confidence", strings.HasPrefix(kind, "conversation"):
-		return StatusWaitingApproval
-	case kind == "external-event":
-		return StatusWaitingExternal
+	case kind == protocol.KindApproval, kind == protocol.KindLowConfidence, strings.HasPrefix(kind, "conversation"):
+		return protocol.StatusWaitingApproval
+	case kind == protocol.KindExternalEvent:
+		return protocol.StatusWaitingExternal
 	default:
-		return StatusWaitingInput
+		return protocol.StatusWaitingInput
 	}
 }
 
 func (r *runner) setStatus(s string) {
-	if r.busy != nil && s == StatusRunning && !r.busyShown {
+	if r.busy != nil && s == protocol.StatusRunning && !r.busyShown {
 		// The agent works within the workflow task: readers see running at once, the
 		// search attributes and a parent when the turn waits outside it (showBusy).
 		if !r.hold.on {

@@ -60,7 +60,7 @@ func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[str
 		StaticSummary:     fmt.Sprintf("Child run of %s (node %s): %s", r.in.RunID, n.ID, def.ID),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, RunWorkflowName, childIn)
-	r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: StatusRunning})
+	r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: protocol.StatusRunning})
 	var (
 		done   bool
 		result Snapshot
@@ -82,19 +82,19 @@ func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[str
 		_ = fut.SignalChildWorkflow(dctx, CancelSignal, CancelRequest{Reason: "parent-cancelled", CancelledBy: by}).Get(dctx, nil)
 		cancelChild()
 		_ = workflow.Await(dctx, func() bool { return done })
-		r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: StatusCancelled})
+		r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: protocol.StatusCancelled})
 		return nil, err
 	}
 	cancelChild()
 	if resErr != nil {
-		r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: StatusFailed})
+		r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: protocol.StatusFailed})
 		return nil, failNode(protocol.CodeChildRunFailed, "child run %s failed: %v", childID, resErr)
 	}
 	r.addChild(ChildRun{RunID: childID, NodeID: n.ID, Status: result.Status})
 	switch result.Status {
-	case StatusCompleted:
+	case protocol.StatusCompleted:
 		return map[string]json.RawMessage{"childRunId": mustJSON(childID), "variables": mustJSON(result.Variables)}, nil
-	case StatusFailed:
+	case protocol.StatusFailed:
 		msg := "child run failed"
 		if result.Error != nil {
 			msg = result.Error.Code + ": " + result.Error.Message

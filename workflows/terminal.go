@@ -1,13 +1,15 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/wop-dev/wop/internal/mapkeys"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -21,29 +23,25 @@ import (
 //     button, a parent's cascade) — returns a CanceledError whose details are the final
 //     Snapshot (Temporal: Canceled).
 // SnapshotFromError reads the Snapshot back from either error. Runs that ended before
-// this (without the closeStatusVersion marker) returned their Snapshot with a nil error
+// this (without the GateCloseStatus marker) returned their Snapshot with a nil error
 // and show Completed; WopStatus is the filter that works for both.
-
-// closeStatusVersion is the workflow.GetVersion change id of failed and cancelled runs
-// closing as Failed and Canceled in Temporal rather than Completed.
-const closeStatusVersion = "close-status"
 
 // close returns the workflow's result for the final snapshot: the snapshot itself, or,
 // for a failed or cancelled run, the error that closes the execution with that status
 // and carries the snapshot.
 func (r *runner) close(snap *Snapshot) (*Snapshot, error) {
-	if snap.Status != StatusFailed && snap.Status != StatusCancelled {
+	if snap.Status != protocol.StatusFailed && snap.Status != protocol.StatusCancelled {
 		return snap, nil
 	}
-	if workflow.GetVersion(r.ctx, closeStatusVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !r.changed(GateCloseStatus) {
 		return snap, nil
 	}
-	if snap.Status == StatusCancelled {
+	if snap.Status == protocol.StatusCancelled {
 		return nil, temporal.NewCanceledError(snap)
 	}
 	code, msg := protocol.CodeRunFailed, "the run failed"
 	if snap.Error != nil {
-		code, msg = orDefault(snap.Error.Code, code), orDefault(snap.Error.Message, msg)
+		code, msg = cmp.Or(snap.Error.Code, code), cmp.Or(snap.Error.Message, msg)
 	}
 	return nil, temporal.NewNonRetryableApplicationError(msg, code, nil, snap)
 }
@@ -54,12 +52,12 @@ func SnapshotFromError(err error) (snap *Snapshot, ok bool) {
 	// Details decode into a *Snapshot: from payloads, and from the values the SDK's
 	// test environment keeps as they were (a *Snapshot).
 	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&snap) == nil && snap != nil && snap.Status == StatusFailed {
+	if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&snap) == nil && snap != nil && snap.Status == protocol.StatusFailed {
 		return snap, true
 	}
 	snap = nil
 	var ce *temporal.CanceledError
-	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&snap) == nil && snap != nil && snap.Status == StatusCancelled {
+	if errors.As(err, &ce) && ce.HasDetails() && ce.Details(&snap) == nil && snap != nil && snap.Status == protocol.StatusCancelled {
 		return snap, true
 	}
 	return nil, false
@@ -83,25 +81,25 @@ func (r *runner) complete() (*Snapshot, error) {
 	}
 	for _, rec := range r.nodes {
 		if rec.State == "completed" && !hasOut[rec.NodeID] {
-			for _, k := range mapkeys.Sorted(rec.Outputs) {
+			for _, k := range slices.Sorted(maps.Keys(rec.Outputs)) {
 				outs[k] = rec.Outputs[k]
 			}
 		}
 	}
-	r.emit(EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
-	return r.finish(StatusCompleted)
+	r.emit(protocol.EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
+	return r.finish(protocol.StatusCompleted)
 }
 
 // fail ends the run as failed.
-func (r *runner) fail(nodeID string, e RunError) (*Snapshot, error) {
+func (r *runner) fail(nodeID string, e protocol.RunError) (*Snapshot, error) {
 	r.err = &e
 	r.failedNode = nodeID
 	p := map[string]any{"error": e, "durationMs": r.durationMs()}
 	if nodeID != "" {
 		p["failedNodeId"] = nodeID
 	}
-	r.emit(EvRunFailed, "", p, r.lastEventIDAny())
-	return r.finish(StatusFailed)
+	r.emit(protocol.EvRunFailed, "", p, r.lastEventIDAny())
+	return r.finish(protocol.StatusFailed)
 }
 
 // cancelled ends the run as cancelled: pending interrupts are invalidated, the running
@@ -122,7 +120,7 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 	if nodeID != "" {
 		if rec := r.record(nodeID); rec != nil && rec.State == "running" {
 			rec.State = "cancelled"
-			r.emit(EvNodeCancelled, nodeID, map[string]any{"nodeId": nodeID, "reason": req.Reason}, "")
+			r.emit(protocol.EvNodeCancelled, nodeID, map[string]any{"nodeId": nodeID, "reason": req.Reason}, "")
 		}
 	}
 	p := map[string]any{"reason": req.Reason, "durationMs": r.durationMs()}
@@ -132,8 +130,8 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 	if req.Reason == "parent-cancelled" && r.in.ParentRunID != "" {
 		p["parentRunId"] = r.in.ParentRunID
 	}
-	r.emit(EvRunCancelled, "", p, r.lastEventIDAny())
-	return r.finish(StatusCancelled)
+	r.emit(protocol.EvRunCancelled, "", p, r.lastEventIDAny())
+	return r.finish(protocol.StatusCancelled)
 }
 
 func (r *runner) lastEventIDAny() string { return r.lastID }

@@ -14,7 +14,7 @@ package workflows
 // the same idempotency key K (for an activity binding, the same ActivityID), so a
 // target that honours the key applies the effect once even when the model repeats it.
 //
-// Runs recorded before this (toolOutcomeVersion, asked where the new code would first
+// Runs recorded before this (GateToolOutcome, asked where the new code would first
 // act differently) read "tool T failed: …" and gave every call its own key.
 
 import (
@@ -29,10 +29,6 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
 )
-
-// toolOutcomeVersion: a tool call that may have been applied is reported as of unknown
-// outcome, and a repeat in the same turn reuses its idempotency key (tooloutcome.go).
-const toolOutcomeVersion = "tool-outcome-unknown"
 
 // ToolStatusOutcomeUnknown is the "status" of a tool result whose call may have been
 // applied.
@@ -71,7 +67,7 @@ func (rt *packRuntime) idempotencyKey(tenant string, in convo.ToolCallInput) str
 	}
 	sig := in.Tool + "\x00" + canonicalArgs(in.Args)
 	if prev, ok := rt.a.turnKeys[sig]; ok {
-		if rt.c.r.changed(toolOutcomeVersion) {
+		if rt.c.r.changed(GateToolOutcome) {
 			return prev
 		}
 		return key

@@ -1,10 +1,6 @@
 package workflows
 
-import (
-	"fmt"
-
-	"go.temporal.io/sdk/workflow"
-)
+import "fmt"
 
 // shouldRun decides from the node's incoming edges whether it runs. A node without
 // incoming edges runs. Otherwise an edge is taken when its source completed and its
@@ -17,7 +13,7 @@ import (
 //	none_failed   always: a failed node ends the run, so no source failed
 //	any_failed    never, for the same reason
 //
-// Runs that started before these rules (no triggerRulesVersion marker) keep the earlier
+// Runs that started before these rules (no GateTriggerRules marker) keep the earlier
 // reading: all_success when an edge names it, otherwise any edge taken.
 func (r *runner) shouldRun(n *Node) (bool, error) {
 	if n.Disabled {
@@ -70,10 +66,6 @@ func (r *runner) shouldRun(n *Node) (bool, error) {
 	return false, fmt.Errorf("node %q: unknown triggerRule %q (all_success, any_success, all_complete, none_failed, any_failed)", n.ID, rule)
 }
 
-// triggerRulesVersion is the workflow.GetVersion change id of the trigger rules as
-// shouldRun reads them now.
-const triggerRulesVersion = "trigger-rules"
-
 // checkTriggerRulesVersion marks, for a definition whose edges the change affects (a
 // node with several incoming edges, or a rule other than all_success and any_success),
 // whether this run reads trigger rules as it started with. A continued run keeps the
@@ -97,6 +89,6 @@ func (r *runner) checkTriggerRulesVersion() {
 		}
 	}
 	if affected {
-		r.legacyTriggerRules = workflow.GetVersion(r.ctx, triggerRulesVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion
+		r.legacyTriggerRules = !r.changed(GateTriggerRules)
 	}
 }

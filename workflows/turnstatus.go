@@ -19,18 +19,16 @@ package workflows
 //     its turn is over (the run waits again, or has ended): the outcome recorded when
 //     the request was applied says what the check predicted, and is corrected then.
 //
-// Runs recorded before this (turnStatusVersion, asked at the first turn of an
+// Runs recorded before this (GateTurnStatus, asked at the first turn of an
 // execution) read waiting-approval through their turns, as they did.
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
 )
-
-// turnStatusVersion: a run is running while its agent works on a turn (turnstatus.go).
-const turnStatusVersion = "turn-status"
 
 // statusHold is the status the search attributes last showed while the snapshot shows
 // running for a busy turn that has not waited outside its workflow task yet.
@@ -40,9 +38,9 @@ type statusHold struct {
 }
 
 // agentTurn runs fn, one turn of c's agent, with the run busy on c (when the run takes
-// turnStatusVersion's path). The caller applies the reply and then calls endTurn.
+// the path of GateTurnStatus). The caller applies the reply and then calls endTurn.
 func (r *runner) agentTurn(c *conversation, fn func() (agentReply, error)) (agentReply, error) {
-	if !r.changed(turnStatusVersion) {
+	if !r.changed(GateTurnStatus) {
 		return fn()
 	}
 	r.liveStatus = true
@@ -93,7 +91,7 @@ func (r *runner) waiting() []*interrupt {
 
 // startTurnRequest notes the request whose turn the run is about to take.
 func (r *runner) startTurnRequest(req ResolveRequest) {
-	if r.liveStatus || r.changed(turnStatusVersion) {
+	if r.liveStatus || r.changed(GateTurnStatus) {
 		r.liveStatus = true
 		r.turnReqs = append(r.turnReqs[:0], req.RequestID)
 	}
@@ -113,7 +111,7 @@ func (r *runner) settleTurnOutcome(status string) {
 	}
 	for _, id := range r.turnReqs {
 		if o := r.outcomes.find(id); o != nil && o.Applied {
-			o.RunStatus = orDefault(status, r.status)
+			o.RunStatus = cmp.Or(status, r.status)
 		}
 	}
 	r.turnReqs = r.turnReqs[:0]

@@ -1,35 +1,139 @@
 package workflows
 
+// The gate registry: every change of workflow behaviour that runs recorded before it
+// do not take. Each gate is a workflow.GetVersion change id, asked only through
+// runner.changed (or Conversation.Changed from an agent), lazily, at the first point
+// where the new code would act differently, so runs that never reach such a point
+// record no marker; once asked, an execution keeps its answer. A run recorded before a
+// gate replays its earlier path (workflows/testdata holds such histories).
+//
+// Adding a gate: add its constant here, its entry in Gates (id, the date it was added,
+// what it guards, when it may go) and ask it with changed where the new behaviour
+// begins; TestGatesAskedThroughTheRegistry fails on a GetVersion asked any other way or
+// a gate missing from Gates.
+//
+// Retiring a gate: once no open execution began before its date, no history can
+// replay its earlier path; its old branch, its constant and its entry go together,
+// with the recorded histories that pin the earlier path (docs/DECISIONS.md, "Gates").
+
 import "go.temporal.io/sdk/workflow"
 
-// Change ids of behaviour that differs from what runs recorded before it. Each is asked
-// lazily, at the first point where the new code would act differently, so runs that
-// never reach such a point record no marker; once asked, an execution keeps its answer.
+// Gate ids (workflow.GetVersion change ids), grouped by what they guard.
 const (
-	// agentCancelVersion: a cancel stops a pack turn between rounds and tool calls and
-	// cancels the model or tool activity in flight (pack_cancel.go).
-	agentCancelVersion = "agent-cancel"
-	// eventRoutingVersion: an injected event is refused where the pack's state accepts
-	// none, and hybrid (and external entry) states raise their event interrupt
-	// (pack_events.go).
-	eventRoutingVersion = "pack-event-routing"
-	// forkReplayVersion: a fork replay re-folds a pack in causal order, never calls a
-	// model or tool for a recorded turn, spends no usage twice and reports divergence
-	// (pack_replay.go).
-	forkReplayVersion = "fork-replay"
-	// integrityVersion: a signalled client turn must be a user turn (an agent turn only
-	// as a roster participant), with bounded fields and no messageId of the host's but
-	// its own (conversation_resolve.go checkClientTurn). A run asks only when a request breaks a
-	// rule the earlier code did not have (interrupts.go checkSignalled).
-	integrityVersion = "request-integrity"
-	// eventVocabularyVersion: a run of the v2 era (RunInput.Era) writes the event types
-	// OpenWOP v2 renamed under their v2 names (events.go, writeType). Asked at the first
-	// such event only, so runs of the v1 era never record the marker.
-	eventVocabularyVersion = "event-vocabulary-v2"
+	// Runs and their event log.
+	GateBoundedState     = "bounded-state"
+	GateTriggerRules     = "trigger-rules"
+	GateCloseStatus      = "close-status"
+	GateEventRecords     = "event-records"
+	GateWebhookNotify    = "webhook-notify"
+	GateRequestIntegrity = "request-integrity"
+	GateResolveEvents    = "resolve-update-events"
+	GateTurnStatus       = "turn-status"
+	GateForkReplay       = "fork-replay"
+
+	// Pack agents.
+	GateAgentCancel    = "agent-cancel"
+	GateEventRouting   = "pack-event-routing"
+	GatePackAttributes = "pack-attributes-on-change"
+	GateLocalRound     = "mock-round-local"
+	GateLocalYield     = "local-round-yield"
+	GateFirstLocal     = "first-round-local"
+	GateToolRoutes     = "tool-routes"
+	GateToolApprovals  = "tool-approvals"
+	GateToolQuorum     = "tool-approval-quorum"
+	GateToolOutcome    = "tool-outcome-unknown"
+	GateOutage         = "outage-wait"
+
+	// OpenWOP v2.
+	GateEventVocabulary = "event-vocabulary-v2"
 )
 
-// changed reports whether the run takes the new path of change id (version 1), asking
-// workflow.GetVersion the first time in this execution.
+// Gate is one entry of the registry.
+type Gate struct {
+	// ID is the workflow.GetVersion change id.
+	ID string
+	// Added is the day the gate was added (YYYY-MM-DD): executions that began before
+	// it may hold its earlier path in their histories.
+	Added string
+	// Guards says what runs take since the gate, and what those recorded before do.
+	Guards string
+	// Retire says when the gate may go and what goes with it.
+	Retire string
+}
+
+// retireAfter is the common condition under which a gate may go.
+const retireAfter = "when no open execution began before it was added (a visibility query on StartTime shows none), with the histories of testdata/earlier that pin its earlier path"
+
+// Gates lists every gate, oldest first.
+var Gates = []Gate{
+	{GateTriggerRules, "2026-11-30",
+		"edge trigger rules are read as OpenWOP defines them, all_success by default (shouldRun); runs started before read them the earlier way, and carry that reading across continue-as-new (carriedState.TriggerRules)",
+		"when no open run began before it: the reading is carried, so a run keeps it across executions"},
+	{GateCloseStatus, "2026-11-30",
+		"failed and cancelled runs close Failed and Canceled in Temporal with their Snapshot in the error's details; runs ended before returned their Snapshot with a nil error and show Completed (terminal.go)",
+		retireAfter},
+	{GateBoundedState, "2026-11-30",
+		"the decisions of the bounded carried state: a run continues as new with small queued resolves (carrying them), fails state_too_large rather than carry over maxCarriedBytes, and fails history_limit_exceeded short of Temporal's hard limits (carry.go); asked when an execution starts",
+		retireAfter + "; restore keeps reading the earlier carried shape (carriedShape 0) until no execution carries it"},
+	{GateWebhookNotify, "2026-11-30",
+		"a run signals its tenant's webhook dispatcher the events webhooks may receive (notify.go); asked at the first such event",
+		retireAfter},
+	{GateRequestIntegrity, "2026-11-30",
+		"a signalled client turn must be a user turn (an agent turn only as a roster participant), with bounded fields and no messageId in the host's namespace but its own (checkClientTurn); a run asks only when a request breaks a rule the earlier code did not have (checkSignalled)",
+		retireAfter},
+	{GateResolveEvents, "2026-11-30",
+		"a resolve update that asks for events waits until the run is not busy within the workflow task and returns the run's events with its outcome (resolve_events.go); updates recorded before complete at the outcome",
+		retireAfter},
+	{GateAgentCancel, "2026-11-30",
+		"a cancel stops a pack turn between rounds and tool calls and cancels the model or tool activity in flight; runs that recorded a cancel mid-turn before went on with the turn",
+		retireAfter},
+	{GateEventRouting, "2026-11-30",
+		"an injected event is refused where the pack's state accepts none (409 run_state_conflict, 422 when no state declares it), and hybrid (and external entry) states raise their event interrupt; runs before took such an event as a chat reply",
+		retireAfter},
+	{GateForkReplay, "2026-11-30",
+		"a fork replay re-folds a pack in causal order, never calls a model or tool for a recorded turn, spends no usage twice and reports divergence (fork.go and the pack agent's replay)",
+		retireAfter},
+	{GatePackAttributes, "2026-11-30",
+		"WopPackId and WopPackState are set only when the pack's state changes; runs before set them at every turn",
+		retireAfter},
+	{GateLocalRound, "2026-11-30",
+		"a model round after one the scripted mock answered runs as the ModelRoundLocal local activity; runs before ran every round as the ModelRound activity",
+		retireAfter},
+	{GateToolRoutes, "2026-11-30",
+		"a pack's tool batch is routed by the RouteTools local activity and activity-bound calls run on their binding's task queue; runs whose first tool batch ran before call every tool as a ToolCall activity",
+		retireAfter},
+	{GateToolApprovals, "2026-11-30",
+		"a tool call that needs a person's decision waits on a durable approval interrupt; asked only for a batch with such a call, and runs before ran it at once",
+		retireAfter},
+	{GateEventRecords, "2026-12-01",
+		"an execution records its events in its own history (EventsRecord markers, records.go); asked at the execution's first event, so an execution records all of its events or none",
+		retireAfter + "; readers keep querying closed executions whose links say they are not recorded until none is within retention"},
+	{GateTurnStatus, "2026-12-01",
+		"a run is running while its agent works on a turn, and a resolve is answered with where the turn left the run (turnstatus.go); asked at the first turn of an execution",
+		retireAfter},
+	{GateLocalYield, "2026-12-01",
+		"a turn whose local rounds ran 100 ms in one workflow task yields it before the next round (the Yield activity); runs before ran their local rounds in one task",
+		retireAfter},
+	{GateOutage, "2026-12-01",
+		"a model round (or a tool call whose binding says so) that fails its quick attempts with a retryable error waits out the outage, the run stalled meanwhile; asked when a round or call first fails that way, and runs before failed the run (a model round) or gave the model the error (a tool call)",
+		retireAfter},
+	{GateToolOutcome, "2026-12-01",
+		"a write, external or undeclared tool call that may have been applied is reported as of unknown outcome, and a repeat in the same turn reuses its idempotency key; runs before read \"tool T failed\" and gave every call its own key",
+		retireAfter},
+	{GateToolQuorum, "2026-12-01",
+		"in the approval of a call that needs more than one approval, an edit-accept with other arguments restarts the quorum on them, so the call runs with arguments every counted vote approved; asked when such an approval is raised, and approvals raised before count votes whatever their arguments",
+		retireAfter},
+	{GateFirstLocal, "2026-12-02",
+		"a node's first model round of an execution (no round answered yet) is tried as the ModelRoundLocal local activity too, and a worker whose provider is real refuses it at once (ErrTypeNotLocal); runs before ran a first round as the ModelRound activity",
+		retireAfter},
+	{GateEventVocabulary, "2026-12-02",
+		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",
+		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
+}
+
+// changed reports whether the run takes the new path of gate id (version 1), asking
+// workflow.GetVersion the first time in this execution. It is the only place the
+// workflow code asks a version.
 func (r *runner) changed(id string) bool {
 	if v, ok := r.versions[id]; ok {
 		return v >= 1
@@ -41,3 +145,7 @@ func (r *runner) changed(id string) bool {
 	r.versions[id] = v
 	return v >= 1
 }
+
+// tookNew reports whether this execution has asked gate id and takes its new path,
+// without asking it.
+func (r *runner) tookNew(id string) bool { return r.versions[id] >= 1 }

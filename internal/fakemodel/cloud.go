@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/wop-dev/wop/convo"
 )
 
 // GeminiResponse is the GenerateContentResponse of r, as generateContent returns it:
@@ -63,7 +64,7 @@ func (r Reply) GeminiChunks() []Event {
 		b, _ := json.Marshal(m)
 		out = append(out, Event{Data: b, Piece: piece})
 	}
-	for _, p := range Pieces(r.Text) {
+	for _, p := range convo.Pieces(r.Text) {
 		chunk([]any{map[string]any{"text": p}}, false, true)
 	}
 	if calls := r.geminiCalls(); len(calls) > 0 {
@@ -116,7 +117,7 @@ func (r Reply) BedrockEvents() []Event {
 	add("messageStart", map[string]any{"role": "assistant"}, false)
 	block := 0
 	if r.Text != "" {
-		for _, p := range Pieces(r.Text) {
+		for _, p := range convo.Pieces(r.Text) {
 			add("contentBlockDelta", map[string]any{"contentBlockIndex": block, "delta": map[string]any{"text": p}}, true)
 		}
 		add("contentBlockStop", map[string]any{"contentBlockIndex": block}, false)

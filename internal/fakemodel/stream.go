@@ -5,32 +5,17 @@
 // streamGenerateContent (cloud.go) and Bedrock's Converse and ConverseStream (AWS
 // event-stream frames). It converts a whole answer (the JSON a non-streamed
 // call returns) into the events a streamed call returns, and Server answers requests
-// with scripted replies, piece by piece, at a chosen pace. The scripted mock provider
-// streams its replies with Pieces too.
+// with scripted replies, piece by piece, at a chosen pace. Replies stream in the pieces of
+// convo.Pieces, as the scripted mock provider streams them.
 package fakemodel
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
-)
 
-// Pieces splits text the way a model streams it: word by word, each piece a word with
-// the spaces before it. The pieces concatenate to text.
-func Pieces(text string) []string {
-	var out []string
-	start := 0
-	for i := 1; i < len(text); i++ {
-		if text[i] == ' ' && text[i-1] != ' ' {
-			out = append(out, text[start:i])
-			start = i
-		}
-	}
-	if start < len(text) {
-		out = append(out, text[start:])
-	}
-	return out
-}
+	"github.com/wop-dev/wop/convo"
+)
 
 // OpenAIChunks converts a chat completion into the chunks of the same completion
 // streamed with stream_options.include_usage: a first chunk with the role, one per
@@ -76,13 +61,13 @@ func OpenAIChunks(completion []byte) ([]Event, error) {
 		}
 		delta(map[string]any{"role": "assistant", "content": ""}, nil)
 		if s, _ := msg["content"].(string); s != "" {
-			for _, p := range Pieces(s) {
+			for _, p := range convo.Pieces(s) {
 				piece = true
 				delta(map[string]any{"content": p}, nil)
 			}
 		}
 		if s, _ := msg["refusal"].(string); s != "" {
-			for _, p := range Pieces(s) {
+			for _, p := range convo.Pieces(s) {
 				piece = true
 				delta(map[string]any{"refusal": p}, nil)
 			}
@@ -161,7 +146,7 @@ func AnthropicEvents(message []byte) ([]Event, error) {
 		case "text":
 			add("content_block_start", map[string]any{"index": i, "content_block": map[string]any{"type": "text", "text": ""}})
 			text, _ := block["text"].(string)
-			for _, p := range Pieces(text) {
+			for _, p := range convo.Pieces(text) {
 				add("content_block_delta", map[string]any{"index": i, "delta": map[string]any{"type": "text_delta", "text": p}})
 			}
 		case "tool_use":
@@ -229,7 +214,7 @@ func (r Reply) usage() (in, out int) {
 		in = 10
 	}
 	if out == 0 {
-		out = len(Pieces(r.Text)) + len(r.ToolCalls)
+		out = len(convo.Pieces(r.Text)) + len(r.ToolCalls)
 	}
 	return in, out
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -71,7 +72,7 @@ func (a *activityMetrics) ExecuteActivity(ctx context.Context, in *interceptor.E
 		if err != nil {
 			outcome = "failed"
 		}
-		m.WithTags(map[string]string{"provider": orUnknown(provider), "model": orUnknown(model), "outcome": outcome}).Counter(MetricModelRounds).Inc(1)
+		m.WithTags(map[string]string{"provider": cmp.Or(provider, "unknown"), "model": cmp.Or(model, "unknown"), "outcome": outcome}).Counter(MetricModelRounds).Inc(1)
 	case "ToolCall":
 		tool, binding, outcome := "", "", "ok"
 		if ti, ok := input.(convo.ToolCallInput); ok {
@@ -89,7 +90,7 @@ func (a *activityMetrics) ExecuteActivity(ctx context.Context, in *interceptor.E
 		if err != nil {
 			outcome = "failed"
 		}
-		m.WithTags(map[string]string{"tool": orUnknown(tool), "binding": orDefault(binding, "none"), "outcome": outcome}).Counter(MetricToolCalls).Inc(1)
+		m.WithTags(map[string]string{"tool": cmp.Or(tool, "unknown"), "binding": cmp.Or(binding, "none"), "outcome": outcome}).Counter(MetricToolCalls).Inc(1)
 	}
 	return res, err
 }
@@ -101,15 +102,6 @@ func withKV(m map[string]string, k, v string) map[string]string {
 	}
 	out[k] = v
 	return out
-}
-
-func orUnknown(s string) string { return orDefault(s, "unknown") }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // isNotLocal reports whether err is ModelRoundLocal's refusal of a provider that is not

@@ -201,7 +201,7 @@ func (t *Telemetry) startTracing(ctx context.Context, o Options) error {
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { t.log.Warn("OpenTelemetry", "error", err) }))
 	tr, err := temporalotel.NewTracer(temporalotel.TracerOptions{Tracer: t.tracers.Tracer("go.temporal.io/sdk")})
 	if err != nil {
-		return fmt.Errorf("Temporal tracing interceptor: %w", err)
+		return fmt.Errorf("build the Temporal tracing interceptor: %w", err)
 	}
 	t.tracing = interceptor.NewTracingInterceptor(runTracer{tr})
 	return nil

@@ -1,14 +1,15 @@
-package workflows
-
-// Webhooks (OpenWOP spec/v1/webhooks.md) with Temporal as the only store:
+// Package webhooks holds the host's webhook workflows (OpenWOP spec/v1/webhooks.md),
+// with Temporal as the only store:
 //
 //   - Each tenant's subscriptions live in one long-running workflow, the webhook
-//     dispatcher (WebhookDispatcherID(tenant), type WebhookDispatcherWorkflowName). The
-//     API registers and unregisters through updates (validated before they are
-//     written), lists through a query, and starts the dispatcher on first use. It
-//     continues as new, carrying its subscriptions and the newest dead letters.
+//     dispatcher (workflows.WebhookDispatcherID(tenant), type
+//     WebhookDispatcherWorkflowName). The API registers and unregisters through updates
+//     (validated before they are written), lists through a query, and starts the
+//     dispatcher on first use. It continues as new, carrying its subscriptions and the
+//     newest dead letters.
 //   - A run signals its tenant's dispatcher with the events webhooks may receive
-//     (WebhookEventTypes), batched, from a coroutine of its own (notify.go): the run
+//     (workflows.WebhookEventTypes), batched, from a coroutine of its own
+//     (workflows/notify.go, which declares that signal and its WebhookNotice): the run
 //     never waits for a receiver, only, before it closes, for Temporal to have taken
 //     the last signal.
 //   - For every matching subscription, and for the run's callbackUrl, the dispatcher
@@ -21,6 +22,7 @@ package workflows
 //
 // Secrets never enter any of it: the activity derives each subscription's signing
 // secret from the host's webhook key (activities.WebhookSecret).
+package webhooks
 
 import (
 	"encoding/json"
@@ -36,6 +38,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // Names of the webhook workflows and their messages.
@@ -48,8 +51,6 @@ const (
 	WebhookUnregisterUpdate = "openwop.webhooks.unregister"
 	// WebhookListQuery answers a WebhookList.
 	WebhookListQuery = "openwop.webhooks.list"
-	// WebhookEventsSignal carries a WebhookNotice from a run.
-	WebhookEventsSignal = "openwop.webhooks.events"
 	// webhookDeadLetterSignal carries a DeadLetter from a delivery.
 	webhookDeadLetterSignal = "openwop.webhooks.dead-letter"
 )
@@ -59,21 +60,6 @@ const MaxWebhooksPerTenant = 100
 
 // maxDeadLetters is how many dead letters a dispatcher keeps (the newest).
 const maxDeadLetters = 100
-
-// WebhookEventTypes are the run events delivered to webhooks: what a person or a
-// system waits for (a run started or ended, something waits for a decision, a
-// reminder, an escalation, a decision taken). Other types are not delivered, so a
-// subscription may not ask for them.
-var WebhookEventTypes = []string{
-	EvRunStarted, EvRunCompleted, EvRunFailed, EvRunCancelled,
-	EvInterruptRequested, EvInterruptResolved,
-	EvApprovalRequested, EvApprovalReceived,
-	EvClarificationRequested, EvClarificationResolved,
-	EvWorkflowStalled,
-}
-
-// WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
-func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
 
 // internalIDPrefix starts the workflow ids of the host's own workflows that are not
 // runs: webhook dispatchers and deliveries. Run ids never start with it.
@@ -153,14 +139,6 @@ type WebhookRegistration struct {
 	Config *WebhookDeliveryConfig `json:"config,omitempty"`
 }
 
-// WebhookNotice is what a run signals its tenant's dispatcher: events of one run.
-type WebhookNotice struct {
-	RunID       string   `json:"runId"`
-	Tags        []string `json:"tags,omitempty"`
-	CallbackURL string   `json:"callbackUrl,omitempty"`
-	Events      []Event  `json:"events"`
-}
-
 // DeadLetter records a delivery that exhausted its retries.
 type DeadLetter struct {
 	WebhookID string `json:"webhookId,omitempty"` // "" for a run's callbackUrl
@@ -207,12 +185,12 @@ func WebhookDispatcher(ctx workflow.Context, in WebhookDispatcherInput) error {
 		workflow.UpdateHandlerOptions{Validator: d.validateUnregister}); err != nil {
 		return err
 	}
-	events := workflow.GetSignalChannel(ctx, WebhookEventsSignal)
+	events := workflow.GetSignalChannel(ctx, workflows.WebhookEventsSignal)
 	dead := workflow.GetSignalChannel(ctx, webhookDeadLetterSignal)
 	for {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(events, func(c workflow.ReceiveChannel, _ bool) {
-			var n WebhookNotice
+			var n workflows.WebhookNotice
 			c.Receive(ctx, &n)
 			d.dispatch(n)
 		})
@@ -285,7 +263,7 @@ func (d *dispatcher) register(ctx workflow.Context, reg WebhookRegistration) (We
 		return WebhookRegistered{Subscription: d.in.Subscriptions[i], Replayed: true}, nil
 	}
 	s := reg.Subscription
-	s.CreatedAt = formatTime(workflow.Now(ctx))
+	s.CreatedAt = workflows.FormatTime(workflow.Now(ctx))
 	s.Started, s.DeadLettered = 0, 0
 	d.in.Subscriptions = append(d.in.Subscriptions, s)
 	d.handled++
@@ -325,7 +303,7 @@ func (s WebhookSubscription) matches(typ string, tags []string) bool {
 
 // dispatch starts one delivery per matching subscription (and the run's callback) for
 // every event of the notice.
-func (d *dispatcher) dispatch(n WebhookNotice) {
+func (d *dispatcher) dispatch(n workflows.WebhookNotice) {
 	for _, ev := range n.Events {
 		for i := range d.in.Subscriptions {
 			s := &d.in.Subscriptions[i]
@@ -351,18 +329,18 @@ func WebhookDeliveryWorkflowID(tenant, webhookID, eventID string) string {
 	return fmt.Sprintf("wop-webhook:%s:%s:%s", tenant, target, eventID)
 }
 
-func (d *dispatcher) deliver(webhookID, url string, ev Event) {
+func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 	raw, _ := json.Marshal(ev)
 	cfg := d.in.Config
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            WebhookDeliveryWorkflowID(d.in.Tenant, webhookID, ev.EventID),
-		TaskQueue:             TaskQueue,
+		TaskQueue:             workflows.TaskQueue,
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:         fmt.Sprintf("Deliver %s #%d of run %s to %s", ev.Type, ev.Sequence, ev.RunID, url),
 	}
 	in := WebhookDeliveryInput{
-		Dispatcher: WebhookDispatcherID(d.in.Tenant),
+		Dispatcher: workflows.WebhookDispatcherID(d.in.Tenant),
 		Delivery: activities.WebhookDelivery{Tenant: d.in.Tenant, WebhookID: webhookID, URL: url, RunID: ev.RunID,
 			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout},
 		Config:  cfg,
@@ -405,7 +383,7 @@ func (d *dispatcher) continueAsNew(events, dead workflow.ReceiveChannel) error {
 		}
 		drained := false
 		for {
-			var n WebhookNotice
+			var n workflows.WebhookNotice
 			if !events.ReceiveAsync(&n) {
 				break
 			}
@@ -463,7 +441,7 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (*activities
 		msg = appErr.Message()
 	}
 	dl := DeadLetter{WebhookID: in.Delivery.WebhookID, URL: in.Delivery.URL, RunID: in.Delivery.RunID, EventID: in.EventID,
-		EventType: in.Delivery.EventType, Sequence: in.Delivery.Sequence, Error: msg, At: formatTime(workflow.Now(ctx)),
+		EventType: in.Delivery.EventType, Sequence: in.Delivery.Sequence, Error: msg, At: workflows.FormatTime(workflow.Now(ctx)),
 		DeliveryWorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	_ = workflow.SignalExternalWorkflow(ctx, in.Dispatcher, "", webhookDeadLetterSignal, dl).Get(ctx, nil)
 	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("dead-lettered %s #%d of run %s for %s: %s",
