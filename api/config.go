@@ -13,6 +13,7 @@ import (
 
 	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/webhooks"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // Scopes of the OpenWOP v1 vocabulary this host checks.
@@ -135,6 +136,9 @@ type Config struct {
 	// Namespace is the Temporal namespace of the runs (default "default"), in which the
 	// API reads the histories of a run's closed executions (segments.go).
 	Namespace string
+	// TaskQueue is the task queue the API starts runs and webhook dispatchers on
+	// (WOP_TASK_QUEUE; default workflows.TaskQueue): the one the workers poll.
+	TaskQueue string
 	// RateLimitPerSecond and RateLimitBurst shape the per-key token bucket.
 	RateLimitPerSecond float64
 	RateLimitBurst     int
@@ -183,6 +187,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Namespace == "" {
 		c.Namespace = "default"
+	}
+	if c.TaskQueue == "" {
+		c.TaskQueue = workflows.TaskQueue
 	}
 	if c.RateLimitPerSecond <= 0 {
 		c.RateLimitPerSecond = DefaultRateLimitPerSecond
@@ -234,6 +241,11 @@ func (c Config) withDefaults() Config {
 //	WOP_STREAM_SECRET     secret shared with the workers' chunk endpoints (streamMode=messages)
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
+	q, err := workflows.TaskQueueFromEnv(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TaskQueue = q
 	if k := strings.TrimSpace(getenv("WOP_API_KEY")); k != "" {
 		scopes := AllScopes
 		if v := strings.TrimSpace(getenv("WOP_API_KEY_SCOPES")); v != "" {

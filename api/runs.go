@@ -386,7 +386,7 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 	})
 	opts := client.StartWorkflowOptions{
 		ID:                                       in.RunID,
-		TaskQueue:                                workflows.TaskQueue,
+		TaskQueue:                                s.cfg.TaskQueue,
 		WorkflowTaskTimeout:                      workflows.RunWorkflowTaskTimeout,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,

@@ -293,7 +293,7 @@ func webhookDigest(req RegisterWebhookRequest) string {
 func (s *Server) ensureDispatcher(ctx context.Context, tenant string) error {
 	opts := client.StartWorkflowOptions{
 		ID:                       workflows.WebhookDispatcherID(tenant),
-		TaskQueue:                workflows.TaskQueue,
+		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		StaticSummary:            "Webhooks of tenant " + tenant,

@@ -334,7 +334,7 @@ func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 	cfg := d.in.Config
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:            WebhookDeliveryWorkflowID(d.in.Tenant, webhookID, ev.EventID),
-		TaskQueue:             workflows.TaskQueue,
+		TaskQueue:             workflow.GetInfo(d.ctx).TaskQueueName, // the dispatcher's own: the host's queue
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		StaticSummary:         fmt.Sprintf("Deliver %s #%d of run %s to %s", ev.Type, ev.Sequence, ev.RunID, url),

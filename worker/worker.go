@@ -7,6 +7,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -36,6 +37,9 @@ type Config struct {
 	// PacksDir is the folder of PromptPack packs whose mock scripts and tools the
 	// activities serve. A missing folder means no packs.
 	PacksDir string
+	// TaskQueue is the task queue the worker polls (WOP_TASK_QUEUE, --task-queue):
+	// the one the API starts runs on. Empty means workflows.TaskQueue.
+	TaskQueue string
 	// MaxConcurrentActivities bounds activity executions in flight (0 = SDK default).
 	MaxConcurrentActivities int
 	// MaxConcurrentWorkflowTasks bounds workflow tasks in flight (0 = SDK default).
@@ -137,6 +141,9 @@ type Config struct {
 	TurnLimits workflows.TurnLimits
 }
 
+// Queue is the task queue the worker polls: TaskQueue, or workflows.TaskQueue.
+func (c Config) Queue() string { return cmp.Or(c.TaskQueue, workflows.TaskQueue) }
+
 // DefaultConfig returns the defaults ConfigFromEnv starts from.
 func DefaultConfig() Config {
 	return Config{PacksDir: "packs", ShutdownTimeout: 10 * time.Second, WorkflowCacheSize: DefaultWorkflowCacheSize,
@@ -230,8 +237,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	cfg.ToolsFile = strings.TrimSpace(getenv("WOP_TOOLS"))
 	cfg.Getenv = getenv
-	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
 	var errs []error
+	if q, err := workflows.TaskQueueFromEnv(getenv); err != nil {
+		errs = append(errs, err)
+	} else {
+		cfg.TaskQueue = q
+	}
+	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
 	intVar := func(name string, dst *int) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			n, err := strconv.Atoi(v)
@@ -337,6 +349,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // RegisterTuningFlags adds the flags that tune a running worker (concurrency, pollers,
 // cache, shutdown), which `wop dev` shares with `wop worker`.
 func (c *Config) RegisterTuningFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "Temporal `task queue` of the host's runs, polled by the worker and used by the API (env WOP_TASK_QUEUE)")
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -363,7 +376,7 @@ func (c Config) SetCacheSize() {
 	}
 }
 
-// New builds an SDK worker on workflows.TaskQueue with every workflow and the given
+// New builds an SDK worker on the configured task queue (cfg.Queue) with every workflow and the given
 // activities registered. The caller starts and stops it. A WorkflowCacheSize applies
 // to the whole process and only takes effect before the process's first worker starts.
 func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Worker {
@@ -372,7 +385,7 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 	if pollers == 1 {
 		pollers = 2 // the SDK refuses 1: its pollers alternate between the sticky and the normal queue
 	}
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+	w := sdkworker.New(c, cfg.Queue(), sdkworker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.MaxConcurrentWorkflowTasks,
 		MaxConcurrentWorkflowTaskPollers:       pollers,
@@ -434,9 +447,9 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 		if health != nil {
 			_ = health.Close()
 		}
-		return fmt.Errorf("start worker on task queue %q: %w", workflows.TaskQueue, err)
+		return fmt.Errorf("start worker on task queue %q: %w", cfg.Queue(), err)
 	}
-	logger.Info("Worker started", "taskQueue", workflows.TaskQueue, "packsDir", cfg.PacksDir, "packs", len(loaded))
+	logger.Info("Worker started", "taskQueue", cfg.Queue(), "packsDir", cfg.PacksDir, "packs", len(loaded))
 	var hs *http.Server
 	if health != nil {
 		hs = &http.Server{Handler: healthHandler(cfg.Metrics), ReadHeaderTimeout: 5 * time.Second}

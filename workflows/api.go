@@ -7,6 +7,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wop-dev/wop/activities"
@@ -15,8 +16,38 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// TaskQueue is the task queue the host's workers poll.
+// TaskQueue is the task queue the host's workers poll unless WOP_TASK_QUEUE names
+// another (TaskQueueFromEnv): the queue of a run is the one it was started on, and its
+// activities, child runs and webhook deliveries stay on it.
 const TaskQueue = "wop"
+
+// TaskQueueFromEnv is the task queue named by WOP_TASK_QUEUE, TaskQueue when unset. A
+// name has no spaces, at most 200 characters, and not Temporal's reserved /_sys/ prefix.
+func TaskQueueFromEnv(getenv func(string) string) (string, error) {
+	v := strings.TrimSpace(getenv("WOP_TASK_QUEUE"))
+	if v == "" {
+		return TaskQueue, nil
+	}
+	if err := CheckTaskQueue(v); err != nil {
+		return "", fmt.Errorf("WOP_TASK_QUEUE=%q: %w", v, err)
+	}
+	return v, nil
+}
+
+// CheckTaskQueue says what is wrong with a task queue name, if anything.
+func CheckTaskQueue(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("the task queue name is empty")
+	case len(name) > 200:
+		return fmt.Errorf("a task queue name has at most 200 characters")
+	case strings.ContainsAny(name, " \t\r\n"):
+		return fmt.Errorf("a task queue name has no spaces")
+	case strings.HasPrefix(name, "/_sys/"):
+		return fmt.Errorf("/_sys/ is Temporal's own prefix")
+	}
+	return nil
+}
 
 // RunWorkflowName is the Temporal workflow type of every OpenWOP run.
 const RunWorkflowName = "OpenWOPRun"

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // runAPI is `wop api`: the production HTTP API process.
@@ -45,12 +46,16 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log `level`: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.BoolVar(&fixtures, "fixtures", fixtures, "serve the OpenWOP conformance fixtures as workflows (env WOP_SEED_FIXTURES)")
+	fs.StringVar(&apiCfg.TaskQueue, "task-queue", apiCfg.TaskQueue, "Temporal `task queue` runs are started on, the one the workers poll (env WOP_TASK_QUEUE)")
 	clientFlags := worker.RegisterClientFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
 	if env, err = clientFlags.Env(env); err != nil {
 		return fail(stderr, "api", err)
+	}
+	if err := workflows.CheckTaskQueue(apiCfg.TaskQueue); err != nil {
+		return fail(stderr, "api", fmt.Errorf("--task-queue %q: %w", apiCfg.TaskQueue, err))
 	}
 	logger, err := newLogger(stderr, logLevel)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
 )
 
 const hasEmbeddedServer = true
@@ -109,6 +110,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if cfg.retention <= 0 {
 		return fail(stderr, "dev", fmt.Errorf("--retention %s: want a positive duration such as 720h", cfg.retention))
 	}
+	if err := workflows.CheckTaskQueue(wcfg.Queue()); err != nil {
+		return fail(stderr, "dev", fmt.Errorf("--task-queue %q: %w", wcfg.Queue(), err))
+	}
 
 	logger, err := newLogger(stderr, cfg.logLevel)
 	if err != nil {
@@ -140,6 +144,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
+	apiCfg.TaskQueue = wcfg.Queue() // the API starts runs where the worker polls
 
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	err = activities.CheckProviders(cctx, wcfg.Providers)

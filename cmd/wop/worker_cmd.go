@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // runWorker is `wop worker`: the production worker process.
@@ -35,6 +36,9 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	}
 	if env, err = clientFlags.Env(env); err != nil {
 		return fail(stderr, "worker", err)
+	}
+	if err := workflows.CheckTaskQueue(cfg.Queue()); err != nil {
+		return fail(stderr, "worker", fmt.Errorf("--task-queue %q: %w", cfg.Queue(), err))
 	}
 	// A production worker never answers real users from the demo scripts by accident.
 	if cfg.ProviderSource == "" {

@@ -119,6 +119,15 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if opts.Namespace == "" {
 		opts.Namespace = client.DefaultNamespace
 	}
+	// The API starts runs on the queue the worker polls (either side may name it).
+	switch {
+	case opts.API.TaskQueue == "":
+		opts.API.TaskQueue = opts.Worker.Queue()
+	case opts.Worker.TaskQueue == "":
+		opts.Worker.TaskQueue = opts.API.TaskQueue
+	case opts.API.TaskQueue != opts.Worker.TaskQueue:
+		return nil, fmt.Errorf("the API's task queue %q is not the worker's %q", opts.API.TaskQueue, opts.Worker.TaskQueue)
+	}
 	// Streamed replies: the worker serves its chunk endpoint on a free loopback port,
 	// and the API reads it with the secret they share (one made up for this process
 	// unless either side was given one).
