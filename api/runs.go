@@ -74,20 +74,26 @@ func decodeCreateRun(body []byte) (*CreateRunRequest, error) {
 	return decodeCreateRunWith(body, GuardConfig{}.withDefaults())
 }
 
+// decodeCreateBody decodes a create body of either major strictly into req and checks
+// the workflowId it names (*workflowID, a field of req).
+func decodeCreateBody(body []byte, req any, workflowID *string) error {
+	if body == nil {
+		return badRequest("request body is required: {\"workflowId\": \"...\"}")
+	}
+	if err := decodeStrict(body, req); err != nil {
+		return err
+	}
+	if *workflowID == "" {
+		return badRequest("workflowId is required").with("field", "workflowId")
+	}
+	return validateID("workflowId", *workflowID)
+}
+
 // decodeCreateRunWith is decodeCreateRun under the guards g (limits on tags and
 // metadata).
 func decodeCreateRunWith(body []byte, g GuardConfig) (*CreateRunRequest, error) {
-	if body == nil {
-		return nil, badRequest("request body is required: {\"workflowId\": \"...\"}")
-	}
 	var req CreateRunRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return nil, err
-	}
-	if req.WorkflowID == "" {
-		return nil, badRequest("workflowId is required").with("field", "workflowId")
-	}
-	if err := validateID("workflowId", req.WorkflowID); err != nil {
+	if err := decodeCreateBody(body, &req, &req.WorkflowID); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {

@@ -42,17 +42,8 @@ const (
 // decodeCreateRunV2 decodes and validates a POST /runs body into the request the
 // create path shares with v1. g bounds the metadata as it does at v1.
 func decodeCreateRunV2(body []byte, g GuardConfig) (*CreateRunRequest, error) {
-	if body == nil {
-		return nil, badRequest("request body is required: {\"workflowId\": \"...\"}")
-	}
 	var req CreateRunRequestV2
-	if err := decodeStrict(body, &req); err != nil {
-		return nil, err
-	}
-	if req.WorkflowID == "" {
-		return nil, badRequest("workflowId is required").with("field", "workflowId")
-	}
-	if err := validateID("workflowId", req.WorkflowID); err != nil {
+	if err := decodeCreateBody(body, &req, &req.WorkflowID); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {

@@ -153,52 +153,48 @@ func (b *bench) measurePhase(ctx context.Context, ts []turner) (phaseResult, err
 }
 
 func (b *bench) throughputFloor(ctx context.Context, n int) (phaseResult, error) {
-	floors := make([]*floorConv, n)
-	defer stopAllOf(ctx, floors, func(ctx context.Context, i int) { floors[i].stop(ctx) })
-	ts := make([]turner, n)
-	err := parallel(ctx, n, 10, func(ctx context.Context, i int) error {
+	return measureOpened(ctx, b, n, func(ctx context.Context, i int) (*floorConv, turner, error) {
 		f, err := b.startFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tp%d-%d", b.runID, n, i), true)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		floors[i], ts[i] = f, f.exchange
-		return warmTurn(ctx, f.exchange)
-	})
-	if err != nil {
-		return phaseResult{}, err
-	}
-	return b.measurePhase(ctx, ts)
+		return f, f.exchange, nil
+	}, func(ctx context.Context, f *floorConv) { f.stop(ctx) })
 }
 
 func (b *bench) throughputUpdateFloor(ctx context.Context, n int) (phaseResult, error) {
-	floors := make([]*updateFloorConv, n)
-	defer stopAllOf(ctx, floors, func(ctx context.Context, i int) { floors[i].stop(ctx) })
-	ts := make([]turner, n)
-	err := parallel(ctx, n, 10, func(ctx context.Context, i int) error {
+	return measureOpened(ctx, b, n, func(ctx context.Context, i int) (*updateFloorConv, turner, error) {
 		f, err := b.startUpdateFloor(ctx, fmt.Sprintf("wop-bench-floor-%s-tpu%d-%d", b.runID, n, i))
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		floors[i], ts[i] = f, f.exchange
-		return warmTurn(ctx, f.exchange)
-	})
-	if err != nil {
-		return phaseResult{}, err
-	}
-	return b.measurePhase(ctx, ts)
+		return f, f.exchange, nil
+	}, func(ctx context.Context, f *updateFloorConv) { f.stop(ctx) })
 }
 
 func (b *bench) throughputHost(ctx context.Context, n int) (phaseResult, error) {
-	convs := make([]*conv, n)
-	defer stopAllOf(ctx, convs, func(ctx context.Context, i int) { _ = convs[i].closeConv(ctx) })
+	return measureOpened(ctx, b, n, func(ctx context.Context, _ int) (*conv, turner, error) {
+		c, err := b.openConv(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c.exchange, nil
+	}, func(ctx context.Context, c *conv) { _ = c.closeConv(ctx) })
+}
+
+// measureOpened opens n conversations of one kind (10 at a time), warms each with a
+// turn, measures the phase on them, and stops those that opened.
+func measureOpened[T any](ctx context.Context, b *bench, n int, open func(context.Context, int) (*T, turner, error), stop func(context.Context, *T)) (phaseResult, error) {
+	items := make([]*T, n)
+	defer stopAllOf(ctx, items, func(ctx context.Context, i int) { stop(ctx, items[i]) })
 	ts := make([]turner, n)
 	err := parallel(ctx, n, 10, func(ctx context.Context, i int) error {
-		c, err := b.openConv(ctx)
+		item, turn, err := open(ctx, i)
 		if err != nil {
 			return err
 		}
-		convs[i], ts[i] = c, c.exchange
-		return warmTurn(ctx, c.exchange)
+		items[i], ts[i] = item, turn
+		return warmTurn(ctx, turn)
 	})
 	if err != nil {
 		return phaseResult{}, err

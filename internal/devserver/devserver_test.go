@@ -38,15 +38,23 @@ func start(t *testing.T, opts Options) *Server {
 	return s
 }
 
-func customSAs(t *testing.T, s *Server) map[string]enumspb.IndexedValueType {
+// dialServer is a client of s's namespace, closed with the test, and a context for a
+// call of 10 s.
+func dialServer(t *testing.T, s *Server) (client.Client, context.Context) {
 	t.Helper()
 	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: s.Namespace(), Logger: quietSDK()})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
+	return c, ctx
+}
+
+func customSAs(t *testing.T, s *Server) map[string]enumspb.IndexedValueType {
+	t.Helper()
+	c, ctx := dialServer(t, s)
 	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: s.Namespace()})
 	if err != nil {
 		t.Fatalf("ListSearchAttributes: %v", err)
@@ -202,13 +210,7 @@ func TestDataFilesAreOwnerOnly(t *testing.T) {
 
 func retention(t *testing.T, s *Server) time.Duration {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: s.Namespace(), Logger: quietSDK()})
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	c, ctx := dialServer(t, s)
 	resp, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: s.Namespace()})
 	if err != nil {
 		t.Fatalf("DescribeNamespace: %v", err)
