@@ -148,6 +148,9 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 			return badRequest("tags[%d] must be a non-empty string of at most 256 characters", i).with("field", fmt.Sprintf("tags[%d]", i))
 		}
 	}
+	if err := webhooks.CheckSubscriptionSize(req.URL, req.Tags); err != nil {
+		return badRequest("%v", err).with("field", "url").with("maxBytes", webhooks.MaxSubscriptionBytes)
+	}
 	if req.TenantID != "" && req.TenantID != p.Tenant {
 		return codeErr(CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
 	}

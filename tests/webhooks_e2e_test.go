@@ -5,15 +5,11 @@ package tests
 // subscribers to, and answers as each test needs (failures first, or always).
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +17,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
@@ -76,29 +76,9 @@ func newReceiver(t *testing.T, fail func(d delivery, nth int) int) *receiver {
 	return r
 }
 
-// verifyDelivery is webhooks.md's verification recipe: the timestamp within ±5
-// minutes, the v1 algorithm, and sha256=HMAC-SHA256(secret, "<timestamp>.<rawBody>")
-// compared in constant time.
+// verifyDelivery is webhooks.md's verification recipe (activities.VerifyWebhook).
 func verifyDelivery(h http.Header, raw []byte, secret string) bool {
-	if secret == "" || h.Get("X-openwop-Signature-Algorithm") != "v1" {
-		return false
-	}
-	ts, err := strconv.ParseInt(h.Get("X-openwop-Timestamp"), 10, 64)
-	if err != nil || math.Abs(float64(time.Now().Unix()-ts)) > 300 {
-		return false
-	}
-	sig, ok := strings.CutPrefix(h.Get("X-openwop-Signature"), "sha256=")
-	if !ok {
-		return false
-	}
-	want, err := hex.DecodeString(sig)
-	if err != nil {
-		return false
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(strconv.FormatInt(ts, 10) + "."))
-	m.Write(raw)
-	return hmac.Equal(m.Sum(nil), want)
+	return activities.VerifyWebhook(h, raw, secret, time.Now()) == nil
 }
 
 func (r *receiver) trust(id, secret string) {
@@ -305,4 +285,107 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 		assert.Equal(t, "callback:"+runID, d.WebhookID)
 	}
 	replayHistory(t, c, runID, "pack-tool-approval-webhooks")
+}
+
+// historyEvents reads the whole Temporal history of workflow id.
+func historyEvents(t *testing.T, c *apiClient, id string) []*historypb.HistoryEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var out []*historypb.HistoryEvent
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// requireNoExternalSignals fails when run id's history signals another workflow.
+func requireNoExternalSignals(t *testing.T, c *apiClient, id string) {
+	t.Helper()
+	for _, ev := range historyEvents(t, c, id) {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED:
+			t.Fatalf("run %s's history has %s (event %d)", id, ev.GetEventType(), ev.GetEventId())
+		}
+	}
+}
+
+// TestWebhookNoticesE2E: a run of a tenant without a webhook dispatcher signals
+// nobody (no failed "Signal External Workflow Execution" in its history); once the
+// tenant has a subscription, a run's events reach it through the NotifyDispatcher
+// local activity; a replay fork of that run, which re-emits its history, is delivered
+// to nobody.
+func TestWebhookNoticesE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	lonely := createRun(t, c, "conformance-noop", nil)
+	waitSnapshot(t, c, lonely, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	requireNoExternalSignals(t, c, lonely)
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf, "the tenant has no dispatcher")
+
+	rec := newReceiver(t, nil)
+	id := register(t, c, rec, "run.started", "run.completed")
+	runID := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(runID), 2) }, 30*time.Second, 50*time.Millisecond)
+	for _, d := range rec.of(runID) {
+		assert.True(t, d.Verified, "%s is signed", d.EventType)
+		assert.Equal(t, id, d.WebhookID)
+	}
+	requireNoExternalSignals(t, c, runID)
+
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+runID+":fork", map[string]any{"mode": "replay"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	fork := body["runId"].(string)
+	waitSnapshot(t, c, fork, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	// A later run's delivery shows the dispatcher had time to start any of the fork's.
+	after := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(after), 2) }, 30*time.Second, 50*time.Millisecond)
+	assert.Empty(t, rec.of(fork), "a replay fork's re-emitted history is never delivered")
+	requireNoExternalSignals(t, c, fork)
+
+	replayHistory(t, c, lonely, "webhook-run-no-dispatcher")
+	replayHistory(t, c, runID, "webhook-run-local-notice")
+	replayHistory(t, c, fork, "webhook-fork-no-fanout")
+}
+
+// TestWebhookRefusalsE2E: a webhook URL or subscription past the bounds, and a
+// destination in a refused range, are answered 4xx before anything is stored (the
+// tenant's dispatcher is not even started); so is a run's callbackUrl.
+func TestWebhookRefusalsE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	refuse := func(path string, body map[string]any, code string) {
+		t.Helper()
+		status, _, got := c.do(http.MethodPost, path, body)
+		require.Equal(t, http.StatusBadRequest, status, "%v", got)
+		assert.Equal(t, code, got["error"], "%v", got)
+	}
+	hook := func(url string, tags ...string) map[string]any {
+		return map[string]any{"url": url, "events": []string{"run.completed"}, "tags": tags}
+	}
+	huge := "https://hooks.example.com/" + strings.Repeat("x", 600<<10)
+	refuse("/v1/webhooks", hook(huge), "validation_error")
+	refuse("/v1/webhooks", hook("https://hooks.example.com/"+strings.Repeat("x", activities.MaxWebhookURLBytes)), "validation_error")
+	tags := make([]string, 13)
+	for i := range tags {
+		tags[i] = strings.Repeat(string(rune('a'+i)), 256)
+	}
+	refuse("/v1/webhooks", hook("https://hooks.example.com/x", tags...), "validation_error") // 13 × 256 bytes of tags
+	for _, host := range []string{"[64:ff9b::a9fe:a9fe]", "[2002:a00:1::1]", "[::a9fe:a9fe]", "198.18.0.1", "240.0.0.1", "255.255.255.255"} {
+		refuse("/v1/webhooks", hook("https://"+host+"/hook"), "webhook_url_rejected")
+	}
+	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": huge}, "validation_error")
+	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": "https://[64:ff9b::7f00:1]/cb"}, "webhook_url_rejected")
+
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf, "nothing was stored: the tenant's dispatcher was never started")
+	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Empty(t, list["webhooks"])
 }

@@ -55,11 +55,42 @@ const (
 	webhookDeadLetterSignal = "openwop.webhooks.dead-letter"
 )
 
-// MaxWebhooksPerTenant bounds a tenant's subscriptions (the dispatcher's state).
-const MaxWebhooksPerTenant = 100
+// Bounds of a dispatcher's state, which it carries across continue-as-new as its
+// input: whatever a tenant registers, the state stays under MaxDispatcherStateBytes,
+// a quarter of the payload size Temporal refuses (2 MiB). A dispatcher whose input
+// grew past that would be terminated, and its subscriptions and dead letters lost.
+const (
+	// MaxWebhooksPerTenant bounds a tenant's subscriptions.
+	MaxWebhooksPerTenant = 100
+	// MaxSubscriptionBytes bounds what a subscription's registrant chooses: its URL
+	// and its tags together (the URL alone is bounded by
+	// activities.MaxWebhookURLBytes, the events by the types delivered).
+	MaxSubscriptionBytes = 3 << 10
+	// MaxDispatcherStateBytes is the bound the limits above keep a dispatcher's
+	// encoded state under (TestDispatcherStateIsBounded).
+	MaxDispatcherStateBytes = 512 << 10
 
-// maxDeadLetters is how many dead letters a dispatcher keeps (the newest).
-const maxDeadLetters = 100
+	// maxDeadLetters and maxDeadLetterBytes bound the dead letters a dispatcher keeps
+	// (the newest); maxDeadLetterError bounds the error a dead letter keeps.
+	maxDeadLetters     = 100
+	maxDeadLetterBytes = 128 << 10
+	maxDeadLetterError = 512
+)
+
+// CheckSubscriptionSize refuses a subscription larger than the dispatcher keeps.
+func CheckSubscriptionSize(url string, tags []string) error {
+	n := len(url)
+	for _, t := range tags {
+		n += len(t)
+	}
+	if n > MaxSubscriptionBytes {
+		return fmt.Errorf("a webhook's url and tags may take at most %d bytes together (got %d)", MaxSubscriptionBytes, n)
+	}
+	if len(url) > activities.MaxWebhookURLBytes {
+		return fmt.Errorf("a webhook URL may be at most %d bytes (got %d)", activities.MaxWebhookURLBytes, len(url))
+	}
+	return nil
+}
 
 // internalIDPrefix starts the workflow ids of the host's own workflows that are not
 // runs: webhook dispatchers and deliveries. Run ids never start with it.
@@ -236,6 +267,12 @@ func (d *dispatcher) validateRegister(reg WebhookRegistration) error {
 	if s.ID == "" || s.URL == "" || len(s.Events) == 0 {
 		return temporal.NewApplicationError("a subscription needs an id, a URL and events", protocol.CodeValidation)
 	}
+	if err := CheckSubscriptionSize(s.URL, s.Tags); err != nil {
+		return temporal.NewApplicationError(err.Error(), protocol.CodeValidation)
+	}
+	if len(s.Events) > len(workflows.WebhookEventTypes) || len(s.ID)+len(s.CreatedBy)+len(s.Digest)+len(s.SecretFingerprint) > 512 {
+		return temporal.NewApplicationError("a subscription's events or ids are larger than any this host registers", protocol.CodeValidation)
+	}
 	if i := d.find(s.ID); i >= 0 {
 		if d.in.Subscriptions[i].Digest != s.Digest {
 			return temporal.NewApplicationError(fmt.Sprintf("webhook %s was registered with another request under this Idempotency-Key", s.ID), ErrTypeIdempotencyMismatch)
@@ -353,13 +390,34 @@ func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 }
 
 func (d *dispatcher) deadLetter(dl DeadLetter) {
+	if len(dl.Error) > maxDeadLetterError {
+		dl.Error = strings.ToValidUTF8(dl.Error[:maxDeadLetterError], "") + "…"
+	}
 	d.in.DeadLetters = append(d.in.DeadLetters, dl)
-	if n := len(d.in.DeadLetters) - maxDeadLetters; n > 0 {
+	n := max(len(d.in.DeadLetters)-maxDeadLetters, 0)
+	for size := deadLettersSize(d.in.DeadLetters[n:]); size > maxDeadLetterBytes && n < len(d.in.DeadLetters)-1; n++ {
+		size -= deadLetterSize(d.in.DeadLetters[n])
+	}
+	if n > 0 {
 		d.in.DeadLetters = slices.Clone(d.in.DeadLetters[n:])
 	}
 	if i := d.find(dl.WebhookID); i >= 0 && dl.WebhookID != "" {
 		d.in.Subscriptions[i].DeadLettered++
 	}
+}
+
+// deadLetterSize is about what a dead letter takes of the dispatcher's encoded state:
+// its strings and a bound for its names and numbers.
+func deadLetterSize(dl DeadLetter) int {
+	return len(dl.WebhookID) + len(dl.URL) + len(dl.RunID) + len(dl.EventID) + len(dl.EventType) + len(dl.Error) + len(dl.At) + len(dl.DeliveryWorkflowID) + 160
+}
+
+func deadLettersSize(dls []DeadLetter) int {
+	n := 0
+	for _, dl := range dls {
+		n += deadLetterSize(dl)
+	}
+	return n
 }
 
 func (d *dispatcher) shouldContinueAsNew() bool {

@@ -30,6 +30,7 @@ const (
 	GateResolveEvents    = "resolve-update-events"
 	GateTurnStatus       = "turn-status"
 	GateForkReplay       = "fork-replay"
+	GateNotifyLocal      = "webhook-notify-local"
 
 	// Pack agents.
 	GateAgentCancel    = "agent-cancel"
@@ -129,6 +130,9 @@ var Gates = []Gate{
 	{GateEventVocabulary, "2026-12-02",
 		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
+	{GateNotifyLocal, "2026-12-03",
+		"a run's notices to its tenant's webhook dispatcher go through the NotifyDispatcher local activity, which signals a dispatcher that exists and no other (notify.go); runs before signalled with SignalExternalWorkflow, which failed where the tenant had no dispatcher; a replay fork notifies nothing (its log re-emits its source's), where forks before fanned it out again; asked with GateWebhookNotify, by runs created with RunInput.Notices only, so the runs created before never record the marker",
+		retireAfter},
 }
 
 // changed reports whether the run takes the new path of gate id (version 1), asking

@@ -5,7 +5,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/activities"
 )
 
 func TestDevSecretIsGeneratedOnceAndKept(t *testing.T) {
@@ -176,4 +181,68 @@ func TestDevAcceptsTheWorkerTuningFlags(t *testing.T) {
 	if code != 1 || !strings.Contains(errb.String(), `log level "loud"`) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
+}
+
+// TestDevDeliversWebhooksWithoutAnExportedKey: plain wop dev (no WOP_WEBHOOK_SECRET)
+// makes one webhook key, kept in its data folder, and its API and worker share it: a
+// webhook registered over the API gets a run's event, signed under the secret the
+// registration returned. The key is never written to the output.
+func TestDevDeliversWebhooksWithoutAnExportedKey(t *testing.T) {
+	dir := t.TempDir()
+	type got struct {
+		header http.Header
+		body   []byte
+	}
+	deliveries := make(chan got, 16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		deliveries <- got{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
+			"--ui-port", "0", "--packs", t.TempDir(), "--shutdown-timeout", "1s"},
+			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_WEBHOOK_ALLOW_PRIVATE": "true"}), &out, &errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
+		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	m := regexp.MustCompile(`(?m)^  API +(http://\S+)`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	apiKey, err := os.ReadFile(filepath.Join(dir, "data", devKeyFile))
+	require.NoError(t, err)
+	call := func(path string, body any) map[string]any {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, m[1]+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(apiKey)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var v map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+		require.Equal(t, http.StatusCreated, resp.StatusCode, "%s: %v", path, v)
+		return v
+	}
+	hook := call("/v1/webhooks", map[string]any{"url": recv.URL + "/hook", "events": []string{"run.completed"}})
+	run := call("/v1/runs", map[string]any{"workflowId": "conformance-noop"})
+	select {
+	case d := <-deliveries:
+		require.NoError(t, activities.VerifyWebhook(d.header, d.body, hook["secret"].(string), time.Now()))
+		assert.Equal(t, hook["webhookId"], d.header.Get(activities.HeaderWebhookID))
+		assert.Contains(t, string(d.body), run["runId"].(string))
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no delivery; stderr: %s", errb.String())
+	}
+	cancel()
+	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	key, err := os.ReadFile(filepath.Join(dir, "data", devWebhookFile))
+	require.NoError(t, err)
+	require.NotEmpty(t, strings.TrimSpace(string(key)))
+	assert.NotContains(t, out.String()+errb.String(), strings.TrimSpace(string(key)), "the webhook key is never logged")
+	assert.NotContains(t, errb.String(), "no webhook signing key")
 }
