@@ -31,6 +31,8 @@ const (
 	GateTurnStatus       = "turn-status"
 	GateForkReplay       = "fork-replay"
 	GateNotifyLocal      = "webhook-notify-local"
+	GateForkDecisions    = "fork-approval-decisions"
+	GateForkInputs       = "fork-input-divergence"
 
 	// Pack agents.
 	GateAgentCancel    = "agent-cancel"
@@ -132,6 +134,12 @@ var Gates = []Gate{
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
 	{GateNotifyLocal, "2026-12-03",
 		"a run's notices to its tenant's webhook dispatcher go through the NotifyDispatcher local activity, which signals a dispatcher that exists and no other (notify.go); runs before signalled with SignalExternalWorkflow, which failed where the tenant had no dispatcher; a replay fork notifies nothing (its log re-emits its source's), where forks before fanned it out again; asked with GateWebhookNotify, by runs created with RunInput.Notices only, so the runs created before never record the marker",
+		retireAfter},
+	{GateForkDecisions, "2026-12-03",
+		"a fork replay re-emits the decision events the source recorded on the approval of a tool call whose result it takes from the record (node.suspended to node.resumed, deciders included; pack_replay.go, replayDecision); asked only for such a call, and forks before left the decision out of their log",
+		retireAfter},
+	{GateForkInputs, "2026-12-03",
+		"a replay fork whose inputs differ from those its source's run.started recorded writes replay.diverged (divergenceKind input) after its run.started (fork.go, checkForkInputs); asked only for such a fork, which could not be requested before",
 		retireAfter},
 }
 
