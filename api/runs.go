@@ -795,6 +795,10 @@ func (s *Server) handleFork(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isV2(c) && from > last {
+		// v2 (replay.md): a fork point must be an event of the source's log.
+		return codeErr(protocol.CodeForkPointInvalid, "fromSeq %d is not in the source's log (last sequence %d)", from, last).with("field", "fromSeq")
+	}
 	if from > last+1 {
 		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, last).with("field", "fromSeq")
 	}

@@ -33,6 +33,7 @@ const (
 	CodeInterruptTokenInvalid      = "interrupt_token_invalid"      // 401
 	CodeEventTypeUnmapped          = "event_type_unmapped"          // 500: a stored type no codemap row names
 	CodePayloadUnprojectable       = "payload_unprojectable"        // 500
+	CodeForkPointInvalid           = "fork_point_invalid"           // 422: a fork's fromSeq not in the source's log
 
 	// Webhook subscriptions.
 	CodeWebhookURLRejected   = "webhook_url_rejected"

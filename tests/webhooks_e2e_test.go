@@ -302,6 +302,26 @@ func historyEvents(t *testing.T, c *apiClient, id string) []*historypb.HistoryEv
 	return out
 }
 
+// dispatcherNotices counts the NotifyDispatcher local activities in run id's history:
+// the notices it sent its tenant's webhook dispatcher.
+func dispatcherNotices(t *testing.T, c *apiClient, id string) int {
+	t.Helper()
+	n := 0
+	for _, ev := range historyEvents(t, c, id) {
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m == nil || m.GetMarkerName() != "LocalActivity" {
+			continue
+		}
+		for _, p := range m.GetDetails()["data"].GetPayloads() {
+			var d struct{ ActivityType string }
+			if json.Unmarshal(p.GetData(), &d) == nil && d.ActivityType == "NotifyDispatcher" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // requireNoExternalSignals fails when run id's history signals another workflow.
 func requireNoExternalSignals(t *testing.T, c *apiClient, id string) {
 	t.Helper()
@@ -347,6 +367,8 @@ func TestWebhookNoticesE2E(t *testing.T) {
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(after), 2) }, 30*time.Second, 50*time.Millisecond)
 	assert.Empty(t, rec.of(fork), "a replay fork's re-emitted history is never delivered")
 	requireNoExternalSignals(t, c, fork)
+	assert.Positive(t, dispatcherNotices(t, c, runID))
+	assert.Zero(t, dispatcherNotices(t, c, fork), "the fork told its dispatcher nothing")
 
 	replayHistory(t, c, lonely, "webhook-run-no-dispatcher")
 	replayHistory(t, c, runID, "webhook-run-local-notice")
