@@ -14,13 +14,23 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 )
 
-// WorkflowSignaler signals a workflow (a Temporal client does).
-type WorkflowSignaler interface {
+// WorkflowClient signals and queries the host's own workflows (a Temporal client
+// does).
+type WorkflowClient interface {
 	SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error
+	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 }
+
+// WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher (package
+// webhooks).
+func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
+
+// WebhookRegisteredQuery asks a dispatcher whether a webhook id is registered (a bool).
+const WebhookRegisteredQuery = "openwop.webhooks.registered"
 
 // DispatcherNotice is one signal of a run to its tenant's webhook dispatcher.
 type DispatcherNotice struct {

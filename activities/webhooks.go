@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 )
 
@@ -46,6 +47,32 @@ const (
 // ErrTypeWebhookRefused marks a delivery whose destination is not allowed (or that
 // cannot be signed): retrying cannot help.
 const ErrTypeWebhookRefused = "WebhookRefused"
+
+// ErrTypeWebhookUnregistered marks an attempt of a delivery whose subscription was
+// unregistered since: it does not POST, and the delivery ends.
+const ErrTypeWebhookUnregistered = "WebhookUnregistered"
+
+// stillRegistered asks the tenant's dispatcher, before an attempt to a subscription,
+// whether the subscription is still registered. A run's callback is always; an
+// answer that does not come (the dispatcher busy, Temporal slow) lets the attempt go
+// on, as delivery is at least once; a dispatcher that is gone has no subscriptions.
+func (a *Activities) stillRegistered(ctx context.Context, d WebhookDelivery) bool {
+	if d.WebhookID == "" || a.signals == nil {
+		return true
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := a.signals.QueryWorkflow(qctx, WebhookDispatcherID(d.Tenant), "", WebhookRegisteredQuery, d.WebhookID)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false
+	}
+	var registered bool
+	if err != nil || v.Get(&registered) != nil {
+		return true
+	}
+	return registered
+}
 
 // DefaultWebhookAttemptTimeout bounds one delivery attempt (webhooks.md: 5 s).
 const DefaultWebhookAttemptTimeout = 5 * time.Second
@@ -148,6 +175,11 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	}
 	if err := CheckWebhookURL(d.URL, a.webhookAllowPrivate); err != nil {
 		return nil, nonRetryable(ErrTypeWebhookRefused, "%v", err)
+	}
+	if !a.stillRegistered(ctx, d) {
+		// RFC 0215 §B: once unregistered, no further attempt, scheduled retries
+		// included.
+		return nil, nonRetryable(ErrTypeWebhookUnregistered, "webhook %s was unregistered: no further attempt", d.WebhookID)
 	}
 	secret := CallbackSecret(a.webhookKey, d.Tenant, d.RunID)
 	id := "callback:" + d.RunID

@@ -411,3 +411,76 @@ func TestWebhookRefusalsE2E(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Empty(t, list["webhooks"])
 }
+
+// TestWebhookDeliveryIsolationE2E (RFC 0215 §A): eight receivers that take the
+// connection and never answer beside one that answers: with the eight attempts
+// outstanding, the live receiver gets its delivery in time, long before the dead
+// ones' attempts time out.
+func TestWebhookDeliveryIsolationE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{AttemptTimeout: 20 * time.Second, MaxAttempts: 1}})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	hung := 0
+	for range 8 {
+		dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hung++
+			mu.Unlock()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(dead.Close)
+		status, _, body := c.do(http.MethodPost, "/v1/webhooks", map[string]any{"url": dead.URL + "/hook", "events": []string{"run.completed"}})
+		require.Equal(t, http.StatusCreated, status, "%v", body)
+	}
+	t.Cleanup(func() { close(release) }) // before the servers close (cleanups run last first)
+	live := newReceiver(t, nil)
+	register(t, c, live, "run.completed")
+
+	runID := createRun(t, c, "conformance-noop", nil)
+	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	ended := time.Now()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(ct, 8, hung, "every dead receiver holds an attempt")
+		assert.Len(ct, live.of(runID), 1)
+	}, 10*time.Second, 20*time.Millisecond)
+	took := time.Since(ended)
+	t.Logf("the live receiver got its delivery %s after the run ended, beside 8 unanswered attempts", took)
+	assert.Less(t, took, 10*time.Second, "well within the dead attempts' 20 s timeout")
+	assert.True(t, live.of(runID)[0].Verified)
+}
+
+// TestWebhookUnregisterStopsRetriesE2E (RFC 0215 §B): a delivery that keeps failing is
+// retried; once its subscription is unregistered (204), no further attempt reaches the
+// receiver, scheduled retries included, and the delivery leaves no dead letter.
+func TestWebhookUnregisterStopsRetriesE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{InitialInterval: 300 * time.Millisecond, MaxInterval: 300 * time.Millisecond, MaxAttempts: 40}})
+	rec := newReceiver(t, func(delivery, int) int { return http.StatusInternalServerError })
+	id := register(t, c, rec, "run.completed")
+	runID := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, len(rec.of(runID)), 2) }, 30*time.Second, 20*time.Millisecond)
+	status, _, _ := c.do(http.MethodDelete, "/v1/webhooks/"+id, nil)
+	require.Equal(t, http.StatusNoContent, status)
+	atDelete := len(rec.of(runID))
+	eventID := rec.of(runID)[0].Body["event"].(map[string]any)["eventId"].(string)
+	delivery := webhooks.WebhookDeliveryWorkflowID("default", id, eventID)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), delivery, "")
+		if assert.NoError(ct, err) {
+			assert.NotEqual(ct, "Running", desc.GetWorkflowExecutionInfo().GetStatus().String(), "the delivery ends at its next attempt")
+		}
+	}, 10*time.Second, 50*time.Millisecond)
+	// An attempt already under way when the 204 was sent may still arrive; none after.
+	assert.LessOrEqual(t, len(rec.of(runID)), atDelete+1, "no attempt started after the unregistration")
+	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Empty(t, list["deadLetters"], "an unregistered subscription leaves no dead letter")
+	replayHistory(t, c, delivery, "webhook-delivery-unregistered")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-unregistered")
+}

@@ -208,6 +208,11 @@ func WebhookDispatcher(ctx workflow.Context, in WebhookDispatcherInput) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, activities.WebhookRegisteredQuery, func(id string) (bool, error) {
+		return d.find(id) >= 0, nil
+	}); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, WebhookRegisterUpdate, d.register,
 		workflow.UpdateHandlerOptions{Validator: d.validateRegister}); err != nil {
 		return err
@@ -390,6 +395,9 @@ func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 }
 
 func (d *dispatcher) deadLetter(dl DeadLetter) {
+	if dl.WebhookID != "" && d.find(dl.WebhookID) < 0 {
+		return // its subscription was unregistered: nobody reads its dead letters
+	}
 	if len(dl.Error) > maxDeadLetterError {
 		dl.Error = strings.ToValidUTF8(dl.Error[:maxDeadLetterError], "") + "…"
 	}

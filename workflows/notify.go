@@ -124,7 +124,7 @@ var WebhookEventTypes = []string{
 }
 
 // WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
-func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
+func WebhookDispatcherID(tenant string) string { return activities.WebhookDispatcherID(tenant) }
 
 // WebhookNotice is what a run signals its tenant's dispatcher: events of one run.
 type WebhookNotice struct {
