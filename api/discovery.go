@@ -224,6 +224,7 @@ var v2OperationIDs = map[string]string{
 	"GET /v1" + EffectSeamsPath:                 "getEffectSeamManifest",
 	"POST /v1/webhooks":                         "registerWebhook",
 	"DELETE /v1/webhooks/{webhookId}":           "unregisterWebhook",
+	"GET /v1/webhooks/{webhookId}/dead-letters": "listWebhookDeadLetters",
 	"POST /v1/runs:bulk-cancel":                 "bulkCancelRuns",
 }
 

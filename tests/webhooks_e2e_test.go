@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -483,4 +484,73 @@ func TestWebhookUnregisterStopsRetriesE2E(t *testing.T) {
 	assert.Empty(t, list["deadLetters"], "an unregistered subscription leaves no dead letter")
 	replayHistory(t, c, delivery, "webhook-delivery-unregistered")
 	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-unregistered")
+}
+
+// TestWebhookDeadLetterReadE2E (RFC 0188): a subscription registered at major 2 whose
+// receiver always fails gets its deliveries dead-lettered, and GET
+// /webhooks/{webhookId}/dead-letters reads them newest first, page by page, content
+// free, with the attempts made, the last status and the retention; another tenant's
+// id and a cursor that is not the subscription's are refused.
+func TestWebhookDeadLetterReadE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{InitialInterval: 100 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxAttempts: 3}})
+	rec := newReceiver(t, func(delivery, int) int { return http.StatusServiceUnavailable })
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/hook", "events": []string{"run.started", "run.failed"}})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	var reg map[string]string
+	require.NoError(t, json.Unmarshal(raw, &reg))
+	bound := reg["webhookId"]
+	require.True(t, strings.HasPrefix(bound, "default/"), bound)
+	path := "/webhooks/" + url.PathEscape(bound) + "/dead-letters"
+
+	runID := createRun(t, c, "conformance-failure", nil)
+	var page struct {
+		Deliveries []map[string]any `json:"deliveries"`
+		NextCursor string           `json:"nextCursor"`
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, _, raw := v2Call(t, c, c.Key, http.MethodGet, path, nil)
+		page.Deliveries = nil
+		_ = json.Unmarshal(raw, &page)
+		assert.Len(ct, page.Deliveries, 2)
+	}, 30*time.Second, 100*time.Millisecond)
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, path+"?limit=1", nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	v2Validate(t, "webhook-dead-letter-page.schema.json", raw)
+	require.NoError(t, json.Unmarshal(raw, &page))
+	require.Len(t, page.Deliveries, 1)
+	require.NotEmpty(t, page.NextCursor)
+	newest := page.Deliveries[0]
+	assert.Equal(t, bound, newest["webhookId"])
+	assert.Equal(t, protocol.BindID("default", runID), newest["runId"])
+	assert.EqualValues(t, 3, newest["attempts"])
+	assert.EqualValues(t, 503, newest["lastStatus"])
+	assert.Equal(t, "retries_exhausted", newest["reason"])
+	dead, _ := time.Parse(time.RFC3339Nano, newest["deadLetteredAt"].(string))
+	expires, _ := time.Parse(time.RFC3339Nano, newest["expiresAt"].(string))
+	assert.Equal(t, 30*24*time.Hour, expires.Sub(dead), "expiresAt − deadLetteredAt = retentionDays")
+	for _, k := range []string{"body", "headers", "secret", "url", "error"} {
+		assert.NotContains(t, newest, k, "a record is content-free")
+	}
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, path+"?limit=1&cursor="+url.QueryEscape(page.NextCursor), nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	v2Validate(t, "webhook-dead-letter-page.schema.json", raw)
+	page.NextCursor, page.Deliveries = "", nil
+	require.NoError(t, json.Unmarshal(raw, &page))
+	require.Len(t, page.Deliveries, 1)
+	older := page.Deliveries[0]
+	assert.ElementsMatch(t, []any{"run.started", "run.failed"}, []any{newest["eventType"], older["eventType"]})
+	assert.LessOrEqual(t, older["deadLetteredAt"], newest["deadLetteredAt"], "newest first")
+	assert.Empty(t, page.NextCursor, "the last page")
+
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, path+"?cursor=bm90LWEtY3Vyc29y", nil)
+	assert.Equal(t, http.StatusBadRequest, status, "%s", raw)
+	foreign := "/webhooks/" + url.PathEscape("acme/"+strings.TrimPrefix(bound, "default/")) + "/dead-letters"
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, foreign, nil)
+	assert.Equal(t, http.StatusForbidden, status, "%s", raw)
+	assert.Equal(t, "id_tenant_mismatch", v2Code(t, raw))
+
+	var disc map[string]any
+	require.NoError(t, json.Unmarshal(getJSON(t, c, "/.well-known/openwop"), &disc))
+	assert.Equal(t, map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}, disc["webhooks"].(map[string]any)["deadLetter"])
 }

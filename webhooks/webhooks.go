@@ -72,9 +72,11 @@ const (
 
 	// maxDeadLetters and maxDeadLetterBytes bound the dead letters a dispatcher keeps
 	// (the newest); maxDeadLetterError bounds the error a dead letter keeps.
-	maxDeadLetters     = 100
-	maxDeadLetterBytes = 128 << 10
-	maxDeadLetterError = 512
+	maxDeadLetters = 100
+	// DeadLetterRetention is how long a dead letter is kept (and readable).
+	DeadLetterRetention = 30 * 24 * time.Hour
+	maxDeadLetterBytes  = 128 << 10
+	maxDeadLetterError  = 512
 )
 
 // CheckSubscriptionSize refuses a subscription larger than the dispatcher keeps.
@@ -403,6 +405,11 @@ func (d *dispatcher) deadLetter(dl DeadLetter) {
 	}
 	d.in.DeadLetters = append(d.in.DeadLetters, dl)
 	n := max(len(d.in.DeadLetters)-maxDeadLetters, 0)
+	for cutoff := workflow.Now(d.ctx).Add(-DeadLetterRetention); n < len(d.in.DeadLetters)-1; n++ {
+		if at, err := time.Parse(time.RFC3339Nano, d.in.DeadLetters[n].At); err != nil || !at.Before(cutoff) {
+			break // the oldest kept is within retention
+		}
+	}
 	for size := deadLettersSize(d.in.DeadLetters[n:]); size > maxDeadLetterBytes && n < len(d.in.DeadLetters)-1; n++ {
 		size -= deadLetterSize(d.in.DeadLetters[n])
 	}
