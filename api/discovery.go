@@ -47,7 +47,7 @@ func (s *Server) discoveryDoc() map[string]any {
 		"replay": map[string]any{"supported": true, "modes": []string{"replay"},
 			// Suppression binds with replay (a fork performs no recorded effect), witnessed
 			// by the manifest.
-			"sideEffectSuppression": true, "effectSeamsManifest": EffectSeamsPath},
+			"sideEffectSuppression": "recorded-outcome", "effectSeamsManifest": EffectSeamsPath},
 		"runs":        map[string]any{"pauseResume": map[string]any{"supported": false}},
 		"streamModes": supportedModes,
 		"fixtures":    fixtures,

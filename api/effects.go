@@ -76,6 +76,9 @@ func effectSeams() []EffectSeam {
 			Note: "an activity binding: the run schedules the binding's Temporal activity on its task queue, ActivityID = the call's idempotency key"},
 		EffectSeam{Seam: "tool.go.call", Kind: "queue", Guarded: true, GuardedBy: guardTool,
 			Note: "a Go function registered on the worker, run by the ToolCall activity from the host's task queue"},
+		EffectSeam{Seam: "conformance.side-effect", Kind: "queue", Guarded: true,
+			GuardedBy: "a replay fork takes the source's n-th recorded outcome of the node, keyed (sourceRunId, nodeId, n), or fails it closed with replay_source_missing (workflows/effectnode.go)",
+			Note:      "core.conformance.side-effect: the ConformanceEffect activity, on the host's task queue"},
 		EffectSeam{Seam: "webhook.delivery", Kind: "webhook-fanout", Guarded: true, GuardedBy: guardWebhook,
 			Note: "signed POSTs to the tenant's subscriptions (the OpenWOPWebhookDelivery workflows)"},
 		EffectSeam{Seam: "webhook.callback", Kind: "webhook-fanout", Guarded: true, GuardedBy: guardWebhook,
@@ -250,7 +253,8 @@ func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]
 }
 
 // scheduledEffect reads the effect an activity of a run performs from its scheduling:
-// a model round (ModelRound), a tool call (ToolCall), or a tool's activity binding
+// a model round (ModelRound), a tool call (ToolCall), the conformance node's effect
+// (ConformanceEffect), or a tool's activity binding
 // (any other type; its input is the call's arguments, its ActivityID the call's
 // idempotency key, and its node the summary's). It reads identities only, never the
 // arguments or the prompt.
@@ -278,6 +282,11 @@ func scheduledEffect(a *historypb.ActivityTaskScheduledEventAttributes) (Effect,
 		var in convo.ToolCallInput
 		_ = json.Unmarshal(raw, &in) // as above
 		return Effect{NodeID: in.NodeID, InvocationID: in.IdempotencyKey, ProviderKey: "tool:" + in.Tool}, true
+	case "ConformanceEffect":
+		var in activities.ConformanceEffectInput
+		_ = json.Unmarshal(raw, &in) // as above
+		return Effect{NodeID: in.NodeID, InvocationID: fmt.Sprintf("conformance:%s:%s:%d", in.RunID, in.NodeID, in.Ordinal),
+			ProviderKey: "conformance:side-effect"}, true
 	}
 	return Effect{InvocationID: a.GetActivityId(), ProviderKey: "activity:" + typ}, true // the node: callNodes
 }

@@ -59,11 +59,14 @@ const (
 	CodeApprovalRejected      = "approval_rejected"
 	CodeChildRunFailed        = "child_run_failed"
 	CodeReplayFailed          = "replay_failed"
-	CodeAgentError            = "agent_error"
-	CodeBudgetExhausted       = "budget_exhausted"
-	CodeStateTooLarge         = "state_too_large"
-	CodeHistoryLimitExceeded  = "history_limit_exceeded"
-	CodeActivityTimeout       = "activity_timeout"
+	// CodeReplaySourceMissing fails a side-effecting node of a replay fork whose source
+	// recorded no outcome of it: the fork never performs the effect.
+	CodeReplaySourceMissing  = "replay_source_missing"
+	CodeAgentError           = "agent_error"
+	CodeBudgetExhausted      = "budget_exhausted"
+	CodeStateTooLarge        = "state_too_large"
+	CodeHistoryLimitExceeded = "history_limit_exceeded"
+	CodeActivityTimeout      = "activity_timeout"
 	// CodeReplayDiverged fails a pack that cannot follow its source's recording on a
 	// fork replay.
 	CodeReplayDiverged = "replay_diverged"

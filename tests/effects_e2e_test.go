@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // ledger is a run's effect ledger as GET /v1/runs/{runId}/effects answers it.
@@ -114,7 +115,7 @@ func TestReplayForkPerformsNoEffectE2E(t *testing.T) {
 	var disc map[string]any
 	require.NoError(t, json.Unmarshal(getJSON(t, c, "/.well-known/openwop"), &disc))
 	replay := disc["replay"].(map[string]any)
-	assert.Equal(t, true, replay["sideEffectSuppression"])
+	assert.Equal(t, "recorded-outcome", replay["sideEffectSuppression"])
 	assert.Equal(t, "/host/effect-seams", replay["effectSeamsManifest"])
 
 	// A run the tenant does not have is not found.
@@ -122,4 +123,71 @@ func TestReplayForkPerformsNoEffectE2E(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, status)
 	replayHistory(t, c, src, "pack-effects-source")
 	replayHistory(t, c, fork, "pack-effects-fork")
+}
+
+// TestReplaySideEffectSuppressionE2E follows the suite's replay-side-effect-suppression
+// scenario (RFC 0140) on conformance-replay-side-effect and goes on: a source cancelled
+// before its side-effecting node ran gives a replay fork that fails the node closed
+// with replay_source_missing instead of performing it; a source that performed it
+// gives a fork that completes the node with the source's recorded outputs, and the
+// effect is in the source's ledger only.
+func TestReplaySideEffectSuppressionE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	var disc map[string]any
+	require.NoError(t, json.Unmarshal(getJSON(t, c, "/.well-known/openwop"), &disc))
+	assert.Contains(t, disc["fixtures"], "conformance-replay-side-effect")
+	assert.Equal(t, "recorded-outcome", disc["replay"].(map[string]any)["sideEffectSuppression"])
+	effectEvents := func(id string) []event {
+		var out []event
+		for _, e := range events(t, c, id) {
+			if e.NodeID == "effect" {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+
+	cancelled := cfCreate(t, c, "conformance-replay-side-effect", map[string]any{"delayMs": 3000})
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+cancelled+"/cancel", map[string]any{})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	waitSnapshot(t, c, cancelled, 30*time.Second, "cancelled", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCancelled })
+	require.Empty(t, ofType(effectEvents(cancelled), protocol.EvNodeCompleted), "the source never performed the effect")
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+cancelled+":fork", map[string]any{"mode": "replay"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	missing := body["runId"].(string)
+	waitSnapshot(t, c, missing, 30*time.Second, "failed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusFailed })
+	evs := effectEvents(missing)
+	assert.Empty(t, ofType(evs, protocol.EvNodeCompleted), "the fork did not perform the effect")
+	failed := ofType(evs, protocol.EvNodeFailed)
+	require.Len(t, failed, 1)
+	var p struct {
+		Error protocol.RunError `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(failed[0].Payload, &p))
+	assert.Equal(t, protocol.CodeReplaySourceMissing, p.Error.Code)
+	assert.Empty(t, effectsOf(t, c, missing).Effects)
+
+	done := cfCreate(t, c, "conformance-replay-side-effect", map[string]any{"delayMs": 1})
+	waitSnapshot(t, c, done, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	recorded := forkReplay(t, c, done, nil)
+	src, fork := ofType(effectEvents(done), protocol.EvNodeCompleted), ofType(effectEvents(recorded), protocol.EvNodeCompleted)
+	require.Len(t, src, 1)
+	require.Len(t, fork, 1)
+	var so, fo struct {
+		Outputs map[string]json.RawMessage `json:"outputs"`
+	}
+	require.NoError(t, json.Unmarshal(src[0].Payload, &so))
+	require.NoError(t, json.Unmarshal(fork[0].Payload, &fo))
+	assert.Equal(t, so.Outputs, fo.Outputs, "the fork's node completes with the source's recorded outputs")
+	assert.JSONEq(t, "true", string(so.Outputs["performed"]))
+	sl := effectsOf(t, c, done)
+	require.Len(t, sl.Effects, 1, "%+v", sl.Effects)
+	assert.Equal(t, "effect", sl.Effects[0].NodeID)
+	assert.Equal(t, "conformance:side-effect", sl.Effects[0].ProviderKey)
+	assert.Empty(t, effectsOf(t, c, recorded).Effects, "the fork performed nothing")
+
+	replayHistory(t, c, done, "conformance-replay-side-effect")
+	replayHistory(t, c, recorded, "fork-side-effect-recorded")
+	replayHistory(t, c, missing, "fork-side-effect-missing")
 }
