@@ -14,8 +14,10 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,6 +168,9 @@ func rawHistoriesHoldNone(t *testing.T, plain client.Client, namespace string, r
 				require.NoError(t, err)
 				for _, s := range texts {
 					require.False(t, bytes.Contains(raw, []byte(s)), "run %s: event %d (%s) holds %q", id, ev.GetEventId(), ev.GetEventType(), s)
+					for _, b := range base64Forms(s) {
+						require.False(t, bytes.Contains(raw, []byte(b)), "run %s: event %d (%s) holds %q in base64", id, ev.GetEventId(), ev.GetEventType(), s)
+					}
 				}
 				sealed += bytes.Count(raw, []byte(payloadcodec.Encoding))
 				if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil && firstInput == nil {
@@ -178,6 +183,19 @@ func rawHistoriesHoldNone(t *testing.T, plain client.Client, namespace string, r
 	require.Equal(t, payloadcodec.Encoding, string(firstInput.GetMetadata()["encoding"]))
 	require.Greater(t, sealed, 20, "the histories hold sealed payloads")
 	return firstInput
+}
+
+// base64Forms are the base64 texts every encoding of s holds, whatever its offset in
+// the bytes encoded: for each of the three alignments, the characters that depend on s
+// alone.
+func base64Forms(s string) []string {
+	var out []string
+	for k := 0; k < 3; k++ {
+		enc := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\x00", k) + s))
+		start, end := 4*((k+2)/3), 4*((k+len(s))/3)
+		out = append(out, enc[start:end])
+	}
+	return out
 }
 
 // sealedKeyOfLastSignal is the key id the run's latest resolve (an update or a signal)
