@@ -31,6 +31,7 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v4"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
@@ -216,7 +217,7 @@ func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]
 			}
 		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
-			if e, ok := scheduledEffect(a); ok {
+			if e, ok := scheduledEffect(a, s.payloadData); ok {
 				sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", id, execution, ev.GetEventId()))
 				e.EffectID, e.Keying, e.State, e.At, e.Attempt = "eff_"+hex.EncodeToString(sum[:13]), "activity-recipe", "claimed", at, 1
 				byScheduled[ev.GetEventId()] = &pending{effect: e}
@@ -258,14 +259,14 @@ func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]
 // (any other type; its input is the call's arguments, its ActivityID the call's
 // idempotency key, and its node the summary's). It reads identities only, never the
 // arguments or the prompt.
-func scheduledEffect(a *historypb.ActivityTaskScheduledEventAttributes) (Effect, bool) {
+func scheduledEffect(a *historypb.ActivityTaskScheduledEventAttributes, data func(*commonpb.Payload) []byte) (Effect, bool) {
 	typ := a.GetActivityType().GetName()
 	if hostActivities[typ] {
 		return Effect{}, false
 	}
 	var raw []byte
 	if ps := a.GetInput().GetPayloads(); len(ps) > 0 {
-		raw = ps[0].GetData()
+		raw = data(ps[0])
 	}
 	switch typ {
 	case "ModelRound":
@@ -289,6 +290,19 @@ func scheduledEffect(a *historypb.ActivityTaskScheduledEventAttributes) (Effect,
 			ProviderKey: "conformance:side-effect"}, true
 	}
 	return Effect{InvocationID: a.GetActivityId(), ProviderKey: "activity:" + typ}, true // the node: callNodes
+}
+
+// payloadData is the data of a payload of a history, opened when the host seals its
+// payloads (Config.PayloadCodec); nil when it cannot be.
+func (s *Server) payloadData(p *commonpb.Payload) []byte {
+	if s.cfg.PayloadCodec == nil {
+		return p.GetData()
+	}
+	out, err := s.cfg.PayloadCodec.Decode([]*commonpb.Payload{p})
+	if err != nil || len(out) != 1 {
+		return nil
+	}
+	return out[0].GetData()
 }
 
 // callNodes maps the idempotency key of each tool call in run id's log

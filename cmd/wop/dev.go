@@ -228,6 +228,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if u := st.UIURL(); u != "" {
 		fmt.Fprintf(stdout, "  Temporal UI  %s\n", u)
 	}
+	if c := apiCfg.PayloadCodec; c != nil {
+		fmt.Fprintf(stdout, "  Payloads     sealed with AES-256-GCM under key %q; the UI opens them at %s/codec\n", c.EncryptingKeyID(), st.APIURL())
+	}
 	where := "embedded, data in " + cfg.dataDir + ", retention " + formatRetention(cfg.retention)
 	if cfg.temporalAddress != "" {
 		where = "external, from TEMPORAL_ADDRESS"
