@@ -51,10 +51,7 @@ func TestReplayForkPerformsNoEffectE2E(t *testing.T) {
 	rec := newReceiver(t, nil)
 	register(t, c, rec, "run.completed", "approval.received")
 
-	src := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
-	waitToolApproval(t, c, src)
-	status, body := resolveAt(c, src, map[string]any{"action": "accept"})
-	require.Equal(t, http.StatusOK, status, "%v", body)
+	src := decidePayment(t, c, "pay-accept", map[string]any{"action": "accept"})
 	waitCompleted(t, c, src)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(src), 2) }, 30*time.Second, 50*time.Millisecond)
 

@@ -73,16 +73,10 @@ func forkReplay(t *testing.T, c *apiClient, id string, body map[string]any) stri
 func TestForkKeepsToolDecisionsE2E(t *testing.T) {
 	t.Parallel()
 	c, svc := startApprovalStack(t)
-	accepted := createRun(t, c, "pay-accept", map[string]any{"message": "Please pay INV-7."})
-	waitToolApproval(t, c, accepted)
-	status, body := resolveAt(c, accepted, map[string]any{"action": "accept", "comment": "Checked against the PO."})
-	require.Equal(t, http.StatusOK, status, "%v", body)
+	accepted := decidePayment(t, c, "pay-accept", map[string]any{"action": "accept", "comment": "Checked against the PO."})
 	waitCompleted(t, c, accepted)
 
-	rejected := createRun(t, c, "pay-reject", map[string]any{"message": "Please pay INV-7."})
-	waitToolApproval(t, c, rejected)
-	status, body = resolveAt(c, rejected, map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
-	require.Equal(t, http.StatusOK, status, "%v", body)
+	rejected := decidePayment(t, c, "pay-reject", map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
 	waitRounds(t, c, rejected, 2, protocol.StatusWaitingApproval)
 	sayTo(t, c, rejected, "OK, thanks.")
 	waitCompleted(t, c, rejected)

@@ -44,12 +44,7 @@ func TestRunNotifiesWebhooks(t *testing.T) {
 				env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
 					Return(func(_, _, _, _ string, arg any) error { take(arg.(WebhookNotice)); return nil })
 			}
-			env.RegisterDelayedCallback(func() {
-				env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
-			}, time.Minute)
-			env.ExecuteWorkflow(RunWorkflowName, in)
-			require.True(t, env.IsWorkflowCompleted())
-			require.NoError(t, env.GetWorkflowError())
+			runAcceptingGate(t, env, in)
 
 			var types [][]string
 			for _, n := range notices {
@@ -131,12 +126,7 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 			qerr = v.Get(&check)
 			return nil
 		})
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
-	}, time.Minute)
-	env.ExecuteWorkflow(RunWorkflowName, in)
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
+	runAcceptingGate(t, env, in)
 
 	require.True(t, checked, "the terminal event was signalled")
 	require.NoError(t, qerr)
@@ -148,4 +138,16 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 	require.Equal(t, protocol.EvRunCompleted, page.Events[len(page.Events)-1].Type)
 	require.False(t, check.OK, "a resolve is refused: %+v", check)
 	require.Equal(t, protocol.StatusCompleted, check.CurrentStatus)
+}
+
+// runAcceptingGate runs a conformance-approval run whose gate is accepted a minute in,
+// and requires that it completed.
+func runAcceptingGate(t *testing.T, env *testsuite.TestWorkflowEnvironment, in RunInput) {
+	t.Helper()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
+	}, time.Minute)
+	env.ExecuteWorkflow(RunWorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
 }

@@ -88,6 +88,32 @@ func TestDevKeyIsShownMaskedAndKeptPrivate(t *testing.T) {
 	}
 }
 
+// devRun is a wop dev a test started.
+type devRun struct {
+	out, errb syncBuffer
+	done      chan int
+	cancel    context.CancelFunc
+}
+
+// startDev runs wop dev with args and env until it is ready (its banner says so).
+func startDev(t *testing.T, args []string, env map[string]string) *devRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	d := &devRun{done: make(chan int, 1), cancel: cancel}
+	go func() { d.done <- runDev(ctx, args, envMap(env), &d.out, &d.errb) }()
+	require.Eventually(t, func() bool { return strings.Contains(d.out.String(), "Press Ctrl-C") || len(d.done) > 0 },
+		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", d.errb.String())
+	return d
+}
+
+// stop stops it and requires a clean exit.
+func (d *devRun) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	require.Equal(t, 0, <-d.done, "stderr: %s", d.errb.String())
+}
+
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a running command.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -124,17 +150,10 @@ func TestDevServesTheGoodPacksAndReportsBrokenOnesOnce(t *testing.T) {
 	for name, body := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(packsDir, name), []byte(body), 0o644))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-			"--ui-port", "0", "--packs", packsDir, "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"}), &out, &errb)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	dev := startDev(t, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
+		"--ui-port", "0", "--packs", packsDir, "--workflow-cache", "32", "--shutdown-timeout", "1s"},
+		map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"})
+	out, errb := &dev.out, &dev.errb
 	// The banner's inbox and metrics addresses answer.
 	for _, line := range []string{"Inbox", "Metrics"} {
 		m := regexp.MustCompile(`(?m)^  ` + line + ` +(http://\S+)`).FindStringSubmatch(out.String())
@@ -146,8 +165,7 @@ func TestDevServesTheGoodPacksAndReportsBrokenOnesOnce(t *testing.T) {
 			}
 		}
 	}
-	cancel()
-	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	dev.stop(t)
 
 	stderr := errb.String()
 	broken := filepath.Join(packsDir, "broken.yaml")
@@ -192,17 +210,10 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "payload-keys.yaml")
 	require.NoError(t, os.WriteFile(keys, []byte("keys:\n  - id: dev1\n    key: "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-			"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn", "WOP_PAYLOAD_KEYS_FILE": keys}), &out, &errb)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	dev := startDev(t, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
+		"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"},
+		map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn", "WOP_PAYLOAD_KEYS_FILE": keys})
+	out := &dev.out
 	banner := func(label string) string {
 		m := regexp.MustCompile(`(?m)^  ` + label + ` +(http://\S+)`).FindStringSubmatch(out.String())
 		require.NotNil(t, m, "the banner has a %s line: %s", label, out.String())
@@ -242,8 +253,7 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	status, refused := post("/codec/decode", sealed, "")
 	assert.Equal(t, http.StatusUnauthorized, status, refused)
 
-	cancel()
-	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	dev.stop(t)
 }
 
 // TestDevDeliversWebhooksWithoutAnExportedKey: plain wop dev (no WOP_WEBHOOK_SECRET)
@@ -263,17 +273,10 @@ func TestDevDeliversWebhooksWithoutAnExportedKey(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer recv.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-			"--ui-port", "0", "--packs", t.TempDir(), "--shutdown-timeout", "1s"},
-			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_WEBHOOK_ALLOW_PRIVATE": "true"}), &out, &errb)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	dev := startDev(t, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
+		"--ui-port", "0", "--packs", t.TempDir(), "--shutdown-timeout", "1s"},
+		map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_WEBHOOK_ALLOW_PRIVATE": "true"})
+	out, errb := &dev.out, &dev.errb
 	m := regexp.MustCompile(`(?m)^  API +(http://\S+)`).FindStringSubmatch(out.String())
 	require.NotNil(t, m, out.String())
 	apiKey, err := os.ReadFile(filepath.Join(dir, "data", devKeyFile))
@@ -301,8 +304,7 @@ func TestDevDeliversWebhooksWithoutAnExportedKey(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no delivery; stderr: %s", errb.String())
 	}
-	cancel()
-	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	dev.stop(t)
 	key, err := os.ReadFile(filepath.Join(dir, "data", devWebhookFile))
 	require.NoError(t, err)
 	require.NotEmpty(t, strings.TrimSpace(string(key)))
