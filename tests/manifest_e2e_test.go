@@ -166,6 +166,7 @@ func TestV2PathManifestPairing(t *testing.T) {
 		"GET /runs/{runId}", "POST /runs/{runId}/cancel", "GET /runs/{runId}/events", "GET /runs/{runId}/events/poll",
 		"POST /runs/{runId}/interrupts/{nodeId}", "POST /runs/{runId}:fork", "GET /interrupts/{token}", "POST /interrupts/{token}",
 		"POST /webhooks", "DELETE /webhooks/{webhookId}", "POST /runs:bulk-cancel",
+		"GET /host/effect-seams", "GET /runs/{runId}/effects", "GET /webhooks/{webhookId}/dead-letters",
 	}, both, "the manifest rows this host serves, under both majors")
 	for _, ch := range manifest.Channels {
 		if ch.Name == "runEvents" {

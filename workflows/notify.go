@@ -19,6 +19,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"go.temporal.io/sdk/workflow"
@@ -86,7 +87,9 @@ func (r *runner) sendNotices(ctx workflow.Context) {
 			// A tenant without a dispatcher is nobody to tell (activities/notify.go).
 			raw, _ := json.Marshal(notice) // events the run wrote: always encodable
 			var acts *activities.Activities
-			lctx := workflow.WithLocalActivityOptions(ctx, activities.NotifyDispatcherOptions())
+			opts := activities.NotifyDispatcherOptions()
+			opts.Summary = fmt.Sprintf("notify the webhook dispatcher: %d events", len(notice.Events))
+			lctx := workflow.WithLocalActivityOptions(ctx, opts)
 			_ = workflow.ExecuteLocalActivity(lctx, acts.NotifyDispatcher, activities.DispatcherNotice{
 				WorkflowID: WebhookDispatcherID(r.in.Owner.Tenant), Signal: WebhookEventsSignal, Notice: raw}).Get(lctx, nil)
 		} else {
