@@ -197,12 +197,8 @@ var hostActivities = map[string]bool{"Yield": true, "ModelOutagePolicy": true, "
 // executionEffects reads one execution's effects, and the execution it continued.
 func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]Effect, string, error) {
 	it := s.tc.GetWorkflowHistory(ctx, id, execution, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	type pending struct {
-		effect  Effect
-		started bool
-	}
 	var order []int64
-	byScheduled := map[int64]*pending{}
+	byScheduled := map[int64]*Effect{}
 	previous := ""
 	for it.HasNext() {
 		ev, err := it.Next()
@@ -220,21 +216,21 @@ func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]
 			if e, ok := scheduledEffect(a, s.payloadData); ok {
 				sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", id, execution, ev.GetEventId()))
 				e.EffectID, e.Keying, e.State, e.At, e.Attempt = "eff_"+hex.EncodeToString(sum[:13]), "activity-recipe", "claimed", at, 1
-				byScheduled[ev.GetEventId()] = &pending{effect: e}
+				byScheduled[ev.GetEventId()] = &e
 				order = append(order, ev.GetEventId())
 			}
 			continue
 		}
 		settle := func(scheduled int64, state string) {
-			if p := byScheduled[scheduled]; p != nil {
-				p.effect.State, p.effect.At = state, at
+			if e := byScheduled[scheduled]; e != nil {
+				e.State, e.At = state, at
 			}
 		}
 		switch {
 		case ev.GetActivityTaskStartedEventAttributes() != nil:
 			a := ev.GetActivityTaskStartedEventAttributes()
-			if p := byScheduled[a.GetScheduledEventId()]; p != nil {
-				p.effect.Attempt = max(a.GetAttempt(), 1)
+			if e := byScheduled[a.GetScheduledEventId()]; e != nil {
+				e.Attempt = max(a.GetAttempt(), 1)
 			}
 		case ev.GetActivityTaskCompletedEventAttributes() != nil:
 			settle(ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId(), "completed")
@@ -248,7 +244,7 @@ func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]
 	}
 	out := make([]Effect, 0, len(order))
 	for _, n := range order {
-		out = append(out, byScheduled[n].effect)
+		out = append(out, *byScheduled[n])
 	}
 	return out, previous, nil
 }
