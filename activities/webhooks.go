@@ -29,6 +29,8 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Headers of a webhook delivery (webhooks.md §Headers), sent in both the X-openwop-*
@@ -47,6 +49,10 @@ const (
 // ErrTypeWebhookRefused marks a delivery whose destination is not allowed (or that
 // cannot be signed): retrying cannot help.
 const ErrTypeWebhookRefused = "WebhookRefused"
+
+// WebhookUnprojectable starts the error of a delivery whose event cannot be rendered
+// for its subscription (OpenWOP payload_unprojectable): it is dead-lettered at once.
+const WebhookUnprojectable = "the event cannot be rendered for the subscription"
 
 // ErrTypeWebhookUnregistered marks an attempt of a delivery whose subscription was
 // unregistered since: it does not POST, and the delivery ends.
@@ -90,6 +96,9 @@ type WebhookDelivery struct {
 	Event     json.RawMessage `json:"event"`
 	// AttemptTimeout bounds one POST (default DefaultWebhookAttemptTimeout).
 	AttemptTimeout time.Duration `json:"attemptTimeout,omitempty"`
+	// Major is the protocol major the subscription was registered under: 2 delivers
+	// v2's body (WebhookBody); 0 and 1 v1's.
+	Major int `json:"major,omitempty"`
 }
 
 // WebhookDeliveryResult says how the delivery went.
@@ -157,8 +166,21 @@ func VerifyWebhook(h http.Header, body []byte, secret string, now time.Time) err
 
 // WebhookBody is the JSON body of a delivery: webhooks.md's wrapper (runId,
 // workspaceId, event) with the event's type, sequence and id repeated at the top for
-// receivers that read them there.
+// receivers that read them there. To a subscription registered at major 2 it is v2's
+// body, {runId, event}: the run's bound id and the event as a v2 reader is served it
+// (no workspaceId: this host's runs have none).
 func WebhookBody(d WebhookDelivery) ([]byte, error) {
+	if d.Major == protocol.Major2 {
+		var ev protocol.StoredEvent
+		if err := json.Unmarshal(d.Event, &ev); err != nil {
+			return nil, err
+		}
+		doc, err := protocol.EventV2(d.Tenant, ev)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"runId": protocol.BindID(d.Tenant, d.RunID), "event": doc})
+	}
 	return json.Marshal(map[string]any{
 		"runId": d.RunID, "workspaceId": d.Tenant, "tenantId": d.Tenant,
 		"type": d.EventType, "sequence": d.Sequence, "event": d.Event,
@@ -186,10 +208,13 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	if d.WebhookID != "" {
 		secret = WebhookSecret(a.webhookKey, d.Tenant, d.WebhookID)
 		id = d.WebhookID
+		if d.Major == protocol.Major2 {
+			id = protocol.BindID(d.Tenant, d.WebhookID)
+		}
 	}
 	body, err := WebhookBody(d)
 	if err != nil {
-		return nil, nonRetryable(ErrTypeWebhookRefused, "encode the delivery: %v", err)
+		return nil, nonRetryable(ErrTypeWebhookRefused, "%s: %v", WebhookUnprojectable, err)
 	}
 	timeout := d.AttemptTimeout
 	if timeout <= 0 {
@@ -203,8 +228,12 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	}
 	ts := time.Now().Unix()
 	sig := SignWebhook(secret, ts, body)
+	eventType := d.EventType
+	if v2, ok := protocol.EventTypeV2(eventType); ok && d.Major == protocol.Major2 {
+		eventType = v2
+	}
 	headers := map[string]string{
-		HeaderWebhookID: id, HeaderWebhookEventType: d.EventType, HeaderWebhookTimestamp: strconv.FormatInt(ts, 10),
+		HeaderWebhookID: id, HeaderWebhookEventType: eventType, HeaderWebhookTimestamp: strconv.FormatInt(ts, 10),
 		HeaderWebhookSignature: sig, HeaderWebhookSigAlgo: WebhookSignatureAlgoV1,
 	}
 	for k, v := range headers {

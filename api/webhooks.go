@@ -175,10 +175,14 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		id = newWebhookID(p.Tenant, "v2\x00"+idemKey)
 	}
 	digest := webhookDigest(req)
+	major := 0 // a v1 registration stores no major, as before
+	if isV2(c) {
+		major = protocol.Major2
+	}
 	secret := activities.WebhookSecret(s.cfg.WebhookSecret, p.Tenant, id)
 	reg := webhooks.WebhookRegistration{
 		Subscription: webhooks.WebhookSubscription{ID: id, URL: req.URL, Events: req.Events, Tags: req.Tags,
-			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest},
+			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest, Major: major},
 		Config: &s.cfg.WebhookDelivery,
 	}
 	ctx := c.Request().Context()
@@ -470,6 +474,9 @@ func (s *Server) deadLetteredDelivery(ctx context.Context, w wire, dl webhooks.D
 	}
 	if at, err := time.Parse(time.RFC3339Nano, dl.At); err == nil {
 		out.ExpiresAt = workflows.FormatTime(at.Add(webhooks.DeadLetterRetention))
+	}
+	if strings.HasPrefix(dl.Error, activities.WebhookUnprojectable) {
+		out.Reason = "payload_unprojectable"
 	}
 	if m := lastStatusRe.FindStringSubmatch(dl.Error); m != nil {
 		out.LastStatus, _ = strconv.Atoi(m[1])

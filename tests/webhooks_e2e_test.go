@@ -8,9 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -553,4 +555,37 @@ func TestWebhookDeadLetterReadE2E(t *testing.T) {
 	var disc map[string]any
 	require.NoError(t, json.Unmarshal(getJSON(t, c, "/.well-known/openwop"), &disc))
 	assert.Equal(t, map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}, disc["webhooks"].(map[string]any)["deadLetter"])
+}
+
+// TestWebhookV2BodyE2E: a subscription registered at major 2 is delivered v2's body,
+// {runId, event}, with the run's bound id and the event as a v2 reader gets it, under
+// the bound webhook id and the v2 type name, in both header families and signed with
+// the generated secret; a subscription registered at /v1 beside it keeps v1's body.
+func TestWebhookV2BodyE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	rec := newReceiver(t, nil)
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/v2", "events": []string{"run.started", "run.completed"}})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	var reg map[string]string
+	require.NoError(t, json.Unmarshal(raw, &reg))
+	rec.trust(reg["webhookId"], reg["secret"])
+	v1ID := register(t, c, rec, "run.completed")
+
+	runID := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(protocol.BindID("default", runID)), 2) }, 30*time.Second, 50*time.Millisecond)
+	for _, d := range rec.of(protocol.BindID("default", runID)) {
+		assert.True(t, d.Verified, "%s is signed with the generated secret, in both header families", d.EventType)
+		assert.Equal(t, reg["webhookId"], d.WebhookID, "the bound webhook id")
+		assert.Equal(t, []string{"event", "runId"}, slices.Sorted(maps.Keys(d.Body)), "v2's body: no workspaceId (the run has none), nothing else")
+		ev := v2ValidateEvent(t, mustMarshal(t, d.Body["event"]))
+		assert.Equal(t, protocol.BindID("default", runID), ev["runId"])
+		assert.Equal(t, d.EventType, ev["type"])
+		assert.EqualValues(t, protocol.EventSchemaVersion, ev["schemaVersion"])
+	}
+	v1 := rec.of(runID)
+	require.Len(t, v1, 1)
+	assert.Equal(t, v1ID, v1[0].WebhookID)
+	assert.Equal(t, "run.completed", v1[0].Body["type"], "v1's body beside it")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-v2")
 }

@@ -110,6 +110,9 @@ type WebhookSubscription struct {
 	Tags   []string `json:"tags,omitempty"`
 	// SecretFingerprint is the first 8 hex of sha256(secret).
 	SecretFingerprint string `json:"secretFingerprint"`
+	// Major is the protocol major of the registration (0: 1): it selects the body of
+	// the deliveries (activities.WebhookBody).
+	Major int `json:"major,omitempty"`
 	CreatedAt         string `json:"createdAt,omitempty"`
 	CreatedBy         string `json:"createdBy,omitempty"`
 	// Digest is the registration request's digest: the same Idempotency-Key with
@@ -353,11 +356,11 @@ func (d *dispatcher) dispatch(n workflows.WebhookNotice) {
 			s := &d.in.Subscriptions[i]
 			if s.matches(ev.Type, n.Tags) {
 				s.Started++
-				d.deliver(s.ID, s.URL, ev)
+				d.deliver(s.ID, s.URL, s.Major, ev)
 			}
 		}
 		if n.CallbackURL != "" {
-			d.deliver("", n.CallbackURL, ev)
+			d.deliver("", n.CallbackURL, 0, ev)
 		}
 	}
 }
@@ -373,7 +376,7 @@ func WebhookDeliveryWorkflowID(tenant, webhookID, eventID string) string {
 	return fmt.Sprintf("wop-webhook:%s:%s:%s", tenant, target, eventID)
 }
 
-func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
+func (d *dispatcher) deliver(webhookID, url string, major int, ev workflows.Event) {
 	raw, _ := json.Marshal(ev)
 	cfg := d.in.Config
 	opts := workflow.ChildWorkflowOptions{
@@ -386,7 +389,7 @@ func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 	in := WebhookDeliveryInput{
 		Dispatcher: workflows.WebhookDispatcherID(d.in.Tenant),
 		Delivery: activities.WebhookDelivery{Tenant: d.in.Tenant, WebhookID: webhookID, URL: url, RunID: ev.RunID,
-			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout},
+			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout, Major: major},
 		Config:  cfg,
 		EventID: ev.EventID,
 	}
