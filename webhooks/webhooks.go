@@ -112,9 +112,9 @@ type WebhookSubscription struct {
 	SecretFingerprint string `json:"secretFingerprint"`
 	// Major is the protocol major of the registration (0: 1): it selects the body of
 	// the deliveries (activities.WebhookBody).
-	Major int `json:"major,omitempty"`
-	CreatedAt         string `json:"createdAt,omitempty"`
-	CreatedBy         string `json:"createdBy,omitempty"`
+	Major     int    `json:"major,omitempty"`
+	CreatedAt string `json:"createdAt,omitempty"`
+	CreatedBy string `json:"createdBy,omitempty"`
 	// Digest is the registration request's digest: the same Idempotency-Key with
 	// another body is a conflict.
 	Digest string `json:"digest,omitempty"`
