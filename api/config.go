@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/internal/certify"
 	"github.com/wop-dev/wop/internal/payloadcodec"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
@@ -257,6 +258,8 @@ func (c Config) withDefaults() Config {
 //	WOP_WEBHOOK_RETRY_FOR      how long a delivery is retried before it is dead-lettered (default 24h)
 //	WOP_WEBHOOK_MAX_ATTEMPTS   attempts of a delivery (default 0: until WOP_WEBHOOK_RETRY_FOR)
 //	WOP_STREAM_SECRET     secret shared with the workers' chunk endpoints (streamMode=messages)
+//	WOP_SIGNING_KEY_FILE  the host's Ed25519 certification key (PKCS#8 PEM): its public half in signingKeys[]
+//	WOP_SIGNING_KEY_ID    its id there (default wop-bundle-1)
 //	WOP_PAYLOAD_KEYS_FILE the keys payloads are sealed with (package payloadcodec), served at /codec
 //	WOP_CODEC_CORS_ORIGINS     browser origins (the Temporal UI's) that may call /codec, comma-separated
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
@@ -358,6 +361,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
 			cfg.CodecCORSOrigins = append(cfg.CodecCORSOrigins, o)
 		}
+	}
+	if path := strings.TrimSpace(getenv("WOP_SIGNING_KEY_FILE")); path != "" {
+		key, err := certify.LoadKey(path, strings.TrimSpace(getenv("WOP_SIGNING_KEY_ID")))
+		if err != nil {
+			return cfg, fmt.Errorf("WOP_SIGNING_KEY_FILE: %w", err)
+		}
+		// Only the public half is kept: the API publishes it, the signer signs.
+		cfg.SigningKeys = append(cfg.SigningKeys, SigningKey{KeyID: key.ID, PublicKey: key.Public()})
 	}
 	if (len(cfg.Keys) > 0 || cfg.KeysFile != "") && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")

@@ -88,32 +88,6 @@ func TestDevKeyIsShownMaskedAndKeptPrivate(t *testing.T) {
 	}
 }
 
-// devRun is a wop dev a test started.
-type devRun struct {
-	out, errb syncBuffer
-	done      chan int
-	cancel    context.CancelFunc
-}
-
-// startDev runs wop dev with args and env until it is ready (its banner says so).
-func startDev(t *testing.T, args []string, env map[string]string) *devRun {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	d := &devRun{done: make(chan int, 1), cancel: cancel}
-	go func() { d.done <- runDev(ctx, args, envMap(env), &d.out, &d.errb) }()
-	require.Eventually(t, func() bool { return strings.Contains(d.out.String(), "Press Ctrl-C") || len(d.done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", d.errb.String())
-	return d
-}
-
-// stop stops it and requires a clean exit.
-func (d *devRun) stop(t *testing.T) {
-	t.Helper()
-	d.cancel()
-	require.Equal(t, 0, <-d.done, "stderr: %s", d.errb.String())
-}
-
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of a running command.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -130,6 +104,49 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// devRun is a `wop dev` started by a test on free ports, with its banner and logs.
+type devRun struct {
+	out, errb *syncBuffer
+	cancel    context.CancelFunc
+	done      chan int
+}
+
+// startDev starts `wop dev` with its data in dataDir, the extra args and env (quiet logs
+// unless env says otherwise), and waits for its banner; stop ends it and requires a
+// clean exit.
+func startDev(t *testing.T, dataDir string, args []string, env map[string]string) *devRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &devRun{out: &syncBuffer{}, errb: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	t.Cleanup(cancel)
+	all := map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"}
+	for k, v := range env {
+		all[k] = v
+	}
+	go func() {
+		d.done <- runDev(ctx, append([]string{"--data", dataDir, "--http", "127.0.0.1:0", "--temporal-port", "0",
+			"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"}, args...), envMap(all), d.out, d.errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(d.out.String(), "Press Ctrl-C") || len(d.done) > 0 },
+		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", d.errb.String())
+	return d
+}
+
+// banner is the URL the banner shows on the line of label.
+func (d *devRun) banner(t *testing.T, label string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  ` + label + ` +(http://\S+)`).FindStringSubmatch(d.out.String())
+	require.NotNil(t, m, "the banner has a %s line: %s", label, d.out.String())
+	return m[1]
+}
+
+// stop ends the dev process and requires a clean exit.
+func (d *devRun) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	require.Equal(t, 0, <-d.done, "stderr: %s", d.errb.String())
 }
 
 // TestDevServesTheGoodPacksAndReportsBrokenOnesOnce starts wop dev on a packs folder
@@ -150,24 +167,20 @@ func TestDevServesTheGoodPacksAndReportsBrokenOnesOnce(t *testing.T) {
 	for name, body := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(packsDir, name), []byte(body), 0o644))
 	}
-	dev := startDev(t, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-		"--ui-port", "0", "--packs", packsDir, "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-		map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"})
-	out, errb := &dev.out, &dev.errb
+	d := startDev(t, filepath.Join(dir, "data"), []string{"--packs", packsDir}, nil)
 	// The banner's inbox and metrics addresses answer.
 	for _, line := range []string{"Inbox", "Metrics"} {
-		m := regexp.MustCompile(`(?m)^  ` + line + ` +(http://\S+)`).FindStringSubmatch(out.String())
-		if assert.NotNil(t, m, "the banner has a %s line: %s", line, out.String()) {
-			resp, err := http.Get(m[1])
-			if assert.NoError(t, err) {
-				resp.Body.Close()
-				assert.Equal(t, http.StatusOK, resp.StatusCode, m[1])
-			}
+		u := d.banner(t, line)
+		resp, err := http.Get(u)
+		if assert.NoError(t, err) {
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode, u)
 		}
 	}
-	dev.stop(t)
+	d.stop(t)
+	out := d.out
 
-	stderr := errb.String()
+	stderr := d.errb.String()
 	broken := filepath.Join(packsDir, "broken.yaml")
 	badmock := filepath.Join(packsDir, "badmock.mock.yaml")
 	assert.Equal(t, 1, strings.Count(stderr, broken+" is not served:"), stderr)
@@ -210,17 +223,9 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "payload-keys.yaml")
 	require.NoError(t, os.WriteFile(keys, []byte("keys:\n  - id: dev1\n    key: "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600))
-	dev := startDev(t, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-		"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-		map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn", "WOP_PAYLOAD_KEYS_FILE": keys})
-	out := &dev.out
-	banner := func(label string) string {
-		m := regexp.MustCompile(`(?m)^  ` + label + ` +(http://\S+)`).FindStringSubmatch(out.String())
-		require.NotNil(t, m, "the banner has a %s line: %s", label, out.String())
-		return m[1]
-	}
-	apiURL, uiURL := banner("API"), banner("Temporal UI")
-	assert.Contains(t, out.String(), `sealed with AES-256-GCM under key "dev1"`)
+	d := startDev(t, filepath.Join(dir, "data"), nil, map[string]string{"WOP_PAYLOAD_KEYS_FILE": keys})
+	apiURL, uiURL := d.banner(t, "API"), d.banner(t, "Temporal UI")
+	assert.Contains(t, d.out.String(), `sealed with AES-256-GCM under key "dev1"`)
 
 	resp, err := http.Get(uiURL + "/api/v1/settings")
 	require.NoError(t, err)
@@ -252,8 +257,7 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	assert.Contains(t, opened, base64.StdEncoding.EncodeToString([]byte(`"hello"`)))
 	status, refused := post("/codec/decode", sealed, "")
 	assert.Equal(t, http.StatusUnauthorized, status, refused)
-
-	dev.stop(t)
+	d.stop(t)
 }
 
 // TestDevDeliversWebhooksWithoutAnExportedKey: plain wop dev (no WOP_WEBHOOK_SECRET)
@@ -273,17 +277,14 @@ func TestDevDeliversWebhooksWithoutAnExportedKey(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer recv.Close()
-	dev := startDev(t, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-		"--ui-port", "0", "--packs", t.TempDir(), "--shutdown-timeout", "1s"},
-		map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_WEBHOOK_ALLOW_PRIVATE": "true"})
-	out, errb := &dev.out, &dev.errb
-	m := regexp.MustCompile(`(?m)^  API +(http://\S+)`).FindStringSubmatch(out.String())
-	require.NotNil(t, m, out.String())
+	dev := startDev(t, filepath.Join(dir, "data"), []string{"--packs", t.TempDir()}, map[string]string{"WOP_WEBHOOK_ALLOW_PRIVATE": "true"})
+	out, errb := dev.out, dev.errb
+	apiURL := dev.banner(t, "API")
 	apiKey, err := os.ReadFile(filepath.Join(dir, "data", devKeyFile))
 	require.NoError(t, err)
 	call := func(path string, body any) map[string]any {
 		b, _ := json.Marshal(body)
-		req, _ := http.NewRequest(http.MethodPost, m[1]+path, bytes.NewReader(b))
+		req, _ := http.NewRequest(http.MethodPost, apiURL+path, bytes.NewReader(b))
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(apiKey)))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
