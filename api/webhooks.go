@@ -445,6 +445,9 @@ func (s *Server) handleDeadLetters(c echo.Context) error {
 			mine = append(mine, list.DeadLetters[i])
 		}
 	}
+	// The dispatcher keeps them as their signals arrived; two deliveries that gave up
+	// together may arrive in the other order than their deadLetteredAt.
+	slices.SortStableFunc(mine, func(a, b webhooks.DeadLetter) int { return strings.Compare(b.At, a.At) })
 	w := s.wireOf(c, p.Tenant)
 	page := []DeadLetteredDelivery{}
 	for _, dl := range mine[min(offset, len(mine)):min(offset+limit, len(mine))] {
