@@ -139,6 +139,11 @@ type Config struct {
 	// run carries the limits of the catalog that started it (LoadCatalog), so the
 	// process that starts runs (wop api, wop dev) must be given them.
 	TurnLimits workflows.TurnLimits
+	// Catalog, when set, is the catalog the worker serves to workflows that start runs
+	// themselves: a worker with one registers the agents activities (agents.go,
+	// package agentclient). Run sets it from the packs it loads; it is not read from
+	// the environment.
+	Catalog *workflows.Catalog
 }
 
 // Queue is the task queue the worker polls: TaskQueue, or workflows.TaskQueue.
@@ -399,6 +404,9 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		Identity: cfg.Identity,
 	})
 	Register(w, acts)
+	if cfg.Catalog != nil {
+		RegisterAgents(w, &Agents{Client: c, Catalog: cfg.Catalog})
+	}
 	return w
 }
 
@@ -434,6 +442,13 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	acts, err := NewActivities(c, cfg, loaded, bindings)
 	if err != nil {
 		return err
+	}
+	// The agents activities start runs of the packs this worker serves, with its
+	// turn limits (the conformance fixtures stay the API's).
+	if cfg.Catalog == nil {
+		if cfg.Catalog, err = LoadCatalog(loaded, false, cfg.TurnLimits); err != nil {
+			return err
+		}
 	}
 	LogProviders(logger, cfg)
 	var health net.Listener

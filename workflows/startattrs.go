@@ -4,8 +4,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // What a run starts with besides its input: the search attributes and the memo every
@@ -52,4 +53,15 @@ func StartSearchAttributes(in RunInput, now time.Time) temporal.SearchAttributes
 		updates = append(updates, SAPackID.ValueSet(ids[0]))
 	}
 	return temporal.NewSearchAttributes(updates...)
+}
+
+// PackNodeID is the id of the definition's first pack node (the conversation a pack
+// workflow holds), "" when it has none.
+func (d *Definition) PackNodeID() string {
+	for _, n := range d.Nodes {
+		if n.TypeID == packNodeType {
+			return n.ID
+		}
+	}
+	return ""
 }

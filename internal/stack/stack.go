@@ -245,6 +245,9 @@ func (s *Stack) StartWorker() error {
 	// Each worker gets a chunk endpoint of its own (a new port, as a new process would)
 	// serving the stack's hub, and advertises it in its identity.
 	wcfg := s.opts.Worker
+	if wcfg.Catalog == nil {
+		wcfg.Catalog = s.catalog // the agents activities start runs of the API's catalog
+	}
 	stream, err := worker.StartStream(&wcfg)
 	if err != nil {
 		return fmt.Errorf("start worker: %w", err)

@@ -1,0 +1,170 @@
+package tests
+
+// Agents your workflows can call (package agentclient): a caller workflow on a worker
+// and task queue of its own (examples/temporal-caller/caller) holds a conversation
+// with a pack as its child run, on the embedded stack.
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/examples/temporal-caller/caller"
+	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// callerPacksDir holds the caller tests' pack.
+const callerPacksDir = "testdata/callerpacks"
+
+// startCallerStack starts a private stack serving the caller pack, its payment bound
+// to a new pay service, and a worker of the caller's own on its own task queue.
+func startCallerStack(t *testing.T) (*apiClient, *payService, string) {
+	t.Helper()
+	svc := newPayService(t)
+	c := startPrivateStack(t, stackOptions{PacksDir: callerPacksDir, ToolsFile: writeBindings(t, payBindings(svc.URL))})
+	queue := "caller-" + randomHex(4)
+	w := sdkworker.New(c.Stack.Client(), queue, sdkworker.Options{WorkerStopTimeout: time.Second})
+	w.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return c, svc, queue
+}
+
+// startCaller starts the caller workflow with in.
+func startCaller(t *testing.T, c *apiClient, queue string, in caller.Input) client.WorkflowRun {
+	t.Helper()
+	run, err := c.Stack.Client().ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{
+		ID: "caller-" + randomHex(6), TaskQueue: queue, WorkflowExecutionTimeout: 2 * time.Minute,
+	}, caller.WorkflowName, in)
+	require.NoError(t, err)
+	return run
+}
+
+// callerState queries the caller's result so far until ok accepts it.
+func callerState(t *testing.T, c *apiClient, run client.WorkflowRun, ok func(caller.Result) bool) caller.Result {
+	t.Helper()
+	var res caller.Result
+	require.Eventually(t, func() bool {
+		v, err := c.Stack.Client().QueryWorkflow(t.Context(), run.GetID(), run.GetRunID(), caller.StateQuery)
+		if err != nil {
+			return false
+		}
+		res = caller.Result{}
+		return v.Get(&res) == nil && ok(res)
+	}, 30*time.Second, 50*time.Millisecond, "the caller's state: %+v", res)
+	return res
+}
+
+// callerResult waits for the caller's end.
+func callerResult(t *testing.T, run client.WorkflowRun) caller.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var res caller.Result
+	require.NoError(t, run.Get(ctx, &res))
+	return res
+}
+
+// TestCallerWorkflowConversationE2E: a caller workflow holds a two-turn conversation
+// as its child run; the second turn's payment waits for a person, the host worker is
+// restarted while the caller waits, the payment is approved through the REST API, and
+// the caller reads the reply and the run's outcome. The run is an ordinary OpenWOP run
+// of the caller's tenant: listed, owned by a workload subject, its child in Temporal.
+func TestCallerWorkflowConversationE2E(t *testing.T) {
+	c, svc, queue := startCallerStack(t)
+	run := startCaller(t, c, queue, caller.Input{
+		Pack: "caller-desk", Tenant: "default", HostTaskQueue: "wop",
+		Messages: []string{"Hello, I have an invoice for you.", "Please pay INV-9."},
+	})
+	st := callerState(t, c, run, func(r caller.Result) bool { return len(r.Replies) == 1 })
+	id := st.RunID
+	require.Regexp(t, `^r_[0-9A-Z]{26}$`, id, "the child's workflow id is a run id of the API's shape")
+	require.Equal(t, "Which invoice should I pay?", st.Replies[0].Text)
+	require.Equal(t, "desk", st.Replies[0].State)
+
+	// The second message's reply waits on the payment's approval.
+	s, d := waitToolApproval(t, c, id)
+	require.Equal(t, protocol.StatusWaitingApproval, s.Status)
+	require.Equal(t, "pay_invoice", d["artifactData"].(map[string]any)["tool"])
+	require.Empty(t, svc.received(id, "/pay"))
+	require.Equal(t, "default", s.Owner.Tenant)
+	v, err := c.Stack.Client().QueryWorkflow(t.Context(), id, "", workflows.SnapshotQuery)
+	require.NoError(t, err)
+	var own workflows.Snapshot
+	require.NoError(t, v.Get(&own))
+	require.Equal(t, &protocol.Subject{Issuer: protocol.IssuerTemporal, SubjectID: caller.WorkflowName, Tenant: "default", Lane: protocol.LaneWorkload, Kind: protocol.KindWorkload}, own.Owner.Subject,
+		"the run's owner is the caller, a workload")
+
+	// Listed for its tenant like any run.
+	status, _, body := c.do(http.MethodGet, "/v1/runs?workflowId=caller-desk", nil)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	listed := false
+	for _, r := range body["runs"].([]any) {
+		listed = listed || r.(map[string]any)["runId"] == id
+	}
+	require.True(t, listed, "GET /v1/runs lists %s: %v", id, body)
+
+	// The host's worker restarts while the caller waits for the reply.
+	c.Stack.StopWorker()
+	require.NoError(t, c.Stack.StartWorker())
+
+	status, resp := resolveAt(c, id, map[string]any{"action": "accept", "comment": "Checked."})
+	require.Equal(t, http.StatusOK, status, "%v", resp)
+	res := callerResult(t, run)
+	require.Equal(t, id, res.RunID)
+	require.Len(t, res.Replies, 2, "%+v", res)
+	require.Contains(t, res.Replies[1].Text, "INV-9 is paid.")
+	require.Equal(t, protocol.StatusCompleted, res.Status, "%+v", res)
+	require.Empty(t, res.Code)
+	require.Len(t, svc.received(id, "/pay"), 1, "paid exactly once")
+	snap := waitCompleted(t, c, id)
+	require.Equal(t, "closed", snap.Pack.State)
+
+	// In Temporal the run is the caller's child, and the caller's history replays.
+	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), id, "")
+	require.NoError(t, err)
+	require.Equal(t, run.GetID(), desc.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId())
+	replayCaller(t, c, run.GetID(), "caller-conversation")
+	replayHistory(t, c, id, "")
+}
+
+// TestCallerWorkflowCancelE2E: a caller cancels its conversation; the run ends
+// cancelled and the caller reads the cancellation as its outcome.
+func TestCallerWorkflowCancelE2E(t *testing.T) {
+	c, _, queue := startCallerStack(t)
+	run := startCaller(t, c, queue, caller.Input{
+		Pack: "caller-desk", Tenant: "default", HostTaskQueue: "wop",
+		Messages: []string{"Hello, I have an invoice for you."}, Cancel: true,
+	})
+	res := callerResult(t, run)
+	require.Len(t, res.Replies, 1)
+	require.Equal(t, "Which invoice should I pay?", res.Replies[0].Text)
+	require.Equal(t, "cancelled", res.Code, "%+v", res)
+	require.Equal(t, protocol.StatusCancelled, res.Status)
+	s := waitSnapshot(t, c, res.RunID, 30*time.Second, "cancelled", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCancelled })
+	require.Equal(t, "default", s.Owner.Tenant)
+	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), res.RunID, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, desc.GetWorkflowExecutionInfo().GetStatus(), "Temporal shows the run cancelled")
+}
+
+// replayCaller replays the caller workflow's history against the caller's code; with
+// WOP_RECORD_HISTORIES=1 it writes it to examples/temporal-caller/caller/testdata,
+// which that package's replay test replays on every run.
+func replayCaller(t *testing.T, c *apiClient, id, name string) {
+	t.Helper()
+	hist := workflowHistory(t, c, id)
+	r := sdkworker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
+	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of caller %s", id)
+	recordHistory(t, hist, filepath.Join("..", "examples", "temporal-caller", "caller", "testdata", name+".history.json"))
+}
