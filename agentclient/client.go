@@ -116,7 +116,7 @@ func Start(ctx workflow.Context, opts StartOptions) (*Conversation, error) {
 		Summary: "prepare the conversation with " + opts.Pack,
 	})
 	if err := workflow.ExecuteActivity(actx, PrepareActivity, req).Get(ctx, &prep); err != nil {
-		return nil, asError(err)
+		return nil, AsError(err)
 	}
 	sa, err := searchAttributes(prep.SearchAttributes)
 	if err != nil {
@@ -137,7 +137,7 @@ func Start(ctx workflow.Context, opts StartOptions) (*Conversation, error) {
 	c.child = workflow.ExecuteChildWorkflow(cctx, prep.WorkflowType, inputPayload(prep.Input))
 	if err := c.child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		cancel()
-		return nil, asError(err)
+		return nil, AsError(err)
 	}
 	if opts.Message != "" {
 		rep, err := c.await(ctx, "")
@@ -182,14 +182,20 @@ func (c *Conversation) await(ctx workflow.Context, messageID string, text ...str
 	if len(text) > 0 {
 		req.Text = text[0]
 	}
+	rep, err := send(ctx, c.opts, req)
+	return rep, AsError(err)
+}
+
+// send runs the host's send activity on opts.TaskQueue.
+func send(ctx workflow.Context, opts StartOptions, req SendRequest) (*Reply, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: c.opts.TaskQueue, StartToCloseTimeout: orDefault(c.opts.ReplyTimeout, DefaultReplyTimeout),
-		HeartbeatTimeout: orDefault(c.opts.HeartbeatTimeout, DefaultHeartbeatTimeout),
-		Summary:          "message to " + c.runID,
+		TaskQueue: opts.TaskQueue, StartToCloseTimeout: orDefault(opts.ReplyTimeout, DefaultReplyTimeout),
+		HeartbeatTimeout: orDefault(opts.HeartbeatTimeout, DefaultHeartbeatTimeout),
+		Summary:          "message to " + req.RunID,
 	})
 	var rep Reply
 	if err := workflow.ExecuteActivity(actx, SendActivity, req).Get(ctx, &rep); err != nil {
-		return nil, asError(err)
+		return nil, err
 	}
 	return &rep, nil
 }
@@ -205,7 +211,7 @@ func (c *Conversation) Outcome(ctx workflow.Context) (*Outcome, error) {
 	var out Outcome
 	err := c.child.Get(ctx, &out)
 	if err != nil {
-		return nil, asError(err)
+		return nil, AsError(err)
 	}
 	return &out, nil
 }
@@ -231,11 +237,11 @@ type runEnd struct {
 	Error  *protocol.RunError `json:"error,omitempty"`
 }
 
-// asError maps a failed activity or child run to *Error: the ApplicationError type is
+// AsError maps a failed activity, child run or Nexus operation to *Error: the ApplicationError type is
 // the OpenWOP code (the host's activities and a failed run both use it); a cancelled
 // run's details are its final snapshot. Other errors (timeouts, a cancelled caller)
 // are returned as they are.
-func asError(err error) error {
+func AsError(err error) error {
 	var end runEnd
 	var ce *temporal.CanceledError
 	if errors.As(err, &ce) {

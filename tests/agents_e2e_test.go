@@ -17,7 +17,9 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wop-dev/wop/agentclient"
 	"github.com/wop-dev/wop/examples/temporal-caller/caller"
+	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -30,21 +32,28 @@ const callerPacksDir = "testdata/callerpacks"
 func startCallerStack(t *testing.T) (*apiClient, *payService, string) {
 	t.Helper()
 	svc := newPayService(t)
-	c := startPrivateStack(t, stackOptions{PacksDir: callerPacksDir, ToolsFile: writeBindings(t, payBindings(svc.URL))})
+	c := startPrivateStack(t, stackOptions{PacksDir: callerPacksDir, ToolsFile: writeBindings(t, payBindings(svc.URL)),
+		Tweak: func(o *stack.Options) { o.NexusEndpoint = agentclient.DefaultNexusEndpoint }})
 	queue := "caller-" + randomHex(4)
 	w := sdkworker.New(c.Stack.Client(), queue, sdkworker.Options{WorkerStopTimeout: time.Second})
 	w.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
+	w.RegisterWorkflowWithOptions(caller.ConverseNexus, workflow.RegisterOptions{Name: caller.NexusWorkflowName})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	return c, svc, queue
 }
 
-// startCaller starts the caller workflow with in.
-func startCaller(t *testing.T, c *apiClient, queue string, in caller.Input) client.WorkflowRun {
+// startCaller starts the caller workflow with in (a caller.Input, or a
+// caller.NexusInput for the caller through Nexus).
+func startCaller(t *testing.T, c *apiClient, queue string, in any) client.WorkflowRun {
 	t.Helper()
+	name := caller.WorkflowName
+	if _, ok := in.(caller.NexusInput); ok {
+		name = caller.NexusWorkflowName
+	}
 	run, err := c.Stack.Client().ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{
 		ID: "caller-" + randomHex(6), TaskQueue: queue, WorkflowExecutionTimeout: 2 * time.Minute,
-	}, caller.WorkflowName, in)
+	}, name, in)
 	require.NoError(t, err)
 	return run
 }
@@ -165,6 +174,51 @@ func replayCaller(t *testing.T, c *apiClient, id, name string) {
 	hist := workflowHistory(t, c, id)
 	r := sdkworker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
+	r.RegisterWorkflowWithOptions(caller.ConverseNexus, workflow.RegisterOptions{Name: caller.NexusWorkflowName})
 	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of caller %s", id)
 	recordHistory(t, hist, filepath.Join("..", "examples", "temporal-caller", "caller", "testdata", name+".history.json"))
+}
+
+// TestNexusConversationE2E: a caller workflow reaches the pack through the host's Nexus
+// endpoint (created by the embedded server, as wop dev does): it starts the
+// conversation, sends two messages (the second waits on the payment's approval,
+// accepted through the REST API) and awaits the outcome. The run is owned by the
+// endpoint's configured owner.
+func TestNexusConversationE2E(t *testing.T) {
+	c, svc, queue := startCallerStack(t)
+	run := startCaller(t, c, queue, caller.NexusInput{
+		Endpoint: agentclient.DefaultNexusEndpoint, Pack: "caller-desk",
+		Messages: []string{"Hello, I have an invoice for you.", "Please pay INV-9."},
+	})
+	st := callerState(t, c, run, func(r caller.Result) bool { return len(r.Replies) == 1 })
+	require.Equal(t, "Which invoice should I pay?", st.Replies[0].Text)
+	id := st.RunID
+	s, _ := waitToolApproval(t, c, id)
+	require.Equal(t, "default", s.Owner.Tenant)
+	status, resp := resolveAt(c, id, map[string]any{"action": "accept"})
+	require.Equal(t, http.StatusOK, status, "%v", resp)
+	res := callerResult(t, run)
+	require.Len(t, res.Replies, 2, "%+v", res)
+	require.Contains(t, res.Replies[1].Text, "INV-9 is paid.")
+	require.Equal(t, protocol.StatusCompleted, res.Status, "%+v", res)
+	require.Len(t, svc.received(id, "/pay"), 1)
+	v, err := c.Stack.Client().QueryWorkflow(t.Context(), id, "", workflows.SnapshotQuery)
+	require.NoError(t, err)
+	var own workflows.Snapshot
+	require.NoError(t, v.Get(&own))
+	require.Equal(t, protocol.WorkloadSubject("default", "nexus"), own.Owner.Subject)
+	replayCaller(t, c, run.GetID(), "nexus-conversation")
+}
+
+// TestNexusCancelE2E: cancelling the await-outcome operation cancels the conversation.
+func TestNexusCancelE2E(t *testing.T) {
+	c, _, queue := startCallerStack(t)
+	run := startCaller(t, c, queue, caller.NexusInput{
+		Endpoint: agentclient.DefaultNexusEndpoint, Pack: "caller-desk",
+		Messages: []string{"Hello, I have an invoice for you."}, Cancel: true,
+	})
+	res := callerResult(t, run)
+	require.Len(t, res.Replies, 1, "%+v", res)
+	require.Equal(t, agentclient.CodeCancelled, res.Code, "%+v", res)
+	waitSnapshot(t, c, res.RunID, 30*time.Second, "cancelled", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCancelled })
 }

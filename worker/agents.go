@@ -18,6 +18,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,12 +51,23 @@ type Agents struct {
 	MaxTurnBytes int
 	// Now is the clock of the runs' creation time (time.Now when nil).
 	Now func() time.Time
+	// NexusOwner owns the runs started through the Nexus service (nexus.go).
+	NexusOwner agentclient.Owner
+}
+
+func (a *Agents) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
 }
 
 // RegisterAgents registers the agents activities on r under agentclient's names.
 func RegisterAgents(r sdkworker.Registry, a *Agents) {
 	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: agentclient.PrepareActivity})
 	r.RegisterActivityWithOptions(a.Send, activity.RegisterOptions{Name: agentclient.SendActivity})
+	r.RegisterActivityWithOptions(a.Outcome, activity.RegisterOptions{Name: agentclient.OutcomeActivity})
+	r.RegisterActivityWithOptions(a.Cancel, activity.RegisterOptions{Name: agentclient.CancelActivity})
 }
 
 // subjectIDRe is the grammar of a subject id (ids.schema.json#/$defs/subjectId).
@@ -91,8 +103,8 @@ func (a *Agents) Prepare(_ context.Context, req agentclient.PrepareRequest) (*ag
 	return a.prepare(protocol.DerivedRunID(sum), req, own)
 }
 
-// prepare builds the RunInput of run runID and what its start carries.
-func (a *Agents) prepare(runID string, req agentclient.PrepareRequest, own workflows.Owner) (*agentclient.PrepareResult, error) {
+// runInput builds the RunInput of run runID, as the API's create does.
+func (a *Agents) runInput(runID string, req agentclient.PrepareRequest, own workflows.Owner) (*workflows.RunInput, error) {
 	def, ok := a.Catalog.Definition(req.WorkflowID)
 	if !ok {
 		return nil, refuse(protocol.CodeValidation, "unknown workflowId %q", req.WorkflowID)
@@ -107,19 +119,24 @@ func (a *Agents) prepare(runID string, req agentclient.PrepareRequest, own workf
 	if err != nil {
 		return nil, refuse(protocol.CodeValidation, "%v", err)
 	}
+	return in, nil
+}
+
+// prepare builds the RunInput of run runID and what its start carries.
+func (a *Agents) prepare(runID string, req agentclient.PrepareRequest, own workflows.Owner) (*agentclient.PrepareResult, error) {
+	in, err := a.runInput(runID, req, own)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the input of run %s: %w", runID, err)
 	}
-	now := time.Now
-	if a.Now != nil {
-		now = a.Now
-	}
 	res := &agentclient.PrepareResult{
 		RunID: runID, WorkflowType: workflows.RunWorkflowName, Input: raw, Summary: workflows.RunSummary(in),
-		WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout, NodeID: def.PackNodeID(),
+		WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout, NodeID: in.Definition.PackNodeID(),
 	}
-	for k, v := range workflows.StartSearchAttributes(*in, now()).GetUntypedValues() {
+	for k, v := range workflows.StartSearchAttributes(*in, a.now()).GetUntypedValues() {
 		sa := agentclient.SearchAttribute{Name: k.GetName()}
 		switch val := v.(type) {
 		case string:
@@ -408,3 +425,7 @@ func (a *Agents) followHistory(ctx context.Context, runID string) <-chan struct{
 	}()
 	return wake
 }
+
+func recordHeartbeat(ctx context.Context) { activity.RecordHeartbeat(ctx) }
+
+func encodeHex(b []byte) string { return hex.EncodeToString(b) }

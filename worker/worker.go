@@ -25,9 +25,11 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/agentclient"
 	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -144,6 +146,9 @@ type Config struct {
 	// package agentclient). Run sets it from the packs it loads; it is not read from
 	// the environment.
 	Catalog *workflows.Catalog
+	// NexusTenant and NexusSubject own the runs started through the Nexus service
+	// (WOP_NEXUS_TENANT, WOP_NEXUS_SUBJECT; DefaultNexusTenant, DefaultNexusSubject).
+	NexusTenant, NexusSubject string
 }
 
 // Queue is the task queue the worker polls: TaskQueue, or workflows.TaskQueue.
@@ -249,6 +254,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.TaskQueue = q
 	}
 	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
+	cfg.NexusTenant = strings.TrimSpace(getenv("WOP_NEXUS_TENANT"))
+	cfg.NexusSubject = strings.TrimSpace(getenv("WOP_NEXUS_SUBJECT"))
+	if cfg.NexusTenant != "" && !protocol.ValidTenantID(cfg.NexusTenant) {
+		errs = append(errs, fmt.Errorf("WOP_NEXUS_TENANT=%q is not a tenant id", cfg.NexusTenant))
+	}
 	intVar := func(name string, dst *int) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			n, err := strconv.Atoi(v)
@@ -405,7 +415,10 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 	})
 	Register(w, acts)
 	if cfg.Catalog != nil {
-		RegisterAgents(w, &Agents{Client: c, Catalog: cfg.Catalog})
+		a := &Agents{Client: c, Catalog: cfg.Catalog, NexusOwner: agentclient.Owner{
+			Tenant: cmp.Or(cfg.NexusTenant, DefaultNexusTenant), Subject: cmp.Or(cfg.NexusSubject, DefaultNexusSubject)}}
+		RegisterAgents(w, a)
+		RegisterNexus(w, a, cfg.Queue())
 	}
 	return w
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// ServerMetrics receives the embedded server's own metrics (wop bench breaks a turn
 	// down with them); ignored with an external Temporal.
 	ServerMetrics metrics.Handler
+	// NexusEndpoint, when set, is the Nexus endpoint the embedded server routes to the
+	// host's task queue (the agents' Nexus service, worker/nexus.go); ignored with an
+	// external Temporal, whose operator creates endpoints.
+	NexusEndpoint string
 }
 
 // Stack is a running host.
@@ -178,6 +182,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			LogLevel:         opts.ServerLogLevel,
 			DynamicConfig:    opts.ServerDynamicConfig,
 			MetricsHandler:   opts.ServerMetrics,
+			NexusEndpoints:   nexusEndpoints(opts),
 		})
 		if err != nil {
 			_ = ln.Close()
@@ -233,6 +238,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// nexusEndpoints are the Nexus endpoints the embedded server creates.
+func nexusEndpoints(opts Options) []devserver.NexusEndpoint {
+	if opts.NexusEndpoint == "" {
+		return nil
+	}
+	return []devserver.NexusEndpoint{{Name: opts.NexusEndpoint, TaskQueue: opts.Worker.Queue()}}
 }
 
 // StartWorker starts a new worker (after StopWorker). It is a no-op when one runs.

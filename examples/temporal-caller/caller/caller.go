@@ -8,6 +8,7 @@ package caller
 import (
 	"errors"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/agentclient"
@@ -85,11 +86,15 @@ func Converse(ctx workflow.Context, in Input) (*Result, error) {
 	return res, nil
 }
 
-// failed records an OpenWOP refusal or failure in the result; other errors fail the
-// caller.
+// failed records an OpenWOP refusal or failure in the result (a cancelled operation as
+// agentclient.CodeCancelled); other errors fail the caller.
 func (r *Result) failed(err error) (*Result, error) {
+	if temporal.IsCanceledError(err) && !errors.As(agentclient.AsError(err), new(*agentclient.Error)) {
+		r.Code, r.Status = agentclient.CodeCancelled, agentclient.CodeCancelled
+		return r, nil
+	}
 	var ae *agentclient.Error
-	if !errors.As(err, &ae) {
+	if !errors.As(agentclient.AsError(err), &ae) {
 		return r, err
 	}
 	r.Code, r.Message, r.Status = ae.Code, ae.Message, ae.Status

@@ -30,6 +30,7 @@ func TestReplayCallerHistories(t *testing.T) {
 		}
 		r := worker.NewWorkflowReplayer()
 		r.RegisterWorkflowWithOptions(Converse, workflow.RegisterOptions{Name: WorkflowName})
+		r.RegisterWorkflowWithOptions(ConverseNexus, workflow.RegisterOptions{Name: NexusWorkflowName})
 		if err := r.ReplayWorkflowHistory(nil, &hist); err != nil {
 			t.Errorf("replay of %s: %v", f, err)
 		}
