@@ -5,8 +5,10 @@ package tests
 // with a pack as its child run, on the embedded stack.
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -221,4 +223,22 @@ func TestNexusCancelE2E(t *testing.T) {
 	require.Len(t, res.Replies, 1, "%+v", res)
 	require.Equal(t, agentclient.CodeCancelled, res.Code, "%+v", res)
 	waitSnapshot(t, c, res.RunID, 30*time.Second, "cancelled", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCancelled })
+}
+
+// TestTemporalCallerExampleE2E runs examples/temporal-caller against the stack (its
+// embedded server with the Nexus endpoint, as wop dev starts it): the program prints
+// the agent's reply to its child conversation and to its Nexus one, and exits 0.
+func TestTemporalCallerExampleE2E(t *testing.T) {
+	c, _, _ := startCallerStack(t)
+	bin := filepath.Join(t.TempDir(), "temporal-caller")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../examples/temporal-caller").CombinedOutput()
+	require.NoError(t, err, "build the example: %s", out)
+	cmd := exec.CommandContext(ctx, bin, "--address", c.Stack.TemporalAddress(), "--namespace", c.Stack.Namespace(),
+		"--pack", "caller-desk", "--message", "Hello, I have an invoice for you.")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
+	require.Equal(t, "child: Which invoice should I pay?\nnexus: Which invoice should I pay?\n", stdout.String())
 }
