@@ -28,12 +28,12 @@ func (s *Server) ensureNexusEndpoint(ctx context.Context, ops operatorservice.Op
 	if err != nil {
 		return fmt.Errorf("list Nexus endpoint %q: %w", e.Name, err)
 	}
-	for _, have := range list.GetEndpoints() {
-		w := have.GetSpec().GetTarget().GetWorker()
+	if have := list.GetEndpoints(); len(have) > 0 {
+		w := have[0].GetSpec().GetTarget().GetWorker()
 		if w.GetNamespace() == s.opts.Namespace && w.GetTaskQueue() == e.TaskQueue {
 			return nil
 		}
-		if _, err := ops.UpdateNexusEndpoint(ctx, &operatorservice.UpdateNexusEndpointRequest{Id: have.GetId(), Version: have.GetVersion(), Spec: spec}); err != nil {
+		if _, err := ops.UpdateNexusEndpoint(ctx, &operatorservice.UpdateNexusEndpointRequest{Id: have[0].GetId(), Version: have[0].GetVersion(), Spec: spec}); err != nil {
 			return fmt.Errorf("update Nexus endpoint %q: %w", e.Name, err)
 		}
 		return nil

@@ -42,7 +42,7 @@ func ConverseNexus(ctx workflow.Context, in NexusInput) (*Result, error) {
 	}
 	res.RunID = started.RunID
 	octx, cancel := workflow.WithCancel(ctx)
-	outcome := nc.ExecuteOperation(octx, agentclient.NexusOutcomeOperation, agentclient.NexusOutcomeInput{RunID: started.RunID}, opts)
+	outcome := nc.ExecuteOperation(octx, agentclient.NexusOutcomeOperation, agentclient.NexusOutcomeInput(started), opts)
 	sends := []agentclient.NexusSendInput{}
 	if start.Message != "" {
 		sends = append(sends, agentclient.NexusSendInput{RunID: started.RunID}) // the reply to the first message
