@@ -210,10 +210,15 @@ func (c *Conversation) Cancel() { c.cancel() }
 func (c *Conversation) Outcome(ctx workflow.Context) (*Outcome, error) {
 	var out Outcome
 	err := c.child.Get(ctx, &out)
-	if err != nil {
-		return nil, AsError(err)
+	if err == nil {
+		return &out, nil
 	}
-	return &out, nil
+	err = AsError(err)
+	var e *Error
+	if errors.As(err, &e) && e.Status == "" {
+		e.RunID, e.Status = c.runID, protocol.StatusFailed // the child closed failed
+	}
+	return nil, err
 }
 
 // Error is a refusal or failure with its OpenWOP error code (package protocol's

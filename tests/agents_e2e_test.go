@@ -183,9 +183,9 @@ func replayCaller(t *testing.T, c *apiClient, id, name string) {
 
 // TestNexusConversationE2E: a caller workflow reaches the pack through the host's Nexus
 // endpoint (created by the embedded server, as wop dev does): it starts the
-// conversation, sends two messages (the second waits on the payment's approval,
-// accepted through the REST API) and awaits the outcome. The run is owned by the
-// endpoint's configured owner.
+// conversation, sends two messages (the second waits on the payment's approval, the
+// host's worker restarts meanwhile, the payment is accepted through the REST API) and
+// awaits the outcome. The run is owned by the endpoint's configured owner.
 func TestNexusConversationE2E(t *testing.T) {
 	c, svc, queue := startCallerStack(t)
 	run := startCaller(t, c, queue, caller.NexusInput{
@@ -197,6 +197,10 @@ func TestNexusConversationE2E(t *testing.T) {
 	id := st.RunID
 	s, _ := waitToolApproval(t, c, id)
 	require.Equal(t, "default", s.Owner.Tenant)
+	// The host's worker (the Nexus handler and the helper workflows' worker) restarts
+	// while the operation waits.
+	c.Stack.StopWorker()
+	require.NoError(t, c.Stack.StartWorker())
 	status, resp := resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusOK, status, "%v", resp)
 	res := callerResult(t, run)
@@ -241,4 +245,25 @@ func TestTemporalCallerExampleE2E(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Run(), "stderr: %s", stderr.String())
 	require.Equal(t, "child: Which invoice should I pay?\nnexus: Which invoice should I pay?\n", stdout.String())
+}
+
+// TestCallerRunFailureE2E: a conversation whose run fails (the strict mock refuses an
+// off-script message) fails the caller's outcome with the run's OpenWOP code, through
+// the child workflow and through Nexus alike; a message to the ended run is refused.
+func TestCallerRunFailureE2E(t *testing.T) {
+	c, _, queue := startCallerStack(t)
+	msgs := []string{"Hello, I have an invoice for you.", "What is the weather like?"}
+	for _, in := range []any{
+		caller.Input{Pack: "caller-desk", Tenant: "default", HostTaskQueue: "wop", Messages: msgs},
+		caller.NexusInput{Endpoint: agentclient.DefaultNexusEndpoint, Pack: "caller-desk", Messages: msgs},
+	} {
+		res := callerResult(t, startCaller(t, c, queue, in))
+		require.NotEmpty(t, res.RunID, "%+v", res)
+		s := waitSnapshot(t, c, res.RunID, 30*time.Second, "failed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusFailed })
+		require.NotNil(t, s.Error)
+		require.Equal(t, s.Error.Code, res.Code, "the caller reads the run's code: %+v", res)
+		require.Equal(t, protocol.StatusFailed, res.Status, "%+v", res)
+		require.Len(t, res.Replies, 2, "the first reply, then the run's end: %+v", res)
+		require.True(t, res.Replies[1].Ended || res.Replies[1].Closed, "%+v", res.Replies[1])
+	}
 }

@@ -227,6 +227,9 @@ func (a *Agents) deliver(ctx context.Context, req agentclient.SendRequest, own w
 		if page.Tenant != "" && page.Tenant != own.Tenant {
 			return refuse(protocol.CodeNotFound, "run %q not found", req.RunID)
 		}
+		if page.Terminal {
+			return refuse(protocol.CodeInterruptCancelled, "run %s has ended; its conversation takes no more messages", req.RunID)
+		}
 		p.After, p.Positioned = page.LastSequence, true
 		activity.RecordHeartbeat(ctx, *p)
 	}
@@ -254,6 +257,8 @@ func (a *Agents) deliver(ctx context.Context, req agentclient.SendRequest, own w
 			return refuse(protocol.CodeNotFound, "run %q not found", req.RunID)
 		}
 		res.ResolveCheck = check
+	case errors.As(err, new(*serviceerror.NotFound)):
+		return refuse(protocol.CodeInterruptCancelled, "run %s ended before the message was applied", req.RunID)
 	case err != nil:
 		return err // retried: the update is de-duplicated by its id
 	}

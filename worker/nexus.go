@@ -25,6 +25,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/temporalnexus"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -153,7 +154,8 @@ func (a *Agents) Outcome(ctx context.Context, req agentclient.OutcomeRequest) (*
 			if snap.Status == protocol.StatusFailed && snap.Error != nil {
 				code, msg = snap.Error.Code, snap.Error.Message
 			}
-			return nil, refuse(code, "%s", msg)
+			// The details say which run ended how (agentclient.AsError reads them).
+			return nil, temporal.NewNonRetryableApplicationError(msg, code, nil, map[string]string{"runId": req.RunID, "status": snap.Status})
 		}
 		return nil, err
 	}
