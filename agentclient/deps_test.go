@@ -9,9 +9,9 @@ import (
 )
 
 // TestClientLinksNoHost checks the import graph: a caller's worker that imports this
-// package links the Temporal SDK and the protocol's vocabulary, and nothing of the
-// host (its workflows, activities, engine, packs, API, worker), no provider SDK, no
-// Echo and no Temporal server.
+// package links the Temporal SDK, the protocol's vocabulary and the payload codec, and
+// nothing else of the host (its workflows, activities, engine, packs, API, worker), no
+// provider SDK, no Echo and no Temporal server.
 func TestClientLinksNoHost(t *testing.T) {
 	deps, err := golist.Deps("github.com/wop-dev/wop/agentclient")
 	if err != nil {
@@ -19,7 +19,8 @@ func TestClientLinksNoHost(t *testing.T) {
 	}
 	for _, pkg := range deps {
 		switch {
-		case strings.HasPrefix(pkg, "github.com/wop-dev/wop/") && pkg != "github.com/wop-dev/wop/agentclient" && pkg != "github.com/wop-dev/wop/protocol":
+		case strings.HasPrefix(pkg, "github.com/wop-dev/wop/") && pkg != "github.com/wop-dev/wop/agentclient" && pkg != "github.com/wop-dev/wop/protocol" &&
+			pkg != "github.com/wop-dev/wop/internal/payloadcodec":
 			t.Errorf("agentclient depends on %s", pkg)
 		case strings.HasPrefix(pkg, "go.temporal.io/server"), strings.HasPrefix(pkg, "github.com/labstack/echo"),
 			strings.HasPrefix(pkg, "github.com/openai/"), strings.HasPrefix(pkg, "github.com/anthropics/"):

@@ -7,7 +7,10 @@ package tests
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"log/slog"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -21,8 +24,10 @@ import (
 
 	"github.com/wop-dev/wop/agentclient"
 	"github.com/wop-dev/wop/examples/temporal-caller/caller"
+	"github.com/wop-dev/wop/internal/payloadcodec"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -265,5 +270,40 @@ func TestCallerRunFailureE2E(t *testing.T) {
 		require.Equal(t, protocol.StatusFailed, res.Status, "%+v", res)
 		require.Len(t, res.Replies, 2, "the first reply, then the run's end: %+v", res)
 		require.True(t, res.Replies[1].Ended || res.Replies[1].Closed, "%+v", res.Replies[1])
+	}
+}
+
+// TestCallerWorkflowSealedE2E: on a host that seals its payloads, a caller whose client
+// carries the host's keys (agentclient.DataConverter) holds a conversation as a child
+// and through Nexus; its worker is its own, on a client of its own.
+func TestCallerWorkflowSealedE2E(t *testing.T) {
+	keys := filepath.Join(t.TempDir(), "payload-keys.yaml")
+	require.NoError(t, os.WriteFile(keys, []byte("keys:\n  - id: k1\n    key: "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600))
+	codec, err := payloadcodec.Load(keys)
+	require.NoError(t, err)
+	c := startPrivateStack(t, stackOptions{PacksDir: callerPacksDir, Tweak: func(o *stack.Options) {
+		o.NexusEndpoint = agentclient.DefaultNexusEndpoint
+		o.API.PayloadCodec = codec
+	}})
+	dc, err := agentclient.DataConverter(keys)
+	require.NoError(t, err)
+	cc, err := client.Dial(client.Options{HostPort: c.Stack.TemporalAddress(), Namespace: c.Stack.Namespace(), DataConverter: dc, Logger: worker.SDKLogger(slog.New(slog.DiscardHandler))})
+	require.NoError(t, err)
+	t.Cleanup(cc.Close)
+	queue := "caller-" + randomHex(4)
+	w := sdkworker.New(cc, queue, sdkworker.Options{})
+	w.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
+	w.RegisterWorkflowWithOptions(caller.ConverseNexus, workflow.RegisterOptions{Name: caller.NexusWorkflowName})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	msgs := []string{"Hello, I have an invoice for you."}
+	for _, in := range []any{
+		caller.Input{Pack: "caller-desk", Tenant: "default", Messages: msgs, Cancel: true},
+		caller.NexusInput{Endpoint: agentclient.DefaultNexusEndpoint, Pack: "caller-desk", Messages: msgs, Cancel: true},
+	} {
+		res := callerResult(t, startCaller(t, c, queue, in))
+		require.Len(t, res.Replies, 1, "%+v", res)
+		require.Equal(t, "Which invoice should I pay?", res.Replies[0].Text)
+		require.Equal(t, agentclient.CodeCancelled, res.Code, "%+v", res)
 	}
 }

@@ -52,11 +52,16 @@ func run(args []string, stdout io.Writer) error {
 	hostQueue := fs.String("host-task-queue", agentclient.DefaultTaskQueue, "the host's `task queue` (WOP_TASK_QUEUE)")
 	endpoint := fs.String("endpoint", agentclient.DefaultNexusEndpoint, "the host's Nexus `endpoint`")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this `duration`")
+	keys := fs.String("payload-keys", os.Getenv("WOP_PAYLOAD_KEYS_FILE"), "the host's payload keys `file`, when it seals payloads")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.Dial(client.Options{HostPort: *address, Namespace: *namespace, Logger: quiet})
+	dc, err := agentclient.DataConverter(*keys)
+	if err != nil {
+		return err
+	}
+	c, err := client.Dial(client.Options{HostPort: *address, Namespace: *namespace, Logger: quiet, DataConverter: dc})
 	if err != nil {
 		return fmt.Errorf("connect to Temporal at %s: %w", *address, err)
 	}
