@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -149,6 +150,9 @@ func TestCallerWorkflowConversationE2E(t *testing.T) {
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), id, "")
 	require.NoError(t, err)
 	require.Equal(t, run.GetID(), desc.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId())
+	memo := desc.GetWorkflowExecutionInfo().GetMemo().GetFields()
+	require.Equal(t, strconv.Itoa(protocol.EraV2), string(memo[workflows.MemoEra].GetData()), "the memo a v2 listing reads, as the API sets it")
+	require.Contains(t, string(memo[workflows.MemoSubject].GetData()), protocol.IssuerTemporal)
 	replayCaller(t, c, run.GetID(), "caller-conversation")
 	replayHistory(t, c, id, "")
 }
