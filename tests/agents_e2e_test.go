@@ -42,13 +42,20 @@ func startCallerStack(t *testing.T) (*apiClient, *payService, string) {
 	svc := newPayService(t)
 	c := startPrivateStack(t, stackOptions{PacksDir: callerPacksDir, ToolsFile: writeBindings(t, payBindings(svc.URL)),
 		Tweak: func(o *stack.Options) { o.NexusEndpoint = agentclient.DefaultNexusEndpoint }})
+	return c, svc, startCallerWorker(t, c.Stack.Client())
+}
+
+// startCallerWorker starts a worker of the caller's workflows on a task queue of their
+// own, on tc, and returns the queue.
+func startCallerWorker(t *testing.T, tc client.Client) string {
+	t.Helper()
 	queue := "caller-" + randomHex(4)
-	w := sdkworker.New(c.Stack.Client(), queue, sdkworker.Options{WorkerStopTimeout: time.Second})
+	w := sdkworker.New(tc, queue, sdkworker.Options{WorkerStopTimeout: time.Second})
 	w.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
 	w.RegisterWorkflowWithOptions(caller.ConverseNexus, workflow.RegisterOptions{Name: caller.NexusWorkflowName})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
-	return c, svc, queue
+	return queue
 }
 
 // startCaller starts the caller workflow with in (a caller.Input, or a
@@ -294,12 +301,7 @@ func TestCallerWorkflowSealedE2E(t *testing.T) {
 	cc, err := client.Dial(client.Options{HostPort: c.Stack.TemporalAddress(), Namespace: c.Stack.Namespace(), DataConverter: dc, Logger: worker.SDKLogger(slog.New(slog.DiscardHandler))})
 	require.NoError(t, err)
 	t.Cleanup(cc.Close)
-	queue := "caller-" + randomHex(4)
-	w := sdkworker.New(cc, queue, sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(caller.Converse, workflow.RegisterOptions{Name: caller.WorkflowName})
-	w.RegisterWorkflowWithOptions(caller.ConverseNexus, workflow.RegisterOptions{Name: caller.NexusWorkflowName})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	queue := startCallerWorker(t, cc)
 	msgs := []string{"Hello, I have an invoice for you."}
 	for _, in := range []any{
 		caller.Input{Pack: "caller-desk", Tenant: "default", Messages: msgs, Cancel: true},
