@@ -17,6 +17,7 @@ package worker
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -237,7 +238,9 @@ func (a *Agents) deliver(ctx context.Context, req agentclient.SendRequest, own w
 		RequestID: req.MessageID, NodeID: req.NodeID, ResumeValue: value, ReceivedAtMs: time.Now().UnixMilli(),
 		Via: "temporal", ResolvedBy: own.Principal, Caller: own.Principal,
 	}
-	u := workflows.ResolveUpdateRequest{Request: rr, Tenant: own.Tenant, CheckTenant: true}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	u := workflows.ResolveUpdateRequest{Request: rr, Tenant: own.Tenant, CheckTenant: true, Attempt: hex.EncodeToString(nonce[:])}
 	h, err := a.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: req.RunID, UpdateID: rr.RequestID, UpdateName: workflows.ResolveUpdate,
 		Args: []any{u}, WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -257,10 +260,16 @@ func (a *Agents) deliver(ctx context.Context, req agentclient.SendRequest, own w
 			return refuse(protocol.CodeNotFound, "run %q not found", req.RunID)
 		}
 		res.ResolveCheck = check
+		res.Attempt = ""
 	case errors.As(err, new(*serviceerror.NotFound)):
 		return refuse(protocol.CodeInterruptCancelled, "run %s ended before the message was applied", req.RunID)
 	case err != nil:
 		return err // retried: the update is de-duplicated by its id
+	}
+	if res.Attempt != u.Attempt || res.Replayed {
+		// An earlier attempt delivered the message (its heartbeat with the position may
+		// not have reached Temporal): the user turn may precede the position read above.
+		p.After = -1
 	}
 	return checked(req, res.ResolveCheck)
 }
@@ -365,6 +374,8 @@ func replyOf(runID string, t *protocol.Turn) *agentclient.Reply {
 // awaitReply waits until the run's log holds the reply to req (or the run has ended),
 // reading the log whenever the run's history shows a completed workflow task.
 func (a *Agents) awaitReply(ctx context.Context, req agentclient.SendRequest, own workflows.Owner, p *sendProgress) (*agentclient.Reply, error) {
+	ctx, stop := context.WithCancel(ctx) // ends the history follower with the wait
+	defer stop()
 	wake := a.followHistory(ctx, req.RunID)
 	beat := time.NewTicker(5 * time.Second)
 	defer beat.Stop()
