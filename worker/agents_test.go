@@ -66,3 +66,18 @@ func TestScanReadsACloseWithoutReply(t *testing.T) {
 		t.Fatalf("reply: %+v", r)
 	}
 }
+
+// TestNexusOwnerFromEnv: WOP_NEXUS_TENANT and WOP_NEXUS_SUBJECT name the Nexus runs'
+// owner; a tenant outside the tenant grammar is refused at start.
+func TestNexusOwnerFromEnv(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_NEXUS_TENANT": "acme", "WOP_NEXUS_SUBJECT": "orders-namespace"}))
+	if err != nil || cfg.NexusTenant != "acme" || cfg.NexusSubject != "orders-namespace" {
+		t.Fatalf("cfg %q %q, err %v", cfg.NexusTenant, cfg.NexusSubject, err)
+	}
+	if _, err := ConfigFromEnv(env(map[string]string{"WOP_NEXUS_TENANT": "a b"})); err == nil {
+		t.Error("a tenant with a space is accepted")
+	}
+	if _, err := owner(agentclient.Owner{Tenant: "acme", Subject: "a/b"}); err == nil {
+		t.Error("a subject with a slash is accepted")
+	}
+}
