@@ -88,6 +88,19 @@ func callerState(t *testing.T, c *apiClient, run client.WorkflowRun, ok func(cal
 	return res
 }
 
+// requireListed requires GET /v1/runs of the caller pack to list run id for the
+// harness key's tenant, like any run.
+func requireListed(t *testing.T, c *apiClient, id string) {
+	t.Helper()
+	status, _, body := c.do(http.MethodGet, "/v1/runs?workflowId=caller-desk", nil)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	listed := false
+	for _, r := range body["runs"].([]any) {
+		listed = listed || r.(map[string]any)["runId"] == id
+	}
+	require.True(t, listed, "GET /v1/runs lists %s: %v", id, body)
+}
+
 // callerResult waits for the caller's end.
 func callerResult(t *testing.T, run client.WorkflowRun) caller.Result {
 	t.Helper()
@@ -128,14 +141,7 @@ func TestCallerWorkflowConversationE2E(t *testing.T) {
 	require.Equal(t, &protocol.Subject{Issuer: protocol.IssuerTemporal, SubjectID: caller.WorkflowName, Tenant: "default", Lane: protocol.LaneWorkload, Kind: protocol.KindWorkload}, own.Owner.Subject,
 		"the run's owner is the caller, a workload")
 
-	// Listed for its tenant like any run.
-	status, _, body := c.do(http.MethodGet, "/v1/runs?workflowId=caller-desk", nil)
-	require.Equal(t, http.StatusOK, status, "%v", body)
-	listed := false
-	for _, r := range body["runs"].([]any) {
-		listed = listed || r.(map[string]any)["runId"] == id
-	}
-	require.True(t, listed, "GET /v1/runs lists %s: %v", id, body)
+	requireListed(t, c, id)
 
 	// The host's worker restarts while the caller waits for the reply.
 	c.Stack.StopWorker()
@@ -213,6 +219,7 @@ func TestNexusConversationE2E(t *testing.T) {
 	id := st.RunID
 	s, _ := waitToolApproval(t, c, id)
 	require.Equal(t, "default", s.Owner.Tenant)
+	requireListed(t, c, id)
 	// The host's worker (the Nexus handler and the helper workflows' worker) restarts
 	// while the operation waits.
 	c.Stack.StopWorker()
