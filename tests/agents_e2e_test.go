@@ -320,3 +320,19 @@ func TestCallerWorkflowSealedE2E(t *testing.T) {
 		require.Equal(t, agentclient.CodeCancelled, res.Code, "%+v", res)
 	}
 }
+
+// TestCallerTimeoutCancelsTheConversationE2E: a caller that times out while its reply
+// waits on an approval closes, and the parent close policy cancels the conversation.
+func TestCallerTimeoutCancelsTheConversationE2E(t *testing.T) {
+	c, svc, queue := startCallerStack(t)
+	run, err := c.Stack.Client().ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{
+		ID: "caller-" + randomHex(6), TaskQueue: queue, WorkflowExecutionTimeout: 8 * time.Second,
+	}, caller.WorkflowName, caller.Input{Pack: "caller-desk", Tenant: "default", Messages: []string{"Hello, I have an invoice for you.", "Please pay INV-9."}})
+	require.NoError(t, err)
+	id := callerState(t, c, run, func(r caller.Result) bool { return len(r.Replies) == 1 }).RunID
+	waitToolApproval(t, c, id)
+	var res caller.Result
+	require.Error(t, run.Get(t.Context(), &res), "the caller timed out")
+	waitSnapshot(t, c, id, 30*time.Second, "cancelled", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCancelled })
+	require.Empty(t, svc.received(id, "/pay"), "the payment was never made")
+}
