@@ -185,6 +185,8 @@ func (r *TurnResult) Done() bool { return isClosed(r.Status) }
 type Machine struct {
 	cfg Config
 	st  *State
+	// loops are the states on loops the pack does not bound (inLoop), computed once.
+	loops map[string]bool
 }
 
 // Start validates the pack and the variables and enters the entry state (visit 1).
@@ -407,6 +409,8 @@ type turn struct {
 	segCalls   int            // tool calls in the current state segment
 	rounds     int            // model rounds of the whole turn (Config.Limits)
 	calls      int            // tool calls of the whole turn (Config.Limits)
+	loopRounds int            // rounds of the turn in states on loops the pack does not bound
+	loopCalls  int            // tool calls of the turn in such states
 	transition *pendingTransition
 }
 
@@ -513,6 +517,9 @@ func (m *Machine) loop(t *turn) {
 		m.st.ModelRounds++
 		t.segRounds++
 		t.rounds++
+		if m.inLoop() {
+			t.loopRounds++
+		}
 		m.st.Usage.InputTokens += out.Usage.InputTokens
 		m.st.Usage.OutputTokens += out.Usage.OutputTokens
 		t.rt.Emit(Event{Kind: EventModelRound, State: sname, Round: &RoundEvent{

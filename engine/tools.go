@@ -147,6 +147,9 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		m.st.TotalToolCalls++
 		t.segCalls++
 		t.calls++
+		if m.inLoop() {
+			t.loopCalls++
+		}
 		switch {
 		case t.segCalls > pol.MaxToolCallsPerTurn:
 			results[i] = errorResult("tool call limit reached: prompt %q allows %d tool calls per turn; answer with what you have", s.PromptTask, pol.MaxToolCallsPerTurn)

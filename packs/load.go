@@ -54,6 +54,9 @@ func parse(filename string, data []byte) (*Pack, *node, Diagnostics, error) {
 		return nil, root, diags, &DiagnosticsError{File: filename, Diags: diags}
 	}
 	pack, derr := decodePack(root)
+	if derr == nil {
+		pack.promptOrder = promptKeysInOrder(root)
+	}
 	if derr != nil {
 		diags = append(diags, Diagnostic{File: filename, Line: root.line, Col: root.col, Severity: SeverityError,
 			Message: fmt.Sprintf("cannot decode pack: %v", derr)})

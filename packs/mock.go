@@ -415,7 +415,11 @@ func (c *mockChecker) state(name string, line, col int, path string) *State {
 		return nil
 	}
 	if p.Workflow == nil {
-		c.add(SeverityError, line, col, path, "expects state %q, but pack %q has no workflow", name, p.ID)
+		if p.Prompts[name] != nil { // a conversation's one state is named after its prompt
+			return p.AsConversation(name).Workflow.States[name]
+		}
+		c.add(SeverityError, line, col, path, "expects state %q, but pack %q has no workflow and no prompt %q (a pack without a workflow runs in a state named after its prompt: %s)",
+			name, p.ID, name, strings.Join(quoteEach(p.PromptKeys()), ", "))
 		return nil
 	}
 	st := p.Workflow.States[name]
@@ -452,6 +456,8 @@ func (c *mockChecker) steps(steps []MockRound, path, inherit string) {
 			stateName, st = inherit, nil
 			if c.p.Workflow != nil {
 				st = c.p.Workflow.States[inherit]
+			} else if c.p.Prompts[inherit] != nil {
+				st = c.p.AsConversation(inherit).Workflow.States[inherit]
 			}
 		}
 		c.calls(r, rpath, stateName, st)

@@ -39,9 +39,22 @@ import (
 // Its config is PackNodeConfig; the pack itself travels in RunInput.Packs.
 const PackNodeType = packNodeType
 
-// PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}.
+// PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}, and
+// for a pack without a workflow the prompt its conversation holds when the run's
+// inputs.prompt names none ({"prompt": "<key>"}; else the pack's DefaultPrompt).
 type PackNodeConfig struct {
-	Pack string `json:"pack"`
+	Pack   string `json:"pack"`
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// conversationPrompt is the prompt a run of pack p (which has no workflow) holds: the
+// run's inputs.prompt, else the node's config.prompt, else the pack's default.
+func conversationPrompt(p *packs.Pack, cfg PackNodeConfig, vars map[string]any) (string, error) {
+	choice, _ := vars[packs.PromptInput].(string)
+	if choice == "" {
+		choice = cfg.Prompt
+	}
+	return p.ChoosePrompt(choice)
 }
 
 func init() {
@@ -86,17 +99,31 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 	if p.Hash == "" {
 		p.Hash = in.PackHashes[p.ID] // Hash is not serialised with the pack
 	}
-	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: runVars(in.Inputs)}
+	resumed := len(saved) > 0 && string(saved) != "null"
+	var st engine.State
+	if resumed {
+		if err := json.Unmarshal(saved, &st); err != nil {
+			return nil, fmt.Errorf("restore pack %q state: %w", p.ID, err)
+		}
+	}
+	vars := runVars(in.Inputs)
+	if p.Conversational() && c.r.changed(GateConversationPacks) {
+		prompt := st.CurrentState // a conversation's one state is named after its prompt
+		if !resumed {
+			var err error
+			if prompt, err = conversationPrompt(p, cfg, vars); err != nil {
+				return nil, fmt.Errorf("%s node %q: %w", PackNodeType, n.ID, err)
+			}
+		}
+		p = p.AsConversation(prompt)
+	}
+	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: vars}
 	if in.Limits != nil {
 		ecfg.Limits = *in.Limits
 	}
 	a := &packAgent{pack: p, nodeID: n.ID}
 	var err error
-	if len(saved) > 0 && string(saved) != "null" {
-		var st engine.State
-		if err := json.Unmarshal(saved, &st); err != nil {
-			return nil, fmt.Errorf("restore pack %q state: %w", p.ID, err)
-		}
+	if resumed {
 		a.m, err = engine.Resume(ecfg, st)
 	} else {
 		a.m, err = engine.Start(ecfg, workflow.Now(ctx))
@@ -105,7 +132,6 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		return nil, err
 	}
 	if c.Replaying() {
-		resumed := len(saved) > 0 && string(saved) != "null"
 		if v2 := c.r.changed(GateForkReplay); !v2 || !resumed {
 			// A continued fork is past its re-fold (continue-as-new happens between live
 			// turns only), so the fold since GateForkReplay needs no records then.

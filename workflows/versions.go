@@ -32,17 +32,18 @@ const (
 	GateForkReplay       = "fork-replay"
 
 	// Pack agents.
-	GateAgentCancel    = "agent-cancel"
-	GateEventRouting   = "pack-event-routing"
-	GatePackAttributes = "pack-attributes-on-change"
-	GateLocalRound     = "mock-round-local"
-	GateLocalYield     = "local-round-yield"
-	GateFirstLocal     = "first-round-local"
-	GateToolRoutes     = "tool-routes"
-	GateToolApprovals  = "tool-approvals"
-	GateToolQuorum     = "tool-approval-quorum"
-	GateToolOutcome    = "tool-outcome-unknown"
-	GateOutage         = "outage-wait"
+	GateAgentCancel       = "agent-cancel"
+	GateEventRouting      = "pack-event-routing"
+	GatePackAttributes    = "pack-attributes-on-change"
+	GateLocalRound        = "mock-round-local"
+	GateLocalYield        = "local-round-yield"
+	GateFirstLocal        = "first-round-local"
+	GateToolRoutes        = "tool-routes"
+	GateToolApprovals     = "tool-approvals"
+	GateToolQuorum        = "tool-approval-quorum"
+	GateToolOutcome       = "tool-outcome-unknown"
+	GateOutage            = "outage-wait"
+	GateConversationPacks = "pack-conversation"
 
 	// OpenWOP v2.
 	GateEventVocabulary = "event-vocabulary-v2"
@@ -129,6 +130,9 @@ var Gates = []Gate{
 	{GateEventVocabulary, "2026-12-02",
 		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
+	{GateConversationPacks, "2026-12-03",
+		"a pack without a workflow runs as a conversation with one of its prompts (packs.AsConversation, chosen by inputs.prompt); asked when such a pack's node starts, and runs before failed there (\"has no workflow\")",
+		retireAfter},
 }
 
 // changed reports whether the run takes the new path of gate id (version 1), asking

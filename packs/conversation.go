@@ -1,0 +1,126 @@
+package packs
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A pack without a workflow runs as a conversation with one of its prompts: a
+// one-state workflow whose state is named after the prompt, runs it and holds the
+// conversation (control: user). The state never ends the run by itself, unlike a
+// workflow state without on_event (which is terminal, RFC 0005), and offers no
+// transition. Tools, validators, variables and the mock script work as in any state.
+//
+// Which prompt: the run's inputs.prompt (PromptInput) when given; else the pack's
+// DefaultPrompt.
+
+// PromptInput is the run input that chooses the prompt of a pack without a workflow.
+const PromptInput = "prompt"
+
+// Conversational reports whether the pack runs as a conversation with one prompt: it
+// declares no workflow.
+func (p *Pack) Conversational() bool { return p.Workflow == nil }
+
+// DefaultPrompt is the prompt a run of a pack without a workflow holds when its inputs
+// choose none: the agents entry (RFC 0007) when the pack declares one, else the first
+// prompt of the file (the first in key order for a pack decoded without its source,
+// such as one carried in a run's input).
+func (p *Pack) DefaultPrompt() string {
+	if e := p.AgentsEntry(); e != "" && p.Prompts[e] != nil {
+		return e
+	}
+	for _, k := range p.promptOrder {
+		if p.Prompts[k] != nil {
+			return k
+		}
+	}
+	if keys := p.PromptKeys(); len(keys) > 0 {
+		return keys[0]
+	}
+	return ""
+}
+
+// AgentsEntry is the agents block's entry prompt (RFC 0007), or "".
+func (p *Pack) AgentsEntry() string {
+	var a struct {
+		Entry string `json:"entry"`
+	}
+	if len(p.Agents) == 0 || json.Unmarshal(p.Agents, &a) != nil {
+		return ""
+	}
+	return a.Entry
+}
+
+// AgentMembers is the set of the agents block's member keys (RFC 0007).
+func (p *Pack) AgentMembers() map[string]bool {
+	var a struct {
+		Members map[string]json.RawMessage `json:"members"`
+	}
+	out := map[string]bool{}
+	if len(p.Agents) > 0 && json.Unmarshal(p.Agents, &a) == nil {
+		for k := range a.Members {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// ChoosePrompt returns the prompt a conversation of the pack holds: choice when it is
+// one of the pack's prompts, the DefaultPrompt when choice is empty. An unknown choice
+// is an error naming the pack's prompts.
+func (p *Pack) ChoosePrompt(choice string) (string, error) {
+	if choice == "" {
+		return p.DefaultPrompt(), nil
+	}
+	if p.Prompts[choice] == nil {
+		msg := fmt.Sprintf("pack %q has no prompt %q; its prompts are %s", p.ID, choice, strings.Join(quoteEach(p.PromptKeys()), ", "))
+		if s := suggest(choice, p.PromptKeys()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return "", &PromptChoiceError{Prompt: choice, msg: msg}
+	}
+	return choice, nil
+}
+
+// PromptChoiceError is an inputs.prompt that names no prompt of the pack.
+type PromptChoiceError struct {
+	Prompt string
+	msg    string
+}
+
+func (e *PromptChoiceError) Error() string { return e.msg }
+
+// AsConversation returns the pack as it runs when it has no workflow: a shallow copy
+// whose Workflow is the one-state conversation with prompt (a key of Prompts). A pack
+// with a workflow is returned as it is.
+func (p *Pack) AsConversation(prompt string) *Pack {
+	if p.Workflow != nil {
+		return p
+	}
+	c := *p
+	c.Workflow = &Workflow{Version: 1, Entry: prompt, States: map[string]*State{
+		prompt: {PromptTask: prompt, Control: ControlUser, conversation: true},
+	}}
+	return &c
+}
+
+// ConversationState reports whether the state is the one state of a pack run as a
+// conversation (AsConversation).
+func (s *State) ConversationState() bool { return s.conversation }
+
+// promptKeysInOrder returns the keys of the source's prompts in file order.
+func promptKeysInOrder(root *node) []string {
+	n := root.get("prompts")
+	if n == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(n.fields))
+	for _, f := range n.fields {
+		if !slices.Contains(keys, f.key) {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
+}
