@@ -582,4 +582,3 @@ func (c *checker) checkProviders() {
 		}
 	}
 }
-

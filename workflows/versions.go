@@ -44,6 +44,7 @@ const (
 	GateToolOutcome       = "tool-outcome-unknown"
 	GateOutage            = "outage-wait"
 	GateConversationPacks = "pack-conversation"
+	GatePackLimits        = "pack-limits-win"
 
 	// OpenWOP v2.
 	GateEventVocabulary = "event-vocabulary-v2"
@@ -132,6 +133,9 @@ var Gates = []Gate{
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
 	{GateConversationPacks, "2026-12-03",
 		"a pack without a workflow runs as a conversation with one of its prompts (packs.AsConversation, chosen by inputs.prompt); asked when such a pack's node starts, and runs before failed there (\"has no workflow\")",
+		retireAfter},
+	{GatePackLimits, "2026-12-03",
+		"the host's per-turn limits (WOP_MAX_ROUNDS_PER_TURN, WOP_MAX_TOOL_CALLS_PER_TURN) count only the rounds and calls of states on loops the pack does not bound (packs.Pack.UnboundedLoops), so a max_visits or engine.budget bound decides; asked when a turn reaches the host's limit outside such a loop, and runs before ended there with loop_limit_exceeded",
 		retireAfter},
 }
 
