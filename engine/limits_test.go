@@ -387,3 +387,53 @@ func TestConversationPackHoldsTheConversation(t *testing.T) {
 		t.Errorf("tool calls = %+v", f.toolCalls)
 	}
 }
+
+func TestSkillsOfferedPerState(t *testing.T) {
+	p := simplePack(t, "a", `{
+		"a":{"prompt_task":"a","on_event":{"Next":"b"}},
+		"b":{"prompt_task":"b","skills":"none","on_event":{"Back":"a"}}
+	}`, "", prompt("a", "Serve.", ""), prompt("b", "Close.", ""))
+	p.LoadedSkills = []packs.Skill{
+		{Name: "tone", Description: "How we talk.", Instructions: "Be brief."},
+		{Name: "pci", Description: "Card rules.", Instructions: "Last four digits only.", Preload: true},
+	}
+	f := newFake(t, calls("", call(ToolSkillActivate, `{"name":"tone"}`), call(ToolSkillActivate, `{"name":"nope"}`)), text("ok"),
+		calls("", transition("Next", "n")), text("bye"))
+	m := startCfg(t, Config{RunID: "run-1", NodeID: "chat", Pack: p}, f)
+	mustTurn(t, m, f, "hi")
+	mustTurn(t, m, f, "go on")
+	mustTurn(t, m, f, "bye")
+	first := f.rounds[0].In
+	if first.System != "Serve.\n\n# Skill: pci\n\nLast four digits only." {
+		t.Errorf("system = %q", first.System)
+	}
+	var spec *convo.ToolSpec
+	for i := range first.Tools {
+		if first.Tools[i].Name == ToolSkillActivate {
+			spec = &first.Tools[i]
+		}
+	}
+	if spec == nil || !strings.Contains(spec.Description, "- tone: How we talk.") || !strings.Contains(string(spec.Parameters), `"enum":["tone","pci"]`) {
+		t.Fatalf("skill__activate = %+v", spec)
+	}
+	msgs := f.rounds[1].Messages
+	var results []string
+	for _, msg := range msgs {
+		if msg.Role == convo.RoleTool {
+			results = append(results, msg.Text)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], `"instructions":"Be brief."`) || !strings.Contains(results[1], `unknown skill \"nope\"`) {
+		t.Errorf("results = %q", results)
+	}
+	// State b offers no skills.
+	last := f.rounds[3].In
+	if last.State != "b" || last.System != "Close." {
+		t.Errorf("round in b = %+v", last)
+	}
+	for _, tool := range last.Tools {
+		if tool.Name == ToolSkillActivate {
+			t.Error("state b (skills: none) offers skill__activate")
+		}
+	}
+}

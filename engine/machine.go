@@ -54,8 +54,9 @@ const (
 
 // Names of the implicit tools the engine answers itself.
 const (
-	ToolTransition  = "workflow__transition"
-	ToolSetArtifact = "workflow__set_artifact"
+	ToolTransition    = "workflow__transition"
+	ToolSetArtifact   = "workflow__set_artifact"
+	ToolSkillActivate = packs.SkillActivateToolName
 )
 
 // Policy defaults (the schema's, promptpack-workflow.md §5.2).
@@ -615,6 +616,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (con
 	if err != nil {
 		return convo.ModelRoundInput{}, err
 	}
+	system += preloadedSkills(m.offeredSkills(t, s))
 	var params json.RawMessage
 	if prompt.Parameters != nil {
 		if params, err = json.Marshal(prompt.Parameters); err != nil {
@@ -643,7 +645,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (con
 		Round:      m.st.ModelRounds,
 		Provider:   provider,
 		System:     system,
-		Tools:      m.toolSpecs(s),
+		Tools:      m.toolSpecs(t, s),
 		ToolChoice: choice,
 		Parameters: params,
 		Transcript: convo.TranscriptRef{

@@ -99,10 +99,14 @@ func artifactSpec(names []string) convo.ToolSpec {
 }
 
 // toolSpecs is the tool set of a round in state s: the prompt's tools minus the
-// blocklist, plus workflow__transition (when offered) and workflow__set_artifact (when
-// some state declares artifacts), sorted by name.
-func (m *Machine) toolSpecs(s *packs.State) []convo.ToolSpec {
+// blocklist, plus workflow__transition (when offered), workflow__set_artifact (when
+// some state declares artifacts) and skill__activate (when the state offers skills),
+// sorted by name.
+func (m *Machine) toolSpecs(t *turn, s *packs.State) []convo.ToolSpec {
 	var specs []convo.ToolSpec
+	if skills := m.offeredSkills(t, s); len(skills) > 0 {
+		specs = append(specs, skillSpec(skills))
+	}
 	for _, tool := range m.cfg.Pack.PromptTools(s.PromptTask) {
 		specs = append(specs, convo.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
@@ -132,7 +136,7 @@ func jsonResult(v any) *convo.ToolCallResult {
 func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Prompt, pol policy, calls []convo.ToolCall) bool {
 	offered := map[string]bool{}
 	var names []string
-	for _, sp := range m.toolSpecs(s) {
+	for _, sp := range m.toolSpecs(t, s) {
 		offered[sp.Name] = true
 		names = append(names, sp.Name)
 	}
@@ -161,6 +165,8 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 			results[i] = m.transitionCall(t, s, c)
 		case c.Name == ToolSetArtifact:
 			results[i] = m.setArtifact(c)
+		case c.Name == ToolSkillActivate:
+			results[i] = m.activateSkill(t, s, c)
 		default:
 			batch = append(batch, convo.ToolCallInput{
 				RunID: m.cfg.RunID, PackID: m.cfg.Pack.ID, PackHash: m.cfg.Pack.Hash, NodeID: m.cfg.NodeID,

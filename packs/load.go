@@ -68,6 +68,7 @@ func parse(filename string, data []byte) (*Pack, *node, Diagnostics, error) {
 	if diags.HasErrors() {
 		return nil, root, diags, &DiagnosticsError{File: filename, Diags: diags}
 	}
+	pack.inlineSkills()
 	h, err := pack.ComputeHash()
 	if err != nil {
 		return nil, root, diags, fmt.Errorf("%s: %w", filename, err)
@@ -175,6 +176,14 @@ func loadFile(path string) (*Loaded, *node, Diagnostics, error) {
 	pack, root, diags, perr := parse(path, data)
 	if perr != nil {
 		return nil, root, diags, perr
+	}
+	if pack.hasSkillPaths() {
+		c := &checker{file: path, root: root, p: pack}
+		c.loadSkillPaths(filepath.Dir(path))
+		diags = append(diags, c.diags...)
+		if pack.Hash, err = pack.ComputeHash(); err != nil {
+			return nil, root, diags, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	l := &Loaded{Pack: pack, Path: path}
 	for _, mp := range MockPathFor(path) {

@@ -486,6 +486,12 @@ func (c *mockChecker) calls(r MockRound, path, stateName string, st *State) {
 					c.add(SeverityWarning, tc.line, tc.col, cpath, "event %q is not an event of state %q (events: %s); the call will get an error result", args.Event, stateName, strings.Join(st.Events(), ", "))
 				}
 			}
+		case SkillActivateToolName:
+			if st != nil && len(p.StateSkills(st)) == 0 {
+				c.add(SeverityWarning, tc.line, tc.col, cpath, "state %q offers no skills, so %s gets an error result", stateName, tc.Name)
+			} else if len(p.LoadedSkills) == 0 && !p.hasSkillPaths() {
+				c.add(SeverityError, tc.line, tc.col, cpath, "calls %s, but pack %q declares no skills", tc.Name, p.ID)
+			}
 		case SetArtifactToolName:
 			if !c.hasArtifacts {
 				c.add(SeverityError, tc.line, tc.col, cpath, "calls %s, but no state of pack %q declares artifacts", tc.Name, p.ID)

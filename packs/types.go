@@ -35,6 +35,10 @@ type Pack struct {
 	// not part of the file). A run records it so it can be pinned to exactly what it ran.
 	Hash string `json:"-"`
 
+	// LoadedSkills are the skills of Skills, loaded (RFC 0008; skills.go): inline ones
+	// by Parse, those of path sources by LoadFile. Not part of the file; part of the hash.
+	LoadedSkills []Skill `json:"loaded_skills,omitempty"`
+
 	// promptOrder is the prompts' keys in file order (DefaultPrompt); the loader sets it.
 	promptOrder []string
 }

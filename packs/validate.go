@@ -61,6 +61,7 @@ func semanticDiagnostics(file string, root *node, p *Pack) Diagnostics {
 	c.checkWorkflow()
 	c.checkAgents()
 	c.checkProviders()
+	c.checkSkills()
 	c.checkHostAnnotations()
 	return c.diags
 }

@@ -158,3 +158,22 @@ func TestShapeMaxVisitsLoopReachesItsRedirectE2E(t *testing.T) {
 	require.Equal(t, []string{"After 30 attempts nothing worked; here is what I tried."}, agentTexts(t, turnsIn(t, evs)))
 	replayHistory(t, c, id, "pack-max-visits-redirect")
 }
+
+// TestShapeSkillsPackE2E: RFC 0008's mixed skill sources, loaded from the folders beside
+// the pack and inline; the model activates two skills on demand, and the closing state
+// (skills: none) ends the run.
+func TestShapeSkillsPackE2E(t *testing.T) {
+	t.Parallel()
+	c := startShapeStack(t)
+	id, replies := converse(t, c, "enterprise-support", map[string]any{"message": "My issue is still not resolved."}, "Tell me how you talk to customers.")
+	require.Equal(t, []string{"I'm sorry this is taking so long. Let me collect the case details for an escalation ticket.", "We keep it warm and brief."}, replies)
+	sayTo(t, c, id, "OK, thanks!")
+	s := waitCompleted(t, c, id)
+	require.Equal(t, "closing", s.Pack.State)
+	evs := events(t, c, id)
+	called := ofType(evs, "agent.toolCalled")
+	require.Len(t, called, 3)
+	assert.Contains(t, string(called[0].Payload), "skill__activate")
+	assert.Contains(t, string(called[1].Payload), "brand-tone")
+	replayHistory(t, c, id, "pack-skills")
+}

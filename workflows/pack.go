@@ -628,6 +628,10 @@ func (rt *packRuntime) legacyTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 // Now implements engine.Runtime.
 func (rt *packRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
 
+// SkillsOffered implements engine.SkillsRuntime: asked at the first round in a state
+// that has skills.
+func (rt *packRuntime) SkillsOffered() bool { return rt.c.r.changed(GatePackSkills) }
+
 // PackLimitsWin implements engine.PackLimitsRuntime; the engine asks only where the
 // host's per-turn limit would end a turn the pack's own bounds let go on.
 func (rt *packRuntime) PackLimitsWin() bool { return rt.c.r.changed(GatePackLimits) }

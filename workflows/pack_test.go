@@ -754,3 +754,42 @@ func TestPackConversationBeforeTheGate(t *testing.T) {
 	require.Contains(t, final.Error.Message, "has no workflow")
 	require.Empty(t, sm.rounds)
 }
+
+// skillsPackYAML is a one-state conversation pack with an inline skill (RFC 0008).
+const skillsPackYAML = `id: skilled
+name: Skilled
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+skills:
+  - { name: tone, description: How we talk., instructions: Be brief. }
+prompts:
+  chat: { id: chat, name: Chat, version: 1.0.0, system_template: Chat. }
+workflow:
+  version: 2
+  entry: chat
+  states:
+    chat: { prompt_task: chat, on_event: { Done: done } }
+    done: { prompt_task: chat, terminal: true }
+`
+
+// TestPackSkillsGate: a run offers skill__activate where its state has skills; a run
+// recorded before skills were offered ran without it.
+func TestPackSkillsGate(t *testing.T) {
+	offers := func(in convo.ModelRoundInput) bool {
+		for _, tool := range in.Tools {
+			if tool.Name == packs.SkillActivateToolName {
+				return true
+			}
+		}
+		return false
+	}
+	mock := "rounds:\n  - tool_calls: [{ name: workflow__transition, args: { event: Done, context: x } }]\n  - text: Bye.\n"
+	tr, sm := packRun(t, "skilled", skillsPackYAML, mock, `{"message":"hi"}`)
+	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
+	require.True(t, offers(sm.rounds[0]))
+
+	old, sm := packRun(t, "skilled", skillsPackYAML, mock, `{"message":"hi"}`)
+	old.env.OnGetVersion(GatePackSkills, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	require.Equal(t, protocol.StatusCompleted, old.finish().Status)
+	require.False(t, offers(sm.rounds[0]))
+}

@@ -45,6 +45,7 @@ const (
 	GateOutage            = "outage-wait"
 	GateConversationPacks = "pack-conversation"
 	GatePackLimits        = "pack-limits-win"
+	GatePackSkills        = "pack-skills"
 
 	// OpenWOP v2.
 	GateEventVocabulary = "event-vocabulary-v2"
@@ -136,6 +137,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GatePackLimits, "2026-12-03",
 		"the host's per-turn limits (WOP_MAX_ROUNDS_PER_TURN, WOP_MAX_TOOL_CALLS_PER_TURN) count only the rounds and calls of states on loops the pack does not bound (packs.Pack.UnboundedLoops), so a max_visits or engine.budget bound decides; asked when a turn reaches the host's limit outside such a loop, and runs before ended there with loop_limit_exceeded",
+		retireAfter},
+	{GatePackSkills, "2026-12-03",
+		"a state that has skills (RFC 0008) offers skill__activate and its preloaded skills' instructions (engine/skills.go); asked at the first round in such a state, and runs before ran without them",
 		retireAfter},
 }
 
