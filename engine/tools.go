@@ -99,7 +99,7 @@ func artifactSpec(names []string) convo.ToolSpec {
 }
 
 // toolSpecs is the tool set of a round in state s: the prompt's tools minus the
-// blocklist, plus workflow__transition (when offered), workflow__set_artifact (when
+// blocklist (the agents members among them as agent calls), plus workflow__transition (when offered), workflow__set_artifact (when
 // some state declares artifacts) and skill__activate (when the state offers skills),
 // sorted by name.
 func (m *Machine) toolSpecs(t *turn, s *packs.State) []convo.ToolSpec {
@@ -110,6 +110,9 @@ func (m *Machine) toolSpecs(t *turn, s *packs.State) []convo.ToolSpec {
 	for _, tool := range m.cfg.Pack.PromptTools(s.PromptTask) {
 		specs = append(specs, convo.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
 	}
+	for _, member := range m.cfg.Pack.AgentTools(s.PromptTask) {
+		specs = append(specs, agentSpec(member, m.cfg.Pack.AgentDescription(member)))
+	}
 	if transitionOffered(s) {
 		specs = append(specs, transitionSpec(s.Events()))
 	}
@@ -118,6 +121,23 @@ func (m *Machine) toolSpecs(t *turn, s *packs.State) []convo.ToolSpec {
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
+}
+
+// agentSpec is the tool that calls member agent name (RFC 0007): one message in, the
+// agent's reply out. The Runtime runs the call (packs.Pack.IsAgentTool tells it apart).
+func agentSpec(name, description string) convo.ToolSpec {
+	var sc struct {
+		Type       string `json:"type"`
+		Properties struct {
+			Message stringProp `json:"message"`
+		} `json:"properties"`
+		Required []string `json:"required"`
+	}
+	sc.Type = "object"
+	sc.Properties.Message = stringProp{Type: "string", Description: "What to ask the agent, with everything it needs to know: it sees this message only."}
+	sc.Required = []string{"message"}
+	raw, _ := json.Marshal(sc)
+	return convo.ToolSpec{Name: name, Description: "Ask the agent " + name + ": " + description, Parameters: raw}
 }
 
 // errorResult is the content of an error tool result.

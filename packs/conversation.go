@@ -124,3 +124,60 @@ func promptKeysInOrder(root *node) []string {
 	}
 	return keys
 }
+
+// AgentTools returns the members (RFC 0007) that prompt promptKey calls as tools: the
+// names of its tools that are agents members, neither declared tools nor the prompt
+// itself nor blocklisted, in the prompt's order.
+func (p *Pack) AgentTools(promptKey string) []string {
+	pr := p.Prompts[promptKey]
+	if pr == nil {
+		return nil
+	}
+	members := p.AgentMembers()
+	var out []string
+	for _, name := range pr.Tools {
+		if members[name] && p.Tools[name] == nil && name != promptKey && p.Prompts[name] != nil &&
+			!slices.Contains(out, name) && (pr.ToolPolicy == nil || !slices.Contains(pr.ToolPolicy.Blocklist, name)) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// IsAgentTool reports whether name is a member agent prompt promptKey calls as a tool.
+func (p *Pack) IsAgentTool(promptKey, name string) bool {
+	return slices.Contains(p.AgentTools(promptKey), name)
+}
+
+// AgentDescription is what a caller reads of member: its agents entry's description,
+// else its prompt's description, else its prompt's name.
+func (p *Pack) AgentDescription(member string) string {
+	var a struct {
+		Members map[string]struct {
+			Description string `json:"description"`
+		} `json:"members"`
+	}
+	if len(p.Agents) > 0 && json.Unmarshal(p.Agents, &a) == nil && a.Members[member].Description != "" {
+		return a.Members[member].Description
+	}
+	if pr := p.Prompts[member]; pr != nil {
+		if pr.Description != "" {
+			return pr.Description
+		}
+		return pr.Name
+	}
+	return member
+}
+
+// AsAgentCall returns the pack as it runs for one call of its member agent: a shallow
+// copy whose workflow is one terminal state named after the member's prompt (the call's
+// message is answered, then the run completes) and without agents, so a called agent
+// calls no further agents.
+func (p *Pack) AsAgentCall(member string) *Pack {
+	c := *p
+	c.Agents = nil
+	c.Workflow = &Workflow{Version: 1, Entry: member, States: map[string]*State{
+		member: {PromptTask: member, Terminal: true},
+	}}
+	return &c
+}

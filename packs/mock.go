@@ -497,6 +497,12 @@ func (c *mockChecker) calls(r MockRound, path, stateName string, st *State) {
 				c.add(SeverityError, tc.line, tc.col, cpath, "calls %s, but no state of pack %q declares artifacts", tc.Name, p.ID)
 			}
 		default:
+			if _, ok := p.Tools[tc.Name]; !ok && p.AgentMembers()[tc.Name] {
+				if st != nil && !p.IsAgentTool(st.PromptTask, tc.Name) {
+					c.add(SeverityWarning, tc.line, tc.col, cpath, "state %q (prompt %q) does not call agent %q; the call will get an error result", stateName, st.PromptTask, tc.Name)
+				}
+				continue
+			}
 			if _, ok := p.Tools[tc.Name]; !ok {
 				msg := fmt.Sprintf("calls tool %q, which pack %q does not declare", tc.Name, p.ID)
 				if s := suggest(tc.Name, append(p.ToolNames(), TransitionToolName, SetArtifactToolName)); s != "" {

@@ -132,13 +132,30 @@ func TestShapeProviderReferencesE2E(t *testing.T) {
 }
 
 // TestShapeAgentsPackE2E: RFC 0007's vision assistant has no workflow and an agents
-// block; its entry agent holds the conversation.
+// block; its entry agent holds the conversation and calls the describer agent as a
+// tool, which runs as a child run and answers the call.
 func TestShapeAgentsPackE2E(t *testing.T) {
 	t.Parallel()
 	c := startShapeStack(t)
-	id, replies := converse(t, c, "vision-assistant", map[string]any{"message": "What can you do?"}, "thanks")
-	require.Equal(t, []string{"I help you understand images; send me one.", "Any time."}, replies)
-	require.Equal(t, "coordinator", snapshot(t, c, id).Pack.State)
+	id, replies := converse(t, c, "vision-assistant", map[string]any{"message": "What can you do?"}, "Please describe my photo.", "thanks")
+	require.Equal(t, []string{"I help you understand images; send me one.", "It shows a red bicycle leaning against a white wall.", "Any time."}, replies)
+	s := snapshot(t, c, id)
+	require.Equal(t, "coordinator", s.Pack.State)
+	require.Len(t, s.ChildRuns, 1)
+	child := s.ChildRuns[0]
+	require.Equal(t, protocol.StatusCompleted, child.Status)
+	returned := ofType(events(t, c, id), "agent.toolReturned")
+	require.Len(t, returned, 1)
+	assert.Contains(t, string(returned[0].Payload), "A red bicycle leans against a white wall")
+	assert.Contains(t, string(returned[0].Payload), child.RunID)
+
+	// The child run is the describer answering the call's message, completed.
+	cs := snapshot(t, c, child.RunID)
+	require.Equal(t, protocol.StatusCompleted, cs.Status)
+	require.Equal(t, "describer", cs.Pack.State)
+	require.Equal(t, []string{"A red bicycle leans against a white wall in afternoon light."}, agentTexts(t, turnsIn(t, events(t, c, child.RunID))))
+	replayHistory(t, c, id, "pack-agents-call")
+	replayHistory(t, c, child.RunID, "pack-agents-called")
 }
 
 // TestShapeMaxVisitsLoopReachesItsRedirectE2E: a control: agent loop bounded by

@@ -45,6 +45,9 @@ const PackNodeType = packNodeType
 type PackNodeConfig struct {
 	Pack   string `json:"pack"`
 	Prompt string `json:"prompt,omitempty"`
+	// AgentCall makes the node answer one message with member agent Prompt and complete
+	// (a call of that agent, packagents.go).
+	AgentCall bool `json:"agentCall,omitempty"`
 }
 
 // conversationPrompt is the prompt a run of pack p (which has no workflow) holds: the
@@ -107,7 +110,9 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		}
 	}
 	vars := runVars(in.Inputs)
-	if p.Conversational() && c.r.changed(GateConversationPacks) {
+	if cfg.AgentCall {
+		p = p.AsAgentCall(cfg.Prompt)
+	} else if p.Conversational() && c.r.changed(GateConversationPacks) {
 		prompt := st.CurrentState // a conversation's one state is named after its prompt
 		if !resumed {
 			var err error
@@ -582,10 +587,16 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 // ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
 // of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
+	run := rt.routedTools
 	if !rt.c.r.changed(GateToolRoutes) {
-		return rt.legacyTools(calls)
+		run = rt.legacyTools
 	}
-	return rt.routedTools(calls)
+	for _, c := range calls {
+		if rt.isAgentCall(c) {
+			return rt.agentCallTools(calls, run)
+		}
+	}
+	return run(calls)
 }
 
 // legacyTools runs every call as a ToolCall activity on the host's task queue; a call
