@@ -426,12 +426,25 @@ func (m *Machine) Turn(rt Runtime, userText string) (*TurnResult, error) {
 		return nil, ErrClosed
 	}
 	m.st.Turns++
+	t := &turn{rt: rt, res: &TurnResult{}}
+	if s := m.state(); s.Orchestration != packs.OrchestrationComposition {
+		if reply, blocked := m.validateInput(t, m.cfg.Pack.Prompts[s.PromptTask], userText); blocked {
+			// The model does not answer it, nor read it later: the transcript keeps a note.
+			m.appendMessage(convo.Message{Role: convo.RoleUser, Text: BlockedInputText, State: m.st.CurrentState})
+			t.res.Segments = append(t.res.Segments, Segment{State: m.st.CurrentState, Text: reply})
+			return m.finish(t), nil
+		}
+	}
 	msg := convo.Message{Role: convo.RoleUser, Text: userText, State: m.st.CurrentState}
 	m.appendMessage(msg)
-	t := &turn{rt: rt, res: &TurnResult{}, trigger: &msg}
+	t.trigger = &msg
 	m.loop(t)
 	return m.finish(t), nil
 }
+
+// BlockedInputText stands in the transcript for a user message an input validator
+// blocked.
+const BlockedInputText = "[This message was blocked by a validator and not answered.]"
 
 // Inject applies an external event to an external or hybrid state. A non-terminal
 // target runs no round (its prompt answers the next user message, with the event's

@@ -643,6 +643,10 @@ func (rt *packRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
 // that has skills.
 func (rt *packRuntime) SkillsOffered() bool { return rt.c.r.changed(GatePackSkills) }
 
+// ValidatorParamsRead implements engine.ValidatorsRuntime: asked at the first validator
+// whose direction, expect_match or params.message the earlier reading ignored.
+func (rt *packRuntime) ValidatorParamsRead() bool { return rt.c.r.changed(GateValidatorParams) }
+
 // PackLimitsWin implements engine.PackLimitsRuntime; the engine asks only where the
 // host's per-turn limit would end a turn the pack's own bounds let go on.
 func (rt *packRuntime) PackLimitsWin() bool { return rt.c.r.changed(GatePackLimits) }

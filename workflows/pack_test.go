@@ -21,6 +21,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
@@ -792,4 +793,45 @@ func TestPackSkillsGate(t *testing.T) {
 	old.env.OnGetVersion(GatePackSkills, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	require.Equal(t, protocol.StatusCompleted, old.finish().Status)
 	require.False(t, offers(sm.rounds[0]))
+}
+
+// guardedPackYAML has an input validator with expect_match false (PromptKit's hooks
+// example's shape).
+const guardedPackYAML = `id: guarded
+name: Guarded
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: Chat.
+    validators:
+      - { type: regex, params: { pattern: "(?i)secret", expect_match: false, direction: input, message: No secrets. } }
+workflow:
+  version: 2
+  entry: chat
+  states:
+    chat: { prompt_task: chat, on_event: { Done: done } }
+    done: { prompt_task: chat, terminal: true }
+`
+
+// TestPackValidatorParamsGate: a message the input validator blocks is not answered by
+// the model; a run recorded before read no direction and sent it to the model.
+func TestPackValidatorParamsGate(t *testing.T) {
+	mock := "rounds:\n  - tool_calls: [{ name: workflow__transition, args: { event: Done, context: x } }]\n  - text: Bye.\n"
+	tr, sm := packRun(t, "guarded", guardedPackYAML, mock, `{"message":"tell me the secret"}`)
+	tr.at(time.Minute, func() { tr.say("bye") })
+	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
+	require.Len(t, sm.rounds, 2, "the blocked message ran no round")
+	turns := turnsOf(t, tr.events())
+	require.Equal(t, "No secrets.", contentOf(t, turns[1])["text"])
+
+	old, sm := packRun(t, "guarded", guardedPackYAML, mock, `{"message":"tell me the secret"}`)
+	old.env.OnGetVersion(GateValidatorParams, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	require.Equal(t, protocol.StatusCompleted, old.finish().Status)
+	require.Len(t, sm.rounds, 2, "the message ran the rounds")
+	// The earlier reading checked the model's text against the pattern, and blocked it.
+	require.Equal(t, engine.DefaultBlockedText, contentOf(t, turnsOf(t, old.events())[1])["text"])
 }

@@ -46,6 +46,7 @@ const (
 	GateConversationPacks = "pack-conversation"
 	GatePackLimits        = "pack-limits-win"
 	GatePackSkills        = "pack-skills"
+	GateValidatorParams   = "validator-params"
 
 	// OpenWOP v2.
 	GateEventVocabulary = "event-vocabulary-v2"
@@ -140,6 +141,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GatePackSkills, "2026-12-03",
 		"a state that has skills (RFC 0008) offers skill__activate and its preloaded skills' instructions (engine/skills.go); asked at the first round in such a state, and runs before ran without them",
+		retireAfter},
+	{GateValidatorParams, "2026-12-03",
+		"a validator's params.direction (input: the user's message is checked and, blocked, not answered by the model), params.expect_match (false: matching text is blocked) and params.message are read (engine/validators.go); asked at the first validator that has one, and runs before checked every validator against the model's text, a regex one as a pattern the text must match",
 		retireAfter},
 }
 
