@@ -38,18 +38,8 @@ func skillSpec(skills []packs.Skill) convo.ToolSpec {
 	for i, s := range skills {
 		names[i] = s.Name
 	}
-	var sc struct {
-		Type       string `json:"type"`
-		Properties struct {
-			Name stringProp `json:"name"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	sc.Type = "object"
-	sc.Properties.Name = stringProp{Type: "string", Enum: names, Description: "Name of the skill to activate."}
-	sc.Required = []string{"name"}
-	raw, _ := json.Marshal(sc)
-	return convo.ToolSpec{Name: ToolSkillActivate, Description: packs.SkillIndex(skills), Parameters: raw}
+	return convo.ToolSpec{Name: ToolSkillActivate, Description: packs.SkillIndex(skills),
+		Parameters: oneStringSchema("name", stringProp{Type: "string", Enum: names, Description: "Name of the skill to activate."})}
 }
 
 // preloadedSkills is the text the preloaded skills among skills add to a system prompt.

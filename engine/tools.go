@@ -126,18 +126,18 @@ func (m *Machine) toolSpecs(t *turn, s *packs.State) []convo.ToolSpec {
 // agentSpec is the tool that calls member agent name (RFC 0007): one message in, the
 // agent's reply out. The Runtime runs the call (packs.Pack.IsAgentTool tells it apart).
 func agentSpec(name, description string) convo.ToolSpec {
-	var sc struct {
-		Type       string `json:"type"`
-		Properties struct {
-			Message stringProp `json:"message"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	sc.Type = "object"
-	sc.Properties.Message = stringProp{Type: "string", Description: "What to ask the agent, with everything it needs to know: it sees this message only."}
-	sc.Required = []string{"message"}
-	raw, _ := json.Marshal(sc)
-	return convo.ToolSpec{Name: name, Description: "Ask the agent " + name + ": " + description, Parameters: raw}
+	return convo.ToolSpec{Name: name, Description: "Ask the agent " + name + ": " + description, Parameters: oneStringSchema("message",
+		stringProp{Type: "string", Description: "What to ask the agent, with everything it needs to know: it sees this message only."})}
+}
+
+// oneStringSchema is the parameters of a tool that takes one required string.
+func oneStringSchema(name string, prop stringProp) json.RawMessage {
+	raw, _ := json.Marshal(struct {
+		Type       string                `json:"type"`
+		Properties map[string]stringProp `json:"properties"`
+		Required   []string              `json:"required"`
+	}{"object", map[string]stringProp{name: prop}, []string{name}})
+	return raw
 }
 
 // errorResult is the content of an error tool result.

@@ -765,13 +765,19 @@ skills:
   - { name: tone, description: How we talk., instructions: Be brief. }
 prompts:
   chat: { id: chat, name: Chat, version: 1.0.0, system_template: Chat. }
-workflow:
+` + chatDoneWorkflow
+
+// chatDoneWorkflow is a chat state that ends with Done in a terminal state; doneMock
+// ends it at the first message.
+const chatDoneWorkflow = `workflow:
   version: 2
   entry: chat
   states:
     chat: { prompt_task: chat, on_event: { Done: done } }
     done: { prompt_task: chat, terminal: true }
 `
+
+const doneMock = "rounds:\n  - tool_calls: [{ name: workflow__transition, args: { event: Done, context: x } }]\n  - text: Bye.\n"
 
 // TestPackSkillsGate: a run offers skill__activate where its state has skills; a run
 // recorded before skills were offered ran without it.
@@ -784,7 +790,7 @@ func TestPackSkillsGate(t *testing.T) {
 		}
 		return false
 	}
-	mock := "rounds:\n  - tool_calls: [{ name: workflow__transition, args: { event: Done, context: x } }]\n  - text: Bye.\n"
+	mock := doneMock
 	tr, sm := packRun(t, "skilled", skillsPackYAML, mock, `{"message":"hi"}`)
 	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
 	require.True(t, offers(sm.rounds[0]))
@@ -809,18 +815,12 @@ prompts:
     system_template: Chat.
     validators:
       - { type: regex, params: { pattern: "(?i)secret", expect_match: false, direction: input, message: No secrets. } }
-workflow:
-  version: 2
-  entry: chat
-  states:
-    chat: { prompt_task: chat, on_event: { Done: done } }
-    done: { prompt_task: chat, terminal: true }
-`
+` + chatDoneWorkflow
 
 // TestPackValidatorParamsGate: a message the input validator blocks is not answered by
 // the model; a run recorded before read no direction and sent it to the model.
 func TestPackValidatorParamsGate(t *testing.T) {
-	mock := "rounds:\n  - tool_calls: [{ name: workflow__transition, args: { event: Done, context: x } }]\n  - text: Bye.\n"
+	mock := doneMock
 	tr, sm := packRun(t, "guarded", guardedPackYAML, mock, `{"message":"tell me the secret"}`)
 	tr.at(time.Minute, func() { tr.say("bye") })
 	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
