@@ -118,7 +118,7 @@ func (c *checker) checkPrompts() {
 			}
 			seen[v.Name] = i
 			if v.Required && len(v.Default) > 0 {
-				c.warnAt(append(vt, "default"), "variable %q is required and has a default; the default is never used (drop one of them)", v.Name)
+				c.warnAt(append(vt, "default"), "variable %q is required and has a default, which RFC 0003 advises against; a run that gives no value gets the default (drop one of them)", v.Name)
 			}
 			c.checkVariableRules(vt, v)
 		}
