@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -193,4 +194,47 @@ func TestShapeSkillsPackE2E(t *testing.T) {
 	assert.Contains(t, string(called[0].Payload), "skill__activate")
 	assert.Contains(t, string(called[1].Payload), "brand-tone")
 	replayHistory(t, c, id, "pack-skills")
+}
+
+// promptKitPacksDir holds every example pack PromptKit ships (engine/testdata/promptkit,
+// NOTICE.md there), none with a mock script: the mock answers with its fixed reply.
+const promptKitPacksDir = "../engine/testdata/promptkit"
+
+// TestShapeEveryPromptKitExampleAnswersE2E: each of PromptKit's 39 example packs, served
+// as they are, accepts a run (with its required variables) and answers its first
+// message over HTTP; a create without a required variable is refused, naming it.
+func TestShapeEveryPromptKitExampleAnswersE2E(t *testing.T) {
+	t.Parallel()
+	loaded, diags, err := packs.LoadDir(promptKitPacksDir)
+	require.NoError(t, err, "%s", diags)
+	require.Len(t, loaded, 39)
+	c := startPrivateStack(t, stackOptions{PacksDir: promptKitPacksDir})
+	for _, l := range loaded {
+		p := l.Pack
+		run := p
+		if p.Conversational() {
+			run = p.AsConversation(p.DefaultPrompt())
+		}
+		inputs := map[string]any{"message": "Hello!"}
+		var required []string
+		for _, key := range run.UsedPromptKeys() {
+			for _, v := range run.Prompts[key].Variables {
+				if v.Required && len(v.Default) == 0 {
+					required = append(required, v.Name)
+					inputs[v.Name] = "example " + v.Name
+				}
+			}
+		}
+		if len(required) > 0 {
+			without := map[string]any{"message": "Hello!"}
+			_, details := createRefused(t, c, p.ID, without)
+			assert.Contains(t, details["fields"], "inputs."+required[0], "pack %s", p.ID)
+		}
+		id := createRun(t, c, p.ID, inputs)
+		s := waitRounds(t, c, id, 1, protocol.StatusWaitingApproval)
+		require.Equal(t, run.Workflow.Entry, s.Pack.State, "pack %s", p.ID)
+		replies := agentTexts(t, turnsIn(t, events(t, c, id)))
+		require.Len(t, replies, 1, "pack %s", p.ID)
+		assert.Contains(t, replies[0], p.ID, "pack %s answers with the mock's fixed reply, which names it", p.ID)
+	}
 }
