@@ -9,7 +9,12 @@ package tests
 // the host's per-turn limit.
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +24,7 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // shapePacksDir holds the packs of this file.
@@ -237,4 +243,48 @@ func TestShapeEveryPromptKitExampleAnswersE2E(t *testing.T) {
 		require.Len(t, replies, 1, "pack %s", p.ID)
 		assert.Contains(t, replies[0], p.ID, "pack %s answers with the mock's fixed reply, which names it", p.ID)
 	}
+}
+
+// TestShapeConversationContinuesAsNewE2E: a conversation with a pack without a workflow
+// continues as new between turns and goes on with the same prompt; it ends when
+// cancelled.
+func TestShapeConversationContinuesAsNewE2E(t *testing.T) {
+	t.Parallel()
+	c := startShapeStack(t)
+	s := c.Stack
+	id := "e2e-conversation-can-" + randomHex(4)
+	run := wfStart(t, s, id, "tools-example", `{"message":"What's the weather in Paris?"}`, func(in *workflows.RunInput) {
+		in.ContinueAsNewAfterEvents = 4
+	})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		desc, err := s.Client().DescribeWorkflowExecution(context.Background(), id, "")
+		if assert.NoError(ct, err) {
+			assert.NotEqual(ct, run.GetFirstExecutionRunID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the run continued as new after its first turn")
+		}
+	}, 15*time.Second, 50*time.Millisecond)
+	for i, text := range []string{"And what time is it there?", "Thanks!"} {
+		wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
+		check := wfResolve(t, s, id, workflows.ResolveRequest{RequestID: fmt.Sprint("m", i), NodeID: packNode,
+			ResumeValue: json.RawMessage(`{"text":` + strconv.Quote(text) + `}`), ReceivedAtMs: int64(1000 * (i + 1))})
+		require.True(t, check.OK, check.Message)
+		wfWaitSnapshot(t, s, id, "answered", func(snap workflows.Snapshot) bool {
+			return snap.Pack != nil && snap.Pack.ModelRounds >= 3+i && snap.Status == protocol.StatusWaitingApproval
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.Client().SignalWorkflow(ctx, id, "", workflows.CancelSignal, workflows.CancelRequest{Reason: "done"}))
+	snap := wfResult(t, run)
+	require.Equal(t, protocol.StatusCancelled, snap.Status)
+	require.Equal(t, "assistant", snap.Pack.State)
+	require.Equal(t, 5, snap.Pack.ModelRounds)
+	var replies []string
+	for _, e := range wfEvents(t, s, id) {
+		if e.Type == protocol.EvConversationExchanged && strings.Contains(string(e.Payload), `"role":"agent"`) {
+			replies = append(replies, string(e.Payload))
+		}
+	}
+	require.Len(t, replies, 3)
+	assert.Contains(t, replies[2], "You're welcome!")
+	wfRecord(t, s, run, "pack-conversation-continued")
 }
