@@ -367,14 +367,19 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 			delete(old, k)
 		}
 	},
-	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel and its body.
+	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel and its body, and the host's
+	// codec routes (README "Encrypted payloads") with theirs.
 	"openapi": func(t *testing.T, old, now map[string]any) {
 		paths := now["paths"].(map[string]any)
-		require.Contains(t, paths, "/v1/runs:bulk-cancel")
-		delete(paths, "/v1/runs:bulk-cancel")
+		for _, p := range []string{"/v1/runs:bulk-cancel", "/codec/encode", "/codec/decode"} {
+			require.Contains(t, paths, p)
+			delete(paths, p)
+		}
 		schemas := now["components"].(map[string]any)["schemas"].(map[string]any)
-		require.Contains(t, schemas, "BulkCancelRequest")
-		delete(schemas, "BulkCancelRequest")
+		for _, s := range []string{"BulkCancelRequest", "Payloads"} {
+			require.Contains(t, schemas, s)
+			delete(schemas, s)
+		}
 	},
 }
 
