@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -218,6 +219,19 @@ workflow:
 	want := fmt.Sprintf("WOP_MAX_ROUNDS_PER_TURN, %d by default", DefaultHostMaxRoundsPerTurn)
 	if !strings.Contains(diags.String(), want) {
 		t.Fatalf("no loop warning names %q:\n%s", want, diags)
+	}
+	// The warnings where the host's limits cut a prompt's own: both defaults.
+	_, diags, err = packs.Load(filepath.Join("..", "packs", "testdata", "packs", "host_caps.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("max_rounds 40 is more than the host's limit of model rounds per user turn (WOP_MAX_ROUNDS_PER_TURN, %d by default)", DefaultHostMaxRoundsPerTurn),
+		fmt.Sprintf("max_tool_calls_per_turn 60 is more than the host's limit of tool calls per user turn (WOP_MAX_TOOL_CALLS_PER_TURN, %d by default)", DefaultHostMaxToolCallsPerTurn),
+	} {
+		if !strings.Contains(diags.String(), want) {
+			t.Errorf("no warning says %q:\n%s", want, diags)
+		}
 	}
 }
 
