@@ -451,3 +451,30 @@ func TestSkillsOfferedPerState(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentCallWithAState: a member whose agents entry names a state (RFC 0011) answers
+// a call by running the workflow from that state; the run completes after the turn,
+// here where the turn yielded (a control: user state).
+func TestAgentCallWithAState(t *testing.T) {
+	p := mustPack(t, `{"id":"team","name":"Team","version":"1.0.0",
+		"template_engine":{"version":"v1","syntax":"{{variable}}"},
+		"prompts":{`+prompt("lead", "Lead.", `"tools":["review"]`)+`,`+prompt("review", "Review.", "")+`,`+prompt("summary", "Summarise.", "")+`},
+		"agents":{"entry":"lead","members":{"lead":{},"review":{"description":"Reviews a change.","state":"review"}}},
+		"workflow":{"version":2,"entry":"lead","states":{
+			"lead":{"prompt_task":"lead","on_event":{"Review":"review"}},
+			"review":{"prompt_task":"review","control":"agent","on_event":{"Done":"summary"}},
+			"summary":{"prompt_task":"summary","on_event":{"Again":"review"}}}}}`)
+	call := p.AsAgentCall("review")
+	if call.Workflow.Entry != "review" || len(call.Agents) != 0 || p.Workflow.Entry != "lead" {
+		t.Fatalf("agent call workflow = %+v (pack's entry %q)", call.Workflow, p.Workflow.Entry)
+	}
+	f := newFake(t, calls("Looks fine.", transition("Done", "ok")))
+	m := startCfg(t, Config{RunID: "run-1", NodeID: "agent", Pack: call, OneTurn: true}, f)
+	res := mustTurn(t, m, f, "Review this change.")
+	if res.Status != StatusCompleted || res.State != "summary" || res.Reply != "Looks fine." || len(f.rounds) != 1 {
+		t.Fatalf("call = %+v after %d rounds", res, len(f.rounds))
+	}
+	if ev := f.eventsOf(EventCompleted); len(ev) != 1 || ev[0].Completed.FinalState != "summary" {
+		t.Errorf("completed events = %+v", ev)
+	}
+}

@@ -87,6 +87,9 @@ type Config struct {
 	Vars map[string]any
 	// Limits are the host's limits on the work of one turn; zero fields impose none.
 	Limits TurnLimits
+	// OneTurn completes the run after its first turn, wherever that turn left it: a run
+	// that answers one call of an agent (packs.Pack.AsAgentCall).
+	OneTurn bool
 }
 
 // Transition is one entry of State.History.
@@ -432,6 +435,7 @@ func (m *Machine) Turn(rt Runtime, userText string) (*TurnResult, error) {
 			// The model does not answer it, nor read it later: the transcript keeps a note.
 			m.appendMessage(convo.Message{Role: convo.RoleUser, Text: BlockedInputText, State: m.st.CurrentState})
 			t.res.Segments = append(t.res.Segments, Segment{State: m.st.CurrentState, Text: reply})
+			m.endOneTurn(t)
 			return m.finish(t), nil
 		}
 	}
@@ -439,7 +443,16 @@ func (m *Machine) Turn(rt Runtime, userText string) (*TurnResult, error) {
 	m.appendMessage(msg)
 	t.trigger = &msg
 	m.loop(t)
+	m.endOneTurn(t)
 	return m.finish(t), nil
+}
+
+// endOneTurn completes a run of Config.OneTurn after its turn.
+func (m *Machine) endOneTurn(t *turn) {
+	if m.cfg.OneTurn && !isClosed(m.st.Status) {
+		m.complete(t)
+		m.st.TerminalReason = fmt.Sprintf("answered the call in state %q", m.st.CurrentState)
+	}
 }
 
 // BlockedInputText stands in the transcript for a user message an input validator

@@ -170,14 +170,34 @@ func (p *Pack) AgentDescription(member string) string {
 }
 
 // AsAgentCall returns the pack as it runs for one call of its member agent: a shallow
-// copy whose workflow is one terminal state named after the member's prompt (the call's
-// message is answered, then the run completes) and without agents, so a called agent
-// calls no further agents.
+// copy without agents (a called agent calls no further agents) whose workflow is, for a
+// member with a state (RFC 0011), the pack's own workflow entered at that state, else one
+// terminal state named after the member's prompt. Either way the run answers the call's
+// message and completes (engine.Config.OneTurn).
 func (p *Pack) AsAgentCall(member string) *Pack {
 	c := *p
 	c.Agents = nil
+	if st := p.AgentState(member); st != "" && p.Workflow != nil && p.Workflow.States[st] != nil {
+		wf := *p.Workflow
+		wf.Entry = st
+		c.Workflow = &wf
+		return &c
+	}
 	c.Workflow = &Workflow{Version: 1, Entry: member, States: map[string]*State{
 		member: {PromptTask: member, Terminal: true},
 	}}
 	return &c
+}
+
+// AgentState is the state member's agents entry starts at (RFC 0011), or "".
+func (p *Pack) AgentState(member string) string {
+	var a struct {
+		Members map[string]struct {
+			State string `json:"state"`
+		} `json:"members"`
+	}
+	if len(p.Agents) == 0 || json.Unmarshal(p.Agents, &a) != nil {
+		return ""
+	}
+	return a.Members[member].State
 }

@@ -122,7 +122,7 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		}
 		p = p.AsConversation(prompt)
 	}
-	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: vars}
+	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: vars, OneTurn: cfg.AgentCall}
 	if in.Limits != nil {
 		ecfg.Limits = *in.Limits
 	}
