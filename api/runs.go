@@ -355,7 +355,7 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		CallbackURL: req.CallbackURL, Era: protocol.EraV2,
 	})
 	if err != nil {
-		return badRequest("%v", err)
+		return runInputError(err)
 	}
 	_, err = s.startRun(c.Request().Context(), *in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
@@ -367,6 +367,20 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	}
 	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
 	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, p.Tenant, runID), p.Tenant, runID, req))
+}
+
+// runInputError is the 400 of a run the catalog refuses to build; a pack's refusal
+// (workflows.PackRunError) names the fields in details.fields.
+func runInputError(err error) error {
+	e := badRequest("%v", err)
+	var pe *workflows.PackRunError
+	if errors.As(err, &pe) {
+		e = e.with("pack", pe.Pack)
+		if len(pe.Fields) > 0 {
+			e = e.with("fields", pe.Fields)
+		}
+	}
+	return e
 }
 
 // ownerOf is the owner of a run the principal p creates: its tenant, its key and that
