@@ -45,7 +45,7 @@ func (s *Server) discoveryDoc() map[string]any {
 		},
 		"conversationPrimitive": true,
 		"replay":                map[string]any{"supported": true, "modes": []string{"replay"}},
-		"runs":                  map[string]any{"pauseResume": map[string]any{"supported": false}},
+		"runs":                  map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}}},
 		"streamModes":           supportedModes,
 		"fixtures":              fixtures,
 		// OpenWOP v2's run list family: GET /v1/runs here.
@@ -220,6 +220,8 @@ var v2OperationIDs = map[string]string{
 	"POST /v1/webhooks":                         "registerWebhook",
 	"DELETE /v1/webhooks/{webhookId}":           "unregisterWebhook",
 	"POST /v1/runs:bulk-cancel":                 "bulkCancelRuns",
+	"POST /v1/runs/{runId}:pause":               "pauseRun",
+	"POST /v1/runs/{runId}:resume":              "resumeRun",
 }
 
 // openAPIFor is the OpenAPI 3.1 document of one major: v1's /v1/ routes, or v2's
@@ -363,6 +365,8 @@ func (s *Server) openAPIFor(major int) map[string]any {
 					"configurable": objv, "metadata": map[string]any{"type": "object", "description": "at most 16 KiB"},
 					"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1, "maxLength": 256}, "maxItems": 64}}, "workflowId"),
 				"CancelRequest":           obj(map[string]any{"reason": str}),
+				"PauseRequest":            obj(map[string]any{"reason": str, "drainPolicy": map[string]any{"enum": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}, "default": workflows.DrainCurrentNode}}),
+				"ResumeRequest":           obj(map[string]any{"reason": str}),
 				"BulkCancelRequest":       obj(map[string]any{"runIds": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxBulkCancelRunIDs, "items": str}, "reason": str}, "runIds"),
 				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),

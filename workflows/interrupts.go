@@ -189,6 +189,9 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			if len(r.inbox) > 0 {
 				return true
 			}
+			if r.paused != nil {
+				return false // a deadline passed while paused is acted on at resume (pause.go)
+			}
 			for _, it := range r.pending {
 				if it.NodeID == nodeID && it.timedOut {
 					return true
@@ -200,6 +203,9 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			return req, nil, nil, nil, err
 		}
 		if len(r.inbox) == 0 {
+			if r.paused != nil {
+				continue
+			}
 			for _, it := range r.pending {
 				if it.NodeID == nodeID && it.timedOut {
 					return req, nil, nil, it, nil
@@ -278,6 +284,9 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(protocol.CodeInterruptResolved, "request %q was already applied", req.RequestID)
+	}
+	if r.paused != nil {
+		return r.pausedCheck()
 	}
 	var cands []*interrupt
 	for _, it := range r.pending {

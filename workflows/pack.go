@@ -189,12 +189,13 @@ func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.T
 		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
 	a.newTurn()
+	before := a.m.State()
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
 	if err != nil {
 		return agentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return agentReply{}, a.stopReply(c)
+		return agentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, false), nil
 }
@@ -213,12 +214,13 @@ func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 // target's prompt tells the user the outcome.
 func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error) {
 	a.newTurn()
+	before := a.m.State()
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
 		return agentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return agentReply{}, a.stopReply(c)
+		return agentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, true), nil
 }

@@ -23,6 +23,7 @@ type runner struct {
 	resolveState
 	childState
 	conversations
+	pausing
 
 	// The state of this execution; of it, carry passes on only the trigger-rules
 	// reading (legacyTriggerRules) and the generation (carried).
@@ -132,6 +133,9 @@ func (r *runner) setup() error {
 	if err := r.registerResolveUpdate(); err != nil {
 		return fmt.Errorf("register %s: %w", ResolveUpdate, err)
 	}
+	if err := r.registerPause(); err != nil {
+		return fmt.Errorf("register %s: %w", PauseUpdate, err)
+	}
 	r.receiveSignals()
 	return nil
 }
@@ -165,6 +169,9 @@ func (r *runner) run() (*Snapshot, error) {
 		if err := r.checkCancelled(); err != nil {
 			return r.cancelled("")
 		}
+		if err := r.holdPaused(); err != nil {
+			return r.cancelled("")
+		}
 		run, err := r.shouldRun(n)
 		if err != nil {
 			return r.fail(n.ID, protocol.RunError{Code: protocol.CodeValidation, Message: err.Error()})
@@ -190,6 +197,9 @@ func (r *runner) run() (*Snapshot, error) {
 			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
+	}
+	if err := r.holdPaused(); err != nil {
+		return r.cancelled("")
 	}
 	return r.complete()
 }

@@ -30,6 +30,7 @@ const (
 	GateResolveEvents    = "resolve-update-events"
 	GateTurnStatus       = "turn-status"
 	GateForkReplay       = "fork-replay"
+	GatePauseResume      = "pause-resume"
 
 	// Pack agents.
 	GateAgentCancel    = "agent-cancel"
@@ -129,6 +130,9 @@ var Gates = []Gate{
 	{GateEventVocabulary, "2026-12-02",
 		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
+	{GatePauseResume, "2026-12-03",
+		"a run takes a pause (PauseUpdate) and holds until resumed; an immediate pause cuts a delay's wait or a pack turn, which opens again with a fresh node.started on resume (pause.go); asked when a run takes its first pause, so runs never paused record no marker",
+		retireAfter},
 }
 
 // changed reports whether the run takes the new path of gate id (version 1), asking
