@@ -6,14 +6,18 @@ package tests
 // while its worker is replaced, answered anew after the resume.
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -246,4 +250,81 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
+}
+
+// wfControl sends a pause or resume update to run id through Temporal.
+func wfControl(t *testing.T, s *stack.Stack, id, name string, arg any) (workflows.PauseResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var res workflows.PauseResult
+	h, err := s.Client().UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: name, Args: []any{arg}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, &res)
+	}
+	return res, err
+}
+
+// TestPauseCarriedAcrossContinueAsNew drains a pack turn caught on a worker that is
+// then replaced: the turn is answered, the run continues as new while paused (it does
+// after every turn here) and its next execution is still paused (a resolve refused,
+// the status paused) until the resume, after which the conversation goes on.
+func TestPauseCarriedAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	c := startFaultStack(t, "")
+	s := c.Stack
+	const id = "e2e-pause-continued"
+	run := wfStart(t, s, id, "fault-echo", "", func(in *workflows.RunInput) { in.ContinueAsNewAfterEvents = 4 })
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
+	blocker, stopBlocker := swapInBlockingWorker(t, c)
+	turn := func(n int, text string) workflows.ResolveRequest {
+		return workflows.ResolveRequest{RequestID: fmt.Sprintf("m%d", n), NodeID: faultNode, ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: int64(1000 + n)}
+	}
+	require.True(t, wfResolve(t, s, id, turn(0, "first")).OK)
+	blocker.waitEntered(t)
+	execution := func() string {
+		desc, err := s.Client().DescribeWorkflowExecution(context.Background(), id, "")
+		if err != nil {
+			return ""
+		}
+		return desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	}
+	inTurn := execution() // the execution whose turn the pause drains
+	require.NotEmpty(t, inTurn)
+	res, err := wfControl(t, s, id, workflows.PauseUpdate, workflows.PauseRequest{Reason: "drain"})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StatusPaused, res.Status)
+	assert.Equal(t, workflows.DrainCurrentNode, res.DrainPolicy)
+	stopBlocker()
+	require.NoError(t, s.StartWorker(), "start the host's worker again")
+
+	// The drained turn is answered, then the run continues as new, paused.
+	waitFor(t, 60*time.Second, "an execution after the drained turn", execution, func(rid string) bool { return rid != "" && rid != inTurn })
+	snap := wfWaitStatus(t, s, id, protocol.StatusPaused)
+	var turns []protocol.Turn
+	require.NoError(t, json.Unmarshal(snap.Channels["conversation"], &turns))
+	require.Len(t, turns, 3, "the drained turn was answered before the run continued as new")
+	assert.Equal(t, faultNode, snap.CurrentNodeID)
+	refused := wfResolve(t, s, id, turn(1, "second"))
+	assert.False(t, refused.OK)
+	assert.Equal(t, protocol.CodeRunStateConflict, refused.Code)
+	_, err = wfControl(t, s, id, workflows.PauseUpdate, workflows.PauseRequest{})
+	require.Error(t, err, "the carried pause refuses a second one")
+
+	res, err = wfControl(t, s, id, workflows.ResumeUpdate, workflows.ResumeRequest{Reason: "go on"})
+	require.NoError(t, err)
+	assert.Equal(t, protocol.StatusWaitingApproval, res.Status)
+	require.True(t, wfResolve(t, s, id, turn(2, "second")).OK)
+	wfWaitSnapshot(t, s, id, "the second turn answered", func(snap workflows.Snapshot) bool {
+		var turns []protocol.Turn
+		return json.Unmarshal(snap.Channels["conversation"], &turns) == nil && len(turns) >= 5
+	})
+	require.True(t, wfResolve(t, s, id, workflows.ResolveRequest{RequestID: "close", NodeID: faultNode, ResumeValue: json.RawMessage(`{"operation":"close"}`)}).OK)
+	require.Equal(t, protocol.StatusCompleted, wfResult(t, run).Status)
+	evs := wfEvents(t, s, id)
+	ty := types(evs)
+	assert.Len(t, ofType(evs, "run.paused"), 1, "%v", ty)
+	assert.Len(t, ofType(evs, "run.resumed"), 1, "%v", ty)
+	assert.Len(t, ofType(evs, "node.started"), 1, "a drained turn is not cut: %v", ty)
+	wfRecord(t, s, run, "pack-pause-continued")
 }
