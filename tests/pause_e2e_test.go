@@ -176,6 +176,15 @@ func TestV2PauseRefusesResolves(t *testing.T) {
 	assert.Equal(t, "paused", s["status"])
 	assert.Equal(t, "gate", s["currentNodeId"], "the interrupt is still pending")
 
+	// The Temporal UI shows it: WopStatus paused, and the current details say so
+	// above what the run waits on.
+	desc, err := c.Stack.Client().DescribeWorkflowExecution(context.Background(), v2Workflow(id), "")
+	require.NoError(t, err)
+	assert.Contains(t, string(desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()["WopStatus"].GetData()), "paused")
+	details := currentDetails(t, c, v2Workflow(id))
+	assert.Contains(t, details, "**Paused** (immediate)")
+	assert.Contains(t, details, "Waiting on approval")
+
 	status, _, raw = v2Control(t, c, id, "resume", nil)
 	require.Equal(t, http.StatusAccepted, status, "%s", raw)
 	assert.Contains(t, string(raw), `"status":"waiting-approval"`, "the resume answers what the run waits on")
@@ -201,13 +210,7 @@ func TestV2PauseRefusesResolves(t *testing.T) {
 // answered anew once, on a fresh node.started.
 func TestPauseImmediateCutsATurnAcrossAWorkerRestart(t *testing.T) {
 	t.Parallel()
-	c := startFaultStack(t, "")
-	fc := openFaultConv(t, c, "fault-echo")
-	fc.say("first")
-	blocker, stopBlocker := swapInBlockingWorker(t, c)
-	fc.sendAccepted("second")
-	blocker.waitEntered(t)
-
+	c, fc, stopBlocker := catchSecondRound(t)
 	status, body := post(c, c.Key, "/v1/runs/"+fc.runID+":pause", map[string]any{"drainPolicy": "immediate", "reason": "maintenance"})
 	require.Equal(t, http.StatusAccepted, status, "%v", body)
 	assert.Equal(t, "paused", body["status"])
