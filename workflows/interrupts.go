@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -145,6 +146,12 @@ func (r *runner) settle(it *interrupt) {
 
 // emitResolved appends interrupt.resolved for it.
 func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawMessage) string {
+	return r.emitResolvedWith(it, req, value, nil)
+}
+
+// emitResolvedWith is emitResolved with more fields in the payload (an approval's
+// action, decision and reason; rejection.go).
+func (r *runner) emitResolvedWith(it *interrupt, req ResolveRequest, value json.RawMessage, more map[string]any) string {
 	if kind := WaitingKind(it.Kind); kind != WaitingConversation {
 		if at, err := time.Parse(time.RFC3339Nano, it.RequestedAt); err == nil {
 			r.recordHumanWait(kind, workflow.Now(r.ctx).Sub(at))
@@ -163,6 +170,7 @@ func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawM
 	if req.Via == "token" {
 		p["via"] = req.Via // resolvedBy is the key the token was issued to
 	}
+	maps.Copy(p, more)
 	return r.emit(protocol.EvInterruptResolved, it.NodeID, p, it.requestedEvent)
 }
 

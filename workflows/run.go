@@ -182,12 +182,23 @@ func (r *runner) run() (*Snapshot, error) {
 			continue
 		}
 		_, err = r.execNode(n) // the outputs are in the node record
+		var rejected *gateRejected
 		switch {
 		case err == nil:
 		case errors.Is(err, errCancelled):
 			return r.cancelled(n.ID)
 		case isContinueAsNew(err):
 			return nil, err
+		case errors.As(err, &rejected):
+			// A rejected approval gate is a failed source (rejection.go).
+			r.setRecord(n.ID, "failed", nil)
+			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": rejected.nodeFailedError(), "attempts": 1}, r.lastNodeEvent(n.ID))
+			if r.currentNode == n.ID {
+				r.currentNode = ""
+			}
+			if !r.failureRouted(n.ID) {
+				return r.fail(n.ID, rejected.RunError)
+			}
 		default:
 			var ne *nodeError
 			if !errors.As(err, &ne) {

@@ -21,16 +21,17 @@ import "go.temporal.io/sdk/workflow"
 // Gate ids (workflow.GetVersion change ids), grouped by what they guard.
 const (
 	// Runs and their event log.
-	GateBoundedState     = "bounded-state"
-	GateTriggerRules     = "trigger-rules"
-	GateCloseStatus      = "close-status"
-	GateEventRecords     = "event-records"
-	GateWebhookNotify    = "webhook-notify"
-	GateRequestIntegrity = "request-integrity"
-	GateResolveEvents    = "resolve-update-events"
-	GateTurnStatus       = "turn-status"
-	GateForkReplay       = "fork-replay"
-	GatePauseResume      = "pause-resume"
+	GateBoundedState      = "bounded-state"
+	GateTriggerRules      = "trigger-rules"
+	GateCloseStatus       = "close-status"
+	GateEventRecords      = "event-records"
+	GateWebhookNotify     = "webhook-notify"
+	GateRequestIntegrity  = "request-integrity"
+	GateResolveEvents     = "resolve-update-events"
+	GateTurnStatus        = "turn-status"
+	GateForkReplay        = "fork-replay"
+	GatePauseResume       = "pause-resume"
+	GateApprovalRejection = "approval-rejection"
 
 	// Pack agents.
 	GateAgentCancel    = "agent-cancel"
@@ -132,6 +133,9 @@ var Gates = []Gate{
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
 	{GatePauseResume, "2026-12-03",
 		"a run takes a pause (PauseUpdate) and holds until resumed; an immediate pause cuts a delay's wait or a pack turn, which opens again with a fresh node.started on resume (pause.go); asked when a run takes its first pause, so runs never paused record no marker",
+		retireAfter},
+	{GateApprovalRejection, "2026-12-03",
+		"an approval gate's rejection records action and decision on interrupt.resolved, a timeout resolves it rejected, and a rejected gate is a failed source (approval_rejected, not retryable) that all_complete and any_failed edges route, or an output with onReject: output (rejection.go); asked when a gate is decided or times out, and gates decided before failed the run at once (a timeout with interrupt_timeout)",
 		retireAfter},
 }
 
