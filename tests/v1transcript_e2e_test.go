@@ -362,19 +362,27 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 		assert.Equal(t, []any{}, now["signingKeys"])
 		assert.Equal(t, float64(1), old["eventLogSchemaVersion"])
 		assert.Equal(t, float64(3), now["eventLogSchemaVersion"])
-		for _, k := range []string{"protocolVersions", "preferredVersion", "signingKeys", "eventLogSchemaVersion"} {
+		// Pause and resume are served (issue 28).
+		assert.Equal(t, map[string]any{"pauseResume": map[string]any{"supported": false}}, old["runs"])
+		assert.Equal(t, map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []any{"drain-current-node", "immediate"}}}, now["runs"])
+		for _, k := range []string{"protocolVersions", "preferredVersion", "signingKeys", "eventLogSchemaVersion", "runs"} {
 			delete(now, k)
 			delete(old, k)
 		}
 	},
-	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel and its body.
+	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel, :pause and :resume, and
+	// their bodies.
 	"openapi": func(t *testing.T, old, now map[string]any) {
 		paths := now["paths"].(map[string]any)
-		require.Contains(t, paths, "/v1/runs:bulk-cancel")
-		delete(paths, "/v1/runs:bulk-cancel")
+		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume"} {
+			require.Contains(t, paths, p)
+			delete(paths, p)
+		}
 		schemas := now["components"].(map[string]any)["schemas"].(map[string]any)
-		require.Contains(t, schemas, "BulkCancelRequest")
-		delete(schemas, "BulkCancelRequest")
+		for _, s := range []string{"BulkCancelRequest", "PauseRequest", "ResumeRequest"} {
+			require.Contains(t, schemas, s)
+			delete(schemas, s)
+		}
 	},
 }
 
