@@ -283,7 +283,9 @@ func TestPauseCarriedAcrossContinueAsNew(t *testing.T) {
 	turn := func(n int, text string) workflows.ResolveRequest {
 		return workflows.ResolveRequest{RequestID: fmt.Sprintf("m%d", n), NodeID: faultNode, ResumeValue: json.RawMessage(`{"text":"` + text + `"}`), ReceivedAtMs: int64(1000 + n)}
 	}
-	require.True(t, wfResolve(t, s, id, turn(0, "first")).OK)
+	// Signalled without the validation query: a query would wait for the swapped
+	// worker to take the run's sticky queue over.
+	require.NoError(t, s.Client().SignalWorkflow(context.Background(), id, "", workflows.ResolveSignal, turn(0, "first")))
 	blocker.waitEntered(t)
 	execution := func() string {
 		desc, err := s.Client().DescribeWorkflowExecution(context.Background(), id, "")

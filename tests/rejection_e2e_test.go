@@ -5,6 +5,7 @@ package tests
 // gate's timeout resolves it rejected whatever its onTimeout says.
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -84,4 +87,52 @@ func TestApprovalTimeoutResolvesRejected(t *testing.T) {
 	assert.Equal(t, "timeout", resolved["reason"])
 	assert.Empty(t, ofType(evs, "node.completed"), "a timeout never grants")
 	wfRecord(t, s, run, "approval-timeout-rejected")
+}
+
+// TestApproversListEnforcedOnEveryPath runs an approval gate whose approversList names
+// only the key "alice": the key "bob" is refused 403 on every resolve surface (by run
+// at v2 and v1, by his own token) and the gate stays pending; alice's accept decides it.
+func TestApproversListEnforcedOnEveryPath(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	scopes := []string{api.ScopeRunsRead, api.ScopeApprovalsRespond}
+	k := newKeyedAPI(t, c, keySpec{Name: "alice", Scopes: scopes}, keySpec{Name: "bob", Scopes: scopes})
+	alice, bob := k.as("alice"), k.as("bob")
+
+	id := "r_approvers" + randomHex(6)
+	in, err := c.Stack.Catalog().NewRunInput(workflows.RunRequest{RunID: id, WorkflowID: "conformance-approval", Owner: workflows.Owner{Tenant: k.Tenant, Principal: "alice"}})
+	require.NoError(t, err)
+	def := *in.Definition
+	def.Nodes = append([]workflows.Node(nil), def.Nodes...)
+	def.Nodes[0].Config = json.RawMessage(`{"actions":["accept","reject"],"approversList":["alice"]}`)
+	in.Definition = &def
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Stack.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, StaticSummary: workflows.RunSummary(in)}, workflows.RunWorkflowName, in)
+	require.NoError(t, err)
+	waitSnapshot(t, alice, id, 15*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusWaitingApproval })
+
+	accept := map[string]any{"resumeValue": map[string]any{"action": "accept"}}
+	pending := func(why string) {
+		t.Helper()
+		s := snapshot(t, alice, id)
+		require.Equal(t, protocol.StatusWaitingApproval, s.Status, why)
+		require.NotNil(t, s.Interrupt, why)
+	}
+	status, _, raw := v2Call(t, bob, bob.Key, http.MethodPost, v2Path(id, "/interrupts/gate"), accept)
+	assert.Equal(t, http.StatusForbidden, status, "v2 by run: %s", raw)
+	assert.Equal(t, "forbidden", errorCode(raw))
+	pending("after bob at v2")
+	st, body := post(bob, bob.Key, "/v1/runs/"+id+"/interrupts/gate", accept)
+	assert.Equal(t, http.StatusForbidden, st, "v1 by run: %v", body)
+	pending("after bob at v1")
+	tok := snapshotToken(t, bob, id)
+	status, _, raw = cfCall(t, bob, "", http.MethodPost, "/v1/interrupts/"+tok, accept)
+	assert.Equal(t, http.StatusForbidden, status, "by bob's token: %s", raw)
+	pending("after bob's token")
+
+	st, body = post(alice, alice.Key, "/v1/runs/"+id+"/interrupts/gate", accept)
+	require.Equal(t, http.StatusOK, st, "alice is on the list: %v", body)
+	waitSnapshot(t, alice, id, 15*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	assert.Empty(t, ofType(events(t, alice, id), "approval.received")[1:], "one decision recorded: bob's refusals left nothing")
 }
