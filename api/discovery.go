@@ -92,10 +92,11 @@ func (s *Server) packsDoc() []map[string]string {
 
 // discoveryV2 builds the closed v2 root (capabilities.md §3; digest §2.3). A family
 // record's presence is the claim, so only families whose v2 behaviour is built and
-// tested are listed: limits, runList, eventLog, conversationPrimitive and the api-key
-// auth lane. The v2 operations of replay (fork) and webhooks are served (the pairing
-// rule) but their records wait for the effect-seam manifest and the v2 delivery body;
-// interrupt waits for the ow2 token grammar (docs/DECISIONS.md). Everything else the
+// tested are listed: limits, runList, eventLog, conversationPrimitive, interrupt (ow2
+// tokens, approversList on every surface, RFC 0223) and the api-key auth lane. The v2
+// operations of replay (fork) and webhooks are served (the pairing rule) but their
+// records wait for the effect-seam manifest and the v2 delivery body
+// (docs/DECISIONS.md). Everything else the
 // host says of itself is under extensions["wop.host"].
 func (s *Server) discoveryV2() map[string]any {
 	fixtures := s.cat.Fixtures()
@@ -131,6 +132,9 @@ func (s *Server) discoveryV2() map[string]any {
 		"runList":               record("witnessable-gated", map[string]any{"maxPageSize": MaxListPageSize, "filters": []string{"workflowId", "status"}}),
 		"eventLog":              record("claims-check", nil),
 		"conversationPrimitive": record("claims-check", nil),
+		// ow2 tokens; approversList binds on every surface, and only principals are
+		// references it binds (no group or role refs); RFC 0223's reject and timeout.
+		"interrupt": record("witnessable-gated", map[string]any{"tokenAlgs": []string{"hs256"}, "refKinds": []string{"principal"}}),
 		"auth": record("seam-gated", map[string]any{"lanes": []any{map[string]any{
 			"lane": protocol.LaneAPIKey, "issuers": []string{protocol.IssuerAPIKey},
 			"revocation": "next-request", "minimumAssurance": "bearer"}}}),
