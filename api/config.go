@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/internal/certify"
+	"github.com/wop-dev/wop/internal/payloadcodec"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -29,14 +31,19 @@ const (
 	// quorum, so it is granted only by name: it is not in AllScopes ("all"), and
 	// WOP_API_KEY holds it only when WOP_API_KEY_SCOPES names it.
 	ScopeApprovalsDelegate = "approvals:delegate"
+	// ScopePayloadsCodec (a host scope) lets a key use the codec endpoint (codec.go):
+	// decoding shows the content of any tenant's runs, an operator's right, so it too
+	// is granted only by name.
+	ScopePayloadsCodec = "payloads:codec"
 )
 
 // AllScopes is every scope a full-access key holds ("all"): every scope but
-// approvals:delegate.
+// approvals:delegate and payloads:codec.
 var AllScopes = []string{ScopeManifestRead, ScopeRunsCreate, ScopeRunsRead, ScopeRunsCancel, ScopeApprovalsRespond, ScopeWebhooksManage}
 
-// KnownScopes is every scope this host checks: AllScopes and approvals:delegate.
-var KnownScopes = append(append([]string(nil), AllScopes...), ScopeApprovalsDelegate)
+// KnownScopes is every scope this host checks: AllScopes, approvals:delegate and
+// payloads:codec.
+var KnownScopes = append(append([]string(nil), AllScopes...), ScopeApprovalsDelegate, ScopePayloadsCodec)
 
 // ParseScopes reads a comma-separated scope list, in which "all" stands for AllScopes
 // (e.g. "all,approvals:delegate"). An unknown scope is an error naming the known ones.
@@ -57,7 +64,7 @@ func ParseScopes(list string) ([]string, error) {
 		case slices.Contains(KnownScopes, s):
 			add(s)
 		default:
-			return nil, fmt.Errorf("unknown scope %q; this host knows %s, and \"all\" (every scope but %s)", s, strings.Join(KnownScopes, ", "), ScopeApprovalsDelegate)
+			return nil, fmt.Errorf("unknown scope %q; this host knows %s, and \"all\" (every scope but %s and %s)", s, strings.Join(KnownScopes, ", "), ScopeApprovalsDelegate, ScopePayloadsCodec)
 		}
 	}
 	if len(out) == 0 {
@@ -170,6 +177,18 @@ type Config struct {
 	// TracerProvider, when set, makes every request a span, child of the caller's
 	// traceparent when it sends one.
 	TracerProvider trace.TracerProvider
+	// PayloadCodec, when set, is the codec the host's Temporal client seals payloads
+	// with (WOP_PAYLOAD_KEYS_FILE; the client must be built with
+	// payloadcodec.DataConverter of the same codec): the API opens with it what it
+	// reads of histories and memos itself, and serves it at /codec (codec.go).
+	PayloadCodec *payloadcodec.Codec
+	// CodecCORSOrigins are the browser origins (the Temporal UI's) that may call the
+	// codec endpoint with a key (WOP_CODEC_CORS_ORIGINS, comma-separated).
+	CodecCORSOrigins []string
+	// CodecUIOrigin is an origin whose requests the codec endpoint answers without a
+	// key: wop dev sets it to its embedded, loopback-only UI. Never set from the
+	// environment.
+	CodecUIOrigin string
 	// SigningKeys are the public keys of the host's certification bundles, published
 	// in both discovery representations (signingKeys[]; none: an empty list).
 	SigningKeys []SigningKey
@@ -239,6 +258,10 @@ func (c Config) withDefaults() Config {
 //	WOP_WEBHOOK_RETRY_FOR      how long a delivery is retried before it is dead-lettered (default 24h)
 //	WOP_WEBHOOK_MAX_ATTEMPTS   attempts of a delivery (default 0: until WOP_WEBHOOK_RETRY_FOR)
 //	WOP_STREAM_SECRET     secret shared with the workers' chunk endpoints (streamMode=messages)
+//	WOP_SIGNING_KEY_FILE  the host's Ed25519 certification key (PKCS#8 PEM): its public half in signingKeys[]
+//	WOP_SIGNING_KEY_ID    its id there (default wop-bundle-1)
+//	WOP_PAYLOAD_KEYS_FILE the keys payloads are sealed with (package payloadcodec), served at /codec
+//	WOP_CODEC_CORS_ORIGINS     browser origins (the Temporal UI's) that may call /codec, comma-separated
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	q, err := workflows.TaskQueueFromEnv(getenv)
@@ -328,6 +351,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if err := guardsFromEnv(getenv, &cfg.Guards); err != nil {
 		return cfg, err
+	}
+	if path := strings.TrimSpace(getenv(payloadcodec.KeysFileEnv)); path != "" {
+		if cfg.PayloadCodec, err = payloadcodec.Load(path); err != nil {
+			return cfg, fmt.Errorf("%s: %w", payloadcodec.KeysFileEnv, err)
+		}
+	}
+	for _, o := range strings.Split(getenv("WOP_CODEC_CORS_ORIGINS"), ",") {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			cfg.CodecCORSOrigins = append(cfg.CodecCORSOrigins, o)
+		}
+	}
+	if path := strings.TrimSpace(getenv("WOP_SIGNING_KEY_FILE")); path != "" {
+		key, err := certify.LoadKey(path, strings.TrimSpace(getenv("WOP_SIGNING_KEY_ID")))
+		if err != nil {
+			return cfg, fmt.Errorf("WOP_SIGNING_KEY_FILE: %w", err)
+		}
+		// Only the public half is kept: the API publishes it, the signer signs.
+		cfg.SigningKeys = append(cfg.SigningKeys, SigningKey{KeyID: key.ID, PublicKey: key.Public()})
 	}
 	if (len(cfg.Keys) > 0 || cfg.KeysFile != "") && len(cfg.TokenSecret) == 0 {
 		return cfg, fmt.Errorf("WOP_TOKEN_SECRET is required when API keys are configured")

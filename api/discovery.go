@@ -376,6 +376,9 @@ func (s *Server) openAPIFor(major int) map[string]any {
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
 				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+				"Payloads": obj(map[string]any{"payloads": map[string]any{"type": "array", "items": map[string]any{
+					"type": "object", "description": "a Temporal payload in protobuf JSON: metadata values and data are base64",
+					"properties": map[string]any{"metadata": map[string]any{"type": "object", "additionalProperties": str}, "data": str}}}}, "payloads"),
 				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
 					"events":   map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
 					"tenantId": str, "tags": map[string]any{"type": "array", "items": str}}, "url", "events"),

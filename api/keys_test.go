@@ -207,8 +207,8 @@ func TestConfigFromEnvReadsTheKeysFile(t *testing.T) {
 	assert.Equal(t, "/etc/wop/keys.yaml", cfg.KeysFile)
 }
 
-// approvals:delegate is granted by name: "all" and WOP_API_KEY leave it out, a keys
-// file and WOP_API_KEY_SCOPES name it.
+// approvals:delegate and payloads:codec are granted by name: "all" and WOP_API_KEY
+// leave them out, a keys file and WOP_API_KEY_SCOPES name them.
 func TestDelegateIsGrantedByName(t *testing.T) {
 	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s"}))
@@ -216,7 +216,9 @@ func TestDelegateIsGrantedByName(t *testing.T) {
 	assert.Equal(t, AllScopes, cfg.Keys[0].Scopes)
 	assert.NotContains(t, cfg.Keys[0].Scopes, ScopeApprovalsDelegate)
 
-	cfg, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all, approvals:delegate"}))
+	assert.NotContains(t, cfg.Keys[0].Scopes, ScopePayloadsCodec)
+
+	cfg, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all, approvals:delegate, payloads:codec"}))
 	require.NoError(t, err)
 	assert.Equal(t, KnownScopes, cfg.Keys[0].Scopes)
 	_, err = ConfigFromEnv(env(map[string]string{"WOP_API_KEY": "k", "WOP_TOKEN_SECRET": "s", "WOP_API_KEY_SCOPES": "all,approvals:delegates"}))

@@ -63,16 +63,15 @@ func (s *Server) listedSnapshot(ctx context.Context, c echo.Context, w wire, p *
 		return nil
 	}
 	s.log.Warn("Run list: a run's snapshot could not be read; listed from visibility", "runId", id, "error", err)
-	return w.visibilitySnapshotV2(e)
+	return w.visibilitySnapshotV2(e, s.dc)
 }
 
 // visibilitySnapshotV2 is the v2 snapshot of a listed run built from its visibility
-// record and memo: what a listing knows of a run it could not query.
-func (w wire) visibilitySnapshotV2(e *workflowpb.WorkflowExecutionInfo) map[string]any {
+// record and memo (read with dc): what a listing knows of a run it could not query.
+func (w wire) visibilitySnapshotV2(e *workflowpb.WorkflowExecutionInfo, dc converter.DataConverter) map[string]any {
 	rs := summarize(e)
 	era, subject := protocol.EraV1, protocol.LegacySubject(rs.Owner.Tenant, "")
 	fields := e.GetMemo().GetFields()
-	dc := converter.GetDefaultDataConverter()
 	if pl := fields[memoEra]; pl != nil {
 		_ = dc.FromPayload(pl, &era)
 	}

@@ -24,9 +24,9 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/internal/payloadcodec"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -149,7 +149,7 @@ func (s *Server) recordedEvents(ctx context.Context, runID string, seg activitie
 		}
 		before := sr.bytes
 		for _, ev := range resp.GetHistory().GetEvents() {
-			if err := sr.take(ev); err != nil {
+			if err := sr.take(ev, s.cfg.PayloadCodec); err != nil {
 				s.closed.drop(sr)
 				return nil, err
 			}
@@ -177,13 +177,21 @@ type segmentRecords struct {
 func (sr *segmentRecords) next() int64 { return sr.seg.FirstSequence + int64(len(sr.events)) }
 
 // take reads one history event: an event-record marker appends its events, which must
-// follow those read before.
-func (sr *segmentRecords) take(ev *historypb.HistoryEvent) error {
+// follow those read before. A marker sealed by codec (nil: none) is opened first.
+func (sr *segmentRecords) take(ev *historypb.HistoryEvent, codec *payloadcodec.Codec) error {
 	m := ev.GetMarkerRecordedEventAttributes()
 	if ev.GetEventType() != enumspb.EVENT_TYPE_MARKER_RECORDED || m.GetMarkerName() != sideEffectMarker {
 		return nil
 	}
-	rec, ok, err := workflows.EventsRecordFrom(m.GetDetails()[sideEffectData])
+	data := m.GetDetails()[sideEffectData]
+	if codec != nil && data != nil {
+		opened, err := codec.Decode(data.GetPayloads())
+		if err != nil {
+			return fmt.Errorf("%w: %v", errNotRecorded, err)
+		}
+		data = &commonpb.Payloads{Payloads: opened}
+	}
+	rec, ok, err := workflows.EventsRecordFrom(data)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotRecorded, err)
 	}
@@ -246,7 +254,7 @@ func (s *Server) startLinks(ctx context.Context, runID, execution string) ([]act
 	var in struct {
 		Carried json.RawMessage `json:"carried"`
 	}
-	if err := converter.GetDefaultDataConverter().FromPayloads(evs[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
+	if err := s.dc.FromPayloads(evs[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err != nil {
 		return nil, fmt.Errorf("run %s: decoding the input of execution %s: %w", runID, execution, err)
 	}
 	earlier, index, err := workflows.CarriedLinks(in.Carried)

@@ -276,7 +276,7 @@ func TestSegmentRecordsPages(t *testing.T) {
 	}
 	one := workflows.EventBytes(&evs[0])
 	sr := &segmentRecords{seg: activities.Segment{RunID: "e1", FirstSequence: 10, LastSequence: 19, Recorded: true}}
-	if err := sr.take(marker(evs[:5])); err != nil {
+	if err := sr.take(marker(evs[:5]), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := sr.page(12, 1<<20); ok {
@@ -285,7 +285,7 @@ func TestSegmentRecordsPages(t *testing.T) {
 	if page, ok := sr.page(11, 2*one); !ok || len(page) != 2 || page[0].Sequence != 12 {
 		t.Fatalf("a page of two after 11: %v, %d events", ok, len(page))
 	}
-	if err := sr.take(marker(evs[3:])); err != nil {
+	if err := sr.take(marker(evs[3:]), nil); err != nil {
 		t.Fatalf("records that overlap what was read: %v", err)
 	}
 	if page, ok := sr.page(16, 1<<20); !ok || len(page) != 3 || page[2].Sequence != 19 {
@@ -295,7 +295,7 @@ func TestSegmentRecordsPages(t *testing.T) {
 		t.Fatalf("a cursor before the execution starts at its first event, one event at least: %v, %d events", ok, len(page))
 	}
 	gap := &segmentRecords{seg: activities.Segment{RunID: "e0", FirstSequence: 8, LastSequence: 19, Recorded: true}}
-	if err := gap.take(marker(evs)); err == nil {
+	if err := gap.take(marker(evs), nil); err == nil {
 		t.Fatal("records that skip events 8 and 9 are not an error")
 	}
 }

@@ -23,16 +23,21 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/chunks"
+	"github.com/wop-dev/wop/internal/payloadcodec"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	tc      client.Client
+	cfg Config
+	tc  client.Client
+	// dc reads the payloads the API takes from histories and memos itself: the default
+	// converter behind Config.PayloadCodec's seal, when set.
+	dc      converter.DataConverter
 	cat     catalogView
 	log     *slog.Logger
 	e       *echo.Echo
@@ -102,6 +107,9 @@ type route struct {
 	// V2 marks the operations of OpenWOP v2's path manifest: they are also served on
 	// the unversioned path (Path without /v1), under major 2 (version.go).
 	V2 bool
+	// UIOrigin marks the codec routes, which answer Config.CodecUIOrigin without a key
+	// (codec.go).
+	UIOrigin bool
 	// V2PerEntry marks a route whose body names several resources that major 2
 	// authorises one by one, never with a top-level 403 (bulk cancel): its v2 path asks
 	// only for a valid key, and the handler checks Scopes for each entry.
@@ -145,7 +153,7 @@ func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logge
 	cfg.Keys = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		cfg: cfg, tc: tc, cat: cat, log: logger,
+		cfg: cfg, tc: tc, cat: cat, log: logger, dc: payloadcodec.DataConverter(cfg.PayloadCodec),
 		limiter:     newRateLimiter(cfg.RateLimitPerSecond, cfg.RateLimitBurst, cfg.Now),
 		tokens:      newTokenSigner(cfg.TokenKeyID, cfg.TokenSecret, cfg.OldTokenSecrets),
 		authFails:   newRateLimiter(cfg.Guards.AuthFailuresPerSecond, cfg.Guards.AuthFailureBurst, cfg.Now),
@@ -192,6 +200,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
+	e.Pre(s.codecPreflight)
 	e.Use(s.observe)
 	e.Use(s.negotiate)
 	e.Use(middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
@@ -229,7 +238,9 @@ func (s *Server) buildEcho() *echo.Echo {
 			continue
 		}
 		var mw []echo.MiddlewareFunc
-		if r.Scopes != nil {
+		if r.UIOrigin {
+			mw = append(mw, s.codecAuthenticated(r.Scopes...))
+		} else if r.Scopes != nil {
 			mw = append(mw, s.authenticated(r.Scopes...))
 		} else if r.Token {
 			mw = append(mw, s.limitTokenRoute)
@@ -306,6 +317,8 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/openapi.json", Summary: "This OpenAPI document", Handler: s.handleOpenAPI, OK: 200, V2: true},
 		{Method: http.MethodGet, Path: "/healthz", Summary: "Liveness and Temporal reachability", Handler: s.handleHealth, OK: 200},
 		{Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics of the process", Handler: s.handleMetrics, OK: 200, Produces: "text/plain"},
+		{Method: http.MethodPost, Path: "/codec/encode", Scopes: []string{ScopePayloadsCodec}, UIOrigin: true, Summary: "Seal Temporal payloads with the host's payload key (Temporal's remote codec protocol)", Handler: s.handleCodecEncode, Body: "Payloads", OK: 200},
+		{Method: http.MethodPost, Path: "/codec/decode", Scopes: []string{ScopePayloadsCodec}, UIOrigin: true, Summary: "Open Temporal payloads the host sealed, for the Temporal UI and CLI", Handler: s.handleCodecDecode, Body: "Payloads", OK: 200},
 		{Method: http.MethodGet, Path: "/inbox", Summary: "The approvals inbox (a web page; sign in with an API key)", Handler: s.handleInbox, OK: 200, Produces: "text/html"},
 		{Method: http.MethodGet, Path: "/inbox/{asset}", Summary: "The inbox's script and style sheet", Handler: s.handleInboxAsset, OK: 200, Produces: "text/javascript"},
 		{Method: http.MethodGet, Path: "/v1/workflows", Scopes: []string{ScopeManifestRead}, Summary: "List the workflows served: packs and conformance fixtures", Handler: s.handleListWorkflows, OK: 200},

@@ -15,8 +15,8 @@ package api
 //	                                      preferredVersion's major (1 while v1 is served)
 //
 // Handlers are shared: each reads the major (majorOf) where the two differ, and the
-// error handler renders each major's codes (errors.go). The approvals inbox, /healthz
-// and /metrics are not protocol routes: no header, no negotiation.
+// error handler renders each major's codes (errors.go). The approvals inbox, /healthz,
+// /metrics and /codec are not protocol routes: no header, no negotiation.
 
 import (
 	"strings"
@@ -51,7 +51,7 @@ func isV1Path(p string) bool { return p == "/v1" || strings.HasPrefix(p, "/v1/")
 // is answered 404 under major 2).
 func isProtocolPath(p string) bool {
 	switch {
-	case p == "/healthz", p == "/metrics", p == "/inbox", strings.HasPrefix(p, "/inbox/"):
+	case p == "/healthz", p == "/metrics", p == "/inbox", strings.HasPrefix(p, "/inbox/"), strings.HasPrefix(p, codecPathPrefix):
 		return false
 	}
 	return true

@@ -370,16 +370,16 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 			delete(old, k)
 		}
 	},
-	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel, :pause and :resume, and
-	// their bodies.
+	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel, :pause and :resume and their
+	// bodies, and the host's codec routes (README "Encrypted payloads") with theirs.
 	"openapi": func(t *testing.T, old, now map[string]any) {
 		paths := now["paths"].(map[string]any)
-		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume"} {
+		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume", "/codec/encode", "/codec/decode"} {
 			require.Contains(t, paths, p)
 			delete(paths, p)
 		}
 		schemas := now["components"].(map[string]any)["schemas"].(map[string]any)
-		for _, s := range []string{"BulkCancelRequest", "PauseRequest", "ResumeRequest"} {
+		for _, s := range []string{"BulkCancelRequest", "PauseRequest", "ResumeRequest", "Payloads"} {
 			require.Contains(t, schemas, s)
 			delete(schemas, s)
 		}

@@ -12,6 +12,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/wop-dev/wop/internal/payloadcodec"
 )
 
 // DefaultTemporalAddress is the Temporal frontend dialled when TEMPORAL_ADDRESS is unset.
@@ -28,6 +30,7 @@ const DefaultTemporalAddress = "127.0.0.1:7233"
 //	TEMPORAL_TLS_CA           CA bundle file (PEM) that signs the server certificate
 //	TEMPORAL_TLS_SERVER_NAME  server name to verify, when it differs from the address host
 //	TEMPORAL_TLS              "true" forces TLS without a key or certificate
+//	WOP_PAYLOAD_KEYS_FILE     keys that seal every payload the client writes (payloadcodec)
 //
 // The SDK's own logging goes to logger at warn level and up; nil discards it.
 func ClientOptionsFromEnv(getenv func(string) string, logger *slog.Logger) (client.Options, error) {
@@ -41,6 +44,13 @@ func ClientOptionsFromEnv(getenv func(string) string, logger *slog.Logger) (clie
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = client.DefaultNamespace
+	}
+	if path := strings.TrimSpace(getenv(payloadcodec.KeysFileEnv)); path != "" {
+		codec, err := payloadcodec.Load(path)
+		if err != nil {
+			return opts, fmt.Errorf("%s: %w", payloadcodec.KeysFileEnv, err)
+		}
+		opts.DataConverter = payloadcodec.DataConverter(codec)
 	}
 
 	apiKey := strings.TrimSpace(getenv("TEMPORAL_API_KEY"))

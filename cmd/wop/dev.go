@@ -24,6 +24,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/bench"
+	"github.com/wop-dev/wop/internal/certify"
 	"github.com/wop-dev/wop/internal/devserver"
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/packs"
@@ -44,6 +45,9 @@ const (
 	devKeyFile     = "api-key"
 	devSecretFile  = "token-secret"
 	devWebhookFile = "webhook-secret"
+	// devSigningKeyFile is the host's certification key (PKCS#8 PEM, Ed25519), whose
+	// public half discovery publishes in signingKeys[] (wop certify signs with it).
+	devSigningKeyFile = "signing-key.pem"
 )
 
 // devConfig is the resolved configuration of `wop dev`.
@@ -138,8 +142,15 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, "dev", err)
 	}
+	signingKey := strings.TrimSpace(env("WOP_SIGNING_KEY_FILE"))
+	if signingKey == "" {
+		signingKey = filepath.Join(cfg.dataDir, devSigningKeyFile)
+		if _, _, err := certify.EnsureKey(signingKey, env("WOP_SIGNING_KEY_ID")); err != nil {
+			return fail(stderr, "dev", err)
+		}
+	}
 	// The API and the worker of the dev process share the generated secrets.
-	env = withEnv(env, map[string]string{"WOP_API_KEY": key, "WOP_TOKEN_SECRET": secret, "WOP_WEBHOOK_SECRET": webhookSecret})
+	env = withEnv(env, map[string]string{"WOP_API_KEY": key, "WOP_TOKEN_SECRET": secret, "WOP_WEBHOOK_SECRET": webhookSecret, "WOP_SIGNING_KEY_FILE": signingKey})
 	apiCfg, err := api.ConfigFromEnv(env)
 	if err != nil {
 		return fail(stderr, "dev", err)
@@ -224,6 +235,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fmt.Fprintf(stdout, "  Metrics      %s/metrics\n", st.APIURL())
 	if u := st.UIURL(); u != "" {
 		fmt.Fprintf(stdout, "  Temporal UI  %s\n", u)
+	}
+	if c := apiCfg.PayloadCodec; c != nil {
+		fmt.Fprintf(stdout, "  Payloads     sealed with AES-256-GCM under key %q; the UI opens them at %s/codec\n", c.EncryptingKeyID(), st.APIURL())
 	}
 	where := "embedded, data in " + cfg.dataDir + ", retention " + formatRetention(cfg.retention)
 	if cfg.temporalAddress != "" {

@@ -5,6 +5,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -176,4 +179,66 @@ func TestDevAcceptsTheWorkerTuningFlags(t *testing.T) {
 	if code != 1 || !strings.Contains(errb.String(), `log level "loud"`) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
+}
+
+// TestDevOpensSealedPayloadsInItsUI starts wop dev with a payload keys file: the banner
+// says payloads are sealed, the embedded Temporal UI is configured with the API's codec
+// endpoint, and that endpoint seals and opens payloads for the UI's origin without a
+// key, while any other caller without a key is refused.
+func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "payload-keys.yaml")
+	require.NoError(t, os.WriteFile(keys, []byte("keys:\n  - id: dev1\n    key: "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
+			"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"},
+			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn", "WOP_PAYLOAD_KEYS_FILE": keys}), &out, &errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
+		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	banner := func(label string) string {
+		m := regexp.MustCompile(`(?m)^  ` + label + ` +(http://\S+)`).FindStringSubmatch(out.String())
+		require.NotNil(t, m, "the banner has a %s line: %s", label, out.String())
+		return m[1]
+	}
+	apiURL, uiURL := banner("API"), banner("Temporal UI")
+	assert.Contains(t, out.String(), `sealed with AES-256-GCM under key "dev1"`)
+
+	resp, err := http.Get(uiURL + "/api/v1/settings")
+	require.NoError(t, err)
+	var settings struct{ Codec struct{ Endpoint string } }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&settings))
+	resp.Body.Close()
+	assert.Equal(t, apiURL+"/codec", settings.Codec.Endpoint)
+
+	post := func(path, body, origin string) (int, string) {
+		req, err := http.NewRequest(http.MethodPost, apiURL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(raw)
+	}
+	plain := `{"payloads":[{"metadata":{"encoding":"` + base64.StdEncoding.EncodeToString([]byte("json/plain")) + `"},"data":"` + base64.StdEncoding.EncodeToString([]byte(`"hello"`)) + `"}]}`
+	status, sealed := post("/codec/encode", plain, uiURL)
+	require.Equal(t, http.StatusOK, status, sealed)
+	assert.Contains(t, sealed, base64.StdEncoding.EncodeToString([]byte("binary/encrypted")))
+	status, opened := post("/codec/decode", sealed, uiURL)
+	require.Equal(t, http.StatusOK, status, opened)
+	assert.Contains(t, opened, base64.StdEncoding.EncodeToString([]byte(`"hello"`)))
+	status, refused := post("/codec/decode", sealed, "")
+	assert.Equal(t, http.StatusUnauthorized, status, refused)
+
+	cancel()
+	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
 }

@@ -21,8 +21,9 @@ const keysUsage = `Usage:
   wop keys add NAME --tenant TENANT --scopes SCOPES [--file PATH]
       create a key, print it once on stdout and append its SHA-256 to the keys file;
       SCOPES is a comma-separated list of %s; "all" is every scope but
-      approvals:delegate (a key with it may vote for the approvers it names), which is
-      granted only by name, e.g. --scopes all,approvals:delegate
+      approvals:delegate (a key with it may vote for the approvers it names) and
+      payloads:codec (a key with it may decode any run's sealed payloads at /codec),
+      which are granted only by name, e.g. --scopes all,approvals:delegate
   wop keys revoke NAME [--file PATH]
       mark a key revoked: it is answered 401 key_revoked from the next reload
   wop keys list [--file PATH]

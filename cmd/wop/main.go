@@ -50,6 +50,7 @@ func commands() []command {
 		{"pack", "pack tools: `wop pack validate PATH...`, `wop pack list`", runPack},
 		{"keys", "API keys of the keys file (WOP_KEYS_FILE): add, revoke, list", runKeys},
 		{"chat", "hold a conversation with a run through the API", runChat},
+		{"certify", "sign and verify OpenWOP certification bundles with the host's key", runCertify},
 		benchCommand,
 		{"version", "print the version", runVersion},
 		{"healthcheck", "GET a URL, exit 0 on 2xx (container health checks)", runHealthcheck},

@@ -22,6 +22,11 @@ grep -q '^kind: Job$' <<<"$out" && { echo "setup.enabled=false renders no job"; 
 grep -q 'value: "team-a"' <<<"$out" || { echo "the task queue is not passed on"; exit 1; }
 [[ $(grep -c 'secretName: temporal-tls' <<<"$out") == 2 ]] || { echo "mTLS secret not mounted in both deployments"; exit 1; }
 
+out=$("$helm" template wop "$chart" "${trial[@]}" --set temporal.tlsSecret=temporal-tls --set payloadKeys.secret=wop-payload-keys)
+[[ $(grep -c 'secretName: wop-payload-keys' <<<"$out") == 2 ]] || { echo "payload keys not mounted in both deployments"; exit 1; }
+[[ $(grep -c 'value: /etc/wop-payload-keys/payload-keys.yaml' <<<"$out") == 2 ]] || { echo "WOP_PAYLOAD_KEYS_FILE not set in both deployments"; exit 1; }
+[[ $(grep -c 'secretName: temporal-tls' <<<"$out") == 3 ]] || { echo "mTLS secret not mounted beside the payload keys"; exit 1; }
+
 if "$helm" template wop "$chart" >/dev/null 2>&1; then
   echo "a render without secrets must fail"; exit 1
 fi

@@ -73,6 +73,8 @@ type Options struct {
 	UI bool
 	// UIPort is the UI's HTTP port. 0 picks a free port.
 	UIPort int
+	// UICodecEndpoint is the remote codec the UI decodes payloads with ("": none).
+	UICodecEndpoint string
 	// Namespace to create. Default "default".
 	Namespace string
 	// Retention is how long the namespace keeps a closed execution, those a run
@@ -391,6 +393,7 @@ func (s *Server) startUI(port int) {
 		EnableUI:            true,
 		DefaultNamespace:    s.opts.Namespace,
 		CORS:                uiconfig.CORS{CookieInsecure: true},
+		Codec:               uiconfig.Codec{Endpoint: s.opts.UICodecEndpoint},
 		HideLogs:            true,
 		DisableNewsFetch:    true,
 	}))

@@ -25,6 +25,7 @@ import (
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/internal/devserver"
+	"github.com/wop-dev/wop/internal/payloadcodec"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/worker"
@@ -171,6 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			FrontendPort:     opts.TemporalPort,
 			UI:               opts.UI,
 			UIPort:           opts.UIPort,
+			UICodecEndpoint:  uiCodecEndpoint(opts.API.PayloadCodec, s.apiAddr),
 			Namespace:        opts.Namespace,
 			Retention:        opts.Retention,
 			SearchAttributes: workflows.SearchAttributes,
@@ -190,6 +192,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	copts.HostPort = hostPort
 	copts.Namespace = opts.Namespace
 	copts.Logger = worker.SDKLogger(opts.Logger)
+	if opts.API.PayloadCodec != nil && copts.DataConverter == nil {
+		// The API and the worker share this client: both seal what they write.
+		copts.DataConverter = payloadcodec.DataConverter(opts.API.PayloadCodec)
+	}
 	s.client, err = client.DialContext(ctx, copts)
 	if err != nil {
 		_ = ln.Close()
@@ -306,6 +312,10 @@ func (s *Stack) serveAPI(ln net.Listener) error {
 	cfg.Namespace = s.opts.Namespace
 	if cfg.PublicURL == "" {
 		cfg.PublicURL = "http://" + ln.Addr().String()
+	}
+	if cfg.PayloadCodec != nil && s.server != nil && s.server.UIURL() != "" {
+		// The embedded UI, on loopback, opens sealed payloads at this API's /codec.
+		cfg.CodecUIOrigin = s.server.UIURL()
 	}
 	apiSrv, err := api.New(cfg, s.client, s.catalog, s.logger)
 	if err != nil {
@@ -449,3 +459,16 @@ func (s *Stack) PackCount() int { return s.packs }
 // Options returns the options the stack was started with (after defaults), so a test
 // can start a new stack on the same data folder.
 func (s *Stack) Options() Options { return s.opts }
+
+// uiCodecEndpoint is the codec endpoint the embedded UI is given: this stack's API when
+// payloads are sealed, else none.
+func uiCodecEndpoint(codec *payloadcodec.Codec, apiAddr string) string {
+	if codec == nil {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(apiAddr)
+	if ip := net.ParseIP(host); err == nil && (ip == nil || ip.IsUnspecified()) {
+		host = "127.0.0.1" // the UI's browser dials the API on this machine
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/codec"
+}

@@ -80,3 +80,44 @@ the API reads them). */}}
       optional: {{ eq $key "webhook-secret" }}
 {{- end }}
 {{- end -}}
+
+{{/* The sealed-payload keys file (WOP_PAYLOAD_KEYS_FILE), for the processes that write payloads. */}}
+{{- define "wop.payloadEnv" -}}
+{{- if .Values.payloadKeys.secret }}
+- name: WOP_PAYLOAD_KEYS_FILE
+  value: /etc/wop-payload-keys/{{ .Values.payloadKeys.key }}
+{{- end }}
+{{- end -}}
+
+{{/* The mounts of a deployment's container: Temporal's mTLS files, the payload keys. */}}
+{{- define "wop.volumeMounts" -}}
+{{- if or .Values.temporal.tlsSecret .Values.payloadKeys.secret }}
+volumeMounts:
+{{- if .Values.temporal.tlsSecret }}
+  - name: temporal-tls
+    mountPath: /etc/temporal-tls
+    readOnly: true
+{{- end }}
+{{- if .Values.payloadKeys.secret }}
+  - name: payload-keys
+    mountPath: /etc/wop-payload-keys
+    readOnly: true
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "wop.volumes" -}}
+{{- if or .Values.temporal.tlsSecret .Values.payloadKeys.secret }}
+volumes:
+{{- if .Values.temporal.tlsSecret }}
+  - name: temporal-tls
+    secret:
+      secretName: {{ .Values.temporal.tlsSecret }}
+{{- end }}
+{{- if .Values.payloadKeys.secret }}
+  - name: payload-keys
+    secret:
+      secretName: {{ .Values.payloadKeys.secret }}
+{{- end }}
+{{- end }}
+{{- end -}}
