@@ -132,6 +132,8 @@ func (s *Server) discoveryV2() map[string]any {
 		"runList":               record("witnessable-gated", map[string]any{"maxPageSize": MaxListPageSize, "filters": []string{"workflowId", "status"}}),
 		"eventLog":              record("claims-check", nil),
 		"conversationPrimitive": record("claims-check", nil),
+		// Agent turns carry agent.model{provider, model} (workflows/turnparts.go).
+		"conversationTurnModelProvenance": record("claims-check", nil),
 		// ow2 tokens; approversList binds on every surface, and only principals are
 		// references it binds (no group or role refs); RFC 0223's reject and timeout.
 		"interrupt": record("witnessable-gated", map[string]any{"tokenAlgs": []string{"hs256"}, "refKinds": []string{"principal"}}),

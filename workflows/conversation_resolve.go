@@ -121,6 +121,11 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 				return bad(f.name, "%s is %d bytes long; the turn schema allows at most %d", f.name, len(f.value), maxTurnField)
 			}
 		}
+		if _, ok := fields["parts"]; ok {
+			if why := checkParts(t.Parts); why != "" {
+				return bad("turn.parts", "turn.parts %s", why)
+			}
+		}
 		if _, ok := fields["messageId"]; ok && t.MessageID == "" {
 			return bad("turn.messageId", "turn.messageId must not be empty; omit it and the host assigns one")
 		}

@@ -66,6 +66,8 @@ type packAgent struct {
 	// current turn's tool calls (tooloutcome.go).
 	turnKeys        map[string]string
 	turnActivityIDs map[string]bool
+	// turnModel is the model that answered the current turn's latest round.
+	turnModel *protocol.TurnModel
 }
 
 func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
@@ -241,7 +243,7 @@ func injectedContext(raw json.RawMessage) string {
 // reply maps a TurnResult onto the conversation.
 func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool) agentReply {
 	rep := agentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
-		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State})}
+		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
 	// An injected event into a non-terminal state runs no round: nothing to say.
 	if injected && len(res.Segments) == 0 && !res.Done() {
 		rep.Silent = true
@@ -526,6 +528,9 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 		}
 	}
 	rt.a.lastProvider = out.Provider
+	if out.Provider != "" && out.Model != "" {
+		rt.a.turnModel = &protocol.TurnModel{Provider: out.Provider, Model: out.Model}
+	}
 	// The round as the model answered it, so a fork replay can reuse it.
 	rt.emit(protocol.EvAgentDecided, rt.decided(in, &out, recorded))
 	if recorded && rt.a.replay != nil && rt.a.replay.v2 {

@@ -32,6 +32,7 @@ const (
 	GateForkReplay        = "fork-replay"
 	GatePauseResume       = "pause-resume"
 	GateApprovalRejection = "approval-rejection"
+	GateTurnParts         = "turn-parts"
 
 	// Pack agents.
 	GateAgentCancel    = "agent-cancel"
@@ -136,6 +137,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GateApprovalRejection, "2026-12-03",
 		"an approval gate's rejection records action and decision on interrupt.resolved, a timeout resolves it rejected, and a rejected gate is a failed source (approval_rejected, not retryable) that all_complete and any_failed edges route, or an output with onReject: output (rejection.go); asked when a gate is decided or times out, and gates decided before failed the run at once (a timeout with interrupt_timeout)",
+		retireAfter},
+	{GateTurnParts, "2026-12-03",
+		"an agent turn of a run created with RunInput.TurnShape 1 carries A2A parts beside its content and agent{agentId, model{provider, model}} (turnparts.go); asked at such a run's first agent turn, so runs created before (TurnShape 0) never record the marker",
 		retireAfter},
 }
 
