@@ -44,10 +44,12 @@ func (s *Server) discoveryDoc() map[string]any {
 			"maxRequestBodyBytes": s.cfg.MaxRequestBodyBytes,
 		},
 		"conversationPrimitive": true,
-		"replay":                map[string]any{"supported": true, "modes": []string{"replay"}},
-		"runs":                  map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}}},
-		"streamModes":           supportedModes,
-		"fixtures":              fixtures,
+		// RFC 0101's roster: conversation.opened names it, off-roster speakers are 422.
+		"multiPartyConversation": map[string]any{"supported": true, "maxParticipants": workflows.MaxParticipants},
+		"replay":                 map[string]any{"supported": true, "modes": []string{"replay"}},
+		"runs":                   map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}}},
+		"streamModes":            supportedModes,
+		"fixtures":               fixtures,
 		// OpenWOP v2's run list family: GET /v1/runs here.
 		"runList": map[string]any{"supported": true, "maxPageSize": MaxListPageSize, "filters": listFilters},
 		// The PromptPack packs served as workflows (workflowId = pack id).
@@ -134,6 +136,7 @@ func (s *Server) discoveryV2() map[string]any {
 		"conversationPrimitive": record("claims-check", nil),
 		// Agent turns carry agent.model{provider, model} (workflows/turnparts.go).
 		"conversationTurnModelProvenance": record("claims-check", nil),
+		"multiPartyConversation":          record("claims-check", map[string]any{"maxParticipants": workflows.MaxParticipants}),
 		// ow2 tokens; approversList binds on every surface, and only principals are
 		// references it binds (no group or role refs); RFC 0223's reject and timeout.
 		"interrupt": record("witnessable-gated", map[string]any{"tokenAlgs": []string{"hs256"}, "refKinds": []string{"principal"}}),

@@ -45,19 +45,20 @@ func TestV2AgentTurnPartsAndModelProvenance(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"text": text}}, agent["parts"], "the text as one A2A text part")
 	assert.Equal(t, map[string]any{"agentId": agent["speakerId"], "model": map[string]any{"provider": activities.ProviderMock, "model": activities.MockModel}}, agent["agent"])
 
-	// The same turn at v1.
+	// The same turn at v1 is as v1 served it before: no parts, no agent.
 	var found bool
 	for _, turn := range turnsIn(t, events(t, c, v2Workflow(id))) {
 		if turn.Role == protocol.RoleAgent {
-			require.NotNil(t, turn.Agent)
-			require.NotNil(t, turn.Agent.Model)
-			assert.Equal(t, activities.MockModel, turn.Agent.Model.Model)
-			assert.Equal(t, text, turn.Parts[0].Text)
+			assert.Nil(t, turn.Agent)
+			assert.Empty(t, turn.Parts)
+			assert.Equal(t, text, textOf(t, turn))
 			found = true
 			break
 		}
 	}
 	assert.True(t, found, "the v1 read has the agent turn")
+	snap := snapshot(t, c, v2Workflow(id))
+	assert.NotContains(t, string(snap.Channels["conversation"]), `"parts"`, "nor in the v1 snapshot")
 
 	status, _, raw := c.doRaw(http.MethodGet, "/.well-known/openwop", nil, map[string]string{"OpenWOP-Version": "2.0"})
 	require.Equal(t, http.StatusOK, status)

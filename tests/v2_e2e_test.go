@@ -423,6 +423,7 @@ func rootSchema(t *testing.T) []byte {
 			"conversationPrimitive": family(nil),
 			// RFC 0109: a host that stamps agent.model on turns advertises it.
 			"conversationTurnModelProvenance": family(nil),
+			"multiPartyConversation":          family(map[string]any{"maxParticipants": integer(2)}),
 			"auth": family(map[string]any{"lanes": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{
 				"type": "object", "required": []string{"lane", "issuers", "revocation", "minimumAssurance"},
 				"properties": map[string]any{"lane": map[string]any{"enum": []string{"api-key", "oauth2", "oidc", "mtls", "saml", "scim", "ldap", "workload", "session", "anonymous"}},

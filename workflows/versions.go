@@ -21,18 +21,19 @@ import "go.temporal.io/sdk/workflow"
 // Gate ids (workflow.GetVersion change ids), grouped by what they guard.
 const (
 	// Runs and their event log.
-	GateBoundedState      = "bounded-state"
-	GateTriggerRules      = "trigger-rules"
-	GateCloseStatus       = "close-status"
-	GateEventRecords      = "event-records"
-	GateWebhookNotify     = "webhook-notify"
-	GateRequestIntegrity  = "request-integrity"
-	GateResolveEvents     = "resolve-update-events"
-	GateTurnStatus        = "turn-status"
-	GateForkReplay        = "fork-replay"
-	GatePauseResume       = "pause-resume"
-	GateApprovalRejection = "approval-rejection"
-	GateTurnParts         = "turn-parts"
+	GateBoundedState       = "bounded-state"
+	GateTriggerRules       = "trigger-rules"
+	GateCloseStatus        = "close-status"
+	GateEventRecords       = "event-records"
+	GateWebhookNotify      = "webhook-notify"
+	GateRequestIntegrity   = "request-integrity"
+	GateResolveEvents      = "resolve-update-events"
+	GateTurnStatus         = "turn-status"
+	GateForkReplay         = "fork-replay"
+	GatePauseResume        = "pause-resume"
+	GateApprovalRejection  = "approval-rejection"
+	GateTurnParts          = "turn-parts"
+	GateConversationRoster = "conversation-roster"
 
 	// Pack agents.
 	GateAgentCancel    = "agent-cancel"
@@ -140,6 +141,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GateTurnParts, "2026-12-03",
 		"an agent turn of a run created with RunInput.TurnShape 1 carries A2A parts beside its content and agent{agentId, model{provider, model}} (turnparts.go); asked at such a run's first agent turn, so runs created before (TurnShape 0) never record the marker",
+		retireAfter},
+	{GateConversationRoster, "2026-12-03",
+		"conversation.opened of a run created with RunInput.TurnShape 1 carries the gate config's roster as participants (roster.go); asked when such a run opens a conversation with a roster",
 		retireAfter},
 }
 
