@@ -2,10 +2,8 @@ package api
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"regexp"
@@ -13,6 +11,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // readBody reads the request body under the configured limit and checks its media type.
@@ -142,43 +142,9 @@ func validateID(kind, id string) error {
 	return nil
 }
 
-// Crockford base32 alphabet for ULID-like ids.
-const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-
-// newRunID returns "r_" + 26 Crockford base32 characters: 48 bits of milliseconds then
-// 80 random bits, so ids sort by creation time.
-func newRunID(now time.Time) string {
-	var b [16]byte
-	ms := uint64(now.UnixMilli())
-	for i := 5; i >= 0; i-- {
-		b[i] = byte(ms)
-		ms >>= 8
-	}
-	if _, err := rand.Read(b[6:]); err != nil {
-		panic(fmt.Sprintf("crypto/rand failed: %v", err))
-	}
-	return "r_" + encode128(b)
-}
+// newRunID is protocol.NewRunID: "r_" + 26 Crockford base32 characters that sort by
+// creation time.
+func newRunID(now time.Time) string { return protocol.NewRunID(now) }
 
 // derivedRunID maps a digest to a run id of the same shape as newRunID.
-func derivedRunID(digest [32]byte) string {
-	var b [16]byte
-	copy(b[:], digest[:16])
-	return "r_" + encode128(b)
-}
-
-func encode128(b [16]byte) string {
-	// 128 bits -> 26 base32 chars (130 bits, top 2 bits zero).
-	out := make([]byte, 26)
-	var hi, lo uint64
-	for i := 0; i < 8; i++ {
-		hi = hi<<8 | uint64(b[i])
-		lo = lo<<8 | uint64(b[8+i])
-	}
-	for i := 25; i >= 0; i-- {
-		out[i] = crockford[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
-	}
-	return string(out)
-}
+func derivedRunID(digest [32]byte) string { return protocol.DerivedRunID(digest) }

@@ -72,10 +72,10 @@ func (w wire) visibilitySnapshotV2(e *workflowpb.WorkflowExecutionInfo, dc conve
 	rs := summarize(e)
 	era, subject := protocol.EraV1, protocol.LegacySubject(rs.Owner.Tenant, "")
 	fields := e.GetMemo().GetFields()
-	if pl := fields[memoEra]; pl != nil {
+	if pl := fields[workflows.MemoEra]; pl != nil {
 		_ = dc.FromPayload(pl, &era)
 	}
-	if pl := fields[memoSubject]; pl != nil {
+	if pl := fields[workflows.MemoSubject]; pl != nil {
 		var sub protocol.Subject
 		if dc.FromPayload(pl, &sub) == nil && sub.Issuer != "" {
 			subject = &sub

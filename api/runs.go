@@ -9,16 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/internal/telemetry"
@@ -362,7 +359,7 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		return codeErr(protocol.CodeConversationRosterExceeded, "%v", err).with("maxParticipants", workflows.MaxParticipants).with("nodeId", roster.NodeID)
 	}
 	if err != nil {
-		return badRequest("%v", err)
+		return runInputError(err)
 	}
 	_, err = s.startRun(c.Request().Context(), *in)
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
@@ -374,6 +371,20 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 	}
 	s.log.Info("Run started", "runId", runID, "workflowId", def.ID, "tenant", p.Tenant)
 	return c.JSON(http.StatusCreated, s.withCallback(s.createdResponse(c, p.Tenant, runID), p.Tenant, runID, req))
+}
+
+// runInputError is the 400 of a run the catalog refuses to build; a pack's refusal
+// (workflows.PackRunError) names the fields in details.fields.
+func runInputError(err error) error {
+	e := badRequest("%v", err)
+	var pe *workflows.PackRunError
+	if errors.As(err, &pe) {
+		e = e.with("pack", pe.Pack)
+		if len(pe.Fields) > 0 {
+			e = e.with("fields", pe.Fields)
+		}
+	}
+	return e
 }
 
 // ownerOf is the owner of a run the principal p creates: its tenant, its key and that
@@ -402,49 +413,10 @@ func (s *Server) startRun(ctx context.Context, in workflows.RunInput) (client.Wo
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		StaticSummary:                            workflows.RunSummary(&in),
-		TypedSearchAttributes:                    searchAttributes(in, s.cfg.Now()),
-		Memo:                                     runMemo(in),
+		TypedSearchAttributes:                    workflows.StartSearchAttributes(in, s.cfg.Now()),
+		Memo:                                     workflows.StartMemo(in),
 	}
 	return s.tc.ExecuteWorkflow(ctx, opts, workflows.RunWorkflowName, in)
-}
-
-// Memo fields of a run: what a v2 listing needs of a run it cannot query (list.go).
-const (
-	memoEra     = "openwop.eventLogSchemaVersion"
-	memoSubject = "openwop.subject"
-)
-
-// runMemo is the Temporal memo a run starts with (carried across continue-as-new).
-func runMemo(in workflows.RunInput) map[string]any {
-	m := map[string]any{}
-	if in.Era != 0 {
-		m[memoEra] = in.Era
-	}
-	if in.Owner.Subject != nil {
-		m[memoSubject] = in.Owner.Subject
-	}
-	if len(m) == 0 {
-		return nil
-	}
-	return m
-}
-
-func searchAttributes(in workflows.RunInput, now time.Time) temporal.SearchAttributes {
-	updates := []temporal.SearchAttributeUpdate{
-		workflows.SAWorkflowID.ValueSet(in.Definition.ID),
-		workflows.SATenant.ValueSet(in.Owner.Tenant),
-		workflows.SAStatus.ValueSet(protocol.StatusPending),
-		workflows.SACreatedAt.ValueSet(now.UTC()),
-	}
-	if len(in.Packs) > 0 {
-		ids := make([]string, 0, len(in.Packs))
-		for id := range in.Packs {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		updates = append(updates, workflows.SAPackID.ValueSet(ids[0]))
-	}
-	return temporal.NewSearchAttributes(updates...)
 }
 
 // idempotentReplay answers a create whose derived runId already exists: with the

@@ -74,9 +74,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	fs.StringVar(&apiURL, "api", apiURL, "base URL of the wop API (env "+EnvAPIURL+")")
 	key := fs.String("key", getenv(EnvAPIKey), "API key, sent as a Bearer token (env "+EnvAPIKey+")")
+	inputs := inputFlags{}
+	fs.Var(inputs, "input", "name=value: an input of the run it starts, repeatable (e.g. --input prompt=translator --input user_name=Ada)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: wop chat [--api URL] [--key KEY] <workflowId|runId>\n\n"+
-			"Starts a run of the workflow (or attaches to the run and shows its conversation), and\n"+
+		fmt.Fprintf(stderr, "Usage: wop chat [--api URL] [--key KEY] [--input name=value]... <workflowId|runId>\n\n"+
+			"Starts a run of the workflow with the inputs given (or attaches to the run and shows its conversation), and\n"+
 			"sends each line you type. While the run waits for an external event, start a line with\n"+
 			"/say to send it. A tool call waiting for approval is shown with the call that decides it;\n"+
 			"nothing is sent until it is decided. /quit or end of input leaves; the run goes on.\n\n")
@@ -101,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &client{base: base.String(), key: *key, http: &http.Client{}}
-	s := &session{c: c, v: newView(stdout, stderr, getenv)}
+	s := &session{c: c, v: newView(stdout, stderr, getenv), inputs: inputs}
 	return s.run(ctx, fs.Arg(0), stdin)
 }
 
@@ -110,6 +112,8 @@ type session struct {
 	c     *client
 	v     *view
 	runID string
+	// inputs are the inputs of a run the chat starts (--input).
+	inputs inputFlags
 
 	mu sync.Mutex
 	// sent are the texts of messages this chat sent whose user turn has not come back
@@ -264,7 +268,11 @@ func (s *session) resolve(ctx context.Context, target string) (runID string, sta
 			RunID  string `json:"runId"`
 			Status string `json:"status"`
 		}
-		status, body, err := s.c.do(ctx, http.MethodPost, "/v1/runs", map[string]any{"workflowId": target})
+		req := map[string]any{"workflowId": target}
+		if len(s.inputs) > 0 {
+			req["inputs"] = map[string]string(s.inputs)
+		}
+		status, body, err := s.c.do(ctx, http.MethodPost, "/v1/runs", req)
 		if err != nil {
 			return "", false, err
 		}
@@ -597,4 +605,18 @@ func (s *session) follow(ctx context.Context) (result, error) {
 			delay = min(2*delay, maxReconnectDelay)
 		}
 	}
+}
+
+// inputFlags are --input name=value flags: string inputs of the run the chat starts.
+type inputFlags map[string]string
+
+func (f inputFlags) String() string { return "" }
+
+func (f inputFlags) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("want name=value, got %q", v)
+	}
+	f[strings.TrimSpace(name)] = value
+	return nil
 }

@@ -530,3 +530,19 @@ func TestChatShowsATurnsEventsInTheirOrder(t *testing.T) {
 		"",
 	}, "\n"), out.String())
 }
+
+func TestChatStartsARunWithInputs(t *testing.T) {
+	f, srv := newFakeAPI(t)
+	f.workflows["openai-realtime-example"] = true
+	f.startErr = 400 // the run itself is not the point: what the create carried is
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"--api", srv.URL, "--input", "prompt=translator", "--input", "target_language=French", "openai-realtime-example"},
+		envOf(nil), strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, ExitFailed, code)
+	require.Len(t, f.posts, 1)
+	assert.Equal(t, map[string]any{"prompt": "translator", "target_language": "French"}, f.posts[0]["inputs"])
+
+	code = run(context.Background(), []string{"--api", srv.URL, "--input", "novalue", "openai-realtime-example"}, envOf(nil), strings.NewReader(""), &out, &errOut)
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, errOut.String(), `want name=value, got "novalue"`)
+}

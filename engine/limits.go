@@ -7,10 +7,12 @@ import (
 )
 
 // TurnLimits are the host's limits on the agent work of one user turn (or one injected
-// event), applied whatever the pack declares. They count across state changes, unlike
-// a prompt's max_rounds and max_tool_calls_per_turn, which restart in every state
-// segment; the pack's own limits and budget still end the turn first when they are
-// lower. Zero means no limit.
+// event), for the loops the pack does not bound itself: they count the rounds and tool
+// calls of states on such loops (packs.Pack.UnboundedLoops: control: agent states that
+// can hand over to each other for ever, in a pack without engine.budget), across state
+// changes, unlike a prompt's max_rounds and max_tool_calls_per_turn, which restart in
+// every state segment. Where the pack bounds a loop (max_visits, on_max_visits, any
+// engine.budget limit) its bound decides. Zero means no limit.
 type TurnLimits struct {
 	// MaxRounds is the number of model rounds a turn may run.
 	MaxRounds int `json:"maxRoundsPerTurn,omitempty"`
@@ -31,27 +33,70 @@ const (
 	DefaultHostMaxToolCallsPerTurn = 50
 )
 
+// PackLimitsRuntime is a Runtime that says whether the pack's own bounds decide where
+// they bound a loop (see LoopStates). A Runtime without the method takes them; the run
+// workflow answers with its gate, asked only where the two readings part, so runs
+// recorded before keep counting every round and call of a turn against the host's
+// limits.
+type PackLimitsRuntime interface {
+	PackLimitsWin() bool
+}
+
+// packLimitsWin reports whether the pack's bounds decide in this turn.
+func packLimitsWin(t *turn) bool {
+	if r, ok := t.rt.(PackLimitsRuntime); ok {
+		return r.PackLimitsWin()
+	}
+	return true
+}
+
+// inLoop reports whether the current state is on a loop the pack does not bound
+// (packs.Pack.UnboundedLoops): only the rounds and tool calls of such states count
+// against the host's limits.
+func (m *Machine) inLoop() bool {
+	if m.loops == nil {
+		m.loops = m.cfg.Pack.UnboundedLoopStates()
+	}
+	return m.loops[m.st.CurrentState]
+}
+
 // turnRoundsReached ends the run when the turn has already run the host's limit of
-// model rounds and would run another.
+// model rounds in states on loops the pack does not bound, and would run another.
+// (Runs recorded before the pack's limits won counted every round of the turn.)
 func (m *Machine) turnRoundsReached(t *turn) bool {
 	lim := m.cfg.Limits.MaxRounds
 	if lim <= 0 || t.rounds < lim {
 		return false
 	}
-	m.limitReached(t, LimitTurnRounds, t.rounds, lim,
+	current := t.loopRounds
+	if t.loopRounds < lim {
+		if packLimitsWin(t) {
+			return false
+		}
+		current = t.rounds
+	}
+	m.limitReached(t, LimitTurnRounds, current, lim,
 		fmt.Sprintf("the host allows %d model rounds per user turn and the turn still goes on in state %q", lim, m.st.CurrentState))
 	return true
 }
 
 // turnCallsExceeded ends the run when a batch of n tool calls would take the turn past
-// the host's limit of tool calls (checked before the batch, like max_tool_calls).
+// the host's limit of tool calls (checked before the batch, like max_tool_calls),
+// counting the calls of states on loops the pack does not bound.
 func (m *Machine) turnCallsExceeded(t *turn, n int) bool {
 	lim := m.cfg.Limits.MaxToolCalls
 	if lim <= 0 || t.calls+n <= lim {
 		return false
 	}
-	m.limitReached(t, LimitTurnToolCalls, t.calls+n, lim,
-		fmt.Sprintf("the host allows %d tool calls per user turn and the model asked for %d in state %q", lim, t.calls+n, m.st.CurrentState))
+	current := t.loopCalls + n
+	if !m.inLoop() || current <= lim {
+		if packLimitsWin(t) {
+			return false
+		}
+		current = t.calls + n
+	}
+	m.limitReached(t, LimitTurnToolCalls, current, lim,
+		fmt.Sprintf("the host allows %d tool calls per user turn and the model asked for %d in state %q", lim, current, m.st.CurrentState))
 	return true
 }
 

@@ -54,8 +54,9 @@ const (
 
 // Names of the implicit tools the engine answers itself.
 const (
-	ToolTransition  = "workflow__transition"
-	ToolSetArtifact = "workflow__set_artifact"
+	ToolTransition    = "workflow__transition"
+	ToolSetArtifact   = "workflow__set_artifact"
+	ToolSkillActivate = packs.SkillActivateToolName
 )
 
 // Policy defaults (the schema's, promptpack-workflow.md §5.2).
@@ -86,6 +87,9 @@ type Config struct {
 	Vars map[string]any
 	// Limits are the host's limits on the work of one turn; zero fields impose none.
 	Limits TurnLimits
+	// OneTurn completes the run after its first turn, wherever that turn left it: a run
+	// that answers one call of an agent (packs.Pack.AsAgentCall).
+	OneTurn bool
 }
 
 // Transition is one entry of State.History.
@@ -185,6 +189,8 @@ func (r *TurnResult) Done() bool { return isClosed(r.Status) }
 type Machine struct {
 	cfg Config
 	st  *State
+	// loops are the states on loops the pack does not bound (inLoop), computed once.
+	loops map[string]bool
 }
 
 // Start validates the pack and the variables and enters the entry state (visit 1).
@@ -411,6 +417,8 @@ type turn struct {
 	segCalls   int            // tool calls in the current state segment
 	rounds     int            // model rounds of the whole turn (Config.Limits)
 	calls      int            // tool calls of the whole turn (Config.Limits)
+	loopRounds int            // rounds of the turn in states on loops the pack does not bound
+	loopCalls  int            // tool calls of the turn in such states
 	transition *pendingTransition
 }
 
@@ -425,12 +433,35 @@ func (m *Machine) Turn(rt Runtime, userText string) (*TurnResult, error) {
 		return nil, ErrClosed
 	}
 	m.st.Turns++
+	t := &turn{rt: rt, res: &TurnResult{}}
+	if s := m.state(); s.Orchestration != packs.OrchestrationComposition {
+		if reply, blocked := m.validateInput(t, m.cfg.Pack.Prompts[s.PromptTask], userText); blocked {
+			// The model does not answer it, nor read it later: the transcript keeps a note.
+			m.appendMessage(convo.Message{Role: convo.RoleUser, Text: BlockedInputText, State: m.st.CurrentState})
+			t.res.Segments = append(t.res.Segments, Segment{State: m.st.CurrentState, Text: reply})
+			m.endOneTurn(t)
+			return m.finish(t), nil
+		}
+	}
 	msg := convo.Message{Role: convo.RoleUser, Text: userText, State: m.st.CurrentState}
 	m.appendMessage(msg)
-	t := &turn{rt: rt, res: &TurnResult{}, trigger: &msg}
+	t.trigger = &msg
 	m.loop(t)
+	m.endOneTurn(t)
 	return m.finish(t), nil
 }
+
+// endOneTurn completes a run of Config.OneTurn after its turn.
+func (m *Machine) endOneTurn(t *turn) {
+	if m.cfg.OneTurn && !isClosed(m.st.Status) {
+		m.complete(t)
+		m.st.TerminalReason = fmt.Sprintf("answered the call in state %q", m.st.CurrentState)
+	}
+}
+
+// BlockedInputText stands in the transcript for a user message an input validator
+// blocked.
+const BlockedInputText = "[This message was blocked by a validator and not answered.]"
 
 // Inject applies an external event to an external or hybrid state. A non-terminal
 // target runs no round (its prompt answers the next user message, with the event's
@@ -517,6 +548,9 @@ func (m *Machine) loop(t *turn) {
 		m.st.ModelRounds++
 		t.segRounds++
 		t.rounds++
+		if m.inLoop() {
+			t.loopRounds++
+		}
 		m.st.Usage.InputTokens += out.Usage.InputTokens
 		m.st.Usage.OutputTokens += out.Usage.OutputTokens
 		t.rt.Emit(Event{Kind: EventModelRound, State: sname, Round: &RoundEvent{
@@ -612,6 +646,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (con
 	if err != nil {
 		return convo.ModelRoundInput{}, err
 	}
+	system += preloadedSkills(m.offeredSkills(t, s))
 	var params json.RawMessage
 	if prompt.Parameters != nil {
 		if params, err = json.Marshal(prompt.Parameters); err != nil {
@@ -640,7 +675,7 @@ func (m *Machine) roundInput(t *turn, s *packs.State, prompt *packs.Prompt) (con
 		Round:      m.st.ModelRounds,
 		Provider:   provider,
 		System:     system,
-		Tools:      m.toolSpecs(s),
+		Tools:      m.toolSpecs(t, s),
 		ToolChoice: choice,
 		Parameters: params,
 		Transcript: convo.TranscriptRef{

@@ -99,12 +99,19 @@ func artifactSpec(names []string) convo.ToolSpec {
 }
 
 // toolSpecs is the tool set of a round in state s: the prompt's tools minus the
-// blocklist, plus workflow__transition (when offered) and workflow__set_artifact (when
-// some state declares artifacts), sorted by name.
-func (m *Machine) toolSpecs(s *packs.State) []convo.ToolSpec {
+// blocklist (the agents members among them as agent calls), plus workflow__transition (when offered), workflow__set_artifact (when
+// some state declares artifacts) and skill__activate (when the state offers skills),
+// sorted by name.
+func (m *Machine) toolSpecs(t *turn, s *packs.State) []convo.ToolSpec {
 	var specs []convo.ToolSpec
+	if skills := m.offeredSkills(t, s); len(skills) > 0 {
+		specs = append(specs, skillSpec(skills))
+	}
 	for _, tool := range m.cfg.Pack.PromptTools(s.PromptTask) {
 		specs = append(specs, convo.ToolSpec{Name: tool.Name, Description: tool.Description, Parameters: tool.Parameters})
+	}
+	for _, member := range m.cfg.Pack.AgentTools(s.PromptTask) {
+		specs = append(specs, agentSpec(member, m.cfg.Pack.AgentDescription(member)))
 	}
 	if transitionOffered(s) {
 		specs = append(specs, transitionSpec(s.Events()))
@@ -114,6 +121,23 @@ func (m *Machine) toolSpecs(s *packs.State) []convo.ToolSpec {
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs
+}
+
+// agentSpec is the tool that calls member agent name (RFC 0007): one message in, the
+// agent's reply out. The Runtime runs the call (packs.Pack.IsAgentTool tells it apart).
+func agentSpec(name, description string) convo.ToolSpec {
+	return convo.ToolSpec{Name: name, Description: "Ask the agent " + name + ": " + description, Parameters: oneStringSchema("message",
+		stringProp{Type: "string", Description: "What to ask the agent, with everything it needs to know: it sees this message only."})}
+}
+
+// oneStringSchema is the parameters of a tool that takes one required string.
+func oneStringSchema(name string, prop stringProp) json.RawMessage {
+	raw, _ := json.Marshal(struct {
+		Type       string                `json:"type"`
+		Properties map[string]stringProp `json:"properties"`
+		Required   []string              `json:"required"`
+	}{"object", map[string]stringProp{name: prop}, []string{name}})
+	return raw
 }
 
 // errorResult is the content of an error tool result.
@@ -132,7 +156,7 @@ func jsonResult(v any) *convo.ToolCallResult {
 func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Prompt, pol policy, calls []convo.ToolCall) bool {
 	offered := map[string]bool{}
 	var names []string
-	for _, sp := range m.toolSpecs(s) {
+	for _, sp := range m.toolSpecs(t, s) {
 		offered[sp.Name] = true
 		names = append(names, sp.Name)
 	}
@@ -147,6 +171,9 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 		m.st.TotalToolCalls++
 		t.segCalls++
 		t.calls++
+		if m.inLoop() {
+			t.loopCalls++
+		}
 		switch {
 		case t.segCalls > pol.MaxToolCallsPerTurn:
 			results[i] = errorResult("tool call limit reached: prompt %q allows %d tool calls per turn; answer with what you have", s.PromptTask, pol.MaxToolCallsPerTurn)
@@ -158,6 +185,8 @@ func (m *Machine) runTools(t *turn, round int, s *packs.State, prompt *packs.Pro
 			results[i] = m.transitionCall(t, s, c)
 		case c.Name == ToolSetArtifact:
 			results[i] = m.setArtifact(c)
+		case c.Name == ToolSkillActivate:
+			results[i] = m.activateSkill(t, s, c)
 		default:
 			batch = append(batch, convo.ToolCallInput{
 				RunID: m.cfg.RunID, PackID: m.cfg.Pack.ID, PackHash: m.cfg.Pack.Hash, NodeID: m.cfg.NodeID,

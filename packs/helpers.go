@@ -72,9 +72,10 @@ func (e *Engine) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// IsTerminal reports whether the state ends the workflow: terminal: true, or no on_event.
+// IsTerminal reports whether the state ends the workflow: terminal: true, or no on_event
+// (except the conversation state of a pack without a workflow, which never ends it).
 func (s *State) IsTerminal() bool {
-	return s.Terminal || len(s.OnEvent) == 0
+	return s.Terminal || (len(s.OnEvent) == 0 && !s.conversation)
 }
 
 // ControlOrDefault returns the state's control, "user" when absent (RFC 0014).
@@ -105,7 +106,7 @@ func (s *State) Events() []string {
 // OffersTransition reports whether the model is offered workflow__transition in this state:
 // the state is not terminal and its orchestration is internal or hybrid.
 func (s *State) OffersTransition() bool {
-	if s.IsTerminal() {
+	if s.IsTerminal() || len(s.OnEvent) == 0 {
 		return false
 	}
 	switch s.OrchestrationOrDefault() {

@@ -54,6 +54,9 @@ func parse(filename string, data []byte) (*Pack, *node, Diagnostics, error) {
 		return nil, root, diags, &DiagnosticsError{File: filename, Diags: diags}
 	}
 	pack, derr := decodePack(root)
+	if derr == nil {
+		pack.promptOrder = promptKeysInOrder(root)
+	}
 	if derr != nil {
 		diags = append(diags, Diagnostic{File: filename, Line: root.line, Col: root.col, Severity: SeverityError,
 			Message: fmt.Sprintf("cannot decode pack: %v", derr)})
@@ -65,6 +68,7 @@ func parse(filename string, data []byte) (*Pack, *node, Diagnostics, error) {
 	if diags.HasErrors() {
 		return nil, root, diags, &DiagnosticsError{File: filename, Diags: diags}
 	}
+	pack.inlineSkills()
 	h, err := pack.ComputeHash()
 	if err != nil {
 		return nil, root, diags, fmt.Errorf("%s: %w", filename, err)
@@ -172,6 +176,14 @@ func loadFile(path string) (*Loaded, *node, Diagnostics, error) {
 	pack, root, diags, perr := parse(path, data)
 	if perr != nil {
 		return nil, root, diags, perr
+	}
+	if pack.hasSkillPaths() {
+		c := &checker{file: path, root: root, p: pack}
+		c.loadSkillPaths(filepath.Dir(path))
+		diags = append(diags, c.diags...)
+		if pack.Hash, err = pack.ComputeHash(); err != nil {
+			return nil, root, diags, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	l := &Loaded{Pack: pack, Path: path}
 	for _, mp := range MockPathFor(path) {

@@ -415,7 +415,11 @@ func (c *mockChecker) state(name string, line, col int, path string) *State {
 		return nil
 	}
 	if p.Workflow == nil {
-		c.add(SeverityError, line, col, path, "expects state %q, but pack %q has no workflow", name, p.ID)
+		if p.Prompts[name] != nil { // a conversation's one state is named after its prompt
+			return p.AsConversation(name).Workflow.States[name]
+		}
+		c.add(SeverityError, line, col, path, "expects state %q, but pack %q has no workflow and no prompt %q (a pack without a workflow runs in a state named after its prompt: %s)",
+			name, p.ID, name, strings.Join(quoteEach(p.PromptKeys()), ", "))
 		return nil
 	}
 	st := p.Workflow.States[name]
@@ -452,6 +456,8 @@ func (c *mockChecker) steps(steps []MockRound, path, inherit string) {
 			stateName, st = inherit, nil
 			if c.p.Workflow != nil {
 				st = c.p.Workflow.States[inherit]
+			} else if c.p.Prompts[inherit] != nil {
+				st = c.p.AsConversation(inherit).Workflow.States[inherit]
 			}
 		}
 		c.calls(r, rpath, stateName, st)
@@ -480,11 +486,23 @@ func (c *mockChecker) calls(r MockRound, path, stateName string, st *State) {
 					c.add(SeverityWarning, tc.line, tc.col, cpath, "event %q is not an event of state %q (events: %s); the call will get an error result", args.Event, stateName, strings.Join(st.Events(), ", "))
 				}
 			}
+		case SkillActivateToolName:
+			if st != nil && len(p.StateSkills(st)) == 0 {
+				c.add(SeverityWarning, tc.line, tc.col, cpath, "state %q offers no skills, so %s gets an error result", stateName, tc.Name)
+			} else if len(p.LoadedSkills) == 0 && !p.hasSkillPaths() {
+				c.add(SeverityError, tc.line, tc.col, cpath, "calls %s, but pack %q declares no skills", tc.Name, p.ID)
+			}
 		case SetArtifactToolName:
 			if !c.hasArtifacts {
 				c.add(SeverityError, tc.line, tc.col, cpath, "calls %s, but no state of pack %q declares artifacts", tc.Name, p.ID)
 			}
 		default:
+			if _, ok := p.Tools[tc.Name]; !ok && p.AgentMembers()[tc.Name] {
+				if st != nil && !p.IsAgentTool(st.PromptTask, tc.Name) {
+					c.add(SeverityWarning, tc.line, tc.col, cpath, "state %q (prompt %q) does not call agent %q; the call will get an error result", stateName, st.PromptTask, tc.Name)
+				}
+				continue
+			}
 			if _, ok := p.Tools[tc.Name]; !ok {
 				msg := fmt.Sprintf("calls tool %q, which pack %q does not declare", tc.Name, p.ID)
 				if s := suggest(tc.Name, append(p.ToolNames(), TransitionToolName, SetArtifactToolName)); s != "" {

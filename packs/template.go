@@ -340,6 +340,8 @@ func decodeJSONValue(b []byte) (any, error) {
 // VariableError lists every problem with a run's variables, one line each, sorted.
 type VariableError struct {
 	Problems []string
+	// Missing names the required variables without a value, sorted.
+	Missing []string
 }
 
 // Error joins every problem into one message.
@@ -412,7 +414,7 @@ func CheckVariables(p *Pack, vars map[string]any) error {
 	if len(out) == 0 {
 		return nil
 	}
-	return &VariableError{Problems: out}
+	return &VariableError{Problems: out, Missing: slices.Sorted(maps.Keys(missing))}
 }
 
 func quoteEach(ss []string) []string {

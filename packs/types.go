@@ -34,6 +34,13 @@ type Pack struct {
 	// Hash is "sha256:<hex>" over the pack's canonical JSON form (computed by the loader,
 	// not part of the file). A run records it so it can be pinned to exactly what it ran.
 	Hash string `json:"-"`
+
+	// LoadedSkills are the skills of Skills, loaded (RFC 0008; skills.go): inline ones
+	// by Parse, those of path sources by LoadFile. Not part of the file; part of the hash.
+	LoadedSkills []Skill `json:"loaded_skills,omitempty"`
+
+	// promptOrder is the prompts' keys in file order (DefaultPrompt); the loader sets it.
+	promptOrder []string
 }
 
 // TemplateEngine declares the template syntax of the pack.
@@ -172,6 +179,10 @@ type State struct {
 	OnMaxVisits   string               `json:"on_max_visits,omitempty"`
 	Artifacts     map[string]*Artifact `json:"artifacts,omitempty"`
 	Extensions    json.RawMessage      `json:"extensions,omitempty"`
+
+	// conversation marks the one state of a pack without a workflow (AsConversation):
+	// it is not terminal although it has no on_event.
+	conversation bool
 }
 
 // Artifact is a workflow-scoped artifact slot (RFC 0009).

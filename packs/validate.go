@@ -60,6 +60,8 @@ func semanticDiagnostics(file string, root *node, p *Pack) Diagnostics {
 	c.checkPrompts()
 	c.checkWorkflow()
 	c.checkAgents()
+	c.checkProviders()
+	c.checkSkills()
 	c.checkHostAnnotations()
 	return c.diags
 }
@@ -80,8 +82,20 @@ func (c *checker) checkPrompts() {
 		if pr.ID != key {
 			c.warnAt(append(base, "id"), "prompt id %q differs from its key %q; states and agents refer to the key", pr.ID, key)
 		}
+		members := c.p.AgentMembers()
 		for i, name := range pr.Tools {
+			if members[name] && c.p.Tools[name] == nil {
+				// RFC 0007: a member's key in tools is a call of that agent.
+				if name == key {
+					c.warnAt(append(base, "tools", strconv.Itoa(i)), "prompt %q lists its own agent %q as a tool (RFC 0007); an agent does not call itself, so the call is refused", key, name)
+				}
+				continue
+			}
 			if _, ok := c.p.Tools[name]; !ok {
+				if c.p.Prompts[name] != nil && len(c.p.Agents) > 0 {
+					c.errorAt(append(base, "tools", strconv.Itoa(i)), "tool %q is not declared in the pack's tools; prompt %q is not one of agents.members, so it cannot be called as an agent (RFC 0007)", name, name)
+					continue
+				}
 				msg := fmt.Sprintf("tool %q is not declared in the pack's tools", name)
 				if s := suggest(name, c.p.ToolNames()); s != "" {
 					msg += fmt.Sprintf(" (did you mean %q?)", s)
@@ -104,7 +118,7 @@ func (c *checker) checkPrompts() {
 			}
 			seen[v.Name] = i
 			if v.Required && len(v.Default) > 0 {
-				c.warnAt(append(vt, "default"), "variable %q is required and has a default; the default is never used (drop one of them)", v.Name)
+				c.warnAt(append(vt, "default"), "variable %q is required and has a default, which RFC 0003 advises against; a run that gives no value gets the default (drop one of them)", v.Name)
 			}
 			c.checkVariableRules(vt, v)
 		}
@@ -367,49 +381,6 @@ func (c *checker) checkGraph() {
 		}
 	}
 
-	// Cycles: report each DFS back-edge whose cycle has no max_visits bound on any state.
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
-	var stack []string
-	var dfs func(s string)
-	dfs = func(s string) {
-		color[s] = grey
-		stack = append(stack, s)
-		for _, t := range c.successors(s) {
-			switch color[t] {
-			case white:
-				dfs(t)
-			case grey:
-				i := len(stack) - 1
-				for i >= 0 && stack[i] != t {
-					i--
-				}
-				cycle := append(append([]string(nil), stack[i:]...), t)
-				bounded := false
-				for _, m := range stack[i:] {
-					if w.States[m].MaxVisits > 0 {
-						bounded = true
-					}
-				}
-				if !bounded {
-					c.warnAtKey(toks("workflow", "states", s), "cycle %s: no state on it has max_visits, %s", strings.Join(cycle, " -> "), c.cycleBound())
-				}
-			}
-		}
-		stack = stack[:len(stack)-1]
-		color[s] = black
-	}
-	dfs(w.Entry)
-	for _, sn := range names {
-		if color[sn] == white {
-			dfs(sn)
-		}
-	}
-
 	c.checkAgentLoops()
 
 	// RFC 0009: a total-visit budget below the sum of the reachable per-state caps.
@@ -426,81 +397,58 @@ func (c *checker) checkGraph() {
 	}
 }
 
-// checkAgentLoops implements RFC 0014 rule 4: a cycle made only of control: agent states,
-// with no max_visits on any member, from which no state that ends the turn (control: user,
-// terminal, or external) is reachable, would keep the model talking to itself until the
-// budget runs out.
+// checkAgentLoops warns about the loops that can really spin: control: agent states
+// that can hand over to each other within one turn with nothing in the pack to stop
+// them (Pack.UnboundedLoops). A loop with no way out to a state that ends the turn is
+// RFC 0014 rule 4's; one the model may leave is reported too, since only the host's
+// per-turn limit stops it when the model does not. Loops through a control: user
+// state stop at every visit of it, so they are not reported; nor are loops a
+// max_visits or an engine.budget bounds. It also warns where the host's per-turn limit
+// would cut a state's own bound inside such a loop.
 func (c *checker) checkAgentLoops() {
 	w := c.p.Workflow
-	names := w.StateNames()
-	isAgent := func(s string) bool {
-		st := w.States[s]
-		return st.Control == ControlAgent && !st.IsTerminal() && st.OrchestrationOrDefault() != OrchestrationExternal
-	}
-	// Tarjan's strongly connected components over the agent-only subgraph.
-	index, low := map[string]int{}, map[string]int{}
-	onStack := map[string]bool{}
-	var stack []string
-	next := 0
-	var sccs [][]string
-	var strong func(v string)
-	strong = func(v string) {
-		index[v], low[v] = next, next
-		next++
-		stack = append(stack, v)
-		onStack[v] = true
-		for _, t := range c.successors(v) {
-			if !isAgent(t) {
-				continue
-			}
-			if _, seen := index[t]; !seen {
-				strong(t)
-				low[v] = min(low[v], low[t])
-			} else if onStack[t] {
-				low[v] = min(low[v], index[t])
-			}
+	for _, comp := range c.p.agentLoops() {
+		if !c.canLeaveAgentLoop(comp) {
+			c.warnAtKey(toks("workflow", "states", comp[0]), "states %s form a control: agent loop that no max_visits stops and with no way out to a control: user or terminal state; %s (RFC 0014)", strings.Join(quoteEach(comp), ", "), c.agentLoopBound())
 		}
-		if low[v] == index[v] {
-			var comp []string
-			for {
-				x := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				onStack[x] = false
-				comp = append(comp, x)
-				if x == v {
-					break
-				}
-			}
-			sort.Strings(comp)
-			sccs = append(sccs, comp)
-		}
-	}
-	for _, sn := range names {
-		if _, seen := index[sn]; !seen && isAgent(sn) {
-			strong(sn)
-		}
-	}
-	sort.Slice(sccs, func(i, j int) bool { return sccs[i][0] < sccs[j][0] })
-	for _, comp := range sccs {
-		if len(comp) == 1 && !containsString(c.successors(comp[0]), comp[0]) {
-			continue // not a cycle
-		}
-		bounded := false
-		for _, m := range comp {
-			if w.States[m].MaxVisits > 0 {
-				bounded = true
-			}
-		}
-		if bounded || c.canLeaveAgentLoop(comp) {
+		if w.HasBudget() {
 			continue
 		}
-		c.warnAtKey(toks("workflow", "states", comp[0]), "states %s form a control: agent loop with no max_visits and no way out to a control: user or terminal state; %s (RFC 0014)", strings.Join(quoteEach(comp), ", "), c.agentLoopBound())
+		if c.canLeaveAgentLoop(comp) {
+			who := fmt.Sprintf("states %s can hand over to each other", strings.Join(quoteEach(comp), ", "))
+			if len(comp) == 1 {
+				who = fmt.Sprintf("state %q can hand over to itself", comp[0])
+			}
+			c.warnAtKey(toks("workflow", "states", comp[0]), "%s within one turn (control: agent) and no max_visits or engine.budget stops it; if the model keeps looping, %s ends the run with loop_limit_exceeded", who, hostRoundLimit)
+		}
+		for _, sn := range comp {
+			pr := c.p.Prompts[w.States[sn].PromptTask]
+			if pr == nil || pr.ToolPolicy == nil {
+				continue
+			}
+			if mr := pr.ToolPolicy.MaxRounds; mr > hostRoundDefault {
+				c.warnAt(toks("prompts", w.States[sn].PromptTask, "tool_policy", "max_rounds"), "max_rounds %d is more than %s allows in state %q, which is on a loop the pack does not bound; the host's limit cuts it", mr, hostRoundLimit, sn)
+			}
+			if mc := pr.ToolPolicy.MaxToolCallsPerTurn; mc > hostCallDefault {
+				c.warnAt(toks("prompts", w.States[sn].PromptTask, "tool_policy", "max_tool_calls_per_turn"), "max_tool_calls_per_turn %d is more than %s allows in state %q, which is on a loop the pack does not bound; the host's limit cuts it", mc, hostCallLimit, sn)
+			}
+		}
 	}
 }
 
 // hostRoundLimit names the host's limit on model rounds per user turn (the engine's
 // DefaultHostMaxRoundsPerTurn is its default).
 const hostRoundLimit = "the host's limit of model rounds per user turn (WOP_MAX_ROUNDS_PER_TURN, 25 by default)"
+
+// hostCallLimit names the host's limit on tool calls per user turn.
+const hostCallLimit = "the host's limit of tool calls per user turn (WOP_MAX_TOOL_CALLS_PER_TURN, 50 by default)"
+
+// The defaults of the host's per-turn limits (engine.DefaultHostMaxRoundsPerTurn and
+// DefaultHostMaxToolCallsPerTurn; package engine imports this one).
+const (
+	hostRoundDefault = 25
+	hostCallDefault  = 50
+)
 
 // budgetLimits lists the limits the pack's engine.budget sets, e.g.
 // "max_total_visits 20, max_tool_calls 30"; empty when it sets none.
@@ -523,19 +471,11 @@ func (c *checker) budgetLimits() string {
 	return strings.Join(parts, ", ")
 }
 
-// cycleBound says what bounds a cycle without max_visits.
-func (c *checker) cycleBound() string {
-	if b := c.budgetLimits(); b != "" {
-		return "so only engine.budget (" + b + ") bounds the loop"
-	}
-	return "and the pack declares no engine.budget: nothing bounds the loop across turns, and within one turn only " + hostRoundLimit + " does"
-}
-
 // agentLoopBound says what ends a control: agent loop the model cannot leave, which
 // runs within one turn.
 func (c *checker) agentLoopBound() string {
 	if b := c.budgetLimits(); b != "" {
-		return "the model would loop until engine.budget (" + b + ") or " + hostRoundLimit + " ends the run, whichever comes first"
+		return "the model would loop until engine.budget (" + b + ") ends the run"
 	}
 	return "the pack declares no engine.budget, so the model would loop until " + hostRoundLimit + " ends the run with loop_limit_exceeded"
 }
@@ -597,6 +537,49 @@ func (c *checker) checkAgents() {
 			c.errorAt(toks("agents", "members", f.key, "state"), "agent member %q starts at state %q, but the pack has no workflow", f.key, st.str)
 		} else if _, ok := c.p.Workflow.States[st.str]; !ok {
 			c.errorAt(toks("agents", "members", f.key, "state"), "agent member %q starts at state %q, which is not a state%s", f.key, st.str, c.stateHint(st.str))
+		}
+	}
+}
+
+// checkProviders checks requires.providers (RFC 0012) and the prompts' provider
+// references (RFC 0017): keys are unique; a prompt's provider is default or a declared
+// key; warnings for a reference to an optional requirement, for a conversational
+// prompt on a provider whose role is not llm, and for a required provider this host
+// cannot bind (its workers serve chat models only, so such a pack's runs are refused).
+func (c *checker) checkProviders() {
+	reqs := c.p.ProviderRequirements()
+	seen := map[string]int{}
+	var keys []string
+	for i, r := range reqs {
+		at := toks("requires", "providers", strconv.Itoa(i))
+		if j, dup := seen[r.Key]; dup {
+			c.errorAt(at, "provider key %q is declared twice (first at requires.providers[%d]); the key is the only thing that tells requirements apart (RFC 0012)", r.Key, j)
+			continue
+		}
+		seen[r.Key] = i
+		keys = append(keys, r.Key)
+		if r.Required && r.Role != RoleLLM {
+			c.warnAt(at, "provider %q has role %q; this host's workers serve chat models (role llm) only, so runs of the pack are refused until it is required: false", r.Key, r.Role)
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.p.Prompts)) {
+		ref := c.p.Prompts[key].Provider
+		if ref == "" || ref == DefaultProviderKey {
+			continue
+		}
+		at := toks("prompts", key, "provider")
+		r := c.p.ProviderRequirement(ref)
+		switch {
+		case r == nil:
+			msg := fmt.Sprintf("provider %q is not a key of requires.providers; declare it there or use %q (RFC 0017)", ref, DefaultProviderKey)
+			if s := suggest(ref, keys); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			c.errorAt(at, "%s", msg)
+		case r.Role != RoleLLM:
+			c.warnAt(at, "provider %q has role %q, but prompt %q holds a conversation, which needs a chat model (role llm; RFC 0017)", ref, r.Role, key)
+		case !r.Required:
+			c.warnAt(at, "provider %q is declared required: false; a prompt that names it has no fallback when it is unbound (RFC 0017), and on this host it runs on the primary model then", ref)
 		}
 	}
 }

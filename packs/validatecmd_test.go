@@ -98,7 +98,7 @@ func TestValidateCommandBrokenCopy(t *testing.T) {
 func TestValidateCommandMockAndWarnings(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"p.yaml":      minimalPack("p") + "workflow:\n  version: 1\n  entry: s\n  states:\n    s: { prompt_task: p, on_event: { next: s } }\n",
+		"p.yaml":      minimalPack("p") + "workflow:\n  version: 1\n  entry: s\n  states:\n    s: { prompt_task: p, control: agent, on_event: { next: s, Done: e } }\n    e: { prompt_task: p, terminal: true }\n",
 		"p.mock.yaml": "rounds:\n  - expect_state: t\n    text: hi\n",
 	})
 	// Naming only the mock script validates its pack too.
@@ -108,8 +108,8 @@ func TestValidateCommandMockAndWarnings(t *testing.T) {
 	}
 	for _, want := range []string{
 		filepath.Join(dir, "p.mock.yaml") + `:2:5: error: rounds[0].expect_state: expects state "t", which pack "p" does not have`,
-		filepath.Join(dir, "p.yaml") + `:11:38: warning: workflow.states.s.on_event.next: event name "next" is not PascalCase`,
-		filepath.Join(dir, "p.yaml") + `:11:5: warning: workflow.states.s: cycle s -> s: no state on it has max_visits`,
+		filepath.Join(dir, "p.yaml") + `:11:54: warning: workflow.states.s.on_event.next: event name "next" is not PascalCase`,
+		filepath.Join(dir, "p.yaml") + `:11:5: warning: workflow.states.s: state "s" can hand over to itself within one turn`,
 		"1 pack checked: 1 error, 2 warnings\n",
 	} {
 		if !strings.Contains(out, want) {

@@ -21,7 +21,19 @@ const (
 	IssuerLegacy = "urn:openwop:legacy"
 	LaneAPIKey   = "api-key"
 	KindUser     = "user"
+	// IssuerTemporal is the trust root of the workflows that start runs through
+	// Temporal (package agentclient, the Nexus service): their namespace's access
+	// control authenticated them, and they act as workloads.
+	IssuerTemporal = "urn:wop:temporal"
+	LaneWorkload   = "workload"
+	KindWorkload   = "workload"
 )
+
+// WorkloadSubject is the subject of a run a Temporal workflow started for tenant,
+// named id by its caller (agentclient.Owner.Subject) or by the host.
+func WorkloadSubject(tenant, id string) *Subject {
+	return &Subject{Issuer: IssuerTemporal, SubjectID: id, Tenant: tenant, Lane: LaneWorkload, Kind: KindWorkload}
+}
 
 // APIKeySubject is the subject of a request authenticated by the API key keyID of
 // tenant: the key's id is its subjectId (a name the operator chose, never the secret).

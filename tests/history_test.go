@@ -26,6 +26,20 @@ import (
 // replays without recording.
 func replayHistory(t *testing.T, c *apiClient, id, name string) {
 	t.Helper()
+	hist := workflowHistory(t, c, id)
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
+	r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
+	r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})
+	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of %s (%d history events)", id, len(hist.Events))
+	if name != "" {
+		recordHistory(t, hist, filepath.Join("..", "workflows", "testdata", name+".0.history.json"))
+	}
+}
+
+// workflowHistory fetches the whole Temporal history of workflow id's current execution.
+func workflowHistory(t *testing.T, c *apiClient, id string) *historypb.History {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	it := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -35,14 +49,16 @@ func replayHistory(t *testing.T, c *apiClient, id, name string) {
 		require.NoError(t, err)
 		hist.Events = append(hist.Events, ev)
 	}
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
-	r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
-	r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})
-	require.NoError(t, r.ReplayWorkflowHistory(nil, hist), "replay of %s (%d history events)", id, len(hist.Events))
-	if os.Getenv("WOP_RECORD_HISTORIES") == "1" && name != "" {
-		b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join("..", "workflows", "testdata", name+".0.history.json"), b, 0o644))
+	return hist
+}
+
+// recordHistory writes hist to path when WOP_RECORD_HISTORIES=1.
+func recordHistory(t *testing.T, hist *historypb.History, path string) {
+	t.Helper()
+	if os.Getenv("WOP_RECORD_HISTORIES") != "1" {
+		return
 	}
+	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, b, 0o644))
 }

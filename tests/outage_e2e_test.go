@@ -137,6 +137,7 @@ func outagePack(id, provider string) string {
 name: %[1]s
 version: 1.0.0
 template_engine: { version: v1, syntax: "{{variable}}" }
+requires: { providers: [default, %[2]s] }
 prompts:
   chat: { id: chat, name: Chat, version: 1.0.0, system_template: "Answer the user.", provider: %[2]s }
 workflow:
@@ -172,6 +173,7 @@ workflow:
 func loopSlowPack() string {
 	p := strings.Replace(loopPack, "id: loop\n", "id: loop-slow\n", 1)
 	p = strings.Replace(p, "  entry: plan\n", "  entry: plan\n  engine: { budget: { max_total_visits: 40 } }\n", 1)
+	p = strings.Replace(p, "prompts:\n", "requires: { providers: [default, slow-mock] }\nprompts:\n", 1)
 	p = strings.Replace(p, `"Plan the next step." }`, `"Plan the next step.", provider: slow-mock }`, 1)
 	return strings.Replace(p, `"Build it." }`, `"Build it.", provider: slow-mock }`, 1)
 }

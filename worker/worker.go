@@ -25,9 +25,11 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/agentclient"
 	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -139,6 +141,14 @@ type Config struct {
 	// run carries the limits of the catalog that started it (LoadCatalog), so the
 	// process that starts runs (wop api, wop dev) must be given them.
 	TurnLimits workflows.TurnLimits
+	// Catalog, when set, is the catalog the worker serves to workflows that start runs
+	// themselves: a worker with one registers the agents activities (agents.go,
+	// package agentclient). Run sets it from the packs it loads; it is not read from
+	// the environment.
+	Catalog *workflows.Catalog
+	// NexusTenant and NexusSubject own the runs started through the Nexus service
+	// (WOP_NEXUS_TENANT, WOP_NEXUS_SUBJECT; DefaultNexusTenant, DefaultNexusSubject).
+	NexusTenant, NexusSubject string
 }
 
 // Queue is the task queue the worker polls: TaskQueue, or workflows.TaskQueue.
@@ -244,6 +254,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.TaskQueue = q
 	}
 	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
+	cfg.NexusTenant = strings.TrimSpace(getenv("WOP_NEXUS_TENANT"))
+	cfg.NexusSubject = strings.TrimSpace(getenv("WOP_NEXUS_SUBJECT"))
+	if cfg.NexusTenant != "" && !protocol.ValidTenantID(cfg.NexusTenant) {
+		errs = append(errs, fmt.Errorf("WOP_NEXUS_TENANT=%q is not a tenant id", cfg.NexusTenant))
+	}
 	intVar := func(name string, dst *int) {
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			n, err := strconv.Atoi(v)
@@ -399,6 +414,12 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		Identity: cfg.Identity,
 	})
 	Register(w, acts)
+	if cfg.Catalog != nil {
+		a := &Agents{Client: c, Catalog: cfg.Catalog, NexusOwner: agentclient.Owner{
+			Tenant: cmp.Or(cfg.NexusTenant, DefaultNexusTenant), Subject: cmp.Or(cfg.NexusSubject, DefaultNexusSubject)}}
+		RegisterAgents(w, a)
+		RegisterNexus(w, a, cfg.Queue())
+	}
 	return w
 }
 
@@ -434,6 +455,13 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 	acts, err := NewActivities(c, cfg, loaded, bindings)
 	if err != nil {
 		return err
+	}
+	// The agents activities start runs of the packs this worker serves, with its
+	// turn limits (the conformance fixtures stay the API's).
+	if cfg.Catalog == nil {
+		if cfg.Catalog, err = LoadCatalog(loaded, false, cfg.TurnLimits); err != nil {
+			return err
+		}
 	}
 	LogProviders(logger, cfg)
 	var health net.Listener

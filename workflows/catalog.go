@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -118,7 +119,7 @@ func servedPackDefinition(p *packs.Pack) *Definition {
 		Description: cmp.Or(p.Description, "PromptPack "+p.ID+" as a conversation"),
 		Nodes: []Node{{
 			ID: ServedPackNodeID, TypeID: packNodeType, Name: name,
-			Config: mustJSON(map[string]string{"pack": p.ID}),
+			Config: servedPackConfig(p),
 		}},
 		Triggers:  []json.RawMessage{json.RawMessage(`{"id":"manual","type":"manual","enabled":true}`)},
 		Variables: []Variable{{Name: "message", Type: "string", Description: "Optional first user message, answered at once."}},
@@ -127,6 +128,17 @@ func servedPackDefinition(p *packs.Pack) *Definition {
 	}
 	d.Normalize()
 	return d
+}
+
+// servedPackConfig is the config of the node a pack is served by: the pack, and for
+// a pack without a workflow its default prompt (the first of the file, which the
+// pack carried in a run's input no longer knows).
+func servedPackConfig(p *packs.Pack) json.RawMessage {
+	cfg := map[string]string{"pack": p.ID}
+	if p.Conversational() {
+		cfg["prompt"] = p.DefaultPrompt()
+	}
+	return mustJSON(cfg)
 }
 
 // Normalize fills the members the definition schema requires but a definition may
@@ -269,6 +281,11 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 				if !ok {
 					return nil, fmt.Errorf("definition %q: node %q runs unknown pack %q", d.ID, n.ID, cfg.Pack)
 				}
+				if d == def {
+					if err := checkPackRun(p, n.Config, req.Inputs); err != nil {
+						return nil, err
+					}
+				}
 				if in.Packs == nil {
 					in.Packs, in.PackHashes = map[string]*packs.Pack{}, map[string]string{}
 				}
@@ -282,6 +299,55 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 		in.Limits = &lim
 	}
 	return in, nil
+}
+
+// PackRunError is a run a pack cannot start with: an inputs.prompt that names no
+// prompt, required variables without a value, or required providers the host cannot
+// bind. Fields names what is missing or wrong (inputs.<name>, requires.providers.<key>).
+type PackRunError struct {
+	Pack   string
+	Fields []string
+	Err    error
+}
+
+func (e *PackRunError) Error() string { return e.Err.Error() }
+func (e *PackRunError) Unwrap() error { return e.Err }
+
+// checkPackRun checks, before a run exists, what would make the pack's node fail as it
+// starts: the prompt a pack without a workflow holds (inputs.prompt), the required
+// variables of the prompts the run can render, and the pack's required providers
+// (RFC 0012).
+func checkPackRun(p *packs.Pack, nodeConfig json.RawMessage, inputs json.RawMessage) error {
+	var cfg PackNodeConfig
+	_ = json.Unmarshal(nodeConfig, &cfg) // decoded above; an odd config fails in the node
+	vars := runVars(inputs)
+	run := p
+	if p.Conversational() {
+		prompt, err := conversationPrompt(p, cfg, vars)
+		if err != nil {
+			return &PackRunError{Pack: p.ID, Fields: []string{"inputs." + packs.PromptInput}, Err: err}
+		}
+		run = p.AsConversation(prompt)
+	}
+	if err := packs.CheckVariables(run, vars); err != nil {
+		var ve *packs.VariableError
+		fields := []string{}
+		if errors.As(err, &ve) {
+			for _, name := range ve.Missing {
+				fields = append(fields, "inputs."+name)
+			}
+		}
+		return &PackRunError{Pack: p.ID, Fields: fields, Err: fmt.Errorf("pack %q: %w", p.ID, err)}
+	}
+	if missing := p.UnservedProviders(); len(missing) > 0 {
+		pe := &packs.ProvidersError{Pack: p.ID, Missing: missing}
+		fields := make([]string, 0, len(missing))
+		for _, k := range pe.Keys() {
+			fields = append(fields, "requires.providers."+k)
+		}
+		return &PackRunError{Pack: p.ID, Fields: fields, Err: pe}
+	}
+	return nil
 }
 
 // Limits are the per-turn limits the catalog's runs carry.

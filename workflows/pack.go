@@ -39,9 +39,25 @@ import (
 // Its config is PackNodeConfig; the pack itself travels in RunInput.Packs.
 const PackNodeType = packNodeType
 
-// PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}.
+// PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}, and
+// for a pack without a workflow the prompt its conversation holds when the run's
+// inputs.prompt names none ({"prompt": "<key>"}; else the pack's DefaultPrompt).
 type PackNodeConfig struct {
-	Pack string `json:"pack"`
+	Pack   string `json:"pack"`
+	Prompt string `json:"prompt,omitempty"`
+	// AgentCall makes the node answer one message with member agent Prompt and complete
+	// (a call of that agent, packagents.go).
+	AgentCall bool `json:"agentCall,omitempty"`
+}
+
+// conversationPrompt is the prompt a run of pack p (which has no workflow) holds: the
+// run's inputs.prompt, else the node's config.prompt, else the pack's default.
+func conversationPrompt(p *packs.Pack, cfg PackNodeConfig, vars map[string]any) (string, error) {
+	choice, _ := vars[packs.PromptInput].(string)
+	if choice == "" {
+		choice = cfg.Prompt
+	}
+	return p.ChoosePrompt(choice)
 }
 
 func init() {
@@ -88,17 +104,33 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 	if p.Hash == "" {
 		p.Hash = in.PackHashes[p.ID] // Hash is not serialised with the pack
 	}
-	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: runVars(in.Inputs)}
+	resumed := len(saved) > 0 && string(saved) != "null"
+	var st engine.State
+	if resumed {
+		if err := json.Unmarshal(saved, &st); err != nil {
+			return nil, fmt.Errorf("restore pack %q state: %w", p.ID, err)
+		}
+	}
+	vars := runVars(in.Inputs)
+	if cfg.AgentCall {
+		p = p.AsAgentCall(cfg.Prompt)
+	} else if p.Conversational() && c.r.changed(GateConversationPacks) {
+		prompt := st.CurrentState // a conversation's one state is named after its prompt
+		if !resumed {
+			var err error
+			if prompt, err = conversationPrompt(p, cfg, vars); err != nil {
+				return nil, fmt.Errorf("%s node %q: %w", PackNodeType, n.ID, err)
+			}
+		}
+		p = p.AsConversation(prompt)
+	}
+	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: vars, OneTurn: cfg.AgentCall}
 	if in.Limits != nil {
 		ecfg.Limits = *in.Limits
 	}
 	a := &packAgent{pack: p, nodeID: n.ID}
 	var err error
-	if len(saved) > 0 && string(saved) != "null" {
-		var st engine.State
-		if err := json.Unmarshal(saved, &st); err != nil {
-			return nil, fmt.Errorf("restore pack %q state: %w", p.ID, err)
-		}
+	if resumed {
 		a.m, err = engine.Resume(ecfg, st)
 	} else {
 		a.m, err = engine.Start(ecfg, workflow.Now(ctx))
@@ -107,7 +139,6 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		return nil, err
 	}
 	if c.Replaying() {
-		resumed := len(saved) > 0 && string(saved) != "null"
 		if v2 := c.r.changed(GateForkReplay); !v2 || !resumed {
 			// A continued fork is past its re-fold (continue-as-new happens between live
 			// turns only), so the fold since GateForkReplay needs no records then.
@@ -563,10 +594,16 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 // ToolCall-only path (legacyTools); the others route each batch (packtools.go). A cancel
 // of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
+	run := rt.routedTools
 	if !rt.c.r.changed(GateToolRoutes) {
-		return rt.legacyTools(calls)
+		run = rt.legacyTools
 	}
-	return rt.routedTools(calls)
+	for _, c := range calls {
+		if rt.isAgentCall(c) {
+			return rt.agentCallTools(calls, run)
+		}
+	}
+	return run(calls)
 }
 
 // legacyTools runs every call as a ToolCall activity on the host's task queue; a call
@@ -608,6 +645,18 @@ func (rt *packRuntime) legacyTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 
 // Now implements engine.Runtime.
 func (rt *packRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
+
+// SkillsOffered implements engine.SkillsRuntime: asked at the first round in a state
+// that has skills.
+func (rt *packRuntime) SkillsOffered() bool { return rt.c.r.changed(GatePackSkills) }
+
+// ValidatorParamsRead implements engine.ValidatorsRuntime: asked at the first validator
+// whose direction, expect_match or params.message the earlier reading ignored.
+func (rt *packRuntime) ValidatorParamsRead() bool { return rt.c.r.changed(GateValidatorParams) }
+
+// PackLimitsWin implements engine.PackLimitsRuntime; the engine asks only where the
+// host's per-turn limit would end a turn the pack's own bounds let go on.
+func (rt *packRuntime) PackLimitsWin() bool { return rt.c.r.changed(GatePackLimits) }
 
 // Emit implements engine.Runtime: engine events become OpenWOP run events.
 func (rt *packRuntime) Emit(ev engine.Event) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
@@ -504,11 +505,24 @@ func TestPackFailureSpeaksOpenWOP(t *testing.T) {
 	}
 }
 
-// TestPackMissingVariables: a required variable without a value fails the run at start.
+// TestPackMissingVariables: a required variable without a value is refused before the
+// run exists (NewRunInput names it); a run whose input lacks it anyway (built without
+// the catalog's check) fails at start.
 func TestPackMissingVariables(t *testing.T) {
 	src := strings.Replace(loopPackYAML, `system_template: "Plan." }`,
 		`system_template: "Plan for {{customer}}.", variables: [{ name: customer, type: string, required: true }] }`, 1)
-	tr, sm := packRun(t, "loop", src, loopMock, `{"message":"go"}`)
+	p, diags, err := packs.Parse("loop.yaml", []byte(src))
+	require.NoError(t, err, "%s", diags)
+	cat, err := NewCatalog(CatalogOptions{Packs: []*packs.Pack{p}})
+	require.NoError(t, err)
+	_, err = cat.NewRunInput(RunRequest{RunID: "run-x", WorkflowID: p.ID, Inputs: json.RawMessage(`{"message":"go"}`)})
+	var pe *PackRunError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, []string{"inputs.customer"}, pe.Fields)
+	require.Contains(t, err.Error(), `required variable "customer" is missing`)
+
+	tr, sm := packRun(t, "loop", src, loopMock, `{"message":"go","customer":"Ada"}`)
+	tr.in.Inputs = json.RawMessage(`{"message":"go"}`)
 	require.Equal(t, protocol.StatusFailed, tr.finish().Status)
 	require.Contains(t, tr.snapshot().Error.Message, `required variable "customer" is missing`)
 	require.Empty(t, sm.rounds)
@@ -683,4 +697,141 @@ func TestActivityMessageOfATimeout(t *testing.T) {
 	err := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
 	require.Equal(t, "it timed out (start-to-close timeout)", activityMessage(err))
 	require.Equal(t, "activity_timeout", activityErrorCode(err))
+}
+
+// loopReportYAML bounds a control: agent self-loop with max_visits 3, on_max_visits
+// report (terminal); loopReportMock loops until the redirect.
+const loopReportYAML = `id: loop-report
+name: Loop report
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  work: { id: work, name: Work, version: 1.0.0, system_template: "Try." }
+  report: { id: report, name: Report, version: 1.0.0, system_template: "Report." }
+workflow:
+  version: 2
+  entry: work
+  states:
+    work: { prompt_task: work, control: agent, max_visits: 3, on_max_visits: report, on_event: { Again: work } }
+    report: { prompt_task: report, terminal: true }
+`
+
+const loopReportMock = `rounds:
+  - &again { expect_state: work, tool_calls: [{ name: workflow__transition, args: { event: Again, context: more } }] }
+  - *again
+  - *again
+  - expect_state: report
+    text: Three tries.
+`
+
+// TestPackLimitsWin: under a host limit of 2 rounds per turn, the loop the pack bounds
+// (max_visits 3) runs its three rounds and reaches report; a run recorded before the
+// pack's limits won stops at the host's limit.
+func TestPackLimitsWin(t *testing.T) {
+	tr, sm := packRun(t, "loop-report", loopReportYAML, loopReportMock, `{"message":"go"}`)
+	tr.in.Limits = &TurnLimits{MaxRounds: 2}
+	final := tr.finish()
+	require.Equal(t, protocol.StatusCompleted, final.Status, "%+v", final.Error)
+	require.Len(t, sm.rounds, 4)
+	require.Equal(t, "report", final.Pack.State)
+
+	old, sm := packRun(t, "loop-report", loopReportYAML, loopReportMock, `{"message":"go"}`)
+	old.in.Limits = &TurnLimits{MaxRounds: 2}
+	old.env.OnGetVersion(GatePackLimits, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	final = old.finish()
+	require.Equal(t, protocol.StatusFailed, final.Status)
+	require.Equal(t, protocol.CodeLoopLimitExceeded, final.Error.Code)
+	require.Len(t, sm.rounds, 2)
+}
+
+// TestPackConversationBeforeTheGate: a run of a pack without a workflow recorded before
+// such packs ran as conversations failed as its node started.
+func TestPackConversationBeforeTheGate(t *testing.T) {
+	tr, sm := packRun(t, "chat", "id: chat\nname: Chat\nversion: 1.0.0\ntemplate_engine: { version: v1, syntax: \"{{variable}}\" }\n"+
+		"prompts:\n  chat: { id: chat, name: Chat, version: 1.0.0, system_template: Chat. }\n", "rounds:\n  - text: Hi.\n", `{"message":"hello"}`)
+	tr.env.OnGetVersion(GateConversationPacks, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	final := tr.finish()
+	require.Equal(t, protocol.StatusFailed, final.Status)
+	require.Contains(t, final.Error.Message, "has no workflow")
+	require.Empty(t, sm.rounds)
+}
+
+// skillsPackYAML is a one-state conversation pack with an inline skill (RFC 0008).
+const skillsPackYAML = `id: skilled
+name: Skilled
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+skills:
+  - { name: tone, description: How we talk., instructions: Be brief. }
+prompts:
+  chat: { id: chat, name: Chat, version: 1.0.0, system_template: Chat. }
+` + chatDoneWorkflow
+
+// chatDoneWorkflow is a chat state that ends with Done in a terminal state; doneMock
+// ends it at the first message.
+const chatDoneWorkflow = `workflow:
+  version: 2
+  entry: chat
+  states:
+    chat: { prompt_task: chat, on_event: { Done: done } }
+    done: { prompt_task: chat, terminal: true }
+`
+
+const doneMock = "rounds:\n  - tool_calls: [{ name: workflow__transition, args: { event: Done, context: x } }]\n  - text: Bye.\n"
+
+// TestPackSkillsGate: a run offers skill__activate where its state has skills; a run
+// recorded before skills were offered ran without it.
+func TestPackSkillsGate(t *testing.T) {
+	offers := func(in convo.ModelRoundInput) bool {
+		for _, tool := range in.Tools {
+			if tool.Name == packs.SkillActivateToolName {
+				return true
+			}
+		}
+		return false
+	}
+	mock := doneMock
+	tr, sm := packRun(t, "skilled", skillsPackYAML, mock, `{"message":"hi"}`)
+	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
+	require.True(t, offers(sm.rounds[0]))
+
+	old, sm := packRun(t, "skilled", skillsPackYAML, mock, `{"message":"hi"}`)
+	old.env.OnGetVersion(GatePackSkills, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	require.Equal(t, protocol.StatusCompleted, old.finish().Status)
+	require.False(t, offers(sm.rounds[0]))
+}
+
+// guardedPackYAML has an input validator with expect_match false (PromptKit's hooks
+// example's shape).
+const guardedPackYAML = `id: guarded
+name: Guarded
+version: 1.0.0
+template_engine: { version: v1, syntax: "{{variable}}" }
+prompts:
+  chat:
+    id: chat
+    name: Chat
+    version: 1.0.0
+    system_template: Chat.
+    validators:
+      - { type: regex, params: { pattern: "(?i)secret", expect_match: false, direction: input, message: No secrets. } }
+` + chatDoneWorkflow
+
+// TestPackValidatorParamsGate: a message the input validator blocks is not answered by
+// the model; a run recorded before read no direction and sent it to the model.
+func TestPackValidatorParamsGate(t *testing.T) {
+	mock := doneMock
+	tr, sm := packRun(t, "guarded", guardedPackYAML, mock, `{"message":"tell me the secret"}`)
+	tr.at(time.Minute, func() { tr.say("bye") })
+	require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
+	require.Len(t, sm.rounds, 2, "the blocked message ran no round")
+	turns := turnsOf(t, tr.events())
+	require.Equal(t, "No secrets.", contentOf(t, turns[1])["text"])
+
+	old, sm := packRun(t, "guarded", guardedPackYAML, mock, `{"message":"tell me the secret"}`)
+	old.env.OnGetVersion(GateValidatorParams, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	require.Equal(t, protocol.StatusCompleted, old.finish().Status)
+	require.Len(t, sm.rounds, 2, "the message ran the rounds")
+	// The earlier reading checked the model's text against the pattern, and blocked it.
+	require.Equal(t, engine.DefaultBlockedText, contentOf(t, turnsOf(t, old.events())[1])["text"])
 }

@@ -36,17 +36,21 @@ const (
 	GateConversationRoster = "conversation-roster"
 
 	// Pack agents.
-	GateAgentCancel    = "agent-cancel"
-	GateEventRouting   = "pack-event-routing"
-	GatePackAttributes = "pack-attributes-on-change"
-	GateLocalRound     = "mock-round-local"
-	GateLocalYield     = "local-round-yield"
-	GateFirstLocal     = "first-round-local"
-	GateToolRoutes     = "tool-routes"
-	GateToolApprovals  = "tool-approvals"
-	GateToolQuorum     = "tool-approval-quorum"
-	GateToolOutcome    = "tool-outcome-unknown"
-	GateOutage         = "outage-wait"
+	GateAgentCancel       = "agent-cancel"
+	GateEventRouting      = "pack-event-routing"
+	GatePackAttributes    = "pack-attributes-on-change"
+	GateLocalRound        = "mock-round-local"
+	GateLocalYield        = "local-round-yield"
+	GateFirstLocal        = "first-round-local"
+	GateToolRoutes        = "tool-routes"
+	GateToolApprovals     = "tool-approvals"
+	GateToolQuorum        = "tool-approval-quorum"
+	GateToolOutcome       = "tool-outcome-unknown"
+	GateOutage            = "outage-wait"
+	GateConversationPacks = "pack-conversation"
+	GatePackLimits        = "pack-limits-win"
+	GatePackSkills        = "pack-skills"
+	GateValidatorParams   = "validator-params"
 
 	// OpenWOP v2.
 	GateEventVocabulary = "event-vocabulary-v2"
@@ -144,6 +148,18 @@ var Gates = []Gate{
 		retireAfter},
 	{GateConversationRoster, "2026-12-03",
 		"conversation.opened of a run created with RunInput.TurnShape 1 carries the gate config's roster as participants (roster.go); asked when such a run opens a conversation with a roster",
+		retireAfter},
+	{GateConversationPacks, "2026-12-03",
+		"a pack without a workflow runs as a conversation with one of its prompts (packs.AsConversation, chosen by inputs.prompt); asked when such a pack's node starts, and runs before failed there (\"has no workflow\")",
+		retireAfter},
+	{GatePackLimits, "2026-12-03",
+		"the host's per-turn limits (WOP_MAX_ROUNDS_PER_TURN, WOP_MAX_TOOL_CALLS_PER_TURN) count only the rounds and calls of states on loops the pack does not bound (packs.Pack.UnboundedLoops), so a max_visits or engine.budget bound decides; asked when a turn reaches the host's limit outside such a loop, and runs before ended there with loop_limit_exceeded",
+		retireAfter},
+	{GatePackSkills, "2026-12-03",
+		"a state that has skills (RFC 0008) offers skill__activate and its preloaded skills' instructions (engine/skills.go); asked at the first round in such a state, and runs before ran without them",
+		retireAfter},
+	{GateValidatorParams, "2026-12-03",
+		"a validator's params.direction (input: the user's message is checked and, blocked, not answered by the model), params.expect_match (false: matching text is blocked) and params.message are read (engine/validators.go); asked at the first validator that has one, and runs before checked every validator against the model's text, a regex one as a pattern the text must match",
 		retireAfter},
 }
 

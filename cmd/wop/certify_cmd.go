@@ -26,14 +26,10 @@ const certifyUsage = `Usage:
       count, and that every row but an executed pass says why and every pass asserted
 `
 
-// runCertify is ` + "`wop certify`" + `: it signs and verifies certification bundles.
+// runCertify is `wop certify`: it signs and verifies certification bundles.
 func runCertify(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" || args[0] == "--help" {
-		fmt.Fprint(stderr, certifyUsage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if code, asked := usageAsked(args, certifyUsage, stderr); asked {
+		return code
 	}
 	sub, rest := args[0], args[1:]
 	fs := newFlagSet("certify "+sub, "certify "+sub+" BUNDLE [flags]", stderr)

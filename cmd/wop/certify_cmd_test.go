@@ -3,15 +3,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,20 +21,8 @@ import (
 func TestDevPublishesItsSigningKeyAndCertifySignsWithIt(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--data", data, "--http", "127.0.0.1:0", "--temporal-port", "0",
-			"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"}), &out, &errb)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
-	m := regexp.MustCompile(`(?m)^  API +(http://\S+)`).FindStringSubmatch(out.String())
-	require.NotNil(t, m, out.String())
-	apiURL := m[1]
+	d := startDev(t, data, nil, nil)
+	apiURL := d.banner(t, "API")
 	keyFile := filepath.Join(data, devSigningKeyFile)
 	st, err := os.Stat(keyFile)
 	require.NoError(t, err)
@@ -86,7 +71,6 @@ func TestDevPublishesItsSigningKeyAndCertifySignsWithIt(t *testing.T) {
 	key, err := os.ReadFile(keyFile)
 	require.NoError(t, err)
 	body := strings.Split(strings.TrimSpace(string(key)), "\n")[1]
-	assert.NotContains(t, out.String()+errb.String(), body, "the private key is never logged")
-	cancel()
-	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	assert.NotContains(t, d.out.String()+d.errb.String(), body, "the private key is never logged")
+	d.stop(t)
 }

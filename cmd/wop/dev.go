@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/agentclient"
 	"github.com/wop-dev/wop/api"
 	"github.com/wop-dev/wop/bench"
 	"github.com/wop-dev/wop/internal/certify"
@@ -198,6 +199,8 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		Packs:          loaded,
 		Logger:         logger,
 		ServerLogLevel: serverLevel,
+		// Workflows call the agents through this endpoint (agentclient's Nexus service).
+		NexusEndpoint: agentclient.DefaultNexusEndpoint,
 	}
 	if cfg.temporalAddress != "" {
 		fmt.Fprintf(stderr, "wop dev: TEMPORAL_ADDRESS is set (%s): using that Temporal server instead of the embedded one; unset it to use the embedded server\n", cfg.temporalAddress)
@@ -244,6 +247,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		where = "external, from TEMPORAL_ADDRESS"
 	}
 	fmt.Fprintf(stdout, "  Temporal     %s (namespace %s, %s)\n", st.TemporalAddress(), st.Namespace(), where)
+	if cfg.temporalAddress == "" {
+		fmt.Fprintf(stdout, "  Nexus        endpoint %s, service %s (agents for your workflows)\n", agentclient.DefaultNexusEndpoint, agentclient.NexusService)
+	}
 	fmt.Fprintf(stdout, "  API key      %s (%s)\n", maskSecret(key), keyNote)
 	packsLine := fmt.Sprintf("%d from %s", st.PackCount(), cfg.packsDir)
 	if broken != nil {

@@ -103,6 +103,49 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// devRun is a `wop dev` started by a test on free ports, with its banner and logs.
+type devRun struct {
+	out, errb *syncBuffer
+	cancel    context.CancelFunc
+	done      chan int
+}
+
+// startDev starts `wop dev` with its data in dataDir, the extra args and env (quiet logs
+// unless env says otherwise), and waits for its banner; stop ends it and requires a
+// clean exit.
+func startDev(t *testing.T, dataDir string, args []string, env map[string]string) *devRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &devRun{out: &syncBuffer{}, errb: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	t.Cleanup(cancel)
+	all := map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"}
+	for k, v := range env {
+		all[k] = v
+	}
+	go func() {
+		d.done <- runDev(ctx, append([]string{"--data", dataDir, "--http", "127.0.0.1:0", "--temporal-port", "0",
+			"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"}, args...), envMap(all), d.out, d.errb)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(d.out.String(), "Press Ctrl-C") || len(d.done) > 0 },
+		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", d.errb.String())
+	return d
+}
+
+// banner is the URL the banner shows on the line of label.
+func (d *devRun) banner(t *testing.T, label string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^  ` + label + ` +(http://\S+)`).FindStringSubmatch(d.out.String())
+	require.NotNil(t, m, "the banner has a %s line: %s", label, d.out.String())
+	return m[1]
+}
+
+// stop ends the dev process and requires a clean exit.
+func (d *devRun) stop(t *testing.T) {
+	t.Helper()
+	d.cancel()
+	require.Equal(t, 0, <-d.done, "stderr: %s", d.errb.String())
+}
+
 // TestDevServesTheGoodPacksAndReportsBrokenOnesOnce starts wop dev on a packs folder
 // with a broken pack and a pack whose mock script is broken: each is reported once,
 // with its file:line:col, before the server starts, and the good pack serves.
@@ -121,32 +164,20 @@ func TestDevServesTheGoodPacksAndReportsBrokenOnesOnce(t *testing.T) {
 	for name, body := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(packsDir, name), []byte(body), 0o644))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-			"--ui-port", "0", "--packs", packsDir, "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn"}), &out, &errb)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
+	d := startDev(t, filepath.Join(dir, "data"), []string{"--packs", packsDir}, nil)
 	// The banner's inbox and metrics addresses answer.
 	for _, line := range []string{"Inbox", "Metrics"} {
-		m := regexp.MustCompile(`(?m)^  ` + line + ` +(http://\S+)`).FindStringSubmatch(out.String())
-		if assert.NotNil(t, m, "the banner has a %s line: %s", line, out.String()) {
-			resp, err := http.Get(m[1])
-			if assert.NoError(t, err) {
-				resp.Body.Close()
-				assert.Equal(t, http.StatusOK, resp.StatusCode, m[1])
-			}
+		u := d.banner(t, line)
+		resp, err := http.Get(u)
+		if assert.NoError(t, err) {
+			resp.Body.Close()
+			assert.Equal(t, http.StatusOK, resp.StatusCode, u)
 		}
 	}
-	cancel()
-	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	d.stop(t)
+	out := d.out
 
-	stderr := errb.String()
+	stderr := d.errb.String()
 	broken := filepath.Join(packsDir, "broken.yaml")
 	badmock := filepath.Join(packsDir, "badmock.mock.yaml")
 	assert.Equal(t, 1, strings.Count(stderr, broken+" is not served:"), stderr)
@@ -189,24 +220,9 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "payload-keys.yaml")
 	require.NoError(t, os.WriteFile(keys, []byte("keys:\n  - id: dev1\n    key: "+base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- runDev(ctx, []string{"--data", filepath.Join(dir, "data"), "--http", "127.0.0.1:0", "--temporal-port", "0",
-			"--ui-port", "0", "--workflow-cache", "32", "--shutdown-timeout", "1s"},
-			envMap(map[string]string{"WOP_TEMPORAL_LOG_LEVEL": "error", "WOP_LOG_LEVEL": "warn", "WOP_PAYLOAD_KEYS_FILE": keys}), &out, &errb)
-	}()
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "Press Ctrl-C") || len(done) > 0 },
-		2*time.Minute, 50*time.Millisecond, "dev did not start: %s", errb.String())
-	banner := func(label string) string {
-		m := regexp.MustCompile(`(?m)^  ` + label + ` +(http://\S+)`).FindStringSubmatch(out.String())
-		require.NotNil(t, m, "the banner has a %s line: %s", label, out.String())
-		return m[1]
-	}
-	apiURL, uiURL := banner("API"), banner("Temporal UI")
-	assert.Contains(t, out.String(), `sealed with AES-256-GCM under key "dev1"`)
+	d := startDev(t, filepath.Join(dir, "data"), nil, map[string]string{"WOP_PAYLOAD_KEYS_FILE": keys})
+	apiURL, uiURL := d.banner(t, "API"), d.banner(t, "Temporal UI")
+	assert.Contains(t, d.out.String(), `sealed with AES-256-GCM under key "dev1"`)
 
 	resp, err := http.Get(uiURL + "/api/v1/settings")
 	require.NoError(t, err)
@@ -238,7 +254,5 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	assert.Contains(t, opened, base64.StdEncoding.EncodeToString([]byte(`"hello"`)))
 	status, refused := post("/codec/decode", sealed, "")
 	assert.Equal(t, http.StatusUnauthorized, status, refused)
-
-	cancel()
-	require.Equal(t, 0, <-done, "stderr: %s", errb.String())
+	d.stop(t)
 }

@@ -38,12 +38,8 @@ changes or on SIGHUP.
 // runKeys is `wop keys`: it manages the keys file (WOP_KEYS_FILE) of `wop api` and
 // `wop dev`.
 func runKeys(_ context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" || args[0] == "--help" {
-		fmt.Fprintf(stderr, keysUsage, strings.Join(api.KnownScopes, ", "))
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if code, asked := usageAsked(args, fmt.Sprintf(keysUsage, strings.Join(api.KnownScopes, ", ")), stderr); asked {
+		return code
 	}
 	sub, rest := args[0], args[1:]
 	fs := newFlagSet("keys "+sub, "keys "+sub+" [flags]", stderr)
@@ -149,4 +145,17 @@ func keysList(file string, stdout, stderr io.Writer) int {
 	}
 	_ = tw.Flush()
 	return 0
+}
+
+// usageAsked prints a command's usage when its arguments ask for it (none, or -h,
+// --help, help) and returns the exit code: 2 for none, 0 for a request.
+func usageAsked(args []string, usage string, stderr io.Writer) (code int, asked bool) {
+	if len(args) > 0 && args[0] != "-h" && args[0] != "help" && args[0] != "--help" {
+		return 0, false
+	}
+	fmt.Fprint(stderr, usage)
+	if len(args) == 0 {
+		return 2, true
+	}
+	return 0, true
 }

@@ -46,6 +46,8 @@ func runPackList(args []string, env func(string) string, stdout, stderr io.Write
 			Tools: len(l.Pack.Tools), Mock: l.Mock != nil, Path: l.Path}
 		if w := l.Pack.Workflow; w != nil {
 			e.Entry, e.States = w.Entry, len(w.States)
+		} else {
+			e.Entry, e.States = l.Pack.DefaultPrompt(), 1 // a conversation with its default prompt
 		}
 		entries = append(entries, e)
 	}

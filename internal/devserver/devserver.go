@@ -97,6 +97,9 @@ type Options struct {
 	// MetricsHandler, when set, receives the server's own metrics (latencies of its
 	// persistence calls, task queues and RPCs); wop bench reads them to break a turn down.
 	MetricsHandler metrics.Handler
+	// NexusEndpoints are created (or pointed at their task queue) once the namespace
+	// is ready.
+	NexusEndpoints []NexusEndpoint
 }
 
 // Server is a running embedded Temporal server.
@@ -459,6 +462,11 @@ func (s *Server) waitReady(ctx context.Context, existed bool) error {
 	}
 	if existed && len(s.opts.SearchAttributes) > 0 {
 		if err := s.addMissingSearchAttributes(ctx, c.OperatorService()); err != nil {
+			return err
+		}
+	}
+	for _, e := range s.opts.NexusEndpoints {
+		if err := s.ensureNexusEndpoint(ctx, c.OperatorService(), e); err != nil {
 			return err
 		}
 	}

@@ -76,6 +76,10 @@ type Options struct {
 	// ServerMetrics receives the embedded server's own metrics (wop bench breaks a turn
 	// down with them); ignored with an external Temporal.
 	ServerMetrics metrics.Handler
+	// NexusEndpoint, when set, is the Nexus endpoint the embedded server routes to the
+	// host's task queue (the agents' Nexus service, worker/nexus.go); ignored with an
+	// external Temporal, whose operator creates endpoints.
+	NexusEndpoint string
 }
 
 // Stack is a running host.
@@ -180,6 +184,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			LogLevel:         opts.ServerLogLevel,
 			DynamicConfig:    opts.ServerDynamicConfig,
 			MetricsHandler:   opts.ServerMetrics,
+			NexusEndpoints:   nexusEndpoints(opts),
 		})
 		if err != nil {
 			_ = ln.Close()
@@ -241,6 +246,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	return s, nil
 }
 
+// nexusEndpoints are the Nexus endpoints the embedded server creates.
+func nexusEndpoints(opts Options) []devserver.NexusEndpoint {
+	if opts.NexusEndpoint == "" {
+		return nil
+	}
+	return []devserver.NexusEndpoint{{Name: opts.NexusEndpoint, TaskQueue: opts.Worker.Queue()}}
+}
+
 // StartWorker starts a new worker (after StopWorker). It is a no-op when one runs.
 func (s *Stack) StartWorker() error {
 	s.mu.Lock()
@@ -251,6 +264,9 @@ func (s *Stack) StartWorker() error {
 	// Each worker gets a chunk endpoint of its own (a new port, as a new process would)
 	// serving the stack's hub, and advertises it in its identity.
 	wcfg := s.opts.Worker
+	if wcfg.Catalog == nil {
+		wcfg.Catalog = s.catalog // the agents activities start runs of the API's catalog
+	}
 	stream, err := worker.StartStream(&wcfg)
 	if err != nil {
 		return fmt.Errorf("start worker: %w", err)
