@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -362,25 +363,56 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 		assert.Equal(t, []any{}, now["signingKeys"])
 		assert.Equal(t, float64(1), old["eventLogSchemaVersion"])
 		assert.Equal(t, float64(3), now["eventLogSchemaVersion"])
-		for _, k := range []string{"protocolVersions", "preferredVersion", "signingKeys", "eventLogSchemaVersion"} {
+		// Pause and resume are served (issue 28).
+		assert.Equal(t, map[string]any{"pauseResume": map[string]any{"supported": false}}, old["runs"])
+		assert.Equal(t, map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []any{"drain-current-node", "immediate"}}}, now["runs"])
+		// The roster is advertised (issue 28), with v2's multi-party council fixtures.
+		now["fixtures"] = withoutCouncilFixtures(t, now["fixtures"].([]any), func(v any) string { s, _ := v.(string); return s })
+		assert.Nil(t, old["multiPartyConversation"])
+		assert.Equal(t, map[string]any{"supported": true, "maxParticipants": float64(workflows.MaxParticipants)}, now["multiPartyConversation"])
+		for _, k := range []string{"protocolVersions", "preferredVersion", "signingKeys", "eventLogSchemaVersion", "runs", "multiPartyConversation"} {
 			delete(now, k)
 			delete(old, k)
 		}
 	},
-	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel and its body, and the host's
-	// codec routes (README "Encrypted payloads") with theirs.
+	// The workflows listed gain v2's multi-party council fixtures.
+	"workflows": func(t *testing.T, old, now map[string]any) {
+		now["workflows"] = withoutCouncilFixtures(t, now["workflows"].([]any), func(v any) string { m, _ := v.(map[string]any); s, _ := m["workflowId"].(string); return s })
+	},
+	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel, :pause and :resume and their
+	// bodies, and the host's codec routes (README "Encrypted payloads") with theirs.
 	"openapi": func(t *testing.T, old, now map[string]any) {
 		paths := now["paths"].(map[string]any)
-		for _, p := range []string{"/v1/runs:bulk-cancel", "/codec/encode", "/codec/decode"} {
+		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume", "/codec/encode", "/codec/decode"} {
 			require.Contains(t, paths, p)
 			delete(paths, p)
 		}
 		schemas := now["components"].(map[string]any)["schemas"].(map[string]any)
-		for _, s := range []string{"BulkCancelRequest", "Payloads"} {
+		for _, s := range []string{"BulkCancelRequest", "PauseRequest", "ResumeRequest", "Payloads"} {
 			require.Contains(t, schemas, s)
 			delete(schemas, s)
 		}
 	},
+}
+
+// councilFixtures are the fixtures issue 28 adds (RFC 0239's council and its oversize twin).
+var councilFixtures = []string{"conformance-multi-party-council", "conformance-multi-party-council-oversize"}
+
+// withoutCouncilFixtures requires the council fixtures in list (named by id) and
+// returns it without them.
+func withoutCouncilFixtures(t *testing.T, list []any, id func(any) string) []any {
+	t.Helper()
+	out := []any{}
+	found := 0
+	for _, v := range list {
+		if slices.Contains(councilFixtures, id(v)) {
+			found++
+			continue
+		}
+		out = append(out, v)
+	}
+	assert.Equal(t, len(councilFixtures), found, "the council fixtures are listed")
+	return out
 }
 
 func TestV1TranscriptUnchanged(t *testing.T) {
