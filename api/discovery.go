@@ -44,11 +44,13 @@ func (s *Server) discoveryDoc() map[string]any {
 			"maxRequestBodyBytes": s.cfg.MaxRequestBodyBytes,
 		},
 		"conversationPrimitive": true,
+		// RFC 0101's roster: conversation.opened names it, off-roster speakers are 422.
+		"multiPartyConversation": map[string]any{"supported": true, "maxParticipants": workflows.MaxParticipants},
 		"replay": map[string]any{"supported": true, "modes": []string{"replay"},
 			// Suppression binds with replay (a fork performs no recorded effect), witnessed
 			// by the manifest.
 			"sideEffectSuppression": "recorded-outcome", "effectSeamsManifest": EffectSeamsPath},
-		"runs":        map[string]any{"pauseResume": map[string]any{"supported": false}},
+		"runs":        map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}}},
 		"streamModes": supportedModes,
 		"fixtures":    fixtures,
 		// OpenWOP v2's run list family: GET /v1/runs here.
@@ -95,10 +97,11 @@ func (s *Server) packsDoc() []map[string]string {
 
 // discoveryV2 builds the closed v2 root (capabilities.md §3; digest §2.3). A family
 // record's presence is the claim, so only families whose v2 behaviour is built and
-// tested are listed: limits, runList, eventLog, conversationPrimitive and the api-key
-// auth lane. The v2 operations of replay (fork) and webhooks are served (the pairing
-// rule) but their records wait for the effect-seam manifest and the v2 delivery body;
-// interrupt waits for the ow2 token grammar (docs/DECISIONS.md). Everything else the
+// tested are listed: limits, runList, eventLog, conversationPrimitive, interrupt (ow2
+// tokens, approversList on every surface, RFC 0223) and the api-key auth lane. The v2
+// operations of replay (fork) and webhooks are served (the pairing rule) but their
+// records wait for the effect-seam manifest and the v2 delivery body
+// (docs/DECISIONS.md). Everything else the
 // host says of itself is under extensions["wop.host"].
 func (s *Server) discoveryV2() map[string]any {
 	fixtures := s.cat.Fixtures()
@@ -134,6 +137,12 @@ func (s *Server) discoveryV2() map[string]any {
 		"runList":               record("witnessable-gated", map[string]any{"maxPageSize": MaxListPageSize, "filters": []string{"workflowId", "status"}}),
 		"eventLog":              record("claims-check", nil),
 		"conversationPrimitive": record("claims-check", nil),
+		// Agent turns carry agent.model{provider, model} (workflows/turnparts.go).
+		"conversationTurnModelProvenance": record("claims-check", nil),
+		"multiPartyConversation":          record("claims-check", map[string]any{"maxParticipants": workflows.MaxParticipants}),
+		// ow2 tokens; approversList binds on every surface, and only principals are
+		// references it binds (no group or role refs); RFC 0223's reject and timeout.
+		"interrupt": record("witnessable-gated", map[string]any{"tokenAlgs": []string{"hs256"}, "refKinds": []string{"principal"}}),
 		"auth": record("seam-gated", map[string]any{"lanes": []any{map[string]any{
 			"lane": protocol.LaneAPIKey, "issuers": []string{protocol.IssuerAPIKey},
 			"revocation": "next-request", "minimumAssurance": "bearer"}}}),
@@ -226,6 +235,8 @@ var v2OperationIDs = map[string]string{
 	"DELETE /v1/webhooks/{webhookId}":           "unregisterWebhook",
 	"GET /v1/webhooks/{webhookId}/dead-letters": "listWebhookDeadLetters",
 	"POST /v1/runs:bulk-cancel":                 "bulkCancelRuns",
+	"POST /v1/runs/{runId}:pause":               "pauseRun",
+	"POST /v1/runs/{runId}:resume":              "resumeRun",
 }
 
 // openAPIFor is the OpenAPI 3.1 document of one major: v1's /v1/ routes, or v2's
@@ -369,6 +380,8 @@ func (s *Server) openAPIFor(major int) map[string]any {
 					"configurable": objv, "metadata": map[string]any{"type": "object", "description": "at most 16 KiB"},
 					"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1, "maxLength": 256}, "maxItems": 64}}, "workflowId"),
 				"CancelRequest":           obj(map[string]any{"reason": str}),
+				"PauseRequest":            obj(map[string]any{"reason": str, "drainPolicy": map[string]any{"enum": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}, "default": workflows.DrainCurrentNode}}),
+				"ResumeRequest":           obj(map[string]any{"reason": str}),
 				"BulkCancelRequest":       obj(map[string]any{"runIds": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxBulkCancelRunIDs, "items": str}, "reason": str}, "runIds"),
 				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),

@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
@@ -34,6 +35,51 @@ func publicV1Snapshot(snap *workflows.Snapshot) {
 	snap.RequestDigest = ""
 	snap.Era = 0
 	snap.Owner.Subject = nil
+	for name, raw := range snap.Channels {
+		snap.Channels[name] = turnsV1(raw)
+	}
+}
+
+// v1TurnKeys are the keys of a turn v1 readers are not served: v2's A2A parts and the
+// agent reference with its model (workflows/turnparts.go), which /v1 never carried.
+var v1TurnKeys = [][]byte{[]byte(`"parts"`), []byte(`"agent"`)}
+
+func hasV2TurnKeys(raw json.RawMessage) bool {
+	for _, k := range v1TurnKeys {
+		if bytes.Contains(raw, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// turnV1 is a turn document without the keys of v1TurnKeys.
+func turnV1(raw json.RawMessage) json.RawMessage {
+	if !hasV2TurnKeys(raw) {
+		return raw
+	}
+	var t map[string]json.RawMessage
+	if json.Unmarshal(raw, &t) != nil || t == nil {
+		return raw
+	}
+	delete(t, "parts")
+	delete(t, "agent")
+	return mustJSON(t)
+}
+
+// turnsV1 is turnV1 for each turn of a channel's array.
+func turnsV1(raw json.RawMessage) json.RawMessage {
+	if !hasV2TurnKeys(raw) {
+		return raw
+	}
+	var turns []json.RawMessage
+	if json.Unmarshal(raw, &turns) != nil {
+		return raw
+	}
+	for i := range turns {
+		turns[i] = turnV1(turns[i])
+	}
+	return mustJSON(turns)
 }
 
 // ownerV2 is a run's owner at v2: {tenant, subject}, the recorded subject or, for a run
@@ -206,7 +252,9 @@ func (w wire) payloadV2(typ string, raw json.RawMessage) (json.RawMessage, error
 }
 
 // eventV1 is ev as a v1 reader is served it: a type stored under its v2 name gets its
-// v1 name back, and run.started's owner loses the subject v1 never carried. Events
+// v1 name back, run.started's owner loses the subject v1 never carried,
+// conversation.opened the participants v1's closed payload has no key for, and a
+// conversation event's turn its parts and agent (turnV1). Events
 // stored the v1 way are returned as they are.
 func eventV1(ev workflows.Event) (workflows.Event, error) {
 	if _, renamed := protocol.RenamedAtV2(ev.Type); !renamed {
@@ -215,6 +263,20 @@ func eventV1(ev workflows.Event) (workflows.Event, error) {
 		} else if _, known := protocol.EventTypeV2(ev.Type); known {
 			// A v2 name the codemap folds: it has no single v1 name.
 			return ev, unmappedEvent(&ev)
+		}
+	}
+	if strings.HasPrefix(ev.Type, "conversation.") && (bytes.Contains(ev.Payload, []byte(`"participants"`)) || hasV2TurnKeys(ev.Payload)) {
+		var p map[string]json.RawMessage
+		if json.Unmarshal(ev.Payload, &p) == nil {
+			if ev.Type == protocol.EvConversationOpened {
+				delete(p, "participants")
+			}
+			for _, k := range []string{"turn", "initialTurn", "finalTurn"} {
+				if p[k] != nil {
+					p[k] = turnV1(p[k])
+				}
+			}
+			ev.Payload = mustJSON(p)
 		}
 	}
 	if ev.Type == protocol.EvRunStarted && bytes.Contains(ev.Payload, []byte(`"subject"`)) {

@@ -354,6 +354,10 @@ func (s *Server) handleCreateRun(c echo.Context) error {
 		Tags: req.Tags, Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: digest,
 		CallbackURL: req.CallbackURL, Era: protocol.EraV2,
 	})
+	var roster *workflows.RosterExceededError
+	if errors.As(err, &roster) {
+		return codeErr(protocol.CodeConversationRosterExceeded, "%v", err).with("maxParticipants", workflows.MaxParticipants).with("nodeId", roster.NodeID)
+	}
 	if err != nil {
 		return runInputError(err)
 	}

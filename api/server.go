@@ -328,6 +328,8 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}", Scopes: []string{ScopeRunsRead}, Summary: "Get a run snapshot", Handler: s.handleGetRun, OK: 200, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs:bulk-cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel up to 100 runs, each on its own: per-id results in request order", Handler: s.handleBulkCancel, Body: "BulkCancelRequest", OK: 200, V2: true, V2PerEntry: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}/cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run", Handler: s.handleCancel, Body: "CancelRequest", OK: 200, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:pause", Verb: "pause", Scopes: []string{ScopeRunsCancel}, Summary: "Pause a run: drainPolicy drain-current-node (default) lets the running node or turn finish, immediate cuts it", Handler: s.handlePause, Body: "PauseRequest", OK: 202, V2: true},
+		{Method: http.MethodPost, Path: "/v1/runs/{runId}:resume", Verb: "resume", Scopes: []string{ScopeRunsCancel}, Summary: "Resume a paused run", Handler: s.handleResume, Body: "ResumeRequest", OK: 202, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:cancel", Verb: "cancel", Scopes: []string{ScopeRunsCancel}, Summary: "Cancel a run (alias)", Handler: s.handleCancel, Body: "CancelRequest", OK: 200},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events", Scopes: []string{ScopeRunsRead}, Summary: "Run events as SSE, or JSON with Accept: application/json", Handler: s.handleEvents, OK: 200, V2: true},
 		{Method: http.MethodGet, Path: "/v1/runs/{runId}/events/poll", Scopes: []string{ScopeRunsRead}, Summary: "Long-poll run events", Handler: s.handlePoll, OK: 200, V2: true},

@@ -275,6 +275,10 @@ func (m *Machine) State() State {
 	return st
 }
 
+// Rewind sets the run state back to st, a State taken before a turn the host stopped
+// (State): the turn is then as if it had not begun, and may be taken again.
+func (m *Machine) Rewind(st State) { m.st = &st }
+
 // Counters returns a copy of the run state without its transcript and history: what
 // status reports need, at a cost that does not grow with the conversation.
 func (m *Machine) Counters() State {

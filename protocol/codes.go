@@ -51,6 +51,11 @@ const (
 	// CodeRunStateConflict refuses an injected event that the pack's current state
 	// does not take but another state declares: the event came at the wrong time.
 	CodeRunStateConflict = "run_state_conflict"
+	// RFC 0239 (Draft): an agent turn whose speaker is off the conversation's roster
+	// (the turn is not taken), and a roster longer than the host takes. Both 422; no
+	// registry copy carries them yet, so a major-2 answer names them wop.<code>.
+	CodeConversationSpeakerNotParticipant = "conversation_speaker_not_participant"
+	CodeConversationRosterExceeded        = "conversation_roster_exceeded"
 
 	// Why a run failed (RunError.code).
 	CodeRunFailed             = "run_failed"

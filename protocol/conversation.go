@@ -14,6 +14,37 @@ type Turn struct {
 	Role      string          `json:"role"`
 	TurnIndex int             `json:"turnIndex"`
 	SpeakerID string          `json:"speakerId,omitempty"`
+	// Parts is the turn's content as A2A v1.0.1 Parts (RFC 0205 §B), beside Content.
+	Parts []Part `json:"parts,omitempty"`
+	// Agent is the agent reference of an agent turn (RFC 0002 AgentRef), with the
+	// model that answered it (RFC 0109; identifiers only).
+	Agent *TurnAgent `json:"agent,omitempty"`
+}
+
+// Part is one A2A v1.0.1 Part: exactly one of text, raw (base64), url or data.
+type Part struct {
+	Text      string          `json:"text,omitempty"`
+	Raw       string          `json:"raw,omitempty"`
+	URL       string          `json:"url,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	Filename  string          `json:"filename,omitempty"`
+	MediaType string          `json:"mediaType,omitempty"`
+}
+
+// TurnAgent is a turn's agent reference.
+type TurnAgent struct {
+	AgentID      string     `json:"agentId,omitempty"`
+	AgentSharing string     `json:"agentSharing,omitempty"`
+	MemoryRef    string     `json:"memoryRef,omitempty"`
+	Model        *TurnModel `json:"model,omitempty"`
+}
+
+// TurnModel is the model that answered a turn: its provider and model identifiers,
+// never a prompt, a completion, an endpoint or a credential.
+type TurnModel struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
 }
 
 // Turn roles.

@@ -11,6 +11,7 @@ const (
 	StatusFailed          = "failed"
 	StatusCancelling      = "cancelling"
 	StatusCancelled       = "cancelled"
+	StatusPaused          = "paused"
 )
 
 // Interrupt kinds (InterruptPayload.kind).

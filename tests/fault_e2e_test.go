@@ -319,20 +319,25 @@ func (p *blockingProvider) waitEntered(t *testing.T) {
 	}
 }
 
+// catchSecondRound opens a fault-echo conversation on a private stack, answers "first",
+// then swaps the host's worker for one whose model blocks and sends "second", so its
+// model round is caught in the middle; it returns the stop of the blocking worker.
+func catchSecondRound(t *testing.T) (*apiClient, *faultConv, func()) {
+	t.Helper()
+	c := startFaultStack(t, "")
+	fc := openFaultConv(t, c, "fault-echo")
+	fc.say("first")
+	blocker, stopBlocker := swapInBlockingWorker(t, c)
+	fc.sendAccepted("second")
+	blocker.waitEntered(t)
+	return c, fc, stopBlocker
+}
+
 // TestFaultWorkerStopsMidModelRound stops the worker while a model round runs and
 // starts one again: the round is retried, the turn is answered once, and the
 // conversation goes on.
 func TestFaultWorkerStopsMidModelRound(t *testing.T) {
-	c := startFaultStack(t, "")
-	fc := openFaultConv(t, c, "fault-echo")
-	fc.say("first")
-
-	// Swap the host's worker for one whose model blocks, so the next round is caught
-	// in the middle.
-	blocker, stopBlocker := swapInBlockingWorker(t, c)
-
-	fc.sendAccepted("second")
-	blocker.waitEntered(t)
+	c, fc, stopBlocker := catchSecondRound(t)
 	stopBlocker()
 	require.NoError(t, c.Stack.StartWorker(), "start the host's worker again")
 

@@ -114,7 +114,8 @@ func TestV2PathManifestPairing(t *testing.T) {
 		}
 		// Fill the parameters with real resources of this major.
 		if strings.Contains(path, "{runId}") || strings.Contains(path, "{token}") {
-			mutates := method == http.MethodPost && (strings.HasSuffix(path, "/cancel") || strings.Contains(path, "/interrupts/"))
+			mutates := method == http.MethodPost && (strings.HasSuffix(path, "/cancel") || strings.Contains(path, "/interrupts/") ||
+				strings.HasSuffix(path, ":pause") || strings.HasSuffix(path, ":resume"))
 			id, seg := approval(major, mutates)
 			if strings.Contains(path, "{token}") {
 				path = strings.ReplaceAll(path, "{token}", token(id))
@@ -166,6 +167,7 @@ func TestV2PathManifestPairing(t *testing.T) {
 		"GET /runs/{runId}", "POST /runs/{runId}/cancel", "GET /runs/{runId}/events", "GET /runs/{runId}/events/poll",
 		"POST /runs/{runId}/interrupts/{nodeId}", "POST /runs/{runId}:fork", "GET /interrupts/{token}", "POST /interrupts/{token}",
 		"POST /webhooks", "DELETE /webhooks/{webhookId}", "POST /runs:bulk-cancel",
+		"POST /runs/{runId}:pause", "POST /runs/{runId}:resume",
 		"GET /host/effect-seams", "GET /runs/{runId}/effects", "GET /webhooks/{webhookId}/dead-letters",
 	}, both, "the manifest rows this host serves, under both majors")
 	for _, ch := range manifest.Channels {

@@ -363,7 +363,14 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 		assert.Equal(t, []any{}, now["signingKeys"])
 		assert.Equal(t, float64(1), old["eventLogSchemaVersion"])
 		assert.Equal(t, float64(3), now["eventLogSchemaVersion"])
-		for _, k := range []string{"protocolVersions", "preferredVersion", "signingKeys", "eventLogSchemaVersion"} {
+		// Pause and resume are served (issue 28).
+		assert.Equal(t, map[string]any{"pauseResume": map[string]any{"supported": false}}, old["runs"])
+		assert.Equal(t, map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []any{"drain-current-node", "immediate"}}}, now["runs"])
+		// The roster is advertised (issue 28), with v2's multi-party council fixtures.
+		now["fixtures"] = withoutCouncilFixtures(t, now["fixtures"].([]any), func(v any) string { s, _ := v.(string); return s })
+		assert.Nil(t, old["multiPartyConversation"])
+		assert.Equal(t, map[string]any{"supported": true, "maxParticipants": float64(workflows.MaxParticipants)}, now["multiPartyConversation"])
+		for _, k := range []string{"protocolVersions", "preferredVersion", "signingKeys", "eventLogSchemaVersion", "runs", "multiPartyConversation"} {
 			delete(now, k)
 			delete(old, k)
 		}
@@ -383,26 +390,27 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 			delete(hooks, "deadLetter")
 		}
 	},
-	// The workflow list names the fixture conformance-replay-side-effect (issue 29).
+	// The workflows listed gain v2's multi-party council fixtures and the fixture
+	// conformance-replay-side-effect (issue 29).
 	"workflows": func(t *testing.T, old, now map[string]any) {
-		list := now["workflows"].([]any)
+		list := withoutCouncilFixtures(t, now["workflows"].([]any), func(v any) string { m, _ := v.(map[string]any); s, _ := m["workflowId"].(string); return s })
 		i := slices.IndexFunc(list, func(w any) bool { return w.(map[string]any)["workflowId"] == "conformance-replay-side-effect" })
 		require.GreaterOrEqual(t, i, 0)
 		assert.Equal(t, "fixture", list[i].(map[string]any)["kind"])
 		now["workflows"] = slices.Delete(list, i, i+1)
 	},
-	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel and its body, the host's
-	// codec routes (README "Encrypted payloads") with theirs, the effect ledger, the
-	// effect-seam manifest and the dead-letter read.
+	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel, :pause and :resume and their
+	// bodies, the host's codec routes (README "Encrypted payloads") with theirs, the
+	// effect ledger, the effect-seam manifest and the dead-letter read.
 	"openapi": func(t *testing.T, old, now map[string]any) {
 		paths := now["paths"].(map[string]any)
-		for _, p := range []string{"/v1/runs:bulk-cancel", "/codec/encode", "/codec/decode",
+		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume", "/codec/encode", "/codec/decode",
 			"/v1/runs/{runId}/effects", "/v1/host/effect-seams", "/v1/webhooks/{webhookId}/dead-letters"} {
 			require.Contains(t, paths, p)
 			delete(paths, p)
 		}
 		schemas := now["components"].(map[string]any)["schemas"].(map[string]any)
-		for _, s := range []string{"BulkCancelRequest", "Payloads"} {
+		for _, s := range []string{"BulkCancelRequest", "PauseRequest", "ResumeRequest", "Payloads"} {
 			require.Contains(t, schemas, s)
 			delete(schemas, s)
 		}
@@ -411,6 +419,26 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 		require.Contains(t, fork, "inputs")
 		delete(fork, "inputs")
 	},
+}
+
+// councilFixtures are the fixtures issue 28 adds (RFC 0239's council and its oversize twin).
+var councilFixtures = []string{"conformance-multi-party-council", "conformance-multi-party-council-oversize"}
+
+// withoutCouncilFixtures requires the council fixtures in list (named by id) and
+// returns it without them.
+func withoutCouncilFixtures(t *testing.T, list []any, id func(any) string) []any {
+	t.Helper()
+	out := []any{}
+	found := 0
+	for _, v := range list {
+		if slices.Contains(councilFixtures, id(v)) {
+			found++
+			continue
+		}
+		out = append(out, v)
+	}
+	assert.Equal(t, len(councilFixtures), found, "the council fixtures are listed")
+	return out
 }
 
 func TestV1TranscriptUnchanged(t *testing.T) {

@@ -277,7 +277,9 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 	require.NoError(t, validate(root), "%s", raw)
 	assert.Equal(t, float64(3), root["eventLogSchemaVersion"])
 	assert.Equal(t, "1.0", root["preferredVersion"])
-	for _, k := range []string{"interrupt", "replay", "webhooks", "idempotency"} {
+	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
+		"tokenAlgs": []any{"hs256"}, "refKinds": []any{"principal"}}, root["interrupt"], "the interrupt record")
+	for _, k := range []string{"replay", "webhooks", "idempotency"} {
 		assert.NotContains(t, root, k, "%s is advertised only once its v2 behaviour is built", k)
 	}
 	for name, injected := range map[string]map[string]any{
@@ -419,6 +421,9 @@ func rootSchema(t *testing.T) []byte {
 				"items": map[string]any{"enum": []string{"workflowId", "status"}}}}),
 			"eventLog":              family(map[string]any{"crossEngineOrdering": true}),
 			"conversationPrimitive": family(nil),
+			// RFC 0109: a host that stamps agent.model on turns advertises it.
+			"conversationTurnModelProvenance": family(nil),
+			"multiPartyConversation":          family(map[string]any{"maxParticipants": integer(2)}),
 			"auth": family(map[string]any{"lanes": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{
 				"type": "object", "required": []string{"lane", "issuers", "revocation", "minimumAssurance"},
 				"properties": map[string]any{"lane": map[string]any{"enum": []string{"api-key", "oauth2", "oidc", "mtls", "saml", "scim", "ldap", "workload", "session", "anonymous"}},

@@ -199,7 +199,15 @@ type RunInput struct {
 	// safe point once an execution has appended that many events (tests use a small
 	// value; production relies on Temporal's suggestion).
 	ContinueAsNewAfterEvents int `json:"continueAsNewAfterEvents,omitempty"`
+	// TurnShape is the shape of the run's conversations, stamped when the run is created
+	// (CurrentTurnShape; 0 on runs created before): from 1 on agent turns carry A2A
+	// parts beside their content and agent.model, the model that answered
+	// (turnparts.go), and rosters are RFC 0239's (roster.go).
+	TurnShape int `json:"turnShape,omitempty"`
 }
+
+// CurrentTurnShape is the RunInput.TurnShape of runs created now.
+const CurrentTurnShape = 1
 
 // TurnLimits are the host's per-turn limits of RunInput.Limits (engine.TurnLimits).
 type TurnLimits = engine.TurnLimits

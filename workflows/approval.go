@@ -289,6 +289,9 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 		if err != nil {
 			return nil, err
 		}
+		if timedOut != nil && r.changed(GateApprovalRejection) {
+			return r.timedOutRejected(n, it, votesOf(it))
+		}
 		if timedOut != nil {
 			r.settle(it)
 			r.emit(protocol.EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, it.requestedEvent)
@@ -309,16 +312,33 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 			continue
 		}
 		r.settle(it)
-		resolved := r.emitResolved(it, req, value)
+		// The gate is asked at a rejection only: a granted gate is decided as before.
+		decided := rejected(&d, rejects)
+		rfc0223 := decided && r.changed(GateApprovalRejection)
+		var resolved string
+		if rfc0223 {
+			resolved = r.emitResolvedWith(it, req, value, decisionFields(v.Action, decided))
+		} else {
+			resolved = r.emitResolved(it, req, value)
+		}
 		recv := r.emit(protocol.EvApprovalReceived, n.ID, received, resolved)
 		r.emitResumed(it, value, recv)
-		if rejected(&d, rejects) {
+		out := map[string]json.RawMessage{"action": mustJSON(v.Action), "decision": value, "votes": mustJSON(votesOf(it))}
+		if rfc0223 {
+			return rejectedGate(n, out, "approval at node %q was rejected", n.ID)
+		}
+		if decided {
 			return nil, failNode(protocol.CodeApprovalRejected, "approval at node %q was rejected", n.ID)
 		}
-		votes := make([]approvalVote, len(it.votes))
-		copy(votes, it.votes)
-		return map[string]json.RawMessage{"action": mustJSON(v.Action), "decision": value, "votes": mustJSON(votes)}, nil
+		return out, nil
 	}
+}
+
+// votesOf is a copy of the gate's votes.
+func votesOf(it *interrupt) []approvalVote {
+	votes := make([]approvalVote, len(it.votes))
+	copy(votes, it.votes)
+	return votes
 }
 
 // legacyActions maps actions to approval.requested's enum (edit-accept → edit).

@@ -21,6 +21,7 @@ func (r *runner) requestCancel(req CancelRequest) {
 		req.Reason = "cancelled"
 	}
 	r.cancelReq = &req
+	r.paused = nil // only a resume or a cancel leaves paused (pause.go)
 	r.setStatus(protocol.StatusCancelling)
 }
 

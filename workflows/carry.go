@@ -94,6 +94,10 @@ type carriedState struct {
 	// TriggerRules is the trigger-rules version the run started with (0: the earlier
 	// reading; states carried before the field existed are such runs).
 	TriggerRules int `json:"triggerRules,omitempty"`
+	// Pause is the run's pause while it holds; Attempts the attempts of the nodes a
+	// pause cut (pause.go).
+	Pause    *pauseState    `json:"pause,omitempty"`
+	Attempts map[string]int `json:"attempts,omitempty"`
 }
 
 // carriedInterrupt is a pending interrupt across continue-as-new.
@@ -171,6 +175,7 @@ func (r *runner) carry() (json.RawMessage, error) {
 	r.eventLog.carryInto(&st, r.segmentsWithThis(this), r.anchorsWithThis(this))
 	r.progress.carryInto(&st)
 	r.resolveState.carryInto(&st)
+	r.pausing.carryInto(&st)
 	st.ChildRuns = r.childRuns
 	if err := r.carryConversations(&st); err != nil {
 		return nil, err
@@ -227,6 +232,7 @@ func (r *runner) restore() error {
 	r.eventLog.restoreFrom(&st)
 	r.progress.restoreFrom(&st)
 	r.resolveState.restoreFrom(&st)
+	r.pausing.restoreFrom(&st)
 	r.childRuns = st.ChildRuns
 	r.convs = st.Convs
 	for _, c := range r.convs {

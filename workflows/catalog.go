@@ -240,10 +240,13 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 	if err := CheckInputs(def, req.Inputs); err != nil {
 		return nil, err
 	}
+	if err := checkRosters(def); err != nil {
+		return nil, err
+	}
 	in := &RunInput{
 		RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
 		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest, CallbackURL: req.CallbackURL,
-		Era: req.Era, Notices: NoticesLocal,
+		Era: req.Era, Notices: NoticesLocal, TurnShape: CurrentTurnShape,
 	}
 	seen := map[string]bool{def.ID: true}
 	queue := []*Definition{def}

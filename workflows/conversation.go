@@ -225,7 +225,9 @@ func (c *conversation) agentTurn(rep agentReply) protocol.Turn {
 	}
 	speaker := cmp.Or(rep.SpeakerID, c.AgentID)
 	idx := c.NextTurnIndex()
-	return protocol.Turn{MessageID: c.messageID(idx, protocol.RoleAgent), From: speaker, Content: content, Ts: c.Now(), Role: protocol.RoleAgent, TurnIndex: idx, SpeakerID: speaker}
+	t := protocol.Turn{MessageID: c.messageID(idx, protocol.RoleAgent), From: speaker, Content: content, Ts: c.Now(), Role: protocol.RoleAgent, TurnIndex: idx, SpeakerID: speaker}
+	c.r.shapeAgentTurn(&t, rep)
+	return t
 }
 
 func (c *conversation) systemTurn(text string) protocol.Turn {

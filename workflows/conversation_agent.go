@@ -139,6 +139,8 @@ type agentReply struct {
 	Clear bool
 	// Close ends the conversation after the turn above.
 	Close *closeRequest
+	// Model is the model that answered the turn, when a model did (turnparts.go).
+	Model *protocol.TurnModel
 	// Notice, when set, is recorded as a system turn after the agent's: a turn that
 	// ended without its answer says why (the model was unavailable), and the
 	// conversation stays open.

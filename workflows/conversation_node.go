@@ -116,6 +116,9 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	if len(c.Schema) > 0 {
 		opened["schema"] = c.Schema
 	}
+	if len(op.Participants) > 0 && r.in.TurnShape >= 1 && r.changed(GateConversationRoster) {
+		opened["participants"] = op.Participants // the gate config's roster, unchanged (roster.go)
+	}
 	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
 	c.refreshExchangeData()
 	return nil

@@ -58,6 +58,14 @@ func (r *runner) checkConversationResolve(it *interrupt, req ResolveRequest, leg
 			}
 			act.Turn = t
 		}
+	} else if r.in.TurnShape >= 1 && isBareTurn(probe) {
+		// A bare turn ({role, speakerId, content}, as the v2 suite posts one) is the
+		// turn itself (roster.go), not a reply whose content it would be.
+		t, check := r.checkClientTurn(c, req.ResumeValue, req, legacy)
+		if !check.OK {
+			return nil, "", check
+		}
+		act.Turn = t
 	} else {
 		if len(req.ResumeValue) == 0 {
 			return bad("resumeValue is required")
@@ -121,6 +129,11 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 				return bad(f.name, "%s is %d bytes long; the turn schema allows at most %d", f.name, len(f.value), maxTurnField)
 			}
 		}
+		if _, ok := fields["parts"]; ok {
+			if why := checkParts(t.Parts); why != "" {
+				return bad("turn.parts", "turn.parts %s", why)
+			}
+		}
 		if _, ok := fields["messageId"]; ok && t.MessageID == "" {
 			return bad("turn.messageId", "turn.messageId must not be empty; omit it and the host assigns one")
 		}
@@ -154,6 +167,9 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 			return bad("turn.speakerId", "turn.speakerId is required on agent turns")
 		}
 		if len(c.Participants) > 0 && !c.inRoster(t.SpeakerID) {
+			if r.in.TurnShape >= 1 { // RFC 0239's code (roster.go)
+				return nil, speakerNotParticipant(c, t.SpeakerID)
+			}
 			return bad("turn.speakerId", "speaker %q is not a participant of conversation %s", t.SpeakerID, c.ID)
 		}
 		if !legacy && t.From != t.SpeakerID {

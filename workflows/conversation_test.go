@@ -89,10 +89,16 @@ func TestConversationWithRealResolves(t *testing.T) {
 	require.Equal(t, protocol.StatusWaitingApproval, mid.Status)
 	require.Equal(t, "conversation.exchange", mid.Interrupt.Kind)
 	for name, want := range map[string]string{"dup": protocol.CodeInterruptResolved, "schema": protocol.CodeValidation, "bareSchema": protocol.CodeValidation,
-		"noSpeaker": protocol.CodeValidation, "offRoster": protocol.CodeValidation, "badOp": protocol.CodeValidation} {
+		"noSpeaker": protocol.CodeValidation, "badOp": protocol.CodeValidation} {
 		require.False(t, checks[name].OK, name)
 		require.Equal(t, refusal(want, false), refusal(checks[name].Code, checks[name].Unprocessable), name)
 	}
+	// An off-roster speaker is RFC 0239's 422 (roster.go), its speaker named.
+	require.Equal(t, refusal(protocol.CodeConversationSpeakerNotParticipant, true), refusal(checks["offRoster"].Code, checks["offRoster"].Unprocessable))
+	require.JSONEq(t, `{"speakerId":"host:x","field":"turn.speakerId"}`, string(checks["offRoster"].Details))
+	opened := payload(t, ofType(tr.events(), protocol.EvConversationOpened)[0])
+	require.Equal(t, []any{map[string]any{"agentId": "host:advisor-cfo", "name": "CFO"}, map[string]any{"agentId": "host:advisor-cto", "name": "CTO"}}, opened["participants"],
+		"conversation.opened carries the gate config's roster unchanged")
 	require.True(t, checks["agentOK"].OK)
 	require.Equal(t, protocol.StatusWaitingApproval, checks["agentOK"].RunStatus)
 	require.True(t, checks["ownId"].OK, "the id the host gives this turn is the caller's to use: %+v", checks["ownId"])

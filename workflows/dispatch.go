@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -80,6 +81,13 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 		return nil, failNode(protocol.CodeValidation, "%v", err)
 	}
 	outs, err := exec(r, n, inputs)
+	for errors.Is(err, errCut) {
+		// An immediate pause cut the attempt: no node event for it; the next attempt
+		// opens once the run resumes (pause.go).
+		if err = r.reopenCut(n); err == nil {
+			outs, err = exec(r, n, inputs)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,10 @@
 //   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow. A
 //     pack's turn stops between rounds and tool calls, and the activity in flight is
 //     cancelled (pack_cancel.go).
+//   - Pause and resume: the PauseUpdate (PauseRequest) and ResumeUpdate (ResumeRequest)
+//     updates; their validators refuse what runs.md's 409 table refuses
+//     (ErrTypePauseRefused with a PauseRefusal), and they answer a PauseResult. While
+//     paused the run holds and refuses resolves (run_state_conflict); see pause.go.
 //   - Fork: ask RunBasisQuery on the source, build the input with RunBasis.ForkInput
 //     and set RunInput.Fork (fork.go, pack_replay.go).
 //
@@ -103,7 +107,7 @@
 // The run workflow (Run, run.go) is a runner whose carried state is grouped by
 // concern (state.go; carry.go carries and restores it). Its parts: node dispatch and
 // records (dispatch.go), trigger rules (triggers.go), the run's ends (terminal.go),
-// cancellation (cancel.go), signals (signals.go), status, search attributes and
+// cancellation (cancel.go), pause and resume (pause.go), signals (signals.go), status, search attributes and
 // details (status.go), queries (queries.go), events (events.go). Interrupts:
 // the generic resolve machinery (interrupts.go, outcomes.go) and one file per kind
 // (approval.go, clarification.go, interrupt_node.go, approvals_tool.go). A busy turn's

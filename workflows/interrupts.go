@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -145,6 +146,12 @@ func (r *runner) settle(it *interrupt) {
 
 // emitResolved appends interrupt.resolved for it.
 func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawMessage) string {
+	return r.emitResolvedWith(it, req, value, nil)
+}
+
+// emitResolvedWith is emitResolved with more fields in the payload (an approval's
+// action, decision and reason; rejection.go).
+func (r *runner) emitResolvedWith(it *interrupt, req ResolveRequest, value json.RawMessage, more map[string]any) string {
 	if kind := WaitingKind(it.Kind); kind != WaitingConversation {
 		if at, err := time.Parse(time.RFC3339Nano, it.RequestedAt); err == nil {
 			r.recordHumanWait(kind, workflow.Now(r.ctx).Sub(at))
@@ -163,6 +170,7 @@ func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawM
 	if req.Via == "token" {
 		p["via"] = req.Via // resolvedBy is the key the token was issued to
 	}
+	maps.Copy(p, more)
 	return r.emit(protocol.EvInterruptResolved, it.NodeID, p, it.requestedEvent)
 }
 
@@ -189,6 +197,9 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			if len(r.inbox) > 0 {
 				return true
 			}
+			if r.paused != nil {
+				return false // a deadline passed while paused is acted on at resume (pause.go)
+			}
 			for _, it := range r.pending {
 				if it.NodeID == nodeID && it.timedOut {
 					return true
@@ -200,6 +211,9 @@ func (r *runner) nextResolve(nodeID string) (req ResolveRequest, target *interru
 			return req, nil, nil, nil, err
 		}
 		if len(r.inbox) == 0 {
+			if r.paused != nil {
+				continue
+			}
 			for _, it := range r.pending {
 				if it.NodeID == nodeID && it.timedOut {
 					return req, nil, nil, it, nil
@@ -278,6 +292,9 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	}
 	if req.RequestID != "" && r.applied.has(req.RequestID) {
 		return reject(protocol.CodeInterruptResolved, "request %q was already applied", req.RequestID)
+	}
+	if r.paused != nil {
+		return r.pausedCheck()
 	}
 	var cands []*interrupt
 	for _, it := range r.pending {

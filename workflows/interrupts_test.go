@@ -63,7 +63,8 @@ func TestApprovalTimeout(t *testing.T) {
 	in := fixtureInput(t, "conformance-approval", "")
 	def := *in.Definition
 	def.Nodes = []Node{def.Nodes[0]}
-	def.Nodes[0].Config = json.RawMessage(`{"actions":["accept","reject"],"timeoutMs":3600000}`)
+	// RFC 0223: a timeout resolves the gate rejected, whatever onTimeout says.
+	def.Nodes[0].Config = json.RawMessage(`{"actions":["accept","reject"],"timeoutMs":3600000,"onTimeout":"approve"}`)
 	in.Definition = &def
 	tr := newTestRun(t, in)
 	var waiting Snapshot
@@ -71,9 +72,17 @@ func TestApprovalTimeout(t *testing.T) {
 	s := tr.execute()
 	require.NotEmpty(t, waiting.Interrupt.ExpiresAt)
 	require.Equal(t, protocol.StatusFailed, s.Status)
-	require.Equal(t, "interrupt_timeout", s.Error.Code)
-	recv := ofType(tr.events(), protocol.EvApprovalReceived)
+	require.Equal(t, protocol.CodeApprovalRejected, s.Error.Code)
+	evs := tr.events()
+	recv := ofType(evs, protocol.EvApprovalReceived)
 	require.Equal(t, "timeout", payload(t, recv[0])["action"])
+	resolved := payload(t, ofType(evs, protocol.EvInterruptResolved)[0])
+	require.Equal(t, "timeout", resolved["action"])
+	require.Equal(t, "rejected", resolved["decision"])
+	require.Equal(t, "timeout", resolved["reason"])
+	failed := payload(t, ofType(evs, protocol.EvNodeFailed)[0])
+	require.Equal(t, map[string]any{"code": protocol.CodeApprovalRejected, "message": failed["error"].(map[string]any)["message"], "retryable": false}, failed["error"])
+	require.Equal(t, "gate", payload(t, ofType(evs, protocol.EvRunFailed)[0])["failedNodeId"])
 }
 
 func TestQuorumAcceptsAfterThreeVoters(t *testing.T) {

@@ -60,8 +60,11 @@ func execDelay(r *runner, n *Node, in map[string]json.RawMessage) (map[string]js
 	}
 	if ms > 0 {
 		r.setDetails("Sleeping " + (time.Duration(ms) * time.Millisecond).String() + " in node `" + n.ID + "`.")
-		if _, err := r.await(time.Duration(ms)*time.Millisecond, func() bool { return false }); err != nil {
+		if _, err := r.await(time.Duration(ms)*time.Millisecond, r.cutPending); err != nil {
 			return nil, err
+		}
+		if r.cutPending() {
+			return nil, errCut
 		}
 		r.setDetails("")
 	}

@@ -184,7 +184,7 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 // awaitStalled waits for f as rt.await does, recording s's reminders while it waits.
 func (rt *packRuntime) awaitStalled(f workflow.Future, cancel workflow.CancelFunc, s *stall) {
 	r := rt.c.r
-	ready := func() bool { return f.IsReady() || r.cancelReq != nil }
+	ready := func() bool { return f.IsReady() || r.cancelReq != nil || r.cutPending() }
 	for !ready() && rt.ctx.Err() == nil {
 		due := s.since.Add(time.Duration(s.reminders+1) * s.remindEvery)
 		if s.remindEvery <= 0 || !due.Before(s.until) {

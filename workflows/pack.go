@@ -82,6 +82,8 @@ type packAgent struct {
 	// current turn's tool calls (tooloutcome.go).
 	turnKeys        map[string]string
 	turnActivityIDs map[string]bool
+	// turnModel is the model that answered the current turn's latest round.
+	turnModel *protocol.TurnModel
 }
 
 func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
@@ -220,12 +222,13 @@ func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.T
 		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
 	a.newTurn()
+	before := a.m.State()
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
 	if err != nil {
 		return agentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return agentReply{}, a.stopReply(c)
+		return agentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, false), nil
 }
@@ -244,12 +247,13 @@ func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 // target's prompt tells the user the outcome.
 func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error) {
 	a.newTurn()
+	before := a.m.State()
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
 		return agentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return agentReply{}, a.stopReply(c)
+		return agentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, true), nil
 }
@@ -270,7 +274,7 @@ func injectedContext(raw json.RawMessage) string {
 // reply maps a TurnResult onto the conversation.
 func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool) agentReply {
 	rep := agentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
-		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State})}
+		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
 	// An injected event into a non-terminal state runs no round: nothing to say.
 	if injected && len(res.Segments) == 0 && !res.Done() {
 		rep.Silent = true
@@ -555,6 +559,9 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 		}
 	}
 	rt.a.lastProvider = out.Provider
+	if out.Provider != "" && out.Model != "" {
+		rt.a.turnModel = &protocol.TurnModel{Provider: out.Provider, Model: out.Model}
+	}
 	// The round as the model answered it, so a fork replay can reuse it.
 	rt.emit(protocol.EvAgentDecided, rt.decided(in, &out, recorded))
 	if recorded && rt.a.replay != nil && rt.a.replay.v2 {

@@ -33,8 +33,10 @@ func (rt *packRuntime) cancelPending() bool {
 }
 
 // Stopped implements engine.Runtime: a pending cancel stops the turn.
+// An immediate pause stops it too (pause.go): the turn is cut, and answered anew once
+// the run resumes.
 func (rt *packRuntime) Stopped() bool {
-	return rt.cancelPending() && rt.c.r.changed(GateAgentCancel)
+	return rt.cancelPending() && rt.c.r.changed(GateAgentCancel) || rt.c.r.cutPending()
 }
 
 // await blocks until f is ready or the run is being cancelled; in the latter case it
@@ -42,7 +44,7 @@ func (rt *packRuntime) Stopped() bool {
 // returns at once.
 func (rt *packRuntime) await(f workflow.Future, cancel workflow.CancelFunc) {
 	r := rt.c.r
-	_ = workflow.Await(rt.ctx, func() bool { return f.IsReady() || r.cancelReq != nil })
+	_ = workflow.Await(rt.ctx, func() bool { return f.IsReady() || r.cancelReq != nil || r.cutPending() })
 	if !f.IsReady() && rt.Stopped() {
 		cancel()
 	}
@@ -74,6 +76,17 @@ func (rt *packRuntime) stoppedErr(err error) error {
 		return fmt.Errorf("%w: %v", engine.ErrStopped, err)
 	}
 	return err
+}
+
+// stopped is the error of a turn the engine stopped: errCut when an immediate pause
+// stopped it (the pack's state rewound to before, so the turn is taken anew once the
+// run resumes; pause.go), else stopReply's.
+func (a *packAgent) stopped(c *conversation, before engine.State) error {
+	if r := c.r; r.cancelReq == nil && r.ctx.Err() == nil && r.cutPending() {
+		a.m.Rewind(before)
+		return errCut
+	}
+	return a.stopReply(c)
 }
 
 // stopReply is the error a pack's Reply or Inject returns for a turn the engine

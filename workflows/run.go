@@ -23,6 +23,7 @@ type runner struct {
 	resolveState
 	childState
 	conversations
+	pausing
 
 	// The state of this execution; of it, carry passes on only the trigger-rules
 	// reading (legacyTriggerRules) and the generation (carried).
@@ -132,6 +133,9 @@ func (r *runner) setup() error {
 	if err := r.registerResolveUpdate(); err != nil {
 		return fmt.Errorf("register %s: %w", ResolveUpdate, err)
 	}
+	if err := r.registerPause(); err != nil {
+		return fmt.Errorf("register %s: %w", PauseUpdate, err)
+	}
 	r.receiveSignals()
 	return nil
 }
@@ -166,6 +170,9 @@ func (r *runner) run() (*Snapshot, error) {
 		if err := r.checkCancelled(); err != nil {
 			return r.cancelled("")
 		}
+		if err := r.holdPaused(); err != nil {
+			return r.cancelled("")
+		}
 		run, err := r.shouldRun(n)
 		if err != nil {
 			return r.fail(n.ID, protocol.RunError{Code: protocol.CodeValidation, Message: err.Error()})
@@ -176,12 +183,23 @@ func (r *runner) run() (*Snapshot, error) {
 			continue
 		}
 		_, err = r.execNode(n) // the outputs are in the node record
+		var rejected *gateRejected
 		switch {
 		case err == nil:
 		case errors.Is(err, errCancelled):
 			return r.cancelled(n.ID)
 		case isContinueAsNew(err):
 			return nil, err
+		case errors.As(err, &rejected):
+			// A rejected approval gate is a failed source (rejection.go).
+			r.setRecord(n.ID, "failed", nil)
+			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": rejected.nodeFailedError(), "attempts": 1}, r.lastNodeEvent(n.ID))
+			if r.currentNode == n.ID {
+				r.currentNode = ""
+			}
+			if !r.failureRouted(n.ID) {
+				return r.fail(n.ID, rejected.RunError)
+			}
 		default:
 			var ne *nodeError
 			if !errors.As(err, &ne) {
@@ -191,6 +209,9 @@ func (r *runner) run() (*Snapshot, error) {
 			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
+	}
+	if err := r.holdPaused(); err != nil {
+		return r.cancelled("")
 	}
 	return r.complete()
 }

@@ -20,6 +20,10 @@ func (r *runner) refreshStatus() {
 		r.setStatus(protocol.StatusCancelling)
 		return
 	}
+	if r.paused != nil {
+		r.setStatus(protocol.StatusPaused)
+		return
+	}
 	if waiting := r.waiting(); len(waiting) > 0 {
 		best := ""
 		for _, it := range waiting {
@@ -112,6 +116,12 @@ func (r *runner) setDetails(text string) {
 func (r *runner) describePending() {
 	waiting := r.waiting()
 	var b strings.Builder
+	if p := r.pausedDetails(); p != "" {
+		b.WriteString(p)
+		if len(waiting) > 0 || r.busy != nil {
+			b.WriteString("\n\n")
+		}
+	}
 	for i, it := range waiting {
 		if i > 0 {
 			b.WriteString("\n\n")

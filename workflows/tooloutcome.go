@@ -116,5 +116,5 @@ func (rt *packRuntime) reuseActivityID(ctx workflow.Context, id string) {
 
 // newTurn forgets what the previous turn's tool calls recorded.
 func (a *packAgent) newTurn() {
-	a.turnKeys, a.turnActivityIDs = nil, nil
+	a.turnKeys, a.turnActivityIDs, a.turnModel = nil, nil, nil
 }

@@ -19,7 +19,7 @@ func (r *runner) shouldRun(n *Node) (bool, error) {
 	if n.Disabled {
 		return false, nil
 	}
-	var incoming, taken int
+	var incoming, taken, failed int
 	rule, legacyAll := "", false
 	for _, e := range r.in.Definition.Edges {
 		if e.TargetNodeID != n.ID {
@@ -33,6 +33,9 @@ func (r *runner) shouldRun(n *Node) (bool, error) {
 			legacyAll = true
 		}
 		rec := r.record(e.SourceNodeID)
+		if rec != nil && rec.State == "failed" {
+			failed++ // a routed failure (rejection.go); before, a failed node ended the run
+		}
 		if rec == nil || rec.State != "completed" {
 			continue
 		}
@@ -58,10 +61,12 @@ func (r *runner) shouldRun(n *Node) (bool, error) {
 		return taken == incoming, nil
 	case "any_success":
 		return taken > 0, nil
-	case "all_complete", "none_failed":
+	case "all_complete":
 		return true, nil
+	case "none_failed":
+		return failed == 0, nil
 	case "any_failed":
-		return false, nil
+		return failed > 0, nil
 	}
 	return false, fmt.Errorf("node %q: unknown triggerRule %q (all_success, any_success, all_complete, none_failed, any_failed)", n.ID, rule)
 }

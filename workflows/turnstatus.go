@@ -24,6 +24,7 @@ package workflows
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"time"
 
@@ -38,8 +39,25 @@ type statusHold struct {
 }
 
 // agentTurn runs fn, one turn of c's agent, with the run busy on c (when the run takes
-// the path of GateTurnStatus). The caller applies the reply and then calls endTurn.
+// the path of GateTurnStatus). The caller applies the reply and then calls endTurn. A
+// turn an immediate pause cut (errCut) is taken anew, as the node's next attempt, once
+// the run resumes (pause.go).
 func (r *runner) agentTurn(c *conversation, fn func() (agentReply, error)) (agentReply, error) {
+	for {
+		rep, err := r.busyTurn(c, fn)
+		if !errors.Is(err, errCut) {
+			return rep, err
+		}
+		r.refreshStatus()
+		r.describePending()
+		if err := r.reopenCut(c.node); err != nil {
+			return agentReply{}, err
+		}
+	}
+}
+
+// busyTurn runs fn with the run busy on c.
+func (r *runner) busyTurn(c *conversation, fn func() (agentReply, error)) (agentReply, error) {
 	if !r.changed(GateTurnStatus) {
 		return fn()
 	}

@@ -21,18 +21,22 @@ import "go.temporal.io/sdk/workflow"
 // Gate ids (workflow.GetVersion change ids), grouped by what they guard.
 const (
 	// Runs and their event log.
-	GateBoundedState     = "bounded-state"
-	GateTriggerRules     = "trigger-rules"
-	GateCloseStatus      = "close-status"
-	GateEventRecords     = "event-records"
-	GateWebhookNotify    = "webhook-notify"
-	GateRequestIntegrity = "request-integrity"
-	GateResolveEvents    = "resolve-update-events"
-	GateTurnStatus       = "turn-status"
-	GateForkReplay       = "fork-replay"
-	GateNotifyLocal      = "webhook-notify-local"
-	GateForkDecisions    = "fork-approval-decisions"
-	GateForkInputs       = "fork-input-divergence"
+	GateBoundedState       = "bounded-state"
+	GateTriggerRules       = "trigger-rules"
+	GateCloseStatus        = "close-status"
+	GateEventRecords       = "event-records"
+	GateWebhookNotify      = "webhook-notify"
+	GateRequestIntegrity   = "request-integrity"
+	GateResolveEvents      = "resolve-update-events"
+	GateTurnStatus         = "turn-status"
+	GateForkReplay         = "fork-replay"
+	GatePauseResume        = "pause-resume"
+	GateApprovalRejection  = "approval-rejection"
+	GateTurnParts          = "turn-parts"
+	GateConversationRoster = "conversation-roster"
+	GateNotifyLocal        = "webhook-notify-local"
+	GateForkDecisions      = "fork-approval-decisions"
+	GateForkInputs         = "fork-input-divergence"
 
 	// Pack agents.
 	GateAgentCancel       = "agent-cancel"
@@ -144,6 +148,18 @@ var Gates = []Gate{
 		retireAfter},
 	{GateForkInputs, "2026-12-03",
 		"a replay fork whose inputs differ from those its source's run.started recorded writes replay.diverged (divergenceKind input) after its run.started (fork.go, checkForkInputs); asked only for such a fork, which could not be requested before",
+		retireAfter},
+	{GatePauseResume, "2026-12-03",
+		"a run takes a pause (PauseUpdate) and holds until resumed; an immediate pause cuts a delay's wait or a pack turn, which opens again with a fresh node.started on resume (pause.go); asked when a run takes its first pause, so runs never paused record no marker",
+		retireAfter},
+	{GateApprovalRejection, "2026-12-03",
+		"an approval gate's rejection records action and decision on interrupt.resolved, a timeout resolves it rejected, and a rejected gate is a failed source (approval_rejected, not retryable) that all_complete and any_failed edges route, or an output with onReject: output (rejection.go); asked when a gate is decided or times out, and gates decided before failed the run at once (a timeout with interrupt_timeout)",
+		retireAfter},
+	{GateTurnParts, "2026-12-03",
+		"an agent turn of a run created with RunInput.TurnShape 1 carries A2A parts beside its content and agent{agentId, model{provider, model}} (turnparts.go); asked at such a run's first agent turn, so runs created before (TurnShape 0) never record the marker",
+		retireAfter},
+	{GateConversationRoster, "2026-12-03",
+		"conversation.opened of a run created with RunInput.TurnShape 1 carries the gate config's roster as participants (roster.go); asked when such a run opens a conversation with a roster",
 		retireAfter},
 	{GateConversationPacks, "2026-12-03",
 		"a pack without a workflow runs as a conversation with one of its prompts (packs.AsConversation, chosen by inputs.prompt); asked when such a pack's node starts, and runs before failed there (\"has no workflow\")",
