@@ -87,6 +87,11 @@ type Config struct {
 	WebhookAllowPrivate bool
 	// Version names the host in the User-Agent of webhook deliveries.
 	Version string
+	// Workflows signals and queries the host's own workflows (a run's notices to its
+	// tenant's webhook dispatcher, NotifyDispatcher; whether a delivery's subscription
+	// is still registered, DeliverWebhook); a Temporal client. Nil: NotifyDispatcher
+	// signals nothing and deliveries ask nobody.
+	Workflows WorkflowClient
 	// Logger receives activity logs (model rounds, tool calls, webhook deliveries), each
 	// with the run id and the round or call it is about; nil discards them. It is the
 	// only log the activities write to.
@@ -127,6 +132,7 @@ type Activities struct {
 	outage        map[string]OutagePolicy
 	stallReminder time.Duration
 
+	signals             WorkflowClient
 	webhookKey          []byte
 	webhookAllowPrivate bool
 	version             string
@@ -199,6 +205,7 @@ func New(cfg Config) (*Activities, error) {
 		outage:           outage,
 		stallReminder:    orDefaultDuration(cfg.StallReminder, DefaultStallReminder),
 
+		signals:             cfg.Workflows,
 		webhookKey:          cfg.WebhookSecret,
 		webhookAllowPrivate: cfg.WebhookAllowPrivate,
 		version:             cmp.Or(cfg.Version, "dev"),

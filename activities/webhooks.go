@@ -27,7 +27,10 @@ import (
 	"syscall"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/wop-dev/wop/protocol"
 )
 
 // Headers of a webhook delivery (webhooks.md §Headers), sent in both the X-openwop-*
@@ -47,6 +50,36 @@ const (
 // cannot be signed): retrying cannot help.
 const ErrTypeWebhookRefused = "WebhookRefused"
 
+// WebhookUnprojectable starts the error of a delivery whose event cannot be rendered
+// for its subscription (OpenWOP payload_unprojectable): it is dead-lettered at once.
+const WebhookUnprojectable = "the event cannot be rendered for the subscription"
+
+// ErrTypeWebhookUnregistered marks an attempt of a delivery whose subscription was
+// unregistered since: it does not POST, and the delivery ends.
+const ErrTypeWebhookUnregistered = "WebhookUnregistered"
+
+// stillRegistered asks the tenant's dispatcher, before an attempt to a subscription,
+// whether the subscription is still registered. A run's callback is always; an
+// answer that does not come (the dispatcher busy, Temporal slow) lets the attempt go
+// on, as delivery is at least once; a dispatcher that is gone has no subscriptions.
+func (a *Activities) stillRegistered(ctx context.Context, d WebhookDelivery) bool {
+	if d.WebhookID == "" || a.signals == nil {
+		return true
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := a.signals.QueryWorkflow(qctx, WebhookDispatcherID(d.Tenant), "", WebhookRegisteredQuery, d.WebhookID)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false
+	}
+	var registered bool
+	if err != nil || v.Get(&registered) != nil {
+		return true
+	}
+	return registered
+}
+
 // DefaultWebhookAttemptTimeout bounds one delivery attempt (webhooks.md: 5 s).
 const DefaultWebhookAttemptTimeout = 5 * time.Second
 
@@ -63,6 +96,9 @@ type WebhookDelivery struct {
 	Event     json.RawMessage `json:"event"`
 	// AttemptTimeout bounds one POST (default DefaultWebhookAttemptTimeout).
 	AttemptTimeout time.Duration `json:"attemptTimeout,omitempty"`
+	// Major is the protocol major the subscription was registered under: 2 delivers
+	// v2's body (WebhookBody); 0 and 1 v1's.
+	Major int `json:"major,omitempty"`
 }
 
 // WebhookDeliveryResult says how the delivery went.
@@ -105,10 +141,46 @@ func SignWebhook(secret string, ts int64, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// VerifyWebhook checks one delivery the way webhooks.md tells a receiver to: the v1
+// algorithm, a timestamp within five minutes of now, and the signature
+// sha256=HMAC-SHA256(secret, "<timestamp>.<rawBody>") compared in constant time.
+func VerifyWebhook(h http.Header, body []byte, secret string, now time.Time) error {
+	if secret == "" {
+		return errors.New("no secret to verify with")
+	}
+	if a := h.Get(HeaderWebhookSigAlgo); a != WebhookSignatureAlgoV1 {
+		return fmt.Errorf("signature algorithm %q, want %q", a, WebhookSignatureAlgoV1)
+	}
+	ts, err := strconv.ParseInt(h.Get(HeaderWebhookTimestamp), 10, 64)
+	if err != nil {
+		return fmt.Errorf("timestamp %q: %w", h.Get(HeaderWebhookTimestamp), err)
+	}
+	if d := now.Unix() - ts; d > 300 || d < -300 {
+		return fmt.Errorf("timestamp %d is %ds away from now", ts, d)
+	}
+	if !hmac.Equal([]byte(h.Get(HeaderWebhookSignature)), []byte(SignWebhook(secret, ts, body))) {
+		return errors.New("the signature does not match")
+	}
+	return nil
+}
+
 // WebhookBody is the JSON body of a delivery: webhooks.md's wrapper (runId,
 // workspaceId, event) with the event's type, sequence and id repeated at the top for
-// receivers that read them there.
+// receivers that read them there. To a subscription registered at major 2 it is v2's
+// body, {runId, event}: the run's bound id and the event as a v2 reader is served it
+// (no workspaceId: this host's runs have none).
 func WebhookBody(d WebhookDelivery) ([]byte, error) {
+	if d.Major == protocol.Major2 {
+		var ev protocol.StoredEvent
+		if err := json.Unmarshal(d.Event, &ev); err != nil {
+			return nil, err
+		}
+		doc, err := protocol.EventV2(d.Tenant, ev)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(map[string]any{"runId": protocol.BindID(d.Tenant, d.RunID), "event": doc})
+	}
 	return json.Marshal(map[string]any{
 		"runId": d.RunID, "workspaceId": d.Tenant, "tenantId": d.Tenant,
 		"type": d.EventType, "sequence": d.Sequence, "event": d.Event,
@@ -126,15 +198,23 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	if err := CheckWebhookURL(d.URL, a.webhookAllowPrivate); err != nil {
 		return nil, nonRetryable(ErrTypeWebhookRefused, "%v", err)
 	}
+	if !a.stillRegistered(ctx, d) {
+		// RFC 0215 §B: once unregistered, no further attempt, scheduled retries
+		// included.
+		return nil, nonRetryable(ErrTypeWebhookUnregistered, "webhook %s was unregistered: no further attempt", d.WebhookID)
+	}
 	secret := CallbackSecret(a.webhookKey, d.Tenant, d.RunID)
 	id := "callback:" + d.RunID
 	if d.WebhookID != "" {
 		secret = WebhookSecret(a.webhookKey, d.Tenant, d.WebhookID)
 		id = d.WebhookID
+		if d.Major == protocol.Major2 {
+			id = protocol.BindID(d.Tenant, d.WebhookID)
+		}
 	}
 	body, err := WebhookBody(d)
 	if err != nil {
-		return nil, nonRetryable(ErrTypeWebhookRefused, "encode the delivery: %v", err)
+		return nil, nonRetryable(ErrTypeWebhookRefused, "%s: %v", WebhookUnprojectable, err)
 	}
 	timeout := d.AttemptTimeout
 	if timeout <= 0 {
@@ -148,8 +228,12 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	}
 	ts := time.Now().Unix()
 	sig := SignWebhook(secret, ts, body)
+	eventType := d.EventType
+	if v2, ok := protocol.EventTypeV2(eventType); ok && d.Major == protocol.Major2 {
+		eventType = v2
+	}
 	headers := map[string]string{
-		HeaderWebhookID: id, HeaderWebhookEventType: d.EventType, HeaderWebhookTimestamp: strconv.FormatInt(ts, 10),
+		HeaderWebhookID: id, HeaderWebhookEventType: eventType, HeaderWebhookTimestamp: strconv.FormatInt(ts, 10),
 		HeaderWebhookSignature: sig, HeaderWebhookSigAlgo: WebhookSignatureAlgoV1,
 	}
 	for k, v := range headers {
@@ -242,7 +326,34 @@ var privateRanges = []netip.Prefix{
 	netip.MustParsePrefix("fc00::/7"),
 }
 
-// refusedAddr says why ip may not be a webhook destination ("" when it may).
+// translatedRanges are IPv6 ranges that carry an IPv4 address a gateway or the host's
+// own stack may reach (NAT64, 6to4, Teredo, IPv4-compatible): refused whatever the
+// IPv4 inside, as no webhook receiver needs them and they would smuggle a private or
+// metadata IPv4 past the checks above.
+var translatedRanges = []netip.Prefix{
+	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64 (RFC 6052)
+	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64 (RFC 8215)
+	netip.MustParsePrefix("2002::/16"),      // 6to4 (RFC 3056)
+	netip.MustParsePrefix("2001::/32"),      // Teredo (RFC 4380)
+	netip.MustParsePrefix("::/96"),          // IPv4-compatible ::a.b.c.d (RFC 4291, deprecated)
+}
+
+// reservedRanges are IPv4 ranges that are no receiver on the internet: benchmarking,
+// reserved for future use (the limited broadcast 255.255.255.255 included), the IETF
+// protocol assignments and the documentation networks.
+var reservedRanges = []netip.Prefix{
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("100::/64"), // IPv6 discard
+}
+
+// refusedAddr says why ip may not be a webhook destination ("" when it may). An
+// IPv4-mapped address (::ffff:a.b.c.d) is judged by its IPv4.
 func refusedAddr(ip netip.Addr, allowPrivate bool) string {
 	ip = ip.Unmap()
 	for _, p := range alwaysRefused {
@@ -252,6 +363,16 @@ func refusedAddr(ip netip.Addr, allowPrivate bool) string {
 	}
 	if ip.IsMulticast() || ip.IsInterfaceLocalMulticast() {
 		return "is a multicast address"
+	}
+	for _, p := range translatedRanges {
+		if p.Contains(ip) && ip != netip.IPv6Loopback() {
+			return "is an IPv6 address that carries an IPv4 one (NAT64, 6to4, Teredo or IPv4-compatible)"
+		}
+	}
+	for _, p := range reservedRanges {
+		if p.Contains(ip) {
+			return "is a reserved, benchmarking, broadcast or documentation address"
+		}
 	}
 	if !allowPrivate {
 		for _, p := range privateRanges {
@@ -269,13 +390,20 @@ type WebhookURLError struct{ Reason string }
 
 func (e *WebhookURLError) Error() string { return e.Reason }
 
-// CheckWebhookURL checks a webhook or callback destination before it is used: an
-// absolute https:// URL (http:// only when private destinations are allowed) without
+// MaxWebhookURLBytes bounds a webhook or callback URL (what browsers and proxies
+// commonly take), so subscriptions and runs keep small state.
+const MaxWebhookURLBytes = 2048
+
+// CheckWebhookURL checks a webhook or callback destination before it is used: at most
+// MaxWebhookURLBytes long, an absolute https:// URL (http:// only when private destinations are allowed) without
 // credentials, whose host is not a cloud metadata name, and whose literal or resolved
 // addresses are not link-local, metadata, or (unless allowed) loopback or private. A
 // name that does not resolve now is accepted: every delivery checks the addresses it
 // connects to.
 func CheckWebhookURL(raw string, allowPrivate bool) error {
+	if len(raw) > MaxWebhookURLBytes {
+		return fmt.Errorf("a webhook URL may be at most %d bytes (got %d)", MaxWebhookURLBytes, len(raw))
+	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return fmt.Errorf("%q is not an absolute http(s) URL", raw)

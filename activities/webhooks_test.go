@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -113,6 +115,25 @@ func TestCheckWebhookURL(t *testing.T) {
 		{"https://192.168.1.1/", false, false, true},
 		{"https://user:pw@hooks.example.com/", false, false, true},
 		{"not a url", false, false, false},
+		// Addresses that carry or stand for another: refused even where private
+		// destinations are allowed.
+		{"https://[64:ff9b::a9fe:a9fe]/", true, false, true},  // NAT64 of 169.254.169.254
+		{"https://[64:ff9b:1::7f00:1]/", true, false, true},   // local-use NAT64
+		{"https://[2002:c0a8:101::1]/", true, false, true},    // 6to4 of 192.168.1.1
+		{"https://[2001:0:4136:e378::1]/", true, false, true}, // Teredo
+		{"https://[::a9fe:a9fe]/", true, false, true},         // IPv4-compatible ::169.254.169.254
+		{"https://[::7f00:1]/", true, false, true},            // IPv4-compatible ::127.0.0.1
+		{"https://198.18.0.1/", true, false, true},
+		{"https://198.19.255.255/", true, false, true},
+		{"https://240.0.0.1/", true, false, true},
+		{"https://255.255.255.255/", true, false, true},
+		{"https://[::ffff:198.18.0.1]/", true, false, true}, // judged by its IPv4
+		{"https://[::ffff:10.0.0.1]/", false, false, true},
+		{"https://[2001:db8::1]/", true, false, true},
+		{"https://[::1]:9/", true, true, false}, // loopback stays loopback
+		{"https://8.8.8.8/", false, true, false},
+		{"https://[2606:4700::1111]/", false, true, false},
+		{"https://hooks.example.com/" + strings.Repeat("x", MaxWebhookURLBytes), false, false, false}, // too long: not a URL this host takes
 		{"ftp://x/", false, false, false},
 	} {
 		err := CheckWebhookURL(c.url, c.allowPrivate)
@@ -123,5 +144,21 @@ func TestCheckWebhookURL(t *testing.T) {
 		require.Error(t, err, c.url)
 		var ue *WebhookURLError
 		require.Equal(t, c.urlError, errors.As(err, &ue), "%s: %v", c.url, err)
+	}
+}
+
+// TestWebhookDialRefusesTranslatedAddresses: the delivery client checks every address
+// it connects to, so a name that resolves to one of the refused ranges after
+// registration is refused at dial time too, before a byte is sent.
+func TestWebhookDialRefusesTranslatedAddresses(t *testing.T) {
+	a, _ := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, WebhookSecret: []byte("k"), WebhookAllowPrivate: true})
+	for _, addr := range []string{"[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "[::7f00:1]", "198.18.0.1", "240.0.0.1", "255.255.255.255", "[::ffff:198.18.0.1]"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+":80/hook", nil)
+		require.NoError(t, err)
+		_, err = a.webhookClient().Do(req)
+		cancel()
+		var refused *refusedAddressError
+		require.True(t, errors.As(err, &refused), "%s: %v", addr, err)
 	}
 }

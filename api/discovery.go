@@ -46,10 +46,13 @@ func (s *Server) discoveryDoc() map[string]any {
 		"conversationPrimitive": true,
 		// RFC 0101's roster: conversation.opened names it, off-roster speakers are 422.
 		"multiPartyConversation": map[string]any{"supported": true, "maxParticipants": workflows.MaxParticipants},
-		"replay":                 map[string]any{"supported": true, "modes": []string{"replay"}},
-		"runs":                   map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}}},
-		"streamModes":            supportedModes,
-		"fixtures":               fixtures,
+		"replay": map[string]any{"supported": true, "modes": []string{"replay"},
+			// Suppression binds with replay (a fork performs no recorded effect), witnessed
+			// by the manifest.
+			"sideEffectSuppression": "recorded-outcome", "effectSeamsManifest": EffectSeamsPath},
+		"runs":        map[string]any{"pauseResume": map[string]any{"supported": true, "drainPolicies": []string{workflows.DrainCurrentNode, workflows.DrainImmediate}}},
+		"streamModes": supportedModes,
+		"fixtures":    fixtures,
 		// OpenWOP v2's run list family: GET /v1/runs here.
 		"runList": map[string]any{"supported": true, "maxPageSize": MaxListPageSize, "filters": listFilters},
 		// The PromptPack packs served as workflows (workflowId = pack id).
@@ -226,8 +229,11 @@ var v2OperationIDs = map[string]string{
 	"GET /v1/interrupts/{token}":                "inspectInterruptByToken",
 	"POST /v1/interrupts/{token}":               "resolveInterruptByToken",
 	"POST /v1/runs/{runId}:fork":                "forkRun",
+	"GET /v1/runs/{runId}/effects":              "getRunEffects",
+	"GET /v1" + EffectSeamsPath:                 "getEffectSeamManifest",
 	"POST /v1/webhooks":                         "registerWebhook",
 	"DELETE /v1/webhooks/{webhookId}":           "unregisterWebhook",
+	"GET /v1/webhooks/{webhookId}/dead-letters": "listWebhookDeadLetters",
 	"POST /v1/runs:bulk-cancel":                 "bulkCancelRuns",
 	"POST /v1/runs/{runId}:pause":               "pauseRun",
 	"POST /v1/runs/{runId}:resume":              "resumeRun",
@@ -380,7 +386,7 @@ func (s *Server) openAPIFor(major int) map[string]any {
 				"ResolveRequest":          obj(map[string]any{"resumeValue": anyv}),
 				"ResolveInterruptRequest": obj(map[string]any{"nodeId": str, "interruptId": str, "resumeValue": anyv}, "nodeId"),
 				"ApprovalDecision":        map[string]any{"type": "object", "required": []string{"action"}, "properties": map[string]any{"action": str}},
-				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+				"ForkRequest":             obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv, "inputs": objv}, "mode"),
 				"Payloads": obj(map[string]any{"payloads": map[string]any{"type": "array", "items": map[string]any{
 					"type": "object", "description": "a Temporal payload in protobuf JSON: metadata values and data are base64",
 					"properties": map[string]any{"metadata": map[string]any{"type": "object", "additionalProperties": str}, "data": str}}}}, "payloads"),
@@ -423,7 +429,7 @@ func (s *Server) openAPIV2Document(paths map[string]any) map[string]any {
 					"metadata": map[string]any{"type": "object", "description": "free-form, at most 16 KiB"}}, "workflowId"),
 				"CancelRequest":  obj(map[string]any{"reason": str}),
 				"ResolveRequest": obj(map[string]any{"resumeValue": anyv}),
-				"ForkRequest":    obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv}, "mode"),
+				"ForkRequest":    obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv, "inputs": objv}, "mode"),
 				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
 					"events":              map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
 					"secret":              str,

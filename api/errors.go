@@ -206,6 +206,7 @@ var statusOf = map[string]int{
 	protocol.CodeInterruptTokenInvalid:      http.StatusUnauthorized,
 	protocol.CodeEventTypeUnmapped:          http.StatusInternalServerError,
 	protocol.CodePayloadUnprojectable:       http.StatusInternalServerError,
+	protocol.CodeForkPointInvalid:           http.StatusUnprocessableEntity,
 }
 
 // refusalStatus is the HTTP status of a resolve the run refused. Outcomes that runs

@@ -19,7 +19,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"strings"
 
 	"github.com/wop-dev/wop/protocol"
@@ -85,11 +85,7 @@ func turnsV1(raw json.RawMessage) json.RawMessage {
 // ownerV2 is a run's owner at v2: {tenant, subject}, the recorded subject or, for a run
 // that recorded none, the legacy stamp.
 func ownerV2(o workflows.Owner) map[string]any {
-	sub := o.Subject
-	if sub == nil {
-		sub = protocol.LegacySubject(o.Tenant, o.Principal)
-	}
-	return map[string]any{"tenant": o.Tenant, "subject": sub}
+	return protocol.OwnerV2(o.Tenant, o.Principal, o.Subject)
 }
 
 // errorV2 is a run's or node's error at v2: a registered (or wop.) code, a non-empty
@@ -207,18 +203,8 @@ func objectOr(raw, def json.RawMessage) json.RawMessage {
 	return def
 }
 
-// eventDocV2 is a run event as a v2 reader is served it (run-event.schema.json, closed).
-type eventDocV2 struct {
-	EventID       string          `json:"eventId"`
-	RunID         string          `json:"runId"`
-	NodeID        string          `json:"nodeId,omitempty"`
-	Type          string          `json:"type"`
-	Payload       json.RawMessage `json:"payload"`
-	Timestamp     string          `json:"timestamp"`
-	Sequence      int64           `json:"sequence"`
-	SchemaVersion int             `json:"schemaVersion"`
-	CausationID   string          `json:"causationId,omitempty"`
-}
+// eventDocV2 is a run event as a v2 reader is served it (protocol.EventV2).
+type eventDocV2 = protocol.EventDocV2
 
 // unmappedEvent is the 500 of a stored event a v2 reader cannot be served.
 func unmappedEvent(ev *workflows.Event) *Error {
@@ -226,24 +212,25 @@ func unmappedEvent(ev *workflows.Event) *Error {
 		with("type", ev.Type).with("sequence", ev.Sequence)
 }
 
+// storedEvent is ev as protocol's renderers take it.
+func storedEvent(ev *workflows.Event) protocol.StoredEvent {
+	return protocol.StoredEvent{EventID: ev.EventID, RunID: ev.RunID, NodeID: ev.NodeID, Type: ev.Type, Payload: ev.Payload,
+		Timestamp: ev.Timestamp, Sequence: ev.Sequence, CausationID: ev.CausationID}
+}
+
 // eventV2 is ev as a v2 reader is served it.
 func (w wire) eventV2(ev *workflows.Event) (*eventDocV2, error) {
-	typ, ok := protocol.EventTypeV2(ev.Type)
-	if !ok {
-		if !protocol.IsVendorEventType(ev.Type) {
-			return nil, unmappedEvent(ev)
-		}
-		typ = ev.Type
+	d, err := protocol.EventV2(w.tenant, storedEvent(ev))
+	var unmapped *protocol.UnmappedEventError
+	var unprojectable *protocol.UnprojectableError
+	switch {
+	case errors.As(err, &unmapped):
+		return nil, unmappedEvent(ev)
+	case errors.As(err, &unprojectable):
+		return nil, codeErr(protocol.CodePayloadUnprojectable, "%s", unprojectable.Error()).
+			with("type", unprojectable.Type).with("sequence", ev.Sequence).with("eventId", ev.EventID)
 	}
-	payload, err := w.payloadV2(typ, ev.Payload)
-	if err != nil {
-		return nil, codeErr(protocol.CodePayloadUnprojectable, "the payload of event %d (%s) of run %s cannot be served at v2: %v", ev.Sequence, typ, ev.RunID, err).
-			with("type", typ).with("sequence", ev.Sequence).with("eventId", ev.EventID)
-	}
-	return &eventDocV2{
-		EventID: ev.EventID, RunID: w.id(ev.RunID), NodeID: ev.NodeID, Type: typ, Payload: payload,
-		Timestamp: ev.Timestamp, Sequence: ev.Sequence, SchemaVersion: protocol.EventSchemaVersion, CausationID: ev.CausationID,
-	}, nil
+	return d, err
 }
 
 // eventsV2 renders a page of events for a v2 reader.
@@ -259,83 +246,9 @@ func (w wire) eventsV2(evs []workflows.Event) ([]*eventDocV2, error) {
 	return out, nil
 }
 
-// boundPayloadKeys are the payload members that hold a tenant-bound id (a run's or an
-// interrupt's), bound at v2 where they appear at the top of a payload (or in
-// node.completed's outputs).
-var boundPayloadKeys = []string{"runId", "childRunId", "parentRunId", "sourceRunId", "interruptId"}
-
-// payloadV2 projects a stored payload onto its v2 shape: run.started's owner becomes
-// {tenant, subject} and its engineVersion the integer; an error's code is a v2 code;
-// run and interrupt ids are bound. A payload without any of these is served as stored.
+// payloadV2 projects a stored payload onto its v2 shape (protocol.PayloadV2).
 func (w wire) payloadV2(typ string, raw json.RawMessage) (json.RawMessage, error) {
-	if !isJSONObject(raw) || !needsV2Projection(typ, raw) {
-		return raw, nil
-	}
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, err
-	}
-	w.bindIDs(p)
-	if out, ok := p["outputs"]; ok && typ == protocol.EvNodeCompleted && bytes.Contains(out, []byte(`"childRunId"`)) {
-		var o map[string]json.RawMessage
-		if json.Unmarshal(out, &o) == nil && o != nil {
-			w.bindIDs(o)
-			p["outputs"] = mustJSON(o)
-		}
-	}
-	if e, ok := p["error"]; ok && isJSONObject(e) {
-		// The error's code is a v2 code; its other members (workflow.stalled's
-		// retryable, a node's details) are kept as stored.
-		var pe map[string]json.RawMessage
-		var code string
-		if json.Unmarshal(e, &pe) == nil && json.Unmarshal(pe["code"], &code) == nil && code != "" {
-			pe["code"] = mustJSON(protocol.V2Code(code))
-			if msg, _ := pe["message"]; string(msg) == `""` || msg == nil {
-				pe["message"] = mustJSON(code) // as errorV2: a message is never empty
-			}
-			p["error"] = mustJSON(pe)
-		}
-	}
-	if typ == protocol.EvRunStarted {
-		if o, ok := p["owner"]; ok {
-			var owner workflows.Owner
-			if err := json.Unmarshal(o, &owner); err != nil {
-				return nil, fmt.Errorf("owner: %w", err)
-			}
-			p["owner"] = mustJSON(ownerV2(owner))
-		}
-		if _, ok := p["engineVersion"]; ok {
-			p["engineVersion"] = mustJSON(protocol.EngineVersion)
-		}
-	}
-	return json.Marshal(p)
-}
-
-// needsV2Projection reports whether a payload holds anything payloadV2 changes.
-func needsV2Projection(typ string, raw json.RawMessage) bool {
-	if typ == protocol.EvRunStarted || bytes.Contains(raw, []byte(`"error"`)) {
-		return true
-	}
-	for _, k := range boundPayloadKeys {
-		if bytes.Contains(raw, []byte(`"`+k+`"`)) {
-			return true
-		}
-	}
-	return false
-}
-
-// bindIDs binds the string members of p named in boundPayloadKeys.
-func (w wire) bindIDs(p map[string]json.RawMessage) {
-	for _, k := range boundPayloadKeys {
-		raw, ok := p[k]
-		if !ok {
-			continue
-		}
-		var id string
-		if json.Unmarshal(raw, &id) == nil && id != "" {
-			p[k] = mustJSON(w.id(id))
-		}
-	}
+	return protocol.PayloadV2(w.tenant, typ, raw)
 }
 
 // eventV1 is ev as a v1 reader is served it: a type stored under its v2 name gets its

@@ -725,6 +725,10 @@ type ForkRequest struct {
 	Mode              string          `json:"mode"`
 	FromSeq           *int64          `json:"fromSeq,omitempty"`
 	RunOptionsOverlay json.RawMessage `json:"runOptionsOverlay,omitempty"`
+	// Inputs, when set, replace the source's inputs (a host extension): the recorded
+	// decisions are replayed against them, and the fork writes replay.diverged after
+	// its run.started when they differ from the source's.
+	Inputs json.RawMessage `json:"inputs,omitempty"`
 }
 
 func (s *Server) handleFork(c echo.Context) error {
@@ -767,6 +771,10 @@ func (s *Server) handleFork(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if isV2(c) && from > last {
+		// v2 (replay.md): a fork point must be an event of the source's log.
+		return codeErr(protocol.CodeForkPointInvalid, "fromSeq %d is not in the source's log (last sequence %d)", from, last).with("field", "fromSeq")
+	}
 	if from > last+1 {
 		return apiErr(http.StatusUnprocessableEntity, CodeValidation, "fromSeq %d is beyond the source log (last sequence %d)", from, last).with("field", "fromSeq")
 	}
@@ -779,8 +787,15 @@ func (s *Server) handleFork(c echo.Context) error {
 			owner.Subject = protocol.LegacySubject(owner.Tenant, owner.Principal)
 		}
 	}
+	inputs := runInputsOf(events)
+	if ov := compactJSON(req.Inputs); len(ov) > 0 && string(ov) != "null" {
+		if ov[0] != '{' {
+			return badRequest("inputs must be an object").with("field", "inputs")
+		}
+		inputs = ov
+	}
 	in, err := s.forkInput(ctx, id, snap, workflows.RunRequest{
-		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: runInputsOf(events),
+		RunID: newRunID(s.cfg.Now()), WorkflowID: snap.WorkflowID, Inputs: inputs,
 		Owner: owner, Tags: snap.Tags, Metadata: snap.Metadata, Configurable: snap.Configurable, Era: protocol.EraV2,
 	})
 	if err != nil {

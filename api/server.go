@@ -340,6 +340,8 @@ func (s *Server) routeTable() []route {
 		{Method: http.MethodGet, Path: "/v1/interrupts/{token}", Summary: "Inspect an interrupt by signed token", Handler: s.handleTokenGet, OK: 200, Token: true, V2: true},
 		{Method: http.MethodPost, Path: "/v1/interrupts/{token}", Summary: "Resolve an interrupt by signed token", Handler: s.handleTokenPost, Body: "ResolveRequest", OK: 200, Token: true, Accepted: true, V2: true},
 		{Method: http.MethodPost, Path: "/v1/runs/{runId}:fork", Verb: "fork", Scopes: []string{ScopeRunsCreate, ScopeRunsRead}, Summary: "Fork a run (mode replay)", Handler: s.handleFork, Body: "ForkRequest", OK: 201, V2: true},
+		{Method: http.MethodGet, Path: "/v1/runs/{runId}/effects", Scopes: []string{ScopeRunsRead}, Summary: "The run's effect ledger: each model round and tool call it performed, with its idempotency identity and outcome", Handler: s.handleRunEffects, OK: 200, V2: true},
+		{Method: http.MethodGet, Path: "/v1" + EffectSeamsPath, Scopes: []string{ScopeManifestRead}, Summary: "The effect-seam manifest: every outbound effect path and how a replay fork is kept from repeating it", Handler: s.handleEffectSeams, OK: 200, V2: true},
 	}, s.webhookRoutes()...)
 }
 

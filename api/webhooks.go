@@ -15,13 +15,17 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -81,12 +85,14 @@ func (s *Server) webhookRoutes() []route {
 		{Method: http.MethodPost, Path: "/v1/webhooks", Scopes: scopes, Summary: "Register a webhook: signed deliveries of run events", Handler: s.handleRegisterWebhook, Body: "RegisterWebhookRequest", OK: 201, V2: true},
 		{Method: http.MethodGet, Path: "/v1/webhooks", Scopes: scopes, Summary: "List the tenant's webhooks and dead letters", Handler: s.handleListWebhooks, OK: 200},
 		{Method: http.MethodDelete, Path: "/v1/webhooks/{webhookId}", Scopes: scopes, Summary: "Remove a webhook", Handler: s.handleDeleteWebhook, OK: 204, V2: true},
+		{Method: http.MethodGet, Path: "/v1/webhooks/{webhookId}/dead-letters", Scopes: scopes, Summary: "A webhook's dead-lettered deliveries, newest first", Handler: s.handleDeadLetters, OK: 200, V2: true},
 	}
 }
 
 // webhookDiscovery is the discovery document's webhooks family.
 func (s *Server) webhookDiscovery() map[string]any {
-	return map[string]any{"supported": true, "signatureAlgorithms": []string{activities.WebhookSignatureAlgoV1}, "events": workflows.WebhookEventTypes}
+	return map[string]any{"supported": true, "signatureAlgorithms": []string{activities.WebhookSignatureAlgoV1}, "events": workflows.WebhookEventTypes,
+		"deadLetter": map[string]any{"retentionDays": DeadLetterRetentionDays, "maxPageSize": maxDeadLetterPage}}
 }
 
 // checkWebhookURL maps a refused destination to webhook_url_rejected and a URL that is
@@ -148,6 +154,9 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 			return badRequest("tags[%d] must be a non-empty string of at most 256 characters", i).with("field", fmt.Sprintf("tags[%d]", i))
 		}
 	}
+	if err := webhooks.CheckSubscriptionSize(req.URL, req.Tags); err != nil {
+		return badRequest("%v", err).with("field", "url").with("maxBytes", webhooks.MaxSubscriptionBytes)
+	}
 	if req.TenantID != "" && req.TenantID != p.Tenant {
 		return codeErr(CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
 	}
@@ -166,10 +175,14 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		id = newWebhookID(p.Tenant, "v2\x00"+idemKey)
 	}
 	digest := webhookDigest(req)
+	major := 0 // a v1 registration stores no major, as before
+	if isV2(c) {
+		major = protocol.Major2
+	}
 	secret := activities.WebhookSecret(s.cfg.WebhookSecret, p.Tenant, id)
 	reg := webhooks.WebhookRegistration{
 		Subscription: webhooks.WebhookSubscription{ID: id, URL: req.URL, Events: req.Events, Tags: req.Tags,
-			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest},
+			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest, Major: major},
 		Config: &s.cfg.WebhookDelivery,
 	}
 	ctx := c.Request().Context()
@@ -350,4 +363,136 @@ func (s *Server) callbackRun(ctx context.Context, tenant, callbackURL string) er
 		return err
 	}
 	return s.ensureDispatcher(ctx, tenant)
+}
+
+// Dead letters (RFC 0188): GET /webhooks/{webhookId}/dead-letters reads the delivery
+// dead-letter sink of one subscription, newest first, cursor-paged, content-free.
+const (
+	// DeadLetterRetentionDays is how long a dead letter stays readable
+	// (webhooks.DeadLetterRetention).
+	DeadLetterRetentionDays = int(webhooks.DeadLetterRetention / (24 * time.Hour))
+	// maxDeadLetterPage is the page size limit clamps to (webhooks.deadLetter.maxPageSize).
+	maxDeadLetterPage     = 100
+	defaultDeadLetterPage = 20
+)
+
+// DeadLetteredDelivery is one record of a dead-letter page.
+type DeadLetteredDelivery struct {
+	DeliveryID     string `json:"deliveryId"`
+	WebhookID      string `json:"webhookId"`
+	RunID          string `json:"runId"`
+	EventID        string `json:"eventId"`
+	EventType      string `json:"eventType"`
+	Attempts       int32  `json:"attempts"`
+	DeadLetteredAt string `json:"deadLetteredAt"`
+	ExpiresAt      string `json:"expiresAt"`
+	Reason         string `json:"reason"`
+	LastStatus     int    `json:"lastStatus,omitempty"`
+}
+
+// deadLetterCursor is the opaque continuation of a dead-letter page: the offset into
+// the subscription's letters, newest first, bound to the tenant and the subscription.
+type deadLetterCursor struct {
+	Tenant    string `json:"t"`
+	WebhookID string `json:"w"`
+	Offset    int    `json:"o"`
+}
+
+var lastStatusRe = regexp.MustCompile(`answered HTTP (\d{3})`)
+
+func (s *Server) handleDeadLetters(c echo.Context) error {
+	p := principalOf(c)
+	id, err := s.boundParam(c, "webhookId")
+	if err != nil {
+		return err
+	}
+	limit := defaultDeadLetterPage
+	if v := c.QueryParam("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return badRequest("limit must be a positive integer").with("field", "limit")
+		}
+		limit = min(n, maxDeadLetterPage)
+	}
+	offset := 0
+	if v := c.QueryParam("cursor"); v != "" {
+		var cur deadLetterCursor
+		raw, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || json.Unmarshal(raw, &cur) != nil || cur.Tenant != p.Tenant || cur.WebhookID != id || cur.Offset < 0 {
+			return badRequest("cursor is not a cursor of this subscription's dead letters").with("field", "cursor")
+		}
+		offset = cur.Offset
+	}
+	ctx := c.Request().Context()
+	v, err := s.tc.QueryWorkflow(ctx, workflows.WebhookDispatcherID(p.Tenant), "", webhooks.WebhookListQuery)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %s", id, p.Tenant)
+	}
+	if err != nil {
+		return fmt.Errorf("read the dead letters of tenant %s: %w", p.Tenant, err)
+	}
+	var list webhooks.WebhookList
+	if err := v.Get(&list); err != nil {
+		return fmt.Errorf("decode the webhooks of tenant %s: %w", p.Tenant, err)
+	}
+	if !slices.ContainsFunc(list.Subscriptions, func(sub webhooks.WebhookSubscription) bool { return sub.ID == id }) {
+		return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %s", id, p.Tenant)
+	}
+	var mine []webhooks.DeadLetter
+	for i := len(list.DeadLetters) - 1; i >= 0; i-- { // newest first
+		if list.DeadLetters[i].WebhookID == id {
+			mine = append(mine, list.DeadLetters[i])
+		}
+	}
+	// The dispatcher keeps them as their signals arrived; two deliveries that gave up
+	// together may arrive in the other order than their deadLetteredAt.
+	slices.SortStableFunc(mine, func(a, b webhooks.DeadLetter) int { return strings.Compare(b.At, a.At) })
+	w := s.wireOf(c, p.Tenant)
+	page := []DeadLetteredDelivery{}
+	for _, dl := range mine[min(offset, len(mine)):min(offset+limit, len(mine))] {
+		page = append(page, s.deadLetteredDelivery(ctx, w, dl))
+	}
+	out := map[string]any{"deliveries": page}
+	if offset+limit < len(mine) {
+		raw, _ := json.Marshal(deadLetterCursor{Tenant: p.Tenant, WebhookID: id, Offset: offset + limit})
+		out["nextCursor"] = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// deadLetteredDelivery renders one dead letter: the attempts its delivery workflow
+// made (its history's last ActivityTaskStarted), the status its last answer had.
+func (s *Server) deadLetteredDelivery(ctx context.Context, w wire, dl webhooks.DeadLetter) DeadLetteredDelivery {
+	sum := sha256.Sum256([]byte(dl.DeliveryWorkflowID))
+	typ := dl.EventType
+	if w.v2() {
+		if v2, ok := protocol.EventTypeV2(typ); ok {
+			typ = v2
+		}
+	}
+	out := DeadLetteredDelivery{
+		DeliveryID: w.id("dlv_" + hex.EncodeToString(sum[:13])), WebhookID: w.id(dl.WebhookID), RunID: w.id(dl.RunID),
+		EventID: dl.EventID, EventType: typ, Attempts: 1, DeadLetteredAt: dl.At, Reason: "retries_exhausted",
+	}
+	if at, err := time.Parse(time.RFC3339Nano, dl.At); err == nil {
+		out.ExpiresAt = workflows.FormatTime(at.Add(webhooks.DeadLetterRetention))
+	}
+	if strings.HasPrefix(dl.Error, activities.WebhookUnprojectable) {
+		out.Reason = "payload_unprojectable"
+	}
+	if m := lastStatusRe.FindStringSubmatch(dl.Error); m != nil {
+		out.LastStatus, _ = strconv.Atoi(m[1])
+	}
+	it := s.tc.GetWorkflowHistory(ctx, dl.DeliveryWorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			break // the record stands with what the dead letter says
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			out.Attempts = max(out.Attempts, a.GetAttempt())
+		}
+	}
+	return out
 }

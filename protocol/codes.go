@@ -33,6 +33,7 @@ const (
 	CodeInterruptTokenInvalid      = "interrupt_token_invalid"      // 401
 	CodeEventTypeUnmapped          = "event_type_unmapped"          // 500: a stored type no codemap row names
 	CodePayloadUnprojectable       = "payload_unprojectable"        // 500
+	CodeForkPointInvalid           = "fork_point_invalid"           // 422: a fork's fromSeq not in the source's log
 
 	// Webhook subscriptions.
 	CodeWebhookURLRejected   = "webhook_url_rejected"
@@ -63,11 +64,14 @@ const (
 	CodeApprovalRejected      = "approval_rejected"
 	CodeChildRunFailed        = "child_run_failed"
 	CodeReplayFailed          = "replay_failed"
-	CodeAgentError            = "agent_error"
-	CodeBudgetExhausted       = "budget_exhausted"
-	CodeStateTooLarge         = "state_too_large"
-	CodeHistoryLimitExceeded  = "history_limit_exceeded"
-	CodeActivityTimeout       = "activity_timeout"
+	// CodeReplaySourceMissing fails a side-effecting node of a replay fork whose source
+	// recorded no outcome of it: the fork never performs the effect.
+	CodeReplaySourceMissing  = "replay_source_missing"
+	CodeAgentError           = "agent_error"
+	CodeBudgetExhausted      = "budget_exhausted"
+	CodeStateTooLarge        = "state_too_large"
+	CodeHistoryLimitExceeded = "history_limit_exceeded"
+	CodeActivityTimeout      = "activity_timeout"
 	// CodeReplayDiverged fails a pack that cannot follow its source's recording on a
 	// fork replay.
 	CodeReplayDiverged = "replay_diverged"

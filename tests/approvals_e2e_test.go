@@ -115,6 +115,17 @@ func resolveAt(c *apiClient, id string, value any) (int, map[string]any) {
 	return postToPack(c, id, map[string]any{"resumeValue": value})
 }
 
+// decidePayment starts a run of payables pack pack with "Please pay INV-7.", waits until
+// its payment waits for approval, and decides it (the decision's resume value).
+func decidePayment(t *testing.T, c *apiClient, pack string, decision map[string]any) string {
+	t.Helper()
+	id := createRun(t, c, pack, map[string]any{"message": "Please pay INV-7."})
+	waitToolApproval(t, c, id)
+	status, body := resolveAt(c, id, decision)
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	return id
+}
+
 // waitToolApproval waits until the run waits on a tool call's approval and returns the
 // snapshot and the interrupt's ApprovalData.
 func waitToolApproval(t *testing.T, c *apiClient, id string) (workflows.Snapshot, map[string]any) {
@@ -192,12 +203,9 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 func TestToolApprovalRejectE2E(t *testing.T) {
 	t.Parallel()
 	c, svc := startApprovalStack(t)
-	id := createRun(t, c, "pay-reject", map[string]any{"message": "Please pay INV-7."})
-	waitToolApproval(t, c, id)
-	status, body := resolveAt(c, id, map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
-	require.Equal(t, http.StatusOK, status, "%v", body)
+	id := decidePayment(t, c, "pay-reject", map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
 	waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
-	status, body = resolveAt(c, id, map[string]any{"action": "accept"})
+	status, body := resolveAt(c, id, map[string]any{"action": "accept"})
 	require.Equal(t, http.StatusConflict, status, "a late decision never becomes a chat message: %v", body)
 	sayTo(t, c, id, "OK, thanks.")
 	s := waitCompleted(t, c, id)

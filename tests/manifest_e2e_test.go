@@ -168,6 +168,7 @@ func TestV2PathManifestPairing(t *testing.T) {
 		"POST /runs/{runId}/interrupts/{nodeId}", "POST /runs/{runId}:fork", "GET /interrupts/{token}", "POST /interrupts/{token}",
 		"POST /webhooks", "DELETE /webhooks/{webhookId}", "POST /runs:bulk-cancel",
 		"POST /runs/{runId}:pause", "POST /runs/{runId}:resume",
+		"GET /host/effect-seams", "GET /runs/{runId}/effects", "GET /webhooks/{webhookId}/dead-letters",
 	}, both, "the manifest rows this host serves, under both majors")
 	for _, ch := range manifest.Channels {
 		if ch.Name == "runEvents" {

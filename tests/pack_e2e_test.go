@@ -125,7 +125,9 @@ func TestPackSupportConversationE2E(t *testing.T) {
 			summaries++
 		}
 	}
-	require.Equal(t, 10, summaries, "6 model rounds, 2 tool calls and the 2 routings of them")
+	notices := dispatcherNotices(t, c, id)
+	require.Positive(t, notices, "the run tells its tenant's webhook dispatcher of its start and end")
+	require.Equal(t, 10+notices, summaries, "6 model rounds, 2 tool calls, the 2 routings of them and the notices")
 	require.Zero(t, roundActivities, "every scripted round is local, the conversation's first one too")
 	// pack-support.0 is this conversation recorded before first rounds were local.
 	replayHistory(t, c, id, "pack-support-first-local")

@@ -374,16 +374,38 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 			delete(now, k)
 			delete(old, k)
 		}
+		// Replay's side-effect suppression and its manifest, the fixture that witnesses
+		// it, and the webhooks' dead-letter sink (issue 29).
+		replay := now["replay"].(map[string]any)
+		assert.Equal(t, "recorded-outcome", replay["sideEffectSuppression"])
+		assert.Equal(t, "/host/effect-seams", replay["effectSeamsManifest"])
+		delete(replay, "sideEffectSuppression")
+		delete(replay, "effectSeamsManifest")
+		fixtures := now["fixtures"].([]any)
+		i := slices.Index(fixtures, any("conformance-replay-side-effect"))
+		require.GreaterOrEqual(t, i, 0)
+		now["fixtures"] = slices.Delete(fixtures, i, i+1)
+		if hooks, ok := now["webhooks"].(map[string]any); ok {
+			assert.Equal(t, map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}, hooks["deadLetter"])
+			delete(hooks, "deadLetter")
+		}
 	},
-	// The workflows listed gain v2's multi-party council fixtures.
+	// The workflows listed gain v2's multi-party council fixtures and the fixture
+	// conformance-replay-side-effect (issue 29).
 	"workflows": func(t *testing.T, old, now map[string]any) {
-		now["workflows"] = withoutCouncilFixtures(t, now["workflows"].([]any), func(v any) string { m, _ := v.(map[string]any); s, _ := m["workflowId"].(string); return s })
+		list := withoutCouncilFixtures(t, now["workflows"].([]any), func(v any) string { m, _ := v.(map[string]any); s, _ := m["workflowId"].(string); return s })
+		i := slices.IndexFunc(list, func(w any) bool { return w.(map[string]any)["workflowId"] == "conformance-replay-side-effect" })
+		require.GreaterOrEqual(t, i, 0)
+		assert.Equal(t, "fixture", list[i].(map[string]any)["kind"])
+		now["workflows"] = slices.Delete(list, i, i+1)
 	},
 	// v1's OpenAPI document gains POST /v1/runs:bulk-cancel, :pause and :resume and their
-	// bodies, and the host's codec routes (README "Encrypted payloads") with theirs.
+	// bodies, the host's codec routes (README "Encrypted payloads") with theirs, the
+	// effect ledger, the effect-seam manifest and the dead-letter read.
 	"openapi": func(t *testing.T, old, now map[string]any) {
 		paths := now["paths"].(map[string]any)
-		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume", "/codec/encode", "/codec/decode"} {
+		for _, p := range []string{"/v1/runs:bulk-cancel", "/v1/runs/{runId}:pause", "/v1/runs/{runId}:resume", "/codec/encode", "/codec/decode",
+			"/v1/runs/{runId}/effects", "/v1/host/effect-seams", "/v1/webhooks/{webhookId}/dead-letters"} {
 			require.Contains(t, paths, p)
 			delete(paths, p)
 		}
@@ -392,6 +414,10 @@ var v1TranscriptAdditions = map[string]func(t *testing.T, old, now map[string]an
 			require.Contains(t, schemas, s)
 			delete(schemas, s)
 		}
+		// The fork body's inputs (issue 29).
+		fork := schemas["ForkRequest"].(map[string]any)["properties"].(map[string]any)
+		require.Contains(t, fork, "inputs")
+		delete(fork, "inputs")
 	},
 }
 

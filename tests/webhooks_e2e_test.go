@@ -5,15 +5,14 @@ package tests
 // subscribers to, and answers as each test needs (failures first, or always).
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
 	"io"
-	"math"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +20,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
@@ -76,29 +79,9 @@ func newReceiver(t *testing.T, fail func(d delivery, nth int) int) *receiver {
 	return r
 }
 
-// verifyDelivery is webhooks.md's verification recipe: the timestamp within ±5
-// minutes, the v1 algorithm, and sha256=HMAC-SHA256(secret, "<timestamp>.<rawBody>")
-// compared in constant time.
+// verifyDelivery is webhooks.md's verification recipe (activities.VerifyWebhook).
 func verifyDelivery(h http.Header, raw []byte, secret string) bool {
-	if secret == "" || h.Get("X-openwop-Signature-Algorithm") != "v1" {
-		return false
-	}
-	ts, err := strconv.ParseInt(h.Get("X-openwop-Timestamp"), 10, 64)
-	if err != nil || math.Abs(float64(time.Now().Unix()-ts)) > 300 {
-		return false
-	}
-	sig, ok := strings.CutPrefix(h.Get("X-openwop-Signature"), "sha256=")
-	if !ok {
-		return false
-	}
-	want, err := hex.DecodeString(sig)
-	if err != nil {
-		return false
-	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(strconv.FormatInt(ts, 10) + "."))
-	m.Write(raw)
-	return hmac.Equal(m.Sum(nil), want)
+	return activities.VerifyWebhook(h, raw, secret, time.Now()) == nil
 }
 
 func (r *receiver) trust(id, secret string) {
@@ -305,4 +288,304 @@ func TestWebhookApprovalEventsE2E(t *testing.T) {
 		assert.Equal(t, "callback:"+runID, d.WebhookID)
 	}
 	replayHistory(t, c, runID, "pack-tool-approval-webhooks")
+}
+
+// historyEvents reads the whole Temporal history of workflow id.
+func historyEvents(t *testing.T, c *apiClient, id string) []*historypb.HistoryEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var out []*historypb.HistoryEvent
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// dispatcherNotices counts the NotifyDispatcher local activities in run id's history:
+// the notices it sent its tenant's webhook dispatcher.
+func dispatcherNotices(t *testing.T, c *apiClient, id string) int {
+	t.Helper()
+	n := 0
+	for _, ev := range historyEvents(t, c, id) {
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m == nil || m.GetMarkerName() != "LocalActivity" {
+			continue
+		}
+		for _, p := range m.GetDetails()["data"].GetPayloads() {
+			var d struct{ ActivityType string }
+			if json.Unmarshal(p.GetData(), &d) == nil && d.ActivityType == "NotifyDispatcher" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// requireNoExternalSignals fails when run id's history signals another workflow.
+func requireNoExternalSignals(t *testing.T, c *apiClient, id string) {
+	t.Helper()
+	for _, ev := range historyEvents(t, c, id) {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_INITIATED, enumspb.EVENT_TYPE_SIGNAL_EXTERNAL_WORKFLOW_EXECUTION_FAILED:
+			t.Fatalf("run %s's history has %s (event %d)", id, ev.GetEventType(), ev.GetEventId())
+		}
+	}
+}
+
+// TestWebhookNoticesE2E: a run of a tenant without a webhook dispatcher signals
+// nobody (no failed "Signal External Workflow Execution" in its history); once the
+// tenant has a subscription, a run's events reach it through the NotifyDispatcher
+// local activity; a replay fork of that run, which re-emits its history, is delivered
+// to nobody.
+func TestWebhookNoticesE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	lonely := createRun(t, c, "conformance-noop", nil)
+	waitSnapshot(t, c, lonely, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	requireNoExternalSignals(t, c, lonely)
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf, "the tenant has no dispatcher")
+
+	rec := newReceiver(t, nil)
+	id := register(t, c, rec, "run.started", "run.completed")
+	runID := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(runID), 2) }, 30*time.Second, 50*time.Millisecond)
+	for _, d := range rec.of(runID) {
+		assert.True(t, d.Verified, "%s is signed", d.EventType)
+		assert.Equal(t, id, d.WebhookID)
+	}
+	requireNoExternalSignals(t, c, runID)
+
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+runID+":fork", map[string]any{"mode": "replay"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	fork := body["runId"].(string)
+	waitSnapshot(t, c, fork, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	// A later run's delivery shows the dispatcher had time to start any of the fork's.
+	after := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(after), 2) }, 30*time.Second, 50*time.Millisecond)
+	assert.Empty(t, rec.of(fork), "a replay fork's re-emitted history is never delivered")
+	requireNoExternalSignals(t, c, fork)
+	assert.Positive(t, dispatcherNotices(t, c, runID))
+	assert.Zero(t, dispatcherNotices(t, c, fork), "the fork told its dispatcher nothing")
+
+	replayHistory(t, c, lonely, "webhook-run-no-dispatcher")
+	replayHistory(t, c, runID, "webhook-run-local-notice")
+	replayHistory(t, c, fork, "webhook-fork-no-fanout")
+}
+
+// TestWebhookRefusalsE2E: a webhook URL or subscription past the bounds, and a
+// destination in a refused range, are answered 4xx before anything is stored (the
+// tenant's dispatcher is not even started); so is a run's callbackUrl.
+func TestWebhookRefusalsE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	refuse := func(path string, body map[string]any, code string) {
+		t.Helper()
+		status, _, got := c.do(http.MethodPost, path, body)
+		require.Equal(t, http.StatusBadRequest, status, "%v", got)
+		assert.Equal(t, code, got["error"], "%v", got)
+	}
+	hook := func(url string, tags ...string) map[string]any {
+		return map[string]any{"url": url, "events": []string{"run.completed"}, "tags": tags}
+	}
+	huge := "https://hooks.example.com/" + strings.Repeat("x", 600<<10)
+	refuse("/v1/webhooks", hook(huge), "validation_error")
+	refuse("/v1/webhooks", hook("https://hooks.example.com/"+strings.Repeat("x", activities.MaxWebhookURLBytes)), "validation_error")
+	tags := make([]string, 13)
+	for i := range tags {
+		tags[i] = strings.Repeat(string(rune('a'+i)), 256)
+	}
+	refuse("/v1/webhooks", hook("https://hooks.example.com/x", tags...), "validation_error") // 13 × 256 bytes of tags
+	for _, host := range []string{"[64:ff9b::a9fe:a9fe]", "[2002:a00:1::1]", "[::a9fe:a9fe]", "198.18.0.1", "240.0.0.1", "255.255.255.255"} {
+		refuse("/v1/webhooks", hook("https://"+host+"/hook"), "webhook_url_rejected")
+	}
+	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": huge}, "validation_error")
+	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": "https://[64:ff9b::7f00:1]/cb"}, "webhook_url_rejected")
+
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	var nf *serviceerror.NotFound
+	require.ErrorAs(t, err, &nf, "nothing was stored: the tenant's dispatcher was never started")
+	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Empty(t, list["webhooks"])
+}
+
+// TestWebhookDeliveryIsolationE2E (RFC 0215 §A): eight receivers that take the
+// connection and never answer beside one that answers: with the eight attempts
+// outstanding, the live receiver gets its delivery in time, long before the dead
+// ones' attempts time out.
+func TestWebhookDeliveryIsolationE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{AttemptTimeout: 20 * time.Second, MaxAttempts: 1}})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	hung := 0
+	for range 8 {
+		dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hung++
+			mu.Unlock()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		t.Cleanup(dead.Close)
+		status, _, body := c.do(http.MethodPost, "/v1/webhooks", map[string]any{"url": dead.URL + "/hook", "events": []string{"run.completed"}})
+		require.Equal(t, http.StatusCreated, status, "%v", body)
+	}
+	t.Cleanup(func() { close(release) }) // before the servers close (cleanups run last first)
+	live := newReceiver(t, nil)
+	register(t, c, live, "run.completed")
+
+	runID := createRun(t, c, "conformance-noop", nil)
+	waitSnapshot(t, c, runID, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	ended := time.Now()
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(ct, 8, hung, "every dead receiver holds an attempt")
+		assert.Len(ct, live.of(runID), 1)
+	}, 10*time.Second, 20*time.Millisecond)
+	took := time.Since(ended)
+	t.Logf("the live receiver got its delivery %s after the run ended, beside 8 unanswered attempts", took)
+	assert.Less(t, took, 10*time.Second, "well within the dead attempts' 20 s timeout")
+	assert.True(t, live.of(runID)[0].Verified)
+}
+
+// TestWebhookUnregisterStopsRetriesE2E (RFC 0215 §B): a delivery that keeps failing is
+// retried; once its subscription is unregistered (204), no further attempt reaches the
+// receiver, scheduled retries included, and the delivery leaves no dead letter.
+func TestWebhookUnregisterStopsRetriesE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{InitialInterval: 300 * time.Millisecond, MaxInterval: 300 * time.Millisecond, MaxAttempts: 40}})
+	rec := newReceiver(t, func(delivery, int) int { return http.StatusInternalServerError })
+	id := register(t, c, rec, "run.completed")
+	runID := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.GreaterOrEqual(ct, len(rec.of(runID)), 2) }, 30*time.Second, 20*time.Millisecond)
+	status, _, _ := c.do(http.MethodDelete, "/v1/webhooks/"+id, nil)
+	require.Equal(t, http.StatusNoContent, status)
+	atDelete := len(rec.of(runID))
+	eventID := rec.of(runID)[0].Body["event"].(map[string]any)["eventId"].(string)
+	delivery := webhooks.WebhookDeliveryWorkflowID("default", id, eventID)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), delivery, "")
+		if assert.NoError(ct, err) {
+			assert.NotEqual(ct, "Running", desc.GetWorkflowExecutionInfo().GetStatus().String(), "the delivery ends at its next attempt")
+		}
+	}, 10*time.Second, 50*time.Millisecond)
+	// An attempt already under way when the 204 was sent may still arrive; none after.
+	assert.LessOrEqual(t, len(rec.of(runID)), atDelete+1, "no attempt started after the unregistration")
+	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
+	require.Equal(t, http.StatusOK, status)
+	assert.Empty(t, list["deadLetters"], "an unregistered subscription leaves no dead letter")
+	replayHistory(t, c, delivery, "webhook-delivery-unregistered")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-unregistered")
+}
+
+// TestWebhookDeadLetterReadE2E (RFC 0188): a subscription registered at major 2 whose
+// receiver always fails gets its deliveries dead-lettered, and GET
+// /webhooks/{webhookId}/dead-letters reads them newest first, page by page, content
+// free, with the attempts made, the last status and the retention; another tenant's
+// id and a cursor that is not the subscription's are refused.
+func TestWebhookDeadLetterReadE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{WebhookDelivery: webhooks.WebhookDeliveryConfig{InitialInterval: 100 * time.Millisecond, MaxInterval: 200 * time.Millisecond, MaxAttempts: 3}})
+	rec := newReceiver(t, func(delivery, int) int { return http.StatusServiceUnavailable })
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/hook", "events": []string{"run.started", "run.failed"}})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	var reg map[string]string
+	require.NoError(t, json.Unmarshal(raw, &reg))
+	bound := reg["webhookId"]
+	require.True(t, strings.HasPrefix(bound, "default/"), bound)
+	path := "/webhooks/" + url.PathEscape(bound) + "/dead-letters"
+
+	runID := createRun(t, c, "conformance-failure", nil)
+	var page struct {
+		Deliveries []map[string]any `json:"deliveries"`
+		NextCursor string           `json:"nextCursor"`
+	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		_, _, raw := v2Call(t, c, c.Key, http.MethodGet, path, nil)
+		page.Deliveries = nil
+		_ = json.Unmarshal(raw, &page)
+		assert.Len(ct, page.Deliveries, 2)
+	}, 30*time.Second, 100*time.Millisecond)
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, path+"?limit=1", nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	v2Validate(t, "webhook-dead-letter-page.schema.json", raw)
+	require.NoError(t, json.Unmarshal(raw, &page))
+	require.Len(t, page.Deliveries, 1)
+	require.NotEmpty(t, page.NextCursor)
+	newest := page.Deliveries[0]
+	assert.Equal(t, bound, newest["webhookId"])
+	assert.Equal(t, protocol.BindID("default", runID), newest["runId"])
+	assert.EqualValues(t, 3, newest["attempts"])
+	assert.EqualValues(t, 503, newest["lastStatus"])
+	assert.Equal(t, "retries_exhausted", newest["reason"])
+	dead, _ := time.Parse(time.RFC3339Nano, newest["deadLetteredAt"].(string))
+	expires, _ := time.Parse(time.RFC3339Nano, newest["expiresAt"].(string))
+	assert.Equal(t, 30*24*time.Hour, expires.Sub(dead), "expiresAt − deadLetteredAt = retentionDays")
+	for _, k := range []string{"body", "headers", "secret", "url", "error"} {
+		assert.NotContains(t, newest, k, "a record is content-free")
+	}
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, path+"?limit=1&cursor="+url.QueryEscape(page.NextCursor), nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	v2Validate(t, "webhook-dead-letter-page.schema.json", raw)
+	page.NextCursor, page.Deliveries = "", nil
+	require.NoError(t, json.Unmarshal(raw, &page))
+	require.Len(t, page.Deliveries, 1)
+	older := page.Deliveries[0]
+	assert.ElementsMatch(t, []any{"run.started", "run.failed"}, []any{newest["eventType"], older["eventType"]})
+	assert.LessOrEqual(t, older["deadLetteredAt"], newest["deadLetteredAt"], "newest first")
+	assert.Empty(t, page.NextCursor, "the last page")
+
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, path+"?cursor=bm90LWEtY3Vyc29y", nil)
+	assert.Equal(t, http.StatusBadRequest, status, "%s", raw)
+	foreign := "/webhooks/" + url.PathEscape("acme/"+strings.TrimPrefix(bound, "default/")) + "/dead-letters"
+	status, _, raw = v2Call(t, c, c.Key, http.MethodGet, foreign, nil)
+	assert.Equal(t, http.StatusForbidden, status, "%s", raw)
+	assert.Equal(t, "id_tenant_mismatch", v2Code(t, raw))
+
+	var disc map[string]any
+	require.NoError(t, json.Unmarshal(getJSON(t, c, "/.well-known/openwop"), &disc))
+	assert.Equal(t, map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}, disc["webhooks"].(map[string]any)["deadLetter"])
+}
+
+// TestWebhookV2BodyE2E: a subscription registered at major 2 is delivered v2's body,
+// {runId, event}, with the run's bound id and the event as a v2 reader gets it, under
+// the bound webhook id and the v2 type name, in both header families and signed with
+// the generated secret; a subscription registered at /v1 beside it keeps v1's body.
+func TestWebhookV2BodyE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	rec := newReceiver(t, nil)
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/v2", "events": []string{"run.started", "run.completed"}})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	var reg map[string]string
+	require.NoError(t, json.Unmarshal(raw, &reg))
+	rec.trust(reg["webhookId"], reg["secret"])
+	v1ID := register(t, c, rec, "run.completed")
+
+	runID := createRun(t, c, "conformance-noop", nil)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(protocol.BindID("default", runID)), 2) }, 30*time.Second, 50*time.Millisecond)
+	for _, d := range rec.of(protocol.BindID("default", runID)) {
+		assert.True(t, d.Verified, "%s is signed with the generated secret, in both header families", d.EventType)
+		assert.Equal(t, reg["webhookId"], d.WebhookID, "the bound webhook id")
+		assert.Equal(t, []string{"event", "runId"}, slices.Sorted(maps.Keys(d.Body)), "v2's body: no workspaceId (the run has none), nothing else")
+		ev := v2ValidateEvent(t, mustMarshal(t, d.Body["event"]))
+		assert.Equal(t, protocol.BindID("default", runID), ev["runId"])
+		assert.Equal(t, d.EventType, ev["type"])
+		assert.EqualValues(t, protocol.EventSchemaVersion, ev["schemaVersion"])
+	}
+	v1 := rec.of(runID)
+	require.Len(t, v1, 1)
+	assert.Equal(t, v1ID, v1[0].WebhookID)
+	assert.Equal(t, "run.completed", v1[0].Body["type"], "v1's body beside it")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-v2")
 }

@@ -55,11 +55,44 @@ const (
 	webhookDeadLetterSignal = "openwop.webhooks.dead-letter"
 )
 
-// MaxWebhooksPerTenant bounds a tenant's subscriptions (the dispatcher's state).
-const MaxWebhooksPerTenant = 100
+// Bounds of a dispatcher's state, which it carries across continue-as-new as its
+// input: whatever a tenant registers, the state stays under MaxDispatcherStateBytes,
+// a quarter of the payload size Temporal refuses (2 MiB). A dispatcher whose input
+// grew past that would be terminated, and its subscriptions and dead letters lost.
+const (
+	// MaxWebhooksPerTenant bounds a tenant's subscriptions.
+	MaxWebhooksPerTenant = 100
+	// MaxSubscriptionBytes bounds what a subscription's registrant chooses: its URL
+	// and its tags together (the URL alone is bounded by
+	// activities.MaxWebhookURLBytes, the events by the types delivered).
+	MaxSubscriptionBytes = 3 << 10
+	// MaxDispatcherStateBytes is the bound the limits above keep a dispatcher's
+	// encoded state under (TestDispatcherStateIsBounded).
+	MaxDispatcherStateBytes = 512 << 10
 
-// maxDeadLetters is how many dead letters a dispatcher keeps (the newest).
-const maxDeadLetters = 100
+	// maxDeadLetters and maxDeadLetterBytes bound the dead letters a dispatcher keeps
+	// (the newest); maxDeadLetterError bounds the error a dead letter keeps.
+	maxDeadLetters = 100
+	// DeadLetterRetention is how long a dead letter is kept (and readable).
+	DeadLetterRetention = 30 * 24 * time.Hour
+	maxDeadLetterBytes  = 128 << 10
+	maxDeadLetterError  = 512
+)
+
+// CheckSubscriptionSize refuses a subscription larger than the dispatcher keeps.
+func CheckSubscriptionSize(url string, tags []string) error {
+	n := len(url)
+	for _, t := range tags {
+		n += len(t)
+	}
+	if n > MaxSubscriptionBytes {
+		return fmt.Errorf("a webhook's url and tags may take at most %d bytes together (got %d)", MaxSubscriptionBytes, n)
+	}
+	if len(url) > activities.MaxWebhookURLBytes {
+		return fmt.Errorf("a webhook URL may be at most %d bytes (got %d)", activities.MaxWebhookURLBytes, len(url))
+	}
+	return nil
+}
 
 // internalIDPrefix starts the workflow ids of the host's own workflows that are not
 // runs: webhook dispatchers and deliveries. Run ids never start with it.
@@ -77,8 +110,11 @@ type WebhookSubscription struct {
 	Tags   []string `json:"tags,omitempty"`
 	// SecretFingerprint is the first 8 hex of sha256(secret).
 	SecretFingerprint string `json:"secretFingerprint"`
-	CreatedAt         string `json:"createdAt,omitempty"`
-	CreatedBy         string `json:"createdBy,omitempty"`
+	// Major is the protocol major of the registration (0: 1): it selects the body of
+	// the deliveries (activities.WebhookBody).
+	Major     int    `json:"major,omitempty"`
+	CreatedAt string `json:"createdAt,omitempty"`
+	CreatedBy string `json:"createdBy,omitempty"`
 	// Digest is the registration request's digest: the same Idempotency-Key with
 	// another body is a conflict.
 	Digest string `json:"digest,omitempty"`
@@ -177,6 +213,11 @@ func WebhookDispatcher(ctx workflow.Context, in WebhookDispatcherInput) error {
 	}); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, activities.WebhookRegisteredQuery, func(id string) (bool, error) {
+		return d.find(id) >= 0, nil
+	}); err != nil {
+		return err
+	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, WebhookRegisterUpdate, d.register,
 		workflow.UpdateHandlerOptions{Validator: d.validateRegister}); err != nil {
 		return err
@@ -235,6 +276,12 @@ func (d *dispatcher) validateRegister(reg WebhookRegistration) error {
 	s := reg.Subscription
 	if s.ID == "" || s.URL == "" || len(s.Events) == 0 {
 		return temporal.NewApplicationError("a subscription needs an id, a URL and events", protocol.CodeValidation)
+	}
+	if err := CheckSubscriptionSize(s.URL, s.Tags); err != nil {
+		return temporal.NewApplicationError(err.Error(), protocol.CodeValidation)
+	}
+	if len(s.Events) > len(workflows.WebhookEventTypes) || len(s.ID)+len(s.CreatedBy)+len(s.Digest)+len(s.SecretFingerprint) > 512 {
+		return temporal.NewApplicationError("a subscription's events or ids are larger than any this host registers", protocol.CodeValidation)
 	}
 	if i := d.find(s.ID); i >= 0 {
 		if d.in.Subscriptions[i].Digest != s.Digest {
@@ -309,11 +356,11 @@ func (d *dispatcher) dispatch(n workflows.WebhookNotice) {
 			s := &d.in.Subscriptions[i]
 			if s.matches(ev.Type, n.Tags) {
 				s.Started++
-				d.deliver(s.ID, s.URL, ev)
+				d.deliver(s.ID, s.URL, s.Major, ev)
 			}
 		}
 		if n.CallbackURL != "" {
-			d.deliver("", n.CallbackURL, ev)
+			d.deliver("", n.CallbackURL, 0, ev)
 		}
 	}
 }
@@ -329,7 +376,7 @@ func WebhookDeliveryWorkflowID(tenant, webhookID, eventID string) string {
 	return fmt.Sprintf("wop-webhook:%s:%s:%s", tenant, target, eventID)
 }
 
-func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
+func (d *dispatcher) deliver(webhookID, url string, major int, ev workflows.Event) {
 	raw, _ := json.Marshal(ev)
 	cfg := d.in.Config
 	opts := workflow.ChildWorkflowOptions{
@@ -342,7 +389,7 @@ func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 	in := WebhookDeliveryInput{
 		Dispatcher: workflows.WebhookDispatcherID(d.in.Tenant),
 		Delivery: activities.WebhookDelivery{Tenant: d.in.Tenant, WebhookID: webhookID, URL: url, RunID: ev.RunID,
-			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout},
+			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout, Major: major},
 		Config:  cfg,
 		EventID: ev.EventID,
 	}
@@ -353,13 +400,42 @@ func (d *dispatcher) deliver(webhookID, url string, ev workflows.Event) {
 }
 
 func (d *dispatcher) deadLetter(dl DeadLetter) {
+	if dl.WebhookID != "" && d.find(dl.WebhookID) < 0 {
+		return // its subscription was unregistered: nobody reads its dead letters
+	}
+	if len(dl.Error) > maxDeadLetterError {
+		dl.Error = strings.ToValidUTF8(dl.Error[:maxDeadLetterError], "") + "…"
+	}
 	d.in.DeadLetters = append(d.in.DeadLetters, dl)
-	if n := len(d.in.DeadLetters) - maxDeadLetters; n > 0 {
+	n := max(len(d.in.DeadLetters)-maxDeadLetters, 0)
+	for cutoff := workflow.Now(d.ctx).Add(-DeadLetterRetention); n < len(d.in.DeadLetters)-1; n++ {
+		if at, err := time.Parse(time.RFC3339Nano, d.in.DeadLetters[n].At); err != nil || !at.Before(cutoff) {
+			break // the oldest kept is within retention
+		}
+	}
+	for size := deadLettersSize(d.in.DeadLetters[n:]); size > maxDeadLetterBytes && n < len(d.in.DeadLetters)-1; n++ {
+		size -= deadLetterSize(d.in.DeadLetters[n])
+	}
+	if n > 0 {
 		d.in.DeadLetters = slices.Clone(d.in.DeadLetters[n:])
 	}
 	if i := d.find(dl.WebhookID); i >= 0 && dl.WebhookID != "" {
 		d.in.Subscriptions[i].DeadLettered++
 	}
+}
+
+// deadLetterSize is about what a dead letter takes of the dispatcher's encoded state:
+// its strings and a bound for its names and numbers.
+func deadLetterSize(dl DeadLetter) int {
+	return len(dl.WebhookID) + len(dl.URL) + len(dl.RunID) + len(dl.EventID) + len(dl.EventType) + len(dl.Error) + len(dl.At) + len(dl.DeliveryWorkflowID) + 160
+}
+
+func deadLettersSize(dls []DeadLetter) int {
+	n := 0
+	for _, dl := range dls {
+		n += deadLetterSize(dl)
+	}
+	return n
 }
 
 func (d *dispatcher) shouldContinueAsNew() bool {

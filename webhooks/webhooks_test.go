@@ -1,9 +1,11 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,9 +13,11 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
@@ -159,4 +163,56 @@ func TestWebhookDeliveryDeadLetters(t *testing.T) {
 func register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(WebhookDispatcher, workflow.RegisterOptions{Name: WebhookDispatcherWorkflowName})
 	env.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: WebhookDeliveryWorkflowName})
+}
+
+// TestDispatcherStateIsBounded: whatever a tenant registers, and however many
+// deliveries dead-letter, the state a dispatcher continues as new with stays under
+// MaxDispatcherStateBytes: a subscription past the bounds, or one too many, is refused
+// before it is written, and the dead letters kept are the newest that fit.
+func TestDispatcherStateIsBounded(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	register(env)
+	long := func(c byte, n int) string { return string(bytes.Repeat([]byte{c}, n)) }
+	url := "https://r.example/" + long('u', activities.MaxWebhookURLBytes-len("https://r.example/"))
+	tags := []string{long('a', 256), long('b', 256), long('c', 256), long('d', 256)} // url and tags: MaxSubscriptionBytes
+	sub := func(i int) WebhookRegistration {
+		return WebhookRegistration{Subscription: WebhookSubscription{ID: fmt.Sprintf("wh_%020d", i), URL: url, Events: workflows.WebhookEventTypes,
+			Tags: tags, SecretFingerprint: "0123abcd", CreatedBy: long('k', 64), Digest: "sha256:" + long('0', 64)}}
+	}
+	var refused []error
+	update := func(arg WebhookRegistration) {
+		env.UpdateWorkflow(WebhookRegisterUpdate, "", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { refused = append(refused, err) }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, arg)
+	}
+	const deadLetters = 150
+	env.RegisterDelayedCallback(func() {
+		big := sub(-1)
+		big.Subscription.Tags = append(big.Subscription.Tags, "e")
+		update(big)
+		for i := range MaxWebhooksPerTenant + 1 {
+			update(sub(i))
+		}
+		for i := range deadLetters {
+			env.SignalWorkflow(webhookDeadLetterSignal, DeadLetter{WebhookID: sub(i % MaxWebhooksPerTenant).Subscription.ID, URL: url,
+				RunID: long('r', 128), EventID: fmt.Sprintf("evt-%0124d", i), EventType: protocol.EvInterruptRequested, Sequence: int64(i),
+				Error: long('x', 64<<10), At: "2026-12-03T06:00:00.000Z", DeliveryWorkflowID: long('w', 300)})
+		}
+	}, time.Second)
+	env.ExecuteWorkflow(WebhookDispatcherWorkflowName, WebhookDispatcherInput{Tenant: "t1", ContinueAsNewAfter: MaxWebhooksPerTenant + deadLetters})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "continued as new: %v", env.GetWorkflowError())
+	require.Len(t, refused, 2, "the oversized subscription and the one past MaxWebhooksPerTenant")
+	require.ErrorContains(t, refused[0], "at most 3072 bytes")
+	require.ErrorContains(t, refused[1], "the most it may have")
+
+	var next WebhookDispatcherInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Len(t, next.Subscriptions, MaxWebhooksPerTenant)
+	require.NotEmpty(t, next.DeadLetters)
+	require.Equal(t, int64(deadLetters-1), next.DeadLetters[len(next.DeadLetters)-1].Sequence, "the newest dead letters are kept")
+	size := proto.Size(can.Input)
+	t.Logf("the largest dispatcher state: %d bytes, %d dead letters", size, len(next.DeadLetters))
+	require.Less(t, size, MaxDispatcherStateBytes)
 }

@@ -576,6 +576,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		WebhookSecret:       cfg.WebhookSecret,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		Version:             cfg.Version,
+		Workflows:           c,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build activities: %w", err)

@@ -39,6 +39,9 @@ func init() {
 		"core.interrupt":         execInterrupt,
 		"core.subWorkflow":       execSubWorkflow,
 		"core.conversationGate":  execConversationNode,
+		// The conformance fixture conformance-replay-side-effect (effectnode.go).
+		"core.conformance.hold":        execDelay,
+		"core.conformance.side-effect": execSideEffect,
 	}
 }
 

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 
@@ -193,6 +194,38 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 		}
 	}
 	return r.converse(c, agent)
+}
+
+// checkForkInputs writes replay.diverged right after a replay fork's run.started when
+// the fork runs on other inputs than its source's run.started recorded (the fork
+// request named them): the recorded decisions are replayed against them all the same,
+// and the log says from where the replay no longer follows its source (OpenWOP
+// replay.md: divergence continues and is reported). Asked only for such a fork
+// (GateForkInputs), so forks on their source's inputs record nothing new.
+func (r *runner) checkForkInputs(startedID string) {
+	f := r.in.Fork
+	if f == nil {
+		return
+	}
+	for _, e := range f.Events {
+		if e.Type != protocol.EvRunStarted {
+			continue
+		}
+		var p struct {
+			Inputs json.RawMessage `json:"inputs"`
+		}
+		_ = json.Unmarshal(e.Payload, &p) // a recorded run.started; without inputs it compares as none
+		src, mine := orJSON(p.Inputs, "{}"), orJSON(r.in.Inputs, "{}")
+		if bytes.Equal(canonicalJSON(src), canonicalJSON(mine)) || !r.changed(GateForkInputs) {
+			return
+		}
+		r.emit(protocol.EvReplayDiverged, "", map[string]any{
+			"sourceRunId": f.SourceRunID, "atSequence": e.Sequence, "originalEventId": e.EventID, "replayEventId": startedID,
+			"divergenceKind": "input", "divergencePoint": protocol.EvRunStarted,
+			"reason": "the fork runs on other inputs than its source's run.started recorded",
+		}, startedID)
+		return
+	}
 }
 
 // sourceNodeFailure returns the failure the source run recorded for node nodeID

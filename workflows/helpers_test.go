@@ -1,17 +1,21 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -35,6 +39,7 @@ func newTestRun(t *testing.T, in RunInput) *testRun {
 	// webhooks, there is none (notify_test.go records the notices instead).
 	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID(in.Owner.Tenant), mock.Anything, WebhookEventsSignal, mock.Anything).
 		Return(errors.New("no webhook dispatcher")).Maybe()
+	onNotices(env, in.Owner.Tenant, func(WebhookNotice) bool { return false })
 	return &testRun{t: t, env: env, in: in}
 }
 
@@ -215,4 +220,20 @@ func refusal(code string, unprocessable bool) string {
 // worker.Register, also registers the webhook workflows and the activities).
 func registerRun(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(Run, workflow.RegisterOptions{Name: RunWorkflowName})
+}
+
+// onNotices answers the NotifyDispatcher local activity of runs created with
+// RunInput.Notices (for tenant): take sees each notice and says whether a dispatcher
+// took it.
+func onNotices(env *testsuite.TestWorkflowEnvironment, tenant string, take func(WebhookNotice) bool) {
+	env.RegisterActivityWithOptions(func(_ context.Context, n activities.DispatcherNotice) (*activities.DispatcherNoticeResult, error) {
+		var notice WebhookNotice
+		if err := json.Unmarshal(n.Notice, &notice); err != nil {
+			return nil, err
+		}
+		if n.Signal != WebhookEventsSignal || n.WorkflowID != WebhookDispatcherID(tenant) {
+			return nil, fmt.Errorf("notice to %s (%s)", n.WorkflowID, n.Signal)
+		}
+		return &activities.DispatcherNoticeResult{Signalled: take(notice)}, nil
+	}, activity.RegisterOptions{Name: "NotifyDispatcher"})
 }

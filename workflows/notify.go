@@ -6,18 +6,31 @@ package workflows
 // blocks on it, and a batch of events written together (node.suspended,
 // interrupt.requested, approval.requested) is one signal. A signal to a tenant
 // without a dispatcher fails, which costs the run nothing but the failed signal's
-// history event. Before the run closes or continues as new it waits until Temporal
+// history event; a run created since RunInput.Notices (NoticesLocal, and
+// GateNotifyLocal) signals through the NotifyDispatcher
+// local activity instead, which tells a dispatcher that exists and nobody else
+// (activities/notify.go), so a healthy run's history shows no failed signal, and a
+// replay fork, whose log re-emits its source's, notifies nothing. Before the
+// run closes or continues as new it waits until Temporal
 // has taken every queued signal (not until any receiver answered).
 //
 // Runs recorded before webhooks signal nothing (GetVersion GateWebhookNotify, asked
 // at the first event webhooks may receive, normally run.started).
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
-	"github.com/wop-dev/wop/protocol"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/wop-dev/wop/activities"
+	"github.com/wop-dev/wop/protocol"
 )
+
+// NoticesLocal is RunInput.Notices of runs whose notices go through the
+// NotifyDispatcher local activity (GateNotifyLocal).
+const NoticesLocal = 1
 
 // maxNoticeBytes bounds the events of one notice signal; a larger batch is split.
 const maxNoticeBytes = 256 << 10
@@ -26,6 +39,7 @@ const maxNoticeBytes = 256 << 10
 type notifier struct {
 	asked   bool // GateWebhookNotify was asked in this execution
 	on      bool
+	local   bool // GateNotifyLocal: notices go through the NotifyDispatcher local activity
 	queue   []Event
 	sending bool
 }
@@ -40,6 +54,12 @@ func (r *runner) notifyWebhooks(ev Event) {
 	if !n.asked {
 		n.asked = true
 		n.on = r.changed(GateWebhookNotify)
+		if n.on && r.in.Notices >= NoticesLocal && r.changed(GateNotifyLocal) {
+			// A replay fork re-emits its source's history, which was delivered
+			// once: it tells no dispatcher (OpenWOP replay.md, no fan-out).
+			n.local = true
+			n.on = r.in.Fork == nil
+		}
 		if n.on {
 			dctx, _ := workflow.NewDisconnectedContext(r.ctx) // a cancelled run still reports its end
 			workflow.Go(dctx, r.sendNotices)
@@ -63,8 +83,19 @@ func (r *runner) sendNotices(ctx workflow.Context) {
 		notice := WebhookNotice{RunID: r.in.RunID, Tags: r.in.Tags, CallbackURL: r.in.CallbackURL, Events: slices.Clone(n.queue[:batch])}
 		n.queue = slices.Delete(n.queue, 0, batch)
 		n.sending = true
-		// Fails when the tenant has no dispatcher: nobody listens, nothing is lost.
-		_ = workflow.SignalExternalWorkflow(ctx, WebhookDispatcherID(r.in.Owner.Tenant), "", WebhookEventsSignal, notice).Get(ctx, nil)
+		if n.local {
+			// A tenant without a dispatcher is nobody to tell (activities/notify.go).
+			raw, _ := json.Marshal(notice) // events the run wrote: always encodable
+			var acts *activities.Activities
+			opts := activities.NotifyDispatcherOptions()
+			opts.Summary = fmt.Sprintf("notify the webhook dispatcher: %d events", len(notice.Events))
+			lctx := workflow.WithLocalActivityOptions(ctx, opts)
+			_ = workflow.ExecuteLocalActivity(lctx, acts.NotifyDispatcher, activities.DispatcherNotice{
+				WorkflowID: WebhookDispatcherID(r.in.Owner.Tenant), Signal: WebhookEventsSignal, Notice: raw}).Get(lctx, nil)
+		} else {
+			// Fails when the tenant has no dispatcher: nobody listens, nothing is lost.
+			_ = workflow.SignalExternalWorkflow(ctx, WebhookDispatcherID(r.in.Owner.Tenant), "", WebhookEventsSignal, notice).Get(ctx, nil)
+		}
 		n.sending = false
 	}
 }
@@ -96,7 +127,7 @@ var WebhookEventTypes = []string{
 }
 
 // WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
-func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
+func WebhookDispatcherID(tenant string) string { return activities.WebhookDispatcherID(tenant) }
 
 // WebhookNotice is what a run signals its tenant's dispatcher: events of one run.
 type WebhookNotice struct {

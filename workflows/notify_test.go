@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -14,46 +15,71 @@ import (
 )
 
 // TestRunNotifiesWebhooks: a run signals its tenant's dispatcher with the events
-// webhooks may receive, batched, and signals the terminal event before it closes.
+// webhooks may receive, batched, and signals the terminal event before it closes:
+// through the NotifyDispatcher local activity (RunInput.Notices), or, for runs created
+// before it, with SignalExternalWorkflow.
 func TestRunNotifiesWebhooks(t *testing.T) {
-	in := fixtureInput(t, "conformance-approval", `{"payload":{"doc":"x"}}`)
-	in.CallbackURL = "https://receiver.example/hook"
-	in.Tags = []string{"prod"}
+	for _, local := range []bool{true, false} {
+		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
+			in := fixtureInput(t, "conformance-approval", `{"payload":{"doc":"x"}}`)
+			in.CallbackURL = "https://receiver.example/hook"
+			in.Tags = []string{"prod"}
+			if !local {
+				in.Notices = 0
+			}
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			env.SetStartWorkflowOptions(startOpts(in.RunID))
+			registerRun(env)
+			var mu sync.Mutex
+			var notices []WebhookNotice
+			take := func(n WebhookNotice) {
+				mu.Lock()
+				defer mu.Unlock()
+				notices = append(notices, n)
+			}
+			if local {
+				onNotices(env, "t1", func(n WebhookNotice) bool { take(n); return true })
+			} else {
+				env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
+					Return(func(_, _, _, _ string, arg any) error { take(arg.(WebhookNotice)); return nil })
+			}
+			runAcceptingGate(t, env, in)
+
+			var types [][]string
+			for _, n := range notices {
+				require.Equal(t, in.RunID, n.RunID)
+				require.Equal(t, in.CallbackURL, n.CallbackURL)
+				require.Equal(t, []string{"prod"}, n.Tags)
+				var ts []string
+				for _, e := range n.Events {
+					ts = append(ts, e.Type)
+				}
+				types = append(types, ts)
+			}
+			require.Equal(t, [][]string{
+				{protocol.EvRunStarted, protocol.EvInterruptRequested, protocol.EvApprovalRequested},
+				{protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvRunCompleted},
+			}, types, "one signal per batch of events, the terminal one before the run closed")
+		})
+	}
+}
+
+// TestReplayForkNotifiesNobody: a replay fork re-emits its source's history, which was
+// delivered once: it tells no dispatcher.
+func TestReplayForkNotifiesNobody(t *testing.T) {
+	in := fixtureInput(t, "conformance-noop", `{}`)
+	in.Fork = &ForkSource{SourceRunID: "src"}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(startOpts(in.RunID))
 	registerRun(env)
-	var mu sync.Mutex
-	var notices []WebhookNotice
-	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
-		Return(func(_, _, _, _ string, arg any) error {
-			mu.Lock()
-			defer mu.Unlock()
-			notices = append(notices, arg.(WebhookNotice))
-			return nil
-		})
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
-	}, time.Minute)
+	told := 0
+	onNotices(env, "t1", func(WebhookNotice) bool { told++; return true })
 	env.ExecuteWorkflow(RunWorkflowName, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-
-	var types [][]string
-	for _, n := range notices {
-		require.Equal(t, in.RunID, n.RunID)
-		require.Equal(t, in.CallbackURL, n.CallbackURL)
-		require.Equal(t, []string{"prod"}, n.Tags)
-		var ts []string
-		for _, e := range n.Events {
-			ts = append(ts, e.Type)
-		}
-		types = append(types, ts)
-	}
-	require.Equal(t, [][]string{
-		{protocol.EvRunStarted, protocol.EvInterruptRequested, protocol.EvApprovalRequested},
-		{protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvRunCompleted},
-	}, types, "one signal per batch of events, the terminal one before the run closed")
+	require.Zero(t, told)
 }
 
 // TestRunReadsEndedWhileClosing: while Temporal takes the notice of the terminal
@@ -61,6 +87,7 @@ func TestRunNotifiesWebhooks(t *testing.T) {
 // pending, the events page is terminal, and a resolve is refused.
 func TestRunReadsEndedWhileClosing(t *testing.T) {
 	in := fixtureInput(t, "conformance-approval", `{"payload":{"doc":"x"}}`)
+	in.Notices = 0 // the signal's mock runs inside the workflow's task, where queries answer
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetStartWorkflowOptions(startOpts(in.RunID))
@@ -99,12 +126,7 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 			qerr = v.Get(&check)
 			return nil
 		})
-	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
-	}, time.Minute)
-	env.ExecuteWorkflow(RunWorkflowName, in)
-	require.True(t, env.IsWorkflowCompleted())
-	require.NoError(t, env.GetWorkflowError())
+	runAcceptingGate(t, env, in)
 
 	require.True(t, checked, "the terminal event was signalled")
 	require.NoError(t, qerr)
@@ -116,4 +138,16 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 	require.Equal(t, protocol.EvRunCompleted, page.Events[len(page.Events)-1].Type)
 	require.False(t, check.OK, "a resolve is refused: %+v", check)
 	require.Equal(t, protocol.StatusCompleted, check.CurrentStatus)
+}
+
+// runAcceptingGate runs a conformance-approval run whose gate is accepted a minute in,
+// and requires that it completed.
+func runAcceptingGate(t *testing.T, env *testsuite.TestWorkflowEnvironment, in RunInput) {
+	t.Helper()
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(ResolveSignal, ResolveRequest{NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_test"})
+	}, time.Minute)
+	env.ExecuteWorkflow(RunWorkflowName, in)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
 }

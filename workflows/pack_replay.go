@@ -68,11 +68,15 @@ type packReplay struct {
 	pendingSeq int64
 	live       bool // the recording is re-folded; the conversation goes on live
 	diverged   bool
+	// decisions holds, per call id, the recorded decision of each of its approvals
+	// (their events, in log order), consumed in order (replayDecision).
+	decisions map[string][][]Event
 }
 
 func newPackReplay(src []Event) *packReplay {
 	pr := &packReplay{rounds: map[int]*convo.ModelRoundResult{}, tools: map[string]*convo.ToolCallResult{}, src: src,
-		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1}
+		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1,
+		decisions: recordedDecisions(src)}
 	for _, e := range src {
 		switch e.Type {
 		case protocol.EvAgentDecided:
@@ -209,6 +213,77 @@ func (pr *packReplay) unavailableNotice() *failedTurn {
 // pendingRound reports whether recorded round n belongs to the unanswered last turn.
 func (pr *packReplay) pendingRound(n int) bool {
 	return pr.pendingSeq >= 0 && pr.roundEvents[n].Sequence > pr.pendingSeq
+}
+
+// recordedDecisions finds the approvals of tool calls in a node's recorded events: per
+// call id, for each approval.requested that opened one (its first, not an escalation's
+// or an edit's), the events from its node.suspended to its node.resumed that belong
+// to it: those naming its interrupt (by id, or by key for interrupt.requested), and
+// the approval.received of the call (votes included), in log order.
+func recordedDecisions(src []Event) map[string][][]Event {
+	type ref struct {
+		InterruptID string `json:"interruptId"`
+		CallID      string `json:"callId"`
+		Key         string `json:"key"`
+	}
+	refOf := func(e Event) ref {
+		var r ref
+		_ = json.Unmarshal(e.Payload, &r) // a recorded event; one without these fields names no approval
+		return r
+	}
+	out := map[string][][]Event{}
+	seen := map[string]bool{}
+	for _, e := range src {
+		r := refOf(e)
+		if e.Type != protocol.EvApprovalRequested || r.CallID == "" || r.InterruptID == "" || seen[r.InterruptID] {
+			continue
+		}
+		seen[r.InterruptID] = true
+		var evs []Event
+		open, key := false, ""
+		for _, f := range src {
+			fr := refOf(f)
+			// interrupt.requested names its interrupt by the key node.suspended gave.
+			mine := fr.InterruptID == r.InterruptID || key != "" && fr.Key == key
+			if f.Type == protocol.EvNodeSuspended && fr.InterruptID == r.InterruptID {
+				open, key = true, fr.Key
+			}
+			if open && (mine || f.Type == protocol.EvApprovalReceived && fr.CallID == r.CallID) {
+				evs = append(evs, f)
+			}
+			if f.Type == protocol.EvNodeResumed && mine {
+				break
+			}
+		}
+		if open {
+			out[r.CallID] = append(out[r.CallID], evs)
+		}
+	}
+	return out
+}
+
+// replayDecision re-emits, event for event, the decision the source run recorded on
+// the approval of tool call callID, whose result the replay takes from the record: the
+// fork's log shows who approved or rejected the call, and when, as the source's does
+// (GateForkDecisions, asked only for a call with a recorded decision). Payloads are
+// the source's, verbatim; causation links point at the fork's own copies. The node's
+// interrupt count moves on as the source's did, so an interrupt the fork raises later
+// gets the key the source's next one had.
+func (rt *packRuntime) replayDecision(callID string) {
+	pr := rt.a.replay
+	if pr == nil || !pr.v2 || len(pr.decisions[callID]) == 0 || !rt.c.r.changed(GateForkDecisions) {
+		return
+	}
+	evs := pr.decisions[callID][0]
+	pr.decisions[callID] = pr.decisions[callID][1:]
+	r := rt.c.r
+	ids := map[string]string{}
+	for _, e := range evs {
+		if e.Type == protocol.EvInterruptRequested {
+			r.counts[e.NodeID]++
+		}
+		ids[e.EventID] = r.emit(e.Type, e.NodeID, e.Payload, ids[e.CausationID])
+	}
 }
 
 // replayedTool answers a tool call from the source run's record on a fork replay.

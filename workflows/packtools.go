@@ -37,6 +37,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 			return nil, err
 		}
 		if recorded {
+			rt.replayDecision(in.CallID)
 			out[i] = r
 			continue
 		}

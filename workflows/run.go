@@ -151,8 +151,9 @@ func (r *runner) run() (*Snapshot, error) {
 		r.startedAt = workflow.Now(r.ctx)
 		r.initSearchAttributes()
 		r.setStatus(protocol.StatusRunning)
-		r.emit(protocol.EvRunStarted, "", r.runStartedPayload(), "")
+		started := r.emit(protocol.EvRunStarted, "", r.runStartedPayload(), "")
 		r.countRunStarted()
+		r.checkForkInputs(started)
 	}
 	order, err := topoOrder(r.in.Definition)
 	if err != nil {

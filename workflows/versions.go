@@ -34,6 +34,9 @@ const (
 	GateApprovalRejection  = "approval-rejection"
 	GateTurnParts          = "turn-parts"
 	GateConversationRoster = "conversation-roster"
+	GateNotifyLocal        = "webhook-notify-local"
+	GateForkDecisions      = "fork-approval-decisions"
+	GateForkInputs         = "fork-input-divergence"
 
 	// Pack agents.
 	GateAgentCancel       = "agent-cancel"
@@ -137,6 +140,15 @@ var Gates = []Gate{
 	{GateEventVocabulary, "2026-12-02",
 		"a run of the v2 era (RunInput.Era) writes the event types OpenWOP v2 renamed under their v2 names (events.go, writeType); asked at the first such event only, so runs of the v1 era never record the marker",
 		"never while a run of the v2 era is open: its log is in v2 names for its whole life"},
+	{GateNotifyLocal, "2026-12-03",
+		"a run's notices to its tenant's webhook dispatcher go through the NotifyDispatcher local activity, which signals a dispatcher that exists and no other (notify.go); runs before signalled with SignalExternalWorkflow, which failed where the tenant had no dispatcher; a replay fork notifies nothing (its log re-emits its source's), where forks before fanned it out again; asked with GateWebhookNotify, by runs created with RunInput.Notices only, so the runs created before never record the marker",
+		retireAfter},
+	{GateForkDecisions, "2026-12-03",
+		"a fork replay re-emits the decision events the source recorded on the approval of a tool call whose result it takes from the record (node.suspended to node.resumed, deciders included; pack_replay.go, replayDecision); asked only for such a call, and forks before left the decision out of their log",
+		retireAfter},
+	{GateForkInputs, "2026-12-03",
+		"a replay fork whose inputs differ from those its source's run.started recorded writes replay.diverged (divergenceKind input) after its run.started (fork.go, checkForkInputs); asked only for such a fork, which could not be requested before",
+		retireAfter},
 	{GatePauseResume, "2026-12-03",
 		"a run takes a pause (PauseUpdate) and holds until resumed; an immediate pause cuts a delay's wait or a pack turn, which opens again with a fresh node.started on resume (pause.go); asked when a run takes its first pause, so runs never paused record no marker",
 		retireAfter},

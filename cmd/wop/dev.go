@@ -150,8 +150,11 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 			return fail(stderr, "dev", err)
 		}
 	}
-	// The API and the worker of the dev process share the generated secrets.
+	// The API and the worker of the dev process share the generated secrets: the
+	// worker's config was read before the webhook key existed, so it takes the key
+	// here (a worker without it could sign no delivery).
 	env = withEnv(env, map[string]string{"WOP_API_KEY": key, "WOP_TOKEN_SECRET": secret, "WOP_WEBHOOK_SECRET": webhookSecret, "WOP_SIGNING_KEY_FILE": signingKey})
+	wcfg.WebhookSecret = []byte(webhookSecret)
 	apiCfg, err := api.ConfigFromEnv(env)
 	if err != nil {
 		return fail(stderr, "dev", err)

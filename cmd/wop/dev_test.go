@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/activities"
 )
 
 func TestDevSecretIsGeneratedOnceAndKept(t *testing.T) {
@@ -255,4 +258,57 @@ func TestDevOpensSealedPayloadsInItsUI(t *testing.T) {
 	status, refused := post("/codec/decode", sealed, "")
 	assert.Equal(t, http.StatusUnauthorized, status, refused)
 	d.stop(t)
+}
+
+// TestDevDeliversWebhooksWithoutAnExportedKey: plain wop dev (no WOP_WEBHOOK_SECRET)
+// makes one webhook key, kept in its data folder, and its API and worker share it: a
+// webhook registered over the API gets a run's event, signed under the secret the
+// registration returned. The key is never written to the output.
+func TestDevDeliversWebhooksWithoutAnExportedKey(t *testing.T) {
+	dir := t.TempDir()
+	type got struct {
+		header http.Header
+		body   []byte
+	}
+	deliveries := make(chan got, 16)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		deliveries <- got{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	dev := startDev(t, filepath.Join(dir, "data"), []string{"--packs", t.TempDir()}, map[string]string{"WOP_WEBHOOK_ALLOW_PRIVATE": "true"})
+	out, errb := dev.out, dev.errb
+	apiURL := dev.banner(t, "API")
+	apiKey, err := os.ReadFile(filepath.Join(dir, "data", devKeyFile))
+	require.NoError(t, err)
+	call := func(path string, body any) map[string]any {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, apiURL+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(apiKey)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var v map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+		require.Equal(t, http.StatusCreated, resp.StatusCode, "%s: %v", path, v)
+		return v
+	}
+	hook := call("/v1/webhooks", map[string]any{"url": recv.URL + "/hook", "events": []string{"run.completed"}})
+	run := call("/v1/runs", map[string]any{"workflowId": "conformance-noop"})
+	select {
+	case d := <-deliveries:
+		require.NoError(t, activities.VerifyWebhook(d.header, d.body, hook["secret"].(string), time.Now()))
+		assert.Equal(t, hook["webhookId"], d.header.Get(activities.HeaderWebhookID))
+		assert.Contains(t, string(d.body), run["runId"].(string))
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no delivery; stderr: %s", errb.String())
+	}
+	dev.stop(t)
+	key, err := os.ReadFile(filepath.Join(dir, "data", devWebhookFile))
+	require.NoError(t, err)
+	require.NotEmpty(t, strings.TrimSpace(string(key)))
+	assert.NotContains(t, out.String()+errb.String(), strings.TrimSpace(string(key)), "the webhook key is never logged")
+	assert.NotContains(t, errb.String(), "no webhook signing key")
 }

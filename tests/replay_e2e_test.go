@@ -1,0 +1,150 @@
+package tests
+
+// Replay forks that keep the whole record: the decisions on tool calls the fork takes
+// from the record, and a divergence the fork's request causes.
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// decisionEvents are the events of the tool approvals in a run's log: those naming an
+// interrupt an approval.requested names (by id, or by the key its node.suspended
+// gave), and every approval.received, in log order, as type and payload.
+func decisionEvents(t *testing.T, evs []event) []string {
+	t.Helper()
+	type ref struct {
+		InterruptID string `json:"interruptId"`
+		Key         string `json:"key"`
+	}
+	refOf := func(e event) ref {
+		var r ref
+		_ = json.Unmarshal(e.Payload, &r)
+		return r
+	}
+	ids, keys := map[string]bool{}, map[string]bool{}
+	for _, e := range ofType(evs, protocol.EvApprovalRequested) {
+		ids[refOf(e).InterruptID] = true
+	}
+	for _, e := range ofType(evs, protocol.EvNodeSuspended) {
+		if r := refOf(e); ids[r.InterruptID] {
+			keys[r.Key] = true
+		}
+	}
+	var out []string
+	for _, e := range evs {
+		r := refOf(e)
+		if ids[r.InterruptID] || e.Type == protocol.EvInterruptRequested && keys[r.Key] || e.Type == protocol.EvApprovalReceived {
+			out = append(out, e.Type+" "+string(e.Payload))
+		}
+	}
+	return out
+}
+
+// forkReplay forks run id in replay mode (with body's other fields) and waits until
+// the fork completed.
+func forkReplay(t *testing.T, c *apiClient, id string, body map[string]any) string {
+	t.Helper()
+	req := map[string]any{"mode": "replay"}
+	for k, v := range body {
+		req[k] = v
+	}
+	status, _, got := c.do(http.MethodPost, "/v1/runs/"+id+":fork", req)
+	require.Equal(t, http.StatusCreated, status, "%v", got)
+	fork := got["runId"].(string)
+	waitSnapshot(t, c, fork, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+	return fork
+}
+
+// TestForkKeepsToolDecisionsE2E: a replay fork of a run whose payment was approved,
+// and of one whose payment was rejected, takes the tool results from the record (the
+// payment endpoint is called once, by the source, or never) and its log carries the
+// decision event for event: the suspension, the request, who decided what, the
+// resumption.
+func TestForkKeepsToolDecisionsE2E(t *testing.T) {
+	t.Parallel()
+	c, svc := startApprovalStack(t)
+	accepted := decidePayment(t, c, "pay-accept", map[string]any{"action": "accept", "comment": "Checked against the PO."})
+	waitCompleted(t, c, accepted)
+
+	rejected := decidePayment(t, c, "pay-reject", map[string]any{"action": "reject", "feedback": "INV-7 was paid last week"})
+	waitRounds(t, c, rejected, 2, protocol.StatusWaitingApproval)
+	sayTo(t, c, rejected, "OK, thanks.")
+	waitCompleted(t, c, rejected)
+
+	for _, src := range []string{accepted, rejected} {
+		fork := forkReplay(t, c, src, nil)
+		want, got := decisionEvents(t, events(t, c, src)), decisionEvents(t, events(t, c, fork))
+		require.Len(t, want, 6, "the source's decision: node.suspended, interrupt.requested, approval.requested, interrupt.resolved, approval.received, node.resumed")
+		assert.Equal(t, want, got, "the fork's log carries the decision event for event")
+		var received map[string]any
+		require.NoError(t, json.Unmarshal(ofType(events(t, c, fork), protocol.EvApprovalReceived)[0].Payload, &received))
+		assert.Equal(t, "test", received["decidedBy"], "the decider is the source's")
+		assert.Empty(t, svc.received(fork, "/pay"), "the fork pays nothing")
+		assert.Empty(t, svc.received(fork, "/lookup"), "the fork calls no tool")
+		assert.Empty(t, ofType(events(t, c, fork), protocol.EvReplayDiverged))
+		// The fork's log reads in order: each decision sits between the call and its result.
+		types := []string{}
+		for _, e := range events(t, c, fork) {
+			types = append(types, e.Type)
+		}
+		called := slices.Index(types, protocol.EvAgentToolCalled)
+		require.GreaterOrEqual(t, called, 0)
+		assert.Less(t, called, slices.Index(types, protocol.EvApprovalRequested))
+		assert.Less(t, slices.Index(types, protocol.EvNodeResumed), slices.Index(types, protocol.EvAgentToolReturned))
+		if src == accepted {
+			assert.Contains(t, got[4], `"action":"accept"`)
+			replayHistory(t, c, fork, "fork-tool-approval-accept")
+		} else {
+			assert.Contains(t, got[4], `"action":"reject"`)
+			replayHistory(t, c, fork, "fork-tool-approval-reject")
+		}
+	}
+	assert.Len(t, svc.received(accepted, "/pay"), 1, "the source paid once")
+	assert.Empty(t, svc.received(rejected, "/pay"))
+}
+
+// TestForkOnOtherInputsDivergesE2E: a replay fork asked to run on other inputs than
+// its source's replays the recorded decision all the same, and its log says where it
+// left its source (replay.diverged right after run.started, read over the API); a
+// fork on the source's inputs writes none.
+func TestForkOnOtherInputsDivergesE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	src := cfCreate(t, c, "conformance-approval", map[string]any{"payload": map[string]any{"doc": "x"}})
+	waitSnapshot(t, c, src, 30*time.Second, "waiting", func(s workflows.Snapshot) bool { return s.Interrupt != nil })
+	status, _, body := c.do(http.MethodPost, "/v1/runs/"+src+"/interrupts/gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Equal(t, http.StatusOK, status, "%v", body)
+	waitSnapshot(t, c, src, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
+
+	same := forkReplay(t, c, src, nil)
+	assert.Empty(t, ofType(events(t, c, same), protocol.EvReplayDiverged), "the same inputs: no divergence")
+
+	status, _, body = c.do(http.MethodPost, "/v1/runs/"+src+":fork", map[string]any{"mode": "replay", "inputs": "x"})
+	require.Equal(t, http.StatusBadRequest, status, "%v", body)
+
+	other := forkReplay(t, c, src, map[string]any{"inputs": map[string]any{"payload": map[string]any{"doc": "y"}}})
+	evs := events(t, c, other)
+	div := ofType(evs, protocol.EvReplayDiverged)
+	require.Len(t, div, 1, "%v", evs)
+	require.Equal(t, protocol.EvRunStarted, evs[0].Type)
+	assert.Equal(t, evs[0].Sequence+1, div[0].Sequence, "right after run.started")
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(div[0].Payload, &p))
+	assert.Equal(t, src, p["sourceRunId"])
+	assert.Equal(t, "input", p["divergenceKind"])
+	assert.Equal(t, protocol.EvRunStarted, p["divergencePoint"])
+	assert.Equal(t, events(t, c, src)[0].EventID, p["originalEventId"])
+	assert.Equal(t, evs[0].EventID, p["replayEventId"])
+	assert.Len(t, ofType(evs, protocol.EvApprovalReceived), 1, "the recorded decision replayed all the same")
+	replayHistory(t, c, other, "fork-input-diverged")
+}
