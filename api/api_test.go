@@ -642,7 +642,7 @@ func TestResolve(t *testing.T) {
 	}
 	// A cancelled run's interrupts are void.
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_c", Status: "cancelled"}, check: workflows.ResolveCheck{OK: true}})
-	env.expectError(env.do("POST", "/v1/runs/r_c/interrupts/gate", fullKey, `{"resumeValue":1}`), 410, CodeInterruptCancelled)
+	env.expectError(env.do("POST", "/v1/runs/r_c/interrupts/gate", fullKey, `{"resumeValue":1}`), 409, CodeInterruptResolved)
 }
 
 func TestInterruptTokens(t *testing.T) {
@@ -921,12 +921,12 @@ func TestResolveAnswersTheRunsOutcome(t *testing.T) {
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_e", Status: "waiting-approval"},
 		check: workflows.ResolveCheck{OK: true}, noOutcome: true,
 		onSignal: func(r *fakeRun, _ string, _ any) { r.snap.Status = "cancelled" }})
-	env.expectError(env.do("POST", "/v1/runs/r_e/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	env.expectError(env.do("POST", "/v1/runs/r_e/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
 	// A workflow Temporal closes without the run's terminal event (terminated): 410 that
 	// says so, not the status the run last had.
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_k", Status: "waiting-approval"},
 		check: workflows.ResolveCheck{OK: true}, noOutcome: true})
-	e := env.expectError(env.do("POST", "/v1/runs/r_k/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	e := env.expectError(env.do("POST", "/v1/runs/r_k/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
 	if !strings.Contains(e.Message, "closed by Temporal") {
 		t.Errorf("message %q", e.Message)
 	}

@@ -44,7 +44,7 @@ func TestTemporalTerminatedRun(t *testing.T) {
 	if got := decode[map[string]string](t, rec.Body.Bytes()); rec.Code != 200 || got["status"] != protocol.StatusCancelled {
 		t.Fatalf("cancel: %d %s", rec.Code, rec.Body)
 	}
-	env.expectError(env.do("POST", "/v1/runs/r_term/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	env.expectError(env.do("POST", "/v1/runs/r_term/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
 	if len(run.signals) != 0 {
 		t.Errorf("signals reached a closed run: %v", run.signals)
 	}

@@ -24,14 +24,15 @@ func TestRefusalsMapCodesToHTTP(t *testing.T) {
 		{workflows.ResolveCheck{Code: protocol.CodeInterruptResolved}, 409},
 		{workflows.ResolveCheck{Code: protocol.CodeApprovalPending}, 409},
 		{workflows.ResolveCheck{Code: protocol.CodeRunStateConflict}, 409},
-		{workflows.ResolveCheck{Code: protocol.CodeInterruptCancelled}, 410},
+		{workflows.ResolveCheck{Code: protocol.CodeInterruptCancelled}, 409}, // lost to a cancel: interrupt_already_resolved
+		{workflows.ResolveCheck{Status: 410, Code: protocol.CodeInterruptCancelled}, 409},
 		{workflows.ResolveCheck{Status: 422, Code: protocol.CodeValidation}, 422},
 		{workflows.ResolveCheck{Status: 409, Code: protocol.CodeInterruptResolved}, 409},
 		{workflows.ResolveCheck{Code: "a_code_of_a_newer_worker"}, 400},
 		{workflows.ResolveCheck{}, 400},
 	} {
 		e := checkError(&c.check)
-		want := c.check.Code
+		want := lostToCancel(c.check.Code)
 		if want == "" {
 			want = CodeValidation
 		}
@@ -52,7 +53,7 @@ func TestResolveAnswersARefusalByItsCode(t *testing.T) {
 	})
 	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"orderId":"x"}}`), 422, CodeValidation)
 	r.check = workflows.ResolveCheck{Code: protocol.CodeInterruptCancelled, Message: "run r_1 was cancelled"}
-	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	env.expectError(env.do("POST", "/v1/runs/r_1/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
 
 	r.check = workflows.ResolveCheck{OK: true, RunStatus: "running"}
 	r.onSignal = func(r *fakeRun, _ string, arg any) {

@@ -63,11 +63,23 @@ func (e *Error) Unwrap() error { return e.Cause }
 // codeErr is the API error of an OpenWOP code, answered with the status statusOf gives
 // it (500 for a code the table does not know).
 func codeErr(code, format string, args ...any) *Error {
+	code = lostToCancel(code)
 	status, ok := statusOf[code]
 	if !ok {
 		status = http.StatusInternalServerError
 	}
 	return apiErr(status, code, format, args...)
+}
+
+// lostToCancel is the code a refused resolve is answered with: one that finds its run
+// cancelled lost to the cancel, answered 409 interrupt_already_resolved at both majors
+// (RFC 0213 §C: one code per state; the message says the run was cancelled). The run
+// and the workers still name the state interrupt_cancelled.
+func lostToCancel(code string) string {
+	if code == CodeInterruptCancelled {
+		return CodeInterruptResolved
+	}
+	return code
 }
 
 // apiErr is an API error with a status of its own: the answers the specification gives

@@ -153,6 +153,9 @@ func (s *Server) handleResolveLegacy(c echo.Context) error {
 func checkError(ch *workflows.ResolveCheck) *Error {
 	status := refusalStatus(ch.Status, ch.Code, ch.Unprocessable)
 	code := ch.Code
+	if c := lostToCancel(code); c != code {
+		code, status = c, statusOf[c]
+	}
 	if code == "" {
 		code = codeForStatus(status)
 	}

@@ -47,13 +47,13 @@ func TestResolveByUpdate(t *testing.T) {
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_other"}, update: refuse(workflows.ResolveCheck{Tenant: "other"})})
 	env.expectError(env.do("POST", "/v1/runs/r_other/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 404, CodeNotFound)
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_gone"}, update: refuse(workflows.ResolveCheck{OK: true, Tenant: "default", CurrentStatus: protocol.StatusCancelled})})
-	env.expectError(env.do("POST", "/v1/runs/r_gone/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	env.expectError(env.do("POST", "/v1/runs/r_gone/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
 
 	// The run ended before applying it: the handler's answer has no outcome.
 	env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_end"}, update: func(*fakeRun, string, workflows.ResolveUpdateRequest) (workflows.ResolveUpdateResult, error) {
 		return workflows.ResolveUpdateResult{ResolveCheck: workflows.ResolveCheck{Terminal: true, CurrentStatus: protocol.StatusCompleted, Tenant: "default"}}, nil
 	}})
-	env.expectError(env.do("POST", "/v1/runs/r_end/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 410, CodeInterruptCancelled)
+	env.expectError(env.do("POST", "/v1/runs/r_end/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`), 409, CodeInterruptResolved)
 
 	// Accepted, then the execution closed before the handler answered: the outcome the
 	// run recorded answers, through the outcome watch.

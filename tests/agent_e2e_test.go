@@ -274,7 +274,7 @@ func TestAgentEventRouting(t *testing.T) {
 
 // TestAgentTerminatedRun: a run terminated through the Temporal client reads as
 // cancelled (from Temporal's close event), polls complete, and takes no more writes:
-// a cancel answers its status, an exchange 410.
+// a cancel answers its status, an exchange 409 interrupt_already_resolved.
 func TestAgentTerminatedRun(t *testing.T) {
 	t.Parallel()
 	c := startAgentStack(t)
@@ -304,8 +304,9 @@ func TestAgentTerminatedRun(t *testing.T) {
 	body := agCancel(t, c, id)
 	require.Equal(t, protocol.StatusCancelled, body["status"])
 	status, resp := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "hello?"}})
-	require.Equal(t, http.StatusGone, status, "%v", resp)
-	require.Equal(t, "interrupt_cancelled", resp["error"])
+	require.Equal(t, http.StatusConflict, status, "%v", resp)
+	require.Equal(t, "interrupt_already_resolved", resp["error"])
+	require.Contains(t, resp["message"], "closed by Temporal")
 	require.Len(t, events(t, c, id), len(evs), "nothing was written to the terminated run")
 }
 

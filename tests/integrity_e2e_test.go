@@ -134,8 +134,9 @@ func TestTwoAPIProcessesRaceOneWinner(t *testing.T) {
 }
 
 // An exchange sent at the same moment as a cancel is either recorded (200) or answered
-// 410 interrupt_cancelled; it is never answered 200 and dropped.
-func TestExchangeLosingToCancelIs410(t *testing.T) {
+// 409 interrupt_already_resolved (it lost to the cancel, at both majors); it is never
+// answered 200 and dropped.
+func TestExchangeLosingToCancelIs409(t *testing.T) {
 	t.Parallel()
 	a := startStack(t)
 	b := newAPIWith(t, a, api.Config{})
@@ -165,9 +166,10 @@ func TestExchangeLosingToCancelIs410(t *testing.T) {
 		switch exchange {
 		case 200:
 			assert.Equal(t, 1, recorded, "round %d: an exchange answered 200 is recorded", round)
-		case 410:
-			assert.Equal(t, "interrupt_cancelled", body["error"], "round %d", round)
-			assert.Zero(t, recorded, "round %d: an exchange answered 410 is not recorded", round)
+		case 409:
+			assert.Equal(t, "interrupt_already_resolved", body["error"], "round %d", round)
+			assert.Contains(t, body["message"], "cancel", "round %d: the message says it lost to the cancel", round)
+			assert.Zero(t, recorded, "round %d: an exchange answered 409 is not recorded", round)
 		default:
 			t.Errorf("round %d: exchange answered %d %v", round, exchange, body)
 		}
