@@ -32,6 +32,7 @@ cleanup() {
 trap cleanup EXIT
 
 [[ -d "$suite_src/conformance" ]] || { echo "no conformance suite at $suite_src (set OPENWOP_SUITE)"; exit 1; }
+suite_src=$(cd "$suite_src" && pwd)
 echo "suite: $suite_src; results in $out"
 cp -r "$suite_src" "$work/owsuite"
 suite="$work/owsuite/conformance"
