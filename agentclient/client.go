@@ -2,7 +2,6 @@ package agentclient
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -105,7 +104,7 @@ func Start(ctx workflow.Context, opts StartOptions) (*Conversation, error) {
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
-		return digest(info.WorkflowExecution.ID, hex.EncodeToString(b[:]))
+		return protocol.IDDigest(info.WorkflowExecution.ID, hex.EncodeToString(b[:]))
 	}).Get(&key); err != nil {
 		return nil, err
 	}
@@ -162,7 +161,7 @@ func (c *Conversation) FirstReply() *Reply { return c.first }
 func (c *Conversation) Send(ctx workflow.Context, text string) (*Reply, error) {
 	c.sent++
 	info := workflow.GetInfo(ctx)
-	id := "wfc-" + digest(info.WorkflowExecution.ID, info.WorkflowExecution.RunID, c.runID, strconv.Itoa(c.sent))[:32]
+	id := "wfc-" + protocol.IDDigest(info.WorkflowExecution.ID, info.WorkflowExecution.RunID, c.runID, strconv.Itoa(c.sent))[:32]
 	return c.SendWithID(ctx, id, text)
 }
 
@@ -292,15 +291,6 @@ func searchAttributes(list []SearchAttribute) (temporal.SearchAttributes, error)
 // inputPayload hands the run's input to the data converter as the JSON it is (a
 // json.RawMessage is not a []byte to the converter, so it encodes as JSON, not binary).
 func inputPayload(raw json.RawMessage) any { return raw }
-
-func digest(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
 
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {

@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -26,6 +28,18 @@ func NewRunID(now time.Time) string {
 		panic(fmt.Sprintf("crypto/rand failed: %v", err))
 	}
 	return "r_" + encode128(b)
+}
+
+// IDDigest is the hex SHA-256 of parts, each ended by a NUL byte: the stable part of
+// the ids a caller's workflow and the agents worker derive from recorded values (update
+// ids, helper workflow ids), the same on every replay.
+func IDDigest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // DerivedRunID maps a digest to a run id of the same shape as NewRunID.

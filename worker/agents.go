@@ -444,4 +444,3 @@ func (a *Agents) followHistory(ctx context.Context, runID string) <-chan struct{
 
 func recordHeartbeat(ctx context.Context) { activity.RecordHeartbeat(ctx) }
 
-func encodeHex(b []byte) string { return hex.EncodeToString(b) }

@@ -55,17 +55,17 @@ func RegisterNexus(w sdkworker.Worker, a *Agents, taskQueue string) {
 		Handler: func(ctx context.Context, in agentclient.NexusSendInput, o nexus.StartOperationOptions) (temporalnexus.WorkflowHandle[*agentclient.Reply], error) {
 			id := in.MessageID
 			if id == "" && in.Text != "" {
-				id = "nx-" + hexDigest("openwop:agents:nexus-message", in.RunID, o.RequestID)[:32]
+				id = "nx-" + protocol.IDDigest("openwop:agents:nexus-message", in.RunID, o.RequestID)[:32]
 			}
 			req := agentclient.SendRequest{RunID: in.RunID, NodeID: workflows.ServedPackNodeID, MessageID: id, Text: in.Text, Owner: a.NexusOwner}
-			opts := helperStart("openwop-message-"+hexDigest(in.RunID, id, o.RequestID)[:32], taskQueue, "message to "+in.RunID)
+			opts := helperStart("openwop-message-"+protocol.IDDigest(in.RunID, id, o.RequestID)[:32], taskQueue, "message to "+in.RunID)
 			return temporalnexus.ExecuteWorkflow(ctx, o, opts, agentclient.MessageWorkflow, req)
 		},
 	})
 	outcome := temporalnexus.MustNewWorkflowRunOperationWithOptions(temporalnexus.WorkflowRunOperationOptions[agentclient.NexusOutcomeInput, *agentclient.Outcome]{
 		Name: agentclient.NexusOutcomeOperation,
 		Handler: func(ctx context.Context, in agentclient.NexusOutcomeInput, o nexus.StartOperationOptions) (temporalnexus.WorkflowHandle[*agentclient.Outcome], error) {
-			opts := helperStart("openwop-outcome-"+hexDigest(in.RunID, o.RequestID)[:32], taskQueue, "outcome of "+in.RunID)
+			opts := helperStart("openwop-outcome-"+protocol.IDDigest(in.RunID, o.RequestID)[:32], taskQueue, "outcome of "+in.RunID)
 			return temporalnexus.ExecuteWorkflow(ctx, o, opts, agentclient.OutcomeWorkflow, agentclient.OutcomeRequest{RunID: in.RunID, Owner: a.NexusOwner})
 		},
 	})
@@ -80,14 +80,6 @@ func RegisterNexus(w sdkworker.Worker, a *Agents, taskQueue string) {
 func helperStart(id, taskQueue, summary string) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{ID: id, TaskQueue: taskQueue, StaticSummary: summary,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}
-}
-
-func hexDigest(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p + "\x00"))
-	}
-	return encodeHex(h.Sum(nil))
 }
 
 // nexusStart starts a conversation for a Nexus caller (NexusStartOperation).
