@@ -443,4 +443,3 @@ func (a *Agents) followHistory(ctx context.Context, runID string) <-chan struct{
 }
 
 func recordHeartbeat(ctx context.Context) { activity.RecordHeartbeat(ctx) }
-
