@@ -200,7 +200,6 @@ var statusOf = map[string]int{
 	protocol.CodeConversationSpeakerNotParticipant: http.StatusUnprocessableEntity,
 	protocol.CodeConversationRosterExceeded:        http.StatusUnprocessableEntity,
 	CodeInterruptExpired:                           http.StatusGone,
-	CodeInterruptCancelled:                         http.StatusGone,
 	CodePayloadTooLarge:                            http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType:                       http.StatusUnsupportedMediaType,
 	CodeRateLimited:                                http.StatusTooManyRequests,
