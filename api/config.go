@@ -109,6 +109,10 @@ type Key struct {
 
 // Config configures the API server. Zero values take the defaults above.
 type Config struct {
+	// ConformanceSeams, when set, mounts the RFC 0158 durability seams
+	// (/host/durability/kill and /bound, durability.go): test infrastructure for the
+	// conformance suite, off unless a process boots with --conformance-seams.
+	ConformanceSeams *ConformanceSeams
 	// Keys are the accepted bearer keys.
 	Keys []Key
 	// KeysFile is a keys file (LoadKeysFile) whose keys are accepted besides Keys. The

@@ -256,6 +256,7 @@ func (s *Server) buildEcho() *echo.Echo {
 	}
 	e.POST("/v1/runs/:runId", s.dispatchVerb)
 	e.POST("/runs/:runId", s.dispatchVerb)
+	s.mountSeams(e)
 	return e
 }
 

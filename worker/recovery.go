@@ -94,3 +94,48 @@ func (r Recovery) String() string {
 	return fmt.Sprintf("recovery after a killed worker: between turns %s (sticky schedule-to-start %s), in a workflow task %s (workflow task timeout %s), in a model round activity %s (heartbeat %s + retry %s); %s allowed for dispatch and replay",
 		r.BetweenTurns(), r.StickyScheduleToStart, r.InWorkflowTask(), r.WorkflowTaskTimeout, r.InModelRound(), r.ModelRoundHeartbeat, r.ModelRoundRetry, r.Dispatch)
 }
+
+// Recovery classes: the kinds of work whose wait after a kill the recovery bound
+// bounds, each the sum of its terms (the conformance suite's bound seam serves them,
+// RFC 0158 §B.5, docs/api.md "Conformance seams").
+const (
+	// ClassAccepted: a run accepted while no worker polled; the first poll takes it.
+	ClassAccepted = "accepted"
+	// ClassBetweenTurns, ClassInWorkflowTask, ClassInModelRound: BetweenTurns,
+	// InWorkflowTask and InModelRound.
+	ClassBetweenTurns   = "between-turns"
+	ClassInWorkflowTask = "in-workflow-task"
+	ClassInModelRound   = "in-model-round"
+)
+
+// RecoveryTerm is one named duration a recovery bound sums.
+type RecoveryTerm struct {
+	Name string
+	D    time.Duration
+}
+
+// RecoveryClass is a class of work and the terms whose sum bounds its wait.
+type RecoveryClass struct {
+	Name  string
+	Terms []RecoveryTerm
+}
+
+// Bound is the sum of the class's terms.
+func (c RecoveryClass) Bound() time.Duration {
+	var d time.Duration
+	for _, t := range c.Terms {
+		d += t.D
+	}
+	return d
+}
+
+// Classes are r's bounds per class of work, each spelled out as its terms.
+func (r Recovery) Classes() []RecoveryClass {
+	dispatch := RecoveryTerm{"dispatch", r.Dispatch}
+	return []RecoveryClass{
+		{ClassAccepted, []RecoveryTerm{dispatch}},
+		{ClassBetweenTurns, []RecoveryTerm{{"stickyScheduleToStart", r.StickyScheduleToStart}, dispatch}},
+		{ClassInWorkflowTask, []RecoveryTerm{{"workflowTaskTimeout", r.WorkflowTaskTimeout}, dispatch}},
+		{ClassInModelRound, []RecoveryTerm{{"modelRoundHeartbeat", r.ModelRoundHeartbeat}, {"modelRoundRetry", r.ModelRoundRetry}, dispatch}},
+	}
+}

@@ -41,3 +41,23 @@ func TestRecoveryBoundIsWhatTheTimeoutsImply(t *testing.T) {
 	_, err = ConfigFromEnv(env(map[string]string{"WOP_WORKER_STICKY_TIMEOUT": "soon"}))
 	assert.ErrorContains(t, err, `WOP_WORKER_STICKY_TIMEOUT="soon"`)
 }
+
+// Each recovery class the bound seam serves sums to the bound the same timeouts give,
+// so the seam's arithmetic is the recovery workload's.
+func TestRecoveryClassesSumToTheBounds(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.StickyScheduleToStartTimeout = 2 * time.Second
+	r := RecoveryOf(cfg)
+	want := map[string]time.Duration{
+		ClassAccepted:       r.Dispatch,
+		ClassBetweenTurns:   r.BetweenTurns(),
+		ClassInWorkflowTask: r.InWorkflowTask(),
+		ClassInModelRound:   r.InModelRound(),
+	}
+	classes := r.Classes()
+	require.Len(t, classes, len(want))
+	for _, c := range classes {
+		assert.Equal(t, want[c.Name], c.Bound(), c.Name)
+	}
+	assert.Equal(t, 2500*time.Millisecond, classes[1].Bound(), "the configured sticky timeout moves its class")
+}

@@ -33,6 +33,14 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	if err != nil {
 		return fail(stderr, "api", err)
 	}
+	seamsOn, err := envBool(env, envConformanceSeams, false)
+	if err != nil {
+		return fail(stderr, "api", err)
+	}
+	seamsAllowed, err := envBool(env, envAllowConformanceSeams, false)
+	if err != nil {
+		return fail(stderr, "api", err)
+	}
 	// The runs this API starts carry the host's per-turn limits.
 	limits, err := worker.TurnLimitsFromEnv(env)
 	if err != nil {
@@ -47,11 +55,16 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	fs.StringVar(&logLevel, "log-level", logLevel, "log `level`: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.BoolVar(&fixtures, "fixtures", fixtures, "serve the OpenWOP conformance fixtures as workflows (env WOP_SEED_FIXTURES)")
 	fs.StringVar(&apiCfg.TaskQueue, "task-queue", apiCfg.TaskQueue, "Temporal `task queue` runs are started on, the one the workers poll (env WOP_TASK_QUEUE)")
+	fs.BoolVar(&seamsOn, "conformance-seams", seamsOn, "serve the conformance suite's test seams (env "+envConformanceSeams+"); refused without --allow-conformance-seams")
+	fs.BoolVar(&seamsAllowed, "allow-conformance-seams", seamsAllowed, "allow --conformance-seams in this process: never in production (env "+envAllowConformanceSeams+")")
 	clientFlags := worker.RegisterClientFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
 	if env, err = clientFlags.Env(env); err != nil {
+		return fail(stderr, "api", err)
+	}
+	if apiCfg.ConformanceSeams, err = apiSeams(env, seamsOn, seamsAllowed, stderr); err != nil {
 		return fail(stderr, "api", err)
 	}
 	if err := workflows.CheckTaskQueue(apiCfg.TaskQueue); err != nil {

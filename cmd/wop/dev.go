@@ -63,6 +63,7 @@ type devConfig struct {
 	temporalLog     string
 	temporalAddress string
 	retention       time.Duration
+	seams           bool
 }
 
 func runDev(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
@@ -90,6 +91,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		}
 	}
 
+	if cfg.seams, err = envBool(env, envConformanceSeams, false); err != nil {
+		return fail(stderr, "dev", err)
+	}
 	wcfg, err := worker.ConfigFromEnv(env)
 	if err != nil {
 		return fail(stderr, "dev", err)
@@ -105,6 +109,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	fs.StringVar(&cfg.logLevel, "log-level", cfg.logLevel, "log `level` of the host: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.DurationVar(&cfg.retention, "retention", cfg.retention, "how long the embedded namespace keeps closed executions, those a conversation continued from included (env WOP_RETENTION)")
 	fs.StringVar(&cfg.temporalLog, "temporal-log-level", cfg.temporalLog, "log `level` of the embedded Temporal server (env WOP_TEMPORAL_LOG_LEVEL)")
+	fs.BoolVar(&cfg.seams, "conformance-seams", cfg.seams, "serve the conformance suite's test seams, the durability kill among them, and supervise the process so a kill restarts it (env "+envConformanceSeams+"); for conformance runs only")
 	wcfg.RegisterTuningFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -117,6 +122,16 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	}
 	if err := workflows.CheckTaskQueue(wcfg.Queue()); err != nil {
 		return fail(stderr, "dev", fmt.Errorf("--task-queue %q: %w", wcfg.Queue(), err))
+	}
+	// The kill seam kills this process: with the seams on, a supervisor runs it as
+	// its child and starts it again (dev_supervise.go).
+	supervised := env(devSupervisedEnv) == "1"
+	if cfg.seams && !supervised {
+		exe, err := os.Executable()
+		if err != nil {
+			return fail(stderr, "dev", fmt.Errorf("find the wop binary to supervise: %w", err))
+		}
+		return superviseDev(ctx, append([]string{exe, "dev"}, args...), os.Environ(), stdout, stderr)
 	}
 
 	logger, err := newLogger(stderr, cfg.logLevel)
@@ -160,6 +175,13 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		return fail(stderr, "dev", err)
 	}
 	apiCfg.TaskQueue = wcfg.Queue() // the API starts runs where the worker polls
+	var st *stack.Stack
+	if cfg.seams {
+		apiCfg.ConformanceSeams = &api.ConformanceSeams{
+			Recovery: recoveryClasses(wcfg, true), KillClass: worker.ClassAccepted,
+			HoldDispatch: func() { st.StopWorker() }, Kill: killSelf,
+		}
+	}
 
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	err = activities.CheckProviders(cctx, wcfg.Providers)
@@ -224,7 +246,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	tel.ClientOptions(&opts.TemporalClient)
 	opts.API.Metrics, opts.API.MetricsHandler, opts.API.TracerProvider = tel.Registry, metrics, tel.TracerProvider()
 
-	st, err := stack.Start(ctx, opts)
+	st, err = stack.Start(ctx, opts)
 	if err != nil {
 		return fail(stderr, "dev", devStartError(err))
 	}
@@ -267,6 +289,9 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 		fmt.Fprintf(stdout, "  %-12s %s\n", label, line)
 	}
 	printTools(stdout, st.ToolsFile(), st.ToolsReport())
+	if cfg.seams {
+		fmt.Fprintf(stdout, "  Seams        conformance seams on (%s, %s): a kill restarts this process; never in production\n", api.DurabilityKillPath, api.DurabilityBoundPath)
+	}
 	fmt.Fprintf(stdout, "Try: curl -s %s/.well-known/openwop\n", st.APIURL())
 	fmt.Fprintln(stdout, "Press Ctrl-C to stop.")
 

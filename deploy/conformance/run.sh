@@ -60,7 +60,7 @@ main_key="conf-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 base="http://127.0.0.1:$port"
 WOP_API_KEY=$main_key WOP_API_KEY_SCOPES=all,approvals:delegate WOP_KEYS_FILE=$keys \
   WOP_WEBHOOK_ALLOW_PRIVATE=true WOP_LOG_LEVEL=warn WOP_TEMPORAL_LOG_LEVEL=error \
-  "$wop" dev --data "$data" --http "127.0.0.1:$port" --temporal-port $((port + 220)) --ui-port $((port + 320)) \
+  "$wop" dev --conformance-seams --data "$data" --http "127.0.0.1:$port" --temporal-port $((port + 220)) --ui-port $((port + 320)) \
   --packs "$repo/packs" >"$out/host.log" 2>&1 &
 host_pid=$!
 for _ in $(seq 1 120); do
