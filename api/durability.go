@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -99,20 +98,24 @@ func (s *Server) handleDurabilityProbe(c echo.Context) error {
 // handleDurabilityKill stages mode after-accept: it stops the worker, starts a run of
 // workflowId for the caller (accepted: the start is in Temporal's store), answers its
 // runId, class and bound, then kills the process. The restarted process's worker
-// dispatches the run. The other modes are refused by name: during-execution needs a
-// resumption marker the run workflow does not emit, duplicate-delivery an effectful
-// staged run aimed at the suite's receiver (docs/api.md, "Conformance seams").
+// dispatches the run. Once the worker is stopped the process is killed whatever
+// follows, so a failed start never leaves it serving without a worker. The other modes
+// are refused by name: during-execution needs a resumption marker the run workflow does
+// not emit, duplicate-delivery an effectful staged run aimed at the suite's receiver
+// (docs/api.md, "Conformance seams").
 func (s *Server) handleDurabilityKill(c echo.Context) error {
 	var req struct {
 		Mode       string `json:"mode"`
 		WorkflowID string `json:"workflowId"`
+		// EffectURL is duplicate-delivery's receiver; that mode is not staged.
+		EffectURL string `json:"effectUrl"`
 	}
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return badRequest("the body is not a JSON object: %v", err)
+	if err := decodeStrict(body, &req); err != nil {
+		return err
 	}
 	if req.Mode != KillModeAfterAccept {
 		return badRequest("mode %q is not staged by this host; it stages %q", req.Mode, KillModeAfterAccept).with("field", "mode")
@@ -133,6 +136,7 @@ func (s *Server) handleDurabilityKill(c echo.Context) error {
 	}
 	seams := s.cfg.ConformanceSeams
 	seams.HoldDispatch()
+	defer time.AfterFunc(killDelay, seams.Kill)
 	if _, err := s.startRun(c.Request().Context(), *in); err != nil {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
@@ -143,7 +147,6 @@ func (s *Server) handleDurabilityKill(c echo.Context) error {
 		return err
 	}
 	c.Response().Flush()
-	time.AfterFunc(killDelay, seams.Kill)
 	return nil
 }
 

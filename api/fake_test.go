@@ -173,6 +173,8 @@ type fakeTemporal struct {
 	runs    map[string]*fakeRun
 	starts  int
 	changed chan struct{} // closed by wake
+	// startErr, when set, is what every start answers.
+	startErr error
 }
 
 func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
@@ -422,6 +424,9 @@ func (ft *fakeTemporal) start(o client.StartWorkflowOptions, in workflows.RunInp
 	defer ft.mu.Unlock()
 	if _, ok := ft.runs[o.ID]; ok {
 		return serviceerror.NewWorkflowExecutionAlreadyStarted("already started", "", "rid")
+	}
+	if ft.startErr != nil {
+		return ft.startErr
 	}
 	ft.starts++
 	ft.runs[o.ID] = &fakeRun{input: in, opts: o, snap: workflows.Snapshot{

@@ -40,11 +40,13 @@ func superviseDev(ctx context.Context, argv, env []string, stdout, stderr io.Wri
 		case err = <-done:
 		}
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != -1 {
-			if err != nil && exit == nil {
-				return fail(stderr, "dev", err)
-			}
-			return cmd.ProcessState.ExitCode()
+		switch {
+		case err == nil:
+			return 0
+		case !errors.As(err, &exit):
+			return fail(stderr, "dev", err)
+		case exit.ExitCode() != -1: // exited on its own (-1: a signal ended it)
+			return exit.ExitCode()
 		}
 		fmt.Fprintf(stderr, "wop dev: the supervised process (pid %d) was killed (%v); starting it again (restart %d)\n", cmd.Process.Pid, exit, restarts+1)
 		select {

@@ -1,0 +1,87 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// seamEnv is a test server with the durability seams on; held and killed count the
+// seam's calls of HoldDispatch and Kill.
+func seamEnv(t *testing.T) (env *testEnv, held *int, killed chan struct{}) {
+	held, killed = new(int), make(chan struct{}, 4)
+	env = newTestEnv(t, func(c *Config) {
+		c.ConformanceSeams = &ConformanceSeams{
+			Recovery:     []RecoveryClass{NewRecoveryClass("accepted", Term("dispatch", 500*time.Millisecond))},
+			KillClass:    "accepted",
+			HoldDispatch: func() { *held++ },
+			Kill:         func() { killed <- struct{}{} },
+		}
+	})
+	return env, held, killed
+}
+
+// The kill seam stages after-accept only: anything else is refused 400 before the
+// worker is held or the process killed.
+func TestKillSeamRefusesWhatItDoesNotStage(t *testing.T) {
+	env, held, killed := seamEnv(t)
+	for _, tc := range []struct{ body, field string }{
+		{`{"mode":"during-execution","workflowId":"conformance-noop"}`, "mode"},
+		{`{"mode":"duplicate-delivery","effectUrl":"http://127.0.0.1:1/x"}`, "mode"},
+		{`{"mode":"after-accept","workflowId":"no-such-workflow"}`, "workflowId"},
+		{`{"mode":"after-accept","workflowId":"conformance-noop","extra":1}`, "extra"},
+	} {
+		rec := env.do("POST", DurabilityKillPath, fullKey, tc.body)
+		require.Equal(t, 400, rec.Code, "%s: %s", tc.body, rec.Body)
+		var e struct { // the v1 envelope (the seam has no major of its own)
+			Error   string         `json:"error"`
+			Details map[string]any `json:"details"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e), "%s", rec.Body)
+		assert.Equal(t, "validation_error", e.Error, tc.body)
+		assert.Equal(t, tc.field, e.Details["field"], tc.body)
+	}
+	assert.Zero(t, *held, "nothing held")
+	assert.Empty(t, killed, "nothing killed")
+	assert.Zero(t, env.ft.starts)
+}
+
+// after-accept holds dispatch, starts the run, answers its id and bound, then kills;
+// a start that fails after the hold still kills, so the process never goes on serving
+// with its worker stopped.
+func TestKillSeamStagesAfterAccept(t *testing.T) {
+	env, held, killed := seamEnv(t)
+	rec := env.do("POST", DurabilityKillPath, fullKey, `{"mode":"after-accept","workflowId":"conformance-noop"}`)
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	var got struct {
+		RunID           string `json:"runId"`
+		RecoveryClass   string `json:"recoveryClass"`
+		RecoveryBoundMs int64  `json:"recoveryBoundMs"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	assert.NotEmpty(t, got.RunID)
+	assert.Equal(t, "accepted", got.RecoveryClass)
+	assert.EqualValues(t, 500, got.RecoveryBoundMs)
+	assert.NotNil(t, env.ft.get(got.RunID), "the run was started")
+	assert.Equal(t, 1, *held)
+	waitKilled(t, killed)
+
+	env.ft.startErr = errors.New("temporal is unreachable")
+	rec = env.do("POST", DurabilityKillPath, fullKey, `{"mode":"after-accept","workflowId":"conformance-noop"}`)
+	assert.GreaterOrEqual(t, rec.Code, 500, "%s", rec.Body)
+	assert.Equal(t, 2, *held)
+	waitKilled(t, killed)
+}
+
+func waitKilled(t *testing.T, killed chan struct{}) {
+	t.Helper()
+	select {
+	case <-killed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the seam did not kill the process")
+	}
+}
