@@ -14,8 +14,8 @@ package api
 // as soon as Temporal has accepted the update (at once when it had already): the
 // request is in the run's history and the run applies or refuses it in turn. An update
 // not accepted by then (the server or the worker is saturated) is waited for until it
-// is accepted or decided, validateBudget at most (then 503, whose request Temporal may
-// still take: a repeat with its Idempotency-Key is answered its outcome).
+// is accepted or decided, validateBudget at most (then 503 with the Idempotency-Key:
+// Temporal may still take the request, and a repeat with the key learns its outcome).
 //
 // The call carries on after a 202, updateCallBudget at most, cancelled by Shutdown,
 // which waits for it. Its result's events are kept for the poll (turnevents.go), and a
@@ -29,6 +29,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -134,7 +136,9 @@ func (s *Server) awaitUpdateCall(rc *resolveCall, call *updateCall) (decided boo
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case <-budget.C:
-		return false, s.temporalErr(context.DeadlineExceeded, rc.runID)
+		return false, (&Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Cause: context.DeadlineExceeded,
+			Message: fmt.Sprintf("Temporal did not answer in time: it has not taken the request yet and may still; repeat it with Idempotency-Key %q to learn its outcome without applying it twice", rc.key)}).
+			with("idempotencyKey", rc.key)
 	}
 }
 
