@@ -43,6 +43,10 @@ import (
 // updateCallBudget bounds a resolve update's call, the wait on its result included.
 const updateCallBudget = 2 * time.Minute
 
+// acceptedResultGrace is how long a resolve accepted past its wait gives the call to
+// read a result Temporal sent with the acceptance before it answers 202.
+const acceptedResultGrace = 20 * time.Millisecond
+
 // updateCall is one resolve update in flight from this process.
 type updateCall struct {
 	// tenant is the caller's, which the update's validator checks against the run's;
@@ -132,7 +136,16 @@ func (s *Server) awaitUpdateCall(rc *resolveCall, call *updateCall) (decided boo
 	case <-call.done:
 		return true, nil
 	case <-call.accepted:
-		return false, nil
+		// Temporal's answer at the acceptance holds the result when the accepting task
+		// decided the request too; the call then ends as soon as it has decoded it.
+		grace := time.NewTimer(acceptedResultGrace)
+		defer grace.Stop()
+		select {
+		case <-call.done:
+			return true, nil
+		case <-grace.C:
+			return false, nil
+		}
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case <-budget.C:

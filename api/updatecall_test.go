@@ -112,3 +112,41 @@ func TestShutdownEndsTheResolveUpdateCall(t *testing.T) {
 	assert.ErrorIs(t, call.err, context.Canceled)
 	assert.Nil(t, env.srv.updates.call("r_s"), "the gate is free")
 }
+
+// Past the wait, a resolve whose update Temporal has not accepted yet is answered only
+// once it is: 202 when the run has not decided it, its outcome when the accepting task
+// decided it too.
+func TestResolveAnsweredOnceTemporalAcceptsIt(t *testing.T) {
+	const wait = 50 * time.Millisecond
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = wait })
+	for _, decided := range []bool{false, true} {
+		id := "r_late"
+		if decided {
+			id = "r_late_decided"
+		}
+		r := queuedRun(env, id)
+		r.hold, r.entered = make(chan struct{}), make(chan struct{}, 1)
+		if decided {
+			close(r.decide)
+		}
+		start := time.Now()
+		answered := make(chan int, 1)
+		go func() {
+			answered <- env.do("POST", "/v1/runs/"+id+"/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`).Code
+		}()
+		<-r.entered
+		require.Eventually(t, func() bool { return time.Since(start) > 3*wait }, 5*time.Second, wait, "the wait is over")
+		select {
+		case code := <-answered:
+			t.Fatalf("answered %d before Temporal accepted the update", code)
+		default:
+		}
+		close(r.hold)
+		code := <-answered
+		if decided {
+			assert.Equal(t, http.StatusOK, code, "decided as Temporal accepted it")
+		} else {
+			assert.Equal(t, http.StatusAccepted, code, "queued once Temporal accepted it")
+		}
+	}
+}
