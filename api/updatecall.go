@@ -92,12 +92,18 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		WorkflowID: rc.runID, UpdateID: rc.req.RequestID, UpdateName: workflows.ResolveUpdate,
 		Args: []any{u}, WaitForStage: client.WorkflowUpdateStageAccepted,
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, max(updateCallBudget, s.cfg.Guards.ResolveWait+validateBudget))
+	// The call outlives the request but keeps its values (the trace it belongs to); it
+	// ends with Shutdown.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.c.Request().Context()),
+		max(updateCallBudget, s.cfg.Guards.ResolveWait+validateBudget))
+	stop := context.AfterFunc(s.ctx, cancel)
+	runID := rc.runID // the goroutine keeps nothing else of the request
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		defer s.updates.leave(rc.runID)
+		defer stop()
+		defer s.updates.leave(runID)
 		h, err := s.tc.UpdateWorkflow(ctx, opts)
 		if err == nil {
 			close(call.accepted)
@@ -105,7 +111,7 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		}
 		call.err = err
 		if err == nil {
-			s.keepTurnEvents(rc.runID, &call.res)
+			s.keepTurnEvents(runID, &call.res)
 		}
 		close(call.done)
 	}()
