@@ -43,8 +43,9 @@ import (
 // updateCallBudget bounds a resolve update's call, the wait on its result included.
 const updateCallBudget = 2 * time.Minute
 
-// acceptedResultGrace is how long a resolve accepted past its wait gives the call to
-// read a result Temporal sent with the acceptance before it answers 202.
+// acceptedResultGrace is how long a resolve update's handle may take to decode an
+// outcome Temporal sent with its answer; a handle that waits longer waits on an update
+// Temporal has accepted and not decided.
 const acceptedResultGrace = 20 * time.Millisecond
 
 // updateCall is one resolve update in flight from this process.
@@ -55,8 +56,9 @@ type updateCall struct {
 	tenant string
 	// attempt is the nonce the call sent (ResolveUpdateRequest.Attempt).
 	attempt string
-	// accepted is closed once Temporal has accepted the update; done once the call has
-	// ended, after res and err are set (and res's events kept).
+	// accepted is closed once Temporal has accepted the update and not decided it yet
+	// (never for an update it answered with its outcome or rejection at once); done once
+	// the call has ended, after res and err are set (and res's events kept).
 	accepted, done chan struct{}
 	res            workflows.ResolveUpdateResult
 	err            error
@@ -106,8 +108,13 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		defer s.updates.leave(runID)
 		h, err := s.tc.UpdateWorkflow(ctx, opts)
 		if err == nil {
-			close(call.accepted)
+			// Temporal answers at the acceptance, or with the outcome when the task that
+			// took the update also decided it or its validator rejected it: then the
+			// handle holds the outcome and Get decodes it at once. A Get still waiting
+			// after acceptedResultGrace waits on an update Temporal has accepted.
+			accepted := time.AfterFunc(acceptedResultGrace, func() { close(call.accepted) })
 			err = h.Get(ctx, &call.res)
+			accepted.Stop()
 		}
 		call.err = err
 		if err == nil {
@@ -142,16 +149,7 @@ func (s *Server) awaitUpdateCall(rc *resolveCall, call *updateCall) (decided boo
 	case <-call.done:
 		return true, nil
 	case <-call.accepted:
-		// Temporal's answer at the acceptance holds the result when the accepting task
-		// decided the request too; the call then ends as soon as it has decoded it.
-		grace := time.NewTimer(acceptedResultGrace)
-		defer grace.Stop()
-		select {
-		case <-call.done:
-			return true, nil
-		case <-grace.C:
-			return false, nil
-		}
+		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case <-budget.C:
