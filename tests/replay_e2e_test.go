@@ -6,7 +6,9 @@ package tests
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
+
+// replayPacksDir holds the packs of the replay tests.
+const replayPacksDir = "testdata/replaypacks"
 
 // decisionEvents are the events of the tool approvals in a run's log: those naming an
 // interrupt an approval.requested names (by id, or by the key its node.suspended
@@ -147,4 +153,95 @@ func TestForkOnOtherInputsDivergesE2E(t *testing.T) {
 	assert.Equal(t, evs[0].EventID, p["replayEventId"])
 	assert.Len(t, ofType(evs, protocol.EvApprovalReceived), 1, "the recorded decision replayed all the same")
 	replayHistory(t, c, other, "fork-input-diverged")
+}
+
+// hangingService is an HTTP tool endpoint that takes every call and never answers it:
+// the call ends when its caller gives up (the run is cancelled).
+type hangingService struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls []payCall
+	stop  chan struct{}
+}
+
+func newHangingService(t *testing.T) *hangingService {
+	h := &hangingService{stop: make(chan struct{})}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.calls = append(h.calls, payCall{Path: r.URL.Path, RunID: r.Header.Get(tools.HeaderRunID), Key: r.Header.Get(tools.HeaderIdempotencyKey)})
+		h.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-h.stop:
+		}
+	}))
+	t.Cleanup(func() { close(h.stop); h.Close() })
+	return h
+}
+
+func (h *hangingService) received() []payCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.calls)
+}
+
+// TestForkOfAnUnreturnedToolCallFailsClosedE2E: the source cancels an order through a
+// write tool whose endpoint never answers, and is cancelled while the call hangs: its
+// log records the call (agent.toolCalled) and no outcome. A replay fork never performs
+// that call again: the pack's turn fails closed with replay_source_missing, the
+// conversation closes with that error and the fork fails with it; the endpoint saw one
+// call, the source's.
+func TestForkOfAnUnreturnedToolCallFailsClosedE2E(t *testing.T) {
+	t.Parallel()
+	svc := newHangingService(t)
+	c := startPrivateStack(t, stackOptions{PacksDir: replayPacksDir, ToolsFile: writeBindings(t, `tools:
+  cancel_order:
+    http: { url: "`+svc.URL+`/cancel" }
+`)})
+	src := createRun(t, c, "order-cancel", map[string]any{"message": "Please cancel ORD-7."})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, svc.received(), 1) }, 30*time.Second, 20*time.Millisecond)
+	agCancel(t, c, src)
+	srcEvs := waitEnded(t, c, src, 30*time.Second)
+	require.Equal(t, protocol.EvRunCancelled, srcEvs[len(srcEvs)-1].Type)
+	require.Len(t, ofType(srcEvs, protocol.EvAgentToolCalled), 1)
+	require.Empty(t, ofType(srcEvs, protocol.EvAgentToolReturned), "the source recorded no outcome of the call")
+
+	status, _, got := c.do(http.MethodPost, "/v1/runs/"+src+":fork", map[string]any{"mode": "replay"})
+	require.Equal(t, http.StatusCreated, status, "%v", got)
+	fork := got["runId"].(string)
+	evs := waitEnded(t, c, fork, 30*time.Second)
+	s := snapshot(t, c, fork)
+	require.Equal(t, protocol.StatusFailed, s.Status, "%+v", s.Error)
+	require.Equal(t, protocol.CodeReplaySourceMissing, s.Error.Code)
+	assert.Len(t, svc.received(), 1, "the endpoint saw the source's call only")
+	assert.Empty(t, effectsOf(t, c, fork).Effects, "the fork performed nothing")
+
+	// The fork's log: the recorded round and call, then the turn fails closed.
+	assert.Len(t, ofType(evs, protocol.EvAgentToolCalled), 1)
+	assert.Empty(t, ofType(evs, protocol.EvAgentToolReturned))
+	assert.Empty(t, ofType(evs, protocol.EvReplayDiverged), "the fork followed its recording")
+	var closed struct {
+		FinalTurn struct {
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"finalTurn"`
+	}
+	cl := ofType(evs, protocol.EvConversationClosed)
+	require.Len(t, cl, 1)
+	require.NoError(t, json.Unmarshal(cl[0].Payload, &closed))
+	assert.Contains(t, closed.FinalTurn.Content.Text, "call_0_0_cancel_order")
+	assert.Contains(t, closed.FinalTurn.Content.Text, "("+protocol.CodeReplaySourceMissing+")")
+	for _, typ := range []string{protocol.EvNodeFailed, protocol.EvRunFailed} {
+		var p struct {
+			Error protocol.RunError `json:"error"`
+		}
+		e := ofType(evs, typ)
+		require.Len(t, e, 1, typ)
+		require.NoError(t, json.Unmarshal(e[0].Payload, &p))
+		assert.Equal(t, protocol.CodeReplaySourceMissing, p.Error.Code, typ)
+	}
+	assert.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
+	replayHistory(t, c, src, "pack-tool-call-cancelled")
+	replayHistory(t, c, fork, "fork-tool-source-missing")
 }
