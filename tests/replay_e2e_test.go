@@ -245,3 +245,68 @@ func TestForkOfAnUnreturnedToolCallFailsClosedE2E(t *testing.T) {
 	replayHistory(t, c, src, "pack-tool-call-cancelled")
 	replayHistory(t, c, fork, "fork-tool-source-missing")
 }
+
+// TestForkOfAV1EraRunE2E: runs started the way the host started them before the era
+// key (era 2 in v1 vocabulary, no subject in their input; the API cannot create one
+// any more) are forked through the v2 API at their terminal event. The fork answers
+// 201 and completes; its log, read at v2, has the parent's prefix as the parent reads
+// translated through the codemap (type, sequence and payload; only the run.started
+// owner and the clock differ from the stored bytes), and its run.started carries the
+// legacy Subject the parent reads with. A pack run's fork takes every model round and
+// tool result from the record: its effect ledger is empty.
+func TestForkOfAV1EraRunE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	fork := func(id string) (string, []map[string]any, []map[string]any) {
+		parent := v2Events(t, c, "default/"+id)
+		last := parent[len(parent)-1]["sequence"].(float64)
+		status, _, raw := v2Call(t, c, c.Key, http.MethodPost, v2Path("default/"+id, ":fork"), map[string]any{"mode": "replay", "fromSeq": last})
+		require.Equal(t, http.StatusCreated, status, "%s", raw)
+		var got struct{ RunID, SourceRunID string }
+		require.NoError(t, json.Unmarshal(raw, &got))
+		assert.Equal(t, "default/"+id, got.SourceRunID)
+		_, opaque, _ := protocol.SplitBoundID(got.RunID)
+		waitCompleted(t, c, opaque)
+		return opaque, parent, v2Events(t, c, got.RunID)
+	}
+	legacy := func(evs []map[string]any) any {
+		require.Equal(t, "run.started", evs[0]["type"])
+		return evs[0]["payload"].(map[string]any)["owner"].(map[string]any)["subject"].(map[string]any)["issuer"]
+	}
+
+	noop := "r_era2" + randomHex(11)
+	in, err := c.Stack.Catalog().NewRunInput(workflowsRunRequest(noop, "conformance-noop", `{}`))
+	require.NoError(t, err)
+	require.Zero(t, in.Era)
+	ctxStart(t, c, noop, in)
+	waitCompleted(t, c, noop)
+	f, parent, forked := fork(noop)
+	assert.Equal(t, "urn:openwop:legacy", legacy(parent), "the parent reads with the legacy stamp")
+	assert.Equal(t, "urn:openwop:legacy", legacy(forked), "the fork copies it")
+	from := int(parent[len(parent)-1]["sequence"].(float64))
+	require.GreaterOrEqual(t, len(forked), from)
+	for i := range from {
+		p, q := parent[i], forked[i]
+		assert.Equal(t, p["type"], q["type"], "sequence %d", i)
+		assert.Equal(t, p["sequence"], q["sequence"], "sequence %d", i)
+		assert.Equal(t, p["payload"], q["payload"], "sequence %d: the fork's prefix is the translated parent's", i)
+	}
+	assert.Equal(t, types(wfEvents(t, c.Stack, noop)), types(events(t, c, noop)), "the parent's log is not rewritten")
+
+	pack := "r_era2" + randomHex(11)
+	in, err = c.Stack.Catalog().NewRunInput(workflowsRunRequest(pack, "support", `{"message":"Hi, I have a question about my account."}`))
+	require.NoError(t, err)
+	ctxStart(t, c, pack, in)
+	waitRounds(t, c, pack, 1, "waiting-approval")
+	sayTo(t, c, pack, "It's ACC-12345. What's my balance?")
+	waitCompleted(t, c, pack)
+	f, parent, forked = fork(pack)
+	assert.Equal(t, "urn:openwop:legacy", legacy(forked))
+	assert.Equal(t, 4, count(v2Types(forked), "agent.tool-returned"), "the fork's log has the recorded tool results")
+	assert.Equal(t, count(v2Types(parent), "agent.decided"), count(v2Types(forked), "agent.decided"))
+	assert.Zero(t, count(v2Types(forked), "provider.usage"), "no model round is spent again")
+	assert.Empty(t, ofType(events(t, c, f), protocol.EvReplayDiverged))
+	assert.Empty(t, effectsOf(t, c, f).Effects, "the fork performed nothing")
+	assert.NotEmpty(t, effectsOf(t, c, pack).Effects)
+	replayHistory(t, c, f, "fork-era2-pack")
+}
