@@ -39,6 +39,7 @@ import (
 
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -296,11 +297,13 @@ func (rt *packRuntime) replayDecision(callID string) {
 }
 
 // replayedTool answers a tool call from the source run's record on a fork replay.
-// A call the source made (agent.toolCalled) but recorded no outcome of (its run was
-// cancelled, or its worker lost, while the call was in flight) may have been applied:
-// since GateForkSourceMissing the replay never performs it, in the fold or in the
-// unanswered last turn, and fails the turn closed with replay_source_missing (OpenWOP
-// replay.md, side-effect suppression), which fails the pack's node and the run.
+// A call of a tool that may act (its effect is not read) that the source made
+// (agent.toolCalled) but recorded no outcome of (its run was cancelled, or its worker
+// lost, while the call was in flight) may have been applied: since
+// GateForkSourceMissing the replay never performs it, in the fold or in the unanswered
+// last turn, and fails the turn closed with replay_source_missing (OpenWOP replay.md,
+// side-effect suppression), which fails the pack's node and the run. A read is no
+// effect and keeps the earlier handling.
 func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	pr := rt.a.replay
 	if pr == nil || pr.v2 && pr.live && pr.pendingSeq < 0 {
@@ -309,7 +312,7 @@ func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResu
 	if r, ok := pr.tool(in.CallID); ok {
 		return r, true, nil
 	}
-	if pr.v2 && pr.called[in.CallID] && rt.c.r.changed(GateForkSourceMissing) {
+	if pr.v2 && pr.called[in.CallID] && rt.a.pack.Tools[in.Tool].Effect() != packs.EffectRead && rt.c.r.changed(GateForkSourceMissing) {
 		return nil, false, &replayError{code: protocol.CodeReplaySourceMissing, msg: fmt.Sprintf(
 			"tool %s (call %s) performs a side effect and source run %s recorded no outcome of it: a replay never performs it", in.Tool, in.CallID, pr.sourceRunID)}
 	}

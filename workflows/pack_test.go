@@ -835,3 +835,98 @@ func TestPackValidatorParamsGate(t *testing.T) {
 	// The earlier reading checked the model's text against the pattern, and blocked it.
 	require.Equal(t, engine.DefaultBlockedText, contentOf(t, turnsOf(t, old.events())[1])["text"])
 }
+
+// orderDeskYAML is a desk with a write tool and a read tool; orderDeskMock calls the
+// one named in the user's message, then completes.
+const orderDeskYAML = `id: desk
+name: Order desk
+version: 1.0.0
+description: Cancels or looks up orders.
+template_engine: { version: v1, syntax: "{{variable}}" }
+tools:
+  cancel_order:
+    name: cancel_order
+    description: Cancel an order.
+    parameters: { type: object, properties: { order_id: { type: string } } }
+    action_scope: { effect: write, reversibility: compensable }
+  lookup_order:
+    name: lookup_order
+    description: Look an order up.
+    parameters: { type: object, properties: { order_id: { type: string } } }
+    action_scope: { effect: read, reversibility: reversible }
+prompts:
+  desk:
+    id: desk
+    name: Desk
+    version: 1.0.0
+    system_template: Help with orders. Call workflow__transition with Done when done.
+    tools: [cancel_order, lookup_order]
+  closed:
+    id: closed
+    name: Closed
+    version: 1.0.0
+    system_template: Say goodbye.
+workflow:
+  version: 2
+  entry: desk
+  states:
+    desk: { prompt_task: desk, on_event: { Done: closed } }
+    closed: { prompt_task: closed, terminal: true }
+`
+
+func orderDeskMock(tool string) string {
+	return `rounds:
+  - expect_state: desk
+    tool_calls:
+      - { name: ` + tool + `, args: { order_id: ORD-7 } }
+  - expect_state: desk
+    text: Done with ORD-7.
+    tool_calls:
+      - { name: workflow__transition, args: { event: Done } }
+  - expect_state: closed
+    text: Goodbye.
+tool_results:
+  ` + tool + `: { ok: true }
+`
+}
+
+// TestPackForkNeverRepeatsAnUnreturnedCall: a source whose log ends at a tool call it
+// made without an outcome (it was cancelled, or is still working, while the call was
+// in flight) is forked. A write call is never performed again: the fork's turn fails
+// closed with replay_source_missing and the run fails with it. A read acts on nothing:
+// the fork's answer of the unanswered turn runs it, as forks always did.
+func TestPackForkNeverRepeatsAnUnreturnedCall(t *testing.T) {
+	for _, tc := range []struct {
+		tool   string
+		repeat bool
+	}{{"cancel_order", false}, {"lookup_order", true}} {
+		t.Run(tc.tool, func(t *testing.T) {
+			mock := orderDeskMock(tc.tool)
+			tr, _ := packRun(t, "desk", orderDeskYAML, mock, `{"message":"ORD-7 please"}`)
+			require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
+			var srcEvents []Event
+			for _, e := range tr.events() {
+				srcEvents = append(srcEvents, e)
+				if e.Type == protocol.EvAgentToolCalled {
+					break // the log ends while the call is in flight
+				}
+			}
+			require.Equal(t, protocol.EvAgentToolCalled, srcEvents[len(srcEvents)-1].Type)
+			fork, sm := forkOf(t, tr, "desk", orderDeskYAML, mock, srcEvents)
+			out := fork.finish()
+			evs := fork.events()
+			if !tc.repeat {
+				require.Empty(t, sm.tools, "the write is not performed again")
+				require.Empty(t, sm.rounds, "the recorded round is reused and the turn ends there")
+				require.Equal(t, protocol.StatusFailed, out.Status)
+				require.Equal(t, protocol.CodeReplaySourceMissing, fork.snapshot().Error.Code)
+				require.Contains(t, fork.snapshot().Error.Message, "call_0_0_cancel_order")
+				require.Empty(t, ofType(evs, protocol.EvReplayDiverged))
+				return
+			}
+			require.NotEmpty(t, sm.tools)
+			require.Equal(t, "call_0_0_lookup_order", sm.tools[0].CallID, "the read runs live")
+			require.Equal(t, protocol.StatusCompleted, out.Status)
+		})
+	}
+}
