@@ -60,7 +60,7 @@ type RegisterWebhookRequest struct {
 	TenantID string   `json:"tenantId,omitempty"`
 	Tags     []string `json:"tags,omitempty"`
 	// SignatureAlgorithms and Secret are a v2 Standard Webhooks opt-in
-	// (decodeRegisterWebhookV2): the schemes, v1 first, and the subscriber's secret.
+	// (decodeRegisterWebhookV2): the schemes as listed, and the subscriber's secret.
 	SignatureAlgorithms []string `json:"-"`
 	Secret              string   `json:"-"`
 }
