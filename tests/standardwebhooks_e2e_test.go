@@ -47,7 +47,7 @@ type swHit struct {
 	Status       int
 }
 
-// swReceiver answers a verification on /echo with its challenge and on /no-echo with
+// swReceiver answers a verification on /echo… with its challenge and on /no-echo with
 // {}; it answers the first attempt of each run.completed delivery 500 and every other
 // request 204.
 type swReceiver struct {
@@ -74,7 +74,7 @@ func newSWReceiver(t *testing.T) *swReceiver {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		switch {
-		case h.Verification && h.Path == "/echo":
+		case h.Verification && strings.HasPrefix(h.Path, "/echo"):
 			h.Status = http.StatusOK
 		case h.Verification:
 			h.Status = http.StatusOK
@@ -259,6 +259,23 @@ func TestWebhookStandardWebhooksE2E(t *testing.T) {
 	}
 	require.Len(t, ids, 2)
 	assert.NotEqual(t, ids["run.started"], ids["run.completed"], "distinct deliveries, distinct ids")
+
+	// The same opt-in again under one Idempotency-Key registers once, verified each
+	// time, never echoing the secret; another secret under the key is a conflict.
+	idem := func(secret string) (int, http.Header, []byte) {
+		return v2Call(t, c, c.Key, http.MethodPost, "/webhooks", optIn("/echo/idem", secret), "Idempotency-Key", "standard-webhooks-opt-in-0001")
+	}
+	status, _, first := idem(secret)
+	require.Equal(t, http.StatusCreated, status, "%s", first)
+	status, h, again := idem(secret)
+	require.Equal(t, http.StatusCreated, status, "%s", again)
+	assert.Equal(t, "true", h.Get("OpenWOP-Idempotent-Replay"))
+	assert.JSONEq(t, string(first), string(again))
+	noLeak("the replayed 201", again)
+	assert.Len(t, rec.at("/echo/idem", true), 2)
+	status, _, raw = idem("whsec_" + base64.StdEncoding.EncodeToString(k[:24]))
+	assert.Equal(t, http.StatusConflict, status, "%s", raw)
+	assert.Equal(t, "idempotency_key_mismatch", v2Code(t, raw))
 
 	// The listing shows the schemes, not the sealed secret.
 	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
