@@ -283,9 +283,10 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 		"modes": []any{"replay"}, "effectSeamsManifest": "/host/effect-seams"}, root["replay"], "the replay record")
 	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
 		"crossRegion": "single-region"}, root["idempotency"], "the idempotency record")
-	for _, k := range []string{"webhooks"} {
-		assert.NotContains(t, root, k, "%s is advertised only once its v2 behaviour is built", k)
-	}
+	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
+		"signatureAlgorithms": []any{"v1", "standard-webhooks-1"}, "deadLetter": map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}},
+		root["webhooks"], "the webhooks record")
+	assert.Equal(t, []any{"v1", "standard-webhooks-1"}, root["extensions"].(map[string]any)["wop.host"].(map[string]any)["webhooks"].(map[string]any)["signatureAlgorithms"])
 	for name, injected := range map[string]map[string]any{
 		"unknown key": {"openwopConformanceUnknownRootKey": map[string]any{"status": "stable", "since": "2.0", "witness": "claims-check"}},
 		"dotted key":  {"host.replay": map[string]any{"status": "stable", "since": "2.0", "witness": "claims-check"}},
@@ -310,7 +311,8 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 		assert.Error(t, validate(doc), "the closed root refuses %s", name)
 	}
 	// The profiles the document satisfies (spec/v2/profiles.json): discovery-core's
-	// predicate holds; core-standard's does not yet (and is not claimed).
+	// predicate holds, and core-standard's (interrupt, replay, webhooks, idempotency,
+	// eventLog) on a host with a webhook key.
 	pb, err := os.ReadFile(v2Dir + "/profiles.json")
 	require.NoError(t, err)
 	var profiles struct {
@@ -331,7 +333,7 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 		holds[p.ID] = ok
 	}
 	assert.True(t, holds["openwop-discovery-core"])
-	assert.False(t, holds["openwop-core-standard"])
+	assert.True(t, holds["openwop-core-standard"])
 
 	// The v1 document carries the three added keys and the era of new runs.
 	status, _, raw = c.doRaw(http.MethodGet, "/.well-known/openwop", nil, nil)
