@@ -836,57 +836,15 @@ func TestPackValidatorParamsGate(t *testing.T) {
 	require.Equal(t, engine.DefaultBlockedText, contentOf(t, turnsOf(t, old.events())[1])["text"])
 }
 
-// orderDeskYAML is a desk with a write tool and a read tool; orderDeskMock calls the
-// one named in the user's message, then completes.
-const orderDeskYAML = `id: desk
-name: Order desk
-version: 1.0.0
-description: Cancels or looks up orders.
-template_engine: { version: v1, syntax: "{{variable}}" }
-tools:
-  cancel_order:
-    name: cancel_order
-    description: Cancel an order.
-    parameters: { type: object, properties: { order_id: { type: string } } }
-    action_scope: { effect: write, reversibility: compensable }
-  lookup_order:
-    name: lookup_order
-    description: Look an order up.
-    parameters: { type: object, properties: { order_id: { type: string } } }
-    action_scope: { effect: read, reversibility: reversible }
-prompts:
-  desk:
-    id: desk
-    name: Desk
-    version: 1.0.0
-    system_template: Help with orders. Call workflow__transition with Done when done.
-    tools: [cancel_order, lookup_order]
-  closed:
-    id: closed
-    name: Closed
-    version: 1.0.0
-    system_template: Say goodbye.
-workflow:
-  version: 2
-  entry: desk
-  states:
-    desk: { prompt_task: desk, on_event: { Done: closed } }
-    closed: { prompt_task: closed, terminal: true }
-`
-
-func orderDeskMock(tool string) string {
-	return `rounds:
-  - expect_state: desk
-    tool_calls:
-      - { name: ` + tool + `, args: { order_id: ORD-7 } }
-  - expect_state: desk
-    text: Done with ORD-7.
-    tool_calls:
-      - { name: workflow__transition, args: { event: Done } }
-  - expect_state: closed
-    text: Goodbye.
-tool_results:
-  ` + tool + `: { ok: true }
+// unreturnedMock has outagePackYAML's chat call tool, then hand over to done.
+func unreturnedMock(tool string) string {
+	return `tool_results:
+  lookup: { found: true }
+  file_ticket: { ticket: T-1 }
+rounds:
+  - { expect_state: chat, tool_calls: [{ name: ` + tool + `, args: {} }] }
+  - { expect_state: chat, tool_calls: [{ name: workflow__transition, args: { event: Finish, context: bye } }] }
+  - { expect_state: done, text: "Bye." }
 `
 }
 
@@ -899,10 +857,10 @@ func TestPackForkNeverRepeatsAnUnreturnedCall(t *testing.T) {
 	for _, tc := range []struct {
 		tool   string
 		repeat bool
-	}{{"cancel_order", false}, {"lookup_order", true}} {
+	}{{"file_ticket", false}, {"lookup", true}} {
 		t.Run(tc.tool, func(t *testing.T) {
-			mock := orderDeskMock(tc.tool)
-			tr, _ := packRun(t, "desk", orderDeskYAML, mock, `{"message":"ORD-7 please"}`)
+			mock := unreturnedMock(tc.tool)
+			tr, _ := packRun(t, "outage", outagePackYAML, mock, `{"message":"hi"}`)
 			require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
 			var srcEvents []Event
 			for _, e := range tr.events() {
@@ -912,7 +870,7 @@ func TestPackForkNeverRepeatsAnUnreturnedCall(t *testing.T) {
 				}
 			}
 			require.Equal(t, protocol.EvAgentToolCalled, srcEvents[len(srcEvents)-1].Type)
-			fork, sm := forkOf(t, tr, "desk", orderDeskYAML, mock, srcEvents)
+			fork, sm := forkOf(t, tr, "outage", outagePackYAML, mock, srcEvents)
 			out := fork.finish()
 			evs := fork.events()
 			if !tc.repeat {
@@ -920,12 +878,12 @@ func TestPackForkNeverRepeatsAnUnreturnedCall(t *testing.T) {
 				require.Empty(t, sm.rounds, "the recorded round is reused and the turn ends there")
 				require.Equal(t, protocol.StatusFailed, out.Status)
 				require.Equal(t, protocol.CodeReplaySourceMissing, fork.snapshot().Error.Code)
-				require.Contains(t, fork.snapshot().Error.Message, "call_0_0_cancel_order")
+				require.Contains(t, fork.snapshot().Error.Message, "call_0_0_file_ticket")
 				require.Empty(t, ofType(evs, protocol.EvReplayDiverged))
 				return
 			}
 			require.NotEmpty(t, sm.tools)
-			require.Equal(t, "call_0_0_lookup_order", sm.tools[0].CallID, "the read runs live")
+			require.Equal(t, "call_0_0_lookup", sm.tools[0].CallID, "the read runs live")
 			require.Equal(t, protocol.StatusCompleted, out.Status)
 		})
 	}
