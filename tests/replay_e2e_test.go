@@ -1,7 +1,8 @@
 package tests
 
 // Replay forks that keep the whole record: the decisions on tool calls the fork takes
-// from the record, and a divergence the fork's request causes.
+// from the record, a divergence the fork's request causes, a tool call the source left
+// without outcome that the fork never repeats, and forks of v1-era runs.
 
 import (
 	"encoding/json"

@@ -836,7 +836,7 @@ func TestPackValidatorParamsGate(t *testing.T) {
 	require.Equal(t, engine.DefaultBlockedText, contentOf(t, turnsOf(t, old.events())[1])["text"])
 }
 
-// unreturnedMock has outagePackYAML's chat call tool, then hand over to done.
+// unreturnedMock makes outagePackYAML's chat call tool, then hand over to done.
 func unreturnedMock(tool string) string {
 	return `tool_results:
   lookup: { found: true }
