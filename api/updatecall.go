@@ -106,7 +106,7 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		defer cancel()
 		defer stop()
 		defer s.updates.leave(runID)
-		h, err := s.tc.UpdateWorkflow(ctx, opts)
+		h, err := s.sendUpdate(ctx, opts)
 		if err == nil {
 			// Temporal answers at the acceptance, or with the outcome when the task that
 			// took the update also decided it or its validator rejected it: then the
@@ -123,6 +123,23 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		close(call.done)
 	}()
 	return call
+}
+
+// sendUpdate sends the update opts until Temporal answers it, each attempt
+// Guards.ResolveWait at most. A waiter whose workflow's context the server cleared
+// (its update registry with it) is answered only at the server's long-poll interval
+// (20 s), and an attempt that outlasts the wait is sent again with the same Update ID,
+// which attaches to the update or has the server deliver it anew.
+func (s *Server) sendUpdate(ctx context.Context, opts client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	for {
+		actx, cancel := context.WithTimeout(ctx, s.cfg.Guards.ResolveWait)
+		h, err := s.tc.UpdateWorkflow(actx, opts)
+		late := actx.Err() != nil
+		cancel()
+		if err == nil || !late || ctx.Err() != nil {
+			return h, err
+		}
+	}
 }
 
 // awaitUpdateCall waits for what answers rc from its call: the result (decided true),
