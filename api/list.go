@@ -158,12 +158,14 @@ func statusClause(st string) string {
 	return "(WopStatus = " + quote(st) + " AND ExecutionStatus = 'Running')"
 }
 
-// waitingClause selects open runs that wait on kind ("any" for any kind). Runs whose
-// last status change predates WopWaitingKind are matched by WopWaitingOn's prefix.
+// waitingClause selects open runs that wait on kind ("any" for any kind): their
+// WopTags hold its waitingKind tag. Runs created before the tags (legacyattrs.go) are
+// matched by WopWaitingKind, and those whose last status change predates
+// WopWaitingKind by WopWaitingOn's prefix.
 func waitingClause(kind string) (string, error) {
 	const open = "ExecutionStatus = 'Running' AND "
 	if kind == "any" {
-		return "(" + open + "WopWaitingOn IS NOT NULL AND WopWaitingOn != '')", nil
+		return "(" + open + "(" + tagsIn(workflows.TagWaitingKind, workflows.WaitingKinds) + " OR " + legacyWaitingAny + "))", nil
 	}
 	prefixes := map[string][]string{
 		workflows.WaitingApproval:      {"approval:", "low-confidence:"},
@@ -175,7 +177,7 @@ func waitingClause(kind string) (string, error) {
 	if prefixes == nil {
 		return "", badRequest("waiting %q is not a waiting kind; use any, %s", kind, strings.Join(workflows.WaitingKinds, ", ")).with("field", "waiting")
 	}
-	or := []string{"WopWaitingKind = " + quote(kind)}
+	or := []string{"WopTags = " + quote(workflows.Tag(workflows.TagWaitingKind, kind)), "WopWaitingKind = " + quote(kind)}
 	for _, p := range prefixes {
 		or = append(or, "WopWaitingOn STARTS_WITH "+quote(p))
 	}
@@ -308,13 +310,14 @@ func (s *Server) handleListRuns(c echo.Context) error {
 func summarize(e *workflowpb.WorkflowExecutionInfo) RunSummary {
 	sa := e.GetSearchAttributes().GetIndexedFields()
 	str := func(name string) string { return payloadString(sa[name]) }
+	tags := runTags(sa)
 	rs := RunSummary{
 		RunID:      e.GetExecution().GetWorkflowId(),
 		WorkflowID: str(workflows.SAWorkflowID.GetName()),
 		Status:     str(workflows.SAStatus.GetName()),
 		Owner:      RunOwner{Tenant: str(workflows.SATenant.GetName())},
 		PackID:     str(workflows.SAPackID.GetName()),
-		PackState:  str(workflows.SAPackState.GetName()),
+		PackState:  workflows.TagValue(tags, workflows.TagPackState),
 		Temporal: RunTemporal{
 			WorkflowID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(),
 			Status: strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"),
@@ -335,7 +338,7 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) RunSummary {
 			rs.Status = closedStatus(e.GetStatus())
 		}
 	}
-	if on := str(workflows.SAWaitingOn.GetName()); on != "" && open {
+	if on := workflows.TagValue(tags, workflows.TagWaitingOn); on != "" && open {
 		kind, node, _ := strings.Cut(on, ":")
 		rs.WaitingOn = &WaitingOn{Kind: workflows.WaitingKind(kind), InterruptKind: kind, NodeID: node}
 		rs.CurrentNodeID = node

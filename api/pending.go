@@ -22,7 +22,7 @@ import (
 )
 
 // GET /v1/interrupts lists the interrupts the caller may resolve: those pending in the
-// runs of the caller's tenant (found through visibility: open runs whose WopWaitingOn is
+// runs of the caller's tenant (found through visibility: open runs whose waitingKind tag is
 // set), read from each run's snapshot, with the signed token of each. With
 // Accept: text/event-stream it streams the list instead, a new `interrupts` event
 // whenever it changes; the approvals inbox (/inbox) reads that stream.
@@ -106,7 +106,8 @@ func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (stri
 	where = append(where, clause)
 	switch answeredBy {
 	case AnsweredByOperator:
-		or := []string{"WopWaitingKind IS NULL", "WopWaitingKind != " + quote(workflows.WaitingConversation)}
+		operator := slices.DeleteFunc(slices.Clone(workflows.WaitingKinds), func(k string) bool { return k == workflows.WaitingConversation })
+		or := []string{tagsIn(workflows.TagWaitingKind, operator), "(WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != " + quote(workflows.WaitingConversation) + "))"}
 		if len(operatorPacks) > 0 {
 			ids := make([]string, len(operatorPacks))
 			for i, id := range operatorPacks {
@@ -168,8 +169,10 @@ type cachedSnapshot struct {
 func fingerprint(e *workflowpb.WorkflowExecutionInfo) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", e.GetExecution().GetRunId(), e.GetHistoryLength(), e.GetStateTransitionCount())
-	for _, name := range []string{workflows.SAStatus.GetName(), workflows.SAWaitingOn.GetName(), workflows.SAPackState.GetName()} {
-		h.Write([]byte(payloadString(e.GetSearchAttributes().GetIndexedFields()[name]) + "\x00"))
+	sa := e.GetSearchAttributes().GetIndexedFields()
+	h.Write([]byte(payloadString(sa[workflows.SAStatus.GetName()]) + "\x00"))
+	for _, t := range runTags(sa) {
+		h.Write([]byte(t + "\x00"))
 	}
 	return string(h.Sum(nil))
 }

@@ -24,17 +24,17 @@ func TestPendingQueryLeavesEndUserChatsToVisibility(t *testing.T) {
 	q, err := pendingQuery("acme", "", AnsweredByOperator, []string{"helpdesk", "o'brien"})
 	require.NoError(t, err)
 	assert.Contains(t, q, "WopTenant = 'acme'")
-	assert.Contains(t, q, "(WopWaitingKind IS NULL OR WopWaitingKind != 'conversation' OR WopPackId IN ('helpdesk', 'o\\'brien'))")
+	assert.Contains(t, q, "(WopTags IN ('waitingKind:approval', 'waitingKind:clarification', 'waitingKind:external-event', 'waitingKind:custom') OR (WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != 'conversation')) OR WopPackId IN ('helpdesk', 'o\\'brien'))")
 	q, err = pendingQuery("acme", "", AnsweredByOperator, nil)
 	require.NoError(t, err)
-	assert.Contains(t, q, "(WopWaitingKind IS NULL OR WopWaitingKind != 'conversation')")
+	assert.Contains(t, q, "(WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != 'conversation'))")
 	q, err = pendingQuery("acme", "", AnsweredByUser, nil)
 	require.NoError(t, err)
-	assert.Contains(t, q, "(WopWaitingKind = 'conversation' OR WopWaitingOn STARTS_WITH 'conversation.')")
+	assert.Contains(t, q, "(WopTags = 'waitingKind:conversation' OR WopWaitingKind = 'conversation' OR WopWaitingOn STARTS_WITH 'conversation.')")
 	q, err = pendingQuery("acme", "approval", answeredByAny, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, q, "WopWaitingKind != ")
-	assert.Contains(t, q, "WopWaitingKind = 'approval'")
+	assert.Contains(t, q, "WopTags = 'waitingKind:approval' OR WopWaitingKind = 'approval'")
 }
 
 // TestInterruptsHoldOperatorWork: the inbox's listing holds approvals, decisions and

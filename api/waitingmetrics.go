@@ -165,7 +165,10 @@ func (w *waitingCollector) figures() *waitingFigures {
 }
 
 // waitingScanQuery finds the open runs that wait on anyone, of every tenant.
-var waitingScanQuery = "WorkflowType = " + quote(workflows.RunWorkflowName) + " AND ExecutionStatus = 'Running' AND WopWaitingOn IS NOT NULL AND WopWaitingOn != ''"
+var waitingScanQuery = func() string {
+	waits, _ := waitingClause("any")
+	return "WorkflowType = " + quote(workflows.RunWorkflowName) + " AND " + waits
+}()
 
 // scan reads the waiting runs from visibility and the waiting things of those whose
 // record changed since their last read.

@@ -6,7 +6,7 @@ set -eu
 
 NS="${TEMPORAL_NAMESPACE:-default}"
 ADDR="${TEMPORAL_ADDRESS:-temporal:7233}"
-SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopPackState WopWaitingOn WopWaitingKind WopCreatedAt:Datetime WopWaitingTool WopApprovers:KeywordList WopStalledOn"
+SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopTags:KeywordList WopCreatedAt:Datetime WopApprovers:KeywordList WopPackState WopWaitingOn WopWaitingKind WopWaitingTool WopStalledOn"
 
 # With mutual TLS (deploy/compose.temporal-mtls.yml) the CLI presents the client
 # certificate the worker and the API use.
