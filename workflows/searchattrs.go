@@ -107,6 +107,9 @@ var LegacySearchAttributes = []string{
 	SAPackState.GetName(), SAWaitingOn.GetName(), SAWaitingKind.GetName(), SAWaitingTool.GetName(), SAStalledOn.GetName(),
 }
 
+// GateAttributes are, by gate id, the search attributes that retire with a gate.
+var GateAttributes = map[string][]string{GateSearchAttributeSlots: LegacySearchAttributes}
+
 // SearchAttributes lists every custom search attribute with its type, for
 // registration: the current ones and LegacySearchAttributes.
 var SearchAttributes = map[string]enumspb.IndexedValueType{

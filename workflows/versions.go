@@ -12,9 +12,11 @@ package workflows
 // begins; TestGatesAskedThroughTheRegistry fails on a GetVersion asked any other way or
 // a gate missing from Gates.
 //
-// Retiring a gate: once no open execution began before its date, no history can
-// replay its earlier path; its old branch, its constant and its entry go together,
-// with the recorded histories that pin the earlier path (docs/DECISIONS.md, "Gates").
+// Retiring a gate: once no open run was created before its date, no history can
+// replay its earlier path; `wop gates` counts those runs through the visibility API
+// (worker.RetirementQuery). Its old branch, its constant, its entry and the search
+// attributes it retires (GateAttributes) go together, with the recorded histories that
+// pin the earlier path (docs/DECISIONS.md, "Gates").
 
 import "go.temporal.io/sdk/workflow"
 
@@ -63,14 +65,14 @@ const (
 // Gate is one entry of the registry.
 type Gate struct {
 	// ID is the workflow.GetVersion change id.
-	ID string
+	ID string `json:"id"`
 	// Added is the day the gate was added (YYYY-MM-DD): executions that began before
 	// it may hold its earlier path in their histories.
-	Added string
+	Added string `json:"added"`
 	// Guards says what runs take since the gate, and what those recorded before do.
-	Guards string
+	Guards string `json:"guards"`
 	// Retire says when the gate may go and what goes with it.
-	Retire string
+	Retire string `json:"retire"`
 }
 
 // retireAfter is the common condition under which a gate may go.
