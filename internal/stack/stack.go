@@ -261,25 +261,61 @@ func (s *Stack) StartWorker() error {
 	if s.worker != nil {
 		return nil
 	}
-	// Each worker gets a chunk endpoint of its own (a new port, as a new process would)
-	// serving the stack's hub, and advertises it in its identity.
+	w, stream, err := s.newWorker(s.opts.Worker)
+	if err != nil {
+		return err
+	}
+	s.worker, s.stream = w, stream
+	return nil
+}
+
+// AddWorker starts one more worker beside the stack's, with the stack's worker
+// configuration as tweak changes it (another build of a Worker Deployment, as a
+// rolling upgrade starts one), and returns the function that stops it.
+func (s *Stack) AddWorker(tweak func(*worker.Config)) (stop func(), err error) {
 	wcfg := s.opts.Worker
+	tweak(&wcfg)
+	w, stream, err := s.newWorker(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		w.Stop()
+		if stream != nil {
+			_ = stream.Close()
+		}
+	}, nil
+}
+
+// newWorker starts a worker of configuration wcfg: it gets a chunk endpoint of its own
+// (a new port, as a new process would) serving the stack's hub, advertised in its
+// identity, and, with Versioning.SetCurrent, makes its version current once it polls.
+func (s *Stack) newWorker(wcfg worker.Config) (sdkworker.Worker, *worker.StreamServer, error) {
+	if err := wcfg.Versioning.Check(); err != nil {
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
 	if wcfg.Catalog == nil {
 		wcfg.Catalog = s.catalog // the agents activities start runs of the API's catalog
 	}
 	stream, err := worker.StartStream(&wcfg)
 	if err != nil {
-		return fmt.Errorf("start worker: %w", err)
+		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	w := worker.New(s.client, wcfg, s.acts)
 	if err := w.Start(); err != nil {
 		if stream != nil {
 			_ = stream.Close()
 		}
-		return fmt.Errorf("start worker: %w", err)
+		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
-	s.worker, s.stream = w, stream
-	return nil
+	if err := worker.SetCurrentVersion(context.Background(), s.client, wcfg.Versioning, s.opts.Logger); err != nil {
+		w.Stop()
+		if stream != nil {
+			_ = stream.Close()
+		}
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	return w, stream, nil
 }
 
 // StopWorker stops the worker; runs keep their state in Temporal and continue when a
