@@ -1,11 +1,15 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
@@ -58,4 +62,95 @@ func TestWorkflowE2ESearchAttributeTags(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUpgradeFromLegacySearchAttributesE2E is the upgrade path from the release before
+// the tags: runs started as that release's API started them (RunInput without
+// Attributes) wait under the legacy attributes; the worker is replaced; the API lists
+// them beside a run of the tags by every filter, serves them in the inbox, and they go
+// on to their end on the new code, still under the legacy attributes.
+func TestUpgradeFromLegacySearchAttributesE2E(t *testing.T) {
+	c := startPrivateStack(t, stackOptions{DataDir: t.TempDir()})
+	approval := startAsPreviousRelease(t, c, "legacy-approval", "conformance-approval", nil)
+	chat := startAsPreviousRelease(t, c, "legacy-chat", "support", map[string]any{"message": "Hi, I have a question about my account."})
+	cfWaitStatus(t, c, approval, protocol.StatusWaitingApproval)
+	chatSnap := waitRounds(t, c, chat, 1, protocol.StatusWaitingApproval)
+	require.Equal(t, workflows.WaitingApproval, keyword(t, c, approval, workflows.SAWaitingKind.GetName()))
+	require.Equal(t, "conversation.exchange:"+packNode, keyword(t, c, chat, workflows.SAWaitingOn.GetName()))
+	require.Equal(t, chatSnap.Pack.State, keyword(t, c, chat, workflows.SAPackState.GetName()))
+	require.NotContains(t, searchAttributes(t, c.Stack.Client(), chat), workflows.SATags.GetName())
+
+	// The upgrade: the worker goes, a worker of the new code takes over the open runs.
+	c.Stack.StopWorker()
+	require.NoError(t, c.Stack.StartWorker())
+	fresh := cfCreate(t, c, "conformance-approval", nil)
+	cfWaitStatus(t, c, fresh, protocol.StatusWaitingApproval)
+	require.Equal(t, workflows.WaitingApproval, runTag(t, c.Stack.Client(), fresh, workflows.TagWaitingKind))
+
+	all := []string{approval, chat, fresh}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for query, want := range map[string][]string{
+			"waiting=approval":        {approval, fresh},
+			"waiting=conversation":    {chat},
+			"waiting=any":             all,
+			"status=waiting-approval": all,
+			"packId=support":          {chat},
+		} {
+			ids, _, _ := listRuns(t, c, query+"&limit=100")
+			assert.ElementsMatch(ct, want, ids, query)
+		}
+		_, runs, _ := listRuns(t, c, "limit=100")
+		for _, r := range runs {
+			if assert.NotNil(ct, r.WaitingOn, r.RunID) && r.RunID == chat {
+				assert.Equal(ct, workflows.WaitingConversation, r.WaitingOn.Kind)
+				assert.Equal(ct, chatSnap.Pack.State, r.PackState, "a legacy run's pack state")
+			}
+		}
+		// The inbox holds the operators' work of both schemes, not the end user's chat.
+		_, items := pendingItems(t, c, "")
+		var inbox []string
+		for _, it := range items {
+			inbox = append(inbox, it.RunID)
+		}
+		assert.ElementsMatch(ct, []string{approval, fresh}, inbox)
+	}, 20*time.Second, 100*time.Millisecond)
+
+	// The legacy runs go on to their end on the new code.
+	status, body := cfResolve(t, c, c.Key, approval, "gate", map[string]any{"resumeValue": map[string]any{"action": "accept"}})
+	require.Less(t, status, 300, "%v", body)
+	sayTo(t, c, chat, "It's ACC-12345. What's my balance?")
+	cfWaitTerminal(t, c, approval)
+	s := waitCompleted(t, c, chat)
+	require.Len(t, turnsIn(t, events(t, c, chat)), 4, "every turn once")
+	require.Equal(t, s.Pack.State, keyword(t, c, chat, workflows.SAPackState.GetName()), "still under the legacy attributes")
+	require.Empty(t, keyword(t, c, chat, workflows.SAWaitingOn.GetName()), "a closed run waits on nothing")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		ids, _, _ := listRuns(t, c, "status=completed&limit=100")
+		assert.ElementsMatch(ct, []string{approval, chat}, ids)
+		ids, _, _ = listRuns(t, c, "waiting=any&limit=100")
+		assert.ElementsMatch(ct, []string{fresh}, ids)
+	}, 20*time.Second, 100*time.Millisecond)
+}
+
+// startAsPreviousRelease starts a run as the API of the release before the tags did:
+// the same start options, and a RunInput without Attributes.
+func startAsPreviousRelease(t *testing.T, c *apiClient, runID, defID string, inputs map[string]any) string {
+	t.Helper()
+	var raw json.RawMessage
+	if inputs != nil {
+		b, err := json.Marshal(inputs)
+		require.NoError(t, err)
+		raw = b
+	}
+	in, err := c.Stack.Catalog().NewRunInput(workflows.RunRequest{RunID: runID, WorkflowID: defID, Inputs: raw, Owner: workflows.Owner{Tenant: "default", Principal: "test"}})
+	require.NoError(t, err)
+	in.Attributes = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Stack.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: runID, TaskQueue: c.Stack.Options().Worker.Queue(), WorkflowTaskTimeout: workflows.RunWorkflowTaskTimeout,
+		StaticSummary: workflows.RunSummary(in), TypedSearchAttributes: workflows.StartSearchAttributes(*in, time.Now()), Memo: workflows.StartMemo(*in),
+	}, workflows.RunWorkflowName, in)
+	require.NoError(t, err)
+	return runID
 }
