@@ -9,8 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -20,29 +18,19 @@ import (
 // visibility API (worker.RetirementQuery); a gate with none may retire, and the search
 // attributes it lists go with it.
 func runGates(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	address := envOr(env, "TEMPORAL_ADDRESS", worker.DefaultTemporalAddress)
-	namespace := envOr(env, "TEMPORAL_NAMESPACE", client.DefaultNamespace)
-	wait := 10 * time.Second
 	asJSON := false
 	fs := newFlagSet("gates", "gates [flags]", stderr)
-	fs.StringVar(&address, "address", address, "Temporal frontend `host:port` (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` of the runs (env TEMPORAL_NAMESPACE)")
-	fs.DurationVar(&wait, "wait", wait, "how long to wait for Temporal to answer")
+	tf := registerTemporalFlags(fs, env, "Temporal `namespace` of the runs (env TEMPORAL_NAMESPACE)", 10*time.Second)
 	fs.BoolVar(&asJSON, "json", false, "print the gates as a JSON array (id, added, guards, retire, query, openRuns, attributes)")
-	clientFlags := worker.RegisterClientFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
-	env, err := clientFlags.Env(env)
-	if err != nil {
-		return fail(stderr, "gates", err)
-	}
-	c, err := dialWaiting(ctx, env, address, namespace, wait)
+	c, err := tf.dial(ctx, env)
 	if err != nil {
 		return fail(stderr, "gates", err)
 	}
 	defer c.Close()
-	gates, err := worker.CountGateRuns(ctx, c, namespace, workflows.Gates)
+	gates, err := worker.CountGateRuns(ctx, c, tf.namespace, workflows.Gates)
 	if err != nil {
 		return fail(stderr, "gates", err)
 	}
