@@ -75,7 +75,7 @@ func requireVersion(t *testing.T, c *apiClient, id, build string) {
 		vi := d.GetWorkflowExecutionInfo().GetVersioningInfo()
 		assert.Equal(ct, enumspb.VERSIONING_BEHAVIOR_AUTO_UPGRADE, vi.GetBehavior())
 		assert.Equal(ct, build, vi.GetDeploymentVersion().GetBuildId())
-	}, 10*time.Second, 50*time.Millisecond)
+	}, 30*time.Second, 50*time.Millisecond)
 }
 
 // workflowTaskBuilds are the build ids of the run's completed workflow tasks, in order.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -38,6 +40,8 @@ type Versioning struct {
 	// polls (WOP_SET_CURRENT_VERSION, --set-current-version): new runs start on it,
 	// and auto-upgrading ones move to it.
 	SetCurrent bool
+	// Namespace is the deployment's namespace, the worker's (the command sets it).
+	Namespace string
 }
 
 // Versioning behaviours of Versioning.Behavior.
@@ -113,9 +117,11 @@ func (v Versioning) options() sdkworker.DeploymentOptions {
 const setCurrentTimeout = time.Minute
 
 // SetCurrentVersion makes the worker's version the current version of its deployment,
-// once Temporal knows it: it asks until the version is registered by the worker's polls
-// or ctx (bounded by setCurrentTimeout) ends. It does nothing unless v.SetCurrent;
-// logger may be nil.
+// once Temporal knows it, and waits until the change has reached the task queues: it
+// asks until the version is registered by the worker's polls, then until the
+// deployment's routing update is complete, or ctx (bounded by setCurrentTimeout) ends.
+// When it returns, every task goes to this version, so the previous build's workers may
+// stop. It does nothing unless v.SetCurrent; logger may be nil.
 func SetCurrentVersion(ctx context.Context, c client.Client, v Versioning, logger *slog.Logger) error {
 	if !v.SetCurrent || v.Deployment == "" {
 		return nil
@@ -123,18 +129,35 @@ func SetCurrentVersion(ctx context.Context, c client.Client, v Versioning, logge
 	ctx, cancel := context.WithTimeout(ctx, setCurrentTimeout)
 	defer cancel()
 	h := c.WorkerDeploymentClient().GetHandle(v.Deployment)
-	for {
+	set := func() error {
 		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
-		if err == nil && logger != nil {
-			logger.Info("Worker Deployment version is current", "deployment", v.Deployment, "buildId", v.BuildID)
+		return err
+	}
+	propagated := func() error {
+		d, err := c.WorkflowService().DescribeWorkerDeployment(ctx, &workflowservice.DescribeWorkerDeploymentRequest{Namespace: v.Namespace, DeploymentName: v.Deployment})
+		if err != nil {
+			return err
 		}
-		if err == nil {
-			return nil
+		if st := d.GetWorkerDeploymentInfo().GetRoutingConfigUpdateState(); st == enumspb.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS {
+			return errors.New("the routing change is still reaching the task queues")
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("set build %s current in deployment %s: %w", v.BuildID, v.Deployment, err)
-		case <-time.After(200 * time.Millisecond):
+		return nil
+	}
+	for _, step := range []func() error{set, propagated} {
+		for {
+			err := step()
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("set build %s current in deployment %s: %w", v.BuildID, v.Deployment, err)
+			case <-time.After(200 * time.Millisecond):
+			}
 		}
 	}
+	if logger != nil {
+		logger.Info("Worker Deployment version is current", "deployment", v.Deployment, "buildId", v.BuildID)
+	}
+	return nil
 }

@@ -75,6 +75,7 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	} else if !checked {
 		logger.Warn("Could not list the namespace's search attributes; make sure every Wop* attribute is registered", "namespace", namespace)
 	}
+	cfg.Versioning.Namespace = namespace
 	if err := worker.Run(ctx, c, cfg); err != nil {
 		return fail(stderr, "worker", err)
 	}

@@ -294,6 +294,7 @@ func (s *Stack) newWorker(wcfg worker.Config) (sdkworker.Worker, *worker.StreamS
 	if err := wcfg.Versioning.Check(); err != nil {
 		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
+	wcfg.Versioning.Namespace = s.opts.Namespace
 	if wcfg.Catalog == nil {
 		wcfg.Catalog = s.catalog // the agents activities start runs of the API's catalog
 	}
