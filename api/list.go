@@ -92,7 +92,8 @@ type RunList struct {
 // parseRunListQuery reads the filters of GET /v1/runs into a visibility query for
 // tenant. Every value is checked against its vocabulary or id syntax before it is
 // quoted into the query.
-func parseRunListQuery(q func(string) string, tenant string) (string, error) {
+// legacy adds the clauses of runs created before the tags (legacyattrs.go).
+func parseRunListQuery(q func(string) string, tenant string, legacy bool) (string, error) {
 	where := []string{
 		"WorkflowType = " + quote(workflows.RunWorkflowName),
 		"WopTenant = " + quote(tenant),
@@ -118,7 +119,7 @@ func parseRunListQuery(q func(string) string, tenant string) (string, error) {
 		}
 	}
 	if v := strings.TrimSpace(q("waiting")); v != "" {
-		clause, err := waitingClause(v)
+		clause, err := waitingClause(v, legacy)
 		if err != nil {
 			return "", err
 		}
@@ -161,11 +162,15 @@ func statusClause(st string) string {
 // waitingClause selects open runs that wait on kind ("any" for any kind): their
 // WopTags hold its waitingKind tag. Runs created before the tags (legacyattrs.go) are
 // matched by WopWaitingKind, and those whose last status change predates
-// WopWaitingKind by WopWaitingOn's prefix.
-func waitingClause(kind string) (string, error) {
+// WopWaitingKind by WopWaitingOn's prefix, unless legacy is false.
+func waitingClause(kind string, legacy bool) (string, error) {
 	const open = "ExecutionStatus = 'Running' AND "
 	if kind == "any" {
-		return "(" + open + "(" + tagsIn(workflows.TagWaitingKind, workflows.WaitingKinds) + " OR " + legacyWaitingAny + "))", nil
+		or := []string{tagsIn(workflows.TagWaitingKind, workflows.WaitingKinds)}
+		if legacy {
+			or = append(or, legacyWaitingAny)
+		}
+		return "(" + open + "(" + strings.Join(or, " OR ") + "))", nil
 	}
 	prefixes := map[string][]string{
 		workflows.WaitingApproval:      {"approval:", "low-confidence:"},
@@ -177,9 +182,12 @@ func waitingClause(kind string) (string, error) {
 	if prefixes == nil {
 		return "", badRequest("waiting %q is not a waiting kind; use any, %s", kind, strings.Join(workflows.WaitingKinds, ", ")).with("field", "waiting")
 	}
-	or := []string{"WopTags = " + quote(workflows.Tag(workflows.TagWaitingKind, kind)), "WopWaitingKind = " + quote(kind)}
-	for _, p := range prefixes {
-		or = append(or, "WopWaitingOn STARTS_WITH "+quote(p))
+	or := []string{"WopTags = " + quote(workflows.Tag(workflows.TagWaitingKind, kind))}
+	if legacy {
+		or = append(or, "WopWaitingKind = "+quote(kind))
+		for _, p := range prefixes {
+			or = append(or, "WopWaitingOn STARTS_WITH "+quote(p))
+		}
 	}
 	return "(" + open + "(" + strings.Join(or, " OR ") + "))", nil
 }
@@ -281,7 +289,7 @@ func (s *Server) handleListRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	query, err := parseRunListQuery(c.QueryParam, p.Tenant)
+	query, err := parseRunListQuery(c.QueryParam, p.Tenant, !s.cfg.NoLegacyAttributes)
 	if err != nil {
 		return err
 	}

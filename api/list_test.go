@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 func queryOf(v url.Values) func(string) string { return v.Get }
@@ -24,7 +26,7 @@ func TestRunListQueryFilters(t *testing.T) {
 	q, err := parseRunListQuery(queryOf(url.Values{
 		"status": {"waiting-approval,completed"}, "workflowId": {"support"}, "packId": {"support"},
 		"waiting": {"conversation"}, "createdAfter": {"2026-05-01T00:00:00Z"},
-	}), "acme")
+	}), "acme", true)
 	require.NoError(t, err)
 	for _, want := range []string{
 		"WorkflowType = 'OpenWOPRun'",
@@ -40,6 +42,18 @@ func TestRunListQueryFilters(t *testing.T) {
 	}
 }
 
+// On a namespace without the legacy search attributes no filter names one.
+func TestRunListQueryWithoutLegacyAttributes(t *testing.T) {
+	for _, waiting := range append([]string{"any"}, workflows.WaitingKinds...) {
+		q, err := parseRunListQuery(queryOf(url.Values{"waiting": {waiting}}), "acme", false)
+		require.NoError(t, err)
+		for _, name := range workflows.LegacySearchAttributes {
+			assert.NotContains(t, q, name, waiting)
+		}
+		assert.Contains(t, q, "WopTags", waiting)
+	}
+}
+
 func TestRunListQueryRejectsBadFilters(t *testing.T) {
 	cases := map[string]url.Values{
 		"status":        {"status": {"sleeping"}},
@@ -48,7 +62,7 @@ func TestRunListQueryRejectsBadFilters(t *testing.T) {
 		"createdBefore": {"createdBefore": {"yesterday"}},
 	}
 	for field, v := range cases {
-		_, err := parseRunListQuery(queryOf(v), "acme")
+		_, err := parseRunListQuery(queryOf(v), "acme", true)
 		var e *Error
 		require.ErrorAs(t, err, &e, field)
 		assert.Equal(t, 400, e.Status)

@@ -91,7 +91,7 @@ func parseAnsweredBy(v string) (string, error) {
 // conversation; a run that waits only on its conversation can be operator work only
 // when its pack has a state an operator answers (operatorPacks), so the other chats do
 // not fill the operators' pages. The snapshots decide the rest (pendingItems).
-func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (string, error) {
+func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string, legacy bool) (string, error) {
 	where := []string{
 		"WorkflowType = " + quote(workflows.RunWorkflowName),
 		"WopTenant = " + quote(tenant),
@@ -99,7 +99,7 @@ func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (stri
 	if kind == "" {
 		kind = "any"
 	}
-	clause, err := waitingClause(kind)
+	clause, err := waitingClause(kind, legacy)
 	if err != nil {
 		return "", err
 	}
@@ -107,7 +107,10 @@ func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (stri
 	switch answeredBy {
 	case AnsweredByOperator:
 		operator := slices.DeleteFunc(slices.Clone(workflows.WaitingKinds), func(k string) bool { return k == workflows.WaitingConversation })
-		or := []string{tagsIn(workflows.TagWaitingKind, operator), "(WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != " + quote(workflows.WaitingConversation) + "))"}
+		or := []string{tagsIn(workflows.TagWaitingKind, operator)}
+		if legacy {
+			or = append(or, "(WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != "+quote(workflows.WaitingConversation)+"))")
+		}
 		if len(operatorPacks) > 0 {
 			ids := make([]string, len(operatorPacks))
 			for i, id := range operatorPacks {
@@ -117,7 +120,7 @@ func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (stri
 		}
 		where = append(where, "("+strings.Join(or, " OR ")+")")
 	case AnsweredByUser:
-		conv, _ := waitingClause(workflows.WaitingConversation)
+		conv, _ := waitingClause(workflows.WaitingConversation, legacy)
 		where = append(where, conv)
 	}
 	return strings.Join(where, " AND "), nil
@@ -326,7 +329,7 @@ func (s *Server) handleListInterrupts(c echo.Context) error {
 		return err
 	}
 	f := pendingFilter{kind: strings.TrimSpace(c.QueryParam("waiting")), answeredBy: answeredBy}
-	query, err := pendingQuery(p.Tenant, f.kind, f.answeredBy, s.operatorPacks())
+	query, err := pendingQuery(p.Tenant, f.kind, f.answeredBy, s.operatorPacks(), !s.cfg.NoLegacyAttributes)
 	if err != nil {
 		return err
 	}

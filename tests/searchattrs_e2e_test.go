@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -153,4 +157,43 @@ func startAsPreviousRelease(t *testing.T, c *apiClient, runID, defID string, inp
 	}, workflows.RunWorkflowName, in)
 	require.NoError(t, err)
 	return runID
+}
+
+// TestFourKeywordSlotsE2E: on a namespace set up without the legacy attributes (four
+// Keyword slots), runs start, wait and are listed by every filter and in the inbox, with
+// queries that name no legacy attribute.
+func TestFourKeywordSlotsE2E(t *testing.T) {
+	c := startPrivateStack(t, stackOptions{Tweak: func(o *stack.Options) { o.API.NoLegacyAttributes = true }})
+	resp, err := c.Stack.Client().OperatorService().ListSearchAttributes(t.Context(), &operatorservice.ListSearchAttributesRequest{Namespace: c.Stack.Namespace()})
+	require.NoError(t, err)
+	keywords := 0
+	for name, typ := range resp.GetCustomAttributes() {
+		if typ == enumspb.INDEXED_VALUE_TYPE_KEYWORD && strings.HasPrefix(name, "Wop") {
+			keywords++
+		}
+	}
+	require.Equal(t, 4, keywords, "%v", resp.GetCustomAttributes())
+
+	approval := cfCreate(t, c, "conformance-approval", nil)
+	chat := createRun(t, c, "support", map[string]any{"message": "Hi, I have a question about my account."})
+	cfWaitStatus(t, c, approval, protocol.StatusWaitingApproval)
+	snap := waitRounds(t, c, chat, 1, protocol.StatusWaitingApproval)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		for query, want := range map[string][]string{
+			"waiting=approval":     {approval},
+			"waiting=conversation": {chat},
+			"waiting=any":          {approval, chat},
+		} {
+			ids, _, _ := listRuns(t, c, query)
+			assert.ElementsMatch(ct, want, ids, query)
+		}
+		_, runs, _ := listRuns(t, c, "packId=support")
+		if assert.Len(ct, runs, 1) {
+			assert.Equal(ct, snap.Pack.State, runs[0].PackState)
+		}
+		_, items := pendingItems(t, c, "")
+		if assert.Len(ct, items, 1) {
+			assert.Equal(ct, approval, items[0].RunID)
+		}
+	}, 20*time.Second, 100*time.Millisecond)
 }

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -105,6 +106,19 @@ var legacyTagKeys = map[string]temporal.SearchAttributeKeyKeyword{
 // while a run that began before it may be open, removable with the gate.
 var LegacySearchAttributes = []string{
 	SAPackState.GetName(), SAWaitingOn.GetName(), SAWaitingKind.GetName(), SAWaitingTool.GetName(), SAStalledOn.GetName(),
+}
+
+// SearchAttributesFor lists the custom search attributes to register: all of
+// SearchAttributes, or, without legacy, all but LegacySearchAttributes (a namespace no
+// release before the tags ran on: four Keyword attributes).
+func SearchAttributesFor(legacy bool) map[string]enumspb.IndexedValueType {
+	out := maps.Clone(SearchAttributes)
+	if !legacy {
+		for _, name := range LegacySearchAttributes {
+			delete(out, name)
+		}
+	}
+	return out
 }
 
 // GateAttributes are, by gate id, the search attributes that retire with a gate.
@@ -213,8 +227,11 @@ func (r *runner) upsertAttributes(ctx workflow.Context, keep []temporal.SearchAt
 	}
 	if !r.legacyCleared {
 		r.legacyCleared = true
+		have := workflow.GetTypedSearchAttributes(r.ctx)
 		for _, p := range tagPrefixes {
-			upd = append(upd, legacyTagKeys[p].ValueUnset())
+			if k := legacyTagKeys[p]; have.ContainsKey(k) {
+				upd = append(upd, k.ValueUnset())
+			}
 		}
 	}
 	_ = workflow.UpsertTypedSearchAttributes(ctx, upd...)

@@ -22,6 +22,7 @@ func runSetup(ctx context.Context, args []string, env func(string) string, stdou
 	fs := newFlagSet("setup", "setup [flags]", stderr)
 	tf := registerTemporalFlags(fs, env, "Temporal `namespace` to create or complete (env TEMPORAL_NAMESPACE)", time.Minute)
 	fs.DurationVar(&retention, "retention", retention, "how long a namespace created here keeps closed runs (an existing namespace keeps its own)")
+	legacy := fs.Bool("legacy-attributes", true, legacyAttributesUsage)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
 	}
@@ -31,7 +32,7 @@ func runSetup(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	defer c.Close()
 	namespace := tf.namespace
-	created, err := worker.Setup(ctx, c, namespace, retention)
+	created, err := worker.Setup(ctx, c, namespace, retention, *legacy)
 	if err != nil {
 		return fail(stderr, "setup", err)
 	}
@@ -40,9 +41,12 @@ func runSetup(ctx context.Context, args []string, env func(string) string, stdou
 	} else {
 		fmt.Fprintf(stdout, "Namespace %s exists\n", namespace)
 	}
-	fmt.Fprintf(stdout, "Search attributes registered: %d Wop* attributes\nNamespace %s is ready\n", len(workflows.SearchAttributes), namespace)
+	fmt.Fprintf(stdout, "Search attributes registered: %d Wop* attributes\nNamespace %s is ready\n", len(workflows.SearchAttributesFor(*legacy)), namespace)
 	return 0
 }
+
+// legacyAttributesUsage describes --legacy-attributes of `wop setup` and `wop worker`.
+const legacyAttributesUsage = "also register the legacy search attributes that runs created before WopTags set (README \"Upgrades\"); false for a namespace no earlier release ran on: four Keyword attributes"
 
 // temporalFlags are the flags of a command that dials Temporal, does one thing and exits.
 type temporalFlags struct {

@@ -7,11 +7,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -69,4 +71,37 @@ func TestSetupRejectsAnUnreadableAPIKeyFile(t *testing.T) {
 	code = runSetup(context.Background(), []string{"--address", "127.0.0.1:1", "--api-key-file", empty}, func(string) string { return "" }, &out, &errOut)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "is empty")
+}
+
+// `wop setup --legacy-attributes=false` registers the four Keyword attributes and
+// none of the legacy ones; a worker's check accepts that namespace, saying it has no
+// legacy attributes.
+func TestSetupWithoutLegacyAttributesTakesFourKeywordSlots(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{})
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	args := []string{"--address", srv.FrontendAddress(), "--namespace", "wop-slots", "--legacy-attributes=false"}
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, runSetup(ctx, args, func(string) string { return "" }, &out, &errOut), "stderr: %s", errOut.String())
+
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddress(), Namespace: "wop-slots", Logger: worker.SDKLogger(nil)})
+	require.NoError(t, err)
+	defer c.Close()
+	sas, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "wop-slots"})
+	require.NoError(t, err)
+	var keywords []string
+	for name, typ := range sas.GetCustomAttributes() {
+		if typ == enumspb.INDEXED_VALUE_TYPE_KEYWORD && strings.HasPrefix(name, "Wop") {
+			keywords = append(keywords, name)
+		}
+	}
+	assert.ElementsMatch(t, []string{"WopWorkflowId", "WopTenant", "WopStatus", "WopPackId"}, keywords)
+	assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST, sas.GetCustomAttributes()[workflows.SATags.GetName()])
+	checked, legacy, err := worker.CheckSearchAttributes(ctx, c, "wop-slots")
+	require.NoError(t, err)
+	assert.True(t, checked)
+	assert.False(t, legacy)
 }

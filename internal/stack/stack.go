@@ -179,7 +179,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			UICodecEndpoint:  uiCodecEndpoint(opts.API.PayloadCodec, s.apiAddr),
 			Namespace:        opts.Namespace,
 			Retention:        opts.Retention,
-			SearchAttributes: workflows.SearchAttributes,
+			SearchAttributes: workflows.SearchAttributesFor(!opts.API.NoLegacyAttributes),
 			Logger:           opts.ServerLogger,
 			LogLevel:         opts.ServerLogLevel,
 			DynamicConfig:    opts.ServerDynamicConfig,
@@ -210,7 +210,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		// An external server may lack the namespace or the host's search attributes (a
 		// test server, a fresh cluster). Creating them needs operator rights, so failure
 		// only warns.
-		if _, err := worker.Setup(ctx, s.client, opts.Namespace, 0); err != nil {
+		if _, err := worker.Setup(ctx, s.client, opts.Namespace, 0, !opts.API.NoLegacyAttributes); err != nil {
 			s.logger.Warn("Could not check the namespace's search attributes", "error", err)
 		}
 	}
