@@ -99,6 +99,11 @@ type WebhookDelivery struct {
 	// Major is the protocol major the subscription was registered under: 2 delivers
 	// v2's body (WebhookBody); 0 and 1 v1's.
 	Major int `json:"major,omitempty"`
+	// SealedSecret is the subscriber's own secret, sealed (SealWebhookSecret): it
+	// signs instead of the derived one. StandardWebhooks adds the Standard Webhooks
+	// headers, signed with it.
+	SealedSecret     string `json:"sealedSecret,omitempty"`
+	StandardWebhooks bool   `json:"standardWebhooks,omitempty"`
 }
 
 // WebhookDeliveryResult says how the delivery went.
@@ -120,9 +125,14 @@ func CallbackSecret(key []byte, tenant, runID string) string {
 }
 
 func deriveSecret(key []byte, parts ...string) string {
+	return hex.EncodeToString(deriveKey(key, parts...))
+}
+
+// deriveKey is HMAC-SHA256(key, parts joined by \0): 32 bytes.
+func deriveKey(key []byte, parts ...string) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(strings.Join(parts, "\x00")))
-	return hex.EncodeToString(m.Sum(nil))
+	return m.Sum(nil)
 }
 
 // SecretFingerprint is the first 8 hex characters of sha256(secret), which logs and
@@ -203,14 +213,9 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 		// included.
 		return nil, nonRetryable(ErrTypeWebhookUnregistered, "webhook %s was unregistered: no further attempt", d.WebhookID)
 	}
-	secret := CallbackSecret(a.webhookKey, d.Tenant, d.RunID)
-	id := "callback:" + d.RunID
-	if d.WebhookID != "" {
-		secret = WebhookSecret(a.webhookKey, d.Tenant, d.WebhookID)
-		id = d.WebhookID
-		if d.Major == protocol.Major2 {
-			id = protocol.BindID(d.Tenant, d.WebhookID)
-		}
+	signing, err := a.deliverySigning(d)
+	if err != nil {
+		return nil, nonRetryable(ErrTypeWebhookRefused, "%v", err)
 	}
 	body, err := WebhookBody(d)
 	if err != nil {
@@ -226,21 +231,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	if err != nil {
 		return nil, nonRetryable(ErrTypeWebhookRefused, "webhook URL %q: %v", d.URL, err)
 	}
-	ts := time.Now().Unix()
-	sig := SignWebhook(secret, ts, body)
-	eventType := d.EventType
-	if v2, ok := protocol.EventTypeV2(eventType); ok && d.Major == protocol.Major2 {
-		eventType = v2
-	}
-	headers := map[string]string{
-		HeaderWebhookID: id, HeaderWebhookEventType: eventType, HeaderWebhookTimestamp: strconv.FormatInt(ts, 10),
-		HeaderWebhookSignature: sig, HeaderWebhookSigAlgo: WebhookSignatureAlgoV1,
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-		req.Header.Set("OpenWOP-"+strings.TrimPrefix(k, "X-openwop-"), v)
-	}
-	req.Header.Set("Content-Type", "application/json")
+	signing.setHeaders(req.Header, time.Now().Unix(), body)
 	req.Header.Set("User-Agent", webhookUserAgentPrefix+a.version)
 	attempt := activity.GetInfo(ctx).Attempt
 	resp, err := a.webhookClient().Do(req)
@@ -256,41 +247,76 @@ func (a *Activities) DeliverWebhook(ctx context.Context, d WebhookDelivery) (*We
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, fmt.Errorf("POST %s answered HTTP %d (attempt %d)", d.URL, resp.StatusCode, attempt)
 	}
-	a.logger.Info("Webhook delivered", "runId", d.RunID, "webhookId", id, "type", d.EventType, "sequence", d.Sequence, "attempt", attempt, "status", resp.StatusCode)
+	a.logger.Info("Webhook delivered", "runId", d.RunID, "webhookId", signing.id, "type", d.EventType, "sequence", d.Sequence, "attempt", attempt, "status", resp.StatusCode)
 	return &WebhookDeliveryResult{Status: resp.StatusCode, Attempt: attempt}, nil
 }
 
-// webhookClient is the HTTP client of deliveries: it never follows redirects and
-// refuses, at connect time, every address CheckWebhookAddr refuses, so a name that
-// resolves to a private or metadata address after registration is refused too.
+// deliverySigning is how delivery d is signed: a run callback with its derived
+// secret; a subscription with its derived secret, or, when it supplied one (a Standard
+// Webhooks opt-in), with that secret, opened here and nowhere else, and the Standard
+// Webhooks headers beside v1's.
+func (a *Activities) deliverySigning(d WebhookDelivery) (webhookSigning, error) {
+	s := webhookSigning{id: "callback:" + d.RunID, eventType: d.EventType, secret: CallbackSecret(a.webhookKey, d.Tenant, d.RunID)}
+	if v2, ok := protocol.EventTypeV2(d.EventType); ok && d.Major == protocol.Major2 {
+		s.eventType = v2
+	}
+	if d.WebhookID == "" {
+		return s, nil
+	}
+	s.id, s.secret = d.WebhookID, WebhookSecret(a.webhookKey, d.Tenant, d.WebhookID)
+	if d.Major == protocol.Major2 {
+		s.id = protocol.BindID(d.Tenant, d.WebhookID)
+	}
+	if d.SealedSecret == "" {
+		return s, nil
+	}
+	secret, err := OpenWebhookSecret(a.webhookKey, d.Tenant, d.WebhookID, d.SealedSecret)
+	if err != nil {
+		return s, fmt.Errorf("webhook %s: %w", d.WebhookID, err)
+	}
+	s.secret = secret
+	if d.StandardWebhooks {
+		if s.standardKey, err = DecodeWhsec(secret); err != nil {
+			return s, fmt.Errorf("webhook %s: %w", d.WebhookID, err)
+		}
+		s.messageID = StandardWebhookMessageID(d.Tenant, d.WebhookID, d.RunID, d.Sequence)
+	}
+	return s, nil
+}
+
+// webhookClient is the HTTP client of this worker's deliveries (NewWebhookHTTPClient).
 func (a *Activities) webhookClient() *http.Client {
-	a.webhookOnce.Do(func() {
-		allow := a.webhookAllowPrivate
-		dialer := &net.Dialer{
-			Timeout: 10 * time.Second,
-			Control: func(_, address string, _ syscall.RawConn) error {
-				host, _, err := net.SplitHostPort(address)
-				if err != nil {
-					return err
-				}
-				ip, err := netip.ParseAddr(host)
-				if err != nil {
-					return &refusedAddressError{addr: host, why: "is not an IP address"}
-				}
-				if why := refusedAddr(ip, allow); why != "" {
-					return &refusedAddressError{addr: host, why: why}
-				}
-				return nil
-			},
-		}
-		a.webhookHTTP = &http.Client{
-			Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second},
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		}
-	})
+	a.webhookOnce.Do(func() { a.webhookHTTP = NewWebhookHTTPClient(a.webhookAllowPrivate) })
 	return a.webhookHTTP
+}
+
+// NewWebhookHTTPClient is the HTTP client of webhook POSTs: it never follows redirects
+// and refuses, at connect time, every address CheckWebhookAddr refuses, so a name that
+// resolves to a private or metadata address after registration is refused too.
+func NewWebhookHTTPClient(allowPrivate bool) *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 10 * time.Second,
+		Control: func(_, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip, err := netip.ParseAddr(host)
+			if err != nil {
+				return &refusedAddressError{addr: host, why: "is not an IP address"}
+			}
+			if why := refusedAddr(ip, allowPrivate); why != "" {
+				return &refusedAddressError{addr: host, why: why}
+			}
+			return nil
+		},
+	}
+	return &http.Client{
+		Transport: &http.Transport{DialContext: dialer.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
 }
 
 // refusedAddressError is a connection the delivery client refused to make.

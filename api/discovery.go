@@ -59,7 +59,7 @@ func (s *Server) discoveryDoc() map[string]any {
 		"promptPacks": s.packsDoc(),
 	}
 	if s.webhooksEnabled() {
-		doc["webhooks"] = s.webhookDiscovery()
+		doc["webhooks"] = s.webhookDiscovery(false)
 	}
 	doc["observability"] = s.observabilityDoc()
 	return doc
@@ -98,11 +98,12 @@ func (s *Server) packsDoc() []map[string]string {
 // discoveryV2 builds the closed v2 root (capabilities.md §3; digest §2.3). A family
 // record's presence is the claim, so only families whose v2 behaviour is built and
 // tested are listed: limits, runList, eventLog, conversationPrimitive, interrupt (ow2
-// tokens, approversList on every surface, RFC 0223) and the api-key auth lane. The v2
-// operations of replay (fork) and webhooks are served (the pairing rule) but their
-// records wait for the effect-seam manifest and the v2 delivery body
-// (docs/DECISIONS.md). Everything else the
-// host says of itself is under extensions["wop.host"].
+// tokens, approversList on every surface, RFC 0223), the api-key auth lane and, on a
+// host with a webhook key, webhooks (the v2 body, both signature schemes, the
+// dead-letter read: webhooksRecord). The v2 operations of replay (fork) are served
+// (the pairing rule) but their record waits for the effect-seam manifest
+// (docs/DECISIONS.md). Everything else the host says of itself is under
+// extensions["wop.host"].
 func (s *Server) discoveryV2() map[string]any {
 	fixtures := s.cat.Fixtures()
 	if fixtures == nil {
@@ -120,9 +121,9 @@ func (s *Server) discoveryV2() map[string]any {
 		"pathSpaces": map[string]string{protocol.Version1: "/v1", protocol.Version2: "/"},
 	}
 	if s.webhooksEnabled() {
-		host["webhooks"] = s.webhookDiscovery()
+		host["webhooks"] = s.webhookDiscovery(true)
 	}
-	return map[string]any{
+	doc := map[string]any{
 		"protocolVersions":      protocol.ProtocolVersions,
 		"preferredVersion":      protocol.PreferredVersion,
 		"implementation":        map[string]any{"name": "wop", "version": s.cfg.Version, "vendor": "wop"},
@@ -147,6 +148,10 @@ func (s *Server) discoveryV2() map[string]any {
 			"lane": protocol.LaneAPIKey, "issuers": []string{protocol.IssuerAPIKey},
 			"revocation": "next-request", "minimumAssurance": "bearer"}}}),
 	}
+	if s.webhooksEnabled() {
+		doc["webhooks"] = s.webhooksRecord(record)
+	}
+	return doc
 }
 
 // SigningKey is a public key the host signs its certification bundles with, published
@@ -431,10 +436,12 @@ func (s *Server) openAPIV2Document(paths map[string]any) map[string]any {
 				"ResolveRequest": obj(map[string]any{"resumeValue": anyv}),
 				"ForkRequest":    obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv, "inputs": objv}, "mode"),
 				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
-					"events":              map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
-					"secret":              str,
-					"tags":                map[string]any{"type": "array", "items": str},
-					"signatureAlgorithms": map[string]any{"type": "array", "items": map[string]any{"enum": []string{"v1"}}}}, "url", "events"),
+					"events": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
+					"secret": map[string]any{"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$",
+						"description": "only with signatureAlgorithms [\"v1\", \"standard-webhooks-1\"]: the subscriber's Standard Webhooks secret (24 to 64 bytes); never echoed"},
+					"tags": map[string]any{"type": "array", "items": str},
+					"signatureAlgorithms": map[string]any{"type": "array", "minItems": 1, "contains": map[string]any{"const": webhookSchemesV2[0]}, "uniqueItems": true,
+						"items": map[string]any{"enum": webhookSchemesV2}}}, "url", "events"),
 			},
 		},
 	}

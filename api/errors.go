@@ -183,6 +183,7 @@ var statusOf = map[string]int{
 	CodeValidation:                                 http.StatusBadRequest,
 	CodeUnsupportedStreamMode:                      http.StatusBadRequest,
 	CodeWebhookURLRejected:                         http.StatusBadRequest,
+	CodeWebhookEndpointUnverified:                  http.StatusBadRequest,
 	CodeUnauthenticated:                            http.StatusUnauthorized,
 	CodeKeyRevoked:                                 http.StatusUnauthorized,
 	CodeKeyExpired:                                 http.StatusUnauthorized,

@@ -44,9 +44,10 @@ const ScopeWebhooksManage = "webhooks:manage"
 
 // Error codes of the webhook surface.
 const (
-	CodeWebhookURLRejected   = protocol.CodeWebhookURLRejected
-	CodeSubscriptionNotFound = protocol.CodeSubscriptionNotFound
-	CodeTooManyWebhooks      = protocol.CodeTooManyWebhooks
+	CodeWebhookURLRejected        = protocol.CodeWebhookURLRejected
+	CodeWebhookEndpointUnverified = protocol.CodeWebhookEndpointUnverified
+	CodeSubscriptionNotFound      = protocol.CodeSubscriptionNotFound
+	CodeTooManyWebhooks           = protocol.CodeTooManyWebhooks
 )
 
 // maxWebhookTags bounds a subscription's tag filter.
@@ -58,6 +59,10 @@ type RegisterWebhookRequest struct {
 	Events   []string `json:"events"`
 	TenantID string   `json:"tenantId,omitempty"`
 	Tags     []string `json:"tags,omitempty"`
+	// SignatureAlgorithms and Secret are a v2 Standard Webhooks opt-in
+	// (decodeRegisterWebhookV2): the schemes as listed, and the subscriber's secret.
+	SignatureAlgorithms []string `json:"-"`
+	Secret              string   `json:"-"`
 }
 
 // RegisterWebhookResponse is the body of a 201 from POST /v1/webhooks.
@@ -89,10 +94,33 @@ func (s *Server) webhookRoutes() []route {
 	}
 }
 
-// webhookDiscovery is the discovery document's webhooks family.
-func (s *Server) webhookDiscovery() map[string]any {
-	return map[string]any{"supported": true, "signatureAlgorithms": []string{activities.WebhookSignatureAlgoV1}, "events": workflows.WebhookEventTypes,
-		"deadLetter": map[string]any{"retentionDays": DeadLetterRetentionDays, "maxPageSize": maxDeadLetterPage}}
+// webhookSchemesV2 are the signature schemes a v2 registration may list: v1 always,
+// Standard Webhooks 1.0.0 as an opt-in (RFC 0201). /v1/webhooks signs with v1 only.
+var webhookSchemesV2 = []string{activities.WebhookSignatureAlgoV1, activities.WebhookSignatureAlgoStandard}
+
+// webhookDiscovery is the discovery document's webhooks family: the v1 document's, and
+// at v2 the host's own (extensions["wop.host"]), which lists the schemes of v2
+// registrations.
+func (s *Server) webhookDiscovery(v2 bool) map[string]any {
+	schemes := []string{activities.WebhookSignatureAlgoV1}
+	if v2 {
+		schemes = webhookSchemesV2
+	}
+	return map[string]any{"supported": true, "signatureAlgorithms": schemes, "events": workflows.WebhookEventTypes,
+		"deadLetter": webhookDeadLetterFacet()}
+}
+
+func webhookDeadLetterFacet() map[string]any {
+	return map[string]any{"retentionDays": DeadLetterRetentionDays, "maxPageSize": maxDeadLetterPage}
+}
+
+// webhooksRecord is the v2 root's webhooks family record (spec/v2/facets/
+// webhooks.schema.json): the schemes a registration may list and the delivery
+// dead-letter sink GET /webhooks/{webhookId}/dead-letters reads. No retryPolicy (the
+// host's is time-bounded, 24 h by default, not a number of attempts) and no
+// secretRotation (rotate-secret is not served).
+func (s *Server) webhooksRecord(record func(string, map[string]any) map[string]any) map[string]any {
+	return record("witnessable-gated", map[string]any{"signatureAlgorithms": webhookSchemesV2, "deadLetter": webhookDeadLetterFacet()})
 }
 
 // checkWebhookURL maps a refused destination to webhook_url_rejected and a URL that is
@@ -160,6 +188,7 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 	if req.TenantID != "" && req.TenantID != p.Tenant {
 		return codeErr(CodeForbidden, "tenantId %q is not the API key's tenant", req.TenantID).with("field", "tenantId")
 	}
+	ctx := c.Request().Context()
 	idemKey := c.Request().Header.Get(HeaderIdempotencyKey)
 	if idemKey != "" && isV2(c) {
 		if err := checkIdempotencyKeyV2(idemKey); err != nil {
@@ -185,7 +214,19 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 			SecretFingerprint: activities.SecretFingerprint(secret), CreatedBy: p.KeyID, Digest: digest, Major: major},
 		Config: &s.cfg.WebhookDelivery,
 	}
-	ctx := c.Request().Context()
+	if req.Secret != "" {
+		// A Standard Webhooks opt-in: the endpoint answers its verification before
+		// anything is stored, and the supplied secret is kept sealed.
+		if err := s.verifyWebhookEndpoint(ctx, p.Tenant, id, req); err != nil {
+			return err
+		}
+		sealed, err := activities.SealWebhookSecret(s.cfg.WebhookSecret, p.Tenant, id, req.Secret)
+		if err != nil {
+			return fmt.Errorf("seal the secret of webhook %s: %w", id, err)
+		}
+		reg.Subscription.SealedSecret, reg.Subscription.SignatureAlgorithms = sealed, req.SignatureAlgorithms
+		reg.Subscription.SecretFingerprint = activities.SecretFingerprint(req.Secret)
+	}
 	if err := s.ensureDispatcher(ctx, p.Tenant); err != nil {
 		return err
 	}
@@ -199,8 +240,16 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 	}
 	s.log.Info("Webhook registered", "tenant", p.Tenant, "webhookId", id, "secretFingerprint", reg.Subscription.SecretFingerprint, "events", len(req.Events))
 	if isV2(c) {
-		// v2 (webhooks.md, RFC 0221): the bound id and the generated secret, returned here only.
-		return c.JSON(status, map[string]string{"webhookId": s.wireOf(c, p.Tenant).id(id), "secret": secret})
+		// v2 (webhooks.md, RFC 0221): the bound id, the schemes applied and the
+		// generated secret, returned here only; a supplied secret is never echoed.
+		out := map[string]any{"webhookId": s.wireOf(c, p.Tenant).id(id), "signatureAlgorithms": []string{activities.WebhookSignatureAlgoV1}}
+		if len(got.Subscription.SignatureAlgorithms) > 0 {
+			out["signatureAlgorithms"] = got.Subscription.SignatureAlgorithms
+		}
+		if got.Subscription.SealedSecret == "" {
+			out["secret"] = secret
+		}
+		return c.JSON(status, out)
 	}
 	return c.JSON(status, RegisterWebhookResponse{
 		WebhookID: id, Secret: secret, SecretFingerprint: reg.Subscription.SecretFingerprint, SignatureAlgorithm: activities.WebhookSignatureAlgoV1,
@@ -239,7 +288,7 @@ func (s *Server) handleListWebhooks(c echo.Context) error {
 		return fmt.Errorf("decode the webhooks of tenant %s: %w", p.Tenant, err)
 	}
 	for i := range list.Subscriptions {
-		list.Subscriptions[i].Digest = ""
+		list.Subscriptions[i].Digest, list.Subscriptions[i].SealedSecret = "", ""
 	}
 	return c.JSON(http.StatusOK, map[string]any{"webhooks": list.Subscriptions, "deadLetters": list.DeadLetters})
 }
@@ -255,21 +304,34 @@ type RegisterWebhookRequestV2 struct {
 	SignatureAlgorithms []string `json:"signatureAlgorithms,omitempty"`
 }
 
-// decodeRegisterWebhookV2 decodes a v2 registration into v1's request. This host
-// derives every subscription's secret and signs with v1's scheme only, so a supplied
-// secret and another scheme are refused by name (a supplied secret is never echoed).
+// decodeRegisterWebhookV2 decodes a v2 registration into v1's request. Without an
+// opt-in the host derives the subscription's secret (a supplied one is refused by
+// name); the Standard Webhooks opt-in, signatureAlgorithms ["v1",
+// "standard-webhooks-1"], requires the subscriber's whsec_ secret (RFC 0201 §B).
 func decodeRegisterWebhookV2(body []byte) (*RegisterWebhookRequest, error) {
 	var req RegisterWebhookRequestV2
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
 	}
-	if req.Secret != nil {
-		return nil, badRequest("secret: this host generates each subscription's secret and returns it in the 201; omit secret").with("field", "secret")
+	algs, err := webhookSchemes(req.SignatureAlgorithms, req.SignatureAlgorithms != nil)
+	if err != nil {
+		return nil, err
 	}
-	for i, a := range req.SignatureAlgorithms {
-		if a != activities.WebhookSignatureAlgoV1 {
-			return nil, badRequest("signatureAlgorithms[%d]: %q is not a scheme this host signs with; it signs with %q", i, a, activities.WebhookSignatureAlgoV1).with("field", fmt.Sprintf("signatureAlgorithms[%d]", i))
+	optIn := slices.Contains(algs, activities.WebhookSignatureAlgoStandard)
+	var secret string
+	switch {
+	case optIn && req.Secret == nil:
+		return nil, badRequest("secret is required with %q: a whsec_ secret of 24 to 64 bytes", activities.WebhookSignatureAlgoStandard).with("field", "secret")
+	case optIn:
+		if _, err := activities.DecodeWhsec(*req.Secret); err != nil {
+			return nil, badRequest("secret: %v", err).with("field", "secret")
 		}
+		secret = *req.Secret
+	case req.Secret != nil:
+		return nil, badRequest("secret: this host generates the secret of a v1-signed subscription and returns it in the 201; a secret is supplied only with signatureAlgorithms [%q, %q]",
+			activities.WebhookSignatureAlgoV1, activities.WebhookSignatureAlgoStandard).with("field", "secret")
+	default:
+		algs = nil // v1 alone: stored as before
 	}
 	events := make([]string, len(req.Events))
 	for i, e := range req.Events {
@@ -280,7 +342,46 @@ func decodeRegisterWebhookV2(body []byte) (*RegisterWebhookRequest, error) {
 		}
 		events[i] = e
 	}
-	return &RegisterWebhookRequest{URL: req.URL, Events: events, Tags: req.Tags}, nil
+	return &RegisterWebhookRequest{URL: req.URL, Events: events, Tags: req.Tags, SignatureAlgorithms: algs, Secret: secret}, nil
+}
+
+// webhookSchemes checks a registration's signatureAlgorithms (given: the field was
+// sent): each a scheme of webhookSchemesV2, none twice, v1 among them.
+func webhookSchemes(algs []string, given bool) ([]string, error) {
+	if given && len(algs) == 0 {
+		return nil, badRequest("signatureAlgorithms must list %q", activities.WebhookSignatureAlgoV1).with("field", "signatureAlgorithms")
+	}
+	for i, a := range algs {
+		field := fmt.Sprintf("signatureAlgorithms[%d]", i)
+		if !slices.Contains(webhookSchemesV2, a) {
+			return nil, badRequest("%s: %q is not a scheme this host signs with; it signs with %s", field, a, strings.Join(webhookSchemesV2, ", ")).with("field", field)
+		}
+		if slices.Index(algs, a) < i {
+			return nil, badRequest("%s: %q is listed twice", field, a).with("field", field)
+		}
+	}
+	if given && !slices.Contains(algs, activities.WebhookSignatureAlgoV1) {
+		return nil, badRequest("signatureAlgorithms must list %q (RFC 0201: every subscription is v1-signed)", activities.WebhookSignatureAlgoV1).with("field", "signatureAlgorithms")
+	}
+	return algs, nil
+}
+
+// verifyWebhookEndpoint runs a Standard Webhooks opt-in's endpoint verification: a
+// refused destination is webhook_url_rejected, an endpoint that does not echo its
+// challenge webhook_endpoint_unverified.
+func (s *Server) verifyWebhookEndpoint(ctx context.Context, tenant, id string, req RegisterWebhookRequest) error {
+	err := activities.VerifyWebhookEndpoint(ctx, req.URL, s.cfg.WebhookAllowPrivate, protocol.BindID(tenant, id), req.Secret)
+	var ue *activities.WebhookURLError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue):
+		return codeErr(CodeWebhookURLRejected, "url: %s", ue.Reason).with("field", "url")
+	case errors.Is(err, activities.ErrWebhookEndpointUnverified):
+		return codeErr(CodeWebhookEndpointUnverified, "url: %v; a %q subscription is registered only once its endpoint answers the verification POST {\"type\": %q, \"challenge\": ...} with 200 {\"challenge\": ...}",
+			err, activities.WebhookSignatureAlgoStandard, activities.WebhookVerificationType).with("field", "url")
+	}
+	return fmt.Errorf("verify the endpoint of webhook %s: %w", id, err)
 }
 
 // newWebhookID is a new webhook id, or, with an Idempotency-Key, the id the key
@@ -296,8 +397,13 @@ func newWebhookID(tenant, idemKey string) string {
 }
 
 // webhookDigest is the digest of a registration, compared under one Idempotency-Key.
+// An opt-in adds its schemes and the secret to what is digested (a digest is all the
+// dispatcher keeps of the request).
 func webhookDigest(req RegisterWebhookRequest) string {
 	b, _ := json.Marshal(req)
+	if req.Secret != "" {
+		b = append(b, "\x00"+strings.Join(req.SignatureAlgorithms, ",")+"\x00"+req.Secret...)
+	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -1,8 +1,13 @@
 package api
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -62,4 +67,82 @@ func TestWebhookRegistrationIsChecked(t *testing.T) {
 	}
 	env.expectError(env.do(http.MethodPost, "/v1/webhooks", lowKey, `{"url":"https://example.com/x","events":["run.completed"]}`), http.StatusForbidden, CodeForbidden)
 	env.expectError(env.do(http.MethodPost, "/v1/runs", fullKey, `{"workflowId":"conformance-noop","callbackUrl":"https://169.254.169.254/cb"}`), http.StatusBadRequest, CodeWebhookURLRejected)
+}
+
+// TestWebhookStandardOptInIsChecked: at v2 the Standard Webhooks opt-in is checked
+// before any Temporal call (RFC 0201 §B): v1 must be listed, no scheme twice, only the
+// schemes this host signs with, a whsec_ secret of 24 to 64 bytes, a secret only with
+// the opt-in; each refusal a validation_error naming its field. An endpoint that does
+// not echo its verification challenge is webhook_endpoint_unverified, and one the
+// egress rules refuse is refused before any POST.
+func TestWebhookStandardOptInIsChecked(t *testing.T) {
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/no-echo":
+			_, _ = w.Write([]byte(`{}`))
+		case "/wrong-echo":
+			_, _ = w.Write([]byte(`{"challenge":"not-it"}`))
+		case "/redirect":
+			http.Redirect(w, r, "/echo", http.StatusTemporaryRedirect)
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	env := newTestEnv(t, func(c *Config) { c.WebhookSecret = []byte("webhook-key"); c.WebhookAllowPrivate = true })
+	whsec := "whsec_" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	body := func(url string, algs any, secret any) string {
+		m := map[string]any{"url": url, "events": []string{"run.completed"}}
+		if algs != nil {
+			m["signatureAlgorithms"] = algs
+		}
+		if secret != nil {
+			m["secret"] = secret
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	sw := []string{"v1", "standard-webhooks-1"}
+	for _, c := range []struct {
+		name, body, field string
+	}{
+		{"no v1", body("https://example.com/x", []string{"standard-webhooks-1"}, whsec), "signatureAlgorithms"},
+		{"empty", body("https://example.com/x", []string{}, nil), "signatureAlgorithms"},
+		{"twice", body("https://example.com/x", []string{"v1", "v1", "standard-webhooks-1"}, whsec), "signatureAlgorithms[1]"},
+		{"unknown", body("https://example.com/x", []string{"v1", "openwop-conformance-unlisted-9"}, whsec), "signatureAlgorithms[1]"},
+		{"no secret", body("https://example.com/x", sw, nil), "secret"},
+		{"not whsec_", body("https://example.com/x", sw, "plain-shared-secret-of-sufficient-length"), "secret"},
+		{"8 bytes", body("https://example.com/x", sw, "whsec_"+base64.StdEncoding.EncodeToString(make([]byte, 8))), "secret"},
+		{"65 bytes", body("https://example.com/x", sw, "whsec_"+base64.StdEncoding.EncodeToString(make([]byte, 65))), "secret"},
+		{"not base64", body("https://example.com/x", sw, "whsec_%%%%"), "secret"},
+		{"secret without the opt-in", body("https://example.com/x", []string{"v1"}, whsec), "secret"},
+	} {
+		e := env.expectError(env.do(http.MethodPost, "/webhooks", fullKey, c.body, "OpenWOP-Version", "2.0"), http.StatusBadRequest, CodeValidation)
+		if e.Details["field"] != c.field {
+			t.Errorf("%s: the refusal names %v, want %s: %s", c.name, e.Details["field"], c.field, e.Message)
+		}
+		if strings.Contains(e.Message, whsec) {
+			t.Errorf("%s: the refusal echoes the secret: %s", c.name, e.Message)
+		}
+	}
+	if posts.Load() != 0 {
+		t.Fatalf("a refused registration POSTed %d verification requests", posts.Load())
+	}
+	for _, path := range []string{"/no-echo", "/wrong-echo", "/redirect", "/fails"} {
+		e := env.expectError(env.do(http.MethodPost, "/webhooks", fullKey, body(srv.URL+path, sw, whsec), "OpenWOP-Version", "2.0"), http.StatusBadRequest, CodeWebhookEndpointUnverified)
+		if e.Details["field"] != "url" || strings.Contains(e.Message, whsec) {
+			t.Errorf("%s: %+v", path, e)
+		}
+	}
+	if posts.Load() != 4 {
+		t.Errorf("one verification POST per opt-in, and no redirect followed: %d", posts.Load())
+	}
+	strict := newTestEnv(t, func(c *Config) { c.WebhookSecret = []byte("webhook-key") })
+	strict.expectError(strict.do(http.MethodPost, "/webhooks", fullKey, body(srv.URL+"/no-echo", sw, whsec), "OpenWOP-Version", "2.0"), http.StatusBadRequest, CodeWebhookURLRejected)
+	if posts.Load() != 4 {
+		t.Errorf("a loopback endpoint the host does not allow was sent its verification")
+	}
 }

@@ -36,9 +36,10 @@ const (
 	CodeForkPointInvalid           = "fork_point_invalid"           // 422: a fork's fromSeq not in the source's log
 
 	// Webhook subscriptions.
-	CodeWebhookURLRejected   = "webhook_url_rejected"
-	CodeSubscriptionNotFound = "subscription_not_found"
-	CodeTooManyWebhooks      = "too_many_webhooks"
+	CodeWebhookURLRejected        = "webhook_url_rejected"
+	CodeWebhookEndpointUnverified = "webhook_endpoint_unverified" // 400: a Standard Webhooks opt-in's endpoint did not echo its challenge
+	CodeSubscriptionNotFound      = "subscription_not_found"
+	CodeTooManyWebhooks           = "too_many_webhooks"
 
 	// Resolves a run refuses.
 	CodeInterruptNotFound  = "interrupt_not_found"

@@ -279,9 +279,13 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 	assert.Equal(t, "1.0", root["preferredVersion"])
 	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
 		"tokenAlgs": []any{"hs256"}, "refKinds": []any{"principal"}}, root["interrupt"], "the interrupt record")
-	for _, k := range []string{"replay", "webhooks", "idempotency"} {
+	for _, k := range []string{"replay", "idempotency"} {
 		assert.NotContains(t, root, k, "%s is advertised only once its v2 behaviour is built", k)
 	}
+	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
+		"signatureAlgorithms": []any{"v1", "standard-webhooks-1"}, "deadLetter": map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}},
+		root["webhooks"], "the webhooks record")
+	assert.Equal(t, []any{"v1", "standard-webhooks-1"}, root["extensions"].(map[string]any)["wop.host"].(map[string]any)["webhooks"].(map[string]any)["signatureAlgorithms"])
 	for name, injected := range map[string]map[string]any{
 		"unknown key": {"openwopConformanceUnknownRootKey": map[string]any{"status": "stable", "since": "2.0", "witness": "claims-check"}},
 		"dotted key":  {"host.replay": map[string]any{"status": "stable", "since": "2.0", "witness": "claims-check"}},

@@ -113,6 +113,13 @@ func register(t *testing.T, c *apiClient, r *receiver, events ...string) string 
 	return id
 }
 
+// webhookRegistered is the 201 of a v2 registration.
+type webhookRegistered struct {
+	WebhookID           string   `json:"webhookId"`
+	Secret              string   `json:"secret"`
+	SignatureAlgorithms []string `json:"signatureAlgorithms"`
+}
+
 // startWebhookStack starts a private stack whose webhooks may reach loopback, with
 // quick retries.
 func startWebhookStack(t *testing.T, o stackOptions) *apiClient {
@@ -499,9 +506,9 @@ func TestWebhookDeadLetterReadE2E(t *testing.T) {
 	rec := newReceiver(t, func(delivery, int) int { return http.StatusServiceUnavailable })
 	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/hook", "events": []string{"run.started", "run.failed"}})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
-	var reg map[string]string
+	var reg webhookRegistered
 	require.NoError(t, json.Unmarshal(raw, &reg))
-	bound := reg["webhookId"]
+	bound := reg.WebhookID
 	require.True(t, strings.HasPrefix(bound, "default/"), bound)
 	path := "/webhooks/" + url.PathEscape(bound) + "/dead-letters"
 
@@ -567,16 +574,16 @@ func TestWebhookV2BodyE2E(t *testing.T) {
 	rec := newReceiver(t, nil)
 	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/v2", "events": []string{"run.started", "run.completed"}})
 	require.Equal(t, http.StatusCreated, status, "%s", raw)
-	var reg map[string]string
+	var reg webhookRegistered
 	require.NoError(t, json.Unmarshal(raw, &reg))
-	rec.trust(reg["webhookId"], reg["secret"])
+	rec.trust(reg.WebhookID, reg.Secret)
 	v1ID := register(t, c, rec, "run.completed")
 
 	runID := createRun(t, c, "conformance-noop", nil)
 	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(protocol.BindID("default", runID)), 2) }, 30*time.Second, 50*time.Millisecond)
 	for _, d := range rec.of(protocol.BindID("default", runID)) {
 		assert.True(t, d.Verified, "%s is signed with the generated secret, in both header families", d.EventType)
-		assert.Equal(t, reg["webhookId"], d.WebhookID, "the bound webhook id")
+		assert.Equal(t, reg.WebhookID, d.WebhookID, "the bound webhook id")
 		assert.Equal(t, []string{"event", "runId"}, slices.Sorted(maps.Keys(d.Body)), "v2's body: no workspaceId (the run has none), nothing else")
 		ev := v2ValidateEvent(t, mustMarshal(t, d.Body["event"]))
 		assert.Equal(t, protocol.BindID("default", runID), ev["runId"])

@@ -20,8 +20,10 @@
 //     a worker). One that exhausts it signals a dead letter to the dispatcher and
 //     closes Failed, so it stays visible in the Temporal UI.
 //
-// Secrets never enter any of it: the activity derives each subscription's signing
-// secret from the host's webhook key (activities.WebhookSecret).
+// Secrets never enter any of it in plain text: the activity derives each
+// subscription's signing secret from the host's webhook key (activities.WebhookSecret),
+// or opens the sealed secret a Standard Webhooks subscriber supplied
+// (activities.OpenWebhookSecret).
 package webhooks
 
 import (
@@ -77,6 +79,9 @@ const (
 	DeadLetterRetention = 30 * 24 * time.Hour
 	maxDeadLetterBytes  = 128 << 10
 	maxDeadLetterError  = 512
+	// maxSealedSecret bounds a sealed secret: a whsec_ secret of 64 bytes (94
+	// characters) sealed is 164.
+	maxSealedSecret = 192
 )
 
 // CheckSubscriptionSize refuses a subscription larger than the dispatcher keeps.
@@ -102,7 +107,7 @@ const internalIDPrefix = "wop-webhook"
 // is not a run (a webhook dispatcher or delivery): no tenant may read it as a run.
 func IsInternalWorkflowID(id string) bool { return strings.HasPrefix(id, internalIDPrefix) }
 
-// WebhookSubscription is one registered webhook. It holds no secret.
+// WebhookSubscription is one registered webhook. It holds no secret in plain text.
 type WebhookSubscription struct {
 	ID     string   `json:"webhookId"`
 	URL    string   `json:"url"`
@@ -112,9 +117,15 @@ type WebhookSubscription struct {
 	SecretFingerprint string `json:"secretFingerprint"`
 	// Major is the protocol major of the registration (0: 1): it selects the body of
 	// the deliveries (activities.WebhookBody).
-	Major     int    `json:"major,omitempty"`
-	CreatedAt string `json:"createdAt,omitempty"`
-	CreatedBy string `json:"createdBy,omitempty"`
+	Major int `json:"major,omitempty"`
+	// SignatureAlgorithms are the schemes its deliveries are signed with when it opted
+	// into more than v1 (["v1", "standard-webhooks-1"]); nil: v1 only.
+	SignatureAlgorithms []string `json:"signatureAlgorithms,omitempty"`
+	// SealedSecret is the secret the subscriber supplied, sealed
+	// (activities.SealWebhookSecret): only the delivery activity opens it.
+	SealedSecret string `json:"sealedSecret,omitempty"`
+	CreatedAt    string `json:"createdAt,omitempty"`
+	CreatedBy    string `json:"createdBy,omitempty"`
 	// Digest is the registration request's digest: the same Idempotency-Key with
 	// another body is a conflict.
 	Digest string `json:"digest,omitempty"`
@@ -280,7 +291,8 @@ func (d *dispatcher) validateRegister(reg WebhookRegistration) error {
 	if err := CheckSubscriptionSize(s.URL, s.Tags); err != nil {
 		return temporal.NewApplicationError(err.Error(), protocol.CodeValidation)
 	}
-	if len(s.Events) > len(workflows.WebhookEventTypes) || len(s.ID)+len(s.CreatedBy)+len(s.Digest)+len(s.SecretFingerprint) > 512 {
+	if len(s.Events) > len(workflows.WebhookEventTypes) || len(s.SignatureAlgorithms) > 2 || len(s.SealedSecret) > maxSealedSecret ||
+		len(s.ID)+len(s.CreatedBy)+len(s.Digest)+len(s.SecretFingerprint) > 512 {
 		return temporal.NewApplicationError("a subscription's events or ids are larger than any this host registers", protocol.CodeValidation)
 	}
 	if i := d.find(s.ID); i >= 0 {
@@ -356,11 +368,11 @@ func (d *dispatcher) dispatch(n workflows.WebhookNotice) {
 			s := &d.in.Subscriptions[i]
 			if s.matches(ev.Type, n.Tags) {
 				s.Started++
-				d.deliver(s.ID, s.URL, s.Major, ev)
+				d.deliver(*s, ev)
 			}
 		}
 		if n.CallbackURL != "" {
-			d.deliver("", n.CallbackURL, 0, ev)
+			d.deliver(WebhookSubscription{URL: n.CallbackURL}, ev)
 		}
 	}
 }
@@ -376,7 +388,10 @@ func WebhookDeliveryWorkflowID(tenant, webhookID, eventID string) string {
 	return fmt.Sprintf("wop-webhook:%s:%s:%s", tenant, target, eventID)
 }
 
-func (d *dispatcher) deliver(webhookID, url string, major int, ev workflows.Event) {
+// deliver starts the delivery of ev to subscription s (its zero value with a URL: the
+// run's callback).
+func (d *dispatcher) deliver(s WebhookSubscription, ev workflows.Event) {
+	webhookID, url := s.ID, s.URL
 	raw, _ := json.Marshal(ev)
 	cfg := d.in.Config
 	opts := workflow.ChildWorkflowOptions{
@@ -389,7 +404,8 @@ func (d *dispatcher) deliver(webhookID, url string, major int, ev workflows.Even
 	in := WebhookDeliveryInput{
 		Dispatcher: workflows.WebhookDispatcherID(d.in.Tenant),
 		Delivery: activities.WebhookDelivery{Tenant: d.in.Tenant, WebhookID: webhookID, URL: url, RunID: ev.RunID,
-			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout, Major: major},
+			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout, Major: s.Major,
+			SealedSecret: s.SealedSecret, StandardWebhooks: slices.Contains(s.SignatureAlgorithms, activities.WebhookSignatureAlgoStandard)},
 		Config:  cfg,
 		EventID: ev.EventID,
 	}

@@ -178,7 +178,8 @@ func TestDispatcherStateIsBounded(t *testing.T) {
 	tags := []string{long('a', 256), long('b', 256), long('c', 256), long('d', 256)} // url and tags: MaxSubscriptionBytes
 	sub := func(i int) WebhookRegistration {
 		return WebhookRegistration{Subscription: WebhookSubscription{ID: fmt.Sprintf("wh_%020d", i), URL: url, Events: workflows.WebhookEventTypes,
-			Tags: tags, SecretFingerprint: "0123abcd", CreatedBy: long('k', 64), Digest: "sha256:" + long('0', 64)}}
+			Tags: tags, SecretFingerprint: "0123abcd", CreatedBy: long('k', 64), Digest: "sha256:" + long('0', 64),
+			SignatureAlgorithms: []string{activities.WebhookSignatureAlgoV1, activities.WebhookSignatureAlgoStandard}, SealedSecret: long('s', maxSealedSecret)}}
 	}
 	var refused []error
 	update := func(arg WebhookRegistration) {
