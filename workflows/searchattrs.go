@@ -190,11 +190,11 @@ func statusTags(pending []*interrupt, terminal bool) []tagSet {
 // set. A run created with RunInput.Attributes AttributesTags asks
 // GateSearchAttributeSlots at its first such update (runs created before never record
 // the marker, so the gate's earlier path is theirs for their whole life): since, the
-// tags are SATags, written whole, and the first update clears the legacy attributes an
-// execution may have inherited (continue-as-new copies them, and an execution that
-// began on the earlier code set them); before, each tag is its legacy Keyword
-// attribute, set or unset (cleared) as those runs recorded it. The update is one
-// command whatever it holds.
+// tags are SATags, written whole, and the first update clears the legacy attributes the
+// execution holds (continue-as-new copies them from an execution a worker of the
+// earlier code ran; only those it holds, since a namespace set up without them refuses
+// even their unset); before, each tag is its legacy Keyword attribute, set or unset
+// (cleared) as those runs recorded it. The update is one command whatever it holds.
 func (r *runner) upsertAttributes(ctx workflow.Context, keep []temporal.SearchAttributeUpdate, set ...tagSet) {
 	if r.tags == nil {
 		r.tags = map[string]string{}
