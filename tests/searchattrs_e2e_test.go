@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/internal/stack"
 	"github.com/wop-dev/wop/protocol"
@@ -196,4 +197,27 @@ func TestFourKeywordSlotsE2E(t *testing.T) {
 			assert.Equal(ct, approval, items[0].RunID)
 		}
 	}, 20*time.Second, 100*time.Millisecond)
+}
+
+// TestTagsClearInheritedLegacyAttributesE2E: an execution of the tags that holds legacy
+// attributes (continue-as-new copies them from an execution a worker of the earlier
+// code ran; here the start sets one) clears them at its first update.
+func TestTagsClearInheritedLegacyAttributesE2E(t *testing.T) {
+	s := wfStack(t)
+	const id = "e2e-attrs-inherited"
+	in, err := s.Catalog().NewRunInput(workflows.RunRequest{RunID: id, WorkflowID: "conformance-approval", Owner: workflows.Owner{Tenant: "t1", Principal: "key_e2e"}})
+	require.NoError(t, err)
+	require.Equal(t, workflows.AttributesTags, in.Attributes, "runs are created with the tags")
+	_, err = s.Client().ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{
+		ID: id, TaskQueue: workflows.TaskQueue,
+		TypedSearchAttributes: temporal.NewSearchAttributes(workflows.SAWaitingOn.ValueSet("approval:stale"), workflows.SAStalledOn.ValueSet("model:mock")),
+	}, workflows.RunWorkflowName, in)
+	require.NoError(t, err)
+	wfWaitStatus(t, s, id, protocol.StatusWaitingApproval)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		sa := searchAttributes(t, s.Client(), id)
+		assert.NotContains(ct, sa, workflows.SAWaitingOn.GetName())
+		assert.NotContains(ct, sa, workflows.SAStalledOn.GetName())
+		assert.Equal(ct, "approval:gate", runTag(t, s.Client(), id, workflows.TagWaitingOn))
+	}, 10*time.Second, 50*time.Millisecond)
 }
