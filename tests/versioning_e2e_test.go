@@ -31,9 +31,11 @@ func TestWorkerVersioningAutoUpgradeE2E(t *testing.T) {
 	waitRounds(t, c, id, 2, protocol.StatusWaitingApproval)
 	requireVersion(t, c, id, "build-a")
 
+	began := time.Now()
 	stopB, err := c.Stack.AddWorker(func(w *worker.Config) { w.Versioning.BuildID = "build-b" })
 	require.NoError(t, err)
 	t.Cleanup(stopB)
+	t.Logf("build B polled, became current and reached the task queues in %s", time.Since(began).Round(time.Millisecond))
 	d, err := c.Stack.Client().WorkerDeploymentClient().GetHandle(deployment).Describe(t.Context(), client.WorkerDeploymentDescribeOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "build-b", d.Info.RoutingConfig.CurrentVersion.BuildID)
