@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -25,14 +24,8 @@ import (
 // nor another workflow type counts; a gate with none may retire.
 func TestGatesCountTheOpenRunsCreatedBeforeEachGate(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{SearchAttributes: workflows.SearchAttributes})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddress(), Namespace: srv.Namespace(), Logger: worker.SDKLogger(nil)})
-	require.NoError(t, err)
-	defer c.Close()
+	ctx, srv := startServer(t, devserver.Options{SearchAttributes: workflows.SearchAttributes})
+	c := dialServer(t, srv, srv.Namespace())
 
 	// No worker polls the queue: the runs stay open as Temporal's visibility shows them.
 	start := func(id, typ string, created time.Time) {
