@@ -17,8 +17,11 @@ type GateOpenRuns struct {
 	workflows.Gate
 	// Query is the visibility query that finds those runs (RetirementQuery).
 	Query string `json:"query"`
-	// OpenRuns is how many runs it finds; 0 means the gate may retire.
+	// OpenRuns is how many runs it finds; 0 means the gate may retire, if it retires by
+	// date (MayRetire).
 	OpenRuns int64 `json:"openRuns"`
+	// MayRetire is set when OpenRuns is 0 and the gate retires by date (Gate.ByDate).
+	MayRetire bool `json:"mayRetire"`
 	// Attributes are the search attributes that retire with the gate.
 	Attributes []string `json:"attributes,omitempty"`
 }
@@ -51,7 +54,7 @@ func CountGateRuns(ctx context.Context, c client.Client, ns string, gates []work
 		if err != nil {
 			return nil, fmt.Errorf("counting the open runs of gate %s (%s): %w", g.ID, q, err)
 		}
-		out = append(out, GateOpenRuns{Gate: g, Query: q, OpenRuns: resp.GetCount(), Attributes: workflows.GateAttributes[g.ID]})
+		out = append(out, GateOpenRuns{Gate: g, Query: q, OpenRuns: resp.GetCount(), MayRetire: resp.GetCount() == 0 && g.ByDate(), Attributes: workflows.GateAttributes[g.ID]})
 	}
 	return out, nil
 }

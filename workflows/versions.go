@@ -18,7 +18,11 @@ package workflows
 // attributes it retires (GateAttributes) go together, with the recorded histories that
 // pin the earlier path (docs/DECISIONS.md, "Gates").
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // Gate ids (workflow.GetVersion change ids), grouped by what they guard.
 const (
@@ -74,6 +78,11 @@ type Gate struct {
 	// Retire says when the gate may go and what goes with it.
 	Retire string `json:"retire"`
 }
+
+// ByDate reports whether the gate retires by its date (no open run created before it),
+// as every gate does but those whose Retire says "never while ...": those hold for as
+// long as a run of some kind is open, whatever its age.
+func (g Gate) ByDate() bool { return !strings.HasPrefix(g.Retire, "never") }
 
 // retireAfter is the common condition under which a gate may go.
 const retireAfter = "when no open execution began before it was added (a visibility query on StartTime shows none), with the histories of testdata/earlier that pin its earlier path"

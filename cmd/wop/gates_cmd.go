@@ -46,8 +46,11 @@ func runGates(ctx context.Context, args []string, env func(string) string, stdou
 	fmt.Fprintln(tw, "GATE\tADDED\tOPEN RUNS CREATED BEFORE\tRETIRE")
 	for _, g := range gates {
 		verdict := "keep"
-		if g.OpenRuns == 0 {
+		switch {
+		case g.MayRetire:
 			verdict = "may retire"
+		case !g.ByDate():
+			verdict = "keep: " + g.Retire
 		}
 		if len(g.Attributes) > 0 {
 			verdict += " (with " + strings.Join(g.Attributes, ", ") + ")"

@@ -61,6 +61,7 @@ func TestGatesCountTheOpenRunsCreatedBeforeEachGate(t *testing.T) {
 		for i, g := range gates {
 			assert.Equal(ct, workflows.Gates[i].ID, g.ID)
 			assert.Equal(ct, want(g.Gate), g.OpenRuns, "gate %s of %s", g.ID, g.Added)
+			assert.False(ct, g.MayRetire, "gate %s: a run created before it is open", g.ID)
 		}
 	}, 20*time.Second, 200*time.Millisecond)
 
@@ -73,6 +74,7 @@ func TestGatesCountTheOpenRunsCreatedBeforeEachGate(t *testing.T) {
 			return
 		}
 		assert.Regexp(ct, `(?m)^trigger-rules\s+2026-11-30\s+0\s+may retire$`, out.String())
+		assert.Regexp(ct, `(?m)^event-vocabulary-v2\s+2026-12-02\s+1\s+keep: never while a run of the v2 era is open: `, out.String(), "a gate that does not retire by date says so")
 		assert.Regexp(ct, `(?m)^search-attribute-slots\s+2026-12-03\s+1\s+keep \(with WopPackState, WopWaitingOn, WopWaitingKind, WopWaitingTool, WopStalledOn\)$`, out.String())
 		assert.Contains(ct, out.String(), "ExecutionStatus = 'Running' AND (WopCreatedAt < '2026-12-01T00:00:00Z'")
 	}, 20*time.Second, 200*time.Millisecond)
