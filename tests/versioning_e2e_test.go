@@ -18,8 +18,9 @@ import (
 // TestWorkerVersioningAutoUpgradeE2E is a rolling upgrade with Worker Versioning on the
 // embedded server: a conversation starts on build A of a Worker Deployment; build B's
 // worker starts beside it and becomes the current version; the conversation, which
-// auto-upgrades, takes its next turn on B, goes on once A has stopped, and every user
-// turn is answered once.
+// auto-upgrades, takes its next turn on B; a worker of A that restarts does not take
+// over again; the conversation goes on once A has stopped, and every user turn is
+// answered once.
 func TestWorkerVersioningAutoUpgradeE2E(t *testing.T) {
 	const deployment = "wop-e2e"
 	c := startPrivateStack(t, stackOptions{Tweak: func(o *stack.Options) {
@@ -43,6 +44,13 @@ func TestWorkerVersioningAutoUpgradeE2E(t *testing.T) {
 	sayTo(t, c, id, "Found it: ACC-12345.")
 	waitRounds(t, c, id, 4, protocol.StatusWaitingApproval)
 	requireVersion(t, c, id, "build-b")
+
+	// A worker of build A restarts: it was current before, so it does not take over.
+	c.Stack.StopWorker()
+	require.NoError(t, c.Stack.StartWorker())
+	d, err = c.Stack.Client().WorkerDeploymentClient().GetHandle(deployment).Describe(t.Context(), client.WorkerDeploymentDescribeOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "build-b", d.Info.RoutingConfig.CurrentVersion.BuildID, "a restarted worker of build A leaves B current")
 
 	c.Stack.StopWorker() // build A is gone
 	sayTo(t, c, id, "What can you do?")

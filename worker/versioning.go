@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	deploymentpb "go.temporal.io/api/deployment/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -121,33 +122,49 @@ const setCurrentTimeout = time.Minute
 // asks until the version is registered by the worker's polls, then until the
 // deployment's routing update is complete, or ctx (bounded by setCurrentTimeout) ends.
 // When it returns, every task goes to this version, so the previous build's workers may
-// stop. It does nothing unless v.SetCurrent; logger may be nil.
+// stop. A version that has been current before and is not now does not take over
+// again: that is a worker of an earlier build restarting (or a rollback, which an
+// operator makes current by hand). It does nothing unless v.SetCurrent; logger may be
+// nil.
 func SetCurrentVersion(ctx context.Context, c client.Client, v Versioning, logger *slog.Logger) error {
 	if !v.SetCurrent || v.Deployment == "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, setCurrentTimeout)
 	defer cancel()
-	h := c.WorkerDeploymentClient().GetHandle(v.Deployment)
+	var info *deploymentpb.WorkerDeploymentInfo
+	describe := func() error {
+		d, err := c.WorkflowService().DescribeWorkerDeployment(ctx, &workflowservice.DescribeWorkerDeploymentRequest{Namespace: v.Namespace, DeploymentName: v.Deployment})
+		info = d.GetWorkerDeploymentInfo()
+		return err
+	}
+	registered := func() error {
+		if err := describe(); err != nil {
+			return err
+		}
+		if ours(info, v.BuildID) == nil {
+			return fmt.Errorf("build %s is not registered yet", v.BuildID)
+		}
+		return nil
+	}
 	set := func() error {
-		_, err := h.SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
+		_, err := c.WorkerDeploymentClient().GetHandle(v.Deployment).SetCurrentVersion(ctx, client.WorkerDeploymentSetCurrentVersionOptions{BuildID: v.BuildID})
 		return err
 	}
 	propagated := func() error {
-		d, err := c.WorkflowService().DescribeWorkerDeployment(ctx, &workflowservice.DescribeWorkerDeploymentRequest{Namespace: v.Namespace, DeploymentName: v.Deployment})
-		if err != nil {
+		if err := describe(); err != nil {
 			return err
 		}
-		if st := d.GetWorkerDeploymentInfo().GetRoutingConfigUpdateState(); st == enumspb.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS {
+		if info.GetRoutingConfigUpdateState() == enumspb.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS {
 			return errors.New("the routing change is still reaching the task queues")
 		}
 		return nil
 	}
-	for _, step := range []func() error{set, propagated} {
+	retry := func(step func() error) error {
 		for {
 			err := step()
 			if err == nil {
-				break
+				return nil
 			}
 			select {
 			case <-ctx.Done():
@@ -156,8 +173,37 @@ func SetCurrentVersion(ctx context.Context, c client.Client, v Versioning, logge
 			}
 		}
 	}
+	if err := retry(registered); err != nil {
+		return err
+	}
+	current := info.GetRoutingConfig().GetCurrentDeploymentVersion().GetBuildId()
+	if current != v.BuildID && ours(info, v.BuildID).GetFirstActivationTime() != nil {
+		if logger != nil {
+			logger.Warn("This build was current before and another is now: not taking over (set it current by hand to roll back)",
+				"deployment", v.Deployment, "buildId", v.BuildID, "current", current)
+		}
+		return nil
+	}
+	if current != v.BuildID {
+		if err := retry(set); err != nil {
+			return err
+		}
+	}
+	if err := retry(propagated); err != nil {
+		return err
+	}
 	if logger != nil {
 		logger.Info("Worker Deployment version is current", "deployment", v.Deployment, "buildId", v.BuildID)
+	}
+	return nil
+}
+
+// ours is the summary of build in info's versions, nil when it has none.
+func ours(info *deploymentpb.WorkerDeploymentInfo, build string) *deploymentpb.WorkerDeploymentInfo_WorkerDeploymentVersionSummary {
+	for _, vs := range info.GetVersionSummaries() {
+		if vs.GetDeploymentVersion().GetBuildId() == build {
+			return vs
+		}
 	}
 	return nil
 }
