@@ -14,7 +14,7 @@ import (
 // for their whole life. The API's queries match them by those attributes beside the
 // tags, and read them where a run has no tags; the legacy clauses go with the gate,
 // once `wop gates` counts no open run created before it (docs/DECISIONS.md,
-// "Search attributes").
+// "Upgrades").
 
 // tagsIn matches runs whose WopTags hold prefix:v for one of values.
 func tagsIn(prefix string, values []string) string {

@@ -28,7 +28,7 @@ import (
 // one moves to the deployment's current version at its next workflow task, which
 // replays its history on the new build: every change of workflow behaviour is a gate
 // of workflows/versions.go, and the recorded histories prove the replay
-// (docs/DECISIONS.md, "Worker Versioning").
+// (docs/DECISIONS.md, "Upgrades").
 type Versioning struct {
 	// Deployment is the Worker Deployment name (WOP_DEPLOYMENT_NAME, --deployment-name).
 	Deployment string

@@ -29,7 +29,7 @@ import (
 //
 // Runs created before GateSearchAttributeSlots (RunInput.Attributes 0) keep the Keyword
 // attributes of LegacySearchAttributes instead of WopTags; those stay registered until the gate
-// retires (docs/DECISIONS.md, "Search attributes").
+// retires (docs/DECISIONS.md, "Upgrades").
 //
 // The embedded dev server registers them at namespace creation (and adds missing ones
 // to an existing database), `wop setup`, `wop worker --ensure-search-attributes` and

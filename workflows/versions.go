@@ -16,7 +16,7 @@ package workflows
 // replay its earlier path; `wop gates` counts those runs through the visibility API
 // (worker.RetirementQuery). Its old branch, its constant, its entry and the search
 // attributes it retires (GateAttributes) go together, with the recorded histories that
-// pin the earlier path (docs/DECISIONS.md, "Gates").
+// pin the earlier path (docs/DECISIONS.md, "Upgrades").
 
 import (
 	"strings"
