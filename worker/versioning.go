@@ -124,10 +124,17 @@ const setCurrentTimeout = time.Minute
 // When it returns, every task goes to this version, so the previous build's workers may
 // stop. A version that has been current before and is not now does not take over
 // again: that is a worker of an earlier build restarting (or a rollback, which an
-// operator makes current by hand). It does nothing unless v.SetCurrent; logger may be
-// nil.
+// operator makes current by hand). Without v.SetCurrent it only says how the version
+// becomes current; logger may be nil.
 func SetCurrentVersion(ctx context.Context, c client.Client, v Versioning, logger *slog.Logger) error {
-	if !v.SetCurrent || v.Deployment == "" {
+	if v.Deployment == "" {
+		return nil
+	}
+	if !v.SetCurrent {
+		if logger != nil {
+			logger.Info("Polling as a Worker Deployment version: it takes runs once it is the deployment's current version (--set-current-version, or `temporal worker deployment set-current-version`)",
+				"deployment", v.Deployment, "buildId", v.BuildID)
+		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, setCurrentTimeout)
