@@ -123,6 +123,9 @@ func (s *Server) discoveryV2() map[string]any {
 	if s.webhooksEnabled() {
 		host["webhooks"] = s.webhookDiscovery(true)
 	}
+	if r := s.relaxationsDoc(); r != nil {
+		host["relaxations"] = r
+	}
 	doc := map[string]any{
 		"protocolVersions":      protocol.ProtocolVersions,
 		"preferredVersion":      protocol.PreferredVersion,

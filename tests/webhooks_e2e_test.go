@@ -590,9 +590,56 @@ func TestWebhookV2BodyE2E(t *testing.T) {
 		assert.Equal(t, d.EventType, ev["type"])
 		assert.EqualValues(t, protocol.EventSchemaVersion, ev["schemaVersion"])
 	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(runID), 1) }, 30*time.Second, 50*time.Millisecond,
+		"the v1 subscription's delivery, started beside the v2 ones")
 	v1 := rec.of(runID)
-	require.Len(t, v1, 1)
 	assert.Equal(t, v1ID, v1[0].WebhookID)
 	assert.Equal(t, "run.completed", v1[0].Body["type"], "v1's body beside it")
 	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-v2")
+}
+
+// TestWebhookV2SuppliedSecretNodeEventsE2E follows the suite's v2-webhook-generated-
+// secret and webhook-delivery-complete legs: a v2 registration that supplies its own
+// secret, without the Standard Webhooks opt-in, answers 201 without echoing it, and
+// a subscription to the node lifecycle gets every event of those types the run's log
+// holds, each once and signed (v1) with the supplied secret.
+func TestWebhookV2SuppliedSecretNodeEventsE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	rec := newReceiver(t, nil)
+	supplied := "conformance-" + strings.Repeat("s", 24)
+	lifecycle := []string{"run.started", "node.started", "node.completed", "run.completed"}
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/own", "events": lifecycle, "secret": supplied})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	assert.NotContains(t, string(raw), supplied, "a supplied secret is never echoed")
+	var reg map[string]any
+	require.NoError(t, json.Unmarshal(raw, &reg))
+	assert.NotContains(t, reg, "secret")
+	assert.Equal(t, []any{"v1"}, reg["signatureAlgorithms"])
+	webhookID := reg["webhookId"].(string)
+	rec.trust(webhookID, supplied)
+
+	runID := createRun(t, c, "conformance-noop", nil)
+	var want []int64
+	for _, e := range waitFor(t, 30*time.Second, "the run's end", func() []event { return events(t, c, runID) },
+		func(evs []event) bool { return len(ofType(evs, "run.completed")) == 1 }) {
+		if slices.Contains(lifecycle, e.Type) {
+			want = append(want, e.Sequence)
+		}
+	}
+	require.Len(t, want, 4, "the noop run's lifecycle: one node")
+	bound := protocol.BindID("default", runID)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(bound), len(want)) }, 30*time.Second, 50*time.Millisecond)
+	var got []int64
+	for _, d := range rec.of(bound) {
+		assert.True(t, d.Verified, "%s verifies under the supplied secret", d.EventType)
+		assert.Equal(t, webhookID, d.WebhookID)
+		ev := d.Body["event"].(map[string]any)
+		assert.Equal(t, d.EventType, ev["type"])
+		got = append(got, int64(ev["sequence"].(float64)))
+	}
+	slices.Sort(got)
+	assert.Equal(t, want, got, "every subscribed event of the log, each once")
+	replayHistory(t, c, runID, "webhook-run-node-events")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "")
 }
