@@ -103,11 +103,11 @@ var webhookSchemesV2 = []string{activities.WebhookSignatureAlgoV1, activities.We
 // at v2 the host's own (extensions["wop.host"]), which lists the schemes of v2
 // registrations.
 func (s *Server) webhookDiscovery(v2 bool) map[string]any {
-	schemes := []string{activities.WebhookSignatureAlgoV1}
+	schemes, events := []string{activities.WebhookSignatureAlgoV1}, workflows.WebhookEventTypesV1
 	if v2 {
-		schemes = webhookSchemesV2
+		schemes, events = webhookSchemesV2, workflows.WebhookEventTypes
 	}
-	return map[string]any{"supported": true, "signatureAlgorithms": schemes, "events": workflows.WebhookEventTypes,
+	return map[string]any{"supported": true, "signatureAlgorithms": schemes, "events": events,
 		"deadLetter": webhookDeadLetterFacet()}
 }
 
@@ -184,13 +184,17 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 	if err := s.checkWebhookURL("url", req.URL); err != nil {
 		return err
 	}
+	types := workflows.WebhookEventTypesV1 // node events: v2 subscriptions only
+	if isV2(c) {
+		types = workflows.WebhookEventTypes
+	}
 	if len(req.Events) == 0 {
-		return badRequest("events is required: one or more of %s", strings.Join(workflows.WebhookEventTypes, ", ")).with("field", "events")
+		return badRequest("events is required: one or more of %s", strings.Join(types, ", ")).with("field", "events")
 	}
 	seen := map[string]bool{}
 	for i, e := range req.Events {
-		if !slices.Contains(workflows.WebhookEventTypes, e) {
-			return badRequest("events[%d]: %q is not delivered by this host; it delivers %s", i, e, strings.Join(workflows.WebhookEventTypes, ", ")).with("field", fmt.Sprintf("events[%d]", i))
+		if !slices.Contains(types, e) {
+			return badRequest("events[%d]: %q is not delivered by this host; it delivers %s", i, e, strings.Join(types, ", ")).with("field", fmt.Sprintf("events[%d]", i))
 		}
 		if seen[e] {
 			return badRequest("events[%d]: %q is listed twice", i, e).with("field", fmt.Sprintf("events[%d]", i))

@@ -59,7 +59,7 @@ func TestWebhookRegistrationIsChecked(t *testing.T) {
 		{`{"url":"not a url","events":["run.completed"]}`, 400, CodeValidation},
 		{`{"events":["run.completed"]}`, 400, CodeValidation},
 		{`{"url":"https://example.com/x"}`, 400, CodeValidation},
-		{`{"url":"https://example.com/x","events":["node.failed"]}`, 400, CodeValidation},
+		{`{"url":"https://example.com/x","events":["node.started"]}`, 400, CodeValidation}, // node events: v2 subscriptions only
 		{`{"url":"https://example.com/x","events":["run.completed","run.completed"]}`, 400, CodeValidation},
 		{`{"url":"https://example.com/x","events":["run.completed"],"tenantId":"tenant-b"}`, 403, CodeForbidden},
 		{`{"url":"https://example.com/x","events":["run.completed"],"secret":"mine"}`, 400, CodeValidation},

@@ -602,7 +602,8 @@ func TestWebhookV2BodyE2E(t *testing.T) {
 // secret and webhook-delivery-complete legs: a v2 registration that supplies its own
 // secret, without the Standard Webhooks opt-in, answers 201 without echoing it, and
 // a subscription to the node lifecycle gets every event of those types the run's log
-// holds, each once and signed (v1) with the supplied secret.
+// holds, each once and signed (v1) with the supplied secret. The run's callbackUrl
+// gets the types it always got, no node event.
 func TestWebhookV2SuppliedSecretNodeEventsE2E(t *testing.T) {
 	t.Parallel()
 	c := startWebhookStack(t, stackOptions{})
@@ -619,7 +620,11 @@ func TestWebhookV2SuppliedSecretNodeEventsE2E(t *testing.T) {
 	webhookID := reg["webhookId"].(string)
 	rec.trust(webhookID, supplied)
 
-	runID := createRun(t, c, "conformance-noop", nil)
+	cb := newReceiver(t, nil)
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": cb.URL + "/run-events"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	runID := body["runId"].(string)
+	cb.trust("callback:"+runID, body["callbackSecret"].(string))
 	var want []int64
 	for _, e := range waitFor(t, 30*time.Second, "the run's end", func() []event { return events(t, c, runID) },
 		func(evs []event) bool { return len(ofType(evs, "run.completed")) == 1 }) {
@@ -640,6 +645,11 @@ func TestWebhookV2SuppliedSecretNodeEventsE2E(t *testing.T) {
 	}
 	slices.Sort(got)
 	assert.Equal(t, want, got, "every subscribed event of the log, each once")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, cb.of(runID), 2) }, 30*time.Second, 50*time.Millisecond)
+	for _, d := range cb.of(runID) {
+		assert.True(t, d.Verified, "callback delivery %s is signed with the run's callback secret", d.EventType)
+		assert.Contains(t, []string{"run.started", "run.completed"}, d.EventType, "a callback gets no node event")
+	}
 	replayHistory(t, c, runID, "webhook-run-node-events")
-	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-node-events")
 }

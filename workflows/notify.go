@@ -122,21 +122,26 @@ func (r *runner) flushNotices() {
 const WebhookEventsSignal = "openwop.webhooks.events"
 
 // WebhookEventTypes are the run events delivered to webhooks: what a person or a
-// system waits for (a run started or ended, something waits for a decision, a
-// reminder, an escalation, a decision taken) and a run's node lifecycle
+// system waits for (WebhookEventTypesV1) and a run's node lifecycle
 // (WebhookNodeEventTypes, the lifecycle OpenWOP's durable-delivery scenario
 // subscribes to). Other types are not delivered, so a subscription may not ask for
 // them.
-var WebhookEventTypes = append([]string{
+var WebhookEventTypes = slices.Concat(WebhookEventTypesV1, WebhookNodeEventTypes)
+
+// WebhookEventTypesV1 are what a person or a system waits for: a run started or
+// ended, something waits for a decision, a reminder, an escalation, a decision taken.
+// They are the types of the v1 surface (/v1/webhooks, the v1 discovery document) and
+// what a run's callbackUrl gets.
+var WebhookEventTypesV1 = []string{
 	protocol.EvRunStarted, protocol.EvRunCompleted, protocol.EvRunFailed, protocol.EvRunCancelled,
 	protocol.EvInterruptRequested, protocol.EvInterruptResolved,
 	protocol.EvApprovalRequested, protocol.EvApprovalReceived,
 	protocol.EvClarificationRequested, protocol.EvClarificationResolved,
 	protocol.EvWorkflowStalled,
-}, WebhookNodeEventTypes...)
+}
 
-// WebhookNodeEventTypes are the node events delivered to webhooks, by runs that took
-// GateWebhookNodeEvents.
+// WebhookNodeEventTypes are the node events delivered to v2 subscriptions, by runs
+// that took GateWebhookNodeEvents.
 var WebhookNodeEventTypes = []string{protocol.EvNodeStarted, protocol.EvNodeCompleted}
 
 // WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
