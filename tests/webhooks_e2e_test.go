@@ -387,7 +387,9 @@ func TestWebhookNoticesE2E(t *testing.T) {
 
 // TestWebhookRefusalsE2E: a webhook URL or subscription past the bounds, and a
 // destination in a refused range, are answered 4xx before anything is stored (the
-// tenant's dispatcher is not even started); so is a run's callbackUrl.
+// tenant's dispatcher is not even started); so is a run's callbackUrl. The stack
+// allows private destinations, which opens no other (plain http:// to a public
+// address, metadata), and discovery declares it as a relaxation.
 func TestWebhookRefusalsE2E(t *testing.T) {
 	t.Parallel()
 	c := startWebhookStack(t, stackOptions{})
@@ -413,6 +415,28 @@ func TestWebhookRefusalsE2E(t *testing.T) {
 	}
 	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": huge}, "validation_error")
 	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": "https://[64:ff9b::7f00:1]/cb"}, "webhook_url_rejected")
+	// The guard is open on this stack (private destinations allowed): plain http://
+	// still reaches no other address, metadata stays refused, and discovery declares
+	// the relaxation beside the counted retry policy.
+	for _, url := range []string{"http://8.8.8.8/hook", "http://webhook-egress-probe.invalid/hook", "https://169.254.169.254/latest/meta-data/", "https://[::ffff:a9fe:a9fe]/latest/meta-data/"} {
+		refuse("/v1/webhooks", hook(url), "webhook_url_rejected")
+	}
+	status, _, raw := v2Call(t, c, "", http.MethodGet, "/.well-known/openwop", nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var doc struct {
+		Webhooks struct {
+			RetryPolicy map[string]any `json:"retryPolicy"`
+		} `json:"webhooks"`
+		Extensions map[string]struct {
+			Relaxations []map[string]string `json:"relaxations"`
+		} `json:"extensions"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	assert.Equal(t, map[string]any{"maxAttempts": 5.0, "backoff": "exponential"}, doc.Webhooks.RetryPolicy)
+	relaxed := doc.Extensions["wop.host"].Relaxations
+	require.Len(t, relaxed, 1)
+	assert.Equal(t, "webhooks.ssrf.private-destinations", relaxed[0]["obligation"])
+	assert.Equal(t, "deployment", relaxed[0]["durability"])
 
 	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
 	var nf *serviceerror.NotFound
