@@ -98,11 +98,12 @@ func (s *Server) packsDoc() []map[string]string {
 // discoveryV2 builds the closed v2 root (capabilities.md §3; digest §2.3). A family
 // record's presence is the claim, so only families whose v2 behaviour is built and
 // tested are listed: limits, runList, eventLog, conversationPrimitive, interrupt (ow2
-// tokens, approversList on every surface, RFC 0223), the api-key auth lane and, on a
-// host with a webhook key, webhooks (the v2 body, both signature schemes, the
-// dead-letter read: webhooksRecord). The v2 operations of replay (fork) are served
-// (the pairing rule) but their record waits for the effect-seam manifest
-// (docs/DECISIONS.md). Everything else the host says of itself is under
+// tokens, approversList on every surface, RFC 0223), replay (replay forks with
+// side-effect suppression, replay_source_missing and fork_point_invalid, the
+// effect-seam manifest), idempotency (the v2 key grammar and per-endpoint records,
+// the effect ledger; one region), the api-key auth lane and, on a host with a webhook
+// key, webhooks (the v2 body, both signature schemes, the dead-letter read:
+// webhooksRecord). Everything else the host says of itself is under
 // extensions["wop.host"].
 func (s *Server) discoveryV2() map[string]any {
 	fixtures := s.cat.Fixtures()
@@ -147,6 +148,11 @@ func (s *Server) discoveryV2() map[string]any {
 		// ow2 tokens; approversList binds on every surface, and only principals are
 		// references it binds (no group or role refs); RFC 0223's reject and timeout.
 		"interrupt": record("witnessable-gated", map[string]any{"tokenAlgs": []string{"hs256"}, "refKinds": []string{"principal"}}),
+		// Suppression binds with the record (no sideEffectSuppression flag at v2); the
+		// modes are replay.md's (the facet file's fork|branch|rerun disagrees, §12.2).
+		"replay": record("witnessable-gated", map[string]any{"modes": []string{"replay"}, "effectSeamsManifest": EffectSeamsPath}),
+		// One Temporal namespace holds every record: no cross-region claim.
+		"idempotency": record("witnessable-gated", map[string]any{"crossRegion": "single-region"}),
 		"auth": record("seam-gated", map[string]any{"lanes": []any{map[string]any{
 			"lane": protocol.LaneAPIKey, "issuers": []string{protocol.IssuerAPIKey},
 			"revocation": "next-request", "minimumAssurance": "bearer"}}}),

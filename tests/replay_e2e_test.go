@@ -1,12 +1,15 @@
 package tests
 
 // Replay forks that keep the whole record: the decisions on tool calls the fork takes
-// from the record, and a divergence the fork's request causes.
+// from the record, a divergence the fork's request causes, a tool call the source left
+// without outcome that the fork never repeats, and forks of v1-era runs.
 
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +17,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/tools"
 	"github.com/wop-dev/wop/workflows"
 )
+
+// replayPacksDir holds the packs of the replay tests.
+const replayPacksDir = "testdata/replaypacks"
 
 // decisionEvents are the events of the tool approvals in a run's log: those naming an
 // interrupt an approval.requested names (by id, or by the key its node.suspended
@@ -147,4 +154,160 @@ func TestForkOnOtherInputsDivergesE2E(t *testing.T) {
 	assert.Equal(t, evs[0].EventID, p["replayEventId"])
 	assert.Len(t, ofType(evs, protocol.EvApprovalReceived), 1, "the recorded decision replayed all the same")
 	replayHistory(t, c, other, "fork-input-diverged")
+}
+
+// hangingService is an HTTP tool endpoint that takes every call and never answers it:
+// the call ends when its caller gives up (the run is cancelled).
+type hangingService struct {
+	*httptest.Server
+	mu    sync.Mutex
+	calls []payCall
+	stop  chan struct{}
+}
+
+func newHangingService(t *testing.T) *hangingService {
+	h := &hangingService{stop: make(chan struct{})}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.calls = append(h.calls, payCall{Path: r.URL.Path, RunID: r.Header.Get(tools.HeaderRunID), Key: r.Header.Get(tools.HeaderIdempotencyKey)})
+		h.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-h.stop:
+		}
+	}))
+	t.Cleanup(func() { close(h.stop); h.Close() })
+	return h
+}
+
+func (h *hangingService) received() []payCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.calls)
+}
+
+// TestForkOfAnUnreturnedToolCallFailsClosedE2E: the source cancels an order through a
+// write tool whose endpoint never answers, and is cancelled while the call hangs: its
+// log records the call (agent.toolCalled) and no outcome. A replay fork never performs
+// that call again: the pack's turn fails closed with replay_source_missing, the
+// conversation closes with that error and the fork fails with it; the endpoint saw one
+// call, the source's.
+func TestForkOfAnUnreturnedToolCallFailsClosedE2E(t *testing.T) {
+	t.Parallel()
+	svc := newHangingService(t)
+	c := startPrivateStack(t, stackOptions{PacksDir: replayPacksDir, ToolsFile: writeBindings(t, `tools:
+  cancel_order:
+    http: { url: "`+svc.URL+`/cancel" }
+`)})
+	src := createRun(t, c, "order-cancel", map[string]any{"message": "Please cancel ORD-7."})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, svc.received(), 1) }, 30*time.Second, 20*time.Millisecond)
+	agCancel(t, c, src)
+	srcEvs := waitEnded(t, c, src, 30*time.Second)
+	require.Equal(t, protocol.EvRunCancelled, srcEvs[len(srcEvs)-1].Type)
+	require.Len(t, ofType(srcEvs, protocol.EvAgentToolCalled), 1)
+	require.Empty(t, ofType(srcEvs, protocol.EvAgentToolReturned), "the source recorded no outcome of the call")
+
+	status, _, got := c.do(http.MethodPost, "/v1/runs/"+src+":fork", map[string]any{"mode": "replay"})
+	require.Equal(t, http.StatusCreated, status, "%v", got)
+	fork := got["runId"].(string)
+	evs := waitEnded(t, c, fork, 30*time.Second)
+	s := snapshot(t, c, fork)
+	require.Equal(t, protocol.StatusFailed, s.Status, "%+v", s.Error)
+	require.Equal(t, protocol.CodeReplaySourceMissing, s.Error.Code)
+	assert.Len(t, svc.received(), 1, "the endpoint saw the source's call only")
+	assert.Empty(t, effectsOf(t, c, fork).Effects, "the fork performed nothing")
+
+	// The fork's log: the recorded round and call, then the turn fails closed.
+	assert.Len(t, ofType(evs, protocol.EvAgentToolCalled), 1)
+	assert.Empty(t, ofType(evs, protocol.EvAgentToolReturned))
+	assert.Empty(t, ofType(evs, protocol.EvReplayDiverged), "the fork followed its recording")
+	var closed struct {
+		FinalTurn struct {
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"finalTurn"`
+	}
+	cl := ofType(evs, protocol.EvConversationClosed)
+	require.Len(t, cl, 1)
+	require.NoError(t, json.Unmarshal(cl[0].Payload, &closed))
+	assert.Contains(t, closed.FinalTurn.Content.Text, "call_0_0_cancel_order")
+	assert.Contains(t, closed.FinalTurn.Content.Text, "("+protocol.CodeReplaySourceMissing+")")
+	for _, typ := range []string{protocol.EvNodeFailed, protocol.EvRunFailed} {
+		var p struct {
+			Error protocol.RunError `json:"error"`
+		}
+		e := ofType(evs, typ)
+		require.Len(t, e, 1, typ)
+		require.NoError(t, json.Unmarshal(e[0].Payload, &p))
+		assert.Equal(t, protocol.CodeReplaySourceMissing, p.Error.Code, typ)
+	}
+	assert.Equal(t, protocol.EvRunFailed, evs[len(evs)-1].Type)
+	replayHistory(t, c, src, "pack-tool-call-cancelled")
+	replayHistory(t, c, fork, "fork-tool-source-missing")
+}
+
+// TestForkOfAV1EraRunE2E: runs started the way the host started them before the era
+// key (era 2 in v1 vocabulary, no subject in their input; the API cannot create one
+// any more) are forked through the v2 API at their terminal event. The fork answers
+// 201 and completes; its log, read at v2, has the parent's prefix as the parent reads
+// translated through the codemap (type, sequence and payload; only the run.started
+// owner and the clock differ from the stored bytes), and its run.started carries the
+// legacy Subject the parent reads with. A pack run's fork takes every model round and
+// tool result from the record: its effect ledger is empty.
+func TestForkOfAV1EraRunE2E(t *testing.T) {
+	t.Parallel()
+	c := startStack(t)
+	fork := func(id string) (string, []map[string]any, []map[string]any) {
+		parent := v2Events(t, c, "default/"+id)
+		last := parent[len(parent)-1]["sequence"].(float64)
+		status, _, raw := v2Call(t, c, c.Key, http.MethodPost, v2Path("default/"+id, ":fork"), map[string]any{"mode": "replay", "fromSeq": last})
+		require.Equal(t, http.StatusCreated, status, "%s", raw)
+		var got struct{ RunID, SourceRunID string }
+		require.NoError(t, json.Unmarshal(raw, &got))
+		assert.Equal(t, "default/"+id, got.SourceRunID)
+		_, opaque, _ := protocol.SplitBoundID(got.RunID)
+		waitCompleted(t, c, opaque)
+		return opaque, parent, v2Events(t, c, got.RunID)
+	}
+	legacy := func(evs []map[string]any) any {
+		require.Equal(t, "run.started", evs[0]["type"])
+		return evs[0]["payload"].(map[string]any)["owner"].(map[string]any)["subject"].(map[string]any)["issuer"]
+	}
+
+	noop := "r_era2" + randomHex(11)
+	in, err := c.Stack.Catalog().NewRunInput(workflowsRunRequest(noop, "conformance-noop", `{}`))
+	require.NoError(t, err)
+	require.Zero(t, in.Era)
+	ctxStart(t, c, noop, in)
+	waitCompleted(t, c, noop)
+	f, parent, forked := fork(noop)
+	assert.Equal(t, "urn:openwop:legacy", legacy(parent), "the parent reads with the legacy stamp")
+	assert.Equal(t, "urn:openwop:legacy", legacy(forked), "the fork copies it")
+	from := int(parent[len(parent)-1]["sequence"].(float64))
+	require.GreaterOrEqual(t, len(forked), from)
+	for i := range from {
+		p, q := parent[i], forked[i]
+		assert.Equal(t, p["type"], q["type"], "sequence %d", i)
+		assert.Equal(t, p["sequence"], q["sequence"], "sequence %d", i)
+		assert.Equal(t, p["payload"], q["payload"], "sequence %d: the fork's prefix is the translated parent's", i)
+	}
+	assert.Equal(t, types(wfEvents(t, c.Stack, noop)), types(events(t, c, noop)), "the parent's log is not rewritten")
+
+	pack := "r_era2" + randomHex(11)
+	in, err = c.Stack.Catalog().NewRunInput(workflowsRunRequest(pack, "support", `{"message":"Hi, I have a question about my account."}`))
+	require.NoError(t, err)
+	ctxStart(t, c, pack, in)
+	waitRounds(t, c, pack, 1, "waiting-approval")
+	sayTo(t, c, pack, "It's ACC-12345. What's my balance?")
+	waitCompleted(t, c, pack)
+	f, parent, forked = fork(pack)
+	assert.Equal(t, "urn:openwop:legacy", legacy(forked))
+	assert.Equal(t, 4, count(v2Types(forked), "agent.tool-returned"), "the fork's log has the recorded tool results")
+	assert.Equal(t, count(v2Types(parent), "agent.decided"), count(v2Types(forked), "agent.decided"))
+	assert.Zero(t, count(v2Types(forked), "provider.usage"), "no model round is spent again")
+	assert.Empty(t, ofType(events(t, c, f), protocol.EvReplayDiverged))
+	assert.Empty(t, effectsOf(t, c, f).Effects, "the fork performed nothing")
+	assert.NotEmpty(t, effectsOf(t, c, pack).Effects)
+	replayHistory(t, c, f, "fork-era2-pack")
 }

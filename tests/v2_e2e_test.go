@@ -279,9 +279,10 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 	assert.Equal(t, "1.0", root["preferredVersion"])
 	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
 		"tokenAlgs": []any{"hs256"}, "refKinds": []any{"principal"}}, root["interrupt"], "the interrupt record")
-	for _, k := range []string{"replay", "idempotency"} {
-		assert.NotContains(t, root, k, "%s is advertised only once its v2 behaviour is built", k)
-	}
+	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
+		"modes": []any{"replay"}, "effectSeamsManifest": "/host/effect-seams"}, root["replay"], "the replay record")
+	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
+		"crossRegion": "single-region"}, root["idempotency"], "the idempotency record")
 	assert.Equal(t, map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
 		"signatureAlgorithms": []any{"v1", "standard-webhooks-1"}, "deadLetter": map[string]any{"retentionDays": float64(30), "maxPageSize": float64(100)}},
 		root["webhooks"], "the webhooks record")
@@ -293,8 +294,12 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 		"profiles":    {"profiles": []string{"openwop-discovery-core"}},
 		"until on a stable record": {"limits": map[string]any{"status": "stable", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
 			"clarificationRounds": 3, "schemaRounds": 2, "envelopesPerTurn": 5}},
-		"no until on an experimental record": {"eventLog": map[string]any{"status": "experimental", "since": "2.0", "witness": "claims-check"}},
-		"a facet the family lacks":           {"runList": map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated", "supported": true}},
+		"no until on an experimental record":   {"eventLog": map[string]any{"status": "experimental", "since": "2.0", "witness": "claims-check"}},
+		"a facet the family lacks":             {"runList": map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated", "supported": true}},
+		"a replay record without its manifest": {"replay": map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated", "modes": []string{"replay"}}},
+		"v1's suppression flag on replay": {"replay": map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated",
+			"modes": []string{"replay"}, "effectSeamsManifest": "/host/effect-seams", "sideEffectSuppression": "recorded-outcome"}},
+		"an unknown cross-region claim": {"idempotency": map[string]any{"status": "experimental", "since": "2.0", "until": "2.1", "witness": "witnessable-gated", "crossRegion": "global"}},
 	} {
 		doc := map[string]any{}
 		for k, v := range root {
@@ -306,7 +311,8 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 		assert.Error(t, validate(doc), "the closed root refuses %s", name)
 	}
 	// The profiles the document satisfies (spec/v2/profiles.json): discovery-core's
-	// predicate holds; core-standard's does not yet (and is not claimed).
+	// predicate holds, and core-standard's (interrupt, replay, webhooks, idempotency,
+	// eventLog) on a host with a webhook key.
 	pb, err := os.ReadFile(v2Dir + "/profiles.json")
 	require.NoError(t, err)
 	var profiles struct {
@@ -327,7 +333,7 @@ func TestV2DiscoveryRootClosed(t *testing.T) {
 		holds[p.ID] = ok
 	}
 	assert.True(t, holds["openwop-discovery-core"])
-	assert.False(t, holds["openwop-core-standard"])
+	assert.True(t, holds["openwop-core-standard"])
 
 	// The v1 document carries the three added keys and the era of new runs.
 	status, _, raw = c.doRaw(http.MethodGet, "/.well-known/openwop", nil, nil)
@@ -367,6 +373,11 @@ func rootSchema(t *testing.T) []byte {
 	withFacets := func(name string) map[string]any {
 		f := facet(name)
 		props, _ := f["properties"].(map[string]any)
+		if name == "replay" {
+			// The stored facet's modes (fork|branch|rerun) disagree with replay.md's and
+			// the reference host's (replay|branch); the host speaks replay.md's (digest §12.2).
+			props["modes"] = map[string]any{"type": "array", "items": map[string]any{"enum": []string{"replay", "branch"}}}
+		}
 		req, _ := f["required"].([]any)
 		rs := []string{}
 		for _, r := range req {
@@ -438,6 +449,8 @@ func rootSchema(t *testing.T) []byte {
 			"interrupt": withFacets("interrupt"),
 			"replay":    withFacets("replay"),
 			"webhooks":  withFacets("webhooks"),
+			// capabilities.schema.json's idempotency (RFC 0036): the categorical claim.
+			"idempotency": family(map[string]any{"crossRegion": map[string]any{"enum": []string{"single-region", "best-effort", "strict"}}}),
 		},
 	}
 	b, err := json.Marshal(schema)

@@ -39,6 +39,7 @@ import (
 
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -52,6 +53,7 @@ const CodeReplayDiverged = protocol.CodeReplayDiverged
 type packReplay struct {
 	rounds map[int]*convo.ModelRoundResult
 	tools  map[string]*convo.ToolCallResult
+	called map[string]bool // the call ids of the source's agent.toolCalled
 	src    []Event
 	cursor int // next source event to fold into the engine
 
@@ -74,7 +76,7 @@ type packReplay struct {
 }
 
 func newPackReplay(src []Event) *packReplay {
-	pr := &packReplay{rounds: map[int]*convo.ModelRoundResult{}, tools: map[string]*convo.ToolCallResult{}, src: src,
+	pr := &packReplay{rounds: map[int]*convo.ModelRoundResult{}, tools: map[string]*convo.ToolCallResult{}, called: map[string]bool{}, src: src,
 		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1,
 		decisions: recordedDecisions(src)}
 	for _, e := range src {
@@ -91,6 +93,13 @@ func newPackReplay(src []Event) *packReplay {
 				Text: d.Text, ToolCalls: d.ToolCalls, Provider: d.Provider, Model: d.Model, Usage: d.Usage, FinishReason: d.FinishReason,
 			}
 			pr.roundStates[d.Round], pr.roundEvents[d.Round] = d.State, e
+		case protocol.EvAgentToolCalled:
+			var p struct {
+				CallID string `json:"callId"`
+			}
+			if json.Unmarshal(e.Payload, &p) == nil && p.CallID != "" {
+				pr.called[p.CallID] = true
+			}
 		case protocol.EvAgentToolReturned:
 			var p struct {
 				CallID  string          `json:"callId"`
@@ -121,12 +130,13 @@ func (pr *packReplay) tool(callID string) (*convo.ToolCallResult, bool) {
 	return r, ok
 }
 
-// replayDivergedError fails the engine's turn when the replay cannot follow the
-// recording.
-type replayDivergedError struct{ msg string }
+// replayError fails the engine's turn when the replay cannot follow the recording
+// (replay_diverged) or would have to perform an effect the source recorded no outcome
+// of (replay_source_missing); the engine lends the code to the failed turn.
+type replayError struct{ code, msg string }
 
-func (e *replayDivergedError) Error() string     { return e.msg }
-func (e *replayDivergedError) ErrorCode() string { return CodeReplayDiverged }
+func (e *replayError) Error() string     { return e.msg }
+func (e *replayError) ErrorCode() string { return e.code }
 
 // replayedModel answers a model round from the source run's record on a fork replay:
 // recorded reports whether it did (out is then set).
@@ -160,7 +170,7 @@ func (rt *packRuntime) replayedModel(in convo.ModelRoundInput, out *convo.ModelR
 	}
 	switch {
 	case pr.diverged:
-		return false, &replayDivergedError{msg: "the fork replay has diverged from its source"}
+		return false, &replayError{code: CodeReplayDiverged, msg: "the fork replay has diverged from its source"}
 	case !ok:
 		return false, rt.diverge("extra", protocol.EvAgentDecided, pr.at,
 			"the replay needs model round %d in state %q, which the source run did not record", in.Round, in.State)
@@ -287,6 +297,13 @@ func (rt *packRuntime) replayDecision(callID string) {
 }
 
 // replayedTool answers a tool call from the source run's record on a fork replay.
+// A call of a tool that may act (its effect is not read) that the source made
+// (agent.toolCalled) but recorded no outcome of (its run was cancelled, or its worker
+// lost, while the call was in flight) may have been applied: since
+// GateForkSourceMissing the replay never performs it, in the fold or in the unanswered
+// last turn, and fails the turn closed with replay_source_missing (OpenWOP replay.md,
+// side-effect suppression), which fails the pack's node and the run. A read is no
+// effect and keeps the earlier handling.
 func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResult, bool, error) {
 	pr := rt.a.replay
 	if pr == nil || pr.v2 && pr.live && pr.pendingSeq < 0 {
@@ -294,6 +311,10 @@ func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResu
 	}
 	if r, ok := pr.tool(in.CallID); ok {
 		return r, true, nil
+	}
+	if pr.v2 && pr.called[in.CallID] && rt.a.pack.Tools[in.Tool].Effect() != packs.EffectRead && rt.c.r.changed(GateForkSourceMissing) {
+		return nil, false, &replayError{code: protocol.CodeReplaySourceMissing, msg: fmt.Sprintf(
+			"tool %s (call %s) performs a side effect and source run %s recorded no outcome of it: a replay never performs it", in.Tool, in.CallID, pr.sourceRunID)}
 	}
 	if !pr.v2 || pr.live {
 		return nil, false, nil
@@ -322,7 +343,7 @@ func (rt *packRuntime) decided(in convo.ModelRoundInput, out *convo.ModelRoundRe
 func (rt *packRuntime) diverge(kind, point string, at Event, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	rt.a.divergeAt(rt.c, kind, point, at, msg)
-	return &replayDivergedError{msg: "replay diverged: " + msg}
+	return &replayError{code: CodeReplayDiverged, msg: "replay diverged: " + msg}
 }
 
 func (a *packAgent) divergeAt(c *conversation, kind, point string, at Event, msg string) {

@@ -835,3 +835,56 @@ func TestPackValidatorParamsGate(t *testing.T) {
 	// The earlier reading checked the model's text against the pattern, and blocked it.
 	require.Equal(t, engine.DefaultBlockedText, contentOf(t, turnsOf(t, old.events())[1])["text"])
 }
+
+// unreturnedMock makes outagePackYAML's chat call tool, then hand over to done.
+func unreturnedMock(tool string) string {
+	return `tool_results:
+  lookup: { found: true }
+  file_ticket: { ticket: T-1 }
+rounds:
+  - { expect_state: chat, tool_calls: [{ name: ` + tool + `, args: {} }] }
+  - { expect_state: chat, tool_calls: [{ name: workflow__transition, args: { event: Finish, context: bye } }] }
+  - { expect_state: done, text: "Bye." }
+`
+}
+
+// TestPackForkNeverRepeatsAnUnreturnedCall: a source whose log ends at a tool call it
+// made without an outcome (it was cancelled, or is still working, while the call was
+// in flight) is forked. A write call is never performed again: the fork's turn fails
+// closed with replay_source_missing and the run fails with it. A read acts on nothing:
+// the fork's answer of the unanswered turn runs it, as forks always did.
+func TestPackForkNeverRepeatsAnUnreturnedCall(t *testing.T) {
+	for _, tc := range []struct {
+		tool   string
+		repeat bool
+	}{{"file_ticket", false}, {"lookup", true}} {
+		t.Run(tc.tool, func(t *testing.T) {
+			mock := unreturnedMock(tc.tool)
+			tr, _ := packRun(t, "outage", outagePackYAML, mock, `{"message":"hi"}`)
+			require.Equal(t, protocol.StatusCompleted, tr.finish().Status)
+			var srcEvents []Event
+			for _, e := range tr.events() {
+				srcEvents = append(srcEvents, e)
+				if e.Type == protocol.EvAgentToolCalled {
+					break // the log ends while the call is in flight
+				}
+			}
+			require.Equal(t, protocol.EvAgentToolCalled, srcEvents[len(srcEvents)-1].Type)
+			fork, sm := forkOf(t, tr, "outage", outagePackYAML, mock, srcEvents)
+			out := fork.finish()
+			evs := fork.events()
+			if !tc.repeat {
+				require.Empty(t, sm.tools, "the write is not performed again")
+				require.Empty(t, sm.rounds, "the recorded round is reused and the turn ends there")
+				require.Equal(t, protocol.StatusFailed, out.Status)
+				require.Equal(t, protocol.CodeReplaySourceMissing, fork.snapshot().Error.Code)
+				require.Contains(t, fork.snapshot().Error.Message, "call_0_0_file_ticket")
+				require.Empty(t, ofType(evs, protocol.EvReplayDiverged))
+				return
+			}
+			require.NotEmpty(t, sm.tools)
+			require.Equal(t, "call_0_0_lookup", sm.tools[0].CallID, "the read runs live")
+			require.Equal(t, protocol.StatusCompleted, out.Status)
+		})
+	}
+}

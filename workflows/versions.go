@@ -38,6 +38,7 @@ const (
 	GateForkDecisions      = "fork-approval-decisions"
 	GateForkInputs         = "fork-input-divergence"
 	GateWebhookNodeEvents  = "webhook-node-events"
+	GateForkSourceMissing  = "fork-tool-source-missing"
 
 	// Pack agents.
 	GateAgentCancel       = "agent-cancel"
@@ -152,6 +153,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GateForkInputs, "2026-12-03",
 		"a replay fork whose inputs differ from those its source's run.started recorded writes replay.diverged (divergenceKind input) after its run.started (fork.go, checkForkInputs); asked only for such a fork, which could not be requested before",
+		retireAfter},
+	{GateForkSourceMissing, "2026-12-03",
+		"a fork replay never performs a tool call its source made (agent.toolCalled) without recording its outcome: the pack's turn fails closed with replay_source_missing, which closes the conversation with that error and fails the node (pack_replay.go, replayedTool); asked only for such a call, and forks before reported it as a divergence in the fold and performed it again in the unanswered last turn",
 		retireAfter},
 	{GatePauseResume, "2026-12-03",
 		"a run takes a pause (PauseUpdate) and holds until resumed; an immediate pause cuts a delay's wait or a pack turn, which opens again with a fresh node.started on resume (pause.go); asked when a run takes its first pause, so runs never paused record no marker",
