@@ -44,6 +44,7 @@ const (
 	GateForkDecisions        = "fork-approval-decisions"
 	GateForkInputs           = "fork-input-divergence"
 	GateSearchAttributeSlots = "search-attribute-slots"
+	GateWebhookNodeEvents    = "webhook-node-events"
 	GateForkSourceMissing    = "fork-tool-source-missing"
 
 	// Pack agents.
@@ -158,6 +159,9 @@ var Gates = []Gate{
 		retireAfter},
 	{GateForkDecisions, "2026-12-03",
 		"a fork replay re-emits the decision events the source recorded on the approval of a tool call whose result it takes from the record (node.suspended to node.resumed, deciders included; pack_replay.go, replayDecision); asked only for such a call, and forks before left the decision out of their log",
+		retireAfter},
+	{GateWebhookNodeEvents, "2026-12-03",
+		"a run notifies its tenant's webhook dispatcher of node.started and node.completed too, which subscriptions may now ask for (notify.go, WebhookNodeEventTypes); asked at the first node event of a run created with RunInput.Notices NoticesNodeEvents, so the runs created before never record the marker and notify the other WebhookEventTypes only",
 		retireAfter},
 	{GateForkInputs, "2026-12-03",
 		"a replay fork whose inputs differ from those its source's run.started recorded writes replay.diverged (divergenceKind input) after its run.started (fork.go, checkForkInputs); asked only for such a fork, which could not be requested before",
