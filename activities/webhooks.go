@@ -421,10 +421,11 @@ func (e *WebhookURLError) Error() string { return e.Reason }
 const MaxWebhookURLBytes = 2048
 
 // CheckWebhookURL checks a webhook or callback destination before it is used: at most
-// MaxWebhookURLBytes long, an absolute https:// URL (http:// only when private destinations are allowed) without
+// MaxWebhookURLBytes long, an absolute https:// URL (http:// only to a loopback or
+// private destination, when those are allowed) without
 // credentials, whose host is not a cloud metadata name, and whose literal or resolved
 // addresses are not link-local, metadata, or (unless allowed) loopback or private. A
-// name that does not resolve now is accepted: every delivery checks the addresses it
+// name that does not resolve now is accepted over https: every delivery checks the addresses it
 // connects to.
 func CheckWebhookURL(raw string, allowPrivate bool) error {
 	if len(raw) > MaxWebhookURLBytes {
@@ -434,9 +435,11 @@ func CheckWebhookURL(raw string, allowPrivate bool) error {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return fmt.Errorf("%q is not an absolute http(s) URL", raw)
 	}
-	if u.Scheme != "https" && !allowPrivate {
+	plain := u.Scheme != "https"
+	if plain && !allowPrivate {
 		return &WebhookURLError{Reason: fmt.Sprintf("webhook URLs must use https:// (got %q)", raw)}
 	}
+	// Private destinations allowed: plain http:// only to them (plainRefused).
 	if u.User != nil {
 		return &WebhookURLError{Reason: "webhook URLs must not carry credentials"}
 	}
@@ -456,18 +459,33 @@ func CheckWebhookURL(raw string, allowPrivate bool) error {
 		if why := refusedAddr(ip, allowPrivate); why != "" {
 			return &WebhookURLError{Reason: fmt.Sprintf("%s %s", host, why)}
 		}
+		if plain && refusedAddr(ip, false) == "" {
+			return plainRefused(raw)
+		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
+		if plain {
+			return plainRefused(raw) // not shown to be private
+		}
 		return nil // unresolvable now; each delivery checks what it connects to
 	}
 	for _, ip := range addrs {
 		if why := refusedAddr(ip, allowPrivate); why != "" {
 			return &WebhookURLError{Reason: fmt.Sprintf("%s resolves to %s, which %s", host, ip, why)}
 		}
+		if plain && refusedAddr(ip, false) == "" {
+			return plainRefused(raw)
+		}
 	}
 	return nil
+}
+
+// plainRefused refuses a plain http:// URL to a destination that is not private: the
+// relaxation WOP_WEBHOOK_ALLOW_PRIVATE opens private destinations, not https.
+func plainRefused(raw string) error {
+	return &WebhookURLError{Reason: fmt.Sprintf("webhook URLs must use https:// (got %q); plain http:// is accepted only to loopback and private addresses", raw)}
 }

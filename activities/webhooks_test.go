@@ -108,6 +108,14 @@ func TestCheckWebhookURL(t *testing.T) {
 		{"http://hooks.example.com/x", false, false, true},
 		{"http://127.0.0.1:9/x", true, true, false},
 		{"http://localhost:9/x", false, false, true},
+		// Private destinations allowed: plain http:// to them, never to another.
+		{"http://localhost:9/x", true, true, false},
+		{"http://10.0.0.1/x", true, true, false},
+		{"http://[::ffff:7f00:1]:9/x", true, true, false},
+		{"http://8.8.8.8/x", true, false, true},
+		{"http://[2606:4700::1111]/x", true, false, true},
+		{"http://webhook-egress-probe.invalid/hook", true, false, true}, // not shown to be private
+		{"https://webhook-egress-probe.invalid/hook", true, true, false},
 		{"https://169.254.169.254/", true, false, true},
 		{"https://[fe80::1]/", true, false, true},
 		{"https://[fd00:ec2::254]/", true, false, true},

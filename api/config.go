@@ -109,6 +109,11 @@ type Key struct {
 
 // Config configures the API server. Zero values take the defaults above.
 type Config struct {
+	// NoLegacyAttributes leaves the legacy search attributes (runs created before
+	// WopTags, workflows.LegacySearchAttributes) out of the API's visibility queries: for
+	// a namespace set up without them (legacyattrs.go). `wop api` sets it when the
+	// namespace lacks them.
+	NoLegacyAttributes bool
 	// ConformanceSeams, when set, mounts the RFC 0158 durability seams
 	// (/host/durability/kill and /bound, durability.go): test infrastructure for the
 	// conformance suite, off unless a process boots with --conformance-seams.

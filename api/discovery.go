@@ -124,6 +124,9 @@ func (s *Server) discoveryV2() map[string]any {
 	if s.webhooksEnabled() {
 		host["webhooks"] = s.webhookDiscovery(true)
 	}
+	if r := s.relaxationsDoc(); r != nil {
+		host["relaxations"] = r
+	}
 	doc := map[string]any{
 		"protocolVersions":      protocol.ProtocolVersions,
 		"preferredVersion":      protocol.PreferredVersion,
@@ -402,7 +405,7 @@ func (s *Server) openAPIFor(major int) map[string]any {
 					"type": "object", "description": "a Temporal payload in protobuf JSON: metadata values and data are base64",
 					"properties": map[string]any{"metadata": map[string]any{"type": "object", "additionalProperties": str}, "data": str}}}}, "payloads"),
 				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
-					"events":   map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
+					"events":   map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypesV1}},
 					"tenantId": str, "tags": map[string]any{"type": "array", "items": str}}, "url", "events"),
 			},
 		},
@@ -443,8 +446,8 @@ func (s *Server) openAPIV2Document(paths map[string]any) map[string]any {
 				"ForkRequest":    obj(map[string]any{"mode": map[string]any{"enum": []string{"replay", "branch"}}, "fromSeq": map[string]any{"type": "integer", "minimum": 0}, "runOptionsOverlay": objv, "inputs": objv}, "mode"),
 				"RegisterWebhookRequest": obj(map[string]any{"url": map[string]any{"type": "string", "format": "uri"},
 					"events": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"enum": workflows.WebhookEventTypes}},
-					"secret": map[string]any{"type": "string", "pattern": "^whsec_[A-Za-z0-9+/]+={0,2}$",
-						"description": "only with signatureAlgorithms [\"v1\", \"standard-webhooks-1\"]: the subscriber's Standard Webhooks secret (24 to 64 bytes); never echoed"},
+					"secret": map[string]any{"type": "string", "pattern": "^[!-~]+$", "minLength": minSuppliedSecret, "maxLength": maxSuppliedSecret,
+						"description": "the subscriber's own secret, never echoed: with signatureAlgorithms [\"v1\", \"standard-webhooks-1\"] a Standard Webhooks whsec_ secret (24 to 64 bytes), else 24 to 94 printable ASCII characters that sign v1; without it the host generates one and returns it in the 201"},
 					"tags": map[string]any{"type": "array", "items": str},
 					"signatureAlgorithms": map[string]any{"type": "array", "minItems": 1, "contains": map[string]any{"const": webhookSchemesV2[0]}, "uniqueItems": true,
 						"items": map[string]any{"enum": webhookSchemesV2}}}, "url", "events"),

@@ -92,7 +92,8 @@ type RunList struct {
 // parseRunListQuery reads the filters of GET /v1/runs into a visibility query for
 // tenant. Every value is checked against its vocabulary or id syntax before it is
 // quoted into the query.
-func parseRunListQuery(q func(string) string, tenant string) (string, error) {
+// legacy adds the clauses of runs created before the tags (legacyattrs.go).
+func parseRunListQuery(q func(string) string, tenant string, legacy bool) (string, error) {
 	where := []string{
 		"WorkflowType = " + quote(workflows.RunWorkflowName),
 		"WopTenant = " + quote(tenant),
@@ -118,7 +119,7 @@ func parseRunListQuery(q func(string) string, tenant string) (string, error) {
 		}
 	}
 	if v := strings.TrimSpace(q("waiting")); v != "" {
-		clause, err := waitingClause(v)
+		clause, err := waitingClause(v, legacy)
 		if err != nil {
 			return "", err
 		}
@@ -158,12 +159,18 @@ func statusClause(st string) string {
 	return "(WopStatus = " + quote(st) + " AND ExecutionStatus = 'Running')"
 }
 
-// waitingClause selects open runs that wait on kind ("any" for any kind). Runs whose
-// last status change predates WopWaitingKind are matched by WopWaitingOn's prefix.
-func waitingClause(kind string) (string, error) {
+// waitingClause selects open runs that wait on kind ("any" for any kind): their
+// WopTags hold its waitingKind tag. Runs created before the tags (legacyattrs.go) are
+// matched by WopWaitingKind, and those whose last status change predates
+// WopWaitingKind by WopWaitingOn's prefix, unless legacy is false.
+func waitingClause(kind string, legacy bool) (string, error) {
 	const open = "ExecutionStatus = 'Running' AND "
 	if kind == "any" {
-		return "(" + open + "WopWaitingOn IS NOT NULL AND WopWaitingOn != '')", nil
+		or := []string{tagsIn(workflows.TagWaitingKind, workflows.WaitingKinds)}
+		if legacy {
+			or = append(or, legacyWaitingAny)
+		}
+		return "(" + open + "(" + strings.Join(or, " OR ") + "))", nil
 	}
 	prefixes := map[string][]string{
 		workflows.WaitingApproval:      {"approval:", "low-confidence:"},
@@ -175,9 +182,12 @@ func waitingClause(kind string) (string, error) {
 	if prefixes == nil {
 		return "", badRequest("waiting %q is not a waiting kind; use any, %s", kind, strings.Join(workflows.WaitingKinds, ", ")).with("field", "waiting")
 	}
-	or := []string{"WopWaitingKind = " + quote(kind)}
-	for _, p := range prefixes {
-		or = append(or, "WopWaitingOn STARTS_WITH "+quote(p))
+	or := []string{"WopTags = " + quote(workflows.Tag(workflows.TagWaitingKind, kind))}
+	if legacy {
+		or = append(or, "WopWaitingKind = "+quote(kind))
+		for _, p := range prefixes {
+			or = append(or, "WopWaitingOn STARTS_WITH "+quote(p))
+		}
 	}
 	return "(" + open + "(" + strings.Join(or, " OR ") + "))", nil
 }
@@ -279,7 +289,7 @@ func (s *Server) handleListRuns(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	query, err := parseRunListQuery(c.QueryParam, p.Tenant)
+	query, err := parseRunListQuery(c.QueryParam, p.Tenant, !s.cfg.NoLegacyAttributes)
 	if err != nil {
 		return err
 	}
@@ -308,13 +318,14 @@ func (s *Server) handleListRuns(c echo.Context) error {
 func summarize(e *workflowpb.WorkflowExecutionInfo) RunSummary {
 	sa := e.GetSearchAttributes().GetIndexedFields()
 	str := func(name string) string { return payloadString(sa[name]) }
+	tags := runTags(sa)
 	rs := RunSummary{
 		RunID:      e.GetExecution().GetWorkflowId(),
 		WorkflowID: str(workflows.SAWorkflowID.GetName()),
 		Status:     str(workflows.SAStatus.GetName()),
 		Owner:      RunOwner{Tenant: str(workflows.SATenant.GetName())},
 		PackID:     str(workflows.SAPackID.GetName()),
-		PackState:  str(workflows.SAPackState.GetName()),
+		PackState:  workflows.TagValue(tags, workflows.TagPackState),
 		Temporal: RunTemporal{
 			WorkflowID: e.GetExecution().GetWorkflowId(), RunID: e.GetExecution().GetRunId(),
 			Status: strings.TrimPrefix(e.GetStatus().String(), "WORKFLOW_EXECUTION_STATUS_"),
@@ -335,7 +346,7 @@ func summarize(e *workflowpb.WorkflowExecutionInfo) RunSummary {
 			rs.Status = closedStatus(e.GetStatus())
 		}
 	}
-	if on := str(workflows.SAWaitingOn.GetName()); on != "" && open {
+	if on := workflows.TagValue(tags, workflows.TagWaitingOn); on != "" && open {
 		kind, node, _ := strings.Cut(on, ":")
 		rs.WaitingOn = &WaitingOn{Kind: workflows.WaitingKind(kind), InterruptKind: kind, NodeID: node}
 		rs.CurrentNodeID = node

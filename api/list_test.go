@@ -16,6 +16,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 func queryOf(v url.Values) func(string) string { return v.Get }
@@ -24,7 +26,7 @@ func TestRunListQueryFilters(t *testing.T) {
 	q, err := parseRunListQuery(queryOf(url.Values{
 		"status": {"waiting-approval,completed"}, "workflowId": {"support"}, "packId": {"support"},
 		"waiting": {"conversation"}, "createdAfter": {"2026-05-01T00:00:00Z"},
-	}), "acme")
+	}), "acme", true)
 	require.NoError(t, err)
 	for _, want := range []string{
 		"WorkflowType = 'OpenWOPRun'",
@@ -33,10 +35,22 @@ func TestRunListQueryFilters(t *testing.T) {
 		"((WopStatus = 'waiting-approval' AND ExecutionStatus = 'Running') OR WopStatus = 'completed')",
 		"WopWorkflowId = 'support'",
 		"WopPackId = 'support'",
-		"(WopWaitingKind = 'conversation' OR WopWaitingOn STARTS_WITH 'conversation.')",
+		"(WopTags = 'waitingKind:conversation' OR WopWaitingKind = 'conversation' OR WopWaitingOn STARTS_WITH 'conversation.')",
 		"(WopCreatedAt > '2026-05-01T00:00:00Z' OR (WopCreatedAt IS NULL AND StartTime > '2026-05-01T00:00:00Z'))",
 	} {
 		assert.Contains(t, q, want)
+	}
+}
+
+// On a namespace without the legacy search attributes no filter names one.
+func TestRunListQueryWithoutLegacyAttributes(t *testing.T) {
+	for _, waiting := range append([]string{"any"}, workflows.WaitingKinds...) {
+		q, err := parseRunListQuery(queryOf(url.Values{"waiting": {waiting}}), "acme", false)
+		require.NoError(t, err)
+		for _, name := range workflows.LegacySearchAttributes {
+			assert.NotContains(t, q, name, waiting)
+		}
+		assert.Contains(t, q, "WopTags", waiting)
 	}
 }
 
@@ -48,7 +62,7 @@ func TestRunListQueryRejectsBadFilters(t *testing.T) {
 		"createdBefore": {"createdBefore": {"yesterday"}},
 	}
 	for field, v := range cases {
-		_, err := parseRunListQuery(queryOf(v), "acme")
+		_, err := parseRunListQuery(queryOf(v), "acme", true)
 		var e *Error
 		require.ErrorAs(t, err, &e, field)
 		assert.Equal(t, 400, e.Status)
@@ -106,9 +120,18 @@ func TestListRunsHandler(t *testing.T) {
 					Status:    enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, StartTime: timestamppb.New(started.Add(time.Hour)),
 					SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{
 						"WopWorkflowId": saPayload(t, "support"), "WopTenant": saPayload(t, "default"),
-						"WopStatus": saPayload(t, "waiting-approval"), "WopWaitingOn": saPayload(t, "conversation.exchange:agent"),
-						"WopPackId": saPayload(t, "support"), "WopPackState": saPayload(t, "triage"),
+						"WopStatus": saPayload(t, "waiting-approval"), "WopPackId": saPayload(t, "support"),
+						"WopTags":      saPayload(t, []string{"packState:triage", "waitingOn:conversation.exchange:agent", "waitingKind:conversation"}),
 						"WopCreatedAt": saPayload(t, started),
+					}},
+				}, {
+					// A run created before WopTags: its legacy attributes are read.
+					Execution: &commonpb.WorkflowExecution{WorkflowId: "r_0", RunId: "t0"},
+					Status:    enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, StartTime: timestamppb.New(started),
+					SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{
+						"WopWorkflowId": saPayload(t, "support"), "WopStatus": saPayload(t, "waiting-approval"),
+						"WopWaitingOn": saPayload(t, "conversation.exchange:agent"), "WopWaitingKind": saPayload(t, "conversation"),
+						"WopPackId": saPayload(t, "support"), "WopPackState": saPayload(t, "verify"),
 					}},
 				}, {
 					Execution: &commonpb.WorkflowExecution{WorkflowId: "r_2", RunId: "t2"},
@@ -125,14 +148,18 @@ func TestListRunsHandler(t *testing.T) {
 	assert.Contains(t, got.GetQuery(), "WopTenant = 'default'")
 	assert.EqualValues(t, 2, got.GetPageSize())
 	list := decode[RunList](t, rec.Body.Bytes())
-	require.Len(t, list.Runs, 2)
+	require.Len(t, list.Runs, 3)
 	r1 := list.Runs[0]
+	assert.Equal(t, "triage", r1.PackState)
 	assert.Equal(t, "r_1", r1.RunID)
 	assert.Equal(t, "support", r1.WorkflowID)
 	assert.Equal(t, "agent", r1.CurrentNodeID)
 	assert.Equal(t, &WaitingOn{Kind: "conversation", InterruptKind: "conversation.exchange", NodeID: "agent"}, r1.WaitingOn)
 	assert.Equal(t, started.Format(time.RFC3339Nano), r1.StartedAt, "WopCreatedAt, not the continued execution's start")
-	r2 := list.Runs[1]
+	r0 := list.Runs[1]
+	assert.Equal(t, "verify", r0.PackState, "a legacy run's WopPackState")
+	assert.Equal(t, &WaitingOn{Kind: "conversation", InterruptKind: "conversation.exchange", NodeID: "agent"}, r0.WaitingOn, "a legacy run's WopWaitingOn")
+	r2 := list.Runs[2]
 	assert.Equal(t, "cancelled", r2.Status, "terminated in Temporal without the run's own ending")
 	assert.Nil(t, r2.WaitingOn, "a closed run waits on nothing")
 	assert.NotEmpty(t, r2.CompletedAt)

@@ -22,7 +22,7 @@ import (
 )
 
 // GET /v1/interrupts lists the interrupts the caller may resolve: those pending in the
-// runs of the caller's tenant (found through visibility: open runs whose WopWaitingOn is
+// runs of the caller's tenant (found through visibility: open runs whose waitingKind tag is
 // set), read from each run's snapshot, with the signed token of each. With
 // Accept: text/event-stream it streams the list instead, a new `interrupts` event
 // whenever it changes; the approvals inbox (/inbox) reads that stream.
@@ -91,7 +91,7 @@ func parseAnsweredBy(v string) (string, error) {
 // conversation; a run that waits only on its conversation can be operator work only
 // when its pack has a state an operator answers (operatorPacks), so the other chats do
 // not fill the operators' pages. The snapshots decide the rest (pendingItems).
-func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (string, error) {
+func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string, legacy bool) (string, error) {
 	where := []string{
 		"WorkflowType = " + quote(workflows.RunWorkflowName),
 		"WopTenant = " + quote(tenant),
@@ -99,14 +99,18 @@ func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (stri
 	if kind == "" {
 		kind = "any"
 	}
-	clause, err := waitingClause(kind)
+	clause, err := waitingClause(kind, legacy)
 	if err != nil {
 		return "", err
 	}
 	where = append(where, clause)
 	switch answeredBy {
 	case AnsweredByOperator:
-		or := []string{"WopWaitingKind IS NULL", "WopWaitingKind != " + quote(workflows.WaitingConversation)}
+		operator := slices.DeleteFunc(slices.Clone(workflows.WaitingKinds), func(k string) bool { return k == workflows.WaitingConversation })
+		or := []string{tagsIn(workflows.TagWaitingKind, operator)}
+		if legacy {
+			or = append(or, "(WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != "+quote(workflows.WaitingConversation)+"))")
+		}
 		if len(operatorPacks) > 0 {
 			ids := make([]string, len(operatorPacks))
 			for i, id := range operatorPacks {
@@ -116,7 +120,7 @@ func pendingQuery(tenant, kind, answeredBy string, operatorPacks []string) (stri
 		}
 		where = append(where, "("+strings.Join(or, " OR ")+")")
 	case AnsweredByUser:
-		conv, _ := waitingClause(workflows.WaitingConversation)
+		conv, _ := waitingClause(workflows.WaitingConversation, legacy)
 		where = append(where, conv)
 	}
 	return strings.Join(where, " AND "), nil
@@ -168,8 +172,10 @@ type cachedSnapshot struct {
 func fingerprint(e *workflowpb.WorkflowExecutionInfo) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%d\x00%d\x00", e.GetExecution().GetRunId(), e.GetHistoryLength(), e.GetStateTransitionCount())
-	for _, name := range []string{workflows.SAStatus.GetName(), workflows.SAWaitingOn.GetName(), workflows.SAPackState.GetName()} {
-		h.Write([]byte(payloadString(e.GetSearchAttributes().GetIndexedFields()[name]) + "\x00"))
+	sa := e.GetSearchAttributes().GetIndexedFields()
+	h.Write([]byte(payloadString(sa[workflows.SAStatus.GetName()]) + "\x00"))
+	for _, t := range runTags(sa) {
+		h.Write([]byte(t + "\x00"))
 	}
 	return string(h.Sum(nil))
 }
@@ -323,7 +329,7 @@ func (s *Server) handleListInterrupts(c echo.Context) error {
 		return err
 	}
 	f := pendingFilter{kind: strings.TrimSpace(c.QueryParam("waiting")), answeredBy: answeredBy}
-	query, err := pendingQuery(p.Tenant, f.kind, f.answeredBy, s.operatorPacks())
+	query, err := pendingQuery(p.Tenant, f.kind, f.answeredBy, s.operatorPacks(), !s.cfg.NoLegacyAttributes)
 	if err != nil {
 		return err
 	}

@@ -21,20 +21,32 @@ import (
 )
 
 func TestPendingQueryLeavesEndUserChatsToVisibility(t *testing.T) {
-	q, err := pendingQuery("acme", "", AnsweredByOperator, []string{"helpdesk", "o'brien"})
+	q, err := pendingQuery("acme", "", AnsweredByOperator, []string{"helpdesk", "o'brien"}, true)
 	require.NoError(t, err)
 	assert.Contains(t, q, "WopTenant = 'acme'")
-	assert.Contains(t, q, "(WopWaitingKind IS NULL OR WopWaitingKind != 'conversation' OR WopPackId IN ('helpdesk', 'o\\'brien'))")
-	q, err = pendingQuery("acme", "", AnsweredByOperator, nil)
+	assert.Contains(t, q, "(WopTags IN ('waitingKind:approval', 'waitingKind:clarification', 'waitingKind:external-event', 'waitingKind:custom') OR (WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != 'conversation')) OR WopPackId IN ('helpdesk', 'o\\'brien'))")
+	q, err = pendingQuery("acme", "", AnsweredByOperator, nil, true)
 	require.NoError(t, err)
-	assert.Contains(t, q, "(WopWaitingKind IS NULL OR WopWaitingKind != 'conversation')")
-	q, err = pendingQuery("acme", "", AnsweredByUser, nil)
+	assert.Contains(t, q, "(WopTags IS NULL AND (WopWaitingKind IS NULL OR WopWaitingKind != 'conversation'))")
+	q, err = pendingQuery("acme", "", AnsweredByUser, nil, true)
 	require.NoError(t, err)
-	assert.Contains(t, q, "(WopWaitingKind = 'conversation' OR WopWaitingOn STARTS_WITH 'conversation.')")
-	q, err = pendingQuery("acme", "approval", answeredByAny, nil)
+	assert.Contains(t, q, "(WopTags = 'waitingKind:conversation' OR WopWaitingKind = 'conversation' OR WopWaitingOn STARTS_WITH 'conversation.')")
+	q, err = pendingQuery("acme", "approval", answeredByAny, nil, true)
 	require.NoError(t, err)
 	assert.NotContains(t, q, "WopWaitingKind != ")
-	assert.Contains(t, q, "WopWaitingKind = 'approval'")
+	assert.Contains(t, q, "WopTags = 'waitingKind:approval' OR WopWaitingKind = 'approval'")
+
+	// On a namespace without the legacy attributes the queries name none of them.
+	for _, answeredBy := range []string{AnsweredByOperator, AnsweredByUser, answeredByAny} {
+		q, err = pendingQuery("acme", "", answeredBy, []string{"helpdesk"}, false)
+		require.NoError(t, err)
+		for _, name := range workflows.LegacySearchAttributes {
+			assert.NotContains(t, q, name, answeredBy)
+		}
+	}
+	q, err = pendingQuery("acme", "", AnsweredByOperator, nil, false)
+	require.NoError(t, err)
+	assert.Contains(t, q, "(WopTags IN ('waitingKind:approval', 'waitingKind:clarification', 'waitingKind:external-event', 'waitingKind:custom'))")
 }
 
 // TestInterruptsHoldOperatorWork: the inbox's listing holds approvals, decisions and

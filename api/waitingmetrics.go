@@ -165,7 +165,10 @@ func (w *waitingCollector) figures() *waitingFigures {
 }
 
 // waitingScanQuery finds the open runs that wait on anyone, of every tenant.
-var waitingScanQuery = "WorkflowType = " + quote(workflows.RunWorkflowName) + " AND ExecutionStatus = 'Running' AND WopWaitingOn IS NOT NULL AND WopWaitingOn != ''"
+func waitingScanQuery(legacy bool) string {
+	waits, _ := waitingClause("any", legacy)
+	return "WorkflowType = " + quote(workflows.RunWorkflowName) + " AND " + waits
+}
 
 // scan reads the waiting runs from visibility and the waiting things of those whose
 // record changed since their last read.
@@ -174,7 +177,7 @@ func (w *waitingCollector) scan(ctx context.Context, now time.Time) (*waitingFig
 	var token []byte
 	truncated := false
 	for {
-		page, next, err := w.s.listPage(ctx, waitingScanQuery, waitingScanPage, token)
+		page, next, err := w.s.listPage(ctx, waitingScanQuery(!w.s.cfg.NoLegacyAttributes), waitingScanPage, token)
 		if err != nil {
 			return nil, err
 		}

@@ -59,8 +59,9 @@ type RegisterWebhookRequest struct {
 	Events   []string `json:"events"`
 	TenantID string   `json:"tenantId,omitempty"`
 	Tags     []string `json:"tags,omitempty"`
-	// SignatureAlgorithms and Secret are a v2 Standard Webhooks opt-in
-	// (decodeRegisterWebhookV2): the schemes as listed, and the subscriber's secret.
+	// SignatureAlgorithms and Secret are v2 only (decodeRegisterWebhookV2): a Standard
+	// Webhooks opt-in's schemes as listed, and the subscriber's secret (an opt-in's,
+	// or a v1-signed subscription's own).
 	SignatureAlgorithms []string `json:"-"`
 	Secret              string   `json:"-"`
 }
@@ -102,11 +103,11 @@ var webhookSchemesV2 = []string{activities.WebhookSignatureAlgoV1, activities.We
 // at v2 the host's own (extensions["wop.host"]), which lists the schemes of v2
 // registrations.
 func (s *Server) webhookDiscovery(v2 bool) map[string]any {
-	schemes := []string{activities.WebhookSignatureAlgoV1}
+	schemes, events := []string{activities.WebhookSignatureAlgoV1}, workflows.WebhookEventTypesV1
 	if v2 {
-		schemes = webhookSchemesV2
+		schemes, events = webhookSchemesV2, workflows.WebhookEventTypes
 	}
-	return map[string]any{"supported": true, "signatureAlgorithms": schemes, "events": workflows.WebhookEventTypes,
+	return map[string]any{"supported": true, "signatureAlgorithms": schemes, "events": events,
 		"deadLetter": webhookDeadLetterFacet()}
 }
 
@@ -115,12 +116,34 @@ func webhookDeadLetterFacet() map[string]any {
 }
 
 // webhooksRecord is the v2 root's webhooks family record (spec/v2/facets/
-// webhooks.schema.json): the schemes a registration may list and the delivery
-// dead-letter sink GET /webhooks/{webhookId}/dead-letters reads. No retryPolicy (the
-// host's is time-bounded, 24 h by default, not a number of attempts) and no
-// secretRotation (rotate-secret is not served).
+// webhooks.schema.json): the schemes a registration may list, the delivery
+// dead-letter sink GET /webhooks/{webhookId}/dead-letters reads, and the retry policy
+// when attempts are counted (WOP_WEBHOOK_MAX_ATTEMPTS; the default policy is bounded
+// by time, WOP_WEBHOOK_RETRY_FOR, which the facet cannot carry). No secretRotation
+// (rotate-secret is not served).
 func (s *Server) webhooksRecord(record func(string, map[string]any) map[string]any) map[string]any {
-	return record("witnessable-gated", map[string]any{"signatureAlgorithms": webhookSchemesV2, "deadLetter": webhookDeadLetterFacet()})
+	facets := map[string]any{"signatureAlgorithms": webhookSchemesV2, "deadLetter": webhookDeadLetterFacet()}
+	if n := s.cfg.WebhookDelivery.MaxAttempts; n > 0 {
+		// Each retry waits twice as long as the one before (webhooks.WebhookDelivery).
+		facets["retryPolicy"] = map[string]any{"maxAttempts": n, "backoff": "exponential"}
+	}
+	return record("witnessable-gated", facets)
+}
+
+// RelaxationPrivateDestinations is the obligation this host relaxes when private
+// webhook destinations are allowed (security-defaults.md §Relaxations).
+const RelaxationPrivateDestinations = "webhooks.ssrf.private-destinations"
+
+// relaxationsDoc is what this host declares relaxed (RFC 0173 §A.2: obligation,
+// durability, reason), in discovery's extensions["wop.host"].relaxations, so a
+// certification run can carry it as host.relaxations[]: an open egress guard
+// (WOP_WEBHOOK_ALLOW_PRIVATE), and nothing otherwise.
+func (s *Server) relaxationsDoc() []map[string]any {
+	if !s.cfg.WebhookAllowPrivate || !s.webhooksEnabled() {
+		return nil
+	}
+	return []map[string]any{{"obligation": RelaxationPrivateDestinations, "durability": "deployment",
+		"reason": "WOP_WEBHOOK_ALLOW_PRIVATE=true: webhook and callback destinations may be loopback, localhost and private (RFC 1918, IPv6 ULA) addresses, over plain http:// too; link-local and cloud-metadata destinations stay refused, and so does plain http:// to any other"}}
 }
 
 // checkWebhookURL maps a refused destination to webhook_url_rejected and a URL that is
@@ -161,13 +184,17 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 	if err := s.checkWebhookURL("url", req.URL); err != nil {
 		return err
 	}
+	types := workflows.WebhookEventTypesV1 // node events: v2 subscriptions only
+	if isV2(c) {
+		types = workflows.WebhookEventTypes
+	}
 	if len(req.Events) == 0 {
-		return badRequest("events is required: one or more of %s", strings.Join(workflows.WebhookEventTypes, ", ")).with("field", "events")
+		return badRequest("events is required: one or more of %s", strings.Join(types, ", ")).with("field", "events")
 	}
 	seen := map[string]bool{}
 	for i, e := range req.Events {
-		if !slices.Contains(workflows.WebhookEventTypes, e) {
-			return badRequest("events[%d]: %q is not delivered by this host; it delivers %s", i, e, strings.Join(workflows.WebhookEventTypes, ", ")).with("field", fmt.Sprintf("events[%d]", i))
+		if !slices.Contains(types, e) {
+			return badRequest("events[%d]: %q is not delivered by this host; it delivers %s", i, e, strings.Join(types, ", ")).with("field", fmt.Sprintf("events[%d]", i))
 		}
 		if seen[e] {
 			return badRequest("events[%d]: %q is listed twice", i, e).with("field", fmt.Sprintf("events[%d]", i))
@@ -215,10 +242,12 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		Config: &s.cfg.WebhookDelivery,
 	}
 	if req.Secret != "" {
-		// A Standard Webhooks opt-in: the endpoint answers its verification before
-		// anything is stored, and the supplied secret is kept sealed.
-		if err := s.verifyWebhookEndpoint(ctx, p.Tenant, id, req); err != nil {
-			return err
+		// A supplied secret is kept sealed; with the Standard Webhooks opt-in the
+		// endpoint answers its verification before anything is stored.
+		if len(req.SignatureAlgorithms) > 0 {
+			if err := s.verifyWebhookEndpoint(ctx, p.Tenant, id, req); err != nil {
+				return err
+			}
 		}
 		sealed, err := activities.SealWebhookSecret(s.cfg.WebhookSecret, p.Tenant, id, req.Secret)
 		if err != nil {
@@ -305,9 +334,10 @@ type RegisterWebhookRequestV2 struct {
 }
 
 // decodeRegisterWebhookV2 decodes a v2 registration into v1's request. Without an
-// opt-in the host derives the subscription's secret (a supplied one is refused by
-// name); the Standard Webhooks opt-in, signatureAlgorithms ["v1",
-// "standard-webhooks-1"], requires the subscriber's whsec_ secret (RFC 0201 §B).
+// opt-in the host derives the subscription's secret unless the subscriber supplies
+// one (RFC 0221: checkSuppliedSecretV1); the Standard Webhooks opt-in,
+// signatureAlgorithms ["v1", "standard-webhooks-1"], requires the subscriber's whsec_
+// secret (RFC 0201 §B).
 func decodeRegisterWebhookV2(body []byte) (*RegisterWebhookRequest, error) {
 	var req RegisterWebhookRequestV2
 	if err := decodeStrict(body, &req); err != nil {
@@ -328,8 +358,12 @@ func decodeRegisterWebhookV2(body []byte) (*RegisterWebhookRequest, error) {
 		}
 		secret = *req.Secret
 	case req.Secret != nil:
-		return nil, badRequest("secret: this host generates the secret of a v1-signed subscription and returns it in the 201; a secret is supplied only with signatureAlgorithms [%q, %q]",
-			activities.WebhookSignatureAlgoV1, activities.WebhookSignatureAlgoStandard).with("field", "secret")
+		// A v1-signed subscription with the subscriber's own secret (RFC 0221): kept
+		// sealed like an opt-in's, never echoed, no endpoint verification.
+		if err := checkSuppliedSecretV1(*req.Secret); err != nil {
+			return nil, err
+		}
+		secret, algs = *req.Secret, nil
 	default:
 		algs = nil // v1 alone: stored as before
 	}
@@ -343,6 +377,28 @@ func decodeRegisterWebhookV2(body []byte) (*RegisterWebhookRequest, error) {
 		events[i] = e
 	}
 	return &RegisterWebhookRequest{URL: req.URL, Events: events, Tags: req.Tags, SignatureAlgorithms: algs, Secret: secret}, nil
+}
+
+// Bounds of a secret a v1-signed subscription supplies: at least as strong as a
+// Standard Webhooks key, and no longer than the longest whsec_ secret, so its sealed
+// form fits what a dispatcher keeps of a subscription.
+const (
+	minSuppliedSecret = 24
+	maxSuppliedSecret = 94
+)
+
+// checkSuppliedSecretV1 checks the secret of a v1-signed subscription: 24 to 94
+// printable ASCII characters, no spaces. The refusal never repeats the secret.
+func checkSuppliedSecretV1(secret string) error {
+	if len(secret) < minSuppliedSecret || len(secret) > maxSuppliedSecret {
+		return badRequest("secret must be %d to %d characters (got %d)", minSuppliedSecret, maxSuppliedSecret, len(secret)).with("field", "secret")
+	}
+	for _, r := range secret {
+		if r <= ' ' || r > '~' {
+			return badRequest("secret must be printable ASCII without spaces").with("field", "secret")
+		}
+	}
+	return nil
 }
 
 // webhookSchemes checks a registration's signatureAlgorithms (given: the field was

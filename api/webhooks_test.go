@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ func TestWebhookRegistrationIsChecked(t *testing.T) {
 		{`{"url":"not a url","events":["run.completed"]}`, 400, CodeValidation},
 		{`{"events":["run.completed"]}`, 400, CodeValidation},
 		{`{"url":"https://example.com/x"}`, 400, CodeValidation},
-		{`{"url":"https://example.com/x","events":["node.started"]}`, 400, CodeValidation},
+		{`{"url":"https://example.com/x","events":["node.started"]}`, 400, CodeValidation}, // node events: v2 subscriptions only
 		{`{"url":"https://example.com/x","events":["run.completed","run.completed"]}`, 400, CodeValidation},
 		{`{"url":"https://example.com/x","events":["run.completed"],"tenantId":"tenant-b"}`, 403, CodeForbidden},
 		{`{"url":"https://example.com/x","events":["run.completed"],"secret":"mine"}`, 400, CodeValidation},
@@ -71,8 +72,8 @@ func TestWebhookRegistrationIsChecked(t *testing.T) {
 
 // TestWebhookStandardOptInIsChecked: at v2 the Standard Webhooks opt-in is checked
 // before any Temporal call (RFC 0201 §B): v1 must be listed, no scheme twice, only the
-// schemes this host signs with, a whsec_ secret of 24 to 64 bytes, a secret only with
-// the opt-in; each refusal a validation_error naming its field. An endpoint that does
+// schemes this host signs with, a whsec_ secret of 24 to 64 bytes, a v1-signed
+// subscription's own secret of 24 to 94 printable characters; each refusal a validation_error naming its field. An endpoint that does
 // not echo its verification challenge is webhook_endpoint_unverified, and one the
 // egress rules refuse is refused before any POST.
 func TestWebhookStandardOptInIsChecked(t *testing.T) {
@@ -118,7 +119,9 @@ func TestWebhookStandardOptInIsChecked(t *testing.T) {
 		{"8 bytes", body("https://example.com/x", sw, "whsec_"+base64.StdEncoding.EncodeToString(make([]byte, 8))), "secret"},
 		{"65 bytes", body("https://example.com/x", sw, "whsec_"+base64.StdEncoding.EncodeToString(make([]byte, 65))), "secret"},
 		{"not base64", body("https://example.com/x", sw, "whsec_%%%%"), "secret"},
-		{"secret without the opt-in", body("https://example.com/x", []string{"v1"}, whsec), "secret"},
+		{"a v1 secret of 23 characters", body("https://example.com/x", []string{"v1"}, strings.Repeat("s", 23)), "secret"},
+		{"a v1 secret of 95 characters", body("https://example.com/x", nil, strings.Repeat("s", 95)), "secret"},
+		{"a v1 secret with a space", body("https://example.com/x", nil, "conformance secret of sufficient length"), "secret"},
 	} {
 		e := env.expectError(env.do(http.MethodPost, "/webhooks", fullKey, c.body, "OpenWOP-Version", "2.0"), http.StatusBadRequest, CodeValidation)
 		if e.Details["field"] != c.field {
@@ -144,5 +147,49 @@ func TestWebhookStandardOptInIsChecked(t *testing.T) {
 	strict.expectError(strict.do(http.MethodPost, "/webhooks", fullKey, body(srv.URL+"/no-echo", sw, whsec), "OpenWOP-Version", "2.0"), http.StatusBadRequest, CodeWebhookURLRejected)
 	if posts.Load() != 4 {
 		t.Errorf("a loopback endpoint the host does not allow was sent its verification")
+	}
+}
+
+// TestWebhookDiscoveryDeclaresPolicyAndRelaxation: the v2 root's webhooks record
+// carries retryPolicy only when attempts are counted, and extensions["wop.host"]
+// declares the open egress guard as a relaxation only when private destinations are
+// allowed on a host that delivers webhooks.
+func TestWebhookDiscoveryDeclaresPolicyAndRelaxation(t *testing.T) {
+	v2doc := func(cfg func(*Config)) map[string]any {
+		env := newTestEnv(t, cfg)
+		rec := env.do(http.MethodGet, "/.well-known/openwop", "", "", "OpenWOP-Version", "2.0")
+		var doc map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	relaxations := func(doc map[string]any) any {
+		return doc["extensions"].(map[string]any)[hostExtension].(map[string]any)["relaxations"]
+	}
+	closed := v2doc(func(c *Config) { c.WebhookSecret = []byte("webhook-key") })
+	if rp, ok := closed["webhooks"].(map[string]any)["retryPolicy"]; ok {
+		t.Errorf("a time-bounded policy is advertised as %v", rp)
+	}
+	if r := relaxations(closed); r != nil {
+		t.Errorf("a closed guard declares %v", r)
+	}
+	if r := relaxations(v2doc(func(c *Config) { c.WebhookAllowPrivate = true })); r != nil {
+		t.Errorf("a host without webhooks declares %v", r)
+	}
+	open := v2doc(func(c *Config) {
+		c.WebhookSecret, c.WebhookAllowPrivate = []byte("webhook-key"), true
+		c.WebhookDelivery.MaxAttempts = 5
+	})
+	if rp := open["webhooks"].(map[string]any)["retryPolicy"]; !reflect.DeepEqual(rp, map[string]any{"maxAttempts": 5.0, "backoff": "exponential"}) {
+		t.Errorf("retryPolicy = %v", rp)
+	}
+	r, _ := relaxations(open).([]any)
+	if len(r) != 1 {
+		t.Fatalf("relaxations = %v, want the open egress guard", relaxations(open))
+	}
+	decl := r[0].(map[string]any)
+	if decl["obligation"] != RelaxationPrivateDestinations || decl["durability"] != "deployment" || decl["reason"] == "" || len(decl) != 3 {
+		t.Errorf("the declaration is %v, want {obligation, durability, reason}", decl)
 	}
 }

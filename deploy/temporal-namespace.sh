@@ -6,7 +6,11 @@ set -eu
 
 NS="${TEMPORAL_NAMESPACE:-default}"
 ADDR="${TEMPORAL_ADDRESS:-temporal:7233}"
-SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopPackState WopWaitingOn WopWaitingKind WopCreatedAt:Datetime WopWaitingTool WopApprovers:KeywordList WopStalledOn"
+SEARCH_ATTRIBUTES="WopWorkflowId WopTenant WopStatus WopPackId WopTags:KeywordList WopCreatedAt:Datetime WopApprovers:KeywordList"
+# The Keyword attributes of runs created before WopTags (README "Upgrades"): registered
+# unless WOP_LEGACY_ATTRIBUTES=false, for a namespace no earlier release ran on.
+LEGACY_SEARCH_ATTRIBUTES="WopPackState WopWaitingOn WopWaitingKind WopWaitingTool WopStalledOn"
+[ "${WOP_LEGACY_ATTRIBUTES:-true}" = false ] || SEARCH_ATTRIBUTES="$SEARCH_ATTRIBUTES $LEGACY_SEARCH_ATTRIBUTES"
 
 # With mutual TLS (deploy/compose.temporal-mtls.yml) the CLI presents the client
 # certificate the worker and the API use.

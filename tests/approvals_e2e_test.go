@@ -163,8 +163,9 @@ func TestToolApprovalAcceptE2E(t *testing.T) {
 	desc, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), id, "")
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
-	require.Contains(t, string(sa["WopWaitingTool"].GetData()), "pay_invoice")
-	require.Contains(t, string(sa["WopWaitingOn"].GetData()), "approval:"+packNode)
+	require.Equal(t, "pay_invoice", runTag(t, c.Stack.Client(), id, workflows.TagWaitingTool))
+	require.Equal(t, "approval:"+packNode, runTag(t, c.Stack.Client(), id, workflows.TagWaitingOn))
+	require.NotContains(t, sa, workflows.SAWaitingTool.GetName(), "a run of the tags sets no legacy attribute")
 	v, err := c.Stack.Client().QueryWorkflow(t.Context(), id, "", "__temporal_workflow_metadata")
 	require.NoError(t, err)
 	var meta sdkpb.WorkflowMetadata

@@ -155,11 +155,14 @@ func TestComposeBootstrapRegistersTheSearchAttributes(t *testing.T) {
 	require.NotEmpty(t, script, "temporal-namespace mounts its script")
 	raw, err := os.ReadFile(script)
 	require.NoError(t, err)
-	m := regexp.MustCompile(`SEARCH_ATTRIBUTES="([^"]*)"`).FindSubmatch(raw)
+	m := regexp.MustCompile(`(?m)^SEARCH_ATTRIBUTES="([^"]*)"`).FindSubmatch(raw)
 	require.NotNil(t, m, "script declares SEARCH_ATTRIBUTES")
+	legacy := regexp.MustCompile(`(?m)^LEGACY_SEARCH_ATTRIBUTES="([^"]*)"`).FindSubmatch(raw)
+	require.NotNil(t, legacy, "script declares LEGACY_SEARCH_ATTRIBUTES")
+	require.ElementsMatch(t, workflows.LegacySearchAttributes, strings.Fields(string(legacy[1])), "the legacy ones are Keyword attributes")
 	// Entries are NAME or NAME:TYPE, Keyword by default, as the CLI spells the types.
 	var got []string
-	for _, entry := range strings.Fields(string(m[1])) {
+	for _, entry := range strings.Fields(string(m[1]) + " " + string(legacy[1])) {
 		name, typ, ok := strings.Cut(entry, ":")
 		if !ok {
 			typ = "Keyword"

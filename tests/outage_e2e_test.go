@@ -30,8 +30,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/wop-dev/wop/activities"
@@ -290,17 +292,31 @@ func stopOutageStack() {
 // keyword reads a Keyword search attribute of the run, "" when it is unset.
 func keyword(t *testing.T, c *apiClient, id, name string) string {
 	t.Helper()
+	var v string
+	if p := searchAttributes(t, c.Stack.Client(), id)[name]; p != nil {
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &v))
+	}
+	return v
+}
+
+// runTag reads the value of prefix in the run's WopTags, "" when it has none.
+func runTag(t *testing.T, cl client.Client, id, prefix string) string {
+	t.Helper()
+	var tags []string
+	if p := searchAttributes(t, cl, id)[workflows.SATags.GetName()]; p != nil {
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &tags))
+	}
+	return workflows.TagValue(tags, prefix)
+}
+
+// searchAttributes are the run's search attributes, as Temporal describes them.
+func searchAttributes(t *testing.T, cl client.Client, id string) map[string]*commonpb.Payload {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	d, err := c.Stack.Client().DescribeWorkflowExecution(ctx, id, "")
+	d, err := cl.DescribeWorkflowExecution(ctx, id, "")
 	require.NoError(t, err)
-	p := d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[name]
-	if p == nil {
-		return ""
-	}
-	var v string
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &v))
-	return v
+	return d.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 }
 
 // currentDetails reads the Temporal UI's current details of the run.
@@ -354,9 +370,9 @@ func TestOutageConversationSurvivesE2E(t *testing.T) {
 	require.Equal(t, "model_unavailable", s.Stalled.LastError.Code)
 	require.Contains(t, s.Stalled.LastError.Message, "refused")
 	require.NotEmpty(t, s.Stalled.RetryUntil)
-	require.Equal(t, "model:"+activities.ProviderOpenAICompatible, keyword(t, c, id, workflows.SAStalledOn.GetName()))
+	require.Equal(t, "model:"+activities.ProviderOpenAICompatible, runTag(t, c.Stack.Client(), id, workflows.TagStalledOn))
 	require.Equal(t, protocol.StatusRunning, keyword(t, c, id, workflows.SAStatus.GetName()))
-	require.Empty(t, keyword(t, c, id, workflows.SAWaitingOn.GetName()), "the run does not wait on its user while its turn waits out the outage")
+	require.Empty(t, runTag(t, c.Stack.Client(), id, workflows.TagWaitingOn), "the run does not wait on its user while its turn waits out the outage")
 	require.Contains(t, currentDetails(t, c, id), "Stalled")
 
 	// Half-way, the provider answers again, but with 503s.
@@ -379,7 +395,7 @@ func TestOutageConversationSurvivesE2E(t *testing.T) {
 		return s.Status == protocol.StatusWaitingApproval
 	})
 	require.Nil(t, s.Stalled)
-	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()), "the stall is over")
+	require.Empty(t, runTag(t, c.Stack.Client(), id, workflows.TagStalledOn), "the stall is over")
 	stalled := ofType(evs, protocol.EvWorkflowStalled)
 	require.GreaterOrEqual(t, len(stalled), 1+int((outage-stalledAfter)/remind)-1, "the stall and a reminder every %s", remind)
 	var first map[string]any
@@ -432,7 +448,7 @@ func TestOutagePastTheLimitFailsTheTurnE2E(t *testing.T) {
 	require.Nil(t, s.Error, "the run did not fail")
 	require.Nil(t, s.Stalled)
 	require.NotNil(t, s.Interrupt, "the conversation is open")
-	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()))
+	require.Empty(t, runTag(t, c.Stack.Client(), id, workflows.TagStalledOn))
 
 	require.NoError(t, f.set(modelUp))
 	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"text": "And now?"}})
@@ -465,7 +481,7 @@ func TestOutageStalledRunCancelsE2E(t *testing.T) {
 	took := time.Since(sent)
 	require.Equal(t, protocol.EvRunCancelled, evs[len(evs)-1].Type)
 	require.Less(t, took, 15*time.Second, "the cancel does not wait for the next attempt or the limit")
-	require.Empty(t, keyword(t, c, id, workflows.SAStalledOn.GetName()))
+	require.Empty(t, runTag(t, c.Stack.Client(), id, workflows.TagStalledOn))
 	t.Logf("a stalled run cancelled in %s", took.Round(time.Millisecond))
 }
 

@@ -107,7 +107,7 @@ func TestPackSupportConversationE2E(t *testing.T) {
 	require.NoError(t, err)
 	sa := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
 	require.Contains(t, string(sa["WopPackId"].GetData()), "support")
-	require.Contains(t, string(sa["WopPackState"].GetData()), "resolution")
+	require.Equal(t, "resolution", runTag(t, c.Stack.Client(), id, workflows.TagPackState))
 	hist := c.Stack.Client().GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	summaries, roundActivities := 0, 0
 	for hist.HasNext() {

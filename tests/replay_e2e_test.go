@@ -293,6 +293,7 @@ func TestForkOfAV1EraRunE2E(t *testing.T) {
 		assert.Equal(t, p["payload"], q["payload"], "sequence %d: the fork's prefix is the translated parent's", i)
 	}
 	assert.Equal(t, types(wfEvents(t, c.Stack, noop)), types(events(t, c, noop)), "the parent's log is not rewritten")
+	assert.Empty(t, ofType(events(t, c, f), protocol.EvReplayDiverged), "the fork of the v1-era noop run replays it without divergence")
 
 	pack := "r_era2" + randomHex(11)
 	in, err = c.Stack.Catalog().NewRunInput(workflowsRunRequest(pack, "support", `{"message":"Hi, I have a question about my account."}`))

@@ -32,7 +32,7 @@ func TestResolveAnswersWhereTheTurnLeftTheRunE2E(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	require.Equal(t, protocol.StatusCompleted, body["status"], "the message that ends the conversation is answered with the run's end")
 	require.Equal(t, protocol.StatusCompleted, snapshot(t, c, id).Status)
-	require.Equal(t, "resolution", keyword(t, c, id, workflows.SAPackState.GetName()))
+	require.Equal(t, "resolution", runTag(t, c.Stack.Client(), id, workflows.TagPackState))
 	require.Equal(t, protocol.StatusCompleted, keyword(t, c, id, workflows.SAStatus.GetName()))
 }
 
@@ -49,15 +49,15 @@ func TestPackStateWhileATurnWaitsE2E(t *testing.T) {
 	waitSnapshot(t, c, id, 30*time.Second, "waiting for the reviewer", func(s workflows.Snapshot) bool {
 		return s.Status == protocol.StatusWaitingExternal
 	})
-	require.Equal(t, "awaiting_approval", keyword(t, c, id, workflows.SAPackState.GetName()))
+	require.Equal(t, "awaiting_approval", runTag(t, c.Stack.Client(), id, workflows.TagPackState))
 
 	status, body := postToPack(c, id, map[string]any{"resumeValue": map[string]any{"event": "Approved", "context": "Approved 89.90 USD, ref APR-7731"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
 	s, _ := waitToolApproval(t, c, id)
 	require.Equal(t, protocol.StatusWaitingApproval, s.Status)
 	require.Equal(t, "refunded", s.Pack.State)
-	require.Equal(t, "refunded", keyword(t, c, id, workflows.SAPackState.GetName()), "the state the run waits in")
-	require.Equal(t, "approval", keyword(t, c, id, workflows.SAWaitingKind.GetName()))
+	require.Equal(t, "refunded", runTag(t, c.Stack.Client(), id, workflows.TagPackState), "the state the run waits in")
+	require.Equal(t, "approval", runTag(t, c.Stack.Client(), id, workflows.TagWaitingKind))
 
 	status, body = postToPack(c, id, map[string]any{"resumeValue": map[string]any{"action": "accept"}})
 	require.Equal(t, http.StatusOK, status, "%v", body)
@@ -112,8 +112,8 @@ func saMatchesSnapshot(t *testing.T, c *apiClient, id, what, want string) workfl
 		}
 		fromSA = view{
 			Status:    keyword(t, c, id, workflows.SAStatus.GetName()),
-			PackState: keyword(t, c, id, workflows.SAPackState.GetName()),
-			WaitingOn: keyword(t, c, id, workflows.SAWaitingOn.GetName()),
+			PackState: runTag(t, c.Stack.Client(), id, workflows.TagPackState),
+			WaitingOn: runTag(t, c.Stack.Client(), id, workflows.TagWaitingOn),
 		}
 		if fromSA == fromSnap || time.Now().After(deadline) {
 			break

@@ -387,7 +387,9 @@ func TestWebhookNoticesE2E(t *testing.T) {
 
 // TestWebhookRefusalsE2E: a webhook URL or subscription past the bounds, and a
 // destination in a refused range, are answered 4xx before anything is stored (the
-// tenant's dispatcher is not even started); so is a run's callbackUrl.
+// tenant's dispatcher is not even started); so is a run's callbackUrl. The stack
+// allows private destinations, which opens no other (plain http:// to a public
+// address, metadata), and discovery declares it as a relaxation.
 func TestWebhookRefusalsE2E(t *testing.T) {
 	t.Parallel()
 	c := startWebhookStack(t, stackOptions{})
@@ -413,6 +415,28 @@ func TestWebhookRefusalsE2E(t *testing.T) {
 	}
 	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": huge}, "validation_error")
 	refuse("/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": "https://[64:ff9b::7f00:1]/cb"}, "webhook_url_rejected")
+	// The guard is open on this stack (private destinations allowed): plain http://
+	// still reaches no other address, metadata stays refused, and discovery declares
+	// the relaxation beside the counted retry policy.
+	for _, url := range []string{"http://8.8.8.8/hook", "http://webhook-egress-probe.invalid/hook", "https://169.254.169.254/latest/meta-data/", "https://[::ffff:a9fe:a9fe]/latest/meta-data/"} {
+		refuse("/v1/webhooks", hook(url), "webhook_url_rejected")
+	}
+	status, _, raw := v2Call(t, c, "", http.MethodGet, "/.well-known/openwop", nil)
+	require.Equal(t, http.StatusOK, status, "%s", raw)
+	var doc struct {
+		Webhooks struct {
+			RetryPolicy map[string]any `json:"retryPolicy"`
+		} `json:"webhooks"`
+		Extensions map[string]struct {
+			Relaxations []map[string]string `json:"relaxations"`
+		} `json:"extensions"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	assert.Equal(t, map[string]any{"maxAttempts": 5.0, "backoff": "exponential"}, doc.Webhooks.RetryPolicy)
+	relaxed := doc.Extensions["wop.host"].Relaxations
+	require.Len(t, relaxed, 1)
+	assert.Equal(t, "webhooks.ssrf.private-destinations", relaxed[0]["obligation"])
+	assert.Equal(t, "deployment", relaxed[0]["durability"])
 
 	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
 	var nf *serviceerror.NotFound
@@ -590,9 +614,66 @@ func TestWebhookV2BodyE2E(t *testing.T) {
 		assert.Equal(t, d.EventType, ev["type"])
 		assert.EqualValues(t, protocol.EventSchemaVersion, ev["schemaVersion"])
 	}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(runID), 1) }, 30*time.Second, 50*time.Millisecond,
+		"the v1 subscription's delivery, started beside the v2 ones")
 	v1 := rec.of(runID)
-	require.Len(t, v1, 1)
 	assert.Equal(t, v1ID, v1[0].WebhookID)
 	assert.Equal(t, "run.completed", v1[0].Body["type"], "v1's body beside it")
 	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-v2")
+}
+
+// TestWebhookV2SuppliedSecretNodeEventsE2E follows the suite's v2-webhook-generated-
+// secret and webhook-delivery-complete legs: a v2 registration that supplies its own
+// secret, without the Standard Webhooks opt-in, answers 201 without echoing it, and
+// a subscription to the node lifecycle gets every event of those types the run's log
+// holds, each once and signed (v1) with the supplied secret. The run's callbackUrl
+// gets the types it always got, no node event.
+func TestWebhookV2SuppliedSecretNodeEventsE2E(t *testing.T) {
+	t.Parallel()
+	c := startWebhookStack(t, stackOptions{})
+	rec := newReceiver(t, nil)
+	supplied := "conformance-" + strings.Repeat("s", 24)
+	lifecycle := []string{"run.started", "node.started", "node.completed", "run.completed"}
+	status, _, raw := v2Call(t, c, c.Key, http.MethodPost, "/webhooks", map[string]any{"url": rec.URL + "/own", "events": lifecycle, "secret": supplied})
+	require.Equal(t, http.StatusCreated, status, "%s", raw)
+	assert.NotContains(t, string(raw), supplied, "a supplied secret is never echoed")
+	var reg map[string]any
+	require.NoError(t, json.Unmarshal(raw, &reg))
+	assert.NotContains(t, reg, "secret")
+	assert.Equal(t, []any{"v1"}, reg["signatureAlgorithms"])
+	webhookID := reg["webhookId"].(string)
+	rec.trust(webhookID, supplied)
+
+	cb := newReceiver(t, nil)
+	status, _, body := c.do(http.MethodPost, "/v1/runs", map[string]any{"workflowId": "conformance-noop", "callbackUrl": cb.URL + "/run-events"})
+	require.Equal(t, http.StatusCreated, status, "%v", body)
+	runID := body["runId"].(string)
+	cb.trust("callback:"+runID, body["callbackSecret"].(string))
+	var want []int64
+	for _, e := range waitFor(t, 30*time.Second, "the run's end", func() []event { return events(t, c, runID) },
+		func(evs []event) bool { return len(ofType(evs, "run.completed")) == 1 }) {
+		if slices.Contains(lifecycle, e.Type) {
+			want = append(want, e.Sequence)
+		}
+	}
+	require.Len(t, want, 4, "the noop run's lifecycle: one node")
+	bound := protocol.BindID("default", runID)
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, rec.of(bound), len(want)) }, 30*time.Second, 50*time.Millisecond)
+	var got []int64
+	for _, d := range rec.of(bound) {
+		assert.True(t, d.Verified, "%s verifies under the supplied secret", d.EventType)
+		assert.Equal(t, webhookID, d.WebhookID)
+		ev := d.Body["event"].(map[string]any)
+		assert.Equal(t, d.EventType, ev["type"])
+		got = append(got, int64(ev["sequence"].(float64)))
+	}
+	slices.Sort(got)
+	assert.Equal(t, want, got, "every subscribed event of the log, each once")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) { assert.Len(ct, cb.of(runID), 2) }, 30*time.Second, 50*time.Millisecond)
+	for _, d := range cb.of(runID) {
+		assert.True(t, d.Verified, "callback delivery %s is signed with the run's callback secret", d.EventType)
+		assert.Contains(t, []string{"run.started", "run.completed"}, d.EventType, "a callback gets no node event")
+	}
+	replayHistory(t, c, runID, "webhook-run-node-events")
+	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-node-events")
 }

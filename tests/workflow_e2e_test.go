@@ -253,9 +253,9 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	require.Equal(t, "gate", w.CurrentNodeID)
 	desc, err := s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
 	require.NoError(t, err)
-	waiting := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
-	require.Contains(t, string(waiting["WopWaitingOn"].GetData()), "approval:gate")
-	require.Contains(t, string(waiting["WopWaitingKind"].GetData()), `"approval"`)
+	require.NotContains(t, desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields(), workflows.SAWaitingOn.GetName(), "a run of the tags sets no legacy attribute")
+	require.Equal(t, "approval:gate", runTag(t, s.Client(), "e2e-approval", workflows.TagWaitingOn))
+	require.Equal(t, "approval", runTag(t, s.Client(), "e2e-approval", workflows.TagWaitingKind))
 	bad := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r0", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"maybe"}`)})
 	require.Equal(t, api.CodeValidation, bad.Code)
 	nf := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r1", NodeID: "nope", ResumeValue: json.RawMessage(`{"action":"accept"}`)})
@@ -263,13 +263,13 @@ func TestWorkflowE2EApprovalBySignals(t *testing.T) {
 	ok := wfResolve(t, s, "e2e-approval", workflows.ResolveRequest{RequestID: "r2", NodeID: "gate", ResumeValue: json.RawMessage(`{"action":"accept"}`), ResolvedBy: "key_e2e"})
 	require.True(t, ok.OK)
 	require.Equal(t, protocol.StatusCompleted, wfResult(t, run).Status)
-	// A closed run waits on nothing: both waiting attributes are cleared, so
-	// `WopWaitingOn IS NOT NULL` does not find it.
+	// A closed run waits on nothing: both waiting tags are cleared, so
+	// `WopTags = "waitingKind:approval"` does not find it.
 	desc, err = s.Client().DescribeWorkflowExecution(context.Background(), "e2e-approval", "")
 	require.NoError(t, err)
 	closed := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
-	require.Empty(t, closed["WopWaitingOn"].GetData(), "WopWaitingOn is cleared on close")
-	require.Empty(t, closed["WopWaitingKind"].GetData(), "WopWaitingKind is cleared on close")
+	require.Empty(t, runTag(t, s.Client(), "e2e-approval", workflows.TagWaitingOn), "the waitingOn tag is cleared on close")
+	require.Empty(t, runTag(t, s.Client(), "e2e-approval", workflows.TagWaitingKind), "the waitingKind tag is cleared on close")
 	require.Contains(t, string(closed["WopStatus"].GetData()), protocol.StatusCompleted)
 	wfRecord(t, s, run, "conformance-approval")
 }

@@ -371,7 +371,11 @@ func (d *dispatcher) dispatch(n workflows.WebhookNotice) {
 				d.deliver(*s, ev)
 			}
 		}
-		if n.CallbackURL != "" {
+		// A callback gets the types it always got: node events reach only the
+		// subscriptions that ask for them (no gate: no notice recorded before them
+		// carries one, and workers are rolled before the API that stamps the runs
+		// which send them).
+		if n.CallbackURL != "" && slices.Contains(workflows.WebhookEventTypesV1, ev.Type) {
 			d.deliver(WebhookSubscription{URL: n.CallbackURL}, ev)
 		}
 	}

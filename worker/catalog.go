@@ -55,10 +55,11 @@ func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool, limits workflows.Tur
 }
 
 // EnsureSearchAttributes registers on namespace ns every search attribute of
-// workflows.SearchAttributes it lacks. A run whose workflow sets an unregistered search
-// attribute fails every workflow task, so a worker can check this before it polls.
-func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
-	missing, err := missingSearchAttributes(ctx, c, ns)
+// workflows.SearchAttributesFor(legacy) it lacks. A run whose workflow sets an
+// unregistered search attribute fails every workflow task, so a worker can check this
+// before it polls.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string, legacy bool) error {
+	missing, err := missingSearchAttributes(ctx, c, ns, workflows.SearchAttributesFor(legacy))
 	if err != nil {
 		return err
 	}
@@ -75,35 +76,46 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 
 // CheckSearchAttributes fails when namespace ns lacks one of workflows.SearchAttributes,
 // naming them and how to register them: a worker that polled anyway would fail every
-// workflow task of every run that sets one. When the namespace's attributes cannot be
-// listed (no operator rights, as on some hosted namespaces), it reports that as
-// unknown and returns nil; the caller may warn.
-func CheckSearchAttributes(ctx context.Context, c client.Client, ns string) (checked bool, err error) {
-	missing, err := missingSearchAttributes(ctx, c, ns)
+// workflow task of every run that sets one. A namespace that lacks every one of
+// workflows.LegacySearchAttributes passes with legacy false: it was set up without
+// them (`wop setup --legacy-attributes=false`), for no run created before the tags.
+// When the namespace's attributes cannot be listed (no operator rights, as on some
+// hosted namespaces), it reports that as unknown and returns nil; the caller may warn.
+func CheckSearchAttributes(ctx context.Context, c client.Client, ns string) (checked, legacy bool, err error) {
+	missing, err := missingSearchAttributes(ctx, c, ns, workflows.SearchAttributes)
 	if err != nil {
-		return false, nil
+		return false, true, nil
+	}
+	legacy = slices.ContainsFunc(workflows.LegacySearchAttributes, func(name string) bool {
+		_, lacks := missing[name]
+		return !lacks
+	})
+	if !legacy {
+		for _, name := range workflows.LegacySearchAttributes {
+			delete(missing, name)
+		}
 	}
 	if len(missing) == 0 {
-		return true, nil
+		return true, legacy, nil
 	}
 	names := make([]string, 0, len(missing))
 	for name := range missing {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	return true, fmt.Errorf("namespace %q lacks the search attributes %s; register them with `wop worker --ensure-search-attributes` or deploy/temporal-namespace.sh before the worker polls",
+	return true, legacy, fmt.Errorf("namespace %q lacks the search attributes %s; register them with `wop worker --ensure-search-attributes` or deploy/temporal-namespace.sh before the worker polls",
 		ns, strings.Join(names, ", "))
 }
 
-// missingSearchAttributes lists the search attributes of workflows.SearchAttributes that
-// namespace ns has not registered, with their types.
-func missingSearchAttributes(ctx context.Context, c client.Client, ns string) (map[string]enumspb.IndexedValueType, error) {
+// missingSearchAttributes lists the search attributes of want that namespace ns has not
+// registered, with their types.
+func missingSearchAttributes(ctx context.Context, c client.Client, ns string, want map[string]enumspb.IndexedValueType) (map[string]enumspb.IndexedValueType, error) {
 	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
 	if err != nil {
 		return nil, fmt.Errorf("list search attributes of namespace %q: %w", ns, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for name, typ := range workflows.SearchAttributes {
+	for name, typ := range want {
 		if _, ok := have.GetCustomAttributes()[name]; !ok {
 			missing[name] = typ
 		}

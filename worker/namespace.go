@@ -59,7 +59,7 @@ func waitNamespaceServed(ctx context.Context, c client.Client, ns string) error 
 	ctx, cancel := context.WithTimeout(ctx, namespaceVisibleWithin)
 	defer cancel()
 	for {
-		_, err := missingSearchAttributes(ctx, c, ns)
+		_, err := missingSearchAttributes(ctx, c, ns, nil)
 		var notFound *serviceerror.NamespaceNotFound
 		if err == nil || !errors.As(err, &notFound) {
 			return nil
@@ -73,12 +73,13 @@ func waitNamespaceServed(ctx context.Context, c client.Client, ns string) error 
 }
 
 // Setup prepares namespace ns for the host: it creates the namespace when missing (with
-// retention) and registers the search attributes the runs keep current. It is what
+// retention) and registers the search attributes the runs keep current, with the legacy
+// ones runs created before the tags set (workflows.SearchAttributesFor). It is what
 // `wop setup` and `wop worker --ensure-search-attributes` do, and what
 // deploy/temporal-namespace.sh does with the temporal CLI.
-func Setup(ctx context.Context, c client.Client, ns string, retention time.Duration) (created bool, err error) {
+func Setup(ctx context.Context, c client.Client, ns string, retention time.Duration, legacy bool) (created bool, err error) {
 	if created, err = EnsureNamespace(ctx, c, ns, retention); err != nil {
 		return created, err
 	}
-	return created, EnsureSearchAttributes(ctx, c, ns)
+	return created, EnsureSearchAttributes(ctx, c, ns, legacy)
 }

@@ -42,6 +42,8 @@ type Config struct {
 	// TaskQueue is the task queue the worker polls (WOP_TASK_QUEUE, --task-queue):
 	// the one the API starts runs on. Empty means workflows.TaskQueue.
 	TaskQueue string
+	// Versioning opts the worker into Worker Versioning (versioning.go).
+	Versioning Versioning
 	// MaxConcurrentActivities bounds activity executions in flight (0 = SDK default).
 	MaxConcurrentActivities int
 	// MaxConcurrentWorkflowTasks bounds workflow tasks in flight (0 = SDK default).
@@ -253,6 +255,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	} else {
 		cfg.TaskQueue = q
 	}
+	if v, err := versioningFromEnv(getenv); err != nil {
+		errs = append(errs, err)
+	} else {
+		cfg.Versioning = v
+	}
 	cfg.HealthAddr = strings.TrimSpace(getenv("WOP_WORKER_HEALTH_ADDR"))
 	cfg.NexusTenant = strings.TrimSpace(getenv("WOP_NEXUS_TENANT"))
 	cfg.NexusSubject = strings.TrimSpace(getenv("WOP_NEXUS_SUBJECT"))
@@ -365,6 +372,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // cache, shutdown), which `wop dev` shares with `wop worker`.
 func (c *Config) RegisterTuningFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TaskQueue, "task-queue", c.TaskQueue, "Temporal `task queue` of the host's runs, polled by the worker and used by the API (env WOP_TASK_QUEUE)")
+	c.Versioning.registerFlags(fs)
 	fs.IntVar(&c.MaxConcurrentActivities, "max-activities", c.MaxConcurrentActivities,
 		"concurrent activity executions, 0 for the SDK default (env WOP_WORKER_MAX_ACTIVITIES)")
 	fs.IntVar(&c.WorkflowTaskPollers, "workflow-pollers", c.WorkflowTaskPollers,
@@ -411,7 +419,8 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		// on for up to 24 s.
 		MaxHeartbeatThrottleInterval: activities.HeartbeatInterval,
 		// Advertises the chunk endpoint, if any, to the API processes (package chunks).
-		Identity: cfg.Identity,
+		Identity:          cfg.Identity,
+		DeploymentOptions: cfg.Versioning.options(),
 	})
 	Register(w, acts)
 	if cfg.Catalog != nil {
@@ -428,6 +437,9 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 // start (for example, Temporal is unreachable).
 func Run(ctx context.Context, c client.Client, cfg Config) error {
 	logger := cfg.logger()
+	if err := cfg.Versioning.Check(); err != nil {
+		return err
+	}
 	loaded, err := LoadPacks(cfg.PacksDir, logger)
 	if err != nil {
 		return err
@@ -477,7 +489,15 @@ func Run(ctx context.Context, c client.Client, cfg Config) error {
 		}
 		return fmt.Errorf("start worker on task queue %q: %w", cfg.Queue(), err)
 	}
-	logger.Info("Worker started", "taskQueue", cfg.Queue(), "packsDir", cfg.PacksDir, "packs", len(loaded))
+	logger.Info("Worker started", "taskQueue", cfg.Queue(), "packsDir", cfg.PacksDir, "packs", len(loaded),
+		"deployment", cfg.Versioning.Deployment, "buildId", cfg.Versioning.BuildID)
+	if err := SetCurrentVersion(ctx, c, cfg.Versioning, logger); err != nil {
+		w.Stop()
+		if health != nil {
+			_ = health.Close()
+		}
+		return err
+	}
 	var hs *http.Server
 	if health != nil {
 		hs = &http.Server{Handler: healthHandler(cfg.Metrics), ReadHeaderTimeout: 5 * time.Second}

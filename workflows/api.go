@@ -126,7 +126,7 @@ func (b *RunBasis) ForkInput(req RunRequest, fallback TurnLimits) (*RunInput, er
 	in := &RunInput{
 		RunID: req.RunID, Definition: b.Definition, Definitions: b.Definitions, Packs: b.Packs, PackHashes: b.PackHashes,
 		Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags, Metadata: req.Metadata, Configurable: req.Configurable,
-		RequestDigest: req.RequestDigest, Limits: b.Limits, Era: req.Era, Notices: NoticesLocal,
+		RequestDigest: req.RequestDigest, Limits: b.Limits, Era: req.Era, Notices: NoticesNodeEvents, Attributes: AttributesTags,
 	}
 	for id, p := range in.Packs {
 		if p != nil && p.Hash == "" {
@@ -191,9 +191,9 @@ type RunInput struct {
 	// for its whole life (events.go, writeType); a child run has its parent's.
 	Era int `json:"eventLogSchemaVersion,omitempty"`
 	// Notices is how the run tells its tenant's webhook dispatcher about its events,
-	// stamped when the run is created (NoticesLocal since it exists; 0 on runs created
-	// before, which signal with SignalExternalWorkflow; notify.go); a child run has its
-	// parent's.
+	// stamped when the run is created (NoticesNodeEvents now, NoticesLocal before it;
+	// 0 on runs created before either, which signal with SignalExternalWorkflow;
+	// notify.go); a child run has its parent's.
 	Notices int `json:"notices,omitempty"`
 	// ContinueAsNewAfterEvents, when > 0, makes the run continue as new at its next
 	// safe point once an execution has appended that many events (tests use a small
@@ -204,7 +204,15 @@ type RunInput struct {
 	// parts beside their content and agent.model, the model that answered
 	// (turnparts.go), and rosters are RFC 0239's (roster.go).
 	TurnShape int `json:"turnShape,omitempty"`
+	// Attributes is the search attribute scheme of the run, stamped when the run is
+	// created (AttributesTags; 0 on runs created before, which set the legacy Keyword
+	// attributes for their whole life; searchattrs.go); a child run has its parent's.
+	Attributes int `json:"attributes,omitempty"`
 }
+
+// AttributesTags is RunInput.Attributes of runs that keep what changes within them in
+// WopTags (GateSearchAttributeSlots).
+const AttributesTags = 1
 
 // CurrentTurnShape is the RunInput.TurnShape of runs created now.
 const CurrentTurnShape = 1

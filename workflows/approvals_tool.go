@@ -53,15 +53,12 @@ import (
 // tool call of the conversation waits for approval.
 const CodeApprovalPending = protocol.CodeApprovalPending
 
-// Search attributes of a run whose tool call waits for approval, so the Temporal UI can
-// list what waits for whom (for example `WopApprovers = "finance"`).
-var (
-	SAWaitingTool = temporal.NewSearchAttributeKeyKeyword("WopWaitingTool")   // tool of the call waiting for approval
-	SAApprovers   = temporal.NewSearchAttributeKeyKeywordList("WopApprovers") // who may decide it now (unset: anyone)
-)
+// SAApprovers, with the TagWaitingTool tag, is the search attribute of a run whose tool
+// call waits for approval, so the Temporal UI can list what waits for whom (for example
+// `WopApprovers = "finance"`): who may decide it now (unset: anyone).
+var SAApprovers = temporal.NewSearchAttributeKeyKeywordList("WopApprovers")
 
 func init() {
-	SearchAttributes[SAWaitingTool.GetName()] = SAWaitingTool.GetValueType()
 	SearchAttributes[SAApprovers.GetName()] = SAApprovers.GetValueType()
 }
 
@@ -326,16 +323,14 @@ func (ta *toolApproval) describe(d *approvalData) string {
 func (r *runner) upsertToolWait(it *interrupt) {
 	if it == nil {
 		dctx, _ := workflow.NewDisconnectedContext(r.ctx) // also while the run is being cancelled
-		_ = workflow.UpsertTypedSearchAttributes(dctx, SAWaitingTool.ValueUnset(), SAApprovers.ValueUnset())
+		r.upsertAttributes(dctx, []temporal.SearchAttributeUpdate{SAApprovers.ValueUnset()}, tagSet{TagWaitingTool, ""})
 		return
 	}
-	upd := []temporal.SearchAttributeUpdate{SAWaitingTool.ValueSet(it.tool.call.Tool)}
+	approvers := SAApprovers.ValueUnset()
 	if len(it.approval.ApproversList) > 0 {
-		upd = append(upd, SAApprovers.ValueSet(slices.Clone(it.approval.ApproversList)))
-	} else {
-		upd = append(upd, SAApprovers.ValueUnset())
+		approvers = SAApprovers.ValueSet(slices.Clone(it.approval.ApproversList))
 	}
-	_ = workflow.UpsertTypedSearchAttributes(r.ctx, upd...)
+	r.upsertAttributes(r.ctx, []temporal.SearchAttributeUpdate{approvers}, tagSet{TagWaitingTool, it.tool.call.Tool})
 }
 
 // nextTick is when the call's next reminder or escalation is due (zero for none).

@@ -246,7 +246,7 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 	in := &RunInput{
 		RunID: req.RunID, Definition: def, Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags,
 		Metadata: req.Metadata, Configurable: req.Configurable, RequestDigest: req.RequestDigest, CallbackURL: req.CallbackURL,
-		Era: req.Era, Notices: NoticesLocal, TurnShape: CurrentTurnShape,
+		Era: req.Era, Notices: NoticesNodeEvents, TurnShape: CurrentTurnShape, Attributes: AttributesTags,
 	}
 	seen := map[string]bool{def.ID: true}
 	queue := []*Definition{def}

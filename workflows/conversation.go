@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/protocol"
@@ -69,9 +70,9 @@ func (c *conversation) Emit(typ string, payload any, causation string) string {
 	return c.r.emit(typ, c.NodeID, payload, causation)
 }
 
-// SetPackAttributes keeps the WopPackId / WopPackState search attributes current.
+// SetPackAttributes keeps the WopPackId search attribute and the TagPackState tag current.
 func (c *conversation) SetPackAttributes(packID, state string) {
-	_ = workflow.UpsertTypedSearchAttributes(c.r.ctx, SAPackID.ValueSet(packID), SAPackState.ValueSet(state))
+	c.r.upsertAttributes(c.r.ctx, []temporal.SearchAttributeUpdate{SAPackID.ValueSet(packID)}, tagSet{TagPackState, state})
 }
 
 // SetDetails replaces the workflow's current details (Temporal UI) with text; an

@@ -83,7 +83,7 @@
 //     approvals_tool.go (GetVersion "tool-approvals").
 //   - A real model round that fails its quick attempts with a retryable error waits out
 //     the outage as the worker's policy says (the ModelOutagePolicy local activity),
-//     the run stalled meanwhile (Snapshot.Stalled, workflow.stalled, SAStalledOn, the
+//     the run stalled meanwhile (Snapshot.Stalled, workflow.stalled, the stalledOn tag of SATags, the
 //     current details); past the policy's time the turn ends with a system turn, not
 //     the conversation. Tool calls whose route carries an outage policy (a binding's
 //     retry_for) wait likewise. See outage.go (GetVersion "outage-wait").

@@ -28,9 +28,13 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// NoticesLocal is RunInput.Notices of runs whose notices go through the
-// NotifyDispatcher local activity (GateNotifyLocal).
-const NoticesLocal = 1
+// RunInput.Notices: NoticesLocal, runs whose notices go through the NotifyDispatcher
+// local activity (GateNotifyLocal); NoticesNodeEvents, runs whose notices carry their
+// node events too (GateWebhookNodeEvents), and go through it as well.
+const (
+	NoticesLocal      = 1
+	NoticesNodeEvents = 2
+)
 
 // maxNoticeBytes bounds the events of one notice signal; a larger batch is split.
 const maxNoticeBytes = 256 << 10
@@ -48,6 +52,9 @@ type notifier struct {
 // receive its type.
 func (r *runner) notifyWebhooks(ev Event) {
 	if !slices.Contains(WebhookEventTypes, ev.Type) {
+		return
+	}
+	if slices.Contains(WebhookNodeEventTypes, ev.Type) && (r.in.Notices < NoticesNodeEvents || !r.changed(GateWebhookNodeEvents)) {
 		return
 	}
 	n := &r.notify
@@ -115,16 +122,27 @@ func (r *runner) flushNotices() {
 const WebhookEventsSignal = "openwop.webhooks.events"
 
 // WebhookEventTypes are the run events delivered to webhooks: what a person or a
-// system waits for (a run started or ended, something waits for a decision, a
-// reminder, an escalation, a decision taken). Other types are not delivered, so a
-// subscription may not ask for them.
-var WebhookEventTypes = []string{
+// system waits for (WebhookEventTypesV1) and a run's node lifecycle
+// (WebhookNodeEventTypes, the lifecycle OpenWOP's durable-delivery scenario
+// subscribes to). Other types are not delivered, so a subscription may not ask for
+// them.
+var WebhookEventTypes = slices.Concat(WebhookEventTypesV1, WebhookNodeEventTypes)
+
+// WebhookEventTypesV1 are what a person or a system waits for: a run started or
+// ended, something waits for a decision, a reminder, an escalation, a decision taken.
+// They are the types of the v1 surface (/v1/webhooks, the v1 discovery document) and
+// what a run's callbackUrl gets.
+var WebhookEventTypesV1 = []string{
 	protocol.EvRunStarted, protocol.EvRunCompleted, protocol.EvRunFailed, protocol.EvRunCancelled,
 	protocol.EvInterruptRequested, protocol.EvInterruptResolved,
 	protocol.EvApprovalRequested, protocol.EvApprovalReceived,
 	protocol.EvClarificationRequested, protocol.EvClarificationResolved,
 	protocol.EvWorkflowStalled,
 }
+
+// WebhookNodeEventTypes are the node events delivered to v2 subscriptions, by runs
+// that took GateWebhookNodeEvents.
+var WebhookNodeEventTypes = []string{protocol.EvNodeStarted, protocol.EvNodeCompleted}
 
 // WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
 func WebhookDispatcherID(tenant string) string { return activities.WebhookDispatcherID(tenant) }

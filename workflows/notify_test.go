@@ -16,17 +16,31 @@ import (
 
 // TestRunNotifiesWebhooks: a run signals its tenant's dispatcher with the events
 // webhooks may receive, batched, and signals the terminal event before it closes:
-// through the NotifyDispatcher local activity (RunInput.Notices), or, for runs created
-// before it, with SignalExternalWorkflow.
+// through the NotifyDispatcher local activity (RunInput.Notices), node events among
+// them, or, for runs created before, without node events (NoticesLocal), and with
+// SignalExternalWorkflow (0).
 func TestRunNotifiesWebhooks(t *testing.T) {
-	for _, local := range []bool{true, false} {
-		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
+	withoutNodes := [][]string{
+		{protocol.EvRunStarted, protocol.EvInterruptRequested, protocol.EvApprovalRequested},
+		{protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvRunCompleted},
+	}
+	for _, c := range []struct {
+		notices int
+		want    [][]string
+	}{
+		{NoticesNodeEvents, [][]string{
+			{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvInterruptRequested, protocol.EvApprovalRequested},
+			{protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvNodeCompleted, protocol.EvRunCompleted},
+		}},
+		{NoticesLocal, withoutNodes},
+		{0, withoutNodes},
+	} {
+		local := c.notices >= NoticesLocal
+		t.Run(fmt.Sprintf("notices=%d", c.notices), func(t *testing.T) {
 			in := fixtureInput(t, "conformance-approval", `{"payload":{"doc":"x"}}`)
 			in.CallbackURL = "https://receiver.example/hook"
 			in.Tags = []string{"prod"}
-			if !local {
-				in.Notices = 0
-			}
+			in.Notices = c.notices
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
 			env.SetStartWorkflowOptions(startOpts(in.RunID))
@@ -57,10 +71,7 @@ func TestRunNotifiesWebhooks(t *testing.T) {
 				}
 				types = append(types, ts)
 			}
-			require.Equal(t, [][]string{
-				{protocol.EvRunStarted, protocol.EvInterruptRequested, protocol.EvApprovalRequested},
-				{protocol.EvInterruptResolved, protocol.EvApprovalReceived, protocol.EvRunCompleted},
-			}, types, "one signal per batch of events, the terminal one before the run closed")
+			require.Equal(t, c.want, types, "one signal per batch of events, the terminal one before the run closed")
 		})
 	}
 }

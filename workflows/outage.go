@@ -7,7 +7,7 @@ package workflows
 //  1. The ModelOutagePolicy local activity answers the worker's policy for the
 //     provider (how long to wait, how often to try); Temporal records the answer.
 //  2. The run is stalled: a workflow.stalled event (again every RemindEvery while it
-//     waits), the Snapshot's Stalled, the WopStalledOn search attribute
+//     waits), the Snapshot's Stalled, the stalledOn tag of WopTags
 //     ("model:<provider>" or "tool:<name>") and the Temporal UI's current details say
 //     what it waits for, since when, until when, and the last error.
 //  3. The round is scheduled again with unlimited attempts backing off to the policy's
@@ -42,15 +42,6 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/protocol"
 )
-
-// SAStalledOn is what a stalled run waits for: "model:<provider>" while a model round
-// waits out an outage of its provider, "tool:<name>" while a tool call does; unset
-// otherwise. `WopStalledOn IS NOT NULL` lists the runs an outage holds.
-var SAStalledOn = temporal.NewSearchAttributeKeyKeyword("WopStalledOn")
-
-func init() {
-	SearchAttributes[SAStalledOn.GetName()] = SAStalledOn.GetValueType()
-}
 
 // Stall is a call the run waits for while what it calls is unavailable (Snapshot.Stalled).
 type Stall struct {
@@ -254,11 +245,12 @@ func (r *runner) emitStalled(s *stall) {
 	r.emit(protocol.EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
 }
 
-// publishStalls keeps WopStalledOn and the current details in step with r.stalls.
+// publishStalls keeps the TagStalledOn tag ("model:<provider>" while a model round
+// waits out an outage of its provider, "tool:<name>" while a tool call does) and the current details in step with r.stalls.
 func (r *runner) publishStalls() {
 	dctx, _ := workflow.NewDisconnectedContext(r.ctx) // also while the run is being cancelled
 	if len(r.stalls) == 0 {
-		_ = workflow.UpsertTypedSearchAttributes(dctx, SAStalledOn.ValueUnset())
+		r.upsertAttributes(dctx, nil, tagSet{TagStalledOn, ""})
 		r.describeRun()
 		return
 	}
@@ -267,7 +259,7 @@ func (r *runner) publishStalls() {
 	if s.Kind == "tool" {
 		on = s.Kind + ":" + s.Tool
 	}
-	_ = workflow.UpsertTypedSearchAttributes(dctx, SAStalledOn.ValueSet(on))
+	r.upsertAttributes(dctx, nil, tagSet{TagStalledOn, on})
 	r.describeRun()
 }
 

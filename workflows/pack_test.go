@@ -642,15 +642,17 @@ func TestPackWallTimeTimer(t *testing.T) {
 	require.Contains(t, string(closed[0].Payload), `"outcome":null`)
 }
 
-// TestPackStateAttributeSetOnChange: WopPackState is upserted when the pack's state
+// TestPackStateAttributeSetOnChange: the packState tag is upserted when the pack's state
 // changes, not at every turn (each upsert is a history event and a visibility write).
 func TestPackStateAttributeSetOnChange(t *testing.T) {
 	tr, sm := packRun(t, "chat", chatPackYAML, "rounds:\n  - text: Hello!\n", `{"message":"hi"}`)
 	var states []string
 	tr.env.OnUpsertTypedSearchAttributes(mock.Anything).Return(nil).Run(func(args mock.Arguments) {
 		if sa, ok := args.Get(0).(temporal.SearchAttributes); ok {
-			if v, ok := sa.GetKeyword(SAPackState); ok {
-				states = append(states, v)
+			// The pack's upsert sets WopPackId beside the tags; a status change's does not.
+			if _, ok := sa.GetKeyword(SAPackID); ok {
+				tags, _ := sa.GetKeywordList(SATags)
+				states = append(states, TagValue(tags, TagPackState))
 			}
 		}
 	})

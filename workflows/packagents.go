@@ -75,7 +75,7 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 	childID := ChildRunID(parent.RunID, rt.a.nodeID+"."+call.CallID, 0)
 	childIn := RunInput{
 		RunID: childID, Definition: agentCallDefinition(rt.a.pack, call.Tool), Packs: parent.Packs, PackHashes: parent.PackHashes,
-		Inputs: mustJSON(vars), Owner: parent.Owner, Tags: parent.Tags, ParentRunID: parent.RunID, Limits: parent.Limits, Era: parent.Era, Notices: parent.Notices,
+		Inputs: mustJSON(vars), Owner: parent.Owner, Tags: parent.Tags, ParentRunID: parent.RunID, Limits: parent.Limits, Era: parent.Era, Notices: parent.Notices, Attributes: parent.Attributes,
 	}
 	cctx, cancel := workflow.WithCancel(rt.ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{

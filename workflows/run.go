@@ -30,6 +30,10 @@ type runner struct {
 	details       string
 	lastSAStatus  string
 	lastWaitingOn string
+	// tags are the run's SATags by prefix, and legacyCleared is set once this
+	// execution unset the legacy attributes (upsertAttributes).
+	tags          map[string]string
+	legacyCleared bool
 	schemaCache   map[string]*compiledSchema
 
 	carried *carriedState

@@ -81,7 +81,7 @@ func (r *runner) setStatus(s string) {
 	}
 	if s != r.lastSAStatus || waitingOn != r.lastWaitingOn {
 		r.lastSAStatus, r.lastWaitingOn = s, waitingOn
-		_ = workflow.UpsertTypedSearchAttributes(r.ctx, statusAttributes(s, waiting, r.terminal)...)
+		r.upsertAttributes(r.ctx, []temporal.SearchAttributeUpdate{SAStatus.ValueSet(s)}, statusTags(waiting, r.terminal)...)
 	}
 	if changed && r.in.ParentRunID != "" {
 		r.statusSeq++

@@ -51,7 +51,7 @@ func execSubWorkflow(r *runner, n *Node, in map[string]json.RawMessage) (map[str
 	childIn := RunInput{
 		RunID: childID, Definition: def, Definitions: r.in.Definitions, Packs: r.in.Packs, PackHashes: r.in.PackHashes,
 		Inputs: inputs, Owner: r.in.Owner, Tags: r.in.Tags, ParentRunID: r.in.RunID, Limits: r.in.Limits,
-		Era: r.in.Era, Notices: r.in.Notices, TurnShape: r.in.TurnShape,
+		Era: r.in.Era, Notices: r.in.Notices, TurnShape: r.in.TurnShape, Attributes: r.in.Attributes,
 	}
 	cctx, cancelChild := workflow.WithCancel(r.ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{

@@ -6,13 +6,13 @@ package workflows
 //
 //   - Readers see status running: the conversation's own interrupts (the exchange and
 //     the agent's event wait) do not count as what the run waits on, so the snapshot,
-//     WopStatus and WopWaitingOn say running rather than waiting-approval. An approval
+//     WopStatus and the waitingOn tag say running rather than waiting-approval. An approval
 //     a tool call raises meanwhile is what the run waits on, and says so.
 //   - The search attributes (and a parent run's status signal) learn of it only when
 //     the turn waits outside the workflow task: before a model round or tool call that
 //     is an activity, a yield of local rounds, a stall. A scripted mock turn that ends
 //     in the task it began in adds no command; a turn on a real model adds two upserts
-//     (running, and back), and WopPackState follows the pack's state at those points
+//     (running, and back), and the packState tag follows the pack's state at those points
 //     too, so a run that waits mid-turn (an approval, a stalled provider) shows the
 //     state it waits in.
 //   - The resolve that started the turn is answered with the status the run has when

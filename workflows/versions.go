@@ -12,32 +12,40 @@ package workflows
 // begins; TestGatesAskedThroughTheRegistry fails on a GetVersion asked any other way or
 // a gate missing from Gates.
 //
-// Retiring a gate: once no open execution began before its date, no history can
-// replay its earlier path; its old branch, its constant and its entry go together,
-// with the recorded histories that pin the earlier path (docs/DECISIONS.md, "Gates").
+// Retiring a gate: once no open run was created before its date, no history can
+// replay its earlier path; `wop gates` counts those runs through the visibility API
+// (worker.RetirementQuery). Its old branch, its constant, its entry and the search
+// attributes it retires (GateAttributes) go together, with the recorded histories that
+// pin the earlier path (docs/DECISIONS.md, "Upgrades").
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+)
 
 // Gate ids (workflow.GetVersion change ids), grouped by what they guard.
 const (
 	// Runs and their event log.
-	GateBoundedState       = "bounded-state"
-	GateTriggerRules       = "trigger-rules"
-	GateCloseStatus        = "close-status"
-	GateEventRecords       = "event-records"
-	GateWebhookNotify      = "webhook-notify"
-	GateRequestIntegrity   = "request-integrity"
-	GateResolveEvents      = "resolve-update-events"
-	GateTurnStatus         = "turn-status"
-	GateForkReplay         = "fork-replay"
-	GatePauseResume        = "pause-resume"
-	GateApprovalRejection  = "approval-rejection"
-	GateTurnParts          = "turn-parts"
-	GateConversationRoster = "conversation-roster"
-	GateNotifyLocal        = "webhook-notify-local"
-	GateForkDecisions      = "fork-approval-decisions"
-	GateForkInputs         = "fork-input-divergence"
-	GateForkSourceMissing  = "fork-tool-source-missing"
+	GateBoundedState         = "bounded-state"
+	GateTriggerRules         = "trigger-rules"
+	GateCloseStatus          = "close-status"
+	GateEventRecords         = "event-records"
+	GateWebhookNotify        = "webhook-notify"
+	GateRequestIntegrity     = "request-integrity"
+	GateResolveEvents        = "resolve-update-events"
+	GateTurnStatus           = "turn-status"
+	GateForkReplay           = "fork-replay"
+	GatePauseResume          = "pause-resume"
+	GateApprovalRejection    = "approval-rejection"
+	GateTurnParts            = "turn-parts"
+	GateConversationRoster   = "conversation-roster"
+	GateNotifyLocal          = "webhook-notify-local"
+	GateForkDecisions        = "fork-approval-decisions"
+	GateForkInputs           = "fork-input-divergence"
+	GateSearchAttributeSlots = "search-attribute-slots"
+	GateWebhookNodeEvents    = "webhook-node-events"
+	GateForkSourceMissing    = "fork-tool-source-missing"
 
 	// Pack agents.
 	GateAgentCancel       = "agent-cancel"
@@ -63,15 +71,20 @@ const (
 // Gate is one entry of the registry.
 type Gate struct {
 	// ID is the workflow.GetVersion change id.
-	ID string
+	ID string `json:"id"`
 	// Added is the day the gate was added (YYYY-MM-DD): executions that began before
 	// it may hold its earlier path in their histories.
-	Added string
+	Added string `json:"added"`
 	// Guards says what runs take since the gate, and what those recorded before do.
-	Guards string
+	Guards string `json:"guards"`
 	// Retire says when the gate may go and what goes with it.
-	Retire string
+	Retire string `json:"retire"`
 }
+
+// ByDate reports whether the gate retires by its date (no open run created before it),
+// as every gate does but those whose Retire says "never while ...": those hold for as
+// long as a run of some kind is open, whatever its age.
+func (g Gate) ByDate() bool { return !strings.HasPrefix(g.Retire, "never") }
 
 // retireAfter is the common condition under which a gate may go.
 const retireAfter = "when no open execution began before it was added (a visibility query on StartTime shows none), with the histories of testdata/earlier that pin its earlier path"
@@ -106,7 +119,7 @@ var Gates = []Gate{
 		"a fork replay re-folds a pack in causal order, never calls a model or tool for a recorded turn, spends no usage twice and reports divergence (fork.go and the pack agent's replay)",
 		retireAfter},
 	{GatePackAttributes, "2026-11-30",
-		"WopPackId and WopPackState are set only when the pack's state changes; runs before set them at every turn",
+		"WopPackId and the pack state (WopPackState, WopTags since GateSearchAttributeSlots) are set only when the pack's state changes; runs before set them at every turn",
 		retireAfter},
 	{GateLocalRound, "2026-11-30",
 		"a model round after one the scripted mock answered runs as the ModelRoundLocal local activity; runs before ran every round as the ModelRound activity",
@@ -147,6 +160,9 @@ var Gates = []Gate{
 	{GateForkDecisions, "2026-12-03",
 		"a fork replay re-emits the decision events the source recorded on the approval of a tool call whose result it takes from the record (node.suspended to node.resumed, deciders included; pack_replay.go, replayDecision); asked only for such a call, and forks before left the decision out of their log",
 		retireAfter},
+	{GateWebhookNodeEvents, "2026-12-03",
+		"a run notifies its tenant's webhook dispatcher of node.started and node.completed too, which subscriptions may now ask for (notify.go, WebhookNodeEventTypes); asked at the first node event of a run created with RunInput.Notices NoticesNodeEvents, so the runs created before never record the marker and notify the other WebhookEventTypes only",
+		retireAfter},
 	{GateForkInputs, "2026-12-03",
 		"a replay fork whose inputs differ from those its source's run.started recorded writes replay.diverged (divergenceKind input) after its run.started (fork.go, checkForkInputs); asked only for such a fork, which could not be requested before",
 		retireAfter},
@@ -177,6 +193,9 @@ var Gates = []Gate{
 	{GateValidatorParams, "2026-12-03",
 		"a validator's params.direction (input: the user's message is checked and, blocked, not answered by the model), params.expect_match (false: matching text is blocked) and params.message are read (engine/validators.go); asked at the first validator that has one, and runs before checked every validator against the model's text, a regex one as a pattern the text must match",
 		retireAfter},
+	{GateSearchAttributeSlots, "2026-12-03",
+		"what changes within a run (pack state, what it waits on and its kind, the tool waiting for approval, what stalls it) is the one KeywordList WopTags of prefixed values, and the first update of an execution unsets the legacy Keyword attributes (upsertAttributes, searchattrs.go); asked at the first such update of an execution of a run created with RunInput.Attributes 1, so runs created before (Attributes 0, for their whole life, continue-as-new included) never record the marker and set WopPackState, WopWaitingOn, WopWaitingKind, WopWaitingTool and WopStalledOn",
+		"when no open run was created before it (WopCreatedAt, which continue-as-new keeps: `wop gates` counts them); with it go RunInput.Attributes 0, LegacySearchAttributes: their legacy clauses in the API's queries (api/legacyattrs.go) and their registration"},
 }
 
 // changed reports whether the run takes the new path of gate id (version 1), asking

@@ -108,6 +108,11 @@ func runAPI(ctx context.Context, args []string, env func(string) string, _, stde
 	defer c.Close()
 
 	apiCfg.Namespace = namespace
+	// A namespace set up without the legacy search attributes cannot be asked about them.
+	if _, legacy, _ := worker.CheckSearchAttributes(ctx, c, namespace); !legacy {
+		apiCfg.NoLegacyAttributes = true
+		logger.Info("The namespace has no legacy search attributes: the API's queries read WopTags only", "namespace", namespace)
+	}
 	srv, err := api.New(apiCfg, c, cat, logger)
 	if err != nil {
 		_ = ln.Close()

@@ -47,6 +47,7 @@ func commands() []command {
 		{"worker", "run the worker against a Temporal server (TEMPORAL_ADDRESS)", runWorker},
 		{"api", "serve the HTTP API against a Temporal server (TEMPORAL_ADDRESS)", runAPI},
 		{"setup", "create the namespace and register the search attributes on a Temporal server", runSetup},
+		{"gates", "list the workflow gates with the open runs that keep each (when a gate may retire)", runGates},
 		{"pack", "pack tools: `wop pack validate PATH...`, `wop pack list`", runPack},
 		{"keys", "API keys of the keys file (WOP_KEYS_FILE): add, revoke, list", runKeys},
 		{"chat", "hold a conversation with a run through the API", runChat},

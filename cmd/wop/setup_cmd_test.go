@@ -7,11 +7,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -26,11 +28,7 @@ import (
 // attribute; a second run finds it all in place and changes nothing.
 func TestSetupCreatesTheNamespaceAndItsSearchAttributes(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{})
-	require.NoError(t, err)
-	t.Cleanup(srv.Stop)
+	ctx, srv := startServer(t, devserver.Options{})
 	env := func(string) string { return "" }
 	args := []string{"--address", srv.FrontendAddress(), "--namespace", "wop-setup", "--retention", "72h"}
 
@@ -38,9 +36,7 @@ func TestSetupCreatesTheNamespaceAndItsSearchAttributes(t *testing.T) {
 	require.Equal(t, 0, runSetup(ctx, args, env, &out, &errOut), "stderr: %s", errOut.String())
 	assert.Contains(t, out.String(), "Created namespace wop-setup (retention 72h0m0s)")
 
-	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddress(), Namespace: "wop-setup", Logger: worker.SDKLogger(nil)})
-	require.NoError(t, err)
-	defer c.Close()
+	c := dialServer(t, srv, "wop-setup")
 	ns, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "wop-setup"})
 	require.NoError(t, err)
 	assert.Equal(t, 72*time.Hour, ns.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration())
@@ -69,4 +65,52 @@ func TestSetupRejectsAnUnreadableAPIKeyFile(t *testing.T) {
 	code = runSetup(context.Background(), []string{"--address", "127.0.0.1:1", "--api-key-file", empty}, func(string) string { return "" }, &out, &errOut)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "is empty")
+}
+
+// `wop setup --legacy-attributes=false` registers the four Keyword attributes and
+// none of the legacy ones; a worker's check accepts that namespace, saying it has no
+// legacy attributes.
+func TestSetupWithoutLegacyAttributesTakesFourKeywordSlots(t *testing.T) {
+	t.Parallel()
+	ctx, srv := startServer(t, devserver.Options{})
+	args := []string{"--address", srv.FrontendAddress(), "--namespace", "wop-slots", "--legacy-attributes=false"}
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, runSetup(ctx, args, func(string) string { return "" }, &out, &errOut), "stderr: %s", errOut.String())
+
+	c := dialServer(t, srv, "wop-slots")
+	sas, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "wop-slots"})
+	require.NoError(t, err)
+	var keywords []string
+	for name, typ := range sas.GetCustomAttributes() {
+		if typ == enumspb.INDEXED_VALUE_TYPE_KEYWORD && strings.HasPrefix(name, "Wop") {
+			keywords = append(keywords, name)
+		}
+	}
+	assert.ElementsMatch(t, []string{"WopWorkflowId", "WopTenant", "WopStatus", "WopPackId"}, keywords)
+	assert.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST, sas.GetCustomAttributes()[workflows.SATags.GetName()])
+	checked, legacy, err := worker.CheckSearchAttributes(ctx, c, "wop-slots")
+	require.NoError(t, err)
+	assert.True(t, checked)
+	assert.False(t, legacy)
+}
+
+// startServer starts an embedded Temporal server for the test, with a context that
+// bounds the test's calls.
+func startServer(t *testing.T, opts devserver.Options) (context.Context, *devserver.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := devserver.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	return ctx, srv
+}
+
+// dialServer dials namespace ns of srv.
+func dialServer(t *testing.T, srv *devserver.Server, ns string) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: srv.FrontendAddress(), Namespace: ns, Logger: worker.SDKLogger(nil)})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
 }

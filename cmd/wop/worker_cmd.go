@@ -30,6 +30,7 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	fs.StringVar(&namespace, "namespace", namespace, "Temporal `namespace` (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&logLevel, "log-level", logLevel, "log `level`: debug, info, warn, error (env WOP_LOG_LEVEL)")
 	fs.BoolVar(&ensureSA, "ensure-search-attributes", ensureSA, "create the namespace if Temporal lacks it and register the host's search attributes on it if missing, as `wop setup` does (needs operator rights)")
+	legacy := fs.Bool("legacy-attributes", true, "with --ensure-search-attributes: "+legacyAttributesUsage)
 	clientFlags := worker.RegisterClientFlags(fs)
 	if code := parseFlags(fs, args); code >= 0 {
 		return code
@@ -62,7 +63,7 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 	}
 	defer c.Close()
 	if ensureSA {
-		created, err := worker.Setup(ctx, c, namespace, 0)
+		created, err := worker.Setup(ctx, c, namespace, 0, *legacy)
 		if err != nil {
 			return fail(stderr, "worker", err)
 		}
@@ -70,11 +71,14 @@ func runWorker(ctx context.Context, args []string, env func(string) string, _, s
 			logger.Info("Created the namespace", "namespace", namespace, "retention", worker.DefaultNamespaceRetention)
 		}
 	}
-	if checked, err := worker.CheckSearchAttributes(ctx, c, namespace); err != nil {
+	if checked, legacy, err := worker.CheckSearchAttributes(ctx, c, namespace); err != nil {
 		return fail(stderr, "worker", err)
+	} else if checked && !legacy {
+		logger.Info("The namespace has no legacy search attributes: runs created before WopTags cannot run on it", "namespace", namespace)
 	} else if !checked {
 		logger.Warn("Could not list the namespace's search attributes; make sure every Wop* attribute is registered", "namespace", namespace)
 	}
+	cfg.Versioning.Namespace = namespace
 	if err := worker.Run(ctx, c, cfg); err != nil {
 		return fail(stderr, "worker", err)
 	}

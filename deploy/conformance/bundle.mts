@@ -7,13 +7,16 @@
  *
  * usage: npx tsx bundle.mts <report.json> <ledger.jsonl> <major 1|2> <out.json>
  * env:   SUITE_DIR (the suite's conformance folder), OPENWOP_BASE_URL, SPEC_DIR (the v2
- *        spec folder holding profiles.json), HOST_VERSION, HOST_BUILD (a commit)
+ *        spec folder holding profiles.json), HOST_VERSION, HOST_BUILD (a commit),
+ *        OPENWOP_HOST_RELAXATIONS (the JSON array of the host's declared relaxations)
  *
  * Profiles: at major 1 the suite's discovery predicates (deriveProfiles,
  * isCoreStandard); at major 2 the predicates of spec/v2/profiles.json (every family
  * present as a record, every metadata key present). A claimed profile is certified
  * when every one of its floor rows is a witnessed executed pass and no row of the
- * bundle is blocked.
+ * bundle is blocked, and no declared relaxation touches it (RFC 0173 §A.2): a relaxed
+ * `<family>.*` obligation denies the profiles built on that family (at major 2 the
+ * families of the predicate, at major 1 those whose floor has a scenario of it).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -59,6 +62,7 @@ for (const f of report.testResults ?? []) {
 
 // The claimed profiles and each one's floor scenario files.
 const floors = new Map<string, string[]>();
+const owners = new Map<string, string[]>(); // profile -> the families it is built on (major 2)
 if (major === 1) {
   const claimed: string[] = [...deriveProfiles(doc)].filter((p: string) => !(p in DEPRECATED_PROFILE_ALIASES));
   if (isCoreStandard(doc)) claimed.push('openwop-core-standard');
@@ -73,7 +77,7 @@ if (major === 1) {
   for (const p of spec.profiles) {
     const holds = (p.predicate.families ?? []).every((k) => typeof doc[k] === 'object' && doc[k] !== null) &&
       (p.predicate.metadata ?? []).every((k) => k in doc);
-    if (holds) floors.set(p.id, p.floorScenarios);
+    if (holds) { floors.set(p.id, p.floorScenarios); owners.set(p.id, p.predicate.families ?? []); }
   }
 }
 const ledger = readLedgerFile(ledgerPath);
@@ -96,12 +100,17 @@ const rows = derived.requirements.map((r: { requirementId: string; scenarioId: s
 }));
 const blocked = rows.filter((r: { result: string }) => r.result === 'blocked').length;
 const stem = (s: string) => s.replace(/\*$/, '').replace(/\.test\.ts$/, '');
+const relaxations = JSON.parse(process.env.OPENWOP_HOST_RELAXATIONS || '[]') as Array<{ obligation: string; durability: string; reason: string }>;
+const relaxedFamilies = [...new Set(relaxations.map((r) => r.obligation.split('.')[0]!))];
+const relaxedProfile = (id: string, scenarios: string[]) => relaxedFamilies.some((f) => major === 2
+  ? (owners.get(id) ?? []).includes(f)
+  : scenarios.some((s) => s.includes(f.replace(/s$/, ''))));
 const claimedProfiles = [...floors.entries()].map(([id, scenarios]) => {
   // The file-level (and prefix) rows: per-`it` rows carry their file as scenario too.
   const floorRows = rows.filter((r: { id: string; scenario: string }) => !r.id.startsWith('openwop.it.') && scenarios.includes(stem(r.scenario)));
   const witnessed = floorRows.filter((r: { result: string; assertions?: number }) => r.result === 'executed-pass' && (r.assertions ?? 0) > 0);
   const suiteSays = major === 1 ? verdicts.get(id)?.certifiable !== false : true;
-  return { id, evidenceTier: 'self', witnessCount: witnessed.length, certified: suiteSays && scenarios.length > 0 && witnessed.length === scenarios.length && blocked === 0 };
+  return { id, evidenceTier: 'self', witnessCount: witnessed.length, certified: suiteSays && scenarios.length > 0 && witnessed.length === scenarios.length && blocked === 0 && !relaxedProfile(id, scenarios) };
 });
 
 const pkg = JSON.parse(readFileSync(join(suite, 'package.json'), 'utf8')) as { version: string };
@@ -113,6 +122,7 @@ const bundle = {
     name: 'wop', version: process.env.HOST_VERSION ?? 'dev',
     build: { kind: 'commit', id: process.env.HOST_BUILD ?? 'unknown' },
     signingKeyId: process.env.WOP_SIGNING_KEY_ID ?? 'wop-bundle-1',
+    ...(relaxations.length > 0 ? { relaxations } : {}),
   },
   discovery: {
     url: discoveryURL,
@@ -129,6 +139,6 @@ const blockedFloor = [...floors.entries()].flatMap(([id, scenarios]) => rows
   .filter((r: { id: string; scenario: string; result: string }) => !r.id.startsWith('openwop.it.') && scenarios.includes(stem(r.scenario)) && r.result === 'blocked')
   .map((r: { id: string; detail?: string }) => `${id}: ${r.id} blocked (${r.detail ?? 'no reason'})`));
 for (const b of blockedFloor) console.log(`major ${major} floor row blocked: ${b}`);
-for (const p of claimedProfiles) console.log(`major ${major} ${p.id}: ${p.certified ? 'certified' : 'not certified'} (${p.witnessCount} floor rows witnessed of ${floors.get(p.id)!.length})`);
+for (const p of claimedProfiles) console.log(`major ${major} ${p.id}: ${p.certified ? 'certified' : 'not certified'} (${p.witnessCount} floor rows witnessed of ${floors.get(p.id)!.length}${relaxedProfile(p.id, floors.get(p.id)!) ? `; relaxed: ${relaxations.map((r) => r.obligation).join(', ')}` : ''})`);
 console.log(`major ${major}: ${rows.length} rows, ${blocked} blocked`);
 if (blockedFloor.length > 0) process.exit(3);

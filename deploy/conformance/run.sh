@@ -11,7 +11,11 @@
 #
 # The host runs as the suite's RUN.md describes: a main key with every scope and
 # approvals:delegate (the quorum legs vote for named voters), a low-scope key and a
-# second tenant's key in a keys file, webhooks allowed on loopback.
+# second tenant's key in a keys file, webhooks allowed on loopback (the suite's
+# receivers listen there), five delivery attempts (the retry policy discovery then
+# advertises, so the dead-letter legs can see a delivery exhaust). An open egress
+# guard is a relaxation: the host declares it in discovery (extensions["wop.host"].
+# relaxations), and the suite and the bundles get it as OPENWOP_HOST_RELAXATIONS.
 #
 # It prints each lane's counts (files, tests, pass, fail, skip) and the profiles each
 # bundle certifies, and exits non-zero when a test fails outside the list of failures
@@ -59,7 +63,7 @@ main_key="conf-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 base="http://127.0.0.1:$port"
 WOP_API_KEY=$main_key WOP_API_KEY_SCOPES=all,approvals:delegate WOP_KEYS_FILE=$keys \
-  WOP_WEBHOOK_ALLOW_PRIVATE=true WOP_LOG_LEVEL=warn WOP_TEMPORAL_LOG_LEVEL=error \
+  WOP_WEBHOOK_ALLOW_PRIVATE=true WOP_WEBHOOK_MAX_ATTEMPTS=5 WOP_LOG_LEVEL=warn WOP_TEMPORAL_LOG_LEVEL=error \
   "$wop" dev --conformance-seams --data "$data" --http "127.0.0.1:$port" --temporal-port $((port + 220)) --ui-port $((port + 320)) \
   --packs "$repo/packs" >"$out/host.log" 2>&1 &
 host_pid=$!
@@ -69,6 +73,12 @@ for _ in $(seq 1 120); do
   sleep 1
 done
 curl -fs -m 2 "$base/.well-known/openwop" >/dev/null || { echo "wop dev did not answer in 120 s"; tail -20 "$out/host.log"; exit 1; }
+relaxations=$(curl -fs -m 5 -H 'OpenWOP-Version: 2' "$base/.well-known/openwop" |
+  python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["extensions"]["wop.host"].get("relaxations", [])))')
+if [[ $relaxations != "[]" ]]; then
+  export OPENWOP_HOST_RELAXATIONS=$relaxations
+  echo "relaxations the host declares: $relaxations"
+fi
 
 build=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
 status=0

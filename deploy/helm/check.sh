@@ -27,6 +27,13 @@ out=$("$helm" template wop "$chart" "${trial[@]}" --set temporal.tlsSecret=tempo
 [[ $(grep -c 'value: /etc/wop-payload-keys/payload-keys.yaml' <<<"$out") == 2 ]] || { echo "WOP_PAYLOAD_KEYS_FILE not set in both deployments"; exit 1; }
 [[ $(grep -c 'secretName: temporal-tls' <<<"$out") == 3 ]] || { echo "mTLS secret not mounted beside the payload keys"; exit 1; }
 
+out=$("$helm" template wop "$chart" "${trial[@]}" --set worker.versioning.deploymentName=wop --set image.tag=1.4.0)
+grep -A1 'name: WOP_DEPLOYMENT_NAME' <<<"$out" | grep -q 'value: "wop"' || { echo "the deployment name is not passed on"; exit 1; }
+grep -A1 'name: WOP_BUILD_ID' <<<"$out" | grep -q 'value: "1.4.0"' || { echo "the build id is not the image tag"; exit 1; }
+grep -A1 'name: WOP_SET_CURRENT_VERSION' <<<"$out" | grep -q 'value: "true"' || { echo "the build is not made current"; exit 1; }
+grep -q 'WOP_DEPLOYMENT_NAME' <<<"$("$helm" template wop "$chart" "${trial[@]}")" && { echo "unversioned by default"; exit 1; }
+grep -q -- '"--legacy-attributes=false"' <<<"$("$helm" template wop "$chart" "${trial[@]}" --set setup.legacyAttributes=false)" || { echo "setup.legacyAttributes is not passed on"; exit 1; }
+
 if "$helm" template wop "$chart" >/dev/null 2>&1; then
   echo "a render without secrets must fail"; exit 1
 fi

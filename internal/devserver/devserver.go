@@ -353,6 +353,9 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
 	conf.PublicClient.HostPort = hostPort(p.frontend)
 
+	// Worker Deployments (Worker Versioning) need no entry: Temporal 1.32 turns
+	// system.enableDeploymentVersions and frontend.workerVersioningWorkflowAPIs on by
+	// default, and the deployment entity workflows run on the worker service above.
 	dyn := dynamicconfig.StaticClient{
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 HistoryCacheSize,
 		dynamicconfig.XDCCacheMaxSizeBytes.Key():                         xdcCacheBytes,

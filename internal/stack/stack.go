@@ -179,7 +179,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			UICodecEndpoint:  uiCodecEndpoint(opts.API.PayloadCodec, s.apiAddr),
 			Namespace:        opts.Namespace,
 			Retention:        opts.Retention,
-			SearchAttributes: workflows.SearchAttributes,
+			SearchAttributes: workflows.SearchAttributesFor(!opts.API.NoLegacyAttributes),
 			Logger:           opts.ServerLogger,
 			LogLevel:         opts.ServerLogLevel,
 			DynamicConfig:    opts.ServerDynamicConfig,
@@ -210,7 +210,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		// An external server may lack the namespace or the host's search attributes (a
 		// test server, a fresh cluster). Creating them needs operator rights, so failure
 		// only warns.
-		if _, err := worker.Setup(ctx, s.client, opts.Namespace, 0); err != nil {
+		if _, err := worker.Setup(ctx, s.client, opts.Namespace, 0, !opts.API.NoLegacyAttributes); err != nil {
 			s.logger.Warn("Could not check the namespace's search attributes", "error", err)
 		}
 	}
@@ -261,25 +261,62 @@ func (s *Stack) StartWorker() error {
 	if s.worker != nil {
 		return nil
 	}
-	// Each worker gets a chunk endpoint of its own (a new port, as a new process would)
-	// serving the stack's hub, and advertises it in its identity.
+	w, stream, err := s.newWorker(s.opts.Worker)
+	if err != nil {
+		return err
+	}
+	s.worker, s.stream = w, stream
+	return nil
+}
+
+// AddWorker starts one more worker beside the stack's, with the stack's worker
+// configuration as tweak changes it (another build of a Worker Deployment, as a
+// rolling upgrade starts one), and returns the function that stops it.
+func (s *Stack) AddWorker(tweak func(*worker.Config)) (stop func(), err error) {
 	wcfg := s.opts.Worker
+	tweak(&wcfg)
+	w, stream, err := s.newWorker(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		w.Stop()
+		if stream != nil {
+			_ = stream.Close()
+		}
+	}, nil
+}
+
+// newWorker starts a worker of configuration wcfg: it gets a chunk endpoint of its own
+// (a new port, as a new process would) serving the stack's hub, advertised in its
+// identity, and, with Versioning.SetCurrent, makes its version current once it polls.
+func (s *Stack) newWorker(wcfg worker.Config) (sdkworker.Worker, *worker.StreamServer, error) {
+	if err := wcfg.Versioning.Check(); err != nil {
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	wcfg.Versioning.Namespace = s.opts.Namespace
 	if wcfg.Catalog == nil {
 		wcfg.Catalog = s.catalog // the agents activities start runs of the API's catalog
 	}
 	stream, err := worker.StartStream(&wcfg)
 	if err != nil {
-		return fmt.Errorf("start worker: %w", err)
+		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
 	w := worker.New(s.client, wcfg, s.acts)
 	if err := w.Start(); err != nil {
 		if stream != nil {
 			_ = stream.Close()
 		}
-		return fmt.Errorf("start worker: %w", err)
+		return nil, nil, fmt.Errorf("start worker: %w", err)
 	}
-	s.worker, s.stream = w, stream
-	return nil
+	if err := worker.SetCurrentVersion(context.Background(), s.client, wcfg.Versioning, s.opts.Logger); err != nil {
+		w.Stop()
+		if stream != nil {
+			_ = stream.Close()
+		}
+		return nil, nil, fmt.Errorf("start worker: %w", err)
+	}
+	return w, stream, nil
 }
 
 // StopWorker stops the worker; runs keep their state in Temporal and continue when a
