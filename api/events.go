@@ -379,9 +379,7 @@ func (s *Server) handlePoll(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	until := time.Now().Add(wait)
-	if err := s.awaitPollCall(c, id, wait); err != nil {
-		return err // another tenant's run, as its resolve update in flight shows (updatecall.go)
-	}
+	s.awaitPollCall(c, id, wait) // a resolve update of the run in flight (updatecall.go)
 	if res, ok := s.turnEvents.page(id, after, s.pageBytes(), time.Now()); ok {
 		return s.answerPoll(c, id, res) // the events a resolve update carried (turnevents.go)
 	}

@@ -178,19 +178,14 @@ func (s *Server) awaitUpdateCall(rc *resolveCall, call *updateCall) (decided boo
 
 // awaitPollCall lets a poll of runID wait (wait at most) for a resolve update of the
 // run in flight from this process, so that it is answered from the events the update
-// carries. It waits only for a call of the poll's tenant; refused is the 404 of a poll
-// of another tenant once Temporal has accepted the call (the run is the call's tenant's).
-func (s *Server) awaitPollCall(c echo.Context, runID string, wait time.Duration) (refused error) {
+// carries. It waits only for a call of the poll's tenant: a poll of another tenant goes
+// its own way at once (the run's own check answers it, 404 when the run is not its
+// tenant's), since a call's tenant is the caller's claim until the run has decided it.
+func (s *Server) awaitPollCall(c echo.Context, runID string, wait time.Duration) {
 	call := s.updates.call(runID)
 	p := principalOf(c)
-	if call == nil || p == nil || call.tenant == "" {
-		return nil
-	}
-	if p.Tenant != call.tenant {
-		if call.isAccepted() {
-			return notFound("run %q not found", runID)
-		}
-		return nil
+	if call == nil || p == nil || call.tenant == "" || p.Tenant != call.tenant {
+		return
 	}
 	call.polls.Add(1)
 	defer call.polls.Add(-1)
@@ -202,5 +197,4 @@ func (s *Server) awaitPollCall(c echo.Context, runID string, wait time.Duration)
 	case <-c.Request().Context().Done():
 	case <-s.ctx.Done():
 	}
-	return nil
 }

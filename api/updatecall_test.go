@@ -33,7 +33,8 @@ func queuedRun(env *testEnv, id string) *fakeRun {
 // A resolve the run decides after Guards.ResolveWait: the 202 comes at the wait, from
 // the one update call, which goes on; a poll of the caller's tenant waits for it and is
 // answered from the events the update carried (no events or snapshot query, one update
-// call for the turn); a poll of another tenant is answered 404 at once.
+// call for the turn); a poll of another tenant does not wait and is answered 404 by the
+// run's own check.
 func TestQueuedResolveHandsItsEventsToThePoll(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 200 * time.Millisecond })
 	r := queuedRun(env, "r_q")
@@ -47,8 +48,13 @@ func TestQueuedResolveHandsItsEventsToThePoll(t *testing.T) {
 	call := env.srv.updates.call("r_q")
 	require.NotNil(t, call, "the update's call goes on after the 202")
 
+	start = time.Now()
 	other := env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", otherKey, "")
 	env.expectError(other, 404, CodeNotFound)
+	assert.Less(t, time.Since(start), 2*time.Second, "another tenant's poll does not wait for the call")
+	env.ft.mu.Lock()
+	r.eventQueries, r.snapQueries = 0, 0 // the other tenant's poll took the run's own check
+	env.ft.mu.Unlock()
 
 	polled := make(chan []byte, 1)
 	go func() {
