@@ -378,6 +378,8 @@ func (s *Server) handlePoll(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
+	until := time.Now().Add(wait)
+	s.awaitPollCall(c, id, wait) // a resolve update of the run in flight (updatecall.go)
 	if res, ok := s.turnEvents.page(id, after, s.pageBytes(), time.Now()); ok {
 		return s.answerPoll(c, id, res) // the events a resolve update carried (turnevents.go)
 	}
@@ -386,6 +388,7 @@ func (s *Server) handlePoll(c echo.Context) error {
 	// that wait, not the read of events that exist: a read that did not happen never
 	// answers an empty page. A read Temporal does not answer is tried again for at
 	// least pollReadTimeout, then answered with its error.
+	wait = time.Until(until) // what a wait on a resolve update left
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)

@@ -103,6 +103,11 @@ type fakeRun struct {
 	// hold, when set, keeps every resolve update in flight until it is closed, after
 	// telling entered (without the fake's lock held).
 	hold, entered chan struct{}
+	// decide, when set, makes Temporal accept every resolve update at once and answer
+	// it (update runs) only once decide is closed, as for a request the run takes
+	// behind a long model round; updateCalls counts the UpdateWorkflow calls.
+	decide      chan struct{}
+	updateCalls int
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -267,6 +272,12 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 			case <-r.hold:
 			case <-time.After(2 * time.Second):
 			}
+		}
+		ft.mu.Lock()
+		r.updateCalls++
+		ft.mu.Unlock()
+		if r.decide != nil {
+			return decidedLater{ft: ft, r: r, o: o}, nil
 		}
 		ft.mu.Lock()
 		res, err := r.update(r, o.UpdateID, o.Args[0].(workflows.ResolveUpdateRequest))
@@ -653,6 +664,28 @@ func (r *fakeRun) execPage(i int, req workflows.EventsRequest) workflows.EventsP
 // client returns it.
 func unknownUpdateErr(name string) error {
 	return temporal.NewApplicationError(fmt.Sprintf("unknown update %s. KnownUpdates=[]", name), "")
+}
+
+// decidedLater is an accepted update whose result waits for its run's decide.
+type decidedLater struct {
+	ft *fakeTemporal
+	r  *fakeRun
+	o  client.UpdateWorkflowOptions
+}
+
+func (h decidedLater) WorkflowID() string { return h.o.WorkflowID }
+func (h decidedLater) RunID() string      { return "" }
+func (h decidedLater) UpdateID() string   { return h.o.UpdateID }
+func (h decidedLater) Get(ctx context.Context, ptr any) error {
+	select {
+	case <-h.r.decide:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	h.ft.mu.Lock()
+	res, err := h.r.update(h.r, h.o.UpdateID, h.o.Args[0].(workflows.ResolveUpdateRequest))
+	h.ft.mu.Unlock()
+	return fakeUpdateHandle{res: res, err: err}.Get(ctx, ptr)
 }
 
 // fakeUpdateHandle is a completed update: its result or its failure.

@@ -15,17 +15,15 @@ package api
 //     answer it from the run's recorded outcomes, so it is neither lost nor applied
 //     twice (the run de-duplicates by request id);
 //   - no outcome within Guards.ResolveWait: once Temporal has accepted the update (it is
-//     in the run's history) the answer is 202 queued, as for a signalled request.
+//     in the run's history) the answer is 202 queued, as for a signalled request, and
+//     the update's call goes on in the background for the poll that follows
+//     (updatecall.go).
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/workflows"
@@ -42,48 +40,30 @@ func IsUnknownUpdate(err error) bool {
 	return errors.As(err, &ae) && strings.HasPrefix(ae.Message(), "unknown update ")
 }
 
-// resolveByUpdate answers the resolve req with one ResolveUpdate. done is false when the
-// run's worker has no handler for it, or Temporal could not deliver it: the caller then
-// validates and signals.
+// resolveByUpdate answers the resolve req with one ResolveUpdate, whose call goes on
+// past the wait (updatecall.go). done is false when the run's worker has no handler for
+// it, or Temporal could not deliver it: the caller then validates and signals.
 func (s *Server) resolveByUpdate(rc *resolveCall) (done bool, err error) {
-	if !s.updates.enter(rc.runID) {
+	call := s.startUpdateCall(rc)
+	if call == nil {
 		return false, nil // another resolve of this run is in flight as an update: signal
 	}
-	defer s.updates.leave(rc.runID)
-	ctx := rc.c.Request().Context()
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
-	u := workflows.ResolveUpdateRequest{Request: rc.req, Attempt: hex.EncodeToString(nonce[:]), EventsMaxBytes: s.turnEventsBytes()}
-	if rc.who.p != nil {
-		u.Tenant, u.CheckTenant = rc.who.p.Tenant, true
+	decided, err := s.awaitUpdateCall(rc, call)
+	switch {
+	case err != nil:
+		return true, err
+	case !decided:
+		return true, s.answerQueued(rc) // Temporal has accepted it: the run takes it in turn
+	case call.err != nil:
+		return s.resolveUpdateFailed(rc, call.err)
 	}
-	opts := client.UpdateWorkflowOptions{
-		WorkflowID: rc.runID, UpdateID: rc.req.RequestID, UpdateName: workflows.ResolveUpdate,
-		Args: []any{u}, WaitForStage: client.WorkflowUpdateStageCompleted,
-	}
-	wctx, cancel := context.WithTimeout(ctx, s.cfg.Guards.ResolveWait)
-	defer cancel()
-	stop := context.AfterFunc(s.ctx, cancel)
-	defer stop()
-	var res workflows.ResolveUpdateResult
-	h, err := s.tc.UpdateWorkflow(wctx, opts)
-	if err == nil {
-		err = h.Get(wctx, &res)
-	}
-	if err != nil && wctx.Err() != nil && ctx.Err() == nil && s.ctx.Err() == nil {
-		// No outcome in time: is the request at least in the run's history?
-		return s.resolveNotDecided(rc, opts)
-	}
-	if err != nil {
-		return s.resolveUpdateFailed(rc, err)
-	}
-	if res.Attempt != u.Attempt {
+	res := call.res
+	if res.Attempt != call.attempt {
 		res.Replayed = true // Temporal answered with an earlier update of this request
 	}
 	if res.Outcome == nil {
 		return true, endedError(rc.runID, res.CurrentStatus)
 	}
-	s.keepTurnEvents(rc.runID, &res)
 	_, err = s.answerCheck(rc, &res.ResolveCheck)
 	return true, err
 }
@@ -114,20 +94,4 @@ func (s *Server) resolveUpdateFailed(rc *resolveCall, err error) (done bool, _ e
 		s.log.Info("Resolve update not delivered; validating and signalling instead", "runId", rc.runID, "requestId", rc.req.RequestID, "error", err)
 	}
 	return false, nil
-}
-
-// resolveNotDecided answers a resolve update that did not complete within the wait: 202
-// queued once Temporal has accepted it (asked again with the same Update ID, which
-// attaches to the first), else as the failure says.
-func (s *Server) resolveNotDecided(rc *resolveCall, opts client.UpdateWorkflowOptions) (done bool, err error) {
-	ctx, cancel := context.WithTimeout(rc.c.Request().Context(), validateBudget)
-	defer cancel()
-	opts.WaitForStage = client.WorkflowUpdateStageAccepted
-	if _, err = s.tc.UpdateWorkflow(ctx, opts); err == nil {
-		return true, s.answerQueued(rc)
-	}
-	if ctx.Err() != nil && rc.c.Request().Context().Err() == nil {
-		return true, s.temporalErr(err, rc.runID)
-	}
-	return s.resolveUpdateFailed(rc, err)
 }

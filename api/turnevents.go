@@ -8,10 +8,11 @@ package api
 // workflow task that takes it (the scripted mock's local rounds), the agent's reply
 // among them. This process keeps them, with the run's tenant (which never changes),
 // and the poll answers from them without a query when they hold events after its
-// cursor and start at or before it. Every other poll — a cursor outside them, a run
-// whose update carried no events (capped, a worker without the handler, a refused or
-// queued resolve), another API process, an entry older than turnEventsTTL — reads the
-// run as before.
+// cursor and start at or before it; a resolve answered 202 queued keeps its update's
+// call going and hands its events over the same way, to the poll that waits for it
+// (updatecall.go). Every other poll — a cursor outside them, a run whose update carried
+// no events (capped, a worker without the handler, a refused or signalled resolve),
+// another API process, an entry older than turnEventsTTL — reads the run as before.
 //
 // The events are the run's durable log (the update's result arrives after the workflow
 // task that appended them is persisted), so an answer from them is a page the query

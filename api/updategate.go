@@ -3,8 +3,8 @@ package api
 import "sync"
 
 // updateGate lets one resolve update per run be in flight from this process at a
-// time; a resolve that finds one already in flight for its run validates and signals
-// (resolve.go), as against a worker without the update.
+// time (its call, updatecall.go); a resolve that finds one already in flight for its
+// run validates and signals (resolve.go), as against a worker without the update.
 //
 // The server admits at most ten updates in flight per workflow
 // (history.maxInFlightUpdates) and refuses the rest as resource-exhausted for the
@@ -15,22 +15,29 @@ import "sync"
 // does not give: the update's events are carried only for a lone request.
 type updateGate struct {
 	mu   sync.Mutex
-	busy map[string]bool
+	busy map[string]*updateCall
 }
 
-// enter reports whether a resolve update of runID may go now; a true answer is
+// enter reports whether call, a resolve update of runID, may go now; a true answer is
 // followed by leave.
-func (g *updateGate) enter(runID string) bool {
+func (g *updateGate) enter(runID string, call *updateCall) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.busy[runID] {
+	if g.busy[runID] != nil {
 		return false
 	}
 	if g.busy == nil {
-		g.busy = map[string]bool{}
+		g.busy = map[string]*updateCall{}
 	}
-	g.busy[runID] = true
+	g.busy[runID] = call
 	return true
+}
+
+// call is the resolve update of runID in flight, or nil.
+func (g *updateGate) call(runID string) *updateCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.busy[runID]
 }
 
 // leave ends the update entered for runID.

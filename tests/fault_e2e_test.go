@@ -291,11 +291,18 @@ func (p *blockingProvider) Complete(ctx context.Context, _ *activities.Request) 
 // returns that model and a stop for that worker (once; also when the test ends).
 func swapInBlockingWorker(t *testing.T, c *apiClient) (*blockingProvider, func()) {
 	t.Helper()
+	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
+	return blocker, swapInWorkerWith(t, c, blocker)
+}
+
+// swapInWorkerWith stops the stack's worker and starts one whose model is model. It
+// returns a stop for that worker (once; also when the test ends).
+func swapInWorkerWith(t *testing.T, c *apiClient, model activities.Provider) func() {
+	t.Helper()
 	tc := c.Stack.Client()
 	c.Stack.StopWorker()
-	blocker := &blockingProvider{entered: make(chan struct{}, 1)}
 	acts, err := activities.New(activities.Config{
-		Providers:   map[string]activities.Provider{activities.DefaultProviderKey: blocker},
+		Providers:   map[string]activities.Provider{activities.DefaultProviderKey: model},
 		Transcripts: activities.ClientTranscripts{Client: tc, Query: workflows.TranscriptPageQuery},
 	})
 	require.NoError(t, err)
@@ -306,7 +313,7 @@ func swapInBlockingWorker(t *testing.T, c *apiClient) (*blockingProvider, func()
 	var once sync.Once
 	stop := func() { once.Do(bw.Stop) }
 	t.Cleanup(stop)
-	return blocker, stop
+	return stop
 }
 
 // waitEntered waits until a model round has entered the blocking model.

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/workflows"
+)
+
+// queuedRun is a run whose resolve update Temporal accepts at once and the run decides
+// only once decide is closed; its result carries the events 5..6.
+func queuedRun(env *testEnv, id string) *fakeRun {
+	return env.ft.add(&fakeRun{
+		snap: workflows.Snapshot{RunID: id, Status: "waiting-approval"}, outcomes: map[string]workflows.ResolveOutcome{},
+		decide: make(chan struct{}),
+		update: func(r *fakeRun, rid string, u workflows.ResolveUpdateRequest) (workflows.ResolveUpdateResult, error) {
+			o := workflows.ResolveOutcome{RequestID: rid, Applied: true, RunStatus: "running"}
+			r.outcomes[rid] = o
+			return workflows.ResolveUpdateResult{
+				ResolveCheck: workflows.ResolveCheck{OK: true, Outcome: &o, Tenant: "default"}, Attempt: u.Attempt,
+				Events: &workflows.ResolveEvents{After: 4, Events: teEvents(5, 6), LastSequence: 6},
+			}, nil
+		},
+	})
+}
+
+// A resolve the run decides after Guards.ResolveWait: the 202 comes at the wait, from
+// the one update call, which goes on; a poll of the caller's tenant waits for it and is
+// answered from the events the update carried (no events or snapshot query, one update
+// call for the turn); a poll of another tenant does not wait and is answered 404 by the
+// run's own check.
+func TestQueuedResolveHandsItsEventsToThePoll(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 200 * time.Millisecond })
+	r := queuedRun(env, "r_q")
+
+	start := time.Now()
+	rec := env.do("POST", "/v1/runs/r_q/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	took := time.Since(start)
+	require.Equal(t, http.StatusAccepted, rec.Code, "%s", rec.Body)
+	assert.Equal(t, "queued", decode[map[string]string](t, rec.Body.Bytes())["status"])
+	assert.Less(t, took, 2*time.Second, "the 202 comes at the resolve wait (200 ms)")
+	call := env.srv.updates.call("r_q")
+	require.NotNil(t, call, "the update's call goes on after the 202")
+
+	start = time.Now()
+	other := env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", otherKey, "")
+	env.expectError(other, 404, CodeNotFound)
+	assert.Less(t, time.Since(start), 2*time.Second, "another tenant's poll does not wait for the call")
+	env.ft.mu.Lock()
+	r.eventQueries, r.snapQueries = 0, 0 // the other tenant's poll took the run's own check
+	env.ft.mu.Unlock()
+
+	polled := make(chan []byte, 1)
+	go func() {
+		rec := env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", fullKey, "")
+		if rec.Code != http.StatusOK {
+			polled <- []byte(rec.Body.String())
+			return
+		}
+		polled <- rec.Body.Bytes()
+	}()
+	require.Eventually(t, func() bool { return call.polls.Load() == 1 }, 5*time.Second, 5*time.Millisecond, "the poll waits for the update")
+	close(r.decide)
+	var page struct {
+		Events []workflows.Event `json:"events"`
+	}
+	require.NoError(t, json.Unmarshal(<-polled, &page))
+	assert.Equal(t, []int64{5, 6}, seqs(page.Events), "the turn's events, once each")
+
+	<-call.done
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	assert.Equal(t, 1, r.updateCalls, "one update call for the turn")
+	assert.Zero(t, r.eventQueries+r.snapQueries, "no events or snapshot query")
+	assert.Empty(t, r.signals)
+	assert.Len(t, r.outcomes, 1)
+}
+
+// A resolve the run decides within the wait is answered its outcome by the same call.
+func TestResolveUpdateCallDecidedWithinTheWait(t *testing.T) {
+	env := newTestEnv(t)
+	r := queuedRun(env, "r_d")
+	close(r.decide)
+	rec := env.do("POST", "/v1/runs/r_d/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	rec = env.do("GET", "/v1/runs/r_d/events/poll?lastSequence=4&timeout=1", fullKey, "")
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	assert.Equal(t, 1, r.updateCalls)
+	assert.Zero(t, r.eventQueries+r.snapQueries)
+}
+
+// Shutdown cancels a resolve update's call still in flight after its 202 and waits for
+// it; the run's gate is free again.
+func TestShutdownEndsTheResolveUpdateCall(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 50 * time.Millisecond })
+	queuedRun(env, "r_s")
+	rec := env.do("POST", "/v1/runs/r_s/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	require.Equal(t, http.StatusAccepted, rec.Code, "%s", rec.Body)
+	call := env.srv.updates.call("r_s")
+	require.NotNil(t, call)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, env.srv.Shutdown(ctx), "Shutdown waits for the call")
+	select {
+	case <-call.done:
+	default:
+		t.Fatal("Shutdown returned before the call ended")
+	}
+	assert.ErrorIs(t, call.err, context.Canceled)
+	assert.Nil(t, env.srv.updates.call("r_s"), "the gate is free")
+}
+
+// Past the wait, a resolve whose update Temporal has not accepted yet is answered only
+// once it is: 202 when the run has not decided it, its outcome when the accepting task
+// decided it too.
+func TestResolveAnsweredOnceTemporalAcceptsIt(t *testing.T) {
+	const wait = 50 * time.Millisecond
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = wait })
+	for _, decided := range []bool{false, true} {
+		id := "r_late"
+		if decided {
+			id = "r_late_decided"
+		}
+		r := queuedRun(env, id)
+		r.hold, r.entered = make(chan struct{}), make(chan struct{}, 1)
+		if decided {
+			close(r.decide)
+		}
+		start := time.Now()
+		answered := make(chan int, 1)
+		go func() {
+			answered <- env.do("POST", "/v1/runs/"+id+"/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`).Code
+		}()
+		<-r.entered
+		require.Eventually(t, func() bool { return time.Since(start) > 3*wait }, 5*time.Second, wait, "the wait is over")
+		select {
+		case code := <-answered:
+			t.Fatalf("answered %d before Temporal accepted the update", code)
+		default:
+		}
+		close(r.hold)
+		code := <-answered
+		if decided {
+			assert.Equal(t, http.StatusOK, code, "decided as Temporal accepted it")
+		} else {
+			assert.Equal(t, http.StatusAccepted, code, "queued once Temporal accepted it")
+		}
+	}
+}
