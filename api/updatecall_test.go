@@ -156,3 +156,24 @@ func TestResolveAnsweredOnceTemporalAcceptsIt(t *testing.T) {
 		}
 	}
 }
+
+// An update call Temporal leaves unanswered past Guards.ResolveWait (its waiter lost on
+// the server) is sent again with the same Update ID, and the resolve is answered by the
+// attempt that Temporal answers: the outcome, once.
+func TestUnansweredUpdateCallIsSentAgain(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 200 * time.Millisecond })
+	r := queuedRun(env, "r_u")
+	close(r.decide)
+	env.ft.mu.Lock()
+	r.unanswered = 1
+	env.ft.mu.Unlock()
+
+	rec := env.do("POST", "/v1/runs/r_u/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	require.Len(t, r.updateIDs, 2, "the unanswered attempt and the one sent again")
+	assert.Equal(t, r.updateIDs[0], r.updateIDs[1], "sent again under the same Update ID")
+	assert.Len(t, r.outcomes, 1, "the resolve applied once")
+	assert.Empty(t, r.signals)
+}
