@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -56,21 +57,16 @@ func TestQueuedResolveHandsItsEventsToThePoll(t *testing.T) {
 	r.eventQueries, r.snapQueries = 0, 0 // the other tenant's poll took the run's own check
 	env.ft.mu.Unlock()
 
-	polled := make(chan []byte, 1)
-	go func() {
-		rec := env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", fullKey, "")
-		if rec.Code != http.StatusOK {
-			polled <- []byte(rec.Body.String())
-			return
-		}
-		polled <- rec.Body.Bytes()
-	}()
+	polled := make(chan *httptest.ResponseRecorder, 1)
+	go func() { polled <- env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", fullKey, "") }()
 	require.Eventually(t, func() bool { return call.polls.Load() == 1 }, 5*time.Second, 5*time.Millisecond, "the poll waits for the update")
 	close(r.decide)
 	var page struct {
 		Events []workflows.Event `json:"events"`
 	}
-	require.NoError(t, json.Unmarshal(<-polled, &page))
+	poll := <-polled
+	require.Equal(t, http.StatusOK, poll.Code, "%s", poll.Body)
+	require.NoError(t, json.Unmarshal(poll.Body.Bytes(), &page))
 	assert.Equal(t, []int64{5, 6}, seqs(page.Events), "the turn's events, once each")
 
 	<-call.done
