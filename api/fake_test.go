@@ -108,6 +108,11 @@ type fakeRun struct {
 	// behind a long model round; updateCalls counts the UpdateWorkflow calls.
 	decide      chan struct{}
 	updateCalls int
+	// unanswered is how many resolve update calls Temporal leaves unanswered until the
+	// call's context ends, as a server whose waiter was cleared answers only at its
+	// long-poll interval; updateIDs are the Update IDs of every call, in order.
+	unanswered int
+	updateIDs  []string
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -258,7 +263,7 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 	// A run with update set answers with it instead.
 	mc.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool {
 		return o.UpdateName == workflows.ResolveUpdate
-	})).Return(func(_ context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+	})).Return(func(ctx context.Context, o client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
 		r := ft.get(o.WorkflowID)
 		if r == nil || r.update == nil {
 			return nil, unknownUpdateErr(workflows.ResolveUpdate)
@@ -275,7 +280,16 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 		}
 		ft.mu.Lock()
 		r.updateCalls++
+		r.updateIDs = append(r.updateIDs, o.UpdateID)
+		lost := r.unanswered > 0
+		if lost {
+			r.unanswered--
+		}
 		ft.mu.Unlock()
+		if lost {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
 		if r.decide != nil {
 			return decidedLater{ft: ft, r: r, o: o}, nil
 		}

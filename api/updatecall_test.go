@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -56,21 +57,16 @@ func TestQueuedResolveHandsItsEventsToThePoll(t *testing.T) {
 	r.eventQueries, r.snapQueries = 0, 0 // the other tenant's poll took the run's own check
 	env.ft.mu.Unlock()
 
-	polled := make(chan []byte, 1)
-	go func() {
-		rec := env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", fullKey, "")
-		if rec.Code != http.StatusOK {
-			polled <- []byte(rec.Body.String())
-			return
-		}
-		polled <- rec.Body.Bytes()
-	}()
+	polled := make(chan *httptest.ResponseRecorder, 1)
+	go func() { polled <- env.do("GET", "/v1/runs/r_q/events/poll?lastSequence=4&timeout=5", fullKey, "") }()
 	require.Eventually(t, func() bool { return call.polls.Load() == 1 }, 5*time.Second, 5*time.Millisecond, "the poll waits for the update")
 	close(r.decide)
 	var page struct {
 		Events []workflows.Event `json:"events"`
 	}
-	require.NoError(t, json.Unmarshal(<-polled, &page))
+	poll := <-polled
+	require.Equal(t, http.StatusOK, poll.Code, "%s", poll.Body)
+	require.NoError(t, json.Unmarshal(poll.Body.Bytes(), &page))
 	assert.Equal(t, []int64{5, 6}, seqs(page.Events), "the turn's events, once each")
 
 	<-call.done
@@ -155,4 +151,25 @@ func TestResolveAnsweredOnceTemporalAcceptsIt(t *testing.T) {
 			assert.Equal(t, http.StatusAccepted, code, "queued once Temporal accepted it")
 		}
 	}
+}
+
+// An update call Temporal leaves unanswered past Guards.ResolveWait (its waiter lost on
+// the server) is sent again with the same Update ID, and the resolve is answered by the
+// attempt that Temporal answers: the outcome, once.
+func TestUnansweredUpdateCallIsSentAgain(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 200 * time.Millisecond })
+	r := queuedRun(env, "r_u")
+	close(r.decide)
+	env.ft.mu.Lock()
+	r.unanswered = 1
+	env.ft.mu.Unlock()
+
+	rec := env.do("POST", "/v1/runs/r_u/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	require.Len(t, r.updateIDs, 2, "the unanswered attempt and the one sent again")
+	assert.Equal(t, r.updateIDs[0], r.updateIDs[1], "sent again under the same Update ID")
+	assert.Len(t, r.outcomes, 1, "the resolve applied once")
+	assert.Empty(t, r.signals)
 }
