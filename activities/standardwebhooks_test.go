@@ -2,12 +2,15 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,4 +82,16 @@ func TestVerifyWebhookEndpointEgress(t *testing.T) {
 	}
 	err := VerifyWebhookEndpoint(context.Background(), "http://127.0.0.1:9/hook", true, "acme/wh_1", secret)
 	require.ErrorIs(t, err, ErrWebhookEndpointUnverified, "nothing listens: unverified, not refused")
+}
+
+// A secret's digest depends on the host's webhook key: whoever reads it without the
+// key cannot test guesses of the secret, as with a plain hash.
+func TestSecretDigestIsKeyed(t *testing.T) {
+	secret := "a-subscriber-chosen-secret-1234"
+	plain := sha256.Sum256([]byte(secret))
+	d1, d2 := SecretDigest([]byte("key-one"), secret), SecretDigest([]byte("key-two"), secret)
+	assert.Equal(t, d1, SecretDigest([]byte("key-one"), secret), "the same secret under one key compares equal")
+	assert.NotEqual(t, d1, d2, "another host key gives another digest")
+	assert.NotEqual(t, hex.EncodeToString(plain[:]), d1, "not the plain hash of the secret")
+	assert.NotEqual(t, d1, SecretDigest([]byte("key-one"), secret+"x"))
 }

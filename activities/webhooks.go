@@ -135,6 +135,15 @@ func deriveKey(key []byte, parts ...string) []byte {
 	return m.Sum(nil)
 }
 
+// SecretDigest is a digest of a subscriber's secret keyed by the host's webhook key
+// (hex HMAC-SHA256 under a key derived from it), which compares one registration's
+// secret with another's without letting whoever reads it test guesses of the secret.
+func SecretDigest(webhookKey []byte, secret string) string {
+	m := hmac.New(sha256.New, deriveKey(webhookKey, "openwop-webhook-secret-digest"))
+	m.Write([]byte(secret))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // SecretFingerprint is the first 8 hex characters of sha256(secret), which logs and
 // listings show instead of the secret.
 func SecretFingerprint(secret string) string {

@@ -230,7 +230,7 @@ func (s *Server) handleRegisterWebhook(c echo.Context) error {
 		// Another endpoint than /v1/webhooks: the same key registers another webhook.
 		id = newWebhookID(p.Tenant, "v2\x00"+idemKey)
 	}
-	digest := webhookDigest(req)
+	digest := webhookDigest(req, s.cfg.WebhookSecret)
 	major := 0 // a v1 registration stores no major, as before
 	if isV2(c) {
 		major = protocol.Major2
@@ -453,12 +453,14 @@ func newWebhookID(tenant, idemKey string) string {
 }
 
 // webhookDigest is the digest of a registration, compared under one Idempotency-Key.
-// An opt-in adds its schemes and the secret to what is digested (a digest is all the
-// dispatcher keeps of the request).
-func webhookDigest(req RegisterWebhookRequest) string {
+// A supplied secret adds its schemes and the secret's keyed digest under the host's
+// webhook key (activities.SecretDigest) to what is digested: the digest is all the
+// dispatcher keeps of the request, and it lives in Temporal's history, where a plain
+// hash of a subscriber's chosen secret could be checked against guesses offline.
+func webhookDigest(req RegisterWebhookRequest, webhookKey []byte) string {
 	b, _ := json.Marshal(req)
 	if req.Secret != "" {
-		b = append(b, "\x00"+strings.Join(req.SignatureAlgorithms, ",")+"\x00"+req.Secret...)
+		b = append(b, "\x00"+strings.Join(req.SignatureAlgorithms, ",")+"\x00"+activities.SecretDigest(webhookKey, req.Secret)...)
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
