@@ -59,7 +59,7 @@ func TestAPITimeoutsDoc(t *testing.T) {
 	d := docblock.Duration
 	table := docblock.Table([]string{"what", "default", "set with"}, [][]string{
 		{"a resolve waits for the run's outcome, then answers `202 queued`", d(DefaultResolveWait), "`WOP_RESOLVE_WAIT`"},
-		{"past that wait, a resolve Temporal has not accepted yet waits for it, then answers 503", d(validateBudget), ""},
+		{"past that wait, a resolve Temporal has not accepted yet waits for it, then answers 503", d(DefaultAcceptWait), "`api.GuardConfig`"},
 		{"a resolve's update call goes on after its answer, for the poll that follows", d(updateCallBudget), ""},
 		{"a request's headers arrive", d(DefaultReadHeaderTimeout), "`api.GuardConfig`"},
 		{"a request's body arrives (else 408 `request_timeout`)", d(DefaultBodyReadTimeout), "`api.GuardConfig`"},

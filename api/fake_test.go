@@ -113,6 +113,9 @@ type fakeRun struct {
 	// long-poll interval; updateIDs are the Update IDs of every call, in order.
 	unanswered int
 	updateIDs  []string
+	// decodeDelay is how long a handle that holds its outcome takes to decode it, as
+	// the SDK's does on a saturated process.
+	decodeDelay time.Duration
 }
 
 // fakeExec is one execution of a fake run that continued as new.
@@ -290,13 +293,14 @@ func newFakeTemporal(t testing.TB) (*fakeTemporal, *mocks.Client) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		if r.decide != nil {
+		if r.decide != nil && !isClosed(r.decide) {
+			// Temporal answers at the acceptance; the SDK's handle polls for the outcome.
 			return decidedLater{ft: ft, r: r, o: o}, nil
 		}
 		ft.mu.Lock()
 		res, err := r.update(r, o.UpdateID, o.Args[0].(workflows.ResolveUpdateRequest))
 		ft.mu.Unlock()
-		return fakeUpdateHandle{res: res, err: err}, nil
+		return fakeUpdateHandle{res: res, err: err, delay: r.decodeDelay}, nil
 	}).Maybe()
 	return ft, mc
 }
@@ -680,7 +684,19 @@ func unknownUpdateErr(name string) error {
 	return temporal.NewApplicationError(fmt.Sprintf("unknown update %s. KnownUpdates=[]", name), "")
 }
 
-// decidedLater is an accepted update whose result waits for its run's decide.
+// isClosed reports whether c is closed.
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// decidedLater is an accepted update whose result waits for its run's decide: as the
+// SDK's handle of an answer without an outcome, Get asks for it (a context already
+// ended fails at once).
 type decidedLater struct {
 	ft *fakeTemporal
 	r  *fakeRun
@@ -691,6 +707,9 @@ func (h decidedLater) WorkflowID() string { return h.o.WorkflowID }
 func (h decidedLater) RunID() string      { return "" }
 func (h decidedLater) UpdateID() string   { return h.o.UpdateID }
 func (h decidedLater) Get(ctx context.Context, ptr any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case <-h.r.decide:
 	case <-ctx.Done():
@@ -702,16 +721,19 @@ func (h decidedLater) Get(ctx context.Context, ptr any) error {
 	return fakeUpdateHandle{res: res, err: err}.Get(ctx, ptr)
 }
 
-// fakeUpdateHandle is a completed update: its result or its failure.
+// fakeUpdateHandle is a completed update: its result or its failure, decoded in delay
+// (whatever the context: the SDK's handle decodes what it holds without a call).
 type fakeUpdateHandle struct {
-	res workflows.ResolveUpdateResult
-	err error
+	res   workflows.ResolveUpdateResult
+	err   error
+	delay time.Duration
 }
 
 func (h fakeUpdateHandle) WorkflowID() string { return "" }
 func (h fakeUpdateHandle) RunID() string      { return "" }
 func (h fakeUpdateHandle) UpdateID() string   { return "" }
 func (h fakeUpdateHandle) Get(_ context.Context, ptr any) error {
+	time.Sleep(h.delay)
 	if h.err != nil {
 		return h.err
 	}

@@ -12,6 +12,10 @@ import (
 type GuardConfig struct {
 	// ResolveWait bounds how long a resolve waits for the run's outcome (resolve.go).
 	ResolveWait time.Duration
+	// AcceptWait bounds how long, past ResolveWait, a resolve waits for Temporal to
+	// take a request it has not accepted yet before it answers 503 (and how long a
+	// resolve keeps asking a run that does not answer its validation query).
+	AcceptWait time.Duration
 	// AuthFailuresPerSecond and AuthFailureBurst shape a token bucket per failing
 	// client (the known key it presented, else its address) that every failed
 	// authentication (401) drains; once it is empty, failures are answered 429. A key
@@ -47,6 +51,7 @@ type GuardConfig struct {
 
 // Defaults of GuardConfig.
 const (
+	DefaultAcceptWait            = 30 * time.Second
 	DefaultAuthFailuresPerSecond = 1
 	DefaultAuthFailureBurst      = 20
 	DefaultTokenRoutePerSecond   = 10
@@ -73,6 +78,7 @@ func (g GuardConfig) withDefaults() GuardConfig {
 		}
 	}
 	setDur(&g.ResolveWait, DefaultResolveWait)
+	setDur(&g.AcceptWait, DefaultAcceptWait)
 	setDur(&g.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDur(&g.BodyReadTimeout, DefaultBodyReadTimeout)
 	setDur(&g.IdleTimeout, DefaultIdleTimeout)

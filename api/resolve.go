@@ -47,9 +47,6 @@ import (
 // DefaultResolveWait bounds how long a resolve waits for the run's outcome.
 const DefaultResolveWait = 10 * time.Second
 
-// validateBudget bounds how long a resolve keeps asking a workflow that does not answer.
-const validateBudget = 30 * time.Second
-
 // resolveCaller is who sends a resolve, from its credential.
 type resolveCaller struct {
 	p     *principal   // a bearer key, or nil
@@ -249,12 +246,12 @@ func (s *Server) answerQueued(rc *resolveCall) error {
 }
 
 // validateResolve asks the workflow to check req. A query Temporal could not deliver in
-// time is asked again while validateBudget lasts: it has no effect, and the usual cause
+// time is asked again while Guards.AcceptWait lasts: it has no effect, and the usual cause
 // is passing — a worker that just stopped still holds the run in its sticky queue until
 // the server falls back to the run's task queue, and a query handed to a poll the
 // stopping worker cancels comes back Canceled. The client waits rather than gets an error.
 func (s *Server) validateResolve(ctx context.Context, runID string, req workflows.ResolveRequest) (converter.EncodedValue, error) {
-	deadline := time.Now().Add(validateBudget)
+	deadline := time.Now().Add(s.cfg.Guards.AcceptWait)
 	for {
 		v, err := s.tc.QueryWorkflow(ctx, runID, "", workflows.ValidateResolveQuery, req)
 		var cancelled *serviceerror.Canceled

@@ -14,7 +14,7 @@ package api
 // as soon as Temporal has accepted the update (at once when it had already): the
 // request is in the run's history and the run applies or refuses it in turn. An update
 // not accepted by then (the server or the worker is saturated) is waited for until it
-// is accepted or decided, validateBudget at most (then 503 with the Idempotency-Key:
+// is accepted or decided, Guards.AcceptWait at most (then 503 with the Idempotency-Key:
 // Temporal may still take the request, and a repeat with the key learns its outcome).
 //
 // The call carries on after a 202, updateCallBudget at most, cancelled by Shutdown,
@@ -29,6 +29,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -42,11 +43,6 @@ import (
 
 // updateCallBudget bounds a resolve update's call, the wait on its result included.
 const updateCallBudget = 2 * time.Minute
-
-// acceptedResultGrace is how long a resolve update's handle may take to decode an
-// outcome Temporal sent with its answer; a handle that waits longer waits on an update
-// Temporal has accepted and not decided.
-const acceptedResultGrace = 20 * time.Millisecond
 
 // updateCall is one resolve update in flight from this process.
 type updateCall struct {
@@ -97,7 +93,7 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 	// The call outlives the request but keeps its values (the trace it belongs to); it
 	// ends with Shutdown.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rc.c.Request().Context()),
-		max(updateCallBudget, s.cfg.Guards.ResolveWait+validateBudget))
+		max(updateCallBudget, s.cfg.Guards.ResolveWait+s.cfg.Guards.AcceptWait))
 	stop := context.AfterFunc(s.ctx, cancel)
 	runID := rc.runID // the goroutine keeps nothing else of the request
 	s.wg.Add(1)
@@ -108,13 +104,11 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		defer s.updates.leave(runID)
 		h, err := s.sendUpdate(ctx, opts)
 		if err == nil {
-			// Temporal answers at the acceptance, or with the outcome when the task that
-			// took the update also decided it or its validator rejected it: then the
-			// handle holds the outcome and Get decodes it at once. A Get still waiting
-			// after acceptedResultGrace waits on an update Temporal has accepted.
-			accepted := time.AfterFunc(acceptedResultGrace, func() { close(call.accepted) })
-			err = h.Get(ctx, &call.res)
-			accepted.Stop()
+			var decided bool
+			if decided, err = outcomeOf(h, &call.res); !decided {
+				close(call.accepted)
+				err = h.Get(ctx, &call.res)
+			}
 		}
 		call.err = err
 		if err == nil {
@@ -123,6 +117,27 @@ func (s *Server) startUpdateCall(rc *resolveCall) *updateCall {
 		close(call.done)
 	}()
 	return call
+}
+
+// outcomeOf reads the outcome Temporal answered an update call with, without waiting:
+// decided is false when Temporal's answer carried none, the update being accepted and
+// not decided yet (the call waited for WaitForStage Accepted, so it was answered at
+// the acceptance or later).
+//
+// The handle the SDK makes of an answer holds its outcome when the answer carried one
+// (stage Completed: the task that took the update also decided it, or the validator
+// rejected it), and Get returns it without a call; otherwise Get polls Temporal for the
+// outcome. A Get with a context already ended tells the two apart with no call to the
+// server and no timing: it ends with the context's error only when it had to poll.
+func outcomeOf(h client.WorkflowUpdateHandle, res *workflows.ResolveUpdateResult) (decided bool, err error) {
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = h.Get(ended, res)
+	var waited *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	if err != nil && (errors.Is(err, context.Canceled) || errors.As(err, &waited)) {
+		return false, nil
+	}
+	return true, err
 }
 
 // sendUpdate sends the update opts until Temporal answers it, each attempt
@@ -145,7 +160,7 @@ func (s *Server) sendUpdate(ctx context.Context, opts client.UpdateWorkflowOptio
 // awaitUpdateCall waits for what answers rc from its call: the result (decided true),
 // or, past Guards.ResolveWait, Temporal's acceptance (decided false: 202 queued). err is
 // the request's end, or the 503 of an update Temporal neither accepted nor decided
-// within validateBudget after the wait.
+// within Guards.AcceptWait after the wait.
 func (s *Server) awaitUpdateCall(rc *resolveCall, call *updateCall) (decided bool, err error) {
 	ctx := rc.c.Request().Context()
 	wait := time.NewTimer(s.cfg.Guards.ResolveWait)
@@ -160,7 +175,7 @@ func (s *Server) awaitUpdateCall(rc *resolveCall, call *updateCall) (decided boo
 	if call.isAccepted() {
 		return false, nil
 	}
-	budget := time.NewTimer(validateBudget)
+	budget := time.NewTimer(s.cfg.Guards.AcceptWait)
 	defer budget.Stop()
 	select {
 	case <-call.done:

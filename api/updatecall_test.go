@@ -173,3 +173,59 @@ func TestUnansweredUpdateCallIsSentAgain(t *testing.T) {
 	assert.Len(t, r.outcomes, 1, "the resolve applied once")
 	assert.Empty(t, r.signals)
 }
+
+// A resolve whose update Temporal neither accepts nor decides: past Guards.ResolveWait
+// it waits Guards.AcceptWait more for the acceptance, then answers 503 with the
+// Idempotency-Key to repeat it with (the request may still be taken); meanwhile the
+// call keeps sending the update under its Update ID, never a second resolve.
+func TestUnacceptedResolveAnswers503AfterTheAcceptWait(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) {
+		c.Guards.ResolveWait = 100 * time.Millisecond
+		c.Guards.AcceptWait = 300 * time.Millisecond
+	})
+	r := queuedRun(env, "r_n")
+	env.ft.mu.Lock()
+	r.unanswered = 1 << 20
+	env.ft.mu.Unlock()
+
+	start := time.Now()
+	rec := env.do("POST", "/v1/runs/r_n/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	took := time.Since(start)
+	env.expectError(rec, http.StatusServiceUnavailable, CodeUnavailable)
+	var e struct {
+		Details map[string]any `json:"details"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &e), "%s", rec.Body)
+	assert.NotEmpty(t, e.Details["idempotencyKey"], "the key to repeat the request with: %s", rec.Body)
+	assert.GreaterOrEqual(t, took, 400*time.Millisecond, "the resolve wait and the accept wait")
+	assert.Less(t, took, 3*time.Second, "the accept wait, not the default 30 s")
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	require.NotEmpty(t, r.updateIDs)
+	for _, id := range r.updateIDs {
+		assert.Equal(t, r.updateIDs[0], id, "every attempt under the same Update ID")
+	}
+	assert.Empty(t, r.outcomes, "nothing applied")
+	assert.Empty(t, r.signals)
+}
+
+// An answer that carries the outcome is the outcome, however long its decoding takes:
+// Temporal answers the update just before the resolve wait ends and the handle takes
+// longer than that to decode the result; the resolve answers 200 with it, not 202
+// queued (an acceptance read from how long the handle took would say queued).
+func TestDecidedAnswerIsNotTakenForAnAcceptance(t *testing.T) {
+	env := newTestEnv(t, func(c *Config) { c.Guards.ResolveWait = 150 * time.Millisecond })
+	r := queuedRun(env, "r_d")
+	close(r.decide)
+	env.ft.mu.Lock()
+	r.hold, r.decodeDelay = make(chan struct{}), 150*time.Millisecond
+	env.ft.mu.Unlock()
+	time.AfterFunc(100*time.Millisecond, func() { close(r.hold) })
+
+	rec := env.do("POST", "/v1/runs/r_d/interrupts/gate", fullKey, `{"resumeValue":{"action":"accept"}}`)
+	require.Equal(t, http.StatusOK, rec.Code, "%s", rec.Body)
+	env.ft.mu.Lock()
+	defer env.ft.mu.Unlock()
+	assert.Equal(t, 1, r.updateCalls, "one update call")
+	assert.Len(t, r.outcomes, 1)
+}
