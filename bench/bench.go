@@ -324,10 +324,16 @@ type Result struct {
 	LongReadPagedPollP50MsLong    float64 `json:"longread_32k_poll_p50_ms_turn1000"`
 	LongReadPagedMiddleP50MsShort float64 `json:"longread_32k_middle_page_p50_ms_turn10"`
 	LongReadPagedMiddleP50MsLong  float64 `json:"longread_32k_middle_page_p50_ms_turn1000"`
-	// The multi-instance workload: kills of the worker process holding conversations
-	// of a 2 + 2 cluster, the turns sent at each kill and resumed by another worker,
-	// the time from the kill to their replies, the bound the timeouts imply, and the
-	// transcripts' accepted, lost and duplicated turns.
+	// The multi-instance workload, present only when it ran.
+	*MultiInstance
+}
+
+// MultiInstance is the multi-instance workload's result: kills of the worker
+// process holding conversations
+// of a 2 + 2 cluster, the turns sent at each kill and resumed by another worker,
+// the time from the kill to their replies, the bound the timeouts imply, and the
+// transcripts' accepted, lost and duplicated turns.
+type MultiInstance struct {
 	MultiKills      int     `json:"multi_instance_kills,omitempty"`
 	MultiTurns      int     `json:"multi_instance_turns,omitempty"`
 	MultiP50Ms      float64 `json:"multi_instance_p50_ms,omitempty"`
@@ -503,6 +509,9 @@ func progress(step string, r *Result) string {
 	case "recovery":
 		return fmt.Sprintf("%d turns after %d kills: p50 %.0f ms, max %.0f ms", r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs)
 	case "multi-instance":
+		if r.MultiInstance == nil {
+			return "did not run"
+		}
 		return fmt.Sprintf("%d turns after %d kills: p50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d", r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted)
 	case "longread":
 		return fmt.Sprintf("32 KiB pages: first p50 %.1f and %.1f ms, poll p50 %.1f and %.1f ms", r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong,

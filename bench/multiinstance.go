@@ -373,6 +373,7 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 		sent, lost, duplicated = sent+c.turns, lost+l, duplicated+d
 	}
 	bound := worker.RecoveryOf(b.workerConfig())
+	res.MultiInstance = &MultiInstance{}
 	res.MultiKills, res.MultiTurns = b.opts.MultiKills, len(samples)
 	res.MultiP50Ms, res.MultiMaxMs = percentile(samples, 50), percentile(samples, 100)
 	res.MultiBoundMs = ms(bound.BetweenTurns())

@@ -399,7 +399,7 @@ func (b *bench) table(r *Result) {
 		fmt.Fprintf(tw, "kill of a worker process → its conversations' next turns answered (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms\tmax ≤ %.0f ms (the timeouts' bound) %s\t\n",
 			r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs, r.RecoveryBoundMs, mark(r.RecoveryMaxMs <= r.RecoveryBoundMs))
 	}
-	if ran("multi-instance") && r.MultiTurns > 0 {
+	if ran("multi-instance") && r.MultiInstance != nil && r.MultiTurns > 0 {
 		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
 			r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted, mark(r.MultiLost == 0 && r.MultiDuplicated == 0))
 		fmt.Fprintf(tw, "  of them queued behind the kill (sticky queue timeout) / handed to the killed worker's last poll (workflow task timeout)\tmax %.0f ms (%d turns) / max %.0f ms (%d turns)\t≤ %.0f ms %s / ≤ %.0f ms %s\t\n",
