@@ -126,6 +126,15 @@ type Options struct {
 	// conversations each opens.
 	RecoveryKills         int
 	RecoveryConversations int
+	// ClusterAPIs are the base URLs of the `wop api` processes of a cluster on
+	// TemporalAddress and ClusterAPIKey their key: the multi-instance workload drives
+	// its conversations through them and kills that cluster's `wop worker` processes
+	// (deploy/cluster/up.sh). MultiKills and MultiConversations are its rounds (one
+	// kill each) and its conversations.
+	ClusterAPIs        []string
+	ClusterAPIKey      string
+	MultiKills         int
+	MultiConversations int
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -162,7 +171,8 @@ func FullOptions() Options {
 	return Options{Samples: 200, Warmup: 10, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 30 * time.Second, HistoryTurns: 200, HistoryEarlyTurn: 5, IdleRuns: 1000, BreakdownTurns: 30,
 		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 50,
-		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30, RecoveryKills: 20, RecoveryConversations: 10}
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 30, RecoveryKills: 20, RecoveryConversations: 10,
+		MultiKills: 20, MultiConversations: 6}
 }
 
 // QuickOptions are the counts of a --quick run (about two minutes on 2 cores), on a
@@ -171,7 +181,8 @@ func QuickOptions() Options {
 	return Options{Quick: true, Samples: 40, Warmup: 3, TurnsPerConversation: 25, Concurrency: 50,
 		Duration: 5 * time.Second, HistoryTurns: 40, HistoryEarlyTurn: 5, IdleRuns: 200, BreakdownTurns: 20,
 		CarriedTurns: 2000, CarriedEarlyTurn: 10, StreamSamples: 10,
-		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10, RecoveryKills: 5, RecoveryConversations: 10}
+		LongReadTurns: 1000, LongReadEarlyTurn: 10, LongReadSamples: 10, RecoveryKills: 5, RecoveryConversations: 10,
+		MultiKills: 20, MultiConversations: 6}
 }
 
 // withDefaults fills the zero counts from the quick or full defaults.
@@ -208,6 +219,8 @@ func (o Options) withDefaults() Options {
 	set(&o.BreakdownTurns, d.BreakdownTurns)
 	set(&o.RecoveryKills, d.RecoveryKills)
 	set(&o.RecoveryConversations, d.RecoveryConversations)
+	set(&o.MultiKills, d.MultiKills)
+	set(&o.MultiConversations, d.MultiConversations)
 	if o.StreamChunkDelay <= 0 {
 		o.StreamChunkDelay = DefaultStreamChunkDelay
 	}
@@ -311,6 +324,33 @@ type Result struct {
 	LongReadPagedPollP50MsLong    float64 `json:"longread_32k_poll_p50_ms_turn1000"`
 	LongReadPagedMiddleP50MsShort float64 `json:"longread_32k_middle_page_p50_ms_turn10"`
 	LongReadPagedMiddleP50MsLong  float64 `json:"longread_32k_middle_page_p50_ms_turn1000"`
+	// The multi-instance workload, present only when it ran.
+	*MultiInstance
+}
+
+// MultiInstance is the multi-instance workload's result: kills of the worker
+// process holding conversations
+// of a 2 + 2 cluster, the turns sent at each kill and resumed by another worker,
+// the time from the kill to their replies, the bound the timeouts imply, and the
+// transcripts' accepted, lost and duplicated turns.
+type MultiInstance struct {
+	MultiKills      int     `json:"multi_instance_kills,omitempty"`
+	MultiTurns      int     `json:"multi_instance_turns,omitempty"`
+	MultiP50Ms      float64 `json:"multi_instance_p50_ms,omitempty"`
+	MultiMaxMs      float64 `json:"multi_instance_max_ms,omitempty"`
+	MultiBoundMs    float64 `json:"multi_instance_bound_ms,omitempty"`
+	MultiAccepted   int     `json:"multi_instance_accepted_turns,omitempty"`
+	MultiLost       int     `json:"multi_instance_lost_turns"`
+	MultiDuplicated int     `json:"multi_instance_duplicated_turns"`
+	// MultiInTaskTurns of those turns had their workflow task handed to the killed
+	// worker's last poll: they waited out the workflow task timeout (bound
+	// MultiInTaskBoundMs, worker.Recovery.InWorkflowTask); the longest is
+	// MultiInTaskMaxMs.
+	// MultiBetweenMaxMs is the longest of the others (bound MultiBoundMs).
+	MultiBetweenMaxMs  float64 `json:"multi_instance_between_turns_max_ms,omitempty"`
+	MultiInTaskTurns   int     `json:"multi_instance_in_task_turns"`
+	MultiInTaskMaxMs   float64 `json:"multi_instance_in_task_max_ms,omitempty"`
+	MultiInTaskBoundMs float64 `json:"multi_instance_in_task_bound_ms,omitempty"`
 }
 
 // bench is one run's state.
@@ -330,6 +370,7 @@ type bench struct {
 	watch        *procWatch
 	idleNote     string
 	recoveryNote string
+	multiNote    string
 	// tmp is the bench's temporary folder; wcfg the configuration of its worker.
 	tmp  string
 	wcfg worker.Config
@@ -400,6 +441,7 @@ func Run(ctx context.Context, opts Options, stdout io.Writer) (err error) {
 		{"stream", b.stream},
 		{"longread", b.longRead},
 		{"recovery", b.recovery},
+		{"multi-instance", b.multiInstance},
 	}
 	for _, s := range steps {
 		if len(opts.Only) > 0 && !slices.Contains(opts.Only, s.name) {
@@ -466,6 +508,11 @@ func progress(step string, r *Result) string {
 		return fmt.Sprintf("first chunk p50 %.1f ms (provider %.1f ms)", r.FirstChunkP50Ms, r.ProviderFirstChunkP50Ms)
 	case "recovery":
 		return fmt.Sprintf("%d turns after %d kills: p50 %.0f ms, max %.0f ms", r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs)
+	case "multi-instance":
+		if r.MultiInstance == nil {
+			return "did not run"
+		}
+		return fmt.Sprintf("%d turns after %d kills: p50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d", r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted)
 	case "longread":
 		return fmt.Sprintf("32 KiB pages: first p50 %.1f and %.1f ms, poll p50 %.1f and %.1f ms", r.LongReadPagedFirstP50MsShort, r.LongReadPagedFirstP50MsLong,
 			r.LongReadPagedPollP50MsShort, r.LongReadPagedPollP50MsLong)

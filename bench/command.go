@@ -75,7 +75,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.MemProfile, "memprofile", "", "write a pprof heap profile at the end of the run to `file`")
 	fs.IntVar(&o.LongReadTurns, "longread-turns", 0, "turns of the long conversation the longread workload reads (default 1000)")
 	fs.IntVar(&o.LongReadSamples, "longread-samples", 0, "timed reads of each kind per conversation of the longread workload (default 30, quick 10)")
-	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread, recovery)")
+	only := fs.String("only", "", "run only these `workloads` (comma-separated: latency, breakdown, throughput, history, idle, carried, stream, longread, recovery, multi-instance)")
 	fs.Func("dynamic-config", "override the embedded server's dynamic config: `key=value` (a number, true/false, a duration such as 10ms, or text; repeatable)", func(kv string) error {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -87,6 +87,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		o.DynamicConfig[k] = dynamicValue(v)
 		return nil
 	})
+	apis := os.Getenv("WOP_CLUSTER_APIS")
+	fs.StringVar(&apis, "apis", apis, "the multi-instance workload's `wop api` base `URLs`, comma-separated, of a cluster on --address whose key is WOP_API_KEY (env WOP_CLUSTER_APIS; deploy/cluster/up.sh sets both)")
+	fs.IntVar(&o.MultiKills, "kills", 0, "worker processes the multi-instance workload kills, one per round (default 20)")
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -101,14 +104,22 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	if *only != "" {
 		for _, w := range strings.Split(*only, ",") {
 			w = strings.TrimSpace(w)
-			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread", "recovery"}, w) {
-				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread, recovery)\n", w)
+			if !slices.Contains([]string{"latency", "breakdown", "throughput", "history", "idle", "carried", "stream", "longread", "recovery", "multi-instance"}, w) {
+				fmt.Fprintf(stderr, "wop bench: unknown workload %q in --only (latency, breakdown, throughput, history, idle, carried, stream, longread, recovery, multi-instance)\n", w)
 				return 2
 			}
 			o.Only = append(o.Only, w)
 		}
 	}
 	o.TemporalAddress, o.Namespace = address, namespace
+	if apis != "" {
+		for _, u := range strings.Split(apis, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				o.ClusterAPIs = append(o.ClusterAPIs, u)
+			}
+		}
+		o.ClusterAPIKey = os.Getenv("WOP_API_KEY")
+	}
 	// The recovery workload starts `wop worker` processes of this very binary.
 	if exe, err := os.Executable(); err == nil {
 		o.WorkerCommand = []string{exe}

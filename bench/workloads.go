@@ -399,6 +399,13 @@ func (b *bench) table(r *Result) {
 		fmt.Fprintf(tw, "kill of a worker process → its conversations' next turns answered (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms\tmax ≤ %.0f ms (the timeouts' bound) %s\t\n",
 			r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs, r.RecoveryBoundMs, mark(r.RecoveryMaxMs <= r.RecoveryBoundMs))
 	}
+	if ran("multi-instance") && r.MultiInstance != nil && r.MultiTurns > 0 {
+		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
+			r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted, mark(r.MultiLost == 0 && r.MultiDuplicated == 0))
+		fmt.Fprintf(tw, "  of them queued behind the kill (sticky queue timeout) / handed to the killed worker's last poll (workflow task timeout)\tmax %.0f ms (%d turns) / max %.0f ms (%d turns)\t≤ %.0f ms %s / ≤ %.0f ms %s\t\n",
+			r.MultiBetweenMaxMs, r.MultiTurns-r.MultiInTaskTurns, r.MultiInTaskMaxMs, r.MultiInTaskTurns,
+			r.MultiBoundMs, mark(r.MultiBetweenMaxMs <= r.MultiBoundMs), r.MultiInTaskBoundMs, mark(r.MultiInTaskMaxMs <= r.MultiInTaskBoundMs))
+	}
 	if ran("carried") {
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes (%.2f × turn %d)\t≤ 1.2 × %s\t\n", o.CarriedTurns, r.CarriedBytesTurn2000,
@@ -437,6 +444,9 @@ func (b *bench) table(r *Result) {
 	}
 	if b.recoveryNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.recoveryNote)
+	}
+	if b.multiNote != "" {
+		fmt.Fprintf(b.out, "\n%s\n", b.multiNote)
 	}
 	if b.longReadNote != "" {
 		fmt.Fprintf(b.out, "\n%s\n", b.longReadNote)

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Creates the Temporal databases in Postgres and brings their schemas up to the version
 # of the Temporal server (the admin-tools image's, or go.mod's go.temporal.io/server).
-# Idempotent: `create` tolerates an existing database, update-schema applies only what
-# is missing.
+# Idempotent: `create` and `setup-schema` pass when what they make already exists (any
+# other failure stops the script), update-schema applies only what is missing.
 #
 # Runs in the temporalio/admin-tools image (docker-compose.yml) or from a plain checkout
 # with Go installed: without temporal-sql-tool on the PATH it runs the server module's
@@ -54,11 +54,28 @@ sqltool() {
     -u "$POSTGRES_USER" --pw "$SQL_PASSWORD" "$@")
 }
 
+# tolerate MESSAGE CMD...: runs the tool; a failure whose output says the thing already
+# exists prints MESSAGE and passes, any other failure (a wrong password, a closed port)
+# stops the script with the tool's own words.
+tolerate() {
+  msg=$1
+  shift
+  if out=$(sqltool "$@" 2>&1); then
+    printf '%s\n' "$out"
+  elif printf '%s' "$out" | grep -qi 'already exists'; then
+    echo "$msg"
+  else
+    printf '%s\n' "$out" >&2
+    echo "temporal-sql-tool $* failed" >&2
+    exit 1
+  fi
+}
+
 for db in temporal temporal_visibility; do
   dir=temporal
   [ "$db" = temporal_visibility ] && dir=visibility
-  sqltool --db "$db" create || echo "database $db exists"
-  sqltool --db "$db" setup-schema -v 0.0 || echo "schema of $db is already set up"
+  tolerate "database $db exists" --db "$db" create
+  tolerate "schema of $db is already set up" --db "$db" setup-schema -v 0.0
   sqltool --db "$db" update-schema -d "$SCHEMA_DIR/$dir/versioned"
 done
 echo "Temporal schema is ready"

@@ -1,0 +1,391 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/worker"
+	"github.com/wop-dev/wop/workflows"
+)
+
+// The multi-instance workload: the witness that another worker process resumes the turn
+// of a worker process killed under it, on a cluster of two `wop worker` and two `wop api`
+// processes on one Temporal server (deploy/cluster/up.sh stands it up; the bench's own
+// worker is stopped meanwhile). It drives MultiConversations conversations of the bench
+// pack through both APIs, each call of a turn on the other API than the last one's. Each
+// round gives every conversation a turn, then reads from each run's history which
+// worker process holds it (the Temporal identity that completed its last workflow task,
+// whose sticky queue its next workflow task goes to: "PID@host@queue"), SIGKILLs the
+// process holding the most of them and at once sends each of those conversations its
+// next turn. A turn's resumption is its reply, read through the API, whose workflow
+// task another identity completed (checked in the history: a reply completed by the
+// killed identity fails the workload); the time from the kill to the reply is the
+// sample. The cluster starts a fresh process in place of the killed one (as compose's
+// restart policy does); the next round waits until two live worker processes poll.
+// After the last round every conversation's events are read through the API: each user
+// turn the API accepted must appear exactly once, with one reply each, or the workload
+// fails (0 lost, 0 duplicated).
+
+// multiEvent is the part of a conversation.exchanged event the transcript check reads.
+type multiEvent struct {
+	Type     string `json:"type"`
+	Sequence int64  `json:"sequence"`
+	Payload  struct {
+		Turn struct {
+			Role    string `json:"role"`
+			Content struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"turn"`
+	} `json:"payload"`
+}
+
+// workerPID is the process id and host of a Temporal identity "PID@host@…", the SDK's
+// default worker identity, which `wop worker` keeps unless it serves streams.
+func workerPID(identity string) (int, string, bool) {
+	f := strings.SplitN(identity, "@", 3)
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return 0, "", false
+	}
+	return pid, f[1], true
+}
+
+// isLiveWorker tells whether pid is a running (not exited) `wop worker` process of this
+// machine.
+func isLiveWorker(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S ...".
+	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		return false
+	}
+	cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+	return len(args) >= 2 && args[1] == "worker"
+}
+
+// liveWorkers are the identities polling the host's workflow task queue that belong to
+// live `wop worker` processes of this machine (Temporal lists a dead poller for a while).
+func (b *bench) liveWorkers(ctx context.Context, host string) ([]string, error) {
+	q := b.wcfg.TaskQueue
+	if q == "" {
+		q = workflows.TaskQueue
+	}
+	d, err := b.tc.DescribeTaskQueue(ctx, q, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil {
+		return nil, fmt.Errorf("describe task queue %s: %w", q, err)
+	}
+	var ids []string
+	for _, p := range d.GetPollers() {
+		pid, h, ok := workerPID(p.GetIdentity())
+		if ok && h == host && pid != os.Getpid() && isLiveWorker(pid) && !slices.Contains(ids, p.GetIdentity()) {
+			ids = append(ids, p.GetIdentity())
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// awaitWorkers waits until at least two live worker processes poll, other than gone.
+func (b *bench) awaitWorkers(ctx context.Context, host, gone string) ([]string, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ids, err := b.liveWorkers(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return id == gone })
+		if len(ids) >= 2 {
+			return ids, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("after a minute %d live `wop worker` processes poll the task queue (%v), want 2: is the cluster restarting killed workers?", len(ids), ids)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// afterKill reads the run's history: the identity that completed its newest workflow
+// task, and whether a workflow task of the run timed out after since at its
+// start-to-close timeout (Temporal had handed it to a poll of the killed worker: its
+// WorkflowTaskStarted names victim; any other identity is an error).
+func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.Time) (string, bool, error) {
+	it := b.tc.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var id, startedBy string
+	started := false
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return "", false, fmt.Errorf("read the history of run %s: %w", runID, err)
+		}
+		if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil {
+			startedBy = a.GetIdentity()
+		}
+		if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+			id = a.GetIdentity()
+		}
+		if a := ev.GetWorkflowTaskTimedOutEventAttributes(); a != nil && !ev.GetEventTime().AsTime().Before(since) &&
+			a.GetTimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE {
+			if startedBy != victim {
+				return "", false, fmt.Errorf("run %s: a workflow task started by %s, not the killed worker %s, timed out after the kill", runID, startedBy, victim)
+			}
+			started = true
+		}
+	}
+	return id, started, nil
+}
+
+// transcript reads every event of the run through api and returns the texts of its user
+// turns and its number of agent replies.
+func transcript(ctx context.Context, api *apiClient, runID string) (users []string, replies int, err error) {
+	after := int64(-1)
+	for {
+		var page struct {
+			Events  []multiEvent `json:"events"`
+			HasMore bool         `json:"hasMore"`
+		}
+		path := fmt.Sprintf("/v1/runs/%s/events?afterSequence=%d", runID, after)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, api.base+path, nil)
+		if err != nil {
+			return nil, 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+api.key)
+		req.Header.Set("Accept", "application/json")
+		resp, err := api.http.Do(req)
+		if err != nil {
+			return nil, 0, fmt.Errorf("GET %s: %w", path, err)
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, 0, fmt.Errorf("GET %s: %w", path, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, 0, fmt.Errorf("GET %s: status %d: %.300s", path, resp.StatusCode, raw)
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, 0, fmt.Errorf("GET %s: decode: %w", path, err)
+		}
+		for _, e := range page.Events {
+			if e.Type != protocol.EvConversationExchanged {
+				continue
+			}
+			switch e.Payload.Turn.Role {
+			case "user":
+				users = append(users, e.Payload.Turn.Content.Text)
+			case "agent":
+				replies++
+			}
+		}
+		if !page.HasMore || len(page.Events) == 0 {
+			return users, replies, nil
+		}
+		after = page.Events[len(page.Events)-1].Sequence
+	}
+}
+
+// checkTranscript counts the accepted turns 1..sent (texts "message N") missing from
+// users and the ones found more than once; texts the bench never sent count as
+// duplicated too. The replies must match the user turns one for one.
+func checkTranscript(users []string, replies, sent int) (lost, duplicated int) {
+	seen := map[string]int{}
+	for _, u := range users {
+		seen[u]++
+	}
+	for n := 1; n <= sent; n++ {
+		text := "message " + strconv.Itoa(n)
+		switch c := seen[text]; {
+		case c == 0:
+			lost++
+		case c > 1:
+			duplicated += c - 1
+		}
+		delete(seen, text)
+	}
+	for _, c := range seen {
+		duplicated += c
+	}
+	if replies < sent-lost {
+		lost += sent - lost - replies
+	} else if replies > sent {
+		duplicated += replies - sent
+	}
+	return lost, duplicated
+}
+
+func (b *bench) multiInstance(ctx context.Context, res *Result) error {
+	if len(b.opts.ClusterAPIs) < 2 || b.opts.TemporalAddress == "" || b.opts.ClusterAPIKey == "" {
+		if slices.Contains(b.opts.Only, "multi-instance") {
+			return errors.New("it needs a cluster: --address, --apis with two `wop api` URLs and their key in WOP_API_KEY (deploy/cluster/up.sh stands one up and deploy/cluster/witness.sh runs this)")
+		}
+		b.multiNote = "multi-instance: not run (it needs --address and --apis of a cluster: deploy/cluster/witness.sh)"
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return fmt.Errorf("host name: %w", err)
+	}
+	apis := make([]*apiClient, len(b.opts.ClusterAPIs))
+	for i, u := range b.opts.ClusterAPIs {
+		apis[i] = newAPIClient(strings.TrimRight(u, "/"), b.opts.ClusterAPIKey, b.opts.MultiConversations+4)
+		defer apis[i].close()
+	}
+	b.st.StopWorker()
+	defer func() {
+		if err := b.st.StartWorker(); err != nil {
+			fmt.Fprintf(b.out, "restart the bench's worker: %v\n", err)
+		}
+	}()
+	if _, err := b.awaitWorkers(ctx, host, ""); err != nil {
+		return err
+	}
+
+	// Every call of a conversation's turn goes to the API after the one of its last turn.
+	calls := 0
+	var callsMu sync.Mutex
+	nextAPI := func() *apiClient {
+		callsMu.Lock()
+		defer callsMu.Unlock()
+		calls++
+		return apis[calls%len(apis)]
+	}
+	convs := make([]*conv, b.opts.MultiConversations)
+	if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error {
+		c, err := openConv(ctx, apis[i%len(apis)], PackID)
+		convs[i] = c
+		return err
+	}); err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range convs {
+			if c != nil {
+				_ = c.closeConv(ctx)
+			}
+		}
+	}()
+	turn := func(ctx context.Context, c *conv) error {
+		tctx, cancel := context.WithTimeout(ctx, turnTimeout)
+		defer cancel()
+		c.api = nextAPI()
+		_, err := c.exchange(tctx)
+		return err
+	}
+
+	// inTask are the samples of turns whose workflow task Temporal had handed to the
+	// killed worker's last poll (it timed out after the workflow task timeout).
+	var samples, inTask, between []time.Duration
+	resumers := map[string]int{}
+	for k := 0; k < b.opts.MultiKills; k++ {
+		if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error { return turn(ctx, convs[i]) }); err != nil {
+			return fmt.Errorf("round %d, before the kill: %w", k, err)
+		}
+		held := map[string][]*conv{}
+		for _, c := range convs {
+			id, err := b.holder(ctx, c.runID)
+			if err != nil {
+				return err
+			}
+			held[id] = append(held[id], c)
+		}
+		victim := ""
+		for _, id := range slices.Sorted(maps.Keys(held)) {
+			if len(held[id]) > len(held[victim]) {
+				victim = id
+			}
+		}
+		pid, h, ok := workerPID(victim)
+		if !ok || h != host || !isLiveWorker(pid) {
+			return fmt.Errorf("round %d: the identity holding %d conversations, %q, is not a live `wop worker` process of this machine", k, len(held[victim]), victim)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("round %d: kill worker %d: %w", k, pid, err)
+		}
+		killed := time.Now()
+		var mu sync.Mutex
+		err := parallel(ctx, len(held[victim]), len(held[victim]), func(ctx context.Context, i int) error {
+			c := held[victim][i]
+			if err := turn(ctx, c); err != nil {
+				return err
+			}
+			d := time.Since(killed)
+			by, started, err := b.afterKill(ctx, c.runID, victim, killed)
+			if err != nil {
+				return err
+			}
+			if by == victim {
+				return fmt.Errorf("run %s: turn %d after the kill is completed by the killed worker's identity %s", c.runID, c.turns, victim)
+			}
+			mu.Lock()
+			samples = append(samples, d)
+			if started {
+				inTask = append(inTask, d)
+			} else {
+				between = append(between, d)
+			}
+			resumers[by]++
+			mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("round %d, after killing worker %d: %w", k, pid, err)
+		}
+		if _, err := b.awaitWorkers(ctx, host, victim); err != nil {
+			return fmt.Errorf("round %d: %w", k, err)
+		}
+	}
+
+	sent, lost, duplicated := 0, 0, 0
+	for i, c := range convs {
+		users, replies, err := transcript(ctx, apis[(i+1)%len(apis)], c.runID)
+		if err != nil {
+			return err
+		}
+		l, d := checkTranscript(users, replies, c.turns)
+		sent, lost, duplicated = sent+c.turns, lost+l, duplicated+d
+	}
+	bound := worker.RecoveryOf(b.workerConfig())
+	res.MultiInstance = &MultiInstance{}
+	res.MultiKills, res.MultiTurns = b.opts.MultiKills, len(samples)
+	res.MultiP50Ms, res.MultiMaxMs = percentile(samples, 50), percentile(samples, 100)
+	res.MultiBoundMs = ms(bound.BetweenTurns())
+	res.MultiAccepted, res.MultiLost, res.MultiDuplicated = sent, lost, duplicated
+	res.MultiInTaskTurns, res.MultiInTaskMaxMs = len(inTask), percentile(inTask, 100)
+	res.MultiInTaskBoundMs = ms(bound.InWorkflowTask())
+	res.MultiBetweenMaxMs = percentile(between, 100)
+	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent at the kills and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill (bound %s between turns); %d of them had their workflow task handed to the killed worker's last poll and waited out the workflow task timeout (max %.0f ms, bound %s); transcripts: %d accepted turns, %d lost, %d duplicated",
+		len(apis), len(resumers), res.MultiKills, res.MultiTurns, res.MultiP50Ms, res.MultiMaxMs, bound.BetweenTurns(),
+		len(inTask), res.MultiInTaskMaxMs, bound.InWorkflowTask(), sent, lost, duplicated)
+	if lost > 0 || duplicated > 0 {
+		return fmt.Errorf("%d of %d accepted turns lost and %d duplicated in the transcripts", lost, sent, duplicated)
+	}
+	return nil
+}
