@@ -1,10 +1,10 @@
 package api
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -18,7 +18,7 @@ func TestForkRunsOnTheSourceBasis(t *testing.T) {
 	recorded := *def
 	recorded.ID = "gone-from-the-catalog"
 	src.input = workflows.RunInput{RunID: "r_basis", Definition: &recorded,
-		Packs:      map[string]*packs.Pack{"p": {ID: "p", Version: "1.0.0"}},
+		Packs:      map[string]json.RawMessage{"p": json.RawMessage(`{"id":"p","version":"1.0.0"}`)},
 		PackHashes: map[string]string{"p": "sha256:recorded"},
 		Limits:     &workflows.TurnLimits{MaxRounds: 3, MaxToolCalls: 4}}
 	rec := env.do("POST", "/v1/runs/r_basis:fork", fullKey, `{"mode":"replay"}`)
@@ -28,7 +28,7 @@ func TestForkRunsOnTheSourceBasis(t *testing.T) {
 	got := decode[map[string]any](t, rec.Body.Bytes())
 	in := env.ft.get(got["runId"].(string)).input
 	if in.Definition == nil || in.Definition.ID != "gone-from-the-catalog" || in.PackHashes["p"] != "sha256:recorded" ||
-		in.Packs["p"] == nil || in.Packs["p"].Hash != "sha256:recorded" || in.Limits == nil || in.Limits.MaxRounds != 3 || in.Fork == nil {
+		string(in.Packs["p"]) != `{"id":"p","version":"1.0.0"}` || in.Limits == nil || in.Limits.MaxRounds != 3 || in.Fork == nil {
 		t.Fatalf("fork input %+v", in)
 	}
 }

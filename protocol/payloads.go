@@ -30,3 +30,62 @@ type ApprovalReceived struct {
 	// Voided are the voters whose votes an edit of the arguments voided.
 	Voided []string `json:"voided,omitempty"`
 }
+
+// The payloads of the node lifecycle and of run.completed. Like ApprovalReceived, each
+// has its fields in the order of their JSON names (the order of the maps they
+// replaced), every field present, so their bytes are those of the recorded runs.
+
+// NodeStarted is the payload of node.started.
+type NodeStarted struct {
+	Attempt int    `json:"attempt"`
+	NodeID  string `json:"nodeId"`
+	TypeID  string `json:"typeId"`
+}
+
+// NodeCompleted is the payload of node.completed.
+type NodeCompleted struct {
+	DurationMs int64                      `json:"durationMs"`
+	NodeID     string                     `json:"nodeId"`
+	Outputs    map[string]json.RawMessage `json:"outputs"`
+}
+
+// NodeFailed is the payload of node.failed.
+type NodeFailed struct {
+	Attempts int       `json:"attempts"`
+	Error    NodeError `json:"error"`
+	NodeID   string    `json:"nodeId"`
+}
+
+// NodeError is node.failed's error: a RunError, or a gate's rejection, which also says
+// it is not retryable.
+type NodeError struct {
+	Code      string          `json:"code"`
+	Message   string          `json:"message"`
+	Details   json.RawMessage `json:"details,omitempty"`
+	Retryable *bool           `json:"retryable,omitempty"`
+}
+
+// NodeSkipped is the payload of node.skipped.
+type NodeSkipped struct {
+	NodeID string `json:"nodeId"`
+	Reason string `json:"reason"`
+}
+
+// NodeCancelled is the payload of node.cancelled.
+type NodeCancelled struct {
+	NodeID string `json:"nodeId"`
+	Reason string `json:"reason"`
+}
+
+// NodeResumed is the payload of node.resumed: the value the interrupt was resolved with.
+type NodeResumed struct {
+	InterruptID string          `json:"interruptId"`
+	NodeID      string          `json:"nodeId"`
+	ResumeValue json.RawMessage `json:"resumeValue"`
+}
+
+// RunCompleted is the payload of run.completed: the outputs of the run's sink nodes.
+type RunCompleted struct {
+	DurationMs int64                      `json:"durationMs"`
+	Outputs    map[string]json.RawMessage `json:"outputs"`
+}

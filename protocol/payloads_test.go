@@ -41,3 +41,42 @@ func TestApprovalReceivedEncodesAsItsMaps(t *testing.T) {
 		}
 	}
 }
+
+// The node lifecycle payloads and run.completed encode as the maps the run built before
+// them did, nil outputs and an empty resume value included.
+func TestNodePayloadsEncodeAsTheirMaps(t *testing.T) {
+	no := false
+	outs := map[string]json.RawMessage{"b": json.RawMessage(`2`), "a": json.RawMessage(`"<x>"`)}
+	for _, c := range []struct {
+		name string
+		v, m any
+	}{
+		{"node.started", NodeStarted{NodeID: "n", TypeID: "core.noop", Attempt: 2},
+			map[string]any{"nodeId": "n", "typeId": "core.noop", "attempt": 2}},
+		{"node.completed", NodeCompleted{NodeID: "n", Outputs: outs, DurationMs: 7},
+			map[string]any{"nodeId": "n", "outputs": outs, "durationMs": int64(7)}},
+		{"node.completed without outputs", NodeCompleted{NodeID: "n"},
+			map[string]any{"nodeId": "n", "outputs": map[string]json.RawMessage(nil), "durationMs": int64(0)}},
+		{"node.failed", NodeFailed{NodeID: "n", Error: NodeError{Code: "c", Message: "m", Details: json.RawMessage(`{"f":1}`)}, Attempts: 1},
+			map[string]any{"nodeId": "n", "error": RunError{Code: "c", Message: "m", Details: json.RawMessage(`{"f":1}`)}, "attempts": 1}},
+		{"node.failed of a gate", NodeFailed{NodeID: "n", Error: NodeError{Code: "c", Message: "m", Retryable: &no}, Attempts: 1},
+			map[string]any{"nodeId": "n", "error": map[string]any{"code": "c", "message": "m", "retryable": false}, "attempts": 1}},
+		{"node.skipped", NodeSkipped{NodeID: "n", Reason: "r"}, map[string]any{"nodeId": "n", "reason": "r"}},
+		{"node.cancelled", NodeCancelled{NodeID: "n"}, map[string]any{"nodeId": "n", "reason": ""}},
+		{"node.resumed", NodeResumed{NodeID: "n", InterruptID: "i", ResumeValue: json.RawMessage(`null`)},
+			map[string]any{"nodeId": "n", "interruptId": "i", "resumeValue": json.RawMessage(`null`)}},
+		{"run.completed", RunCompleted{Outputs: outs, DurationMs: 9}, map[string]any{"outputs": outs, "durationMs": int64(9)}},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+	}
+}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/wop-dev/wop/activities"
-	"github.com/wop-dev/wop/engine"
-	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -105,15 +103,15 @@ type OutcomesPage struct {
 // the source's recorded definition and packs (whatever the packs folder holds now)
 // and under the source's limits. It is no larger than the run's input.
 type RunBasis struct {
-	Definition  *Definition            `json:"definition"`
-	Definitions map[string]*Definition `json:"definitions,omitempty"`
-	Packs       map[string]*packs.Pack `json:"packs,omitempty"`
-	PackHashes  map[string]string      `json:"packHashes,omitempty"`
-	Limits      *TurnLimits            `json:"limits,omitempty"`
+	Definition  *Definition                `json:"definition"`
+	Definitions map[string]*Definition     `json:"definitions,omitempty"`
+	Packs       map[string]json.RawMessage `json:"packs,omitempty"`
+	PackHashes  map[string]string          `json:"packHashes,omitempty"`
+	Limits      *TurnLimits                `json:"limits,omitempty"`
 }
 
 // ForkInput builds the RunInput of a replay fork of the run whose basis b is: the
-// source's definitions, packs (Pack.Hash restored from PackHashes) and limits
+// source's definitions, packs (as recorded, with their PackHashes) and limits
 // (fallback when the source recorded none), with inputs checked against the
 // definition. The caller sets Fork.
 func (b *RunBasis) ForkInput(req RunRequest, fallback TurnLimits) (*RunInput, error) {
@@ -127,11 +125,6 @@ func (b *RunBasis) ForkInput(req RunRequest, fallback TurnLimits) (*RunInput, er
 		RunID: req.RunID, Definition: b.Definition, Definitions: b.Definitions, Packs: b.Packs, PackHashes: b.PackHashes,
 		Inputs: req.Inputs, Owner: req.Owner, Tags: req.Tags, Metadata: req.Metadata, Configurable: req.Configurable,
 		RequestDigest: req.RequestDigest, Limits: b.Limits, Era: req.Era, Notices: NoticesNodeEvents, Attributes: AttributesTags,
-	}
-	for id, p := range in.Packs {
-		if p != nil && p.Hash == "" {
-			p.Hash = in.PackHashes[id]
-		}
 	}
 	if in.Limits == nil && len(in.Packs) > 0 && fallback != (TurnLimits{}) {
 		in.Limits = &fallback
@@ -158,14 +151,16 @@ type Owner struct {
 type RunInput struct {
 	RunID      string      `json:"runId"`
 	Definition *Definition `json:"definition"`
-	// Packs referenced by the definition's pack nodes, by pack id.
-	Packs        map[string]*packs.Pack `json:"packs,omitempty"`
-	PackHashes   map[string]string      `json:"packHashes,omitempty"`
-	Inputs       json.RawMessage        `json:"inputs,omitempty"`
-	Owner        Owner                  `json:"owner"`
-	Tags         []string               `json:"tags,omitempty"`
-	Metadata     json.RawMessage        `json:"metadata,omitempty"`
-	Configurable json.RawMessage        `json:"configurable,omitempty"`
+	// Packs referenced by the definition's pack nodes, by pack id: each pack's JSON
+	// (packs.Pack) as the run was started with it. The run core carries them without
+	// reading them; the agent that serves a pack node decodes its pack.
+	Packs        map[string]json.RawMessage `json:"packs,omitempty"`
+	PackHashes   map[string]string          `json:"packHashes,omitempty"`
+	Inputs       json.RawMessage            `json:"inputs,omitempty"`
+	Owner        Owner                      `json:"owner"`
+	Tags         []string                   `json:"tags,omitempty"`
+	Metadata     json.RawMessage            `json:"metadata,omitempty"`
+	Configurable json.RawMessage            `json:"configurable,omitempty"`
 	// RequestDigest is the Idempotency-Key request digest the run was created with.
 	RequestDigest string `json:"requestDigest,omitempty"`
 	// ParentRunID is set on child runs (core.subWorkflow).
@@ -217,8 +212,16 @@ const AttributesTags = 1
 // CurrentTurnShape is the RunInput.TurnShape of runs created now.
 const CurrentTurnShape = 1
 
-// TurnLimits are the host's per-turn limits of RunInput.Limits (engine.TurnLimits).
-type TurnLimits = engine.TurnLimits
+// TurnLimits are the host's per-turn limits of RunInput.Limits: the limits of the
+// agent work of one user turn, counted across state changes (the pack engine's
+// engine.TurnLimits, which has the same fields). Zero means no limit.
+type TurnLimits struct {
+	// MaxRounds is the number of model rounds a turn may run.
+	MaxRounds int `json:"maxRoundsPerTurn,omitempty"`
+	// MaxToolCalls is the number of tool calls (workflow__* calls included) a turn
+	// may make.
+	MaxToolCalls int `json:"maxToolCallsPerTurn,omitempty"`
+}
 
 // ForkSource describes the run a replay fork re-folds.
 type ForkSource struct {
@@ -373,8 +376,15 @@ type PackStatus struct {
 	ModelRounds  int               `json:"modelRounds"`
 	InputTokens  int               `json:"inputTokens"`
 	OutputTokens int               `json:"outputTokens"`
-	Budget       *packs.Budget     `json:"budget,omitempty"`
+	Budget       *PackBudget       `json:"budget,omitempty"`
 	Artifacts    map[string]string `json:"artifacts,omitempty"`
+}
+
+// PackBudget is the engine.budget a pack declares (packs.Budget, same fields).
+type PackBudget struct {
+	MaxTotalVisits int `json:"max_total_visits,omitempty"`
+	MaxToolCalls   int `json:"max_tool_calls,omitempty"`
+	MaxWallTimeSec int `json:"max_wall_time_sec,omitempty"`
 }
 
 // ResolveRequest is the payload of ResolveSignal and ValidateResolveQuery.

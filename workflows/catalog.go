@@ -37,6 +37,7 @@ var fixtureFS embed.FS
 type Catalog struct {
 	defs     map[string]*Definition
 	packs    map[string]*packs.Pack
+	packJSON map[string]json.RawMessage // each pack as a run carries it (RunInput.Packs)
 	fixtures []string
 	limits   TurnLimits
 }
@@ -53,7 +54,7 @@ type CatalogOptions struct {
 // NewCatalog builds the catalog. A pack whose id collides with a fixture, or two packs
 // with one id, is an error.
 func NewCatalog(opts CatalogOptions) (*Catalog, error) {
-	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]*packs.Pack{}, limits: opts.Limits}
+	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]*packs.Pack{}, packJSON: map[string]json.RawMessage{}, limits: opts.Limits}
 	if opts.SeedFixtures {
 		fx, err := LoadFixtures()
 		if err != nil {
@@ -75,7 +76,11 @@ func NewCatalog(opts CatalogOptions) (*Catalog, error) {
 		if _, dup := c.defs[p.ID]; dup {
 			return nil, fmt.Errorf("catalog: pack id %q collides with a workflow definition", p.ID)
 		}
-		c.packs[p.ID] = p
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("catalog: pack %q: %w", p.ID, err)
+		}
+		c.packs[p.ID], c.packJSON[p.ID] = p, b
 		c.defs[p.ID] = servedPackDefinition(p)
 	}
 	return c, nil
@@ -287,9 +292,9 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 					}
 				}
 				if in.Packs == nil {
-					in.Packs, in.PackHashes = map[string]*packs.Pack{}, map[string]string{}
+					in.Packs, in.PackHashes = map[string]json.RawMessage{}, map[string]string{}
 				}
-				in.Packs[p.ID] = p
+				in.Packs[p.ID] = c.packJSON[p.ID]
 				in.PackHashes[p.ID] = p.Hash
 			}
 		}
@@ -397,7 +402,11 @@ func RunSummary(in *RunInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "OpenWOP run of %s", in.Definition.ID)
 	for _, id := range slices.Sorted(maps.Keys(in.Packs)) {
-		fmt.Fprintf(&b, " · pack %s@%s", id, in.Packs[id].Version)
+		var p struct {
+			Version string `json:"version"`
+		}
+		_ = json.Unmarshal(in.Packs[id], &p) // the catalog wrote it; an unreadable one has no version
+		fmt.Fprintf(&b, " · pack %s@%s", id, p.Version)
 	}
 	if in.Owner.Tenant != "" {
 		fmt.Fprintf(&b, " · tenant %s", in.Owner.Tenant)

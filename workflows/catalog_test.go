@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/wop-dev/wop/packs"
 )
 
 // A run's summary says what the run is in the Temporal UI's list: its definition, packs,
@@ -32,10 +30,10 @@ func TestRunSummarySaysWhatTheRunWasStartedWith(t *testing.T) {
 // However many packs and whatever the inputs' script, the summary stays within what
 // Temporal accepts, cut on a rune boundary.
 func TestRunSummaryStaysWithinTemporalsLimit(t *testing.T) {
-	in := &RunInput{Definition: &Definition{ID: "many"}, Packs: map[string]*packs.Pack{},
+	in := &RunInput{Definition: &Definition{ID: "many"}, Packs: map[string]json.RawMessage{},
 		Inputs: json.RawMessage(`{"message":"` + strings.Repeat("日本語", 40) + `"}`)}
 	for i := range 20 {
-		in.Packs[fmt.Sprintf("pack-%02d", i)] = &packs.Pack{Version: "1.0.0"}
+		in.Packs[fmt.Sprintf("pack-%02d", i)] = json.RawMessage(`{"version":"1.0.0"}`)
 	}
 	got := RunSummary(in)
 	if len(got) > summaryMaxBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {

@@ -61,7 +61,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	if !resumed {
 		r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "running"})
 		r.currentNode = n.ID
-		r.emit(protocol.EvNodeStarted, n.ID, map[string]any{"nodeId": n.ID, "typeId": n.TypeID, "attempt": 0}, "")
+		r.emit(protocol.EvNodeStarted, n.ID, protocol.NodeStarted{NodeID: n.ID, TypeID: n.TypeID, Attempt: 0}, "")
 	}
 	r.currentNode = n.ID
 	started := workflow.Now(r.ctx)
@@ -100,7 +100,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	if dur < 0 {
 		dur = 0
 	}
-	r.emit(protocol.EvNodeCompleted, n.ID, map[string]any{"nodeId": n.ID, "outputs": outs, "durationMs": dur}, r.lastNodeEvent(n.ID))
+	r.emit(protocol.EvNodeCompleted, n.ID, protocol.NodeCompleted{NodeID: n.ID, Outputs: outs, DurationMs: dur}, r.lastNodeEvent(n.ID))
 	r.currentNode = ""
 	r.refreshStatus()
 	return outs, nil

@@ -176,7 +176,7 @@ func (r *runner) emitResolvedWith(it *interrupt, req ResolveRequest, value json.
 
 // emitResumed appends node.resumed, caused by cause.
 func (r *runner) emitResumed(it *interrupt, value json.RawMessage, cause string) string {
-	return r.emit(protocol.EvNodeResumed, it.NodeID, map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value)}, cause)
+	return r.emit(protocol.EvNodeResumed, it.NodeID, protocol.NodeResumed{NodeID: it.NodeID, InterruptID: it.InterruptID, ResumeValue: mustJSON(value)}, cause)
 }
 
 // nextResolve waits for the next valid resolve addressed to one of node's pending

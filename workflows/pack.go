@@ -97,12 +97,9 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		return nil, fmt.Errorf("%s node %q: config.pack is required", PackNodeType, n.ID)
 	}
 	in := c.Input()
-	p := in.Packs[cfg.Pack]
-	if p == nil {
-		return nil, fmt.Errorf("%s node %q: pack %q is not part of the run's input", PackNodeType, n.ID, cfg.Pack)
-	}
-	if p.Hash == "" {
-		p.Hash = in.PackHashes[p.ID] // Hash is not serialised with the pack
+	p, err := decodePack(in, cfg.Pack)
+	if err != nil {
+		return nil, fmt.Errorf("%s node %q: %w", PackNodeType, n.ID, err)
 	}
 	resumed := len(saved) > 0 && string(saved) != "null"
 	var st engine.State
@@ -126,10 +123,9 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 	}
 	ecfg := engine.Config{RunID: in.RunID, NodeID: n.ID, Pack: p, Vars: vars, OneTurn: cfg.AgentCall}
 	if in.Limits != nil {
-		ecfg.Limits = *in.Limits
+		ecfg.Limits = engine.TurnLimits(*in.Limits)
 	}
 	a := &packAgent{pack: p, nodeID: n.ID}
-	var err error
 	if resumed {
 		a.m, err = engine.Resume(ecfg, st)
 	} else {
@@ -379,9 +375,28 @@ func (a *packAgent) publish(c *conversation) {
 	c.SetDetails(b.String())
 }
 
-func (a *packAgent) budget() *packs.Budget {
+// decodePack is the pack id of the run's input, decoded from the JSON the run carries,
+// with its Hash (not serialised with the pack) from RunInput.PackHashes.
+func decodePack(in *RunInput, id string) (*packs.Pack, error) {
+	b := in.Packs[id]
+	var p *packs.Pack
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &p); err != nil {
+			return nil, fmt.Errorf("pack %q of the run's input: %w", id, err)
+		}
+	}
+	if p == nil {
+		return nil, fmt.Errorf("pack %q is not part of the run's input", id)
+	}
+	if p.Hash == "" {
+		p.Hash = in.PackHashes[p.ID]
+	}
+	return p, nil
+}
+
+func (a *packAgent) budget() *PackBudget {
 	if a.pack.Workflow != nil && a.pack.Workflow.Engine != nil {
-		return a.pack.Workflow.Engine.Budget
+		return (*PackBudget)(a.pack.Workflow.Engine.Budget)
 	}
 	return nil
 }

@@ -228,7 +228,7 @@ func (r *runner) reopenCut(n *Node) error {
 	}
 	r.attempts[n.ID]++
 	r.currentNode = n.ID
-	r.emit(protocol.EvNodeStarted, n.ID, map[string]any{"nodeId": n.ID, "typeId": n.TypeID, "attempt": r.attempts[n.ID]}, "")
+	r.emit(protocol.EvNodeStarted, n.ID, protocol.NodeStarted{NodeID: n.ID, TypeID: n.TypeID, Attempt: r.attempts[n.ID]}, "")
 	r.refreshStatus()
 	return nil
 }

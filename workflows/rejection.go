@@ -92,6 +92,7 @@ func (r *runner) failureRouted(nodeID string) bool {
 }
 
 // nodeFailedError is node.failed's error of a rejected gate: not retryable.
-func (g *gateRejected) nodeFailedError() map[string]any {
-	return map[string]any{"code": g.Code, "message": g.Message, "retryable": false}
+func (g *gateRejected) nodeFailedError() protocol.NodeError {
+	no := false
+	return protocol.NodeError{Code: g.Code, Message: g.Message, Retryable: &no}
 }

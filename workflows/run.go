@@ -183,7 +183,7 @@ func (r *runner) run() (*Snapshot, error) {
 		}
 		if !run {
 			r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "skipped"})
-			r.emit(protocol.EvNodeSkipped, n.ID, map[string]any{"nodeId": n.ID, "reason": "no incoming edge was taken"}, "")
+			r.emit(protocol.EvNodeSkipped, n.ID, protocol.NodeSkipped{NodeID: n.ID, Reason: "no incoming edge was taken"}, "")
 			continue
 		}
 		_, err = r.execNode(n) // the outputs are in the node record
@@ -197,7 +197,7 @@ func (r *runner) run() (*Snapshot, error) {
 		case errors.As(err, &rejected):
 			// A rejected approval gate is a failed source (rejection.go).
 			r.setRecord(n.ID, "failed", nil)
-			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": rejected.nodeFailedError(), "attempts": 1}, r.lastNodeEvent(n.ID))
+			r.emit(protocol.EvNodeFailed, n.ID, protocol.NodeFailed{NodeID: n.ID, Error: rejected.nodeFailedError(), Attempts: 1}, r.lastNodeEvent(n.ID))
 			if r.currentNode == n.ID {
 				r.currentNode = ""
 			}
@@ -210,7 +210,7 @@ func (r *runner) run() (*Snapshot, error) {
 				ne = &nodeError{protocol.RunError{Code: protocol.CodeInternal, Message: err.Error()}}
 			}
 			r.setRecord(n.ID, "failed", nil)
-			r.emit(protocol.EvNodeFailed, n.ID, map[string]any{"nodeId": n.ID, "error": ne.RunError, "attempts": 1}, r.lastNodeEvent(n.ID))
+			r.emit(protocol.EvNodeFailed, n.ID, protocol.NodeFailed{NodeID: n.ID, Error: protocol.NodeError{Code: ne.Code, Message: ne.Message, Details: ne.Details}, Attempts: 1}, r.lastNodeEvent(n.ID))
 			return r.fail(n.ID, ne.RunError)
 		}
 	}

@@ -86,7 +86,7 @@ func (r *runner) complete() (*Snapshot, error) {
 			}
 		}
 	}
-	r.emit(protocol.EvRunCompleted, "", map[string]any{"outputs": outs, "durationMs": r.durationMs()}, r.lastEventIDAny())
+	r.emit(protocol.EvRunCompleted, "", protocol.RunCompleted{Outputs: outs, DurationMs: r.durationMs()}, r.lastEventIDAny())
 	return r.finish(protocol.StatusCompleted)
 }
 
@@ -120,7 +120,7 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 	if nodeID != "" {
 		if rec := r.record(nodeID); rec != nil && rec.State == "running" {
 			rec.State = "cancelled"
-			r.emit(protocol.EvNodeCancelled, nodeID, map[string]any{"nodeId": nodeID, "reason": req.Reason}, "")
+			r.emit(protocol.EvNodeCancelled, nodeID, protocol.NodeCancelled{NodeID: nodeID, Reason: req.Reason}, "")
 		}
 	}
 	p := map[string]any{"reason": req.Reason, "durationMs": r.durationMs()}
