@@ -19,6 +19,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/wop-dev/wop/chunks"
 )
@@ -281,13 +282,39 @@ func (f *chunkFeed) run(ctx context.Context) {
 
 // historyFollower follows a run's history with the server's long poll: grew is
 // signalled on every batch of new events, and the latest workflow task started is
-// kept (a round run as a local activity runs on that task's worker).
+// kept with its worker (a round run as a local activity runs on that task's worker).
 type historyFollower struct {
 	grew   chan struct{}
 	closed chan struct{}
 	cancel context.CancelFunc
 	mu     sync.Mutex
 	wft    chunks.WorkflowTask
+}
+
+// saw notes a history event: a workflow task started is the latest one. Its worker is
+// the identity the event names or, when it names none, the worker of the run's last
+// task: a long poll of the history ends with the task in flight as a transient
+// WorkflowTaskStarted without an identity (the server has not recorded it yet), and
+// that task runs on the sticky worker of the task before it, the one whose chunk
+// endpoint a round starting in it streams from.
+func (h *historyFollower) saw(ev *historypb.HistoryEvent) {
+	var identity string
+	switch {
+	case ev.GetWorkflowTaskStartedEventAttributes() != nil:
+		identity = ev.GetWorkflowTaskStartedEventAttributes().GetIdentity()
+	case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+		identity = ev.GetWorkflowTaskCompletedEventAttributes().GetIdentity()
+	default:
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ev.GetWorkflowTaskStartedEventAttributes() != nil {
+		h.wft.EventID = ev.GetEventId()
+	}
+	if identity != "" {
+		h.wft.Identity = identity
+	}
 }
 
 func (h *historyFollower) workflowTask() chunks.WorkflowTask {
@@ -309,11 +336,7 @@ func (s *Server) followHistory(ctx context.Context, runID string) *historyFollow
 			if err != nil {
 				return
 			}
-			if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil {
-				h.mu.Lock()
-				h.wft = chunks.WorkflowTask{EventID: ev.GetEventId(), Identity: a.GetIdentity()}
-				h.mu.Unlock()
-			}
+			h.saw(ev)
 			select {
 			case h.grew <- struct{}{}:
 			default:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 )
 
@@ -18,7 +19,8 @@ type Target struct {
 	// Endpoint is the worker's chunk endpoint.
 	Endpoint string
 	// Task names what runs there: "<activityId>#<attempt>" for an activity attempt,
-	// "wft#<eventId>" for a workflow task (whose local activities may be model rounds).
+	// "wft#<eventId>@<started unix ns>" for a workflow task (whose local activities may
+	// be model rounds).
 	// A new attempt is a new Task.
 	Task string
 	// Attempt is the activity attempt running there (0 for a workflow task): its round
@@ -79,12 +81,26 @@ func Locate(ctx context.Context, tc client.Client, runID string, wft WorkflowTas
 			}
 		}
 	}
-	if pwt := d.GetPendingWorkflowTask(); pwt != nil && pwt.GetState() == enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED {
-		if ep := EndpointOf(wft.Identity); ep != "" {
-			loc.Targets = append(loc.Targets, Target{Endpoint: ep, Task: "wft#" + strconv.FormatInt(wft.EventID, 10)})
-		}
+	if t, ok := workflowTaskTarget(d.GetPendingWorkflowTask(), wft); ok {
+		loc.Targets = append(loc.Targets, t)
 	}
 	return loc, nil
+}
+
+// workflowTaskTarget is the target of the workflow task in flight, if one has started
+// and wft names a worker with a chunk endpoint. The task is named by when it started
+// as well as by wft's event: a Workflow Update's speculative task is in history only
+// once it completes, so two of them in a row can follow the same last recorded event,
+// and the second must not pass for the first, already read to its end.
+func workflowTaskTarget(pwt *workflowpb.PendingWorkflowTaskInfo, wft WorkflowTask) (Target, bool) {
+	if pwt == nil || pwt.GetState() != enumspb.PENDING_WORKFLOW_TASK_STATE_STARTED {
+		return Target{}, false
+	}
+	ep := EndpointOf(wft.Identity)
+	if ep == "" {
+		return Target{}, false
+	}
+	return Target{Endpoint: ep, Task: "wft#" + strconv.FormatInt(wft.EventID, 10) + "@" + strconv.FormatInt(pwt.GetStartedTime().AsTime().UnixNano(), 10)}, true
 }
 
 // lastPart is the part of an activity type name after its last dot (the SDK may
