@@ -199,11 +199,11 @@ func New(cfg Config) (*Activities, error) {
 		chunks:      cfg.Chunks,
 		logger:      logger,
 		context:     cfg.Context.withDefaults(),
-		maxResult:   orDefaultInt(cfg.MaxResultBytes, DefaultMaxResultBytes),
+		maxResult:   cmp.Or(max(cfg.MaxResultBytes, 0), DefaultMaxResultBytes), // <= 0: the default
 
 		approvalDefaults: cfg.ApprovalDefaults,
 		outage:           outage,
-		stallReminder:    orDefaultDuration(cfg.StallReminder, DefaultStallReminder),
+		stallReminder:    cmp.Or(cfg.StallReminder, DefaultStallReminder), // not negative (checked above)
 
 		signals:             cfg.Workflows,
 		webhookKey:          cfg.WebhookSecret,

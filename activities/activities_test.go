@@ -62,6 +62,23 @@ func TestNewRequiresTranscripts(t *testing.T) {
 	assert.Contains(t, err.Error(), `"default"`)
 }
 
+// TestNewDefaultsUnsetLimits: a MaxResultBytes of zero or below and a zero
+// StallReminder take the defaults; a negative StallReminder is refused.
+func TestNewDefaultsUnsetLimits(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		a, err := New(Config{Transcripts: &fakeTranscripts{}, MaxResultBytes: n})
+		require.NoError(t, err)
+		assert.Equal(t, DefaultMaxResultBytes, a.maxResult, "MaxResultBytes %d", n)
+		assert.Equal(t, DefaultStallReminder, a.stallReminder)
+	}
+	a, err := New(Config{Transcripts: &fakeTranscripts{}, MaxResultBytes: 7, StallReminder: time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, 7, a.maxResult)
+	assert.Equal(t, time.Second, a.stallReminder)
+	_, err = New(Config{Transcripts: &fakeTranscripts{}, StallReminder: -time.Second})
+	require.Error(t, err)
+}
+
 // TestModelRoundAsksForTheContextBudget: a provider that does not replay the whole
 // transcript (here a mock without rounds) reads only the round's window, within the
 // worker's context budget.

@@ -73,10 +73,3 @@ func limitToolResult(res *convo.ToolCallResult, max int) *convo.ToolCallResult {
 		keep /= 2 // escaping made the head longer than the limit
 	}
 }
-
-func orDefaultInt(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
-}

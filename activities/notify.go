@@ -29,9 +29,6 @@ type WorkflowClient interface {
 // webhooks).
 func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
 
-// WebhookRegisteredQuery asks a dispatcher whether a webhook id is registered (a bool).
-const WebhookRegisteredQuery = "openwop.webhooks.registered"
-
 // DispatcherNotice is one signal of a run to its tenant's webhook dispatcher.
 type DispatcherNotice struct {
 	WorkflowID string `json:"workflowId"`

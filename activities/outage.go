@@ -256,10 +256,3 @@ func outagePolicies(in map[string]OutagePolicy) (map[string]OutagePolicy, error)
 	}
 	return maps.Clone(in), nil
 }
-
-func orDefaultDuration(v, def time.Duration) time.Duration {
-	if v <= 0 {
-		return def
-	}
-	return v
-}

@@ -1,6 +1,7 @@
 package agentclient
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -45,7 +46,7 @@ type StartOptions struct {
 	// before it: REQUEST_CANCEL (the default) cancels it, ABANDON leaves it running.
 	ParentClosePolicy enumspb.ParentClosePolicy
 	// PrepareTimeout, ReplyTimeout and HeartbeatTimeout bound the host's activities
-	// (defaults above).
+	// (defaults above when zero or negative).
 	PrepareTimeout, ReplyTimeout, HeartbeatTimeout time.Duration
 }
 
@@ -111,7 +112,7 @@ func Start(ctx workflow.Context, opts StartOptions) (*Conversation, error) {
 	req := PrepareRequest{Key: key, WorkflowID: opts.Pack, Inputs: raw, Owner: owner, Tags: opts.Tags, CallerWorkflowID: info.WorkflowExecution.ID}
 	var prep PrepareResult
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: opts.TaskQueue, StartToCloseTimeout: orDefault(opts.PrepareTimeout, DefaultPrepareTimeout),
+		TaskQueue: opts.TaskQueue, StartToCloseTimeout: cmp.Or(max(opts.PrepareTimeout, 0), DefaultPrepareTimeout),
 		Summary: "prepare the conversation with " + opts.Pack,
 	})
 	if err := workflow.ExecuteActivity(actx, PrepareActivity, req).Get(ctx, &prep); err != nil {
@@ -188,8 +189,8 @@ func (c *Conversation) await(ctx workflow.Context, messageID string, text ...str
 // send runs the host's send activity on opts.TaskQueue.
 func send(ctx workflow.Context, opts StartOptions, req SendRequest) (*Reply, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue: opts.TaskQueue, StartToCloseTimeout: orDefault(opts.ReplyTimeout, DefaultReplyTimeout),
-		HeartbeatTimeout: orDefault(opts.HeartbeatTimeout, DefaultHeartbeatTimeout),
+		TaskQueue: opts.TaskQueue, StartToCloseTimeout: cmp.Or(max(opts.ReplyTimeout, 0), DefaultReplyTimeout),
+		HeartbeatTimeout: cmp.Or(max(opts.HeartbeatTimeout, 0), DefaultHeartbeatTimeout),
 		Summary:          "message to " + req.RunID,
 	})
 	var rep Reply
@@ -291,10 +292,3 @@ func searchAttributes(list []SearchAttribute) (temporal.SearchAttributes, error)
 // inputPayload hands the run's input to the data converter as the JSON it is (a
 // json.RawMessage is not a []byte to the converter, so it encodes as JSON, not binary).
 func inputPayload(raw json.RawMessage) any { return raw }
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -100,11 +101,11 @@ func (s *Set) Check(ctx context.Context, loaded []*packs.Loaded) *Report {
 			r.Bound = append(r.Bound, BoundTool{Pack: l.Pack.ID, Tool: name, Kind: b.Kind(), Target: b.Target(), Effect: effect, Attempts: attempts})
 			if b.MaxAttempts > 1 && attempts == 1 {
 				r.warn(b.pos, "tools."+name, "tool %s of pack %s has effect %s, so its calls are attempted once; max_attempts applies only when the binding says idempotent: true (the target honours the Idempotency-Key)",
-					name, l.Pack.ID, orUndeclared(effect))
+					name, l.Pack.ID, cmp.Or(effect, "undeclared"))
 			}
 			if b.RetryFor > 0 && attempts == 1 {
 				r.warn(b.pos, "tools."+name, "tool %s of pack %s has effect %s, so its calls are attempted once and never wait out an outage; retry_for applies only when the binding says idempotent: true (the target honours the Idempotency-Key)",
-					name, l.Pack.ID, orUndeclared(effect))
+					name, l.Pack.ID, cmp.Or(effect, "undeclared"))
 			}
 		}
 	}
@@ -187,13 +188,6 @@ func (r *Report) error(p position, path, format string, args ...any) {
 	r.Diags = append(r.Diags, packs.Diagnostic{File: p.file, Line: p.line, Col: p.col, Severity: packs.SeverityError, Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
-func orUndeclared(effect string) string {
-	if effect == "" {
-		return "undeclared"
-	}
-	return effect
-}
-
 // Print writes the report as people read it: the bound tools with their targets, then
 // the unbound ones (a warning: only the mock's tool_results answer them), then the
 // diagnostics. indent starts every line.
@@ -208,7 +202,7 @@ func (r *Report) Print(w io.Writer, indent string) {
 			if b.Attempts <= 1 {
 				retry = "not retried"
 			}
-			fmt.Fprintf(w, "%s%-*s  %s (%s, %s)\n", indent, width, b.Pack+"/"+b.Tool, b.Target, orUndeclared(b.Effect), retry)
+			fmt.Fprintf(w, "%s%-*s  %s (%s, %s)\n", indent, width, b.Pack+"/"+b.Tool, b.Target, cmp.Or(b.Effect, "undeclared"), retry)
 		}
 	}
 	if len(r.Unbound) > 0 {

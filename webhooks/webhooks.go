@@ -51,7 +51,8 @@ const (
 	WebhookRegisterUpdate = "openwop.webhooks.register"
 	// WebhookUnregisterUpdate carries a webhook id.
 	WebhookUnregisterUpdate = "openwop.webhooks.unregister"
-	// WebhookListQuery answers a WebhookList.
+	// WebhookListQuery answers a WebhookList. (protocol.WebhookRegisteredQuery, asked
+	// by the activities, answers whether a webhook id is registered.)
 	WebhookListQuery = "openwop.webhooks.list"
 	// webhookDeadLetterSignal carries a DeadLetter from a delivery.
 	webhookDeadLetterSignal = "openwop.webhooks.dead-letter"
@@ -224,7 +225,7 @@ func WebhookDispatcher(ctx workflow.Context, in WebhookDispatcherInput) error {
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, activities.WebhookRegisteredQuery, func(id string) (bool, error) {
+	if err := workflow.SetQueryHandler(ctx, protocol.WebhookRegisteredQuery, func(id string) (bool, error) {
 		return d.find(id) >= 0, nil
 	}); err != nil {
 		return err

@@ -27,7 +27,7 @@ import (
 // TestWebhookDispatcher: registration and unregistration are validated updates;
 // matching events start one delivery workflow per subscription (by event type and
 // tags) and per run callback; a dead letter is kept; the dispatcher continues as new
-// with its subscriptions.
+// with its subscriptions; it answers whether a webhook id is registered.
 func TestWebhookDispatcher(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -46,6 +46,7 @@ func TestWebhookDispatcher(t *testing.T) {
 	}
 	var dupErr, missingErr, mismatchErr error
 	var list WebhookList
+	registered := map[string]bool{}
 	update := func(name string, arg any, onErr *error) {
 		env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) {
@@ -85,6 +86,13 @@ func TestWebhookDispatcher(t *testing.T) {
 		v, err := env.QueryWorkflow(WebhookListQuery)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&list))
+		for _, id := range []string{"wh_all", "wh_gone"} {
+			v, err := env.QueryWorkflow(protocol.WebhookRegisteredQuery, id)
+			require.NoError(t, err)
+			var ok bool
+			require.NoError(t, v.Get(&ok))
+			registered[id] = ok
+		}
 		env.SignalWorkflow(workflows.WebhookEventsSignal, workflows.WebhookNotice{RunID: "r3"}) // the 8th message: continue as new
 	}, 4*time.Second)
 	env.ExecuteWorkflow(WebhookDispatcherWorkflowName, WebhookDispatcherInput{Tenant: "t1", ContinueAsNewAfter: 8})
@@ -114,6 +122,7 @@ func TestWebhookDispatcher(t *testing.T) {
 	require.EqualValues(t, 3, list.Subscriptions[0].Started)
 	require.EqualValues(t, 1, list.Subscriptions[0].DeadLettered)
 	require.Len(t, list.DeadLetters, 1)
+	require.Equal(t, map[string]bool{"wh_all": true, "wh_gone": false}, registered, "the registered query the activities ask")
 }
 
 // TestWebhookDeliveryDeadLetters: a delivery whose activity fails until its attempts
