@@ -34,10 +34,12 @@ if [[ -z "${WOP_BIN:-}" ]]; then
 fi
 export WOP_PACKS="$WORK/packs" WOP_MODEL_PROVIDER=mock TEMPORAL_NAMESPACE="${TEMPORAL_NAMESPACE:-wop-witness}"
 
+# The bench's exit status is the script's: under pipefail the pipeline through tee
+# fails with up.sh's status (which is the bench's). PIPESTATUS is no help after
+# `|| rc=$?`: it then holds the assignment's own 0.
 rc=0
 if [[ -n "$OUT" ]]; then
   "$ROOT/deploy/cluster/up.sh" "${cmd[@]}" 2>&1 | tee "$OUT" || rc=$?
-  rc=${PIPESTATUS[0]:-$rc}
 else
   "$ROOT/deploy/cluster/up.sh" "${cmd[@]}" || rc=$?
 fi
