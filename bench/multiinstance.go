@@ -17,6 +17,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/worker"
@@ -133,19 +134,32 @@ func (b *bench) awaitWorkers(ctx context.Context, host, gone string) ([]string, 
 	}
 }
 
-// afterKill reads the run's history: the identity that completed its newest workflow
-// task, and whether a workflow task of the run timed out after since at its
-// start-to-close timeout (Temporal had handed it to a poll of the killed worker: its
-// WorkflowTaskStarted names victim; any other identity is an error).
+// afterKill reads the run's history and traces the turn sent at the kill (traceKill).
 func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.Time) (string, bool, error) {
 	it := b.tc.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var id, startedBy string
-	started := false
+	var events []*historypb.HistoryEvent
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			return "", false, fmt.Errorf("read the history of run %s: %w", runID, err)
 		}
+		events = append(events, ev)
+	}
+	id, started, err := traceKill(events, victim, since)
+	if err != nil {
+		return "", false, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return id, started, nil
+}
+
+// traceKill reads a run's history events: the identity that completed its newest
+// workflow task, and whether a workflow task of the run timed out since at its
+// start-to-close timeout (Temporal had handed it to a poll of the killed worker: its
+// WorkflowTaskStarted names victim; any other identity is an error).
+func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time) (string, bool, error) {
+	var id, startedBy string
+	started := false
+	for _, ev := range events {
 		if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil {
 			startedBy = a.GetIdentity()
 		}
@@ -155,7 +169,7 @@ func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.
 		if a := ev.GetWorkflowTaskTimedOutEventAttributes(); a != nil && !ev.GetEventTime().AsTime().Before(since) &&
 			a.GetTimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE {
 			if startedBy != victim {
-				return "", false, fmt.Errorf("run %s: a workflow task started by %s, not the killed worker %s, timed out after the kill", runID, startedBy, victim)
+				return "", false, fmt.Errorf("a workflow task started by %s, not the killed worker %s, timed out after the kill", startedBy, victim)
 			}
 			started = true
 		}
