@@ -130,11 +130,15 @@ type Options struct {
 	// TemporalAddress and ClusterAPIKey their key: the multi-instance workload drives
 	// its conversations through them and kills that cluster's `wop worker` processes
 	// (deploy/cluster/up.sh). MultiKills and MultiConversations are its rounds (one
-	// kill each) and its conversations.
+	// kill each) and its conversations. MultiKillDelay is how long after each kill it
+	// sends the turns of the killed worker's conversations (0: at once), so the race
+	// between a turn and Temporal noticing the killed worker's closed connection can
+	// be measured.
 	ClusterAPIs        []string
 	ClusterAPIKey      string
 	MultiKills         int
 	MultiConversations int
+	MultiKillDelay     time.Duration
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -334,13 +338,16 @@ type Result struct {
 // turn took, read from its run's history), the bounds the timeouts imply, and the
 // transcripts' accepted, lost and duplicated turns.
 type MultiInstance struct {
-	MultiKills      int     `json:"multi_instance_kills,omitempty"`
-	MultiTurns      int     `json:"multi_instance_turns,omitempty"`
-	MultiP50Ms      float64 `json:"multi_instance_p50_ms,omitempty"`
-	MultiMaxMs      float64 `json:"multi_instance_max_ms,omitempty"`
-	MultiAccepted   int     `json:"multi_instance_accepted_turns,omitempty"`
-	MultiLost       int     `json:"multi_instance_lost_turns"`
-	MultiDuplicated int     `json:"multi_instance_duplicated_turns"`
+	MultiKills int `json:"multi_instance_kills,omitempty"`
+	// MultiKillDelayMs is Options.MultiKillDelay: the turns were sent that long after
+	// each kill. Every time is from the kill, and every bound includes it.
+	MultiKillDelayMs float64 `json:"multi_instance_kill_delay_ms"`
+	MultiTurns       int     `json:"multi_instance_turns,omitempty"`
+	MultiP50Ms       float64 `json:"multi_instance_p50_ms,omitempty"`
+	MultiMaxMs       float64 `json:"multi_instance_max_ms,omitempty"`
+	MultiAccepted    int     `json:"multi_instance_accepted_turns,omitempty"`
+	MultiLost        int     `json:"multi_instance_lost_turns"`
+	MultiDuplicated  int     `json:"multi_instance_duplicated_turns"`
 	// MultiSticky* are the turns whose workflow task waited on the killed worker's
 	// sticky queue until the sticky schedule-to-start timeout (bound
 	// MultiStickyBoundMs, worker.Recovery.BetweenTurns).

@@ -32,11 +32,11 @@ import (
 // round gives every conversation a turn, then reads from each run's history which
 // worker process holds it (the Temporal identity that completed its last workflow task,
 // whose sticky queue its next workflow task goes to: "PID@host@queue"), SIGKILLs the
-// process holding the most of them and at once sends each of those conversations its
-// next turn. A turn's resumption is its reply, read through the API, whose workflow
-// task another identity completed (checked in the history: a reply completed by the
-// killed identity fails the workload); the time from the kill to the reply is the
-// sample. The cluster starts a fresh process in place of the killed one (as compose's
+// process holding the most of them and at once (or MultiKillDelay later) sends each of
+// those conversations its next turn. A turn's resumption is its reply, read through the
+// API, whose workflow task another identity completed (checked in the history: a reply
+// completed by the killed identity fails the workload); the time from the kill to the
+// reply is the sample, counted by the path the turn took (traceKill). The cluster starts a fresh process in place of the killed one (as compose's
 // restart policy does); the next round waits until two live worker processes poll.
 // After the last round every conversation's events are read through the API: each user
 // turn the API accepted must appear exactly once, with one reply each, or the workload
@@ -405,6 +405,13 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 			return fmt.Errorf("round %d: kill worker %d: %w", k, pid, err)
 		}
 		killed := time.Now()
+		if d := b.opts.MultiKillDelay; d > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
 		var mu sync.Mutex
 		err := parallel(ctx, len(held[victim]), len(held[victim]), func(ctx context.Context, i int) error {
 			c := held[victim][i]
@@ -452,12 +459,14 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	res.MultiStickyTurns, res.MultiStickyP50Ms, res.MultiStickyMaxMs = len(st), percentile(st, 50), percentile(st, 100)
 	res.MultiDeadPollTurns, res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs = len(dp), percentile(dp, 50), percentile(dp, 100)
 	res.MultiDirectTurns, res.MultiDirectP50Ms, res.MultiDirectMaxMs = len(di), percentile(di, 50), percentile(di, 100)
-	res.MultiStickyBoundMs = ms(bound.BetweenTurns())
-	res.MultiDeadPollBoundMs = ms(bound.InWorkflowTask())
-	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent at the kills and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
-		len(apis), len(resumers), res.MultiKills, res.MultiTurns, res.MultiP50Ms, res.MultiMaxMs,
-		len(st), res.MultiStickyP50Ms, res.MultiStickyMaxMs, bound.BetweenTurns(),
-		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, bound.InWorkflowTask(), len(di), sent, lost, duplicated)
+	delay := b.opts.MultiKillDelay
+	res.MultiKillDelayMs = ms(delay)
+	res.MultiStickyBoundMs = ms(delay + bound.BetweenTurns())
+	res.MultiDeadPollBoundMs = ms(delay + bound.InWorkflowTask())
+	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s after the kills and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
+		len(apis), len(resumers), res.MultiKills, res.MultiTurns, delay, res.MultiP50Ms, res.MultiMaxMs,
+		len(st), res.MultiStickyP50Ms, res.MultiStickyMaxMs, delay+bound.BetweenTurns(),
+		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, delay+bound.InWorkflowTask(), len(di), sent, lost, duplicated)
 	if lost > 0 || duplicated > 0 {
 		return fmt.Errorf("%d of %d accepted turns lost and %d duplicated in the transcripts", lost, sent, duplicated)
 	}

@@ -45,4 +45,9 @@ func TestTableShowsTheKillPaths(t *testing.T) {
 	assert.Regexp(t, `handed to the killed worker's poll \(the workflow task timeout\)\s+no turn\s*\n`, s)
 	assert.NotContains(t, s, "10500", "no verdict on a path no turn took")
 	assert.NotContains(t, s, "straight to a live worker")
+	assert.Contains(t, s, "sent at the kill")
+
+	out.Reset()
+	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 80, MultiKillDelayMs: 200, MultiAccepted: 200}})
+	assert.Contains(t, out.String(), "sent 200 ms after the kill")
 }

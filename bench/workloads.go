@@ -400,8 +400,12 @@ func (b *bench) table(r *Result) {
 			r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs, r.RecoveryBoundMs, mark(r.RecoveryMaxMs <= r.RecoveryBoundMs))
 	}
 	if ran("multi-instance") && r.MultiInstance != nil && r.MultiTurns > 0 {
-		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
-			r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted, mark(r.MultiLost == 0 && r.MultiDuplicated == 0))
+		sent := "at the kill"
+		if r.MultiKillDelayMs > 0 {
+			sent = fmt.Sprintf("%.0f ms after the kill", r.MultiKillDelayMs)
+		}
+		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns, sent %s, resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
+			sent, r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted, mark(r.MultiLost == 0 && r.MultiDuplicated == 0))
 		// One row per path a turn took; a path no turn took has no verdict.
 		path := func(what string, turns int, p50, longest, bound float64) {
 			if turns == 0 {
