@@ -130,11 +130,15 @@ type Options struct {
 	// TemporalAddress and ClusterAPIKey their key: the multi-instance workload drives
 	// its conversations through them and kills that cluster's `wop worker` processes
 	// (deploy/cluster/up.sh). MultiKills and MultiConversations are its rounds (one
-	// kill each) and its conversations.
+	// kill each) and its conversations. MultiKillDelay is how long after each kill it
+	// sends the turns of the killed worker's conversations (0: at once), so the race
+	// between a turn and Temporal noticing the killed worker's closed connection can
+	// be measured.
 	ClusterAPIs        []string
 	ClusterAPIKey      string
 	MultiKills         int
 	MultiConversations int
+	MultiKillDelay     time.Duration
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -328,29 +332,41 @@ type Result struct {
 	*MultiInstance
 }
 
-// MultiInstance is the multi-instance workload's result: kills of the worker
-// process holding conversations
-// of a 2 + 2 cluster, the turns sent at each kill and resumed by another worker,
-// the time from the kill to their replies, the bound the timeouts imply, and the
+// MultiInstance is the multi-instance workload's result: kills of the worker process
+// holding conversations of a 2 + 2 cluster, the turns sent at each kill and resumed by
+// another worker, the time from the kill to their replies (overall and by the path each
+// turn took, read from its run's history), the bounds the timeouts imply, and the
 // transcripts' accepted, lost and duplicated turns.
 type MultiInstance struct {
-	MultiKills      int     `json:"multi_instance_kills,omitempty"`
-	MultiTurns      int     `json:"multi_instance_turns,omitempty"`
-	MultiP50Ms      float64 `json:"multi_instance_p50_ms,omitempty"`
-	MultiMaxMs      float64 `json:"multi_instance_max_ms,omitempty"`
-	MultiBoundMs    float64 `json:"multi_instance_bound_ms,omitempty"`
-	MultiAccepted   int     `json:"multi_instance_accepted_turns,omitempty"`
-	MultiLost       int     `json:"multi_instance_lost_turns"`
-	MultiDuplicated int     `json:"multi_instance_duplicated_turns"`
-	// MultiInTaskTurns of those turns had their workflow task handed to the killed
-	// worker's last poll: they waited out the workflow task timeout (bound
-	// MultiInTaskBoundMs, worker.Recovery.InWorkflowTask); the longest is
-	// MultiInTaskMaxMs.
-	// MultiBetweenMaxMs is the longest of the others (bound MultiBoundMs).
-	MultiBetweenMaxMs  float64 `json:"multi_instance_between_turns_max_ms,omitempty"`
-	MultiInTaskTurns   int     `json:"multi_instance_in_task_turns"`
-	MultiInTaskMaxMs   float64 `json:"multi_instance_in_task_max_ms,omitempty"`
-	MultiInTaskBoundMs float64 `json:"multi_instance_in_task_bound_ms,omitempty"`
+	MultiKills int `json:"multi_instance_kills,omitempty"`
+	// MultiKillDelayMs is Options.MultiKillDelay: the turns were sent that long after
+	// each kill. Every time is from the kill, and every bound includes it.
+	MultiKillDelayMs float64 `json:"multi_instance_kill_delay_ms"`
+	MultiTurns       int     `json:"multi_instance_turns,omitempty"`
+	MultiP50Ms       float64 `json:"multi_instance_p50_ms,omitempty"`
+	MultiMaxMs       float64 `json:"multi_instance_max_ms,omitempty"`
+	MultiAccepted    int     `json:"multi_instance_accepted_turns,omitempty"`
+	MultiLost        int     `json:"multi_instance_lost_turns"`
+	MultiDuplicated  int     `json:"multi_instance_duplicated_turns"`
+	// MultiSticky* are the turns whose workflow task waited on the killed worker's
+	// sticky queue until the sticky schedule-to-start timeout (bound
+	// MultiStickyBoundMs, worker.Recovery.BetweenTurns).
+	MultiStickyTurns   int     `json:"multi_instance_sticky_timeout_turns"`
+	MultiStickyP50Ms   float64 `json:"multi_instance_sticky_timeout_p50_ms,omitempty"`
+	MultiStickyMaxMs   float64 `json:"multi_instance_sticky_timeout_max_ms,omitempty"`
+	MultiStickyBoundMs float64 `json:"multi_instance_sticky_timeout_bound_ms,omitempty"`
+	// MultiDeadPoll* are the turns whose workflow task Temporal handed to a poll of
+	// the killed worker: they waited out the workflow task timeout (bound
+	// MultiDeadPollBoundMs, worker.Recovery.InWorkflowTask).
+	MultiDeadPollTurns   int     `json:"multi_instance_dead_poll_turns"`
+	MultiDeadPollP50Ms   float64 `json:"multi_instance_dead_poll_p50_ms,omitempty"`
+	MultiDeadPollMaxMs   float64 `json:"multi_instance_dead_poll_max_ms,omitempty"`
+	MultiDeadPollBoundMs float64 `json:"multi_instance_dead_poll_bound_ms,omitempty"`
+	// MultiDirect* are the turns no workflow task timeout delayed (their run was not on
+	// the killed worker's sticky queue).
+	MultiDirectTurns int     `json:"multi_instance_direct_turns"`
+	MultiDirectP50Ms float64 `json:"multi_instance_direct_p50_ms,omitempty"`
+	MultiDirectMaxMs float64 `json:"multi_instance_direct_max_ms,omitempty"`
 }
 
 // bench is one run's state.

@@ -90,6 +90,7 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	apis := os.Getenv("WOP_CLUSTER_APIS")
 	fs.StringVar(&apis, "apis", apis, "the multi-instance workload's `wop api` base `URLs`, comma-separated, of a cluster on --address whose key is WOP_API_KEY (env WOP_CLUSTER_APIS; deploy/cluster/up.sh sets both)")
 	fs.IntVar(&o.MultiKills, "kills", 0, "worker processes the multi-instance workload kills, one per round (default 20)")
+	fs.DurationVar(&o.MultiKillDelay, "kill-delay", 0, "the multi-instance workload sends the killed worker's conversations their turns this long after each kill (default 0: at once), to measure the race between a turn and Temporal noticing the dead worker's connection")
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

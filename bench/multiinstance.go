@@ -17,6 +17,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/worker"
@@ -31,11 +32,11 @@ import (
 // round gives every conversation a turn, then reads from each run's history which
 // worker process holds it (the Temporal identity that completed its last workflow task,
 // whose sticky queue its next workflow task goes to: "PID@host@queue"), SIGKILLs the
-// process holding the most of them and at once sends each of those conversations its
-// next turn. A turn's resumption is its reply, read through the API, whose workflow
-// task another identity completed (checked in the history: a reply completed by the
-// killed identity fails the workload); the time from the kill to the reply is the
-// sample. The cluster starts a fresh process in place of the killed one (as compose's
+// process holding the most of them and at once (or MultiKillDelay later) sends each of
+// those conversations its next turn. A turn's resumption is its reply, read through the
+// API, whose workflow task another identity completed (checked in the history: a reply
+// completed by the killed identity fails the workload); the time from the kill to the
+// reply is the sample, counted by the path the turn took (traceKill). The cluster starts a fresh process in place of the killed one (as compose's
 // restart policy does); the next round waits until two live worker processes poll.
 // After the last round every conversation's events are read through the API: each user
 // turn the API accepted must appear exactly once, with one reply each, or the workload
@@ -133,34 +134,107 @@ func (b *bench) awaitWorkers(ctx context.Context, host, gone string) ([]string, 
 	}
 }
 
-// afterKill reads the run's history: the identity that completed its newest workflow
-// task, and whether a workflow task of the run timed out after since at its
-// start-to-close timeout (Temporal had handed it to a poll of the killed worker: its
-// WorkflowTaskStarted names victim; any other identity is an error).
-func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.Time) (string, bool, error) {
+// killPath is the way a turn sent at a kill reached a live worker, as its run's history
+// tells it.
+type killPath int
+
+const (
+	// pathDirect: no workflow task of the run timed out after the kill; the turn's
+	// task went to a live worker at once (the run was not on the killed worker's
+	// sticky queue).
+	pathDirect killPath = iota
+	// pathStickyTimeout: the task waited on the killed worker's sticky queue, which
+	// nobody polled any more, until the sticky schedule-to-start timeout
+	// (WorkflowTaskTimedOut SCHEDULE_TO_START), then went to the shared queue.
+	pathStickyTimeout
+	// pathDeadPoll: Temporal handed the task to a poll of the killed worker it had not
+	// yet seen die (the poll of a connection the kill closed), so the task timed out
+	// after the workflow task timeout (WorkflowTaskTimedOut START_TO_CLOSE) before
+	// another worker got it.
+	pathDeadPoll
+)
+
+func (p killPath) String() string {
+	switch p {
+	case pathStickyTimeout:
+		return "sticky timeout"
+	case pathDeadPoll:
+		return "handed to the dead poll"
+	}
+	return "direct"
+}
+
+// killTrace is what traceKill reads of a turn sent at a kill.
+type killTrace struct {
+	// completedBy is the identity that completed the run's newest workflow task.
+	completedBy string
+	path        killPath
+}
+
+// afterKill reads the run's history and traces the turn sent at the kill (traceKill).
+func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.Time) (killTrace, error) {
 	it := b.tc.GetWorkflowHistory(ctx, runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var id, startedBy string
-	started := false
+	var events []*historypb.HistoryEvent
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			return "", false, fmt.Errorf("read the history of run %s: %w", runID, err)
+			return killTrace{}, fmt.Errorf("read the history of run %s: %w", runID, err)
 		}
-		if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil {
-			startedBy = a.GetIdentity()
+		events = append(events, ev)
+	}
+	tr, err := traceKill(events, victim, since)
+	if err != nil {
+		return killTrace{}, fmt.Errorf("run %s: %w", runID, err)
+	}
+	return tr, nil
+}
+
+// traceKill reads a run's history events for the turn sent after the kill of the worker
+// identity victim at since: who completed its newest workflow task, and the path the
+// turn took (a timeout of a workflow task since the kill; a task handed to the dead
+// poll outweighs a sticky timeout, it is the longer wait). A workflow task that timed
+// out at its start-to-close timeout must have been started by the killed worker: its
+// WorkflowTaskStarted names victim, or names nobody and started at or after the kill,
+// which is how Temporal (1.32.1) writes a speculative workflow task (an update's, so
+// every turn's) that timed out, whoever took it: only the dead poll took a task after
+// the kill and never answered. Any other timed-out task is an error, not a guess.
+func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time) (killTrace, error) {
+	var tr killTrace
+	started := map[int64]*historypb.HistoryEvent{}
+	for _, ev := range events {
+		if ev.GetWorkflowTaskStartedEventAttributes() != nil {
+			started[ev.GetEventId()] = ev
 		}
 		if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
-			id = a.GetIdentity()
+			tr.completedBy = a.GetIdentity()
 		}
-		if a := ev.GetWorkflowTaskTimedOutEventAttributes(); a != nil && !ev.GetEventTime().AsTime().Before(since) &&
-			a.GetTimeoutType() == enumspb.TIMEOUT_TYPE_START_TO_CLOSE {
-			if startedBy != victim {
-				return "", false, fmt.Errorf("run %s: a workflow task started by %s, not the killed worker %s, timed out after the kill", runID, startedBy, victim)
+		a := ev.GetWorkflowTaskTimedOutEventAttributes()
+		if a == nil || ev.GetEventTime().AsTime().Before(since) {
+			continue
+		}
+		switch a.GetTimeoutType() {
+		case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+			if tr.path == pathDirect {
+				tr.path = pathStickyTimeout
 			}
-			started = true
+		case enumspb.TIMEOUT_TYPE_START_TO_CLOSE:
+			st := started[a.GetStartedEventId()]
+			if st == nil {
+				return killTrace{}, fmt.Errorf("workflow task timed out at event %d: its WorkflowTaskStarted (event %d) is not in the history", ev.GetEventId(), a.GetStartedEventId())
+			}
+			by, at := st.GetWorkflowTaskStartedEventAttributes().GetIdentity(), st.GetEventTime().AsTime()
+			switch {
+			case by == victim:
+			case by == "" && !at.Before(since):
+			case by == "":
+				return killTrace{}, fmt.Errorf("a workflow task started by an unnamed identity at %s, before the kill at %s, timed out after it", at.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano))
+			default:
+				return killTrace{}, fmt.Errorf("a workflow task started by %s, not the killed worker %s, timed out after the kill", by, victim)
+			}
+			tr.path = pathDeadPoll
 		}
 	}
-	return id, started, nil
+	return tr, nil
 }
 
 // transcript reads every event of the run through api and returns the texts of its user
@@ -300,9 +374,10 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 		return err
 	}
 
-	// inTask are the samples of turns whose workflow task Temporal had handed to the
-	// killed worker's last poll (it timed out after the workflow task timeout).
-	var samples, inTask, between []time.Duration
+	// samples are the times from the kill to the replies of the turns sent at it;
+	// byPath the same by the path each turn took (traceKill).
+	var samples []time.Duration
+	byPath := map[killPath][]time.Duration{}
 	resumers := map[string]int{}
 	for k := 0; k < b.opts.MultiKills; k++ {
 		if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error { return turn(ctx, convs[i]) }); err != nil {
@@ -330,6 +405,13 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 			return fmt.Errorf("round %d: kill worker %d: %w", k, pid, err)
 		}
 		killed := time.Now()
+		if d := b.opts.MultiKillDelay; d > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
 		var mu sync.Mutex
 		err := parallel(ctx, len(held[victim]), len(held[victim]), func(ctx context.Context, i int) error {
 			c := held[victim][i]
@@ -337,21 +419,17 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 				return err
 			}
 			d := time.Since(killed)
-			by, started, err := b.afterKill(ctx, c.runID, victim, killed)
+			tr, err := b.afterKill(ctx, c.runID, victim, killed)
 			if err != nil {
 				return err
 			}
-			if by == victim {
+			if tr.completedBy == victim {
 				return fmt.Errorf("run %s: turn %d after the kill is completed by the killed worker's identity %s", c.runID, c.turns, victim)
 			}
 			mu.Lock()
 			samples = append(samples, d)
-			if started {
-				inTask = append(inTask, d)
-			} else {
-				between = append(between, d)
-			}
-			resumers[by]++
+			byPath[tr.path] = append(byPath[tr.path], d)
+			resumers[tr.completedBy]++
 			mu.Unlock()
 			return nil
 		})
@@ -376,14 +454,19 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	res.MultiInstance = &MultiInstance{}
 	res.MultiKills, res.MultiTurns = b.opts.MultiKills, len(samples)
 	res.MultiP50Ms, res.MultiMaxMs = percentile(samples, 50), percentile(samples, 100)
-	res.MultiBoundMs = ms(bound.BetweenTurns())
 	res.MultiAccepted, res.MultiLost, res.MultiDuplicated = sent, lost, duplicated
-	res.MultiInTaskTurns, res.MultiInTaskMaxMs = len(inTask), percentile(inTask, 100)
-	res.MultiInTaskBoundMs = ms(bound.InWorkflowTask())
-	res.MultiBetweenMaxMs = percentile(between, 100)
-	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent at the kills and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill (bound %s between turns); %d of them had their workflow task handed to the killed worker's last poll and waited out the workflow task timeout (max %.0f ms, bound %s); transcripts: %d accepted turns, %d lost, %d duplicated",
-		len(apis), len(resumers), res.MultiKills, res.MultiTurns, res.MultiP50Ms, res.MultiMaxMs, bound.BetweenTurns(),
-		len(inTask), res.MultiInTaskMaxMs, bound.InWorkflowTask(), sent, lost, duplicated)
+	st, dp, di := byPath[pathStickyTimeout], byPath[pathDeadPoll], byPath[pathDirect]
+	res.MultiStickyTurns, res.MultiStickyP50Ms, res.MultiStickyMaxMs = len(st), percentile(st, 50), percentile(st, 100)
+	res.MultiDeadPollTurns, res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs = len(dp), percentile(dp, 50), percentile(dp, 100)
+	res.MultiDirectTurns, res.MultiDirectP50Ms, res.MultiDirectMaxMs = len(di), percentile(di, 50), percentile(di, 100)
+	delay := b.opts.MultiKillDelay
+	res.MultiKillDelayMs = ms(delay)
+	res.MultiStickyBoundMs = ms(delay + bound.BetweenTurns())
+	res.MultiDeadPollBoundMs = ms(delay + bound.InWorkflowTask())
+	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s after the kills and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
+		len(apis), len(resumers), res.MultiKills, res.MultiTurns, delay, res.MultiP50Ms, res.MultiMaxMs,
+		len(st), res.MultiStickyP50Ms, res.MultiStickyMaxMs, delay+bound.BetweenTurns(),
+		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, delay+bound.InWorkflowTask(), len(di), sent, lost, duplicated)
 	if lost > 0 || duplicated > 0 {
 		return fmt.Errorf("%d of %d accepted turns lost and %d duplicated in the transcripts", lost, sent, duplicated)
 	}

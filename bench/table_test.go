@@ -31,3 +31,23 @@ func TestTableShowsOnlyTheWorkloadsThatRan(t *testing.T) {
 	assert.Contains(t, out.String(), "history added")
 	assert.NotContains(t, out.String(), "(met)", "figures never measured meet no target")
 }
+
+// The multi-instance rows: the overall figures, then each path a turn took with its own
+// bound; a path no turn took has no verdict.
+func TestTableShowsTheKillPaths(t *testing.T) {
+	var out bytes.Buffer
+	b := &bench{opts: Options{Only: []string{"multi-instance"}}, out: &out, api: &apiClient{}}
+	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 80, MultiP50Ms: 1226, MultiMaxMs: 10277, MultiAccepted: 200,
+		MultiStickyTurns: 80, MultiStickyP50Ms: 1190, MultiStickyMaxMs: 1287, MultiStickyBoundMs: 1500, MultiDeadPollBoundMs: 10500}})
+	s := out.String()
+	assert.Contains(t, s, "80 turns: p50 1190 ms, max 1287 ms")
+	assert.Contains(t, s, "max ≤ 1500 ms (met)")
+	assert.Regexp(t, `handed to the killed worker's poll \(the workflow task timeout\)\s+no turn\s*\n`, s)
+	assert.NotContains(t, s, "10500", "no verdict on a path no turn took")
+	assert.NotContains(t, s, "straight to a live worker")
+	assert.Contains(t, s, "sent at the kill")
+
+	out.Reset()
+	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 80, MultiKillDelayMs: 200, MultiAccepted: 200}})
+	assert.Contains(t, out.String(), "sent 200 ms after the kill")
+}

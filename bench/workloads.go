@@ -400,11 +400,31 @@ func (b *bench) table(r *Result) {
 			r.RecoveryTurns, r.RecoveryKills, r.RecoveryP50Ms, r.RecoveryMaxMs, r.RecoveryBoundMs, mark(r.RecoveryMaxMs <= r.RecoveryBoundMs))
 	}
 	if ran("multi-instance") && r.MultiInstance != nil && r.MultiTurns > 0 {
-		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
-			r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted, mark(r.MultiLost == 0 && r.MultiDuplicated == 0))
-		fmt.Fprintf(tw, "  of them queued behind the kill (sticky queue timeout) / handed to the killed worker's last poll (workflow task timeout)\tmax %.0f ms (%d turns) / max %.0f ms (%d turns)\t≤ %.0f ms %s / ≤ %.0f ms %s\t\n",
-			r.MultiBetweenMaxMs, r.MultiTurns-r.MultiInTaskTurns, r.MultiInTaskMaxMs, r.MultiInTaskTurns,
-			r.MultiBoundMs, mark(r.MultiBetweenMaxMs <= r.MultiBoundMs), r.MultiInTaskBoundMs, mark(r.MultiInTaskMaxMs <= r.MultiInTaskBoundMs))
+		sent := "at the kill"
+		if r.MultiKillDelayMs > 0 {
+			sent = fmt.Sprintf("%.0f ms after the kill", r.MultiKillDelayMs)
+		}
+		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns, sent %s, resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
+			sent, r.MultiTurns, r.MultiKills, r.MultiP50Ms, r.MultiMaxMs, r.MultiLost, r.MultiDuplicated, r.MultiAccepted, mark(r.MultiLost == 0 && r.MultiDuplicated == 0))
+		// One row per path a turn took; a path no turn took has no verdict.
+		path := func(what string, turns int, p50, longest, bound float64) {
+			if turns == 0 {
+				fmt.Fprintf(tw, "  of them %s\tno turn\t\t\n", what)
+				return
+			}
+			verdict := ""
+			if bound > 0 {
+				verdict = fmt.Sprintf("max ≤ %.0f ms %s", bound, mark(longest <= bound))
+			}
+			fmt.Fprintf(tw, "  of them %s\t%d turns: p50 %.0f ms, max %.0f ms\t%s\t\n", what, turns, p50, longest, verdict)
+		}
+		path("resumed via the sticky timeout (the killed worker's sticky queue, unpolled)",
+			r.MultiStickyTurns, r.MultiStickyP50Ms, r.MultiStickyMaxMs, r.MultiStickyBoundMs)
+		path("handed to the killed worker's poll (the workflow task timeout)",
+			r.MultiDeadPollTurns, r.MultiDeadPollP50Ms, r.MultiDeadPollMaxMs, r.MultiDeadPollBoundMs)
+		if r.MultiDirectTurns > 0 {
+			path("sent straight to a live worker (no timeout)", r.MultiDirectTurns, r.MultiDirectP50Ms, r.MultiDirectMaxMs, 0)
+		}
 	}
 	if ran("carried") {
 		fmt.Fprintf(tw, "state carried after turn %d\t%d bytes\t\t\n", o.CarriedEarlyTurn, r.CarriedBytesTurn10)

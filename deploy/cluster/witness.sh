@@ -10,12 +10,15 @@
 #
 #   deploy/cluster/witness.sh [OUT]     # OUT (optional) receives the bench's output
 #
-# WOP_WITNESS_KILLS sets the number of kills; the other settings are up.sh's.
+# WOP_WITNESS_KILLS sets the number of kills; WOP_WITNESS_KILL_DELAY (a duration, 200ms)
+# sends the turns that long after each kill instead of at once (`wop bench --kill-delay`);
+# the other settings are up.sh's.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${1:-}"
 KILLS="${WOP_WITNESS_KILLS:-20}"
+KILL_DELAY="${WOP_WITNESS_KILL_DELAY:-0s}"
 
 WORK="$(mktemp -d /tmp/wop-witness.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -25,8 +28,8 @@ cp "$ROOT"/bench/testdata/packs/bench-echo.* "$WORK/packs/"
 chmod -R a+rX "$WORK"
 
 cmd=(sh -c 'exec "$WOP_BIN" bench --address "$TEMPORAL_ADDRESS" --namespace "$TEMPORAL_NAMESPACE" \
-  --only multi-instance --kills "$0" --cpu-process temporal="$WOP_CLUSTER_TEMPORAL_PID" \
-  --cpu-process postgres="$WOP_CLUSTER_POSTGRES_PID"' "$KILLS")
+  --only multi-instance --kills "$0" --kill-delay "$1" --cpu-process temporal="$WOP_CLUSTER_TEMPORAL_PID" \
+  --cpu-process postgres="$WOP_CLUSTER_POSTGRES_PID"' "$KILLS" "$KILL_DELAY")
 if [[ -z "${WOP_BIN:-}" ]]; then
   echo "[witness] building wop"
   (cd "$ROOT" && go build -o "$WORK/wop" ./cmd/wop)
@@ -34,10 +37,12 @@ if [[ -z "${WOP_BIN:-}" ]]; then
 fi
 export WOP_PACKS="$WORK/packs" WOP_MODEL_PROVIDER=mock TEMPORAL_NAMESPACE="${TEMPORAL_NAMESPACE:-wop-witness}"
 
+# The bench's exit status is the script's: under pipefail the pipeline through tee
+# fails with up.sh's status (which is the bench's). PIPESTATUS is no help after
+# `|| rc=$?`: it then holds the assignment's own 0.
 rc=0
 if [[ -n "$OUT" ]]; then
   "$ROOT/deploy/cluster/up.sh" "${cmd[@]}" 2>&1 | tee "$OUT" || rc=$?
-  rc=${PIPESTATUS[0]:-$rc}
 else
   "$ROOT/deploy/cluster/up.sh" "${cmd[@]}" || rc=$?
 fi
