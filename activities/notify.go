@@ -25,10 +25,6 @@ type WorkflowClient interface {
 	QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error)
 }
 
-// WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher (package
-// webhooks).
-func WebhookDispatcherID(tenant string) string { return "wop-webhooks:" + tenant }
-
 // DispatcherNotice is one signal of a run to its tenant's webhook dispatcher.
 type DispatcherNotice struct {
 	WorkflowID string `json:"workflowId"`

@@ -68,7 +68,7 @@ func (a *Activities) stillRegistered(ctx context.Context, d WebhookDelivery) boo
 	}
 	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	v, err := a.signals.QueryWorkflow(qctx, WebhookDispatcherID(d.Tenant), "", protocol.WebhookRegisteredQuery, d.WebhookID)
+	v, err := a.signals.QueryWorkflow(qctx, protocol.WebhookDispatcherID(d.Tenant), "", protocol.WebhookRegisteredQuery, d.WebhookID)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return false

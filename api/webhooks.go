@@ -304,7 +304,7 @@ func (s *Server) handleDeleteWebhook(c echo.Context) error {
 
 func (s *Server) handleListWebhooks(c echo.Context) error {
 	p := principalOf(c)
-	v, err := s.tc.QueryWorkflow(c.Request().Context(), workflows.WebhookDispatcherID(p.Tenant), "", webhooks.WebhookListQuery)
+	v, err := s.tc.QueryWorkflow(c.Request().Context(), protocol.WebhookDispatcherID(p.Tenant), "", webhooks.WebhookListQuery)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return c.JSON(http.StatusOK, map[string]any{"webhooks": []any{}, "deadLetters": []any{}})
@@ -469,7 +469,7 @@ func webhookDigest(req RegisterWebhookRequest, webhookKey []byte) string {
 // ensureDispatcher starts the tenant's webhook dispatcher unless it runs.
 func (s *Server) ensureDispatcher(ctx context.Context, tenant string) error {
 	opts := client.StartWorkflowOptions{
-		ID:                       workflows.WebhookDispatcherID(tenant),
+		ID:                       protocol.WebhookDispatcherID(tenant),
 		TaskQueue:                s.cfg.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -486,7 +486,7 @@ func (s *Server) ensureDispatcher(ctx context.Context, tenant string) error {
 // updateDispatcher sends an update to the tenant's dispatcher and maps its refusals.
 func (s *Server) updateDispatcher(ctx context.Context, tenant, name string, arg, result any) error {
 	h, err := s.tc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: workflows.WebhookDispatcherID(tenant), UpdateName: name, Args: []any{arg},
+		WorkflowID: protocol.WebhookDispatcherID(tenant), UpdateName: name, Args: []any{arg},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err == nil {
@@ -588,7 +588,7 @@ func (s *Server) handleDeadLetters(c echo.Context) error {
 		offset = cur.Offset
 	}
 	ctx := c.Request().Context()
-	v, err := s.tc.QueryWorkflow(ctx, workflows.WebhookDispatcherID(p.Tenant), "", webhooks.WebhookListQuery)
+	v, err := s.tc.QueryWorkflow(ctx, protocol.WebhookDispatcherID(p.Tenant), "", webhooks.WebhookListQuery)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return codeErr(CodeSubscriptionNotFound, "no webhook %q in tenant %s", id, p.Tenant)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -121,7 +122,7 @@ func carriedExecution(ctx context.Context, in workflows.RunInput, from, to int) 
 	env.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 	// The run signals its tenant's webhook dispatcher; the bench tenant has none, and a
 	// run carries on when the signal finds no dispatcher.
-	env.OnSignalExternalWorkflow(mock.Anything, workflows.WebhookDispatcherID(in.Owner.Tenant), mock.Anything, workflows.WebhookEventsSignal, mock.Anything).
+	env.OnSignalExternalWorkflow(mock.Anything, protocol.WebhookDispatcherID(in.Owner.Tenant), mock.Anything, workflows.WebhookEventsSignal, mock.Anything).
 		Return(errors.New("no webhook dispatcher")).Maybe()
 	reply := strings.Repeat("r", carriedMessageBytes)
 	answer := func() *convo.ModelRoundResult {

@@ -24,6 +24,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/wop-dev/wop/api"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -333,7 +334,7 @@ func TestHostWorkflowsAreNoTenantsRuns(t *testing.T) {
 	c := startStack(t)
 	k := newKeyedAPI(t, c, keySpec{Name: "ops", Scopes: api.AllScopes})
 	ops := k.as("ops")
-	dispatcher, other := workflows.WebhookDispatcherID(k.Tenant), "billing-"+randomHex(6)
+	dispatcher, other := protocol.WebhookDispatcherID(k.Tenant), "billing-"+randomHex(6)
 	tc := c.Stack.Client()
 	for _, wid := range []string{dispatcher, other} {
 		run, err := tc.ExecuteWorkflow(t.Context(), client.StartWorkflowOptions{ID: wid, TaskQueue: workflows.TaskQueue},

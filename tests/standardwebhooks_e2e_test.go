@@ -33,7 +33,6 @@ import (
 
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/webhooks"
-	"github.com/wop-dev/wop/workflows"
 )
 
 // swHit is one request the Standard Webhooks receiver got.
@@ -196,7 +195,7 @@ func TestWebhookStandardWebhooksE2E(t *testing.T) {
 	assert.Equal(t, "webhook_endpoint_unverified", v2Code(t, raw))
 	noLeak("the refusal", raw)
 	require.Len(t, rec.at("/no-echo", true), 1, "one verification request")
-	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), protocol.WebhookDispatcherID("default"), "")
 	var nf *serviceerror.NotFound
 	require.True(t, errors.As(err, &nf), "nothing was stored for the unverified endpoint: %v", err)
 
@@ -287,7 +286,7 @@ func TestWebhookStandardWebhooksE2E(t *testing.T) {
 
 	// No secret in any history (payloads as stored) or event.
 	id := strings.TrimPrefix(bound, "default/")
-	dispatcher := workflowHistory(t, c, workflows.WebhookDispatcherID("default"))
+	dispatcher := workflowHistory(t, c, protocol.WebhookDispatcherID("default"))
 	b, err := proto.Marshal(dispatcher)
 	require.NoError(t, err)
 	noLeak("the dispatcher's history", b)
@@ -313,6 +312,6 @@ func TestWebhookStandardWebhooksE2E(t *testing.T) {
 	noLeak("the run's history", b)
 	noLeak("the run's events", getJSON(t, c, "/v1/runs/"+runID+"/events"))
 
-	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-standard")
+	replayHistory(t, c, protocol.WebhookDispatcherID("default"), "webhook-dispatcher-standard")
 	replayHistory(t, c, completedDelivery, "webhook-delivery-standard")
 }

@@ -214,7 +214,7 @@ func TestWebhookSignedDeliveryE2E(t *testing.T) {
 
 	replayHistory(t, c, runID, "webhook-run")
 	replayHistory(t, c, webhooks.WebhookDeliveryWorkflowID("default", id, got[0].Body["event"].(map[string]any)["eventId"].(string)), "webhook-delivery-retried")
-	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher")
+	replayHistory(t, c, protocol.WebhookDispatcherID("default"), "webhook-dispatcher")
 }
 
 // TestWebhookDeadLetterE2E: a receiver that always fails gets the configured attempts,
@@ -354,7 +354,7 @@ func TestWebhookNoticesE2E(t *testing.T) {
 	lonely := createRun(t, c, "conformance-noop", nil)
 	waitSnapshot(t, c, lonely, 30*time.Second, "completed", func(s workflows.Snapshot) bool { return s.Status == protocol.StatusCompleted })
 	requireNoExternalSignals(t, c, lonely)
-	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), protocol.WebhookDispatcherID("default"), "")
 	var nf *serviceerror.NotFound
 	require.ErrorAs(t, err, &nf, "the tenant has no dispatcher")
 
@@ -438,7 +438,7 @@ func TestWebhookRefusalsE2E(t *testing.T) {
 	assert.Equal(t, "webhooks.ssrf.private-destinations", relaxed[0]["obligation"])
 	assert.Equal(t, "deployment", relaxed[0]["durability"])
 
-	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), workflows.WebhookDispatcherID("default"), "")
+	_, err := c.Stack.Client().DescribeWorkflowExecution(t.Context(), protocol.WebhookDispatcherID("default"), "")
 	var nf *serviceerror.NotFound
 	require.ErrorAs(t, err, &nf, "nothing was stored: the tenant's dispatcher was never started")
 	status, _, list := c.do(http.MethodGet, "/v1/webhooks", nil)
@@ -516,7 +516,7 @@ func TestWebhookUnregisterStopsRetriesE2E(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Empty(t, list["deadLetters"], "an unregistered subscription leaves no dead letter")
 	replayHistory(t, c, delivery, "webhook-delivery-unregistered")
-	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-unregistered")
+	replayHistory(t, c, protocol.WebhookDispatcherID("default"), "webhook-dispatcher-unregistered")
 }
 
 // TestWebhookDeadLetterReadE2E (RFC 0188): a subscription registered at major 2 whose
@@ -619,7 +619,7 @@ func TestWebhookV2BodyE2E(t *testing.T) {
 	v1 := rec.of(runID)
 	assert.Equal(t, v1ID, v1[0].WebhookID)
 	assert.Equal(t, "run.completed", v1[0].Body["type"], "v1's body beside it")
-	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-v2")
+	replayHistory(t, c, protocol.WebhookDispatcherID("default"), "webhook-dispatcher-v2")
 }
 
 // TestWebhookV2SuppliedSecretNodeEventsE2E follows the suite's v2-webhook-generated-
@@ -675,5 +675,5 @@ func TestWebhookV2SuppliedSecretNodeEventsE2E(t *testing.T) {
 		assert.Contains(t, []string{"run.started", "run.completed"}, d.EventType, "a callback gets no node event")
 	}
 	replayHistory(t, c, runID, "webhook-run-node-events")
-	replayHistory(t, c, workflows.WebhookDispatcherID("default"), "webhook-dispatcher-node-events")
+	replayHistory(t, c, protocol.WebhookDispatcherID("default"), "webhook-dispatcher-node-events")
 }

@@ -2,7 +2,7 @@
 // with Temporal as the only store:
 //
 //   - Each tenant's subscriptions live in one long-running workflow, the webhook
-//     dispatcher (workflows.WebhookDispatcherID(tenant), type
+//     dispatcher (protocol.WebhookDispatcherID(tenant), type
 //     WebhookDispatcherWorkflowName). The API registers and unregisters through updates
 //     (validated before they are written), lists through a query, and starts the
 //     dispatcher on first use. It continues as new, carrying its subscriptions and the
@@ -407,7 +407,7 @@ func (d *dispatcher) deliver(s WebhookSubscription, ev workflows.Event) {
 		StaticSummary:         fmt.Sprintf("Deliver %s #%d of run %s to %s", ev.Type, ev.Sequence, ev.RunID, url),
 	}
 	in := WebhookDeliveryInput{
-		Dispatcher: workflows.WebhookDispatcherID(d.in.Tenant),
+		Dispatcher: protocol.WebhookDispatcherID(d.in.Tenant),
 		Delivery: activities.WebhookDelivery{Tenant: d.in.Tenant, WebhookID: webhookID, URL: url, RunID: ev.RunID,
 			EventType: ev.Type, Sequence: ev.Sequence, Event: raw, AttemptTimeout: cfg.AttemptTimeout, Major: s.Major,
 			SealedSecret: s.SealedSecret, StandardWebhooks: slices.Contains(s.SignatureAlgorithms, activities.WebhookSignatureAlgoStandard)},

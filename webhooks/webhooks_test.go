@@ -109,7 +109,7 @@ func TestWebhookDispatcher(t *testing.T) {
 	got := map[string]bool{}
 	for _, d := range deliveries {
 		got[d.Delivery.WebhookID+" "+d.Delivery.EventType+" "+d.Delivery.RunID] = true
-		require.Equal(t, workflows.WebhookDispatcherID("t1"), d.Dispatcher)
+		require.Equal(t, protocol.WebhookDispatcherID("t1"), d.Dispatcher)
 	}
 	require.Equal(t, map[string]bool{
 		"wh_all interrupt.requested r1": true, "wh_all run.completed r1": true, // its two types

@@ -37,7 +37,7 @@ func newTestRun(t *testing.T, in RunInput) *testRun {
 	registerRun(env)
 	// A run signals its tenant's webhook dispatcher; here, as for a tenant without
 	// webhooks, there is none (notify_test.go records the notices instead).
-	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID(in.Owner.Tenant), mock.Anything, WebhookEventsSignal, mock.Anything).
+	env.OnSignalExternalWorkflow(mock.Anything, protocol.WebhookDispatcherID(in.Owner.Tenant), mock.Anything, WebhookEventsSignal, mock.Anything).
 		Return(errors.New("no webhook dispatcher")).Maybe()
 	onNotices(env, in.Owner.Tenant, func(WebhookNotice) bool { return false })
 	return &testRun{t: t, env: env, in: in}
@@ -231,7 +231,7 @@ func onNotices(env *testsuite.TestWorkflowEnvironment, tenant string, take func(
 		if err := json.Unmarshal(n.Notice, &notice); err != nil {
 			return nil, err
 		}
-		if n.Signal != WebhookEventsSignal || n.WorkflowID != WebhookDispatcherID(tenant) {
+		if n.Signal != WebhookEventsSignal || n.WorkflowID != protocol.WebhookDispatcherID(tenant) {
 			return nil, fmt.Errorf("notice to %s (%s)", n.WorkflowID, n.Signal)
 		}
 		return &activities.DispatcherNoticeResult{Signalled: take(notice)}, nil

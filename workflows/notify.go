@@ -98,10 +98,10 @@ func (r *runner) sendNotices(ctx workflow.Context) {
 			opts.Summary = fmt.Sprintf("notify the webhook dispatcher: %d events", len(notice.Events))
 			lctx := workflow.WithLocalActivityOptions(ctx, opts)
 			_ = workflow.ExecuteLocalActivity(lctx, acts.NotifyDispatcher, activities.DispatcherNotice{
-				WorkflowID: WebhookDispatcherID(r.in.Owner.Tenant), Signal: WebhookEventsSignal, Notice: raw}).Get(lctx, nil)
+				WorkflowID: protocol.WebhookDispatcherID(r.in.Owner.Tenant), Signal: WebhookEventsSignal, Notice: raw}).Get(lctx, nil)
 		} else {
 			// Fails when the tenant has no dispatcher: nobody listens, nothing is lost.
-			_ = workflow.SignalExternalWorkflow(ctx, WebhookDispatcherID(r.in.Owner.Tenant), "", WebhookEventsSignal, notice).Get(ctx, nil)
+			_ = workflow.SignalExternalWorkflow(ctx, protocol.WebhookDispatcherID(r.in.Owner.Tenant), "", WebhookEventsSignal, notice).Get(ctx, nil)
 		}
 		n.sending = false
 	}
@@ -143,9 +143,6 @@ var WebhookEventTypesV1 = []string{
 // WebhookNodeEventTypes are the node events delivered to v2 subscriptions, by runs
 // that took GateWebhookNodeEvents.
 var WebhookNodeEventTypes = []string{protocol.EvNodeStarted, protocol.EvNodeCompleted}
-
-// WebhookDispatcherID is the workflow id of a tenant's webhook dispatcher.
-func WebhookDispatcherID(tenant string) string { return activities.WebhookDispatcherID(tenant) }
 
 // WebhookNotice is what a run signals its tenant's dispatcher: events of one run.
 type WebhookNotice struct {

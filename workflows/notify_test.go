@@ -55,7 +55,7 @@ func TestRunNotifiesWebhooks(t *testing.T) {
 			if local {
 				onNotices(env, "t1", func(n WebhookNotice) bool { take(n); return true })
 			} else {
-				env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
+				env.OnSignalExternalWorkflow(mock.Anything, protocol.WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
 					Return(func(_, _, _, _ string, arg any) error { take(arg.(WebhookNotice)); return nil })
 			}
 			runAcceptingGate(t, env, in)
@@ -110,7 +110,7 @@ func TestRunReadsEndedWhileClosing(t *testing.T) {
 		check   ResolveCheck
 		qerr    error
 	)
-	env.OnSignalExternalWorkflow(mock.Anything, WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
+	env.OnSignalExternalWorkflow(mock.Anything, protocol.WebhookDispatcherID("t1"), mock.Anything, WebhookEventsSignal, mock.Anything).
 		Return(func(_, _, _, _ string, arg any) error {
 			evs := arg.(WebhookNotice).Events
 			if evs[len(evs)-1].Type != protocol.EvRunCompleted {
