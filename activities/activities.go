@@ -110,6 +110,13 @@ type Config struct {
 	// StallReminder is how often a tool call that waits out an outage (its binding's
 	// retry_for) records a workflow.stalled event; 0 means DefaultStallReminder.
 	StallReminder time.Duration
+	// Incarnation names the process the activities run in, made once when it starts
+	// (NewIncarnation); empty: New makes one. DurabilityHold reports it.
+	Incarnation string
+	// DurabilityKill ends the process the way a lost machine does; the conformance
+	// seams set it (the first attempt of DurabilityHold calls it). Nil: the process
+	// serves no seams and DurabilityHold fails closed (ErrTypeSeamsOff).
+	DurabilityKill func()
 }
 
 // Activities carries the dependencies of every activity of the host. Its exported
@@ -138,6 +145,10 @@ type Activities struct {
 	version             string
 	webhookOnce         sync.Once
 	webhookHTTP         *http.Client
+
+	// incarnation is Config.Incarnation; durabilityKill Config.DurabilityKill.
+	incarnation    string
+	durabilityKill func()
 }
 
 // New checks cfg and builds the activities.
@@ -209,6 +220,9 @@ func New(cfg Config) (*Activities, error) {
 		webhookKey:          cfg.WebhookSecret,
 		webhookAllowPrivate: cfg.WebhookAllowPrivate,
 		version:             cmp.Or(cfg.Version, "dev"),
+
+		incarnation:    cmp.Or(cfg.Incarnation, NewIncarnation()),
+		durabilityKill: cfg.DurabilityKill,
 	}, nil
 }
 
