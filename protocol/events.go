@@ -28,6 +28,10 @@ const (
 	// outage of what it calls.
 	EvWorkflowStalled = "workflow.stalled"
 
+	// A run's work in flight when its process died is carried on by another (the
+	// conformance kill seam's during-execution mode).
+	EvWorkflowRestored = "workflow.restored"
+
 	// A pack agent's work: a transition between states, each tool call and result,
 	// each model round (its usage, and what the model decided, which a fork replay
 	// reuses), max_visits reached, a budget exhausted.

@@ -89,3 +89,17 @@ type RunCompleted struct {
 	DurationMs int64                      `json:"durationMs"`
 	Outputs    map[string]json.RawMessage `json:"outputs"`
 }
+
+// WorkflowRestored is the payload of workflow.restored: the run's work in flight when
+// its process died was carried on by another (the conformance kill seam's
+// during-execution mode, activities.DurabilityHold). Incarnation names the process
+// that carried it on, ReplacedIncarnation the one that died (empty when it never
+// said), Attempt the attempt of the held work that returned. Its fields are in the
+// order of their JSON names, as the other payloads'.
+type WorkflowRestored struct {
+	Attempt             int    `json:"attempt"`
+	EngineVersion       string `json:"engineVersion"`
+	Incarnation         string `json:"incarnation"`
+	NodeID              string `json:"nodeId"`
+	ReplacedIncarnation string `json:"replacedIncarnation"`
+}

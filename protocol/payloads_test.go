@@ -80,3 +80,24 @@ func TestNodePayloadsEncodeAsTheirMaps(t *testing.T) {
 		}
 	}
 }
+
+// workflow.restored encodes its fields in the order of their JSON names, every one
+// present, and a v2 reader gets its engineVersion as the integer, as run.started's.
+func TestWorkflowRestoredEncodesInNameOrder(t *testing.T) {
+	got, err := json.Marshal(WorkflowRestored{Attempt: 2, EngineVersion: "wop/1", Incarnation: "b", NodeID: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"attempt":2,"engineVersion":"wop/1","incarnation":"b","nodeId":"n","replacedIncarnation":""}`
+	if string(got) != want {
+		t.Errorf("got %s\nwant %s", got, want)
+	}
+	v2, err := PayloadV2("acme", EvWorkflowRestored, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantV2 = `{"attempt":2,"engineVersion":1,"incarnation":"b","nodeId":"n","replacedIncarnation":""}`
+	if string(v2) != wantV2 {
+		t.Errorf("at v2 got %s\nwant %s", v2, wantV2)
+	}
+}

@@ -81,9 +81,9 @@ func EventV2(tenant string, ev StoredEvent) (*EventDocV2, error) {
 var BoundPayloadKeys = []string{"runId", "childRunId", "parentRunId", "sourceRunId", "interruptId"}
 
 // PayloadV2 projects a stored payload of v2 type typ onto its v2 shape for a reader of
-// tenant: run.started's owner becomes {tenant, subject} and its engineVersion the
-// integer; an error's code is a v2 code; run and interrupt ids are bound. A payload
-// without any of these is served as stored.
+// tenant: run.started's owner becomes {tenant, subject}, its engineVersion and
+// workflow.restored's the integer; an error's code is a v2 code; run and interrupt ids
+// are bound. A payload without any of these is served as stored.
 func PayloadV2(tenant, typ string, raw json.RawMessage) (json.RawMessage, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || !needsV2Projection(typ, raw) {
 		return raw, nil
@@ -125,9 +125,9 @@ func PayloadV2(tenant, typ string, raw json.RawMessage) (json.RawMessage, error)
 			}
 			p["owner"] = marshalled(OwnerV2(owner.Tenant, owner.Principal, owner.Subject))
 		}
-		if _, ok := p["engineVersion"]; ok {
-			p["engineVersion"] = marshalled(EngineVersion)
-		}
+	}
+	if _, ok := p["engineVersion"]; ok && (typ == EvRunStarted || typ == EvWorkflowRestored) {
+		p["engineVersion"] = marshalled(EngineVersion)
 	}
 	return json.Marshal(p)
 }
@@ -143,7 +143,7 @@ func OwnerV2(tenant, principal string, subject *Subject) map[string]any {
 
 // needsV2Projection reports whether a payload holds anything PayloadV2 changes.
 func needsV2Projection(typ string, raw json.RawMessage) bool {
-	if typ == EvRunStarted || bytes.Contains(raw, []byte(`"error"`)) {
+	if typ == EvRunStarted || typ == EvWorkflowRestored || bytes.Contains(raw, []byte(`"error"`)) {
 		return true
 	}
 	for _, k := range BoundPayloadKeys {
