@@ -44,6 +44,12 @@ type Recovery struct {
 	// These are a real provider's (activities.ModelRoundOptions).
 	ModelRoundHeartbeat time.Duration
 	ModelRoundRetry     time.Duration
+	// HeldActivityHeartbeat and HeldActivityRetry: the worker died while it held the
+	// conformance kill seam's staged work (activities.DurabilityHold); as for a model
+	// round, the heartbeat timeout runs out and the retry policy's first interval
+	// passes before the next attempt is scheduled (activities.DurabilityHoldOptions).
+	HeldActivityHeartbeat time.Duration
+	HeldActivityRetry     time.Duration
 	// Dispatch is RecoveryDispatch.
 	Dispatch time.Duration
 }
@@ -56,11 +62,14 @@ func RecoveryOf(cfg Config) Recovery {
 		sticky = sdkDefaultStickyScheduleToStartTimeout
 	}
 	round := activities.ModelRoundOptions(activities.ProviderOpenAI)
+	hold := activities.DurabilityHoldOptions()
 	return Recovery{
 		StickyScheduleToStart: sticky,
 		WorkflowTaskTimeout:   workflows.RunWorkflowTaskTimeout,
 		ModelRoundHeartbeat:   round.HeartbeatTimeout,
 		ModelRoundRetry:       round.RetryPolicy.InitialInterval,
+		HeldActivityHeartbeat: hold.HeartbeatTimeout,
+		HeldActivityRetry:     hold.RetryPolicy.InitialInterval,
 		Dispatch:              RecoveryDispatch,
 	}
 }
@@ -79,6 +88,15 @@ func (r Recovery) InWorkflowTask() time.Duration { return r.WorkflowTaskTimeout 
 // on the worker that died.
 func (r Recovery) InModelRound() time.Duration {
 	return r.ModelRoundHeartbeat + r.ModelRoundRetry + r.Dispatch
+}
+
+// InHeldActivity bounds the wait of the kill seam's staged work held on the worker
+// that died until its run shows that it was carried on (workflow.restored): the next
+// attempt of the hold is scheduled after the heartbeat timeout and the first retry
+// interval, and the workflow task that records its result waits on the dead worker's
+// sticky queue before it moves to the shared one.
+func (r Recovery) InHeldActivity() time.Duration {
+	return r.HeldActivityHeartbeat + r.HeldActivityRetry + r.StickyScheduleToStart + r.Dispatch
 }
 
 // Bound is the longest wait of a turn of a run whose model rounds are local (the
@@ -106,6 +124,9 @@ const (
 	ClassBetweenTurns   = "between-turns"
 	ClassInWorkflowTask = "in-workflow-task"
 	ClassInModelRound   = "in-model-round"
+	// ClassInHeldActivity: InHeldActivity, the work the kill seam's during-execution
+	// mode stages.
+	ClassInHeldActivity = "in-held-activity"
 )
 
 // RecoveryTerm is one named duration a recovery bound sums.
@@ -137,5 +158,7 @@ func (r Recovery) Classes() []RecoveryClass {
 		{ClassBetweenTurns, []RecoveryTerm{{"stickyScheduleToStart", r.StickyScheduleToStart}, dispatch}},
 		{ClassInWorkflowTask, []RecoveryTerm{{"workflowTaskTimeout", r.WorkflowTaskTimeout}, dispatch}},
 		{ClassInModelRound, []RecoveryTerm{{"modelRoundHeartbeat", r.ModelRoundHeartbeat}, {"modelRoundRetry", r.ModelRoundRetry}, dispatch}},
+		{ClassInHeldActivity, []RecoveryTerm{{"heldActivityHeartbeat", r.HeldActivityHeartbeat}, {"heldActivityRetry", r.HeldActivityRetry},
+			{"stickyScheduleToStart", r.StickyScheduleToStart}, dispatch}},
 	}
 }

@@ -53,6 +53,7 @@ func TestRecoveryClassesSumToTheBounds(t *testing.T) {
 		ClassBetweenTurns:   r.BetweenTurns(),
 		ClassInWorkflowTask: r.InWorkflowTask(),
 		ClassInModelRound:   r.InModelRound(),
+		ClassInHeldActivity: r.InHeldActivity(),
 	}
 	classes := r.Classes()
 	require.Len(t, classes, len(want))
@@ -60,4 +61,26 @@ func TestRecoveryClassesSumToTheBounds(t *testing.T) {
 		assert.Equal(t, want[c.Name], c.Bound(), c.Name)
 	}
 	assert.Equal(t, 2500*time.Millisecond, classes[1].Bound(), "the configured sticky timeout moves its class")
+}
+
+// The held work's class is the hold's own timing (the options it is scheduled with),
+// the sticky wait of the task that records its result, and dispatch: 3.7 s by default.
+func TestHeldActivityClassIsTheHoldsTiming(t *testing.T) {
+	r := RecoveryOf(DefaultConfig())
+	hold := activities.DurabilityHoldOptions()
+	assert.Equal(t, hold.HeartbeatTimeout, r.HeldActivityHeartbeat)
+	assert.Equal(t, hold.RetryPolicy.InitialInterval, r.HeldActivityRetry)
+	assert.Equal(t, 3700*time.Millisecond, r.InHeldActivity())
+	var held *RecoveryClass
+	for _, c := range r.Classes() {
+		if c.Name == ClassInHeldActivity {
+			held = &c
+		}
+	}
+	require.NotNil(t, held, "the bound seam lists the held work")
+	var names []string
+	for _, term := range held.Terms {
+		names = append(names, term.Name)
+	}
+	assert.Equal(t, []string{"heldActivityHeartbeat", "heldActivityRetry", "stickyScheduleToStart", "dispatch"}, names)
 }
