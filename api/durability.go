@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,9 +22,18 @@ const (
 	DurabilityBoundPath = "/host/durability/bound"
 )
 
-// KillModeAfterAccept is the one kill the seam stages: the run is accepted (its start
-// is in Temporal's store) while no worker polls, then the process dies.
-const KillModeAfterAccept = "after-accept"
+// The kills the seam stages. KillModeAfterAccept: the run is accepted (its start is
+// in Temporal's store) while no worker polls, then the process dies.
+// KillModeDuringExecution: the run starts and its first node holds in
+// activities.DurabilityHold, whose first attempt kills the process; the attempt that
+// follows on the restarted process records workflow.restored (workflows/seam.go).
+const (
+	KillModeAfterAccept     = "after-accept"
+	KillModeDuringExecution = workflows.SeamDuringExecution
+)
+
+// killModes are the modes the probe lists.
+var killModes = []string{KillModeAfterAccept, KillModeDuringExecution}
 
 // ConformanceSeams are the seams a process with --conformance-seams serves.
 type ConformanceSeams struct {
@@ -37,8 +47,27 @@ type ConformanceSeams struct {
 	// shutdown call to Temporal); a supervisor starts it again. Nil: the process runs
 	// no worker to kill (wop api) and POST /host/durability/kill is not served.
 	Kill func()
-	// KillClass is the recovery class (of Recovery) of the run the kill seam stages.
-	KillClass string
+	// KillClass is the recovery class (of Recovery) of the run after-accept stages;
+	// HeldClass that of the work during-execution stages.
+	KillClass, HeldClass string
+
+	// answering counts the seam's answers being written; KillHeld waits them out.
+	answering atomic.Int32
+}
+
+// answerWait bounds how long KillHeld waits for the seam's answers to leave.
+const answerWait = 5 * time.Second
+
+// KillHeld is the kill of during-execution, which the held work calls in its first
+// attempt (worker.Config.DurabilityKill): the run may reach its hold before the seam
+// has answered the run's id, so it waits until no answer is being written (at most
+// answerWait), then lets the answer leave the socket and calls Kill.
+func (s *ConformanceSeams) KillHeld() {
+	for deadline := time.Now().Add(answerWait); s.answering.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(killDelay)
+	s.Kill()
 }
 
 // RecoveryClass is one class of work and the terms its recovery bound sums.
@@ -92,17 +121,23 @@ func (s *Server) handleDurabilityBound(c echo.Context) error {
 
 // handleDurabilityProbe is the seam's probe: it says what POST stages and fires nothing.
 func (s *Server) handleDurabilityProbe(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]any{"modes": []string{KillModeAfterAccept}, "boundPath": DurabilityBoundPath})
+	return c.JSON(http.StatusOK, map[string]any{"modes": killModes, "boundPath": DurabilityBoundPath})
 }
 
-// handleDurabilityKill stages mode after-accept: it stops the worker, starts a run of
-// workflowId for the caller (accepted: the start is in Temporal's store), answers its
-// runId, class and bound, then kills the process. The restarted process's worker
-// dispatches the run. Once the worker is stopped the process is killed whatever
-// follows, so a failed start never leaves it serving without a worker. The other modes
-// are refused by name: during-execution needs a resumption marker the run workflow does
-// not emit, duplicate-delivery an effectful staged run aimed at the suite's receiver
-// (docs/api.md, "Conformance seams").
+// handleDurabilityKill stages a kill of the run of workflowId it starts for the caller
+// and answers {runId, mode, recoveryClass, recoveryBoundMs}.
+//
+// after-accept stops the worker, starts the run (accepted: the start is in Temporal's
+// store), answers, then kills the process; the restarted process's worker dispatches
+// the run. Once the worker is stopped the process is killed whatever follows, so a
+// failed start never leaves it serving without a worker.
+//
+// during-execution starts the run with RunInput.Seam set and answers; it kills
+// nothing itself: the run's first node holds in DurabilityHold, whose first attempt
+// kills the process (KillHeld, once this answer has left).
+//
+// duplicate-delivery is refused by name: it needs an effectful staged run aimed at the
+// suite's receiver (docs/api.md, "Conformance seams").
 func (s *Server) handleDurabilityKill(c echo.Context) error {
 	var req struct {
 		Mode       string `json:"mode"`
@@ -117,12 +152,19 @@ func (s *Server) handleDurabilityKill(c echo.Context) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	if req.Mode != KillModeAfterAccept {
-		return badRequest("mode %q is not staged by this host; it stages %q", req.Mode, KillModeAfterAccept).with("field", "mode")
+	seams := s.cfg.ConformanceSeams
+	className := ""
+	switch req.Mode {
+	case KillModeAfterAccept:
+		className = seams.KillClass
+	case KillModeDuringExecution:
+		className = seams.HeldClass
+	default:
+		return badRequest("mode %q is not staged by this host; it stages %q and %q", req.Mode, KillModeAfterAccept, KillModeDuringExecution).with("field", "mode")
 	}
-	class, ok := s.recoveryClass(s.cfg.ConformanceSeams.KillClass)
+	class, ok := s.recoveryClass(className)
 	if !ok {
-		return codeErr(CodeInternal, "no recovery class %q is declared", s.cfg.ConformanceSeams.KillClass)
+		return codeErr(CodeInternal, "no recovery class %q is declared", className)
 	}
 	p := principalOf(c)
 	def, ok := s.cat.Definition(req.WorkflowID)
@@ -134,13 +176,22 @@ func (s *Server) handleDurabilityKill(c echo.Context) error {
 	if err != nil {
 		return runInputError(err)
 	}
-	seams := s.cfg.ConformanceSeams
-	seams.HoldDispatch()
-	defer time.AfterFunc(killDelay, seams.Kill)
+	if req.Mode == KillModeAfterAccept {
+		seams.HoldDispatch()
+		defer time.AfterFunc(killDelay, seams.Kill)
+	} else {
+		in.Seam = workflows.SeamDuringExecution
+		seams.answering.Add(1)
+		defer seams.answering.Add(-1)
+	}
 	if _, err := s.startRun(c.Request().Context(), *in); err != nil {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
-	s.log.Warn("Conformance seam: run accepted with dispatch held; killing the process", "runId", runID, "workflowId", def.ID)
+	if req.Mode == KillModeAfterAccept {
+		s.log.Warn("Conformance seam: run accepted with dispatch held; killing the process", "runId", runID, "workflowId", def.ID)
+	} else {
+		s.log.Warn("Conformance seam: run started to hold its first node; its hold kills the process", "runId", runID, "workflowId", def.ID)
+	}
 	if err := c.JSON(http.StatusOK, map[string]any{
 		"runId": runID, "mode": req.Mode, "recoveryClass": class.Class, "recoveryBoundMs": class.Bound,
 	}); err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wop-dev/wop/workflows"
 )
 
 // seamEnv is a test server with the durability seams on; held and killed count the
@@ -16,8 +18,10 @@ func seamEnv(t *testing.T) (env *testEnv, held *int, killed chan struct{}) {
 	held, killed = new(int), make(chan struct{}, 4)
 	env = newTestEnv(t, func(c *Config) {
 		c.ConformanceSeams = &ConformanceSeams{
-			Recovery:     []RecoveryClass{NewRecoveryClass("accepted", Term("dispatch", 500*time.Millisecond))},
+			Recovery: []RecoveryClass{NewRecoveryClass("accepted", Term("dispatch", 500*time.Millisecond)),
+				NewRecoveryClass("in-held-activity", Term("heldActivityHeartbeat", 2*time.Second), Term("dispatch", 500*time.Millisecond))},
 			KillClass:    "accepted",
+			HeldClass:    "in-held-activity",
 			HoldDispatch: func() { *held++ },
 			Kill:         func() { killed <- struct{}{} },
 		}
@@ -25,14 +29,17 @@ func seamEnv(t *testing.T) (env *testEnv, held *int, killed chan struct{}) {
 	return env, held, killed
 }
 
-// The kill seam stages after-accept only: anything else is refused 400 before the
-// worker is held or the process killed.
+// The kill seam stages after-accept and during-execution: anything else, and a
+// workflow it does not know, is refused 400 before the worker is held, a run started
+// or the process killed.
 func TestKillSeamRefusesWhatItDoesNotStage(t *testing.T) {
 	env, held, killed := seamEnv(t)
 	for _, tc := range []struct{ body, field string }{
-		{`{"mode":"during-execution","workflowId":"conformance-noop"}`, "mode"},
 		{`{"mode":"duplicate-delivery","effectUrl":"http://127.0.0.1:1/x"}`, "mode"},
+		{`{"mode":"during-execution-soon","workflowId":"conformance-noop"}`, "mode"},
 		{`{"mode":"after-accept","workflowId":"no-such-workflow"}`, "workflowId"},
+		{`{"mode":"during-execution","workflowId":"no-such-workflow"}`, "workflowId"},
+		{`{"mode":"during-execution"}`, "workflowId"},
 		{`{"mode":"after-accept","workflowId":"conformance-noop","extra":1}`, "extra"},
 	} {
 		rec := env.do("POST", DurabilityKillPath, fullKey, tc.body)
@@ -84,4 +91,61 @@ func waitKilled(t *testing.T, killed chan struct{}) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the seam did not kill the process")
 	}
+}
+
+// during-execution starts the run with the seam's mark and answers its id and the held
+// work's bound; it neither holds the worker nor kills: the run's hold does, through
+// KillHeld. The probe lists both modes.
+func TestKillSeamStagesDuringExecution(t *testing.T) {
+	env, held, killed := seamEnv(t)
+	rec := env.do("GET", DurabilityKillPath, fullKey, "")
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	assert.JSONEq(t, `{"modes":["after-accept","during-execution"],"boundPath":"/host/durability/bound"}`, rec.Body.String())
+
+	rec = env.do("POST", DurabilityKillPath, fullKey, `{"mode":"during-execution","workflowId":"conformance-noop"}`)
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	var got struct {
+		RunID           string `json:"runId"`
+		Mode            string `json:"mode"`
+		RecoveryClass   string `json:"recoveryClass"`
+		RecoveryBoundMs int64  `json:"recoveryBoundMs"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	assert.Equal(t, "during-execution", got.Mode)
+	assert.Equal(t, "in-held-activity", got.RecoveryClass)
+	assert.EqualValues(t, 2500, got.RecoveryBoundMs)
+	run := env.ft.get(got.RunID)
+	require.NotNil(t, run, "the run was started")
+	assert.Equal(t, workflows.SeamDuringExecution, run.input.Seam)
+	assert.Equal(t, "conformance-noop", run.input.Definition.ID)
+	assert.Zero(t, *held, "the worker goes on polling")
+	select {
+	case <-killed:
+		t.Fatal("the seam killed the process itself")
+	case <-time.After(2 * killDelay):
+	}
+
+	// A plain run carries no mark.
+	rec = env.do("POST", "/v1/runs", fullKey, `{"workflowId":"conformance-noop"}`)
+	require.Equal(t, 201, rec.Code, "%s", rec.Body)
+	var plain struct {
+		RunID string `json:"runId"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &plain))
+	assert.Empty(t, env.ft.get(plain.RunID).input.Seam)
+}
+
+// KillHeld waits until no seam answer is being written, then kills.
+func TestKillHeldWaitsForTheAnswer(t *testing.T) {
+	killed := make(chan struct{}, 1)
+	seams := &ConformanceSeams{Kill: func() { killed <- struct{}{} }}
+	seams.answering.Add(1)
+	go seams.KillHeld()
+	select {
+	case <-killed:
+		t.Fatal("killed while the answer was being written")
+	case <-time.After(200 * time.Millisecond):
+	}
+	seams.answering.Add(-1)
+	waitKilled(t, killed)
 }

@@ -192,7 +192,7 @@ func (s *Server) runEffects(ctx context.Context, id string) ([]Effect, error) {
 }
 
 // hostActivities are the activities a run schedules that perform no outbound effect.
-var hostActivities = map[string]bool{"Yield": true, "ModelOutagePolicy": true, "RouteTools": true, "NotifyDispatcher": true}
+var hostActivities = map[string]bool{"Yield": true, "ModelOutagePolicy": true, "RouteTools": true, "NotifyDispatcher": true, "DurabilityHold": true}
 
 // executionEffects reads one execution's effects, and the execution it continued.
 func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]Effect, string, error) {
