@@ -151,6 +151,11 @@ type Config struct {
 	// NexusTenant and NexusSubject own the runs started through the Nexus service
 	// (WOP_NEXUS_TENANT, WOP_NEXUS_SUBJECT; DefaultNexusTenant, DefaultNexusSubject).
 	NexusTenant, NexusSubject string
+	// DurabilityKill ends the process the way a lost machine does, for the conformance
+	// kill seam's held work (activities.Config.DurabilityKill; `wop dev
+	// --conformance-seams` sets it to api.ConformanceSeams.KillHeld). Nil: the worker
+	// serves no seams and its DurabilityHold fails closed. Not read from the environment.
+	DurabilityKill func() `json:"-"`
 }
 
 // Queue is the task queue the worker polls: TaskQueue, or workflows.TaskQueue.
@@ -597,6 +602,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		Version:             cfg.Version,
 		Workflows:           c,
+		DurabilityKill:      cfg.DurabilityKill,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build activities: %w", err)

@@ -177,10 +177,7 @@ func runDev(ctx context.Context, args []string, env func(string) string, stdout,
 	apiCfg.TaskQueue = wcfg.Queue() // the API starts runs where the worker polls
 	var st *stack.Stack
 	if cfg.seams {
-		apiCfg.ConformanceSeams = &api.ConformanceSeams{
-			Recovery: recoveryClasses(wcfg, true), KillClass: worker.ClassAccepted,
-			HoldDispatch: func() { st.StopWorker() }, Kill: killSelf,
-		}
+		apiCfg.ConformanceSeams = devSeams(&wcfg, func() { st.StopWorker() }, killSelf)
 	}
 
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)

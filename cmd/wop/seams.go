@@ -48,6 +48,19 @@ func recoveryClasses(cfg worker.Config, restarted bool) []api.RecoveryClass {
 	return out
 }
 
+// devSeams are the seams `wop dev --conformance-seams` serves: the bound, and the kill
+// of both modes. after-accept holds dispatch (holdDispatch) and kills; during-execution
+// starts a run whose held work, in the worker's first attempt, calls the kill through
+// KillHeld, which wcfg's worker carries as its DurabilityKill hook.
+func devSeams(wcfg *worker.Config, holdDispatch, kill func()) *api.ConformanceSeams {
+	seams := &api.ConformanceSeams{
+		Recovery: recoveryClasses(*wcfg, true), KillClass: worker.ClassAccepted, HeldClass: worker.ClassInHeldActivity,
+		HoldDispatch: holdDispatch, Kill: kill,
+	}
+	wcfg.DurabilityKill = seams.KillHeld
+	return seams
+}
+
 // apiSeams is what `wop api` serves under the flags: the bound seam only (it runs no
 // worker, so it has none to kill), from the worker tuning of its environment.
 func apiSeams(env func(string) string, on, allowed bool, stderr io.Writer) (*api.ConformanceSeams, error) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,4 +50,27 @@ func TestSupervisorRestartsAKilledChild(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, strings.Count(string(raw), "x"), "two kills, two restarts")
 	assert.Equal(t, 2, strings.Count(stderr.String(), "starting it again"))
+}
+
+// wop dev's seams stage both kills: each mode's class is one the bound seam declares,
+// and the worker's kill hook is the seams' KillHeld, which kills through Kill.
+func TestDevSeamsWireTheHeldKill(t *testing.T) {
+	wcfg := worker.DefaultConfig()
+	held, killed := 0, make(chan struct{}, 1)
+	seams := devSeams(&wcfg, func() { held++ }, func() { killed <- struct{}{} })
+	classes := map[string]bool{}
+	for _, c := range seams.Recovery {
+		classes[c.Class] = true
+	}
+	assert.True(t, classes[seams.KillClass], "after-accept's class %q is declared", seams.KillClass)
+	assert.Equal(t, worker.ClassInHeldActivity, seams.HeldClass)
+	assert.True(t, classes[seams.HeldClass], "during-execution's class %q is declared", seams.HeldClass)
+	require.NotNil(t, wcfg.DurabilityKill, "the worker carries the kill hook")
+	wcfg.DurabilityKill()
+	select {
+	case <-killed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker's kill hook did not kill")
+	}
+	assert.Zero(t, held, "the held kill leaves dispatch alone")
 }
