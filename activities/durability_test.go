@@ -104,6 +104,7 @@ func TestDurabilityHoldOptions(t *testing.T) {
 type heartbeats struct {
 	interceptor.WorkerInterceptorBase
 	record func(DurabilityHeartbeat)
+	effect func(DurabilityEffectRecord)
 }
 
 func (h *heartbeats) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
@@ -126,8 +127,11 @@ type heartbeatsOut struct {
 
 func (o *heartbeatsOut) RecordHeartbeat(ctx context.Context, details ...any) {
 	for _, d := range details {
-		if b, ok := d.(DurabilityHeartbeat); ok {
+		if b, ok := d.(DurabilityHeartbeat); ok && o.h.record != nil {
 			o.h.record(b)
+		}
+		if r, ok := d.(DurabilityEffectRecord); ok && o.h.effect != nil {
+			o.h.effect(r)
 		}
 	}
 	o.Next.RecordHeartbeat(ctx, details...)
