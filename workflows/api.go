@@ -203,10 +203,13 @@ type RunInput struct {
 	// created (AttributesTags; 0 on runs created before, which set the legacy Keyword
 	// attributes for their whole life; searchattrs.go); a child run has its parent's.
 	Attributes int `json:"attributes,omitempty"`
-	// Seam is set on a run the conformance kill seam starts (SeamDuringExecution): its
-	// first node holds in activities.DurabilityHold while the process dies (seam.go).
-	// Empty on every other run, and absent from its carried state.
-	Seam string `json:"seam,omitempty"`
+	// Seam is set on a run the conformance kill seam starts (SeamDuringExecution,
+	// SeamDuplicateDelivery): its first node holds in activities.DurabilityHold, or
+	// performs activities.DurabilityEffect aimed at SeamEffectURL, while the process
+	// dies (seam.go). Both are empty on every other run, and absent from its carried
+	// state.
+	Seam          string `json:"seam,omitempty"`
+	SeamEffectURL string `json:"seamEffectUrl,omitempty"`
 }
 
 // AttributesTags is RunInput.Attributes of runs that keep what changes within them in

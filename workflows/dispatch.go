@@ -62,8 +62,8 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 		r.nodes = append(r.nodes, nodeRecord{NodeID: n.ID, State: "running"})
 		r.currentNode = n.ID
 		r.emit(protocol.EvNodeStarted, n.ID, protocol.NodeStarted{NodeID: n.ID, TypeID: n.TypeID, Attempt: 0}, "")
-		if r.in.Seam == SeamDuringExecution && len(r.nodes) == 1 {
-			if err := r.holdForSeam(n); err != nil { // the run's first node (seam.go)
+		if r.in.Seam != "" && len(r.nodes) == 1 {
+			if err := r.stageSeam(n); err != nil { // the run's first node (seam.go)
 				return nil, err
 			}
 		}

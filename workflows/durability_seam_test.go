@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
@@ -59,4 +60,36 @@ func TestSeamRunWithoutADeathRecordsNoRestoration(t *testing.T) {
 	plain.execute()
 	require.Zero(t, *calls, "only a run the seam started holds")
 	require.Empty(t, ofType(plain.events(), protocol.EvWorkflowRestored))
+}
+
+// A run the kill seam started in duplicate-delivery mode performs its first node's
+// effect once, aimed at the seam's destination with the effect's key; the second
+// delivery's answer (a later attempt returning the first's recorded outcome) is
+// recorded as workflow.restored. A failed effect fails the node.
+func TestSeamRunPerformsOneEffect(t *testing.T) {
+	tr := seamRun(t, SeamDuplicateDelivery)
+	tr.in.SeamEffectURL = "http://127.0.0.1:9/effect/abc"
+	calls := 0
+	tr.env.RegisterActivityWithOptions(func(_ context.Context, in activities.DurabilityEffectInput) (*activities.DurabilityEffectResult, error) {
+		calls++
+		require.Equal(t, activities.DurabilityEffectInput{RunID: tr.in.RunID, NodeID: "noop", URL: "http://127.0.0.1:9/effect/abc",
+			Key: activities.DurabilityEffectKey(tr.in.Owner.Tenant, tr.in.RunID, "noop")}, in)
+		return &activities.DurabilityEffectResult{Attempt: 2, Incarnation: "inc-b", ReplacedIncarnation: "inc-a", PerformedAttempt: 1, Status: 204}, nil
+	}, activity.RegisterOptions{Name: "DurabilityEffect"})
+	holds := onHold(tr, activities.DurabilityHoldResult{Attempt: 2})
+	s := tr.execute()
+	require.Equal(t, protocol.StatusCompleted, s.Status)
+	require.Equal(t, 1, calls)
+	require.Zero(t, *holds, "duplicate-delivery holds nothing besides its effect")
+	evs := tr.events()
+	require.Equal(t, []string{protocol.EvRunStarted, protocol.EvNodeStarted, protocol.EvWorkflowRestored, protocol.EvNodeCompleted, protocol.EvRunCompleted}, types(evs))
+	require.JSONEq(t, `{"attempt":2,"engineVersion":"wop/1","incarnation":"inc-b","nodeId":"noop","replacedIncarnation":"inc-a"}`, string(evs[2].Payload))
+
+	failed := seamRun(t, SeamDuplicateDelivery)
+	failed.env.RegisterActivityWithOptions(func(context.Context, activities.DurabilityEffectInput) (*activities.DurabilityEffectResult, error) {
+		return nil, temporal.NewNonRetryableApplicationError("the seam's effect destination answered 400", activities.ErrTypeSeamEffectRefused, nil)
+	}, activity.RegisterOptions{Name: "DurabilityEffect"})
+	s = failed.execute()
+	require.Equal(t, protocol.StatusFailed, s.Status)
+	require.Contains(t, s.Error.Message, "the conformance seam's effect at node \"noop\" failed")
 }

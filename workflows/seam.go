@@ -19,6 +19,27 @@ import (
 // new, so every recorded history replays as it did.
 const SeamDuringExecution = "during-execution"
 
+// SeamDuplicateDelivery is RunInput.Seam of a run the kill seam starts in its
+// duplicate-delivery mode (RFC 0158 §C): the run's first node performs one outbound
+// effect, activities.DurabilityEffect's POST to RunInput.SeamEffectURL, and the
+// attempt that performed it kills the process once the effect's outcome is recorded
+// (in the activity's heartbeat), so Temporal delivers the same work a second time.
+// That attempt, on the restarted process, finds the recorded outcome and returns it
+// without calling out: the destination sees the effect once. No GetVersion gate, for
+// the reason SeamDuringExecution has none.
+const SeamDuplicateDelivery = "duplicate-delivery"
+
+// stageSeam runs the work of the kill seam's mode at node n, the run's first.
+func (r *runner) stageSeam(n *Node) error {
+	switch r.in.Seam {
+	case SeamDuringExecution:
+		return r.holdForSeam(n)
+	case SeamDuplicateDelivery:
+		return r.effectForSeam(n)
+	}
+	return nil
+}
+
 // holdForSeam holds node n of a run the kill seam started, after its node.started.
 func (r *runner) holdForSeam(n *Node) error {
 	opts := activities.DurabilityHoldOptions()
@@ -32,6 +53,32 @@ func (r *runner) holdForSeam(n *Node) error {
 			return errCancelled
 		}
 		return failNode(protocol.CodeRunFailed, "the conformance seam's hold of node %q failed: %v", n.ID, err)
+	}
+	if res.Attempt > 1 {
+		r.emit(protocol.EvWorkflowRestored, n.ID, protocol.WorkflowRestored{
+			Attempt: res.Attempt, EngineVersion: EngineVersion, Incarnation: res.Incarnation,
+			NodeID: n.ID, ReplacedIncarnation: res.ReplacedIncarnation,
+		}, r.lastNodeEvent(n.ID))
+	}
+	return nil
+}
+
+// effectForSeam performs node n's one outbound effect for a run the kill seam started
+// in duplicate-delivery mode, and records the restoration when a second delivery of
+// the work returned the first one's outcome.
+func (r *runner) effectForSeam(n *Node) error {
+	opts := activities.DurabilityEffectOptions()
+	opts.Summary = "conformance seam: one outbound effect of node " + n.ID + ", delivered twice"
+	var acts *activities.Activities
+	var res activities.DurabilityEffectResult
+	in := activities.DurabilityEffectInput{RunID: r.in.RunID, NodeID: n.ID, URL: r.in.SeamEffectURL,
+		Key: activities.DurabilityEffectKey(r.in.Owner.Tenant, r.in.RunID, n.ID)}
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(r.ctx, opts), acts.DurabilityEffect, in).Get(r.ctx, &res)
+	if err != nil {
+		if r.cancelReq != nil {
+			return errCancelled
+		}
+		return failNode(protocol.CodeRunFailed, "the conformance seam's effect at node %q failed: %v", n.ID, err)
 	}
 	if res.Attempt > 1 {
 		r.emit(protocol.EvWorkflowRestored, n.ID, protocol.WorkflowRestored{
