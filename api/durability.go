@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -27,13 +29,22 @@ const (
 // KillModeDuringExecution: the run starts and its first node holds in
 // activities.DurabilityHold, whose first attempt kills the process; the attempt that
 // follows on the restarted process records workflow.restored (workflows/seam.go).
+// KillModeDuplicateDelivery: the run's first node performs one outbound effect aimed
+// at the request's effectUrl (activities.DurabilityEffect), whose first attempt
+// records the outcome and kills the process, so the work is delivered again.
 const (
-	KillModeAfterAccept     = "after-accept"
-	KillModeDuringExecution = workflows.SeamDuringExecution
+	KillModeAfterAccept       = "after-accept"
+	KillModeDuringExecution   = workflows.SeamDuringExecution
+	KillModeDuplicateDelivery = workflows.SeamDuplicateDelivery
 )
 
 // killModes are the modes the probe lists.
-var killModes = []string{KillModeAfterAccept, KillModeDuringExecution}
+var killModes = []string{KillModeAfterAccept, KillModeDuringExecution, KillModeDuplicateDelivery}
+
+// seamEffectWorkflow is the work duplicate-delivery stages, which the suite leaves to
+// the host (it sends no workflowId): the conformance-noop fixture, whose one node
+// performs the effect.
+const seamEffectWorkflow = "conformance-noop"
 
 // ConformanceSeams are the seams a process with --conformance-seams serves.
 type ConformanceSeams struct {
@@ -136,13 +147,15 @@ func (s *Server) handleDurabilityProbe(c echo.Context) error {
 // nothing itself: the run's first node holds in DurabilityHold, whose first attempt
 // kills the process (KillHeld, once this answer has left).
 //
-// duplicate-delivery is refused by name: it needs an effectful staged run aimed at the
-// suite's receiver (docs/api.md, "Conformance seams").
+// duplicate-delivery starts a run of seamEffectWorkflow (or of workflowId, when the
+// caller names one) whose first node POSTs once to effectUrl (a destination the
+// webhook egress guard admits), records the outcome and kills the process; the
+// attempt that follows on the restarted process returns the recorded outcome.
 func (s *Server) handleDurabilityKill(c echo.Context) error {
 	var req struct {
 		Mode       string `json:"mode"`
 		WorkflowID string `json:"workflowId"`
-		// EffectURL is duplicate-delivery's receiver; that mode is not staged.
+		// EffectURL is duplicate-delivery's destination of the staged effect.
 		EffectURL string `json:"effectUrl"`
 	}
 	body, err := s.readBody(c)
@@ -159,8 +172,21 @@ func (s *Server) handleDurabilityKill(c echo.Context) error {
 		className = seams.KillClass
 	case KillModeDuringExecution:
 		className = seams.HeldClass
+	case KillModeDuplicateDelivery:
+		className = seams.HeldClass
+		if req.EffectURL == "" {
+			return badRequest("mode %q needs effectUrl, the destination of the effect it stages", req.Mode).with("field", "effectUrl")
+		}
+		if err := activities.CheckWebhookURL(req.EffectURL, s.cfg.WebhookAllowPrivate); err != nil {
+			return badRequest("effectUrl: %v", err).with("field", "effectUrl")
+		}
+		req.WorkflowID = cmp.Or(req.WorkflowID, seamEffectWorkflow)
 	default:
-		return badRequest("mode %q is not staged by this host; it stages %q and %q", req.Mode, KillModeAfterAccept, KillModeDuringExecution).with("field", "mode")
+		return badRequest("mode %q is not staged by this host; it stages %q, %q and %q", req.Mode,
+			KillModeAfterAccept, KillModeDuringExecution, KillModeDuplicateDelivery).with("field", "mode")
+	}
+	if req.Mode != KillModeDuplicateDelivery && req.EffectURL != "" {
+		return badRequest("effectUrl is duplicate-delivery's; mode %q performs no effect", req.Mode).with("field", "effectUrl")
 	}
 	class, ok := s.recoveryClass(className)
 	if !ok {
@@ -180,16 +206,19 @@ func (s *Server) handleDurabilityKill(c echo.Context) error {
 		seams.HoldDispatch()
 		defer time.AfterFunc(killDelay, seams.Kill)
 	} else {
-		in.Seam = workflows.SeamDuringExecution
+		in.Seam, in.SeamEffectURL = req.Mode, req.EffectURL
 		seams.answering.Add(1)
 		defer seams.answering.Add(-1)
 	}
 	if _, err := s.startRun(c.Request().Context(), *in); err != nil {
 		return fmt.Errorf("starting run %s of %s: %w", runID, def.ID, err)
 	}
-	if req.Mode == KillModeAfterAccept {
+	switch req.Mode {
+	case KillModeAfterAccept:
 		s.log.Warn("Conformance seam: run accepted with dispatch held; killing the process", "runId", runID, "workflowId", def.ID)
-	} else {
+	case KillModeDuplicateDelivery:
+		s.log.Warn("Conformance seam: run started to perform one effect; the attempt that performs it kills the process", "runId", runID, "workflowId", def.ID)
+	default:
 		s.log.Warn("Conformance seam: run started to hold its first node; its hold kills the process", "runId", runID, "workflowId", def.ID)
 	}
 	if err := c.JSON(http.StatusOK, map[string]any{

@@ -29,13 +29,19 @@ func seamEnv(t *testing.T) (env *testEnv, held *int, killed chan struct{}) {
 	return env, held, killed
 }
 
-// The kill seam stages after-accept and during-execution: anything else, and a
-// workflow it does not know, is refused 400 before the worker is held, a run started
-// or the process killed.
+// The kill seam stages after-accept, during-execution and duplicate-delivery:
+// anything else, a workflow it does not know, and an effect destination it may not
+// reach (the webhook egress guard: this server admits no private address) or that is
+// missing, is refused 400 before the worker is held, a run started or the process
+// killed.
 func TestKillSeamRefusesWhatItDoesNotStage(t *testing.T) {
 	env, held, killed := seamEnv(t)
 	for _, tc := range []struct{ body, field string }{
-		{`{"mode":"duplicate-delivery","effectUrl":"http://127.0.0.1:1/x"}`, "mode"},
+		{`{"mode":"duplicate-delivery","effectUrl":"http://127.0.0.1:1/x"}`, "effectUrl"},
+		{`{"mode":"duplicate-delivery"}`, "effectUrl"},
+		{`{"mode":"duplicate-delivery","effectUrl":"ftp://example.com/x"}`, "effectUrl"},
+		{`{"mode":"duplicate-delivery","effectUrl":"https://example.com/x","workflowId":"no-such-workflow"}`, "workflowId"},
+		{`{"mode":"during-execution","workflowId":"conformance-noop","effectUrl":"https://example.com/x"}`, "effectUrl"},
 		{`{"mode":"during-execution-soon","workflowId":"conformance-noop"}`, "mode"},
 		{`{"mode":"after-accept","workflowId":"no-such-workflow"}`, "workflowId"},
 		{`{"mode":"during-execution","workflowId":"no-such-workflow"}`, "workflowId"},
@@ -100,7 +106,7 @@ func TestKillSeamStagesDuringExecution(t *testing.T) {
 	env, held, killed := seamEnv(t)
 	rec := env.do("GET", DurabilityKillPath, fullKey, "")
 	require.Equal(t, 200, rec.Code, "%s", rec.Body)
-	assert.JSONEq(t, `{"modes":["after-accept","during-execution"],"boundPath":"/host/durability/bound"}`, rec.Body.String())
+	assert.JSONEq(t, `{"modes":["after-accept","during-execution","duplicate-delivery"],"boundPath":"/host/durability/bound"}`, rec.Body.String())
 
 	rec = env.do("POST", DurabilityKillPath, fullKey, `{"mode":"during-execution","workflowId":"conformance-noop"}`)
 	require.Equal(t, 200, rec.Code, "%s", rec.Body)
@@ -133,6 +139,36 @@ func TestKillSeamStagesDuringExecution(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &plain))
 	assert.Empty(t, env.ft.get(plain.RunID).input.Seam)
+}
+
+// duplicate-delivery starts the conformance-noop fixture with the seam's mark and the
+// effect's destination (loopback, on a server that admits private destinations), and
+// answers the held work's class; it neither holds the worker nor kills: the effect's
+// first attempt does.
+func TestKillSeamStagesDuplicateDelivery(t *testing.T) {
+	env, held, killed := seamEnv(t)
+	env.srv.cfg.WebhookAllowPrivate = true
+	rec := env.do("POST", DurabilityKillPath, fullKey, `{"mode":"duplicate-delivery","effectUrl":"http://127.0.0.1:9/effect/abc"}`)
+	require.Equal(t, 200, rec.Code, "%s", rec.Body)
+	var got struct {
+		RunID         string `json:"runId"`
+		Mode          string `json:"mode"`
+		RecoveryClass string `json:"recoveryClass"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	assert.Equal(t, "duplicate-delivery", got.Mode)
+	assert.Equal(t, "in-held-activity", got.RecoveryClass)
+	run := env.ft.get(got.RunID)
+	require.NotNil(t, run, "the run was started")
+	assert.Equal(t, workflows.SeamDuplicateDelivery, run.input.Seam)
+	assert.Equal(t, "http://127.0.0.1:9/effect/abc", run.input.SeamEffectURL)
+	assert.Equal(t, "conformance-noop", run.input.Definition.ID)
+	assert.Zero(t, *held, "the worker goes on polling")
+	select {
+	case <-killed:
+		t.Fatal("the seam killed the process itself")
+	case <-time.After(2 * killDelay):
+	}
 }
 
 // KillHeld waits until no seam answer is being written, then kills.

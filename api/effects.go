@@ -80,6 +80,9 @@ func effectSeams() []EffectSeam {
 		EffectSeam{Seam: "conformance.side-effect", Kind: "queue", Guarded: true,
 			GuardedBy: "a replay fork takes the source's n-th recorded outcome of the node, keyed (sourceRunId, nodeId, n), or fails it closed with replay_source_missing (workflows/effectnode.go)",
 			Note:      "core.conformance.side-effect: the ConformanceEffect activity, on the host's task queue"},
+		EffectSeam{Seam: "conformance.durability-effect", Kind: "http", Guarded: true,
+			GuardedBy: "a replay fork carries no conformance seam, so it stages no effect; a second delivery of the work returns the outcome its first recorded in the activity's heartbeat (activities/durability_effect.go)",
+			Note:      "the kill seam's duplicate-delivery work, served only with --conformance-seams: the DurabilityEffect activity POSTs once to the given effectUrl, with an Idempotency-Key"},
 		EffectSeam{Seam: "webhook.delivery", Kind: "webhook-fanout", Guarded: true, GuardedBy: guardWebhook,
 			Note: "signed POSTs to the tenant's subscriptions (the OpenWOPWebhookDelivery workflows)"},
 		EffectSeam{Seam: "webhook.callback", Kind: "webhook-fanout", Guarded: true, GuardedBy: guardWebhook,
@@ -251,7 +254,8 @@ func (s *Server) executionEffects(ctx context.Context, id, execution string) ([]
 
 // scheduledEffect reads the effect an activity of a run performs from its scheduling:
 // a model round (ModelRound), a tool call (ToolCall), the conformance node's effect
-// (ConformanceEffect), or a tool's activity binding
+// (ConformanceEffect), the kill seam's duplicate-delivery effect (DurabilityEffect),
+// or a tool's activity binding
 // (any other type; its input is the call's arguments, its ActivityID the call's
 // idempotency key, and its node the summary's). It reads identities only, never the
 // arguments or the prompt.
@@ -284,6 +288,10 @@ func scheduledEffect(a *historypb.ActivityTaskScheduledEventAttributes, data fun
 		_ = json.Unmarshal(raw, &in) // as above
 		return Effect{NodeID: in.NodeID, InvocationID: fmt.Sprintf("conformance:%s:%s:%d", in.RunID, in.NodeID, in.Ordinal),
 			ProviderKey: "conformance:side-effect"}, true
+	case "DurabilityEffect":
+		var in activities.DurabilityEffectInput
+		_ = json.Unmarshal(raw, &in) // as above
+		return Effect{NodeID: in.NodeID, InvocationID: in.Key, ProviderKey: "conformance:durability-effect"}, true
 	}
 	return Effect{InvocationID: a.GetActivityId(), ProviderKey: "activity:" + typ}, true // the node: callNodes
 }
