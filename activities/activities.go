@@ -65,6 +65,9 @@ type Config struct {
 	// MockChunkDelay is the pause of the default mock before each piece of its reply
 	// (MockProvider.ChunkDelay); 0 streams a scripted reply at once.
 	MockChunkDelay time.Duration
+	// MockRoundDelay is the mock's pause before each round answers
+	// (MockProvider.RoundDelay).
+	MockRoundDelay time.Duration
 	// Chunks receives the reply of every model round while the provider streams it
 	// (package chunks); nil publishes nothing. Chunks never enter the workflow's history.
 	Chunks *chunks.Hub
@@ -172,12 +175,14 @@ func New(cfg Config) (*Activities, error) {
 			return nil, fmt.Errorf("activities: provider %q is nil", key)
 		}
 		if m, ok := p.(*MockProvider); ok && m.Scripts == nil {
-			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict, ChunkDelay: max(m.ChunkDelay, cfg.MockChunkDelay)}
+			p = &MockProvider{Scripts: cfg.MockScripts, Strict: m.Strict || cfg.MockStrict, ChunkDelay: max(m.ChunkDelay, cfg.MockChunkDelay),
+				RoundDelay: max(m.RoundDelay, cfg.MockRoundDelay)}
 		}
 		providers[key] = p
 	}
 	if len(providers) == 0 {
-		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict, ChunkDelay: cfg.MockChunkDelay}
+		providers[DefaultProviderKey] = &MockProvider{Scripts: cfg.MockScripts, Strict: cfg.MockStrict, ChunkDelay: cfg.MockChunkDelay,
+			RoundDelay: cfg.MockRoundDelay}
 	}
 	if providers[DefaultProviderKey] == nil {
 		return nil, fmt.Errorf("activities: no %q provider among the configured keys %v", DefaultProviderKey, slices.Sorted(maps.Keys(providers)))

@@ -45,6 +45,10 @@ type MockProvider struct {
 	// ChunkDelay is paused before each piece (word) of a reply as it streams to
 	// Request.Stream; 0 streams the reply at once.
 	ChunkDelay time.Duration
+	// RoundDelay is paused once before each round answers, streamed or not: the time a
+	// model takes to think, so that a round is still running when a test kills its
+	// worker (the multi-instance witness's kills in a turn).
+	RoundDelay time.Duration
 }
 
 // Name implements Provider.
@@ -109,6 +113,9 @@ func (p *MockProvider) Complete(ctx context.Context, req *Request) (*convo.Model
 			}
 		}
 	}
+	if err := pause(ctx, p.RoundDelay); err != nil {
+		return nil, err
+	}
 	if err := p.stream(ctx, req, text); err != nil {
 		return nil, err
 	}
@@ -124,6 +131,21 @@ func (p *MockProvider) Complete(ctx context.Context, req *Request) (*convo.Model
 		Usage:        convo.Usage{InputTokens: inputTokens(req), OutputTokens: outputTokens(text, calls)},
 		FinishReason: finish,
 	}, nil
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stream passes text to req.Stream word by word, ChunkDelay before each word.

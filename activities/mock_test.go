@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -193,4 +194,21 @@ func TestMockExhausted(t *testing.T) {
 	assert.True(t, nonRetryable)
 	assert.Contains(t, err.Error(), "round 3")
 	assert.Contains(t, err.Error(), "3 rounds")
+}
+
+// RoundDelay holds every round, streamed or not, before it answers, and gives way to
+// the round's cancellation.
+func TestMockRoundDelay(t *testing.T) {
+	p := &MockProvider{Scripts: map[string]*packs.MockScript{"bank": {Default: "OK."}}, RoundDelay: 50 * time.Millisecond}
+	start := time.Now()
+	res, err := p.Complete(context.Background(), mockReq("verifying", 0, convo.Message{Role: convo.RoleUser, Text: "hi"}))
+	require.NoError(t, err)
+	assert.Equal(t, "OK.", res.Text)
+	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.RoundDelay = time.Hour
+	_, err = p.Complete(ctx, mockReq("verifying", 0, convo.Message{Role: convo.RoleUser, Text: "hi"}))
+	assert.ErrorIs(t, err, context.Canceled)
 }

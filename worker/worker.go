@@ -125,6 +125,9 @@ type Config struct {
 	// MockChunkDelay is the scripted mock's pause before each word of a reply as it
 	// streams (0: at once).
 	MockChunkDelay time.Duration
+	// MockRoundDelay is the scripted mock's pause before each round answers
+	// (WOP_MOCK_ROUND_DELAY; 0: at once).
+	MockRoundDelay time.Duration
 	// Chunks is the hub the model rounds publish to; StartStream sets it. Nil: none.
 	Chunks *chunks.Hub `json:"-"`
 	// Identity is the worker's Temporal identity; StartStream sets it to advertise the
@@ -312,6 +315,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			errs = append(errs, fmt.Errorf("WOP_MOCK_CHUNK_DELAY=%q: want a duration such as 20ms", v))
 		} else {
 			cfg.MockChunkDelay = d
+		}
+	}
+	if v := strings.TrimSpace(getenv("WOP_MOCK_ROUND_DELAY")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			errs = append(errs, fmt.Errorf("WOP_MOCK_ROUND_DELAY=%q: want a duration such as 1s", v))
+		} else {
+			cfg.MockRoundDelay = d
 		}
 	}
 	if v := strings.TrimSpace(getenv("WOP_MOCK_STRICT")); v != "" {
@@ -588,6 +599,7 @@ func NewActivities(c client.Client, cfg Config, loaded []*packs.Loaded, bindings
 		MockScripts:    scripts,
 		MockStrict:     cfg.MockStrict,
 		MockChunkDelay: cfg.MockChunkDelay,
+		MockRoundDelay: cfg.MockRoundDelay,
 		Chunks:         cfg.Chunks,
 		// Rounds after a run's first on this worker append the messages their input
 		// carries to the transcript kept here, instead of querying the workflow.

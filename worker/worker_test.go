@@ -187,3 +187,13 @@ func TestClientFlagsOverrideTheEnvironment(t *testing.T) {
 	assert.Equal(t, "secret-key", get("TEMPORAL_API_KEY"))
 	assert.Equal(t, "", get("TEMPORAL_TLS"))
 }
+
+// WOP_MOCK_ROUND_DELAY is a duration the worker hands the scripted mock; anything else
+// is refused by name.
+func TestMockRoundDelayFromEnv(t *testing.T) {
+	cfg, err := ConfigFromEnv(env(map[string]string{"WOP_MOCK_ROUND_DELAY": "750ms"}))
+	require.NoError(t, err)
+	assert.Equal(t, 750*time.Millisecond, cfg.MockRoundDelay)
+	_, err = ConfigFromEnv(env(map[string]string{"WOP_MOCK_ROUND_DELAY": "soon"}))
+	assert.ErrorContains(t, err, "WOP_MOCK_ROUND_DELAY")
+}
