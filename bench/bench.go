@@ -133,12 +133,15 @@ type Options struct {
 	// kill each) and its conversations. MultiKillDelay is how long after each kill it
 	// sends the turns of the killed worker's conversations (0: at once), so the race
 	// between a turn and Temporal noticing the killed worker's closed connection can
-	// be measured.
+	// be measured. MultiKillInTurn, instead, sends those turns first and kills the worker
+	// that long after, while they run on it (its scripted mock's round delay must be
+	// longer): each turn then waits for its workflow task to time out on the dead worker.
 	ClusterAPIs        []string
 	ClusterAPIKey      string
 	MultiKills         int
 	MultiConversations int
 	MultiKillDelay     time.Duration
+	MultiKillInTurn    time.Duration
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -342,12 +345,15 @@ type MultiInstance struct {
 	// MultiKillDelayMs is Options.MultiKillDelay: the turns were sent that long after
 	// each kill. Every time is from the kill, and every bound includes it.
 	MultiKillDelayMs float64 `json:"multi_instance_kill_delay_ms"`
-	MultiTurns       int     `json:"multi_instance_turns,omitempty"`
-	MultiP50Ms       float64 `json:"multi_instance_p50_ms,omitempty"`
-	MultiMaxMs       float64 `json:"multi_instance_max_ms,omitempty"`
-	MultiAccepted    int     `json:"multi_instance_accepted_turns,omitempty"`
-	MultiLost        int     `json:"multi_instance_lost_turns"`
-	MultiDuplicated  int     `json:"multi_instance_duplicated_turns"`
+	// MultiKillInTurnMs is Options.MultiKillInTurn: the turns were sent that long
+	// before each kill, and ran on the killed worker when it died.
+	MultiKillInTurnMs float64 `json:"multi_instance_kill_in_turn_ms,omitempty"`
+	MultiTurns        int     `json:"multi_instance_turns,omitempty"`
+	MultiP50Ms        float64 `json:"multi_instance_p50_ms,omitempty"`
+	MultiMaxMs        float64 `json:"multi_instance_max_ms,omitempty"`
+	MultiAccepted     int     `json:"multi_instance_accepted_turns,omitempty"`
+	MultiLost         int     `json:"multi_instance_lost_turns"`
+	MultiDuplicated   int     `json:"multi_instance_duplicated_turns"`
 	// MultiSticky* are the turns whose workflow task waited on the killed worker's
 	// sticky queue until the sticky schedule-to-start timeout (bound
 	// MultiStickyBoundMs, worker.Recovery.BetweenTurns).
@@ -362,6 +368,13 @@ type MultiInstance struct {
 	MultiDeadPollP50Ms   float64 `json:"multi_instance_dead_poll_p50_ms,omitempty"`
 	MultiDeadPollMaxMs   float64 `json:"multi_instance_dead_poll_max_ms,omitempty"`
 	MultiDeadPollBoundMs float64 `json:"multi_instance_dead_poll_bound_ms,omitempty"`
+	// MultiInTask* are the turns whose workflow task the killed worker had started
+	// before it died: they waited out the workflow task timeout from that start (bound
+	// MultiInTaskBoundMs, worker.Recovery.InWorkflowTask).
+	MultiInTaskTurns   int     `json:"multi_instance_in_task_turns"`
+	MultiInTaskP50Ms   float64 `json:"multi_instance_in_task_p50_ms,omitempty"`
+	MultiInTaskMaxMs   float64 `json:"multi_instance_in_task_max_ms,omitempty"`
+	MultiInTaskBoundMs float64 `json:"multi_instance_in_task_bound_ms,omitempty"`
 	// MultiDirect* are the turns no workflow task timeout delayed (their run was not on
 	// the killed worker's sticky queue).
 	MultiDirectTurns int     `json:"multi_instance_direct_turns"`

@@ -68,6 +68,8 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 	assert.Equal(t, 2, Command([]string{"--samples=x"}, &out, &errOut))
 	assert.Equal(t, 2, Command([]string{"extra"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "unexpected argument")
+	assert.Equal(t, 2, Command([]string{"--kill-in-turn=200ms", "--kill-delay=20ms"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "at most one is set")
 	assert.Equal(t, 0, Command([]string{"-h"}, &out, &errOut))
 	assert.Contains(t, errOut.String(), "usage: wop bench")
 }

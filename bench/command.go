@@ -91,11 +91,16 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&apis, "apis", apis, "the multi-instance workload's `wop api` base `URLs`, comma-separated, of a cluster on --address whose key is WOP_API_KEY (env WOP_CLUSTER_APIS; deploy/cluster/up.sh sets both)")
 	fs.IntVar(&o.MultiKills, "kills", 0, "worker processes the multi-instance workload kills, one per round (default 20)")
 	fs.DurationVar(&o.MultiKillDelay, "kill-delay", 0, "the multi-instance workload sends the killed worker's conversations their turns this long after each kill (default 0: at once), to measure the race between a turn and Temporal noticing the dead worker's connection")
+	fs.DurationVar(&o.MultiKillInTurn, "kill-in-turn", 0, "the multi-instance workload sends the conversations of the worker holding the most their turns first and kills that worker this long after, while the turns run on it (the workers' scripted mock needs a longer WOP_MOCK_ROUND_DELAY); not with --kill-delay")
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if o.MultiKillInTurn < 0 || o.MultiKillDelay < 0 || o.MultiKillInTurn > 0 && o.MultiKillDelay > 0 {
+		fmt.Fprintln(stderr, "wop bench: --kill-in-turn and --kill-delay are durations of which at most one is set: the turns are sent before the kill or after it")
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -33,7 +33,9 @@ import (
 // worker process holds it (the Temporal identity that completed its last workflow task,
 // whose sticky queue its next workflow task goes to: "PID@host@queue"), SIGKILLs the
 // process holding the most of them and at once (or MultiKillDelay later) sends each of
-// those conversations its next turn. A turn's resumption is its reply, read through the
+// those conversations its next turn; with MultiKillInTurn it sends those turns first and
+// kills the process while they run on it (its scripted mock holds each round
+// WOP_MOCK_ROUND_DELAY). A turn's resumption is its reply, read through the
 // API, whose workflow task another identity completed (checked in the history: a reply
 // completed by the killed identity fails the workload); the time from the kill to the
 // reply is the sample, counted by the path the turn took (traceKill). The cluster starts a fresh process in place of the killed one (as compose's
@@ -152,6 +154,10 @@ const (
 	// after the workflow task timeout (WorkflowTaskTimedOut START_TO_CLOSE) before
 	// another worker got it.
 	pathDeadPoll
+	// pathInTask: the killed worker had started the turn's workflow task before it
+	// died (the turn ran on it), so the task timed out after the workflow task timeout
+	// from that start (WorkflowTaskTimedOut START_TO_CLOSE) before another worker got it.
+	pathInTask
 )
 
 func (p killPath) String() string {
@@ -160,6 +166,8 @@ func (p killPath) String() string {
 		return "sticky timeout"
 	case pathDeadPoll:
 		return "handed to the dead poll"
+	case pathInTask:
+		return "running on the killed worker"
 	}
 	return "direct"
 }
@@ -194,10 +202,11 @@ func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.
 // turn took (a timeout of a workflow task since the kill; a task handed to the dead
 // poll outweighs a sticky timeout, it is the longer wait). A workflow task that timed
 // out at its start-to-close timeout must have been started by the killed worker: its
-// WorkflowTaskStarted names victim, or names nobody and started at or after the kill,
-// which is how Temporal (1.32.1) writes a speculative workflow task (an update's, so
-// every turn's) that timed out, whoever took it: only the dead poll took a task after
-// the kill and never answered. Any other timed-out task is an error, not a guess.
+// WorkflowTaskStarted names victim, or names nobody, which is how Temporal (1.32.1)
+// writes a speculative workflow task (an update's, so every turn's) that timed out,
+// whoever took it. Started at or after the kill, only the dead poll took it and never
+// answered; started before, the killed worker was running it when it died (a turn sent
+// before the kill). Any other timed-out task is an error, not a guess.
 func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time) (killTrace, error) {
 	var tr killTrace
 	started := map[int64]*historypb.HistoryEvent{}
@@ -223,15 +232,14 @@ func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time)
 				return killTrace{}, fmt.Errorf("workflow task timed out at event %d: its WorkflowTaskStarted (event %d) is not in the history", ev.GetEventId(), a.GetStartedEventId())
 			}
 			by, at := st.GetWorkflowTaskStartedEventAttributes().GetIdentity(), st.GetEventTime().AsTime()
-			switch {
-			case by == victim:
-			case by == "" && !at.Before(since):
-			case by == "":
-				return killTrace{}, fmt.Errorf("a workflow task started by an unnamed identity at %s, before the kill at %s, timed out after it", at.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano))
-			default:
+			if by != victim && by != "" {
 				return killTrace{}, fmt.Errorf("a workflow task started by %s, not the killed worker %s, timed out after the kill", by, victim)
 			}
-			tr.path = pathDeadPoll
+			if at.Before(since) {
+				tr.path = pathInTask
+			} else if tr.path != pathInTask {
+				tr.path = pathDeadPoll
+			}
 		}
 	}
 	return tr, nil
@@ -376,6 +384,7 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 
 	// samples are the times from the kill to the replies of the turns sent at it;
 	// byPath the same by the path each turn took (traceKill).
+	inTurn := b.opts.MultiKillInTurn > 0
 	var samples []time.Duration
 	byPath := map[killPath][]time.Duration{}
 	resumers := map[string]int{}
@@ -401,38 +410,77 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 		if !ok || h != host || !isLiveWorker(pid) {
 			return fmt.Errorf("round %d: the identity holding %d conversations, %q, is not a live `wop worker` process of this machine", k, len(held[victim]), victim)
 		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			return fmt.Errorf("round %d: kill worker %d: %w", k, pid, err)
+		// resumed sends each conversation of the victim its turn and records the time
+		// from the kill (once it has happened) to the reply, by the path the turn took.
+		var (
+			mu     sync.Mutex
+			killed time.Time
+			kill   = make(chan struct{})
+		)
+		resumed := func() error {
+			return parallel(ctx, len(held[victim]), len(held[victim]), func(ctx context.Context, i int) error {
+				c := held[victim][i]
+				if err := turn(ctx, c); err != nil {
+					return err
+				}
+				select {
+				case <-kill:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				d := time.Since(killed)
+				tr, err := b.afterKill(ctx, c.runID, victim, killed)
+				if err != nil {
+					return err
+				}
+				if tr.completedBy == victim {
+					if inTurn {
+						return fmt.Errorf("run %s: turn %d, sent %s before the kill, is completed by the killed worker %s: its scripted mock answered first (give the workers a WOP_MOCK_ROUND_DELAY longer than --kill-in-turn)", c.runID, c.turns, b.opts.MultiKillInTurn, victim)
+					}
+					return fmt.Errorf("run %s: turn %d after the kill is completed by the killed worker's identity %s", c.runID, c.turns, victim)
+				}
+				mu.Lock()
+				samples = append(samples, d)
+				byPath[tr.path] = append(byPath[tr.path], d)
+				resumers[tr.completedBy]++
+				mu.Unlock()
+				return nil
+			})
 		}
-		killed := time.Now()
-		if d := b.opts.MultiKillDelay; d > 0 {
+		sigkill := func() error {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				return fmt.Errorf("round %d: kill worker %d: %w", k, pid, err)
+			}
+			killed = time.Now()
+			close(kill)
+			return nil
+		}
+		var err error
+		if inTurn {
+			done := make(chan error, 1)
+			go func() { done <- resumed() }()
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(d):
+			case <-time.After(b.opts.MultiKillInTurn):
 			}
+			if err := sigkill(); err != nil {
+				return err
+			}
+			err = <-done
+		} else {
+			if err := sigkill(); err != nil {
+				return err
+			}
+			if d := b.opts.MultiKillDelay; d > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(d):
+				}
+			}
+			err = resumed()
 		}
-		var mu sync.Mutex
-		err := parallel(ctx, len(held[victim]), len(held[victim]), func(ctx context.Context, i int) error {
-			c := held[victim][i]
-			if err := turn(ctx, c); err != nil {
-				return err
-			}
-			d := time.Since(killed)
-			tr, err := b.afterKill(ctx, c.runID, victim, killed)
-			if err != nil {
-				return err
-			}
-			if tr.completedBy == victim {
-				return fmt.Errorf("run %s: turn %d after the kill is completed by the killed worker's identity %s", c.runID, c.turns, victim)
-			}
-			mu.Lock()
-			samples = append(samples, d)
-			byPath[tr.path] = append(byPath[tr.path], d)
-			resumers[tr.completedBy]++
-			mu.Unlock()
-			return nil
-		})
 		if err != nil {
 			return fmt.Errorf("round %d, after killing worker %d: %w", k, pid, err)
 		}
@@ -459,14 +507,23 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	res.MultiStickyTurns, res.MultiStickyP50Ms, res.MultiStickyMaxMs = len(st), percentile(st, 50), percentile(st, 100)
 	res.MultiDeadPollTurns, res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs = len(dp), percentile(dp, 50), percentile(dp, 100)
 	res.MultiDirectTurns, res.MultiDirectP50Ms, res.MultiDirectMaxMs = len(di), percentile(di, 50), percentile(di, 100)
+	it := byPath[pathInTask]
+	res.MultiInTaskTurns, res.MultiInTaskP50Ms, res.MultiInTaskMaxMs = len(it), percentile(it, 50), percentile(it, 100)
 	delay := b.opts.MultiKillDelay
-	res.MultiKillDelayMs = ms(delay)
+	res.MultiKillDelayMs, res.MultiKillInTurnMs = ms(delay), ms(b.opts.MultiKillInTurn)
 	res.MultiStickyBoundMs = ms(delay + bound.BetweenTurns())
 	res.MultiDeadPollBoundMs = ms(delay + bound.InWorkflowTask())
-	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s after the kills and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
-		len(apis), len(resumers), res.MultiKills, res.MultiTurns, delay, res.MultiP50Ms, res.MultiMaxMs,
+	// A task started before the kill times out one workflow task timeout after its start.
+	res.MultiInTaskBoundMs = ms(bound.InWorkflowTask())
+	sentAt := fmt.Sprintf("%s after the kills", delay)
+	if inTurn {
+		sentAt = fmt.Sprintf("%s before the kills, running on the killed worker", b.opts.MultiKillInTurn)
+	}
+	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d were running on the killed worker and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
+		len(apis), len(resumers), res.MultiKills, res.MultiTurns, sentAt, res.MultiP50Ms, res.MultiMaxMs,
 		len(st), res.MultiStickyP50Ms, res.MultiStickyMaxMs, delay+bound.BetweenTurns(),
-		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, delay+bound.InWorkflowTask(), len(di), sent, lost, duplicated)
+		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, delay+bound.InWorkflowTask(),
+		len(it), res.MultiInTaskP50Ms, res.MultiInTaskMaxMs, bound.InWorkflowTask(), len(di), sent, lost, duplicated)
 	if lost > 0 || duplicated > 0 {
 		return fmt.Errorf("%d of %d accepted turns lost and %d duplicated in the transcripts", lost, sent, duplicated)
 	}

@@ -131,10 +131,19 @@ func TestTraceKillReadsTimedOutTasks(t *testing.T) {
 			before().scheduled(3, enumspb.TASK_QUEUE_KIND_NORMAL).started(4, other).timedOut(10004, enumspb.TIMEOUT_TYPE_START_TO_CLOSE).
 				scheduled(10004, enumspb.TASK_QUEUE_KIND_NORMAL).started(10200, other).completed(10250, other),
 			0, "started by 202@host@wop, not the killed worker"},
-		{"a task started by nobody named before the kill timed out after it",
+		{"a turn's speculative task the killed worker was running at the kill, written with no identity",
 			before().scheduled(-300, enumspb.TASK_QUEUE_KIND_STICKY).started(-299, "").timedOut(9701, enumspb.TIMEOUT_TYPE_START_TO_CLOSE).
 				scheduled(9701, enumspb.TASK_QUEUE_KIND_NORMAL).started(9800, other).completed(9850, other),
-			0, "before the kill"},
+			pathInTask, ""},
+		{"a normal task the killed worker was running at the kill, written with its identity",
+			before().scheduled(-300, enumspb.TASK_QUEUE_KIND_NORMAL).started(-299, victim).timedOut(9701, enumspb.TIMEOUT_TYPE_START_TO_CLOSE).
+				scheduled(9701, enumspb.TASK_QUEUE_KIND_NORMAL).started(9800, other).completed(9850, other),
+			pathInTask, ""},
+		{"running at the kill outweighs a later task handed to the dead poll",
+			before().scheduled(-300, enumspb.TASK_QUEUE_KIND_STICKY).started(-299, "").timedOut(9701, enumspb.TIMEOUT_TYPE_START_TO_CLOSE).
+				scheduled(9701, enumspb.TASK_QUEUE_KIND_NORMAL).started(9702, "").timedOut(19702, enumspb.TIMEOUT_TYPE_START_TO_CLOSE).
+				scheduled(19702, enumspb.TASK_QUEUE_KIND_NORMAL).started(19800, other).completed(19850, other),
+			pathInTask, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tr, err := traceKill(c.history.events, victim, kill)

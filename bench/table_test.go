@@ -47,7 +47,17 @@ func TestTableShowsTheKillPaths(t *testing.T) {
 	assert.NotContains(t, s, "straight to a live worker")
 	assert.Contains(t, s, "sent at the kill")
 
+	assert.NotContains(t, s, "running on the killed worker", "no in-task row when no turn ran at a kill")
+
 	out.Reset()
 	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 80, MultiKillDelayMs: 200, MultiAccepted: 200}})
 	assert.Contains(t, out.String(), "sent 200 ms after the kill")
+
+	// Turns sent before the kill: the in-task row with its bound.
+	out.Reset()
+	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 60, MultiKillInTurnMs: 200, MultiAccepted: 180,
+		MultiInTaskTurns: 60, MultiInTaskP50Ms: 9900, MultiInTaskMaxMs: 10050, MultiInTaskBoundMs: 10500}})
+	s = out.String()
+	assert.Contains(t, s, "sent 200 ms before the kill (running on the killed worker)")
+	assert.Regexp(t, `running on the killed worker at the kill \(the workflow task timeout from its start\)\s+60 turns: p50 9900 ms, max 10050 ms\s+max ≤ 10500 ms \(met\)`, s)
 }

@@ -401,7 +401,10 @@ func (b *bench) table(r *Result) {
 	}
 	if ran("multi-instance") && r.MultiInstance != nil && r.MultiTurns > 0 {
 		sent := "at the kill"
-		if r.MultiKillDelayMs > 0 {
+		switch {
+		case r.MultiKillInTurnMs > 0:
+			sent = fmt.Sprintf("%.0f ms before the kill (running on the killed worker)", r.MultiKillInTurnMs)
+		case r.MultiKillDelayMs > 0:
 			sent = fmt.Sprintf("%.0f ms after the kill", r.MultiKillDelayMs)
 		}
 		fmt.Fprintf(tw, "2 workers + 2 APIs: kill of the worker holding the conversations → their turns, sent %s, resumed by another worker (%d turns, %d kills)\tp50 %.0f ms, max %.0f ms; %d lost, %d duplicated of %d\tno turn lost or duplicated %s\t\n",
@@ -422,6 +425,10 @@ func (b *bench) table(r *Result) {
 			r.MultiStickyTurns, r.MultiStickyP50Ms, r.MultiStickyMaxMs, r.MultiStickyBoundMs)
 		path("handed to the killed worker's poll (the workflow task timeout)",
 			r.MultiDeadPollTurns, r.MultiDeadPollP50Ms, r.MultiDeadPollMaxMs, r.MultiDeadPollBoundMs)
+		if r.MultiKillInTurnMs > 0 || r.MultiInTaskTurns > 0 {
+			path("running on the killed worker at the kill (the workflow task timeout from its start)",
+				r.MultiInTaskTurns, r.MultiInTaskP50Ms, r.MultiInTaskMaxMs, r.MultiInTaskBoundMs)
+		}
 		if r.MultiDirectTurns > 0 {
 			path("sent straight to a live worker (no timeout)", r.MultiDirectTurns, r.MultiDirectP50Ms, r.MultiDirectMaxMs, 0)
 		}

@@ -12,13 +12,20 @@
 #
 # WOP_WITNESS_KILLS sets the number of kills; WOP_WITNESS_KILL_DELAY (a duration, 200ms)
 # sends the turns that long after each kill instead of at once (`wop bench --kill-delay`);
-# the other settings are up.sh's.
+# WOP_WITNESS_KILL_IN_TURN (a duration, 200ms) sends them first and kills the worker that
+# long after, while they run on it (`wop bench --kill-in-turn`; the workers' scripted mock
+# then holds each round WOP_MOCK_ROUND_DELAY, 1s unless set); the other settings are up.sh's.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${1:-}"
 KILLS="${WOP_WITNESS_KILLS:-20}"
 KILL_DELAY="${WOP_WITNESS_KILL_DELAY:-0s}"
+KILL_IN_TURN="${WOP_WITNESS_KILL_IN_TURN:-0s}"
+if [[ "$KILL_IN_TURN" != 0s && "$KILL_IN_TURN" != 0 ]]; then
+  # A round must still run when the kill lands; the workers inherit this.
+  export WOP_MOCK_ROUND_DELAY="${WOP_MOCK_ROUND_DELAY:-1s}"
+fi
 
 WORK="$(mktemp -d /tmp/wop-witness.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -28,8 +35,8 @@ cp "$ROOT"/bench/testdata/packs/bench-echo.* "$WORK/packs/"
 chmod -R a+rX "$WORK"
 
 cmd=(sh -c 'exec "$WOP_BIN" bench --address "$TEMPORAL_ADDRESS" --namespace "$TEMPORAL_NAMESPACE" \
-  --only multi-instance --kills "$0" --kill-delay "$1" --cpu-process temporal="$WOP_CLUSTER_TEMPORAL_PID" \
-  --cpu-process postgres="$WOP_CLUSTER_POSTGRES_PID"' "$KILLS" "$KILL_DELAY")
+  --only multi-instance --kills "$0" --kill-delay "$1" --kill-in-turn "$2" --cpu-process temporal="$WOP_CLUSTER_TEMPORAL_PID" \
+  --cpu-process postgres="$WOP_CLUSTER_POSTGRES_PID"' "$KILLS" "$KILL_DELAY" "$KILL_IN_TURN")
 if [[ -z "${WOP_BIN:-}" ]]; then
   echo "[witness] building wop"
   (cd "$ROOT" && go build -o "$WORK/wop" ./cmd/wop)
