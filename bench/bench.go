@@ -375,6 +375,11 @@ type MultiInstance struct {
 	MultiInTaskP50Ms   float64 `json:"multi_instance_in_task_p50_ms,omitempty"`
 	MultiInTaskMaxMs   float64 `json:"multi_instance_in_task_max_ms,omitempty"`
 	MultiInTaskBoundMs float64 `json:"multi_instance_in_task_bound_ms,omitempty"`
+	// MultiInTaskResumed* are those turns' times from the kill to their resumption
+	// (another worker starts the run's workflow task), which the bound holds; the
+	// reply (MultiInTaskP50Ms) follows by the turn's own work run again.
+	MultiInTaskResumedP50Ms float64 `json:"multi_instance_in_task_resumed_p50_ms,omitempty"`
+	MultiInTaskResumedMaxMs float64 `json:"multi_instance_in_task_resumed_max_ms,omitempty"`
 	// MultiDirect* are the turns no workflow task timeout delayed (their run was not on
 	// the killed worker's sticky queue).
 	MultiDirectTurns int     `json:"multi_instance_direct_turns"`

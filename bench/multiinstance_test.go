@@ -154,6 +154,11 @@ func TestTraceKillReadsTimedOutTasks(t *testing.T) {
 			if assert.NoError(t, err) {
 				assert.Equal(t, c.path.String(), tr.path.String())
 				assert.Equal(t, other, tr.completedBy)
+				// The resumption is the other worker's first task start after the kill.
+				if assert.False(t, tr.resumedAt.IsZero()) {
+					last := c.history.events[len(c.history.events)-2]
+					assert.Equal(t, last.GetEventTime().AsTime(), tr.resumedAt)
+				}
 			}
 		})
 	}

@@ -56,8 +56,9 @@ func TestTableShowsTheKillPaths(t *testing.T) {
 	// Turns sent before the kill: the in-task row with its bound.
 	out.Reset()
 	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 60, MultiKillInTurnMs: 200, MultiAccepted: 180,
-		MultiInTaskTurns: 60, MultiInTaskP50Ms: 9900, MultiInTaskMaxMs: 10050, MultiInTaskBoundMs: 10500}})
+		MultiInTaskTurns: 60, MultiInTaskP50Ms: 10900, MultiInTaskMaxMs: 11300, MultiInTaskBoundMs: 10500,
+		MultiInTaskResumedP50Ms: 9850, MultiInTaskResumedMaxMs: 9990}})
 	s = out.String()
 	assert.Contains(t, s, "sent 200 ms before the kill (running on the killed worker)")
-	assert.Regexp(t, `running on the killed worker at the kill \(the workflow task timeout from its start\)\s+60 turns: p50 9900 ms, max 10050 ms\s+max ≤ 10500 ms \(met\)`, s)
+	assert.Regexp(t, `running on the killed worker at the kill: resumed by another worker \(the workflow task timeout from its start\)\s+60 turns: p50 9850 ms, max 9990 ms \(replied p50 10900 ms, max 11300 ms\)\s+max ≤ 10500 ms \(met\)`, s)
 }

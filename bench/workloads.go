@@ -426,8 +426,14 @@ func (b *bench) table(r *Result) {
 		path("handed to the killed worker's poll (the workflow task timeout)",
 			r.MultiDeadPollTurns, r.MultiDeadPollP50Ms, r.MultiDeadPollMaxMs, r.MultiDeadPollBoundMs)
 		if r.MultiKillInTurnMs > 0 || r.MultiInTaskTurns > 0 {
-			path("running on the killed worker at the kill (the workflow task timeout from its start)",
-				r.MultiInTaskTurns, r.MultiInTaskP50Ms, r.MultiInTaskMaxMs, r.MultiInTaskBoundMs)
+			// The bound holds the resumption; the reply adds the turn's work, run again.
+			if r.MultiInTaskTurns == 0 {
+				fmt.Fprintf(tw, "  of them running on the killed worker at the kill\tno turn\t\t\n")
+			} else {
+				fmt.Fprintf(tw, "  of them running on the killed worker at the kill: resumed by another worker (the workflow task timeout from its start)\t%d turns: p50 %.0f ms, max %.0f ms (replied p50 %.0f ms, max %.0f ms)\tmax ≤ %.0f ms %s\t\n",
+					r.MultiInTaskTurns, r.MultiInTaskResumedP50Ms, r.MultiInTaskResumedMaxMs, r.MultiInTaskP50Ms, r.MultiInTaskMaxMs,
+					r.MultiInTaskBoundMs, mark(r.MultiInTaskResumedMaxMs > 0 && r.MultiInTaskResumedMaxMs <= r.MultiInTaskBoundMs))
+			}
 		}
 		if r.MultiDirectTurns > 0 {
 			path("sent straight to a live worker (no timeout)", r.MultiDirectTurns, r.MultiDirectP50Ms, r.MultiDirectMaxMs, 0)
