@@ -103,3 +103,81 @@ type WorkflowRestored struct {
 	NodeID              string `json:"nodeId"`
 	ReplacedIncarnation string `json:"replacedIncarnation"`
 }
+
+// The payloads of run.started, the clarification and conversation events and
+// replay.diverged. Each has its fields in the order of their JSON names, the order of
+// the maps they replaced; a field is omitempty exactly where its map left the key out,
+// so their bytes are those of the recorded runs.
+
+// RunStarted is the payload of run.started. A run without a definition records only
+// its WorkflowID ("unknown"); every other run records EngineVersion and Transport, and
+// Inputs and Metadata when they are objects.
+type RunStarted struct {
+	EngineVersion string          `json:"engineVersion,omitempty"`
+	Inputs        json.RawMessage `json:"inputs,omitempty"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+	// Owner is present when the run has a tenant.
+	Owner     *RunOwner `json:"owner,omitempty"`
+	Tags      []string  `json:"tags,omitempty"`
+	Transport string    `json:"transport,omitempty"`
+	// WorkflowID is present even when empty.
+	WorkflowID string `json:"workflowId"`
+}
+
+// RunOwner is run.started's echo of the run's owner (runs.md). Only runs created with
+// a subject carry one, so the payload of earlier runs is what it was.
+type RunOwner struct {
+	Principal string   `json:"principal,omitempty"`
+	Subject   *Subject `json:"subject,omitempty"`
+	Tenant    string   `json:"tenant"`
+}
+
+// ClarificationQuestion is one question of a clarification gate, as its config and
+// its interrupt's data declare it.
+type ClarificationQuestion struct {
+	ID       string          `json:"id"`
+	Question string          `json:"question"`
+	Schema   json.RawMessage `json:"schema,omitempty"`
+}
+
+// ClarificationRequested is the payload of clarification.requested.
+type ClarificationRequested struct {
+	InterruptID string                  `json:"interruptId"`
+	NodeID      string                  `json:"nodeId"`
+	Questions   []ClarificationQuestion `json:"questions"`
+}
+
+// ConversationExchanged is the payload of conversation.exchanged: one turn.
+type ConversationExchanged struct {
+	ConversationID string `json:"conversationId"`
+	Turn           Turn   `json:"turn"`
+	TurnIndex      int    `json:"turnIndex"`
+}
+
+// ConversationClosed is the payload of conversation.closed: the final turn and the
+// conversation's outcome (null when it has none).
+type ConversationClosed struct {
+	ConversationID string          `json:"conversationId"`
+	FinalTurn      Turn            `json:"finalTurn"`
+	Outcome        json.RawMessage `json:"outcome"`
+	TurnIndex      int             `json:"turnIndex"`
+}
+
+// ReplayDiverged is the payload of replay.diverged: where a fork's replay no longer
+// follows its source run (OpenWOP replay.md).
+type ReplayDiverged struct {
+	AtSequence      int64  `json:"atSequence"`
+	DivergenceKind  string `json:"divergenceKind"`
+	DivergencePoint string `json:"divergencePoint"`
+	// NodeID names the node whose replay diverged; a divergence of the run's inputs
+	// has none.
+	NodeID string `json:"nodeId,omitempty"`
+	// OriginalEventID is the source's event the replay departs from, present whenever
+	// it is set, even when empty.
+	OriginalEventID *string `json:"originalEventId,omitempty"`
+	Reason          string  `json:"reason"`
+	// ReplayEventID is the replay's own event at the point of divergence, when there
+	// is one.
+	ReplayEventID string `json:"replayEventId,omitempty"`
+	SourceRunID   string `json:"sourceRunId"`
+}

@@ -101,3 +101,70 @@ func TestWorkflowRestoredEncodesInNameOrder(t *testing.T) {
 		t.Errorf("at v2 got %s\nwant %s", v2, wantV2)
 	}
 }
+
+// run.started, the clarification and conversation payloads and replay.diverged encode
+// as the maps the run built before them did: a key the map always wrote is written
+// when empty too, and a key it added on a condition is absent where the map left it
+// out.
+func TestRunAndConversationPayloadsEncodeAsTheirMaps(t *testing.T) {
+	subj := &Subject{Issuer: IssuerAPIKey, SubjectID: "k1", Tenant: "acme", Lane: "api-key", Kind: "key"}
+	turn := Turn{MessageID: "m-1", From: "u", Content: json.RawMessage(`{"text":"<hi> & bye"}`), Ts: 5, Role: RoleUser, TurnIndex: 1}
+	emptyID := ""
+	evt := "evt-src-0"
+	for _, c := range []struct {
+		name string
+		v, m any
+	}{
+		{"run.started without a definition", RunStarted{WorkflowID: "unknown"}, map[string]any{"workflowId": "unknown"}},
+		{"run.started, bare", RunStarted{WorkflowID: "", Transport: "rest", EngineVersion: "wop/1"},
+			map[string]any{"workflowId": "", "transport": "rest", "engineVersion": "wop/1"}},
+		{"run.started, empty tags", RunStarted{WorkflowID: "w", Transport: "rest", EngineVersion: "wop/1", Tags: []string{}},
+			map[string]any{"workflowId": "w", "transport": "rest", "engineVersion": "wop/1"}},
+		{"run.started, tenant only", RunStarted{WorkflowID: "w", Transport: "rest", EngineVersion: "wop/1", Owner: &RunOwner{Tenant: "acme"}},
+			map[string]any{"workflowId": "w", "transport": "rest", "engineVersion": "wop/1", "owner": map[string]any{"tenant": "acme"}}},
+		{"run.started, every field", RunStarted{
+			WorkflowID: "w", Transport: "rest", EngineVersion: "wop/1", Inputs: json.RawMessage(`{"q": "<a>"}`),
+			Owner: &RunOwner{Tenant: "acme", Principal: "p", Subject: subj}, Tags: []string{"b", "a"}, Metadata: json.RawMessage(`{"m":1}`),
+		}, map[string]any{
+			"workflowId": "w", "transport": "rest", "engineVersion": "wop/1", "inputs": json.RawMessage(`{"q": "<a>"}`),
+			"owner": map[string]any{"tenant": "acme", "principal": "p", "subject": subj}, "tags": []string{"b", "a"}, "metadata": json.RawMessage(`{"m":1}`),
+		}},
+		{"clarification.requested", ClarificationRequested{NodeID: "n", InterruptID: "i", Questions: []ClarificationQuestion{
+			{ID: "q1", Question: "Why <now>?"}, {ID: "q2", Question: "", Schema: json.RawMessage(`{"type":"string"}`)}}},
+			map[string]any{"nodeId": "n", "interruptId": "i", "questions": []ClarificationQuestion{
+				{ID: "q1", Question: "Why <now>?"}, {ID: "q2", Question: "", Schema: json.RawMessage(`{"type":"string"}`)}}}},
+		{"clarification.requested without questions", ClarificationRequested{},
+			map[string]any{"nodeId": "", "interruptId": "", "questions": []ClarificationQuestion(nil)}},
+		{"conversation.exchanged", ConversationExchanged{ConversationID: "c", TurnIndex: 1, Turn: turn},
+			map[string]any{"conversationId": "c", "turnIndex": 1, "turn": turn}},
+		{"conversation.exchanged, zero turn", ConversationExchanged{},
+			map[string]any{"conversationId": "", "turnIndex": 0, "turn": Turn{}}},
+		{"conversation.closed", ConversationClosed{ConversationID: "c", TurnIndex: 1, FinalTurn: turn, Outcome: json.RawMessage(`{"ok":true}`)},
+			map[string]any{"conversationId": "c", "turnIndex": 1, "finalTurn": turn, "outcome": json.RawMessage(`{"ok":true}`)}},
+		{"conversation.closed without an outcome", ConversationClosed{ConversationID: "c", Outcome: json.RawMessage(`null`)},
+			map[string]any{"conversationId": "c", "turnIndex": 0, "finalTurn": Turn{}, "outcome": json.RawMessage(`null`)}},
+		{"replay.diverged of the inputs", ReplayDiverged{
+			SourceRunID: "src", AtSequence: 0, OriginalEventID: &evt, ReplayEventID: "evt-fork-0",
+			DivergenceKind: "input", DivergencePoint: EvRunStarted, Reason: "other <inputs>",
+		}, map[string]any{
+			"sourceRunId": "src", "atSequence": int64(0), "originalEventId": evt, "replayEventId": "evt-fork-0",
+			"divergenceKind": "input", "divergencePoint": EvRunStarted, "reason": "other <inputs>",
+		}},
+		{"replay.diverged of the inputs, empty ids", ReplayDiverged{SourceRunID: "", AtSequence: 3, OriginalEventID: &emptyID, DivergenceKind: "input", DivergencePoint: EvRunStarted},
+			map[string]any{"sourceRunId": "", "atSequence": int64(3), "originalEventId": "", "divergenceKind": "input", "divergencePoint": EvRunStarted, "reason": ""}},
+		{"replay.diverged of a node", ReplayDiverged{SourceRunID: "src", AtSequence: 4, DivergenceKind: "output", DivergencePoint: EvConversationClosed, NodeID: "n", Reason: "r"},
+			map[string]any{"sourceRunId": "src", "atSequence": int64(4), "divergenceKind": "output", "divergencePoint": EvConversationClosed, "nodeId": "n", "reason": "r"}},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+	}
+}

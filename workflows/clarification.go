@@ -8,15 +8,9 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-type clarificationQuestion struct {
-	ID       string          `json:"id"`
-	Question string          `json:"question"`
-	Schema   json.RawMessage `json:"schema,omitempty"`
-}
-
 type clarificationData struct {
-	Questions   []clarificationQuestion `json:"questions"`
-	ContextType string                  `json:"contextType,omitempty"`
+	Questions   []protocol.ClarificationQuestion `json:"questions"`
+	ContextType string                           `json:"contextType,omitempty"`
 }
 
 type clarificationConfig struct {
@@ -95,7 +89,7 @@ func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) 
 		qs = append(qs, fmt.Sprintf("%s: %q", q.ID, q.Question))
 	}
 	it := r.raise(n.ID, interruptSpec{Kind: protocol.KindClarification, Data: d, TimeoutMs: timeoutMs, Describe: "Questions " + strings.Join(qs, "; ") + "."})
-	r.emit(protocol.EvClarificationRequested, n.ID, map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "questions": d.Questions}, it.requestedEvent)
+	r.emit(protocol.EvClarificationRequested, n.ID, protocol.ClarificationRequested{NodeID: n.ID, InterruptID: it.InterruptID, Questions: d.Questions}, it.requestedEvent)
 	req, _, answers, timedOut, err := r.nextResolve(n.ID)
 	if err != nil {
 		return nil, err

@@ -195,8 +195,8 @@ func (c *conversation) inRoster(id string) bool {
 func (c *conversation) record(t protocol.Turn) {
 	c.r.countTurn(c.Turns, t)
 	c.appendTurn(t)
-	c.LastEventID = c.r.emit(protocol.EvConversationExchanged, c.NodeID, map[string]any{
-		"conversationId": c.ID, "turnIndex": t.TurnIndex, "turn": t,
+	c.LastEventID = c.r.emit(protocol.EvConversationExchanged, c.NodeID, protocol.ConversationExchanged{
+		ConversationID: c.ID, TurnIndex: t.TurnIndex, Turn: t,
 	}, c.LastEventID)
 	c.refreshExchangeData()
 }
@@ -245,8 +245,8 @@ func (c *conversation) close(final protocol.Turn, outcome json.RawMessage, req R
 	c.appendTurn(final)
 	c.Closed = true
 	c.Outcome = outcome
-	c.LastEventID = c.r.emit(protocol.EvConversationClosed, c.NodeID, map[string]any{
-		"conversationId": c.ID, "turnIndex": final.TurnIndex, "finalTurn": final, "outcome": outcome,
+	c.LastEventID = c.r.emit(protocol.EvConversationClosed, c.NodeID, protocol.ConversationClosed{
+		ConversationID: c.ID, TurnIndex: final.TurnIndex, FinalTurn: final, Outcome: outcome,
 	}, c.LastEventID)
 	if c.agentIt != nil {
 		c.r.settle(c.agentIt)

@@ -219,10 +219,10 @@ func (r *runner) checkForkInputs(startedID string) {
 		if bytes.Equal(canonicalJSON(src), canonicalJSON(mine)) || !r.changed(GateForkInputs) {
 			return
 		}
-		r.emit(protocol.EvReplayDiverged, "", map[string]any{
-			"sourceRunId": f.SourceRunID, "atSequence": e.Sequence, "originalEventId": e.EventID, "replayEventId": startedID,
-			"divergenceKind": "input", "divergencePoint": protocol.EvRunStarted,
-			"reason": "the fork runs on other inputs than its source's run.started recorded",
+		r.emit(protocol.EvReplayDiverged, "", protocol.ReplayDiverged{
+			SourceRunID: f.SourceRunID, AtSequence: e.Sequence, OriginalEventID: &e.EventID, ReplayEventID: startedID,
+			DivergenceKind: "input", DivergencePoint: protocol.EvRunStarted,
+			Reason: "the fork runs on other inputs than its source's run.started recorded",
 		}, startedID)
 		return
 	}

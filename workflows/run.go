@@ -148,7 +148,7 @@ func (r *runner) setup() error {
 func (r *runner) run() (*Snapshot, error) {
 	if r.in.Definition == nil {
 		r.startedAt = workflow.Now(r.ctx)
-		r.emit(protocol.EvRunStarted, "", map[string]any{"workflowId": "unknown"}, "")
+		r.emit(protocol.EvRunStarted, "", protocol.RunStarted{WorkflowID: "unknown"}, "")
 		return r.fail("", protocol.RunError{Code: protocol.CodeValidation, Message: "the run input carries no workflow definition"})
 	}
 	if r.carried == nil {
@@ -220,28 +220,18 @@ func (r *runner) run() (*Snapshot, error) {
 	return r.complete()
 }
 
-func (r *runner) runStartedPayload() map[string]any {
-	p := map[string]any{"workflowId": r.in.Definition.ID, "transport": "rest", "engineVersion": EngineVersion}
+func (r *runner) runStartedPayload() protocol.RunStarted {
+	p := protocol.RunStarted{WorkflowID: r.in.Definition.ID, Transport: "rest", EngineVersion: EngineVersion, Tags: r.in.Tags}
 	if len(r.in.Inputs) > 0 && r.in.Inputs[0] == '{' {
-		p["inputs"] = r.in.Inputs
+		p.Inputs = r.in.Inputs
 	}
 	if r.in.Owner.Tenant != "" {
-		owner := map[string]any{"tenant": r.in.Owner.Tenant}
-		if r.in.Owner.Principal != "" {
-			owner["principal"] = r.in.Owner.Principal
-		}
 		// run.started echoes the owner (runs.md); only runs created with a subject
 		// carry one, so the payload of earlier runs is what it was.
-		if r.in.Owner.Subject != nil {
-			owner["subject"] = r.in.Owner.Subject
-		}
-		p["owner"] = owner
-	}
-	if len(r.in.Tags) > 0 {
-		p["tags"] = r.in.Tags
+		p.Owner = &protocol.RunOwner{Tenant: r.in.Owner.Tenant, Principal: r.in.Owner.Principal, Subject: r.in.Owner.Subject}
 	}
 	if len(r.in.Metadata) > 0 && r.in.Metadata[0] == '{' {
-		p["metadata"] = r.in.Metadata
+		p.Metadata = r.in.Metadata
 	}
 	return p
 }
