@@ -181,3 +181,113 @@ type ReplayDiverged struct {
 	ReplayEventID string `json:"replayEventId,omitempty"`
 	SourceRunID   string `json:"sourceRunId"`
 }
+
+// The payloads of the interrupt lifecycle, approval.requested, clarification.resolved,
+// conversation.opened, the pause and the run's failure and cancellation. As the others,
+// each has its fields in the order of their JSON names, and a field is omitempty
+// exactly where its map left the key out: the run sets those fields only on the
+// conditions the maps added their keys on.
+
+// NodeSuspended is the payload of node.suspended. Kind is present for the kinds of the
+// first vocabulary only (approval, clarification, external-event, custom).
+type NodeSuspended struct {
+	InterruptID string `json:"interruptId"`
+	Key         string `json:"key"`
+	Kind        string `json:"kind,omitempty"`
+	NodeID      string `json:"nodeId"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// InterruptRequested is the payload of interrupt.requested: the interrupt's kind, key
+// and data, its resume schema when it has one and its timeout when it has one.
+type InterruptRequested struct {
+	Data         json.RawMessage `json:"data"`
+	Key          string          `json:"key"`
+	Kind         string          `json:"kind"`
+	ResumeSchema json.RawMessage `json:"resumeSchema,omitempty"`
+	TimeoutMs    int64           `json:"timeoutMs,omitempty"`
+}
+
+// InterruptResolved is the payload of interrupt.resolved. Kind is present as on
+// node.suspended; Via is "token" when the request came with a signed token (ResolvedBy
+// is then the key the token was issued to). An approval decided by a rejection (RFC
+// 0223) carries its Action, Decision and, for a timeout, Reason.
+type InterruptResolved struct {
+	// Action is present with a decision, even when empty.
+	Action      *string         `json:"action,omitempty"`
+	Decision    string          `json:"decision,omitempty"`
+	InterruptID string          `json:"interruptId"`
+	Kind        string          `json:"kind,omitempty"`
+	NodeID      string          `json:"nodeId"`
+	Reason      string          `json:"reason,omitempty"`
+	ResolvedAt  string          `json:"resolvedAt"`
+	ResolvedBy  string          `json:"resolvedBy,omitempty"`
+	ResumeValue json.RawMessage `json:"resumeValue"`
+	Via         string          `json:"via,omitempty"`
+}
+
+// ApprovalRequested is the payload of approval.requested, in the legacy vocabulary of
+// its actions (edit-accept is "edit").
+type ApprovalRequested struct {
+	Actions           []string `json:"actions"`
+	ApproversList     []string `json:"approversList,omitempty"`
+	ArtifactID        string   `json:"artifactId"`
+	ArtifactType      string   `json:"artifactType"`
+	InterruptID       string   `json:"interruptId"`
+	NodeID            string   `json:"nodeId"`
+	RequiredApprovals int      `json:"requiredApprovals,omitempty"`
+	Title             string   `json:"title"`
+}
+
+// ClarificationResolved is the payload of clarification.resolved: the answers keyed by
+// question id, and who answered when the request said.
+type ClarificationResolved struct {
+	AnsweredBy string          `json:"answeredBy,omitempty"`
+	Answers    json.RawMessage `json:"answers"`
+	NodeID     string          `json:"nodeId"`
+}
+
+// ConversationOpened is the payload of conversation.opened. Participants is the gate
+// config's roster, unchanged, on runs that record it.
+type ConversationOpened struct {
+	AgentID        string          `json:"agentId"`
+	ConversationID string          `json:"conversationId"`
+	InitialTurn    Turn            `json:"initialTurn"`
+	Participants   []Participant   `json:"participants,omitempty"`
+	Schema         json.RawMessage `json:"schema,omitempty"`
+}
+
+// RunPaused is the payload of run.paused. InterruptedNodeID is the node an immediate
+// pause interrupted, when one was running.
+type RunPaused struct {
+	DrainPolicy       string `json:"drainPolicy"`
+	InterruptedNodeID string `json:"interruptedNodeId,omitempty"`
+	PausedAt          string `json:"pausedAt"`
+	PausedBy          string `json:"pausedBy,omitempty"`
+	Reason            string `json:"reason,omitempty"`
+}
+
+// RunResumed is the payload of run.resumed.
+type RunResumed struct {
+	DrainPolicy string `json:"drainPolicy"`
+	Reason      string `json:"reason,omitempty"`
+	ResumedAt   string `json:"resumedAt"`
+	ResumedBy   string `json:"resumedBy,omitempty"`
+}
+
+// RunFailed is the payload of run.failed. FailedNodeID names the node whose failure
+// failed the run, when one did.
+type RunFailed struct {
+	DurationMs   int64    `json:"durationMs"`
+	Error        RunError `json:"error"`
+	FailedNodeID string   `json:"failedNodeId,omitempty"`
+}
+
+// RunCancelled is the payload of run.cancelled. ParentRunID names the parent whose
+// cancellation cancelled the run (reason "parent-cancelled").
+type RunCancelled struct {
+	CancelledBy string `json:"cancelledBy,omitempty"`
+	DurationMs  int64  `json:"durationMs"`
+	ParentRunID string `json:"parentRunId,omitempty"`
+	Reason      string `json:"reason"`
+}

@@ -168,3 +168,75 @@ func TestRunAndConversationPayloadsEncodeAsTheirMaps(t *testing.T) {
 		}
 	}
 }
+
+// The interrupt lifecycle, approval.requested, clarification.resolved,
+// conversation.opened, the pause and the run's failure and cancellation encode as the
+// maps the run built before them did, with and without each key the maps added on a
+// condition.
+func TestInterruptAndRunPayloadsEncodeAsTheirMaps(t *testing.T) {
+	action, empty := "reject", ""
+	turn := Turn{MessageID: "c:0", From: "system", Content: json.RawMessage(`{"text":"Hello & <welcome>"}`), Role: RoleSystem}
+	roster := []Participant{{AgentID: "a1", Name: "A"}, {AgentID: "a2"}}
+	rerr := RunError{Code: CodeInternal, Message: "boom", Details: json.RawMessage(`{"x":1}`)}
+	for _, c := range []struct {
+		name string
+		v, m any
+	}{
+		{"node.suspended", NodeSuspended{NodeID: "n", InterruptID: "i", Key: "r:n:0"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "key": "r:n:0"}},
+		{"node.suspended with kind and reason", NodeSuspended{NodeID: "n", InterruptID: "i", Key: "k", Kind: KindApproval, Reason: "conversation-input"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "key": "k", "kind": KindApproval, "reason": "conversation-input"}},
+		{"interrupt.requested", InterruptRequested{Kind: KindConversationStart, Key: "k", Data: json.RawMessage(`{"title":"<t>"}`)},
+			map[string]any{"kind": KindConversationStart, "key": "k", "data": json.RawMessage(`{"title":"<t>"}`)}},
+		{"interrupt.requested with schema and timeout", InterruptRequested{Kind: "", Key: "", Data: json.RawMessage(`null`), ResumeSchema: json.RawMessage(`{"type":"object"}`), TimeoutMs: 1500},
+			map[string]any{"kind": "", "key": "", "data": json.RawMessage(`null`), "resumeSchema": json.RawMessage(`{"type":"object"}`), "timeoutMs": int64(1500)}},
+		{"interrupt.resolved", InterruptResolved{NodeID: "n", InterruptID: "i", ResumeValue: json.RawMessage(`null`), ResolvedAt: "t"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "resumeValue": json.RawMessage(`null`), "resolvedAt": "t"}},
+		{"interrupt.resolved by token", InterruptResolved{NodeID: "n", InterruptID: "i", ResumeValue: json.RawMessage(`{"a":"<b>"}`), ResolvedAt: "t", Kind: KindCustom, ResolvedBy: "key-1", Via: "token"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "resumeValue": json.RawMessage(`{"a":"<b>"}`), "resolvedAt": "t", "kind": KindCustom, "resolvedBy": "key-1", "via": "token"}},
+		{"interrupt.resolved of a rejection", InterruptResolved{NodeID: "n", InterruptID: "i", ResumeValue: json.RawMessage(`{}`), ResolvedAt: "t", Action: &action, Decision: "rejected"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "resumeValue": json.RawMessage(`{}`), "resolvedAt": "t", "action": action, "decision": "rejected"}},
+		{"interrupt.resolved of a timeout", InterruptResolved{NodeID: "n", InterruptID: "i", ResumeValue: json.RawMessage(`{}`), ResolvedAt: "t", ResolvedBy: "system", Action: &empty, Decision: "rejected", Reason: "timeout"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "resumeValue": json.RawMessage(`{}`), "resolvedAt": "t", "resolvedBy": "system", "action": "", "decision": "rejected", "reason": "timeout"}},
+		{"approval.requested", ApprovalRequested{NodeID: "n", InterruptID: "i", ArtifactID: "n", ArtifactType: "workflow-node", Title: "Approve <n>", Actions: []string{}},
+			map[string]any{"nodeId": "n", "interruptId": "i", "artifactId": "n", "artifactType": "workflow-node", "title": "Approve <n>", "actions": []string{}}},
+		{"approval.requested with a quorum", ApprovalRequested{NodeID: "n", InterruptID: "i", Title: "t", Actions: []string{"accept", "edit"}, RequiredApprovals: 2, ApproversList: []string{"k1", "k2"}},
+			map[string]any{"nodeId": "n", "interruptId": "i", "artifactId": "", "artifactType": "", "title": "t", "actions": []string{"accept", "edit"}, "requiredApprovals": 2, "approversList": []string{"k1", "k2"}}},
+		{"approval.requested with an empty list of approvers", ApprovalRequested{Actions: []string{"accept"}, ApproversList: []string{}},
+			map[string]any{"nodeId": "", "interruptId": "", "artifactId": "", "artifactType": "", "title": "", "actions": []string{"accept"}}},
+		{"clarification.resolved", ClarificationResolved{NodeID: "n", Answers: json.RawMessage(`{"q1":"<a>"}`)},
+			map[string]any{"nodeId": "n", "answers": json.RawMessage(`{"q1":"<a>"}`)}},
+		{"clarification.resolved without answers", ClarificationResolved{NodeID: "n", AnsweredBy: "u"},
+			map[string]any{"nodeId": "n", "answers": json.RawMessage(nil), "answeredBy": "u"}},
+		{"conversation.opened", ConversationOpened{ConversationID: "c", AgentID: "host:n", InitialTurn: turn},
+			map[string]any{"conversationId": "c", "agentId": "host:n", "initialTurn": turn}},
+		{"conversation.opened with schema and roster", ConversationOpened{ConversationID: "c", AgentID: "a", InitialTurn: turn, Schema: json.RawMessage(`{"type":"string"}`), Participants: roster},
+			map[string]any{"conversationId": "c", "agentId": "a", "initialTurn": turn, "schema": json.RawMessage(`{"type":"string"}`), "participants": roster}},
+		{"run.paused", RunPaused{DrainPolicy: "current-node", PausedAt: "t"},
+			map[string]any{"drainPolicy": "current-node", "pausedAt": "t"}},
+		{"run.paused, immediate", RunPaused{DrainPolicy: "immediate", PausedAt: "t", Reason: "r", PausedBy: "k", InterruptedNodeID: "n"},
+			map[string]any{"drainPolicy": "immediate", "pausedAt": "t", "reason": "r", "pausedBy": "k", "interruptedNodeId": "n"}},
+		{"run.resumed", RunResumed{DrainPolicy: "", ResumedAt: "t"}, map[string]any{"drainPolicy": "", "resumedAt": "t"}},
+		{"run.resumed with reason and resumer", RunResumed{DrainPolicy: "immediate", ResumedAt: "t", Reason: "r", ResumedBy: "k"},
+			map[string]any{"drainPolicy": "immediate", "resumedAt": "t", "reason": "r", "resumedBy": "k"}},
+		{"run.failed", RunFailed{Error: RunError{Code: CodeValidation, Message: "m"}, DurationMs: 0},
+			map[string]any{"error": RunError{Code: CodeValidation, Message: "m"}, "durationMs": int64(0)}},
+		{"run.failed at a node", RunFailed{Error: rerr, DurationMs: 12, FailedNodeID: "n"},
+			map[string]any{"error": rerr, "durationMs": int64(12), "failedNodeId": "n"}},
+		{"run.cancelled", RunCancelled{Reason: "", DurationMs: 0}, map[string]any{"reason": "", "durationMs": int64(0)}},
+		{"run.cancelled by its parent", RunCancelled{Reason: "parent-cancelled", DurationMs: 3, CancelledBy: "k", ParentRunID: "p"},
+			map[string]any{"reason": "parent-cancelled", "durationMs": int64(3), "cancelledBy": "k", "parentRunId": "p"}},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+	}
+}

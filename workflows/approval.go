@@ -276,12 +276,9 @@ func runApproval(r *runner, n *Node, d approvalData, timeoutMs int64, resumeSche
 	}
 	it := r.raise(n.ID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: timeoutMs, ResumeSchema: resumeSchema, Describe: words + ".", BearerOnly: bearerOnly})
 	it.approval = &d
-	legacy := map[string]any{"nodeId": n.ID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
+	legacy := protocol.ApprovalRequested{NodeID: n.ID, InterruptID: it.InterruptID, ArtifactID: d.ArtifactID, ArtifactType: d.ArtifactType, Title: d.Title, Actions: legacyActions(d.Actions), ApproversList: d.ApproversList}
 	if d.RequiredApprovals > 0 {
-		legacy["requiredApprovals"] = d.RequiredApprovals
-	}
-	if len(d.ApproversList) > 0 {
-		legacy["approversList"] = d.ApproversList
+		legacy.RequiredApprovals = d.RequiredApprovals
 	}
 	r.emit(protocol.EvApprovalRequested, n.ID, legacy, it.requestedEvent)
 	for {

@@ -100,11 +100,7 @@ func runClarification(r *runner, n *Node, d clarificationData, timeoutMs int64) 
 	}
 	r.settle(it)
 	resolved := r.emitResolved(it, req, req.ResumeValue)
-	p := map[string]any{"nodeId": n.ID, "answers": answers}
-	if req.ResolvedBy != "" {
-		p["answeredBy"] = req.ResolvedBy
-	}
-	cr := r.emit(protocol.EvClarificationResolved, n.ID, p, resolved)
+	cr := r.emit(protocol.EvClarificationResolved, n.ID, protocol.ClarificationResolved{NodeID: n.ID, Answers: answers, AnsweredBy: req.ResolvedBy}, resolved)
 	r.emitResumed(it, req.ResumeValue, cr)
 	return map[string]json.RawMessage{"answers": answers}, nil
 }

@@ -112,12 +112,9 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 	}
 	t0 := protocol.Turn{MessageID: c.messageID(0, protocol.RoleSystem), From: "system", Content: content, Ts: c.Now(), Role: protocol.RoleSystem, TurnIndex: 0}
 	c.appendTurn(t0)
-	opened := map[string]any{"conversationId": c.ID, "agentId": c.AgentID, "initialTurn": t0}
-	if len(c.Schema) > 0 {
-		opened["schema"] = c.Schema
-	}
+	opened := protocol.ConversationOpened{ConversationID: c.ID, AgentID: c.AgentID, InitialTurn: t0, Schema: c.Schema}
 	if len(op.Participants) > 0 && r.in.TurnShape >= 1 && r.changed(GateConversationRoster) {
-		opened["participants"] = op.Participants // the gate config's roster, unchanged (roster.go)
+		opened.Participants = op.Participants // the gate config's roster, unchanged (roster.go)
 	}
 	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, opened, it.suspendedEvent)
 	c.refreshExchangeData()

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -78,20 +77,14 @@ func (r *runner) raise(nodeID string, spec interruptSpec) *interrupt {
 	if spec.TimeoutMs > 0 {
 		it.ExpiresAt = formatTime(now.Add(time.Duration(spec.TimeoutMs) * time.Millisecond))
 	}
-	susp := map[string]any{"nodeId": nodeID, "interruptId": it.InterruptID, "key": key}
+	susp := protocol.NodeSuspended{NodeID: nodeID, InterruptID: it.InterruptID, Key: key, Reason: spec.Reason}
 	if legacyKinds[spec.Kind] {
-		susp["kind"] = spec.Kind
-	}
-	if spec.Reason != "" {
-		susp["reason"] = spec.Reason
+		susp.Kind = spec.Kind
 	}
 	it.suspendedEvent = r.emit(protocol.EvNodeSuspended, nodeID, susp, "")
-	req := map[string]any{"kind": spec.Kind, "key": key, "data": it.Data}
-	if len(spec.ResumeSchema) > 0 {
-		req["resumeSchema"] = spec.ResumeSchema
-	}
+	req := protocol.InterruptRequested{Kind: spec.Kind, Key: key, Data: it.Data, ResumeSchema: spec.ResumeSchema}
 	if spec.TimeoutMs > 0 {
-		req["timeoutMs"] = spec.TimeoutMs
+		req.TimeoutMs = spec.TimeoutMs
 	}
 	it.requestedEvent = r.emit(protocol.EvInterruptRequested, nodeID, req, it.suspendedEvent)
 	r.pending = append(r.pending, it)
@@ -149,28 +142,27 @@ func (r *runner) emitResolved(it *interrupt, req ResolveRequest, value json.RawM
 	return r.emitResolvedWith(it, req, value, nil)
 }
 
-// emitResolvedWith is emitResolved with more fields in the payload (an approval's
-// action, decision and reason; rejection.go).
-func (r *runner) emitResolvedWith(it *interrupt, req ResolveRequest, value json.RawMessage, more map[string]any) string {
+// emitResolvedWith is emitResolved with an approval's decision fields in the payload
+// (its action, decision and reason; rejection.go), when d is not nil.
+func (r *runner) emitResolvedWith(it *interrupt, req ResolveRequest, value json.RawMessage, d *approvalDecision) string {
 	if kind := WaitingKind(it.Kind); kind != WaitingConversation {
 		if at, err := time.Parse(time.RFC3339Nano, it.RequestedAt); err == nil {
 			r.recordHumanWait(kind, workflow.Now(r.ctx).Sub(at))
 		}
 	}
-	p := map[string]any{
-		"nodeId": it.NodeID, "interruptId": it.InterruptID, "resumeValue": mustJSON(value),
-		"resolvedAt": formatTime(workflow.Now(r.ctx)),
+	p := protocol.InterruptResolved{
+		NodeID: it.NodeID, InterruptID: it.InterruptID, ResumeValue: mustJSON(value),
+		ResolvedAt: formatTime(workflow.Now(r.ctx)), ResolvedBy: req.ResolvedBy,
 	}
 	if legacyKinds[it.Kind] {
-		p["kind"] = it.Kind
-	}
-	if req.ResolvedBy != "" {
-		p["resolvedBy"] = req.ResolvedBy
+		p.Kind = it.Kind
 	}
 	if req.Via == "token" {
-		p["via"] = req.Via // resolvedBy is the key the token was issued to
+		p.Via = req.Via // resolvedBy is the key the token was issued to
 	}
-	maps.Copy(p, more)
+	if d != nil {
+		p.Action, p.Decision, p.Reason = &d.action, d.decision, d.reason
+	}
 	return r.emit(protocol.EvInterruptResolved, it.NodeID, p, it.requestedEvent)
 }
 

@@ -171,15 +171,9 @@ func (r *runner) pause(_ workflow.Context, req PauseRequest) (PauseResult, error
 	}
 	at := formatTime(workflow.Now(r.ctx))
 	r.paused = &pauseState{Policy: policy, Reason: req.Reason, By: req.By, At: at}
-	p := map[string]any{"drainPolicy": policy, "pausedAt": at}
-	if req.Reason != "" {
-		p["reason"] = req.Reason
-	}
-	if req.By != "" {
-		p["pausedBy"] = req.By
-	}
-	if policy == DrainImmediate && r.currentNode != "" {
-		p["interruptedNodeId"] = r.currentNode
+	p := protocol.RunPaused{DrainPolicy: policy, PausedAt: at, Reason: req.Reason, PausedBy: req.By}
+	if policy == DrainImmediate {
+		p.InterruptedNodeID = r.currentNode // absent when no node is running
 	}
 	r.emit(protocol.EvRunPaused, "", p, "")
 	r.refreshStatus()
@@ -195,13 +189,7 @@ func (r *runner) resume(_ workflow.Context, req ResumeRequest) (PauseResult, err
 	policy := r.paused.Policy
 	at := formatTime(workflow.Now(r.ctx))
 	r.paused = nil
-	p := map[string]any{"drainPolicy": policy, "resumedAt": at}
-	if req.Reason != "" {
-		p["reason"] = req.Reason
-	}
-	if req.By != "" {
-		p["resumedBy"] = req.By
-	}
+	p := protocol.RunResumed{DrainPolicy: policy, ResumedAt: at, Reason: req.Reason, ResumedBy: req.By}
 	r.emit(protocol.EvRunResumed, "", p, "")
 	r.refreshStatus()
 	r.describePending()

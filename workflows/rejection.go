@@ -39,14 +39,18 @@ const OnRejectOutput = "output"
 // and a failed source its outgoing edges may route.
 type gateRejected struct{ nodeError }
 
+// approvalDecision is interrupt.resolved's decision fields for an approval decided by
+// a rejection: its action, its decision and, for a timeout, the reason.
+type approvalDecision struct{ action, decision, reason string }
+
 // decisionFields are interrupt.resolved's decision fields for an approval decided by
 // action.
-func decisionFields(action string, rejected bool) map[string]any {
+func decisionFields(action string, rejected bool) *approvalDecision {
 	decision := "approved"
 	if rejected {
 		decision = "rejected"
 	}
-	return map[string]any{"action": action, "decision": decision}
+	return &approvalDecision{action: action, decision: decision}
 }
 
 // rejectedGate ends a rejected gate node n: its output out when the node maps the
@@ -69,7 +73,7 @@ func (r *runner) timedOutRejected(n *Node, it *interrupt, votes []approvalVote) 
 	r.settle(it)
 	value := mustJSON(map[string]string{"action": "timeout", "decision": "rejected", "reason": "timeout"})
 	more := decisionFields("timeout", true)
-	more["reason"] = "timeout"
+	more.reason = "timeout"
 	resolved := r.emitResolvedWith(it, ResolveRequest{ResolvedBy: "system"}, value, more)
 	recv := r.emit(protocol.EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, resolved)
 	r.emitResumed(it, value, recv)

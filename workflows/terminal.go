@@ -94,10 +94,7 @@ func (r *runner) complete() (*Snapshot, error) {
 func (r *runner) fail(nodeID string, e protocol.RunError) (*Snapshot, error) {
 	r.err = &e
 	r.failedNode = nodeID
-	p := map[string]any{"error": e, "durationMs": r.durationMs()}
-	if nodeID != "" {
-		p["failedNodeId"] = nodeID
-	}
+	p := protocol.RunFailed{Error: e, DurationMs: r.durationMs(), FailedNodeID: nodeID}
 	r.emit(protocol.EvRunFailed, "", p, r.lastEventIDAny())
 	return r.finish(protocol.StatusFailed)
 }
@@ -123,12 +120,9 @@ func (r *runner) cancelled(nodeID string) (*Snapshot, error) {
 			r.emit(protocol.EvNodeCancelled, nodeID, protocol.NodeCancelled{NodeID: nodeID, Reason: req.Reason}, "")
 		}
 	}
-	p := map[string]any{"reason": req.Reason, "durationMs": r.durationMs()}
-	if req.CancelledBy != "" {
-		p["cancelledBy"] = req.CancelledBy
-	}
-	if req.Reason == "parent-cancelled" && r.in.ParentRunID != "" {
-		p["parentRunId"] = r.in.ParentRunID
+	p := protocol.RunCancelled{Reason: req.Reason, DurationMs: r.durationMs(), CancelledBy: req.CancelledBy}
+	if req.Reason == "parent-cancelled" {
+		p.ParentRunID = r.in.ParentRunID // absent on a run without a parent
 	}
 	r.emit(protocol.EvRunCancelled, "", p, r.lastEventIDAny())
 	return r.finish(protocol.StatusCancelled)
