@@ -164,6 +164,8 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			}
 			continue
 		}
+		// The action is decoded from the JSON the check encoded it in, which normalizes
+		// the client's bytes to the encoding the run reads them in (docs/DECISIONS.md).
 		var act conversationAction
 		if err := json.Unmarshal(value, &act); err != nil {
 			return nil, fmt.Errorf("decode conversation action: %w", err)
