@@ -72,9 +72,9 @@ func rejectedGate(n *Node, out map[string]json.RawMessage, format string, args .
 func (r *runner) timedOutRejected(n *Node, it *interrupt, votes []approvalVote) (map[string]json.RawMessage, error) {
 	r.settle(it)
 	value := mustJSON(map[string]string{"action": "timeout", "decision": "rejected", "reason": "timeout"})
-	more := decisionFields("timeout", true)
-	more.reason = "timeout"
-	resolved := r.emitResolvedWith(it, ResolveRequest{ResolvedBy: "system"}, value, more)
+	decided := decisionFields("timeout", true)
+	decided.reason = "timeout"
+	resolved := r.emitResolvedWith(it, ResolveRequest{ResolvedBy: "system"}, value, decided)
 	recv := r.emit(protocol.EvApprovalReceived, n.ID, &protocol.ApprovalReceived{NodeID: n.ID, Action: "timeout", DecidedAt: formatTime(workflow.Now(r.ctx))}, resolved)
 	r.emitResumed(it, value, recv)
 	out := map[string]json.RawMessage{"action": mustJSON("timeout"), "decision": value, "votes": mustJSON(votes)}
