@@ -112,13 +112,17 @@ func Term(name string, d time.Duration) RecoveryTerm {
 const killDelay = 50 * time.Millisecond
 
 // mountSeams adds the seams' routes (authenticated, never in the route table, so the
-// OpenAPI document and the path manifest do not list them).
+// OpenAPI document and the path manifest do not list them): the durability seams and,
+// when webhooks are served, the two-tenant surface seam (surfaceseam.go).
 func (s *Server) mountSeams(e *echo.Echo) {
 	seams := s.cfg.ConformanceSeams
 	if seams == nil {
 		return
 	}
 	e.GET(DurabilityBoundPath, s.handleDurabilityBound, s.authenticated(ScopeManifestRead))
+	if s.webhooksEnabled() {
+		e.POST(SurfaceSeamPath, s.handleSurfaceSeam, s.authenticated(ScopeWebhooksManage))
+	}
 	if seams.Kill == nil {
 		return
 	}
