@@ -11,9 +11,10 @@
  *        OPENWOP_HOST_RELAXATIONS (the JSON array of the host's declared relaxations)
  *
  * Profiles: at major 1 the suite's discovery predicates (deriveProfiles,
- * isCoreStandard); at major 2 the predicates of spec/v2/profiles.json (every family
- * present as a record, every metadata key present). A claimed profile is certified
- * when every one of its floor rows is a witnessed executed pass and no row of the
+ * isCoreStandard) with the floors floorFilesFor selects for the document; at major 2
+ * the predicates of spec/v2/profiles.json (every family present as a record, every
+ * metadata key present). A claimed profile is certified when every one of its floor
+ * rows is a witnessed executed pass (a discovery-only floor has none) and no row of the
  * bundle is blocked, and no declared relaxation touches it (RFC 0173 §A.2): a relaxed
  * `<family>.*` obligation denies the profiles built on that family (at major 2 the
  * families of the predicate, at major 1 those whose floor has a scenario of it).
@@ -35,6 +36,7 @@ const lib = (f: string) => import(pathToFileURL(join(suite, 'src/lib', f)).href)
 const { readLedgerFile } = await lib('requirement-ledger.ts');
 const { deriveRequirementDispositions } = await lib('scenario-disposition.ts');
 const { deriveProfiles, isCoreStandard, DEPRECATED_PROFILE_ALIASES, PROFILE_FLOOR_SCENARIOS } = await lib('profiles.ts');
+const { floorFilesFor } = await lib('requirement-registry.ts');
 
 function canonicalJSON(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJSON).join(',')}]`;
@@ -63,12 +65,18 @@ for (const f of report.testResults ?? []) {
 // The claimed profiles and each one's floor scenario files.
 const floors = new Map<string, string[]>();
 const owners = new Map<string, string[]>(); // profile -> the families it is built on (major 2)
+const discoveryOnly = new Set<string>(); // major 1 profiles whose floor is the discovery predicate alone
 if (major === 1) {
   const claimed: string[] = [...deriveProfiles(doc)].filter((p: string) => !(p in DEPRECATED_PROFILE_ALIASES));
   if (isCoreStandard(doc)) claimed.push('openwop-core-standard');
   for (const p of claimed) {
-    const f = PROFILE_FLOOR_SCENARIOS[p] as { required?: string[]; requiredAnyPrefix?: string[] } | undefined;
-    floors.set(p, [...(f?.required ?? []).map((s) => s.replace(/\.test\.ts$/, '')), ...(f?.requiredAnyPrefix ?? [])]);
+    // floorFilesFor adds the branches of a discovery-conditional floor (replay-fork's)
+    // that this document selects; a discovery-only floor (discovery-core, fixtures)
+    // has no rows and certifies on its predicate.
+    const f = PROFILE_FLOOR_SCENARIOS[p] as { requiredAnyPrefix?: string[]; discoveryOnly?: boolean } | undefined;
+    if (f?.discoveryOnly === true) discoveryOnly.add(p);
+    const files: string[] = [...(floorFilesFor(p, doc) ?? [])];
+    floors.set(p, [...files.map((s) => s.replace(/\.test\.ts$/, '')), ...(f?.requiredAnyPrefix ?? [])]);
   }
 } else {
   const spec = JSON.parse(readFileSync(join(process.env.SPEC_DIR ?? '', 'profiles.json'), 'utf8')) as {
@@ -91,7 +99,14 @@ for (const [p] of floors) {
   const v = verdicts.get(p);
   if (v?.runtimeDerived && !v.held) floors.delete(p);
 }
-const rows = derived.requirements.map((r: { requirementId: string; scenarioId: string; disposition: string; detail?: string; assertionCount?: number }) => ({
+// The suite's derivation mints one row per `requiredAnyPrefix` of its v1 floors
+// (`openwop.floor.any.interrupt-`) whatever the lane. At major 2 the floors are
+// spec/v2/profiles.json's, which name files and no prefix, and no file of such a
+// prefix is a major-2 file (scenario-majors.json), so the row would be a v1 floor
+// obligation no v2 run can meet: it is left out of a major-2 bundle.
+const derivedRows = (derived.requirements as Array<{ requirementId: string; scenarioId: string; disposition: string; detail?: string; assertionCount?: number }>)
+  .filter((r) => major === 1 || !r.scenarioId.endsWith('*'));
+const rows = derivedRows.map((r: { requirementId: string; scenarioId: string; disposition: string; detail?: string; assertionCount?: number }) => ({
   id: r.requirementId,
   scenario: r.scenarioId,
   result: r.disposition,
@@ -110,7 +125,7 @@ const claimedProfiles = [...floors.entries()].map(([id, scenarios]) => {
   const floorRows = rows.filter((r: { id: string; scenario: string }) => !r.id.startsWith('openwop.it.') && scenarios.includes(stem(r.scenario)));
   const witnessed = floorRows.filter((r: { result: string; assertions?: number }) => r.result === 'executed-pass' && (r.assertions ?? 0) > 0);
   const suiteSays = major === 1 ? verdicts.get(id)?.certifiable !== false : true;
-  return { id, evidenceTier: 'self', witnessCount: witnessed.length, certified: suiteSays && scenarios.length > 0 && witnessed.length === scenarios.length && blocked === 0 && !relaxedProfile(id, scenarios) };
+  return { id, evidenceTier: 'self', witnessCount: witnessed.length, certified: suiteSays && (scenarios.length > 0 ? witnessed.length === scenarios.length : discoveryOnly.has(id)) && blocked === 0 && !relaxedProfile(id, scenarios) };
 });
 
 const pkg = JSON.parse(readFileSync(join(suite, 'package.json'), 'utf8')) as { version: string };
