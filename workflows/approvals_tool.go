@@ -1,7 +1,7 @@
 package workflows
 
 // Durable approval of a pack's tool calls. Before a batch of tool calls runs, each call
-// that needs a person's decision (approvalNeeded) suspends the run on an OpenWOP
+// that needs a person's decision (approvalNeeded, pack_approvals.go) suspends the run on an OpenWOP
 // approval interrupt at the pack's node, one call at a time, in call order; the batch's
 // calls then run together (the accepted ones, and those that need no decision, whose
 // results are no older than the decisions when the model reads them):
@@ -44,8 +44,6 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
-	"github.com/wop-dev/wop/engine"
-	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
 
@@ -104,59 +102,32 @@ type toolApproval struct {
 	escalated bool // escalate_to was added to the approvers
 	// What the interrupt shows of the call, kept to show it again after an edit
 	// restarted the quorum (restartQuorum).
-	art    ToolCallArtifact
-	pack   *packs.Pack
-	tool   *packs.Tool
-	reason string
+	art          ToolCallArtifact
+	describeCall func(call *convo.ToolCallInput) string
 }
 
-// approvalNeeded decides whether a call waits for a person, and says why
-// (activities.ApprovalNeeded with the recorded route's mode and the autonomy level of
-// the agent that runs the call's state).
-func approvalNeeded(p *packs.Pack, state string, call convo.ToolCallInput, route activities.ToolRoute) (bool, string) {
-	mode := ""
-	if route.Approval != nil {
-		mode = route.Approval.Mode
-	}
-	prompt := ""
-	if p.Workflow != nil && p.Workflow.States[state] != nil {
-		prompt = p.Workflow.States[state].PromptTask
-	}
-	return activities.ApprovalNeeded(mode, p.AutonomyLevel(prompt), call.Tool, p.Tools[call.Tool].Effect())
+// ToolDecisionRequest is a tool call an agent asks a person to decide on before the
+// call runs (awaitToolDecision). The agent says what the call is; the run owns the
+// interrupt, its quorum, its timers and its events.
+type ToolDecisionRequest struct {
+	// Call is the call; an edit-accept replaces its arguments.
+	Call *convo.ToolCallInput
+	// Route is the call's recorded route; its Approval holds the binding's settings.
+	Route activities.ToolRoute
+	// Artifact is what the interrupt shows of the call (its artifactData); its
+	// Parameters are the schema edited arguments must match.
+	Artifact ToolCallArtifact
+	// Describe says in words what the call does and why it needs approval (the
+	// ApprovalData description), asked again once an edit replaced the arguments.
+	Describe func(call *convo.ToolCallInput) string
 }
 
-// approveCalls waits, one call at a time, for the decision on every live call of the
-// batch that needs approval. It returns, per live call, the result that replaces it
-// (rejected or expired), or nil when it runs; an edit-accept has replaced the call's
-// arguments in calls. A nil slice means every call runs as routed.
-func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, routes []activities.ToolRoute) ([]*convo.ToolCallResult, error) {
-	var need []int
-	why := map[int]string{}
-	for j, i := range live {
-		if ok, reason := approvalNeeded(rt.a.pack, calls[i].State, calls[i], routes[j]); ok {
-			need = append(need, j)
-			why[j] = reason
-		}
-	}
-	if len(need) == 0 || !rt.c.r.changed(GateToolApprovals) {
-		return nil, nil
-	}
-	out := make([]*convo.ToolCallResult, len(live))
-	for _, j := range need {
-		res, err := rt.awaitToolDecision(&calls[live[j]], routes[j], why[j])
-		if err != nil {
-			return nil, err
-		}
-		out[j] = res
-	}
-	return out, nil
-}
-
-// awaitToolDecision raises the approval interrupt of one call and waits for its
-// decision: nil when the call runs (with edited arguments after edit-accept), else the
-// tool result the model reads instead.
-func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activities.ToolRoute, reason string) (*convo.ToolCallResult, error) {
-	r := rt.c.r
+// awaitToolDecision raises the approval interrupt of one call of node nodeID and waits
+// for its decision: nil when the call runs (with edited arguments after edit-accept),
+// else the tool result the model reads instead. An error means the run is being
+// cancelled.
+func (r *runner) awaitToolDecision(ctx workflow.Context, nodeID string, tr ToolDecisionRequest) (*convo.ToolCallResult, error) {
+	call, route := tr.Call, tr.Route
 	settings := activities.ToolApproval{Timeout: activities.DefaultApprovalTimeout}
 	if route.Approval != nil {
 		settings = *route.Approval
@@ -164,33 +135,22 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 			settings.Timeout = activities.DefaultApprovalTimeout
 		}
 	}
-	tool := rt.a.pack.Tools[call.Tool]
-	art := ToolCallArtifact{
-		Tool: call.Tool, CallID: call.CallID, Arguments: orJSON(call.Args, "{}"), ActionScope: tool.ActionScopeOf(),
-		Reason: reason,
-		Agent:  ToolCallAgent{PackID: rt.a.pack.ID, AgentID: rt.a.agentID(call.State), State: call.State, Round: call.Round, Text: rt.a.roundText()},
-	}
-	if tool != nil {
-		art.Parameters = tool.Parameters
-	}
+	art := tr.Artifact
 	d := approvalData{
 		ArtifactID:        "tool-call:" + call.CallID,
 		ArtifactType:      protocol.ArtifactTypeToolCall,
 		Title:             fmt.Sprintf("Approve %s", call.Tool),
-		Description:       toolCallDescription(rt.a.pack, call, tool, reason),
+		Description:       tr.Describe(call),
 		ArtifactData:      mustJSON(art),
 		Actions:           []string{"accept", "reject", "edit-accept"},
 		RequiredApprovals: settings.RequiredApprovals,
 		ApproversList:     slices.Clone(settings.Approvers),
 	}
-	ta := &toolApproval{call: call, settings: settings, requested: workflow.Now(rt.ctx), art: art, pack: rt.a.pack, tool: tool, reason: reason}
-	if tool != nil {
-		ta.params = tool.Parameters
-	}
+	ta := &toolApproval{call: call, settings: settings, params: art.Parameters, requested: workflow.Now(ctx), art: art, describeCall: tr.Describe}
 	if d.required() > 1 {
 		r.changed(GateToolQuorum)
 	}
-	it := r.raise(rt.a.nodeID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
+	it := r.raise(nodeID, interruptSpec{Kind: protocol.KindApproval, Data: d, TimeoutMs: settings.Timeout.Milliseconds(), Describe: ta.describe(&d)})
 	it.approval = &d
 	it.tool = ta
 	r.emit(protocol.EvApprovalRequested, it.NodeID, approvalRequestedPayload(it, &d), it.requestedEvent)
@@ -198,12 +158,9 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 	for {
 		req, value, timedOut, err := r.nextToolRequest(it)
 		if err != nil {
-			// The run is being cancelled: the turn stops (pack_cancel.go), and the
-			// run's cancel voids the interrupt.
+			// The run is being cancelled: the turn stops, and the run's cancel voids
+			// the interrupt.
 			r.upsertToolWait(nil)
-			if rt.Stopped() {
-				return nil, fmt.Errorf("%w: the run was cancelled while %s waited for approval", engine.ErrStopped, call.Tool)
-			}
 			return nil, err
 		}
 		if timedOut {
@@ -221,52 +178,6 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 			return res, nil
 		}
 	}
-}
-
-// roundText is the agent's text of the round whose tool calls are being run: the
-// newest assistant message of the transcript.
-func (a *packAgent) roundText() string {
-	n := a.m.TranscriptLen()
-	for i := n - 1; i >= 0 && i >= n-64; i-- {
-		if m := a.m.Transcript(i, i+1); len(m) == 1 && m[0].Role == convo.RoleAssistant {
-			return m[0].Text
-		}
-	}
-	return ""
-}
-
-// toolCallDescription is the ApprovalData description of a call, in words.
-func toolCallDescription(p *packs.Pack, call *convo.ToolCallInput, tool *packs.Tool, reason string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (pack %s, state %s) wants to call %s with %s.", p.Name, p.ID, call.State, call.Tool, truncateText(string(orJSON(call.Args, "{}")), 400))
-	if tool != nil {
-		if tool.Description != "" {
-			fmt.Fprintf(&b, " The tool: %s", strings.TrimSpace(tool.Description))
-			if !strings.HasSuffix(b.String(), ".") {
-				b.WriteString(".")
-			}
-		}
-		if e := tool.Effect(); e != "" {
-			fmt.Fprintf(&b, " Effect: %s", e)
-			if rv := tool.Reversibility(); rv != "" {
-				fmt.Fprintf(&b, ", %s", rv)
-			}
-			b.WriteString(".")
-		}
-	}
-	fmt.Fprintf(&b, " It needs approval because %s.", reason)
-	return b.String()
-}
-
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // approvalRequestedPayload is approval.requested for it (the legacy event of approval
@@ -555,7 +466,7 @@ func (r *runner) restartQuorum(it *interrupt, v approvalResume, voter string) []
 	ta.art.Revision++
 	ta.art.EditedBy = voter
 	it.approval.ArtifactData = mustJSON(ta.art)
-	it.approval.Description = toolCallDescription(ta.pack, ta.call, ta.tool, ta.reason) +
+	it.approval.Description = ta.describeCall(ta.call) +
 		fmt.Sprintf(" %s edited the arguments (revision %d); approvals of earlier arguments no longer count.", ta.art.EditedBy, ta.art.Revision)
 	it.Data = mustJSON(it.approval)
 	it.describe = ta.describe(it.approval)

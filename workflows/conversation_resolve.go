@@ -246,3 +246,23 @@ func parseInjected(req ResolveRequest) (InjectedEvent, error) {
 	ev.ResolvedBy = req.ResolvedBy
 	return ev, nil
 }
+
+// CodeRunStateConflict is the error code of an injected event the agent cannot take
+// in its current state (for a pack, a state that does not accept it).
+const CodeRunStateConflict = protocol.CodeRunStateConflict
+
+// misroutedEvent refuses an event injection addressed to a conversation's interrupt,
+// which is where it lands when the agent raised no event interrupt of its own (a pack
+// whose state accepts no injected events): the agent's MisroutedEvent decides. Nil when
+// the resolve is no such injection, or for runs that took it as a chat reply
+// (legacyEventRouting).
+func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck {
+	if r.legacyEventRouting || it.conv == nil || it.conv.Closed {
+		return nil
+	}
+	a := r.agents[it.NodeID]
+	if a == nil {
+		return nil
+	}
+	return a.MisroutedEvent(it.conv, req.ResumeValue)
+}

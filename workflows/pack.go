@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -486,47 +485,6 @@ func (rt *packRuntime) newActivityError(what string, err error) error {
 		msg = what + ": " + msg
 	}
 	return &activityError{code: activityErrorCode(err), msg: msg, err: err}
-}
-
-// activityErrorCode is the OpenWOP code of a failed activity: the code of its
-// application error type (activities.ErrorCode), activity_timeout, or "" (the engine
-// then says model_error or tool_error).
-func activityErrorCode(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Type() != "" {
-		return activities.ErrorCode(appErr.Type())
-	}
-	var te *temporal.TimeoutError
-	if errors.As(err, &te) {
-		return protocol.CodeActivityTimeout
-	}
-	return ""
-}
-
-// activityMessage is the readable part of a failed activity's error: the application
-// error's own message, or what timed out.
-func activityMessage(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Message() != "" {
-		return appErr.Message()
-	}
-	var te *temporal.TimeoutError
-	if errors.As(err, &te) {
-		// "StartToClose" reads as "start-to-close".
-		var kind strings.Builder
-		for i, r := range te.TimeoutType().String() {
-			if i > 0 && unicode.IsUpper(r) {
-				kind.WriteByte('-')
-			}
-			kind.WriteRune(unicode.ToLower(r))
-		}
-		return fmt.Sprintf("it timed out (%s timeout)", kind.String())
-	}
-	var actErr *temporal.ActivityError
-	if errors.As(err, &actErr) && errors.Unwrap(actErr) != nil {
-		return errors.Unwrap(actErr).Error()
-	}
-	return err.Error()
 }
 
 // Model implements engine.Runtime: one ModelRound activity, a local one after a round

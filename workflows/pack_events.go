@@ -27,10 +27,6 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// CodeRunStateConflict is the error code of an event the pack's current state does
-// not accept.
-const CodeRunStateConflict = protocol.CodeRunStateConflict
-
 // injectionOf reads a resume value shaped as an event injection: a JSON object with a
 // non-empty string "event" and no members besides "event" and "context".
 func injectionOf(raw json.RawMessage) (string, bool) {
@@ -48,21 +44,6 @@ func injectionOf(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return ev, true
-}
-
-// misroutedEvent refuses an event injection addressed to a pack node's conversation
-// interrupt, which is where it lands when the pack's state raised no event interrupt:
-// the state accepts no injected events. Nil when the resolve is no such injection, or
-// for runs that took it as a chat reply (legacyEventRouting).
-func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck {
-	if r.legacyEventRouting || it.conv == nil || it.conv.Closed {
-		return nil
-	}
-	a := r.agents[it.NodeID]
-	if a == nil {
-		return nil
-	}
-	return a.MisroutedEvent(it.conv, req.ResumeValue)
 }
 
 // MisroutedEvent implements conversationAgent: a pack state that raised no event
