@@ -2,7 +2,7 @@ package workflows
 
 // This file holds the RFC 0005 conversation machinery and the seam through which an
 // agent (core.conversationGate's simple agent, or a PromptPack pack in pack*.go) takes
-// part in a conversation. The seam is a contract: see conversationAgent.
+// part in a conversation. The seam is a contract: see ConversationAgent.
 
 import (
 	"cmp"
@@ -36,10 +36,11 @@ type InjectedEvent struct {
 	ResolvedBy string          `json:"-"`
 }
 
-// conversation is one RFC 0005 conversation of a node. It keeps its newest turns
+// Conversation is one RFC 0005 conversation of a node. It keeps its newest turns
 // (recentTurns, recentTurnBytes) and counts them all; every turn is in the run's
-// conversation.exchanged events.
-type conversation struct {
+// conversation.exchanged events. Its agent reads it and asks the host's services
+// through its methods (see ConversationAgent).
+type Conversation struct {
 	ID           string                 `json:"id"`
 	NodeID       string                 `json:"nodeId"`
 	AgentID      string                 `json:"agentId"`
@@ -62,6 +63,9 @@ type conversation struct {
 	it      *interrupt // the conversation's interrupt
 	agentIt *interrupt // the agent's own interrupt, if any
 }
+
+// conversation is the name the run's own files know a Conversation by.
+type conversation = Conversation
 
 // Emit appends an arbitrary run event (e.g. agent.toolCalled, agent.handoff,
 // provider.usage) on the conversation's node and returns its eventId. typ must be a
@@ -215,7 +219,7 @@ func (c *conversation) refreshExchangeData() {
 	c.it.Data = mustJSON(d)
 }
 
-func (c *conversation) agentTurn(rep agentReply) protocol.Turn {
+func (c *conversation) agentTurn(rep AgentReply) protocol.Turn {
 	content := rep.Content
 	if len(content) == 0 {
 		body := map[string]string{"text": rep.Text}

@@ -15,7 +15,7 @@ import (
 // execConversationNode runs a conversation node (core.conversationGate or an agent
 // node type) from opening to close.
 func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map[string]json.RawMessage, error) {
-	factory, ok := agentFactories[n.TypeID]
+	factory, ok := agentFactoryOf(n.TypeID)
 	if !ok {
 		return nil, failNode(protocol.CodeCapabilityNotProvided, "node %q has type %q, which has no conversation agent", n.ID, n.TypeID)
 	}
@@ -51,18 +51,18 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 			}
 			cl := op.AutoReply.Close
 			if cl == nil {
-				cl = &closeRequest{Outcome: mustJSON(map[string]string{"summary": "mock conversation completed"}), FinalText: "Conversation closed by the host mock."}
+				cl = &CloseRequest{Outcome: mustJSON(map[string]string{"summary": "mock conversation completed"}), FinalText: "Conversation closed by the host mock."}
 			}
 			return r.finishClose(c, cl, ResolveRequest{ResolvedBy: "host:mock"})
 		}
 		if op.Raise != nil {
-			_, _, _ = r.applyReply(c, agentReply{Silent: true, Raise: op.Raise})
+			_, _, _ = r.applyReply(c, AgentReply{Silent: true, Raise: op.Raise})
 		}
 		if op.FirstUserText != "" {
 			idx := c.NextTurnIndex()
 			t := protocol.Turn{MessageID: c.messageID(idx, protocol.RoleUser), From: protocol.RoleUser, Content: mustJSON(map[string]string{"text": op.FirstUserText}), Ts: c.Now(), Role: protocol.RoleUser, TurnIndex: idx}
 			c.record(t)
-			rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Reply(r.ctx, c, t) })
+			rep, err := r.agentTurn(c, func() (AgentReply, error) { return agent.Reply(r.ctx, c, t) })
 			if err != nil {
 				return nil, agentFailure(n.ID, err)
 			}
@@ -77,7 +77,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 }
 
 // openConversation raises the conversation interrupt and emits conversation.opened.
-func (r *runner) openConversation(c *conversation, op opening) error {
+func (r *runner) openConversation(c *conversation, op Opening) error {
 	if op.AgentID == "" {
 		op.AgentID = "host:" + c.NodeID
 	}
@@ -122,7 +122,7 @@ func (r *runner) openConversation(c *conversation, op opening) error {
 }
 
 // converse is the conversation loop: one resolve at a time, in arrival order.
-func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]json.RawMessage, error) {
+func (r *runner) converse(c *conversation, agent ConversationAgent) (map[string]json.RawMessage, error) {
 	for {
 		if err := r.maybeContinueAsNew(); err != nil {
 			return nil, err
@@ -153,7 +153,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			r.settle(target)
 			r.emitResolved(target, req, value)
 			r.startTurnRequest(req)
-			rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Inject(r.ctx, c, ev) })
+			rep, err := r.agentTurn(c, func() (AgentReply, error) { return agent.Inject(r.ctx, c, ev) })
 			if err != nil {
 				return nil, agentFailure(c.NodeID, err)
 			}
@@ -186,7 +186,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 			continue
 		}
 		r.startTurnRequest(req)
-		rep, err := r.agentTurn(c, func() (agentReply, error) { return agent.Reply(r.ctx, c, *act.Turn) })
+		rep, err := r.agentTurn(c, func() (AgentReply, error) { return agent.Reply(r.ctx, c, *act.Turn) })
 		if err != nil {
 			return nil, agentFailure(c.NodeID, err)
 		}
@@ -199,7 +199,7 @@ func (r *runner) converse(c *conversation, agent conversationAgent) (map[string]
 }
 
 // applyReply records an agent reply and applies its interrupt and close requests.
-func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.RawMessage, bool, error) {
+func (r *runner) applyReply(c *conversation, rep AgentReply) (map[string]json.RawMessage, bool, error) {
 	if !rep.Silent && (rep.Text != "" || len(rep.Content) > 0) {
 		c.record(c.agentTurn(rep))
 	}
@@ -238,7 +238,7 @@ func (r *runner) applyReply(c *conversation, rep agentReply) (map[string]json.Ra
 }
 
 // finishClose closes the conversation on the agent's request.
-func (r *runner) finishClose(c *conversation, cl *closeRequest, req ResolveRequest) (map[string]json.RawMessage, error) {
+func (r *runner) finishClose(c *conversation, cl *CloseRequest, req ResolveRequest) (map[string]json.RawMessage, error) {
 	outcome := cl.Outcome
 	if cl.Error != nil {
 		outcome = nil

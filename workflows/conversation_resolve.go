@@ -226,9 +226,9 @@ func (r *runner) checkAgentResolve(it *interrupt, req ResolveRequest) (json.RawM
 		if a := r.agents[it.NodeID]; a != nil {
 			err = a.CheckInject(r.convOf(it.NodeID), ev)
 		}
-		var refused *refusedCheck
+		var refused *RefusedCheck
 		if errors.As(err, &refused) {
-			return nil, refused.check
+			return nil, refused.Check
 		}
 	}
 	if err != nil {
@@ -264,5 +264,9 @@ func (r *runner) misroutedEvent(it *interrupt, req ResolveRequest) *ResolveCheck
 	if a == nil {
 		return nil
 	}
-	return a.MisroutedEvent(it.conv, req.ResumeValue)
+	check := a.MisroutedEvent(it.conv, req.ResumeValue)
+	if check != nil {
+		check.misrouted = true
+	}
+	return check
 }

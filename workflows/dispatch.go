@@ -25,7 +25,7 @@ func failNode(code, format string, args ...any) error {
 type nodeExecutor func(r *runner, n *Node, inputs map[string]json.RawMessage) (map[string]json.RawMessage, error)
 
 // builtinNodes maps the built-in node types to their executors. Agent node types are
-// looked up in agentFactories (conversation_agent.go) instead.
+// looked up among the registered agents (RegisterAgent, conversation_agent.go) instead.
 var builtinNodes map[string]nodeExecutor
 
 func init() {
@@ -75,7 +75,7 @@ func (r *runner) execNode(n *Node) (map[string]json.RawMessage, error) {
 	}
 	exec, ok := builtinNodes[n.TypeID]
 	if !ok {
-		if _, isAgent := agentFactories[n.TypeID]; isAgent {
+		if _, isAgent := agentFactoryOf(n.TypeID); isAgent {
 			exec = execConversationNode
 		} else {
 			return nil, failNode(protocol.CodeCapabilityNotProvided, "node %q has type %q, which this host does not provide", n.ID, n.TypeID)

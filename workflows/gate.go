@@ -36,7 +36,7 @@ type gateAgent struct {
 }
 
 func init() {
-	registerAgent("core.conversationGate", func(_ workflow.Context, c *conversation, n *Node, _ json.RawMessage) (conversationAgent, error) {
+	RegisterAgent("core.conversationGate", func(_ workflow.Context, c *conversation, n *Node, _ json.RawMessage) (ConversationAgent, error) {
 		var cfg gateConfig
 		if len(n.Config) > 0 {
 			if err := json.Unmarshal(n.Config, &cfg); err != nil {
@@ -50,9 +50,9 @@ func init() {
 	})
 }
 
-// Open implements conversationAgent.
-func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
-	op := opening{
+// Open implements ConversationAgent.
+func (g *gateAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
+	op := Opening{
 		AgentID:      cmp.Or(g.cfg.AgentID, "host:"+c.NodeID),
 		Title:        g.cfg.Title,
 		InitialText:  cmp.Or(g.cfg.InitialPrompt, "Conversation opened."),
@@ -62,7 +62,7 @@ func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	}
 	if g.cfg.MockAutoResume {
 		op.AutoResume = true
-		op.AutoReply = agentReply{Text: "Mock reply from the host.", Close: &closeRequest{
+		op.AutoReply = AgentReply{Text: "Mock reply from the host.", Close: &CloseRequest{
 			Outcome:   mustJSON(map[string]string{"summary": "mock conversation completed"}),
 			FinalText: "Conversation closed by the host mock.",
 		}}
@@ -70,10 +70,10 @@ func (g *gateAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
 	return op, nil
 }
 
-// Reply implements conversationAgent.
-func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Turn) (agentReply, error) {
+// Reply implements ConversationAgent.
+func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Turn) (AgentReply, error) {
 	if g.cfg.Reply != "echo" {
-		return agentReply{Silent: true}, nil
+		return AgentReply{Silent: true}, nil
 	}
 	var body struct {
 		Text string `json:"text"`
@@ -86,33 +86,33 @@ func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Tur
 			body.Text = string(user.Content)
 		}
 	}
-	return agentReply{Text: "echo: " + body.Text}, nil
+	return AgentReply{Text: "echo: " + body.Text}, nil
 }
 
-// CheckInject implements conversationAgent: the gate raises no interrupt of its own.
+// CheckInject implements ConversationAgent: the gate raises no interrupt of its own.
 func (g *gateAgent) CheckInject(*conversation, InjectedEvent) error {
 	return fmt.Errorf("core.conversationGate accepts no injected events")
 }
 
-// MisroutedEvent implements conversationAgent: the gate takes every value as a
+// MisroutedEvent implements ConversationAgent: the gate takes every value as a
 // message.
 func (g *gateAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
 
-// ApprovesToolCalls implements conversationAgent: the gate calls no tools.
+// ApprovesToolCalls implements ConversationAgent: the gate calls no tools.
 func (g *gateAgent) ApprovesToolCalls() bool { return false }
 
-// Inject implements conversationAgent.
-func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (agentReply, error) {
-	return agentReply{Silent: true}, nil
+// Inject implements ConversationAgent.
+func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (AgentReply, error) {
+	return AgentReply{Silent: true}, nil
 }
 
-// TranscriptPage implements conversationAgent: the gate keeps no model transcript.
+// TranscriptPage implements ConversationAgent: the gate keeps no model transcript.
 func (g *gateAgent) TranscriptPage(activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
 	return activities.TranscriptPage{Messages: []convo.Message{}}, nil
 }
 
-// Status implements conversationAgent.
+// Status implements ConversationAgent.
 func (g *gateAgent) Status() *PackStatus { return nil }
 
-// Save implements conversationAgent: the gate is stateless beyond its config.
+// Save implements ConversationAgent: the gate is stateless beyond its config.
 func (g *gateAgent) Save() (json.RawMessage, error) { return nil, nil }

@@ -60,7 +60,7 @@ func conversationPrompt(p *packs.Pack, cfg PackNodeConfig, vars map[string]any) 
 }
 
 func init() {
-	registerAgent(PackNodeType, newPackAgent)
+	RegisterAgent(PackNodeType, newPackAgent)
 }
 
 // packAgent is the conversation agent of a vendor.wop.pack node.
@@ -85,7 +85,7 @@ type packAgent struct {
 	turnModel *protocol.TurnModel
 }
 
-func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (conversationAgent, error) {
+func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (ConversationAgent, error) {
 	var cfg PackNodeConfig
 	if len(n.Config) > 0 {
 		if err := json.Unmarshal(n.Config, &cfg); err != nil {
@@ -156,11 +156,11 @@ func runVars(raw json.RawMessage) map[string]any {
 // agentID is the id events use for the pack in a state: "<packId>:<state>".
 func (a *packAgent) agentID(state string) string { return a.pack.ID + ":" + state }
 
-// Open implements conversationAgent: turn 0 names the pack and its entry state; a
+// Open implements ConversationAgent: turn 0 names the pack and its entry state; a
 // "message" input is the first user turn.
-func (a *packAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
+func (a *packAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
 	st := a.m.CurrentState()
-	op := opening{
+	op := Opening{
 		AgentID: a.pack.ID,
 		Title:   a.pack.Name,
 		InitialContent: mustJSON(map[string]string{
@@ -204,51 +204,51 @@ func turnText(content json.RawMessage) string {
 	return string(content)
 }
 
-// Reply implements conversationAgent: one engine turn per user message.
-func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (agentReply, error) {
+// Reply implements ConversationAgent: one engine turn per user message.
+func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (AgentReply, error) {
 	if a.m.Closed() {
 		if st := a.m.State(); st.ErrorCode == CodeReplayDiverged {
 			// A fork replay that left its source's recording (pack_replay.go).
-			return agentReply{Silent: true, Close: &closeRequest{
+			return AgentReply{Silent: true, Close: &CloseRequest{
 				Error:     &protocol.RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
 				FinalText: "Conversation closed: the fork replay diverged from its source run, so the pack cannot go on.",
 			}}, nil
 		}
-		return agentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
+		return AgentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
 	a.newTurn()
 	before := a.m.State()
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
 	if err != nil {
-		return agentReply{}, err
+		return AgentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return agentReply{}, a.stopped(c, before)
+		return AgentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, false), nil
 }
 
-// CheckInject implements conversationAgent.
+// CheckInject implements ConversationAgent.
 // An event the current state does not take is refused as a misrouted one is (409, or
 // 422 when no state takes it).
 func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 	if err := a.m.CanInject(ev.Event); err != nil {
-		return &refusedCheck{a.refuseEvent(ev.Event, err)}
+		return &RefusedCheck{a.refuseEvent(ev.Event, err)}
 	}
 	return nil
 }
 
-// Inject implements conversationAgent: the event moves the state machine; a terminal
+// Inject implements ConversationAgent: the event moves the state machine; a terminal
 // target's prompt tells the user the outcome.
-func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (agentReply, error) {
+func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (AgentReply, error) {
 	a.newTurn()
 	before := a.m.State()
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
-		return agentReply{}, err
+		return AgentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return agentReply{}, a.stopped(c, before)
+		return AgentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, true), nil
 }
@@ -267,8 +267,8 @@ func injectedContext(raw json.RawMessage) string {
 }
 
 // reply maps a TurnResult onto the conversation.
-func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool) agentReply {
-	rep := agentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
+func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool) AgentReply {
+	rep := AgentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
 		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
 	// An injected event into a non-terminal state runs no round: nothing to say.
 	if injected && len(res.Segments) == 0 && !res.Done() {
@@ -278,7 +278,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 		// The model could not be reached (outage.go): what the turn said so far is
 		// the agent's turn, and a system turn says why the rest is missing.
 		rep.Silent = res.Reply == ""
-		rep.Notice = &turnNotice{
+		rep.Notice = &TurnNotice{
 			Text:  fmt.Sprintf("This message got no answer: %s. The conversation stays open: send another message to try again.", te.Message),
 			Error: &protocol.RunError{Code: te.Code, Message: te.Message},
 		}
@@ -294,7 +294,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 		}
 	case engine.StatusCompleted:
 		st := a.m.Counters()
-		rep.Close = &closeRequest{
+		rep.Close = &CloseRequest{
 			Outcome: mustJSON(map[string]any{
 				"pack": a.pack.ID, "finalState": res.State, "status": res.Status, "reply": res.Reply, "artifacts": orEmpty(st.Artifacts),
 			}),
@@ -305,7 +305,7 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 		if code == "" {
 			code = res.Status
 		}
-		rep.Close = &closeRequest{
+		rep.Close = &CloseRequest{
 			Error:     &protocol.RunError{Code: code, Message: res.ErrorMessage},
 			FinalText: fmt.Sprintf("Conversation closed: %s (%s).", res.ErrorMessage, code),
 		}
@@ -326,7 +326,7 @@ func orEmpty(m map[string]string) map[string]string {
 
 // externalInterrupt is the interrupt a pack raises in an external state: resolving it
 // with {"event", "context"} injects the event.
-func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
+func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *AgentInterrupt {
 	events := []string{}
 	state := a.m.CurrentState()
 	if w != nil {
@@ -346,7 +346,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *agentInterrupt {
 		describe = fmt.Sprintf("Pack %s is in hybrid state %s: it answers messages and accepts the events %s; inject one with {\"event\": …, \"context\": …}.",
 			a.pack.ID, state, strings.Join(events, ", "))
 	}
-	return &agentInterrupt{
+	return &AgentInterrupt{
 		Kind:         protocol.KindExternalEvent,
 		EventType:    protocol.EventTypePackEvent,
 		ResumeSchema: mustJSON(schema),
@@ -400,7 +400,7 @@ func (a *packAgent) budget() *PackBudget {
 	return nil
 }
 
-// TranscriptPage implements conversationAgent: model rounds read the engine's
+// TranscriptPage implements ConversationAgent: model rounds read the engine's
 // transcript, the messages this execution holds.
 func (a *packAgent) TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {
 	if req.Key != a.nodeID {
@@ -414,7 +414,7 @@ func (a *packAgent) TranscriptPage(req activities.TranscriptPageRequest) (activi
 	return activities.TranscriptPage{Messages: msgs, Start: start, Base: a.m.TranscriptBase(), Len: n}, nil
 }
 
-// Status implements conversationAgent.
+// Status implements ConversationAgent.
 func (a *packAgent) Status() *PackStatus {
 	st := a.m.Counters()
 	return &PackStatus{
@@ -435,7 +435,7 @@ func (a *packAgent) Status() *PackStatus {
 	}
 }
 
-// Save implements conversationAgent: the engine state is carried across
+// Save implements ConversationAgent: the engine state is carried across
 // continue-as-new, its transcript cut to the latest round's messages (Checkpoint).
 func (a *packAgent) Save() (json.RawMessage, error) {
 	raw, err := json.Marshal(a.m.Checkpoint())

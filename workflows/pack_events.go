@@ -46,7 +46,7 @@ func injectionOf(raw json.RawMessage) (string, bool) {
 	return ev, true
 }
 
-// MisroutedEvent implements conversationAgent: a pack state that raised no event
+// MisroutedEvent implements ConversationAgent: a pack state that raised no event
 // interrupt accepts no injected events.
 func (a *packAgent) MisroutedEvent(_ *conversation, value json.RawMessage) *ResolveCheck {
 	ev, ok := injectionOf(value)
@@ -54,11 +54,10 @@ func (a *packAgent) MisroutedEvent(_ *conversation, value json.RawMessage) *Reso
 		return nil
 	}
 	check := a.refuseEvent(ev, a.m.CanInject(ev))
-	check.misrouted = true
 	return &check
 }
 
-// ApprovesToolCalls implements conversationAgent: a pack's tool calls may wait for a
+// ApprovesToolCalls implements ConversationAgent: a pack's tool calls may wait for a
 // decision (approvals_tool.go).
 func (a *packAgent) ApprovesToolCalls() bool { return true }
 
@@ -122,7 +121,7 @@ func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engi
 
 // openingInterrupt is the event interrupt an external or hybrid entry state raises
 // when the conversation opens (nil otherwise).
-func (a *packAgent) openingInterrupt(c *conversation) *agentInterrupt {
+func (a *packAgent) openingInterrupt(c *conversation) *AgentInterrupt {
 	if a.m.Accepting() == nil || !c.r.changed(GateEventRouting) {
 		return nil
 	}

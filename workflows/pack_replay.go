@@ -363,16 +363,7 @@ func (a *packAgent) divergeAt(c *conversation, kind, point string, at Event, msg
 	workflow.GetLogger(c.r.ctx).Warn("Fork replay diverged", "node", a.nodeID, "sourceRunId", pr.sourceRunID, "reason", msg)
 }
 
-// replayFolder is implemented by agents that fold a source run's recording in causal
-// order on a fork replay: FoldBefore is called before the host re-emits each recorded
-// conversation event (after conversation.opened), ReplayDone when the recording is
-// re-folded (closed says whether the source closed the conversation).
-type replayFolder interface {
-	FoldBefore(ctx workflow.Context, c *conversation, e Event)
-	ReplayDone(ctx workflow.Context, c *conversation, closed bool)
-}
-
-// FoldBefore implements replayFolder: the injected events the source recorded before e
+// FoldBefore implements ReplayFolder: the injected events the source recorded before e
 // are folded into the engine before the host re-emits e.
 func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
 	pr := a.replay
@@ -387,7 +378,7 @@ func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
 	}
 }
 
-// Observe implements turnObserver: on a fork replay the host re-folds the recorded
+// Observe implements TurnObserver: on a fork replay the host re-folds the recorded
 // turns without calling Reply; the pack folds the same user turns and injected events
 // into its engine, answering every model round and tool call from the source run's
 // records, so its state matches the source and no model is called again.
@@ -532,7 +523,7 @@ func (a *packAgent) checkClose(c *conversation, e Event) {
 	}
 }
 
-// ReplayDone implements replayFolder: recorded rounds the replay never asked for mean
+// ReplayDone implements ReplayFolder: recorded rounds the replay never asked for mean
 // it did not follow the recording; after the fold, rounds go to the model.
 func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 	pr := a.replay

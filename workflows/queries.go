@@ -112,7 +112,7 @@ func (r *runner) transcript(ref convo.TranscriptRef) ([]convo.Message, error) {
 }
 
 // agentFor is the agent whose node a transcript key names.
-func (r *runner) agentFor(key string) conversationAgent {
+func (r *runner) agentFor(key string) ConversationAgent {
 	nodes := make([]string, 0, len(r.agents))
 	for id := range r.agents {
 		nodes = append(nodes, id)

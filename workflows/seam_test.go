@@ -24,7 +24,7 @@ type fakeAgent struct {
 const fakeType = "vendor.test.agent"
 
 func init() {
-	registerAgent(fakeType, func(_ workflow.Context, _ *conversation, _ *Node, saved json.RawMessage) (conversationAgent, error) {
+	RegisterAgent(fakeType, func(_ workflow.Context, _ *conversation, _ *Node, saved json.RawMessage) (ConversationAgent, error) {
 		a := &fakeAgent{State: "start"}
 		if len(saved) > 0 {
 			if err := json.Unmarshal(saved, a); err != nil {
@@ -35,15 +35,15 @@ func init() {
 	})
 }
 
-func (a *fakeAgent) Open(_ workflow.Context, c *conversation) (opening, error) {
+func (a *fakeAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
 	var in struct {
 		Message string `json:"message"`
 	}
 	_ = json.Unmarshal(c.Input().Inputs, &in)
-	return opening{AgentID: "host:fake", Title: "Fake", InitialText: "Fake agent, state start.", FirstUserText: in.Message}, nil
+	return Opening{AgentID: "host:fake", Title: "Fake", InitialText: "Fake agent, state start.", FirstUserText: in.Message}, nil
 }
 
-func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user protocol.Turn) (agentReply, error) {
+func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user protocol.Turn) (AgentReply, error) {
 	a.Replies++
 	var body struct {
 		Text string `json:"text"`
@@ -54,11 +54,11 @@ func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user protocol.Tur
 	switch body.Text {
 	case "wait":
 		a.State = "awaiting"
-		return agentReply{Text: "Waiting for approval.", State: a.State, Raise: &agentInterrupt{EventType: "ticket.approved", Correlation: json.RawMessage(`{"ticket":"T1"}`), TimeoutMs: 7 * 24 * 3600 * 1000}}, nil
+		return AgentReply{Text: "Waiting for approval.", State: a.State, Raise: &AgentInterrupt{EventType: "ticket.approved", Correlation: json.RawMessage(`{"ticket":"T1"}`), TimeoutMs: 7 * 24 * 3600 * 1000}}, nil
 	case "explode":
-		return agentReply{Text: "Out of budget.", State: a.State, Close: &closeRequest{Error: &protocol.RunError{Code: "budget_exhausted", Message: "budget max_total_visits=1 exhausted"}}}, nil
+		return AgentReply{Text: "Out of budget.", State: a.State, Close: &CloseRequest{Error: &protocol.RunError{Code: "budget_exhausted", Message: "budget max_total_visits=1 exhausted"}}}, nil
 	}
-	return agentReply{Text: "you said " + body.Text, State: a.State}, nil
+	return AgentReply{Text: "you said " + body.Text, State: a.State}, nil
 }
 
 func (a *fakeAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
@@ -72,9 +72,9 @@ func (a *fakeAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck
 
 func (a *fakeAgent) ApprovesToolCalls() bool { return false }
 
-func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent) (agentReply, error) {
+func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent) (AgentReply, error) {
 	a.State = "done"
-	return agentReply{Text: "Approved: " + string(ev.Context), State: a.State, Close: &closeRequest{Outcome: json.RawMessage(`{"approved":true}`), FinalText: "Goal reached."}}, nil
+	return AgentReply{Text: "Approved: " + string(ev.Context), State: a.State, Close: &CloseRequest{Outcome: json.RawMessage(`{"approved":true}`), FinalText: "Goal reached."}}, nil
 }
 
 func (a *fakeAgent) TranscriptPage(req activities.TranscriptPageRequest) (activities.TranscriptPage, error) {

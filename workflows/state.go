@@ -155,5 +155,5 @@ type childState struct {
 // each conversation node (conversation.go, conversation_agent.go).
 type conversations struct {
 	convs  []*conversation
-	agents map[string]conversationAgent
+	agents map[string]ConversationAgent
 }

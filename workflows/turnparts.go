@@ -16,7 +16,7 @@ import (
 )
 
 // shapeAgentTurn adds parts and agent to the agent turn t of reply rep.
-func (r *runner) shapeAgentTurn(t *protocol.Turn, rep agentReply) {
+func (r *runner) shapeAgentTurn(t *protocol.Turn, rep AgentReply) {
 	if r.in.TurnShape < 1 || !r.changed(GateTurnParts) {
 		return
 	}

@@ -42,7 +42,7 @@ type statusHold struct {
 // the path of GateTurnStatus). The caller applies the reply and then calls endTurn. A
 // turn an immediate pause cut (errCut) is taken anew, as the node's next attempt, once
 // the run resumes (pause.go).
-func (r *runner) agentTurn(c *conversation, fn func() (agentReply, error)) (agentReply, error) {
+func (r *runner) agentTurn(c *conversation, fn func() (AgentReply, error)) (AgentReply, error) {
 	for {
 		rep, err := r.busyTurn(c, fn)
 		if !errors.Is(err, errCut) {
@@ -51,13 +51,13 @@ func (r *runner) agentTurn(c *conversation, fn func() (agentReply, error)) (agen
 		r.refreshStatus()
 		r.describePending()
 		if err := r.reopenCut(c.node); err != nil {
-			return agentReply{}, err
+			return AgentReply{}, err
 		}
 	}
 }
 
 // busyTurn runs fn with the run busy on c.
-func (r *runner) busyTurn(c *conversation, fn func() (agentReply, error)) (agentReply, error) {
+func (r *runner) busyTurn(c *conversation, fn func() (AgentReply, error)) (AgentReply, error) {
 	if !r.changed(GateTurnStatus) {
 		return fn()
 	}
