@@ -16,10 +16,10 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// activityErrorCode is the OpenWOP code of a failed activity: the code of its
+// ActivityErrorCode is the OpenWOP code of a failed activity: the code of its
 // application error type (activities.ErrorCode), activity_timeout, or "" (the engine
 // then says model_error or tool_error).
-func activityErrorCode(err error) string {
+func ActivityErrorCode(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
 		return activities.ErrorCode(appErr.Type())
@@ -31,9 +31,9 @@ func activityErrorCode(err error) string {
 	return ""
 }
 
-// activityMessage is the readable part of a failed activity's error: the application
+// ActivityMessage is the readable part of a failed activity's error: the application
 // error's own message, or what timed out.
-func activityMessage(err error) string {
+func ActivityMessage(err error) string {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Message() != "" {
 		return appErr.Message()

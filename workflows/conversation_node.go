@@ -275,7 +275,7 @@ func agentFailure(nodeID string, err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() != "" {
 		code := cmp.Or(activities.ErrorCode(appErr.Type()), protocol.CodeAgentError)
-		return failNode(code, "agent of node %q failed: %s", nodeID, activityMessage(err))
+		return failNode(code, "agent of node %q failed: %s", nodeID, ActivityMessage(err))
 	}
 	return failNode(protocol.CodeAgentError, "agent of node %q failed: %v", nodeID, err)
 }

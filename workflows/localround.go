@@ -33,10 +33,10 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	if a.notLocal {
 		return out, false, nil
 	}
-	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.r.changed(GateFirstLocal)) {
+	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.Changed(GateFirstLocal)) {
 		return out, false, nil
 	}
-	if !rt.c.r.changed(GateLocalRound) {
+	if !rt.c.Changed(GateLocalRound) {
 		return out, false, nil
 	}
 	// The scripted mock reads the whole transcript; messages appended by earlier
@@ -52,9 +52,9 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	lctx, cancel := workflow.WithCancel(rt.ctx)
 	lctx = workflow.WithLocalActivityOptions(lctx, activities.LocalModelRoundOptions(activities.ModelRoundSummary(in)))
 	f := workflow.ExecuteLocalActivity(lctx, modelRoundLocalName, activities.LocalModelRoundInput{Round: in, Messages: msgs})
-	rt.c.r.localWaits++
+	rt.c.BeginLocalWait()
 	rt.await(f, cancel)
-	rt.c.r.localWaits--
+	rt.c.EndLocalWait()
 	err = f.Get(lctx, &out)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == activities.ErrTypeNotLocal {
@@ -73,8 +73,7 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 // the round (ErrStopped). A turn of a few rounds never yields. (A timer would yield
 // too, but Temporal fires timers up to a second late: history.timerProcessorMaxTimeShift.)
 func (rt *packRuntime) yieldTask() error {
-	r := rt.c.r
-	if r.busy == nil || workflow.Now(rt.ctx).Sub(r.taskMark) < localYieldAfter || !r.changed(GateLocalYield) {
+	if !rt.c.YieldDue() || !rt.c.Changed(GateLocalYield) {
 		return nil
 	}
 	actx, cancel := workflow.WithCancel(rt.ctx)

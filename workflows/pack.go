@@ -85,7 +85,7 @@ type packAgent struct {
 	turnModel *protocol.TurnModel
 }
 
-func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.RawMessage) (ConversationAgent, error) {
+func newPackAgent(ctx workflow.Context, c *Conversation, n *Node, saved json.RawMessage) (ConversationAgent, error) {
 	var cfg PackNodeConfig
 	if len(n.Config) > 0 {
 		if err := json.Unmarshal(n.Config, &cfg); err != nil {
@@ -110,7 +110,7 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 	vars := runVars(in.Inputs)
 	if cfg.AgentCall {
 		p = p.AsAgentCall(cfg.Prompt)
-	} else if p.Conversational() && c.r.changed(GateConversationPacks) {
+	} else if p.Conversational() && c.Changed(GateConversationPacks) {
 		prompt := st.CurrentState // a conversation's one state is named after its prompt
 		if !resumed {
 			var err error
@@ -134,7 +134,7 @@ func newPackAgent(ctx workflow.Context, c *conversation, n *Node, saved json.Raw
 		return nil, err
 	}
 	if c.Replaying() {
-		if v2 := c.r.changed(GateForkReplay); !v2 || !resumed {
+		if v2 := c.Changed(GateForkReplay); !v2 || !resumed {
 			// A continued fork is past its re-fold (continue-as-new happens between live
 			// turns only), so the fold since GateForkReplay needs no records then.
 			a.replay = newPackReplay(c.SourceEvents())
@@ -158,7 +158,7 @@ func (a *packAgent) agentID(state string) string { return a.pack.ID + ":" + stat
 
 // Open implements ConversationAgent: turn 0 names the pack and its entry state; a
 // "message" input is the first user turn.
-func (a *packAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
+func (a *packAgent) Open(_ workflow.Context, c *Conversation) (Opening, error) {
 	st := a.m.CurrentState()
 	op := Opening{
 		AgentID: a.pack.ID,
@@ -205,7 +205,7 @@ func turnText(content json.RawMessage) string {
 }
 
 // Reply implements ConversationAgent: one engine turn per user message.
-func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.Turn) (AgentReply, error) {
+func (a *packAgent) Reply(ctx workflow.Context, c *Conversation, user protocol.Turn) (AgentReply, error) {
 	if a.m.Closed() {
 		if st := a.m.State(); st.ErrorCode == CodeReplayDiverged {
 			// A fork replay that left its source's recording (pack_replay.go).
@@ -231,7 +231,7 @@ func (a *packAgent) Reply(ctx workflow.Context, c *conversation, user protocol.T
 // CheckInject implements ConversationAgent.
 // An event the current state does not take is refused as a misrouted one is (409, or
 // 422 when no state takes it).
-func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
+func (a *packAgent) CheckInject(_ *Conversation, ev InjectedEvent) error {
 	if err := a.m.CanInject(ev.Event); err != nil {
 		return &RefusedCheck{a.refuseEvent(ev.Event, err)}
 	}
@@ -240,7 +240,7 @@ func (a *packAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
 
 // Inject implements ConversationAgent: the event moves the state machine; a terminal
 // target's prompt tells the user the outcome.
-func (a *packAgent) Inject(ctx workflow.Context, c *conversation, ev InjectedEvent) (AgentReply, error) {
+func (a *packAgent) Inject(ctx workflow.Context, c *Conversation, ev InjectedEvent) (AgentReply, error) {
 	a.newTurn()
 	before := a.m.State()
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
@@ -267,7 +267,7 @@ func injectedContext(raw json.RawMessage) string {
 }
 
 // reply maps a TurnResult onto the conversation.
-func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool) AgentReply {
+func (a *packAgent) reply(c *Conversation, res *engine.TurnResult, injected bool) AgentReply {
 	rep := AgentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
 		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
 	// An injected event into a non-terminal state runs no round: nothing to say.
@@ -286,11 +286,11 @@ func (a *packAgent) reply(c *conversation, res *engine.TurnResult, injected bool
 	switch res.Status {
 	case engine.StatusAwaitingEvent, engine.StatusAwaitingUser:
 		if w := a.acceptsEvents(c, res); w != nil {
-			if c.agentIt == nil || len(res.Transitions) > 0 {
+			if !c.AgentInterruptPending() || len(res.Transitions) > 0 {
 				rep.Raise = a.externalInterrupt(w)
 			}
 		} else {
-			rep.Clear = c.agentIt != nil
+			rep.Clear = c.AgentInterruptPending()
 		}
 	case engine.StatusCompleted:
 		st := a.m.Counters()
@@ -355,7 +355,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *AgentInterrupt {
 }
 
 // publish keeps the search attributes and the current details current.
-func (a *packAgent) publish(c *conversation) {
+func (a *packAgent) publish(c *Conversation) {
 	st := a.m.Counters()
 	a.setPackAttributes(c, st.CurrentState)
 	var b strings.Builder
@@ -446,7 +446,7 @@ func (a *packAgent) Save() (json.RawMessage, error) {
 }
 
 // runtime builds the engine Runtime of one turn.
-func (a *packAgent) runtime(ctx workflow.Context, c *conversation) *packRuntime {
+func (a *packAgent) runtime(ctx workflow.Context, c *Conversation) *packRuntime {
 	return &packRuntime{ctx: ctx, c: c, a: a}
 }
 
@@ -455,7 +455,7 @@ func (a *packAgent) runtime(ctx workflow.Context, c *conversation) *packRuntime 
 // packRuntime implements engine.Runtime with activities, workflow.Now and run events.
 type packRuntime struct {
 	ctx workflow.Context
-	c   *conversation
+	c   *Conversation
 	a   *packAgent
 	// silent drops events (fork replay re-folds without re-emitting).
 	silent bool
@@ -480,11 +480,11 @@ func (e *activityError) ErrorCode() string { return e.code }
 // newActivityError wraps a failed activity; what, when set, names the call (a tool).
 func (rt *packRuntime) newActivityError(what string, err error) error {
 	workflow.GetLogger(rt.ctx).Warn("Activity failed", "pack", rt.a.pack.ID, "call", what, "error", err)
-	msg := activityMessage(err)
+	msg := ActivityMessage(err)
 	if what != "" {
 		msg = what + ": " + msg
 	}
-	return &activityError{code: activityErrorCode(err), msg: msg, err: err}
+	return &activityError{code: ActivityErrorCode(err), msg: msg, err: err}
 }
 
 // Model implements engine.Runtime: one ModelRound activity, a local one after a round
@@ -500,7 +500,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 	if !recorded {
 		// The reply's streamed chunks name the agent turn it is for. The input is not
 		// part of what a replay compares, so runs recorded without it replay unchanged.
-		in.MessageID = rt.c.messageID(rt.c.NextTurnIndex(), protocol.RoleAgent)
+		in.MessageID = rt.c.MessageID(rt.c.NextTurnIndex(), protocol.RoleAgent)
 		local, ok, err := rt.localRound(in)
 		if ok {
 			out = local
@@ -517,7 +517,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
 			rt.awaitActivity(f, cancel)
 			err = f.Get(actx, &out)
-			if outageError(err) && !rt.Stopped() && rt.c.r.changed(GateOutage) {
+			if outageError(err) && !rt.Stopped() && rt.c.Changed(GateOutage) {
 				err = rt.outlastModel(in, started, err, &out) // outage.go
 			}
 		}
@@ -568,7 +568,7 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 // of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
 	run := rt.routedTools
-	if !rt.c.r.changed(GateToolRoutes) {
+	if !rt.c.Changed(GateToolRoutes) {
 		run = rt.legacyTools
 	}
 	for _, c := range calls {
@@ -621,15 +621,15 @@ func (rt *packRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
 
 // SkillsOffered implements engine.SkillsRuntime: asked at the first round in a state
 // that has skills.
-func (rt *packRuntime) SkillsOffered() bool { return rt.c.r.changed(GatePackSkills) }
+func (rt *packRuntime) SkillsOffered() bool { return rt.c.Changed(GatePackSkills) }
 
 // ValidatorParamsRead implements engine.ValidatorsRuntime: asked at the first validator
 // whose direction, expect_match or params.message the earlier reading ignored.
-func (rt *packRuntime) ValidatorParamsRead() bool { return rt.c.r.changed(GateValidatorParams) }
+func (rt *packRuntime) ValidatorParamsRead() bool { return rt.c.Changed(GateValidatorParams) }
 
 // PackLimitsWin implements engine.PackLimitsRuntime; the engine asks only where the
 // host's per-turn limit would end a turn the pack's own bounds let go on.
-func (rt *packRuntime) PackLimitsWin() bool { return rt.c.r.changed(GatePackLimits) }
+func (rt *packRuntime) PackLimitsWin() bool { return rt.c.Changed(GatePackLimits) }
 
 // Emit implements engine.Runtime: engine events become OpenWOP run events.
 func (rt *packRuntime) Emit(ev engine.Event) {

@@ -44,7 +44,7 @@ func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, rou
 			why[j] = reason
 		}
 	}
-	if len(need) == 0 || !rt.c.r.changed(GateToolApprovals) {
+	if len(need) == 0 || !rt.c.Changed(GateToolApprovals) {
 		return nil, nil
 	}
 	out := make([]*convo.ToolCallResult, len(live))
@@ -72,7 +72,7 @@ func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activi
 		art.Parameters = tool.Parameters
 	}
 	p := rt.a.pack
-	res, err := rt.c.r.awaitToolDecision(rt.ctx, rt.a.nodeID, ToolDecisionRequest{Call: call, Route: route, Artifact: art,
+	res, err := rt.c.AwaitToolDecision(rt.ctx, ToolDecisionRequest{Call: call, Route: route, Artifact: art,
 		Describe: func(call *convo.ToolCallInput) string { return toolCallDescription(p, call, tool, reason) }})
 	if err != nil && rt.Stopped() {
 		// The run is being cancelled: the turn stops (pack_cancel.go), and the run's
@@ -115,15 +115,4 @@ func toolCallDescription(p *packs.Pack, call *convo.ToolCallInput, tool *packs.T
 	}
 	fmt.Fprintf(&b, " It needs approval because %s.", reason)
 	return b.String()
-}
-
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -29,22 +29,22 @@ import (
 
 // cancelPending reports whether the run is being cancelled.
 func (rt *packRuntime) cancelPending() bool {
-	return rt.c.r.cancelReq != nil || rt.ctx.Err() != nil
+	return rt.c.CancelRequested() || rt.ctx.Err() != nil
 }
 
 // Stopped implements engine.Runtime: a pending cancel stops the turn.
 // An immediate pause stops it too (pause.go): the turn is cut, and answered anew once
 // the run resumes.
 func (rt *packRuntime) Stopped() bool {
-	return rt.cancelPending() && rt.c.r.changed(GateAgentCancel) || rt.c.r.cutPending()
+	return rt.cancelPending() && rt.c.Changed(GateAgentCancel) || rt.c.CutPending()
 }
 
 // await blocks until f is ready or the run is being cancelled; in the latter case it
 // cancels the activity behind f (cancel is the CancelFunc of its context). f.Get then
 // returns at once.
 func (rt *packRuntime) await(f workflow.Future, cancel workflow.CancelFunc) {
-	r := rt.c.r
-	_ = workflow.Await(rt.ctx, func() bool { return f.IsReady() || r.cancelReq != nil || r.cutPending() })
+	c := rt.c
+	_ = workflow.Await(rt.ctx, func() bool { return f.IsReady() || c.CancelRequested() || c.CutPending() })
 	if !f.IsReady() && rt.Stopped() {
 		cancel()
 	}
@@ -55,17 +55,17 @@ func (rt *packRuntime) await(f workflow.Future, cancel workflow.CancelFunc) {
 func (rt *packRuntime) awaitActivity(f workflow.Future, cancel workflow.CancelFunc) {
 	rt.beforeBlock()
 	rt.await(f, cancel)
-	rt.c.r.taskMark = workflow.Now(rt.ctx)
+	rt.c.MarkTask()
 }
 
 // beforeBlock is called before the turn waits outside the workflow task (an activity,
 // a timer): the search attributes show the busy turn's status and the pack's state
 // (turnstatus.go).
 func (rt *packRuntime) beforeBlock() {
-	if rt.c.r.busy == nil {
+	if !rt.c.TurnBusy() {
 		return
 	}
-	rt.c.r.showBusy()
+	rt.c.ShowBusy()
 	rt.a.setPackAttributes(rt.c, rt.a.m.CurrentState())
 }
 
@@ -81,19 +81,16 @@ func (rt *packRuntime) stoppedErr(err error) error {
 // stopped is the error of a turn the engine stopped: errCut when an immediate pause
 // stopped it (the pack's state rewound to before, so the turn is taken anew once the
 // run resumes; pause.go), else stopReply's.
-func (a *packAgent) stopped(c *conversation, before engine.State) error {
-	if r := c.r; r.cancelReq == nil && r.ctx.Err() == nil && r.cutPending() {
+func (a *packAgent) stopped(c *Conversation, before engine.State) error {
+	if c.PauseCuts() {
 		a.m.Rewind(before)
-		return errCut
+		return c.CutError()
 	}
 	return a.stopReply(c)
 }
 
 // stopReply is the error a pack's Reply or Inject returns for a turn the engine
 // stopped: the run is being cancelled (by a signal, or by Temporal).
-func (a *packAgent) stopReply(c *conversation) error {
-	if err := c.r.checkCancelled(); err != nil {
-		return err
-	}
-	return errCancelled
+func (a *packAgent) stopReply(c *Conversation) error {
+	return c.StopError()
 }

@@ -48,7 +48,7 @@ func injectionOf(raw json.RawMessage) (string, bool) {
 
 // MisroutedEvent implements ConversationAgent: a pack state that raised no event
 // interrupt accepts no injected events.
-func (a *packAgent) MisroutedEvent(_ *conversation, value json.RawMessage) *ResolveCheck {
+func (a *packAgent) MisroutedEvent(_ *Conversation, value json.RawMessage) *ResolveCheck {
 	ev, ok := injectionOf(value)
 	if !ok {
 		return nil
@@ -108,12 +108,12 @@ func declares(accepting map[string][]string, event string) bool {
 // acceptsEvents reports whether the pack's current state takes injected events and
 // so keeps an event interrupt pending: always for an external state waiting for one,
 // and since GateEventRouting for a hybrid state too.
-func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engine.AwaitingEvent {
+func (a *packAgent) acceptsEvents(c *Conversation, res *engine.TurnResult) *engine.AwaitingEvent {
 	if res != nil && res.Awaiting != nil {
 		return res.Awaiting
 	}
 	w := a.m.Accepting()
-	if w == nil || !c.r.changed(GateEventRouting) {
+	if w == nil || !c.Changed(GateEventRouting) {
 		return nil
 	}
 	return w
@@ -121,8 +121,8 @@ func (a *packAgent) acceptsEvents(c *conversation, res *engine.TurnResult) *engi
 
 // openingInterrupt is the event interrupt an external or hybrid entry state raises
 // when the conversation opens (nil otherwise).
-func (a *packAgent) openingInterrupt(c *conversation) *AgentInterrupt {
-	if a.m.Accepting() == nil || !c.r.changed(GateEventRouting) {
+func (a *packAgent) openingInterrupt(c *Conversation) *AgentInterrupt {
+	if a.m.Accepting() == nil || !c.Changed(GateEventRouting) {
 		return nil
 	}
 	return a.externalInterrupt(a.m.Accepting())

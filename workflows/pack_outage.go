@@ -70,7 +70,7 @@ func lastFailure(err error, def string) (code, msg string) {
 			err = cause
 		}
 	}
-	return cmp.Or(activityErrorCode(err), def), activityMessage(err)
+	return cmp.Or(ActivityErrorCode(err), def), ActivityMessage(err)
 }
 
 // outlastModel waits out the outage of the provider of round in, whose quick attempts
@@ -92,9 +92,9 @@ func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time,
 		return rt.unavailable(first, pol.Policy.RetryFor)
 	}
 	code, msg := lastFailure(first, protocol.CodeModelUnavailable)
-	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
-		LastError: &protocol.RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.Policy.RetryFor), remindEvery: pol.Policy.RemindEvery})
-	defer rt.c.r.endStall(s)
+	s := rt.c.BeginStall(StallRequest{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
+		LastError: &protocol.RunError{Code: code, Message: msg}}, Since: started, Until: started.Add(pol.Policy.RetryFor), RemindEvery: pol.Policy.RemindEvery})
+	defer rt.c.EndStall(s)
 	rt.beforeBlock()
 
 	opts := activities.OutageRetryOptions(activities.ModelRoundOptions(pol.Provider), pol.Policy, remaining)
@@ -136,39 +136,21 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 		return first
 	}
 	code, msg := lastFailure(first.Get(rt.ctx, nil), protocol.CodeToolError)
-	s := rt.c.r.beginStall(&stall{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
-		LastError: &protocol.RunError{Code: code, Message: msg}}, since: started, until: started.Add(pol.RetryFor), remindEvery: pol.RemindEvery})
-	defer rt.c.r.endStall(s)
+	s := rt.c.BeginStall(StallRequest{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
+		LastError: &protocol.RunError{Code: code, Message: msg}}, Since: started, Until: started.Add(pol.RetryFor), RemindEvery: pol.RemindEvery})
+	defer rt.c.EndStall(s)
 	rt.beforeBlock()
 	f := rt.startToolWith(ctx, in, route, activityID, &pol, remaining)
 	rt.awaitStalled(f, cancel, s)
 	return f
 }
 
-// awaitStalled waits for f as rt.await does, recording s's reminders while it waits.
-func (rt *packRuntime) awaitStalled(f workflow.Future, cancel workflow.CancelFunc, s *stall) {
-	r := rt.c.r
-	ready := func() bool { return f.IsReady() || r.cancelReq != nil || r.cutPending() }
-	for !ready() && rt.ctx.Err() == nil {
-		due := s.since.Add(time.Duration(s.reminders+1) * s.remindEvery)
-		if s.remindEvery <= 0 || !due.Before(s.until) {
-			// No reminder is due before the wait ends (the activity's schedule-to-close
-			// timeout ends it then).
-			_ = workflow.Await(rt.ctx, ready)
-			break
-		}
-		if wait := due.Sub(workflow.Now(rt.ctx)); wait > 0 {
-			if ok, err := workflow.AwaitWithTimeout(rt.ctx, wait, ready); ok || err != nil {
-				break
-			}
-		}
-		if !ready() {
-			s.reminders++
-			r.emitStalled(s)
-		}
-	}
+// awaitStalled waits for f as rt.await does, recording s's reminders while it waits
+// (Conversation.AwaitStalled).
+func (rt *packRuntime) awaitStalled(f workflow.Future, cancel workflow.CancelFunc, s *StallWait) {
+	rt.c.AwaitStalled(rt.ctx, f, s)
 	if !f.IsReady() && rt.Stopped() {
 		cancel()
 	}
-	r.taskMark = workflow.Now(rt.ctx)
+	rt.c.MarkTask()
 }

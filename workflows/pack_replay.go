@@ -281,19 +281,12 @@ func recordedDecisions(src []Event) map[string][][]Event {
 // gets the key the source's next one had.
 func (rt *packRuntime) replayDecision(callID string) {
 	pr := rt.a.replay
-	if pr == nil || !pr.v2 || len(pr.decisions[callID]) == 0 || !rt.c.r.changed(GateForkDecisions) {
+	if pr == nil || !pr.v2 || len(pr.decisions[callID]) == 0 || !rt.c.Changed(GateForkDecisions) {
 		return
 	}
 	evs := pr.decisions[callID][0]
 	pr.decisions[callID] = pr.decisions[callID][1:]
-	r := rt.c.r
-	ids := map[string]string{}
-	for _, e := range evs {
-		if e.Type == protocol.EvInterruptRequested {
-			r.counts[e.NodeID]++
-		}
-		ids[e.EventID] = r.emit(e.Type, e.NodeID, e.Payload, ids[e.CausationID])
-	}
+	rt.c.Reemit(evs)
 }
 
 // replayedTool answers a tool call from the source run's record on a fork replay.
@@ -312,7 +305,7 @@ func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResu
 	if r, ok := pr.tool(in.CallID); ok {
 		return r, true, nil
 	}
-	if pr.v2 && pr.called[in.CallID] && rt.a.pack.Tools[in.Tool].Effect() != packs.EffectRead && rt.c.r.changed(GateForkSourceMissing) {
+	if pr.v2 && pr.called[in.CallID] && rt.a.pack.Tools[in.Tool].Effect() != packs.EffectRead && rt.c.Changed(GateForkSourceMissing) {
 		return nil, false, &replayError{code: protocol.CodeReplaySourceMissing, msg: fmt.Sprintf(
 			"tool %s (call %s) performs a side effect and source run %s recorded no outcome of it: a replay never performs it", in.Tool, in.CallID, pr.sourceRunID)}
 	}
@@ -346,7 +339,7 @@ func (rt *packRuntime) diverge(kind, point string, at Event, format string, args
 	return &replayError{code: CodeReplayDiverged, msg: "replay diverged: " + msg}
 }
 
-func (a *packAgent) divergeAt(c *conversation, kind, point string, at Event, msg string) {
+func (a *packAgent) divergeAt(c *Conversation, kind, point string, at Event, msg string) {
 	pr := a.replay
 	if pr.diverged {
 		return
@@ -360,12 +353,12 @@ func (a *packAgent) divergeAt(c *conversation, kind, point string, at Event, msg
 		p["originalEventId"] = at.EventID
 	}
 	c.Emit(protocol.EvReplayDiverged, p, "")
-	workflow.GetLogger(c.r.ctx).Warn("Fork replay diverged", "node", a.nodeID, "sourceRunId", pr.sourceRunID, "reason", msg)
+	c.Logger().Warn("Fork replay diverged", "node", a.nodeID, "sourceRunId", pr.sourceRunID, "reason", msg)
 }
 
 // FoldBefore implements ReplayFolder: the injected events the source recorded before e
 // are folded into the engine before the host re-emits e.
-func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
+func (a *packAgent) FoldBefore(ctx workflow.Context, c *Conversation, e Event) {
 	pr := a.replay
 	if pr == nil || !pr.v2 {
 		return
@@ -382,7 +375,7 @@ func (a *packAgent) FoldBefore(ctx workflow.Context, c *conversation, e Event) {
 // turns without calling Reply; the pack folds the same user turns and injected events
 // into its engine, answering every model round and tool call from the source run's
 // records, so its state matches the source and no model is called again.
-func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t protocol.Turn) {
+func (a *packAgent) Observe(ctx workflow.Context, c *Conversation, t protocol.Turn) {
 	pr := a.replay
 	if pr == nil {
 		return
@@ -429,7 +422,7 @@ func (a *packAgent) Observe(ctx workflow.Context, c *conversation, t protocol.Tu
 }
 
 // foldUserTurn runs the engine's turn for a recorded user turn.
-func (a *packAgent) foldUserTurn(ctx workflow.Context, c *conversation, e Event, t protocol.Turn) {
+func (a *packAgent) foldUserTurn(ctx workflow.Context, c *Conversation, e Event, t protocol.Turn) {
 	pr := a.replay
 	pr.last = nil
 	if pr.diverged {
@@ -465,7 +458,7 @@ func (pr *packReplay) answeredLater() bool {
 
 // foldInjection applies an event injected into the source run (interrupt.resolved of
 // the pack's event interrupt).
-func (a *packAgent) foldInjection(ctx workflow.Context, c *conversation, e Event) {
+func (a *packAgent) foldInjection(ctx workflow.Context, c *Conversation, e Event) {
 	pr := a.replay
 	var p struct {
 		ResumeValue json.RawMessage `json:"resumeValue"`
@@ -488,7 +481,7 @@ func (a *packAgent) foldInjection(ctx workflow.Context, c *conversation, e Event
 }
 
 // checkReply compares a recorded agent turn with the reply the replay's engine gave.
-func (a *packAgent) checkReply(c *conversation, e Event, t protocol.Turn) {
+func (a *packAgent) checkReply(c *Conversation, e Event, t protocol.Turn) {
 	pr := a.replay
 	last := pr.last
 	pr.last = nil
@@ -507,7 +500,7 @@ func (a *packAgent) checkReply(c *conversation, e Event, t protocol.Turn) {
 
 // checkClose compares the source's conversation.closed with the replay's engine: a
 // pack that completed must have completed in the same state.
-func (a *packAgent) checkClose(c *conversation, e Event) {
+func (a *packAgent) checkClose(c *Conversation, e Event) {
 	pr := a.replay
 	if pr.diverged {
 		return
@@ -525,7 +518,7 @@ func (a *packAgent) checkClose(c *conversation, e Event) {
 
 // ReplayDone implements ReplayFolder: recorded rounds the replay never asked for mean
 // it did not follow the recording; after the fold, rounds go to the model.
-func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
+func (a *packAgent) ReplayDone(_ workflow.Context, c *Conversation, _ bool) {
 	pr := a.replay
 	if pr == nil || !pr.v2 {
 		return
@@ -541,7 +534,7 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *conversation, _ bool) {
 }
 
 // observeLegacy is the fold of forks recorded before GateForkReplay.
-func (a *packAgent) observeLegacy(ctx workflow.Context, c *conversation, t protocol.Turn) {
+func (a *packAgent) observeLegacy(ctx workflow.Context, c *Conversation, t protocol.Turn) {
 	pr := a.replay
 	for pr.cursor < len(pr.src) {
 		e := pr.src[pr.cursor]

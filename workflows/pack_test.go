@@ -697,8 +697,8 @@ func TestPackForkReplayGoesLive(t *testing.T) {
 
 func TestActivityMessageOfATimeout(t *testing.T) {
 	err := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
-	require.Equal(t, "it timed out (start-to-close timeout)", activityMessage(err))
-	require.Equal(t, "activity_timeout", activityErrorCode(err))
+	require.Equal(t, "it timed out (start-to-close timeout)", ActivityMessage(err))
+	require.Equal(t, "activity_timeout", ActivityErrorCode(err))
 }
 
 // loopReportYAML bounds a control: agent self-loop with max_visits 3, on_max_visits

@@ -68,7 +68,7 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 	if json.Unmarshal(call.Args, &args) != nil || strings.TrimSpace(args.Message) == "" {
 		return agentError("call agent %s with {\"message\": \"…\"}: what to ask it", call.Tool), nil
 	}
-	r, parent := rt.c.r, rt.c.Input()
+	parent := rt.c.Input()
 	vars := runVars(parent.Inputs)
 	delete(vars, packs.PromptInput)
 	vars["message"] = args.Message
@@ -84,7 +84,7 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 		StaticSummary:     fmt.Sprintf("Agent %s of pack %s, called by run %s", call.Tool, rt.a.pack.ID, parent.RunID),
 	})
 	fut := workflow.ExecuteChildWorkflow(cctx, RunWorkflowName, childIn)
-	r.addChild(ChildRun{RunID: childID, NodeID: rt.a.nodeID, Status: protocol.StatusRunning})
+	rt.c.AddChild(ChildRun{RunID: childID, NodeID: rt.a.nodeID, Status: protocol.StatusRunning})
 	rt.beforeBlock()
 	rt.await(fut, cancel)
 	var snap Snapshot
@@ -94,13 +94,13 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 	}
 	cancel()
 	if err != nil {
-		r.addChild(ChildRun{RunID: childID, Status: protocol.StatusCancelled})
+		rt.c.AddChild(ChildRun{RunID: childID, Status: protocol.StatusCancelled})
 		if rt.Stopped() {
 			return nil, fmt.Errorf("%w: agent %s: %v", engine.ErrStopped, call.Tool, err)
 		}
 		return agentError("agent %s failed: %v", call.Tool, err), nil
 	}
-	r.addChild(ChildRun{RunID: childID, Status: snap.Status})
+	rt.c.AddChild(ChildRun{RunID: childID, Status: snap.Status})
 	if snap.Status != protocol.StatusCompleted {
 		why := snap.Status
 		if snap.Error != nil {

@@ -3,8 +3,8 @@ package workflows
 // setPackAttributes sets the node's search attributes when its state differs from the
 // one it last set. Setting an unchanged value is not free: it is a command, an event in
 // the history (a sixth of a turn's bytes) and a visibility write.
-func (a *packAgent) setPackAttributes(c *conversation, state string) {
-	if state == a.publishedState && c.r.changed(GatePackAttributes) {
+func (a *packAgent) setPackAttributes(c *Conversation, state string) {
+	if state == a.publishedState && c.Changed(GatePackAttributes) {
 		return
 	}
 	c.SetPackAttributes(a.pack.ID, state)

@@ -66,12 +66,12 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 	var acts *activities.Activities
 	var routes activities.RouteToolsResult
 	f := workflow.ExecuteLocalActivity(lctx, acts.RouteTools, req)
-	if rt.c.r.liveStatus {
+	if rt.c.TurnStatusLive() {
 		// Work within the workflow task, which the resolve that started the turn waits
 		// through (resolve_events.go).
-		rt.c.r.localWaits++
+		rt.c.BeginLocalWait()
 		_ = workflow.Await(rt.ctx, f.IsReady)
-		rt.c.r.localWaits--
+		rt.c.EndLocalWait()
 	}
 	if err := f.Get(lctx, &routes); err != nil {
 		if temporal.IsCanceledError(err) {
@@ -114,16 +114,16 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 		// A call the worker answers from memory (the mock's tool_results, no executor)
 		// counts as work of the turn the resolve that started it waits through
 		// (resolve_events.go); any other call releases it.
-		quick := rt.c.r.liveStatus && (routes.Routes[j].Kind == activities.RouteMock || routes.Routes[j].Kind == activities.RouteNone)
+		quick := rt.c.TurnStatusLive() && (routes.Routes[j].Kind == activities.RouteMock || routes.Routes[j].Kind == activities.RouteNone)
 		if quick {
-			rt.c.r.localWaits++
+			rt.c.BeginLocalWait()
 		}
 		rt.awaitActivity(futures[j], cancel)
 		if quick {
-			rt.c.r.localWaits--
+			rt.c.EndLocalWait()
 		}
 		if route := routes.Routes[j]; route.Outage != nil {
-			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.r.changed(GateOutage) {
+			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.Changed(GateOutage) {
 				futures[j] = rt.outlastTool(actx, calls[i], route, actIDs[j], started[j], futures[j], cancel)
 			}
 		}
@@ -226,7 +226,7 @@ func (rt *packRuntime) toolOutcome(f workflow.Future, in convo.ToolCallInput, ro
 	if temporal.IsCanceledError(err) {
 		return nil, err
 	}
-	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.r.changed(GateToolOutcome) {
+	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.Changed(GateToolOutcome) {
 		return unknownOutcome(in, err), nil
 	}
 	msg := fmt.Sprintf("tool %s failed: %s", in.Tool, failureMessage(err))

@@ -67,7 +67,7 @@ func (rt *packRuntime) idempotencyKey(tenant string, in convo.ToolCallInput) str
 	}
 	sig := in.Tool + "\x00" + canonicalArgs(in.Args)
 	if prev, ok := rt.a.turnKeys[sig]; ok {
-		if rt.c.r.changed(GateToolOutcome) {
+		if rt.c.Changed(GateToolOutcome) {
 			return prev
 		}
 		return key

@@ -213,6 +213,11 @@ func (r *runner) changed(id string) bool {
 	return v >= 1
 }
 
+// Changed asks gate id for the conversation's agent as runner.changed does: whether
+// the run takes the new path. An agent asks a Gate constant of this file, where its
+// new behaviour first acts differently.
+func (c *Conversation) Changed(id string) bool { return c.r.changed(id) }
+
 // tookNew reports whether this execution has asked gate id and takes its new path,
 // without asking it.
 func (r *runner) tookNew(id string) bool { return r.versions[id] >= 1 }

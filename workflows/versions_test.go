@@ -88,6 +88,9 @@ func TestGatesAskedThroughTheRegistry(t *testing.T) {
 					case *ast.SelectorExpr:
 						name = a.Sel.Name
 					}
+					if name == "id" && filepath.Base(pos.Filename) == "versions.go" {
+						return true // Conversation.Changed hands an agent's gate to runner.changed
+					}
 					require.True(t, strings.HasPrefix(name, "Gate"), "%s asks %s: ask a Gate constant of versions.go", pos, name)
 					asked[name] = true
 				}
