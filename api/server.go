@@ -134,8 +134,14 @@ func New(cfg Config, tc client.Client, cat *workflows.Catalog, logger *slog.Logg
 	if cat == nil {
 		return nil, errors.New("api.New: a workflow catalog is required")
 	}
-	return newServer(cfg, tc, cat, logger)
+	return newServer(cfg, tc, packCatalog{cat}, logger)
 }
+
+// packCatalog is the workflow catalog as the API reads it: the packs it serves are
+// packs.Pack.
+type packCatalog struct{ *workflows.Catalog }
+
+func (c packCatalog) Pack(id string) (*packs.Pack, bool) { return workflows.PackOf(c.Catalog, id) }
 
 func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logger) (*Server, error) {
 	if tc == nil {

@@ -43,9 +43,9 @@ func LoadPacks(dir string, logger *slog.Logger) ([]*packs.Loaded, error) {
 // workflow of its own, plus the OpenWOP conformance fixtures when seedFixtures is set.
 // Every run it starts carries limits (Config.TurnLimits).
 func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool, limits workflows.TurnLimits) (*workflows.Catalog, error) {
-	ps := make([]*packs.Pack, 0, len(loaded))
+	ps := make([]workflows.ServedPack, 0, len(loaded))
 	for _, l := range loaded {
-		ps = append(ps, l.Pack)
+		ps = append(ps, workflows.Serve(l.Pack))
 	}
 	cat, err := workflows.NewCatalog(workflows.CatalogOptions{Packs: ps, SeedFixtures: seedFixtures, Limits: limits})
 	if err != nil {

@@ -81,7 +81,7 @@ func approvalRun(t *testing.T, defaults activities.ToolApproval, perTool map[str
 	require.NoError(t, err, "%s", diags)
 	script, diags, err := packs.ParseMock("pay.mock.yaml", []byte(payMock))
 	require.NoError(t, err, "%s", diags)
-	cat, err := NewCatalog(CatalogOptions{Packs: []*packs.Pack{p}})
+	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{Serve(p)}})
 	require.NoError(t, err)
 	in, err := cat.NewRunInput(RunRequest{RunID: "run-pay", WorkflowID: p.ID, Inputs: json.RawMessage(`{"message":"Please pay INV-7."}`), Owner: Owner{Tenant: "t1", Principal: "key_test"}})
 	require.NoError(t, err)

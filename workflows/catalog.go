@@ -2,10 +2,8 @@ package workflows
 
 import (
 	"bytes"
-	"cmp"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -16,13 +14,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
 
-// packNodeType is the node type that runs a PromptPack pack as a conversation; its
-// config is {"pack": "<pack id>"}. The agent behind it lives in pack*.go.
-const packNodeType = "vendor.wop.pack"
+// PackNodeType is the node type that runs a PromptPack as an RFC 0005 conversation
+// (the agent behind it is package packagent's). Its config is {"pack": "<pack id>"}
+// (packagent.NodeConfig); the pack itself travels in RunInput.Packs.
+const PackNodeType = "vendor.wop.pack"
 
 // ServedPackNodeID is the id of the single node of the definition a pack is served
 // as (workflowId = pack id).
@@ -36,15 +34,33 @@ var fixtureFS embed.FS
 // conformance fixtures.
 type Catalog struct {
 	defs     map[string]*Definition
-	packs    map[string]*packs.Pack
+	packs    map[string]ServedPack
 	packJSON map[string]json.RawMessage // each pack as a run carries it (RunInput.Packs)
 	fixtures []string
 	limits   TurnLimits
 }
 
+// ServedPack is a pack the catalog serves as a workflow of its own. The catalog does
+// not read packs: the pack's package (packagent.Serve) says what the catalog needs to
+// know of one, and checks a run's inputs for it.
+type ServedPack interface {
+	// PackID is the pack's id, which is also the id of the workflow that serves it.
+	PackID() string
+	// PackHash is the pack's hash (RunInput.PackHashes).
+	PackHash() string
+	// Definition is the workflow definition that serves the pack.
+	Definition() *Definition
+	// RunJSON is the pack as a run carries it (RunInput.Packs).
+	RunJSON() (json.RawMessage, error)
+	// CheckRun checks, before a run exists, what would make the pack's node (whose
+	// config is nodeConfig) fail as it starts with the run's inputs; a *PackRunError
+	// names the fields.
+	CheckRun(nodeConfig, inputs json.RawMessage) error
+}
+
 // CatalogOptions configures NewCatalog.
 type CatalogOptions struct {
-	Packs        []*packs.Pack
+	Packs        []ServedPack
 	SeedFixtures bool
 	// Limits are the host's per-turn limits every run with a pack node carries
 	// (RunInput.Limits); zero imposes none.
@@ -54,7 +70,7 @@ type CatalogOptions struct {
 // NewCatalog builds the catalog. A pack whose id collides with a fixture, or two packs
 // with one id, is an error.
 func NewCatalog(opts CatalogOptions) (*Catalog, error) {
-	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]*packs.Pack{}, packJSON: map[string]json.RawMessage{}, limits: opts.Limits}
+	c := &Catalog{defs: map[string]*Definition{}, packs: map[string]ServedPack{}, packJSON: map[string]json.RawMessage{}, limits: opts.Limits}
 	if opts.SeedFixtures {
 		fx, err := LoadFixtures()
 		if err != nil {
@@ -70,18 +86,19 @@ func NewCatalog(opts CatalogOptions) (*Catalog, error) {
 		if p == nil {
 			continue
 		}
-		if _, dup := c.packs[p.ID]; dup {
-			return nil, fmt.Errorf("catalog: two packs have the id %q", p.ID)
+		id := p.PackID()
+		if _, dup := c.packs[id]; dup {
+			return nil, fmt.Errorf("catalog: two packs have the id %q", id)
 		}
-		if _, dup := c.defs[p.ID]; dup {
-			return nil, fmt.Errorf("catalog: pack id %q collides with a workflow definition", p.ID)
+		if _, dup := c.defs[id]; dup {
+			return nil, fmt.Errorf("catalog: pack id %q collides with a workflow definition", id)
 		}
-		b, err := json.Marshal(p)
+		b, err := p.RunJSON()
 		if err != nil {
-			return nil, fmt.Errorf("catalog: pack %q: %w", p.ID, err)
+			return nil, fmt.Errorf("catalog: pack %q: %w", id, err)
 		}
-		c.packs[p.ID], c.packJSON[p.ID] = p, b
-		c.defs[p.ID] = servedPackDefinition(p)
+		c.packs[id], c.packJSON[id] = p, b
+		c.defs[id] = p.Definition()
 	}
 	return c, nil
 }
@@ -110,40 +127,6 @@ func LoadFixtures() ([]*Definition, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
-}
-
-// servedPackDefinition is the workflow definition that serves pack p: one
-// vendor.wop.pack node with id "agent", a conversation channel, and an optional
-// "message" input (the first user turn).
-func servedPackDefinition(p *packs.Pack) *Definition {
-	name := cmp.Or(p.Name, p.ID)
-	d := &Definition{
-		ID:          p.ID,
-		Name:        name,
-		Version:     cmp.Or(p.Version, "1.0"),
-		Description: cmp.Or(p.Description, "PromptPack "+p.ID+" as a conversation"),
-		Nodes: []Node{{
-			ID: ServedPackNodeID, TypeID: packNodeType, Name: name,
-			Config: servedPackConfig(p),
-		}},
-		Triggers:  []json.RawMessage{json.RawMessage(`{"id":"manual","type":"manual","enabled":true}`)},
-		Variables: []Variable{{Name: "message", Type: "string", Description: "Optional first user message, answered at once."}},
-		Metadata:  mustJSON(map[string]any{"tags": []string{"promptpack"}}),
-		Channels:  map[string]Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}},
-	}
-	d.Normalize()
-	return d
-}
-
-// servedPackConfig is the config of the node a pack is served by: the pack, and for
-// a pack without a workflow its default prompt (the first of the file, which the
-// pack carried in a run's input no longer knows).
-func servedPackConfig(p *packs.Pack) json.RawMessage {
-	cfg := map[string]string{"pack": p.ID}
-	if p.Conversational() {
-		cfg["prompt"] = p.DefaultPrompt()
-	}
-	return mustJSON(cfg)
 }
 
 // Normalize fills the members the definition schema requires but a definition may
@@ -189,7 +172,7 @@ func (c *Catalog) Definition(id string) (*Definition, bool) {
 }
 
 // Pack returns the pack with the given id.
-func (c *Catalog) Pack(id string) (*packs.Pack, bool) {
+func (c *Catalog) Pack(id string) (ServedPack, bool) {
 	p, ok := c.packs[id]
 	return p, ok
 }
@@ -264,10 +247,10 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 				Pack       string `json:"pack"`
 			}
 			// A config that does not decode names nothing to follow; the node itself
-			// fails on it when it runs (execSubWorkflow, newPackAgent).
+			// fails on it when it runs (execSubWorkflow, the pack's agent).
 			_ = json.Unmarshal(n.Config, &cfg)
-			switch n.TypeID {
-			case "core.subWorkflow":
+			switch {
+			case n.TypeID == "core.subWorkflow":
 				if seen[cfg.WorkflowID] {
 					continue
 				}
@@ -281,21 +264,21 @@ func (c *Catalog) NewRunInput(req RunRequest) (*RunInput, error) {
 				}
 				in.Definitions[child.ID] = child
 				queue = append(queue, child)
-			case packNodeType:
+			case n.TypeID == PackNodeType:
 				p, ok := c.packs[cfg.Pack]
 				if !ok {
 					return nil, fmt.Errorf("definition %q: node %q runs unknown pack %q", d.ID, n.ID, cfg.Pack)
 				}
 				if d == def {
-					if err := checkPackRun(p, n.Config, req.Inputs); err != nil {
+					if err := p.CheckRun(n.Config, req.Inputs); err != nil {
 						return nil, err
 					}
 				}
 				if in.Packs == nil {
 					in.Packs, in.PackHashes = map[string]json.RawMessage{}, map[string]string{}
 				}
-				in.Packs[p.ID] = c.packJSON[p.ID]
-				in.PackHashes[p.ID] = p.Hash
+				in.Packs[cfg.Pack] = c.packJSON[cfg.Pack]
+				in.PackHashes[cfg.Pack] = p.PackHash()
 			}
 		}
 	}
@@ -317,43 +300,6 @@ type PackRunError struct {
 
 func (e *PackRunError) Error() string { return e.Err.Error() }
 func (e *PackRunError) Unwrap() error { return e.Err }
-
-// checkPackRun checks, before a run exists, what would make the pack's node fail as it
-// starts: the prompt a pack without a workflow holds (inputs.prompt), the required
-// variables of the prompts the run can render, and the pack's required providers
-// (RFC 0012).
-func checkPackRun(p *packs.Pack, nodeConfig json.RawMessage, inputs json.RawMessage) error {
-	var cfg PackNodeConfig
-	_ = json.Unmarshal(nodeConfig, &cfg) // decoded above; an odd config fails in the node
-	vars := runVars(inputs)
-	run := p
-	if p.Conversational() {
-		prompt, err := conversationPrompt(p, cfg, vars)
-		if err != nil {
-			return &PackRunError{Pack: p.ID, Fields: []string{"inputs." + packs.PromptInput}, Err: err}
-		}
-		run = p.AsConversation(prompt)
-	}
-	if err := packs.CheckVariables(run, vars); err != nil {
-		var ve *packs.VariableError
-		fields := []string{}
-		if errors.As(err, &ve) {
-			for _, name := range ve.Missing {
-				fields = append(fields, "inputs."+name)
-			}
-		}
-		return &PackRunError{Pack: p.ID, Fields: fields, Err: fmt.Errorf("pack %q: %w", p.ID, err)}
-	}
-	if missing := p.UnservedProviders(); len(missing) > 0 {
-		pe := &packs.ProvidersError{Pack: p.ID, Missing: missing}
-		fields := make([]string, 0, len(missing))
-		for _, k := range pe.Keys() {
-			fields = append(fields, "requires.providers."+k)
-		}
-		return &PackRunError{Pack: p.ID, Fields: fields, Err: pe}
-	}
-	return nil
-}
 
 // Limits are the per-turn limits the catalog's runs carry.
 func (c *Catalog) Limits() TurnLimits { return c.limits }

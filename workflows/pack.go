@@ -34,10 +34,6 @@ import (
 	"github.com/wop-dev/wop/protocol"
 )
 
-// PackNodeType is the node type that runs a PromptPack as an RFC 0005 conversation.
-// Its config is PackNodeConfig; the pack itself travels in RunInput.Packs.
-const PackNodeType = packNodeType
-
 // PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}, and
 // for a pack without a workflow the prompt its conversation holds when the run's
 // inputs.prompt names none ({"prompt": "<key>"}; else the pack's DefaultPrompt).

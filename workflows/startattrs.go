@@ -59,7 +59,7 @@ func StartSearchAttributes(in RunInput, now time.Time) temporal.SearchAttributes
 // workflow holds), "" when it has none.
 func (d *Definition) PackNodeID() string {
 	for _, n := range d.Nodes {
-		if n.TypeID == packNodeType {
+		if n.TypeID == PackNodeType {
 			return n.ID
 		}
 	}
