@@ -27,6 +27,7 @@ import (
 
 	"github.com/wop-dev/wop/chunks"
 	"github.com/wop-dev/wop/internal/payloadcodec"
+	"github.com/wop-dev/wop/packagent"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -141,7 +142,7 @@ func New(cfg Config, tc client.Client, cat *workflows.Catalog, logger *slog.Logg
 // packs.Pack.
 type packCatalog struct{ *workflows.Catalog }
 
-func (c packCatalog) Pack(id string) (*packs.Pack, bool) { return workflows.PackOf(c.Catalog, id) }
+func (c packCatalog) Pack(id string) (*packs.Pack, bool) { return packagent.PackOf(c.Catalog, id) }
 
 func newServer(cfg Config, tc client.Client, cat catalogView, logger *slog.Logger) (*Server, error) {
 	if tc == nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/packagent"
 	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/worker"
 	"github.com/wop-dev/wop/workflows"
@@ -119,6 +120,7 @@ func carriedExecution(ctx context.Context, in workflows.RunInput, from, to int) 
 	// A busy machine must not pass for a stuck workflow.
 	env.SetWorkerOptions(sdkworker.Options{DeadlockDetectionTimeout: time.Minute})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: in.RunID, TaskQueue: workflows.TaskQueue})
+	packagent.Register()
 	env.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 	// The run signals its tenant's webhook dispatcher; the bench tenant has none, and a
 	// run carries on when the signal finds no dispatcher.

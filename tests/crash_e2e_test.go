@@ -31,7 +31,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/wop-dev/wop/workflows"
+	"github.com/wop-dev/wop/packagent"
 )
 
 // crashWorkerVar makes the test binary a worker that serves FileTicket (see TestMain);
@@ -227,7 +227,7 @@ func TestUnknownOutcomeAfterWorkerCrashE2E(t *testing.T) {
 	require.Equal(t, "error", unknown.Status)
 	var out map[string]string
 	require.NoError(t, json.Unmarshal(unknown.Outcome, &out))
-	require.Equal(t, workflows.ToolStatusOutcomeUnknown, out["status"])
+	require.Equal(t, packagent.ToolStatusOutcomeUnknown, out["status"])
 	require.Equal(t, keys[0], out["idempotencyKey"])
 	require.Contains(t, out["error"], "outcome unknown, do not repeat; idempotency key "+keys[0])
 	require.Contains(t, out["error"], "start-to-close timeout")

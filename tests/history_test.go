@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/wop-dev/wop/packagent"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -28,6 +29,7 @@ func replayHistory(t *testing.T, c *apiClient, id, name string) {
 	t.Helper()
 	hist := workflowHistory(t, c, id)
 	r := worker.NewWorkflowReplayer()
+	packagent.Register()
 	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 	r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
 	r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/wop-dev/wop/packagent"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -45,7 +46,7 @@ func LoadPacks(dir string, logger *slog.Logger) ([]*packs.Loaded, error) {
 func LoadCatalog(loaded []*packs.Loaded, seedFixtures bool, limits workflows.TurnLimits) (*workflows.Catalog, error) {
 	ps := make([]workflows.ServedPack, 0, len(loaded))
 	for _, l := range loaded {
-		ps = append(ps, workflows.Serve(l.Pack))
+		ps = append(ps, packagent.Serve(l.Pack))
 	}
 	cat, err := workflows.NewCatalog(workflows.CatalogOptions{Packs: ps, SeedFixtures: seedFixtures, Limits: limits})
 	if err != nil {

@@ -458,7 +458,7 @@ type ResolveCheck struct {
 	Terminal bool `json:"terminal,omitempty"`
 
 	// misrouted marks the refusal of an event injection that runs recorded before
-	// GateEventRouting took as a chat reply (pack_events.go).
+	// GateEventRouting took as a chat reply (packagent/pack_events.go).
 	misrouted bool
 }
 

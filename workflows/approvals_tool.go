@@ -1,8 +1,9 @@
 package workflows
 
 // Durable approval of a pack's tool calls. Before a batch of tool calls runs, each call
-// that needs a person's decision (approvalNeeded, pack_approvals.go) suspends the run on an OpenWOP
-// approval interrupt at the pack's node, one call at a time, in call order; the batch's
+// that needs a person's decision (approvalNeeded, packagent/pack_approvals.go)
+// suspends the run on an OpenWOP approval interrupt at the pack's node
+// (awaitToolDecision), one call at a time, in call order; the batch's
 // calls then run together (the accepted ones, and those that need no decision, whose
 // results are no older than the decisions when the model reads them):
 //

@@ -81,7 +81,7 @@ func approvalRun(t *testing.T, defaults activities.ToolApproval, perTool map[str
 	require.NoError(t, err, "%s", diags)
 	script, diags, err := packs.ParseMock("pay.mock.yaml", []byte(payMock))
 	require.NoError(t, err, "%s", diags)
-	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{Serve(p)}})
+	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{ServePack(p)}})
 	require.NoError(t, err)
 	in, err := cat.NewRunInput(RunRequest{RunID: "run-pay", WorkflowID: p.ID, Inputs: json.RawMessage(`{"message":"Please pay INV-7."}`), Owner: Owner{Tenant: "t1", Principal: "key_test"}})
 	require.NoError(t, err)
@@ -489,36 +489,6 @@ func kindOf(pi *PendingInterrupt) string {
 		return ""
 	}
 	return pi.Kind
-}
-
-// TestToolApprovalPolicy: the binding decides first, then the autonomy level with the
-// tool's effect.
-func TestToolApprovalPolicy(t *testing.T) {
-	p, diags, err := packs.Parse("pay.yaml", []byte(payPackYAML))
-	require.NoError(t, err, "%s", diags)
-	call := func(tool string) convo.ToolCallInput { return convo.ToolCallInput{Tool: tool, State: "desk"} }
-	route := func(mode string) activities.ToolRoute {
-		return activities.ToolRoute{Approval: &activities.ToolApproval{Mode: mode}}
-	}
-	for _, c := range []struct {
-		tool, mode string
-		want       bool
-	}{
-		{"pay", "", true}, {"pay", "never", false}, {"lookup", "", false}, {"lookup", "required", true}, {"undeclared", "", true},
-	} {
-		got, why := approvalNeeded(p, "desk", call(c.tool), route(c.mode))
-		require.Equal(t, c.want, got, "%s with approval %q: %s", c.tool, c.mode, why)
-	}
-	// Without governance only the binding asks.
-	p.Metadata = nil
-	got, _ := approvalNeeded(p, "desk", call("pay"), route(""))
-	require.False(t, got)
-	got, _ = approvalNeeded(p, "desk", call("pay"), activities.ToolRoute{})
-	require.False(t, got, "routes recorded before approvals")
-	// An agent's governance replaces the pack's.
-	p.Agents = json.RawMessage(`{"entry":"desk","members":{"desk":{"governance":{"autonomy_level":"acts_with_approval"}}}}`)
-	got, _ = approvalNeeded(p, "desk", call("pay"), route(""))
-	require.True(t, got)
 }
 
 // TestToolApprovalCancelled: cancelling the run while a call waits ends the run

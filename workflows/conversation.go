@@ -1,8 +1,9 @@
 package workflows
 
 // This file holds the RFC 0005 conversation machinery and the seam through which an
-// agent (core.conversationGate's simple agent, or a PromptPack pack in pack*.go) takes
-// part in a conversation. The seam is a contract: see ConversationAgent.
+// agent (core.conversationGate's simple agent, or a PromptPack pack: package
+// packagent) takes part in a conversation. The seam is a contract: see
+// ConversationAgent.
 
 import (
 	"cmp"

@@ -1,6 +1,6 @@
 package workflows
 
-// The run's side of waiting out an outage (pack_outage.go): a call that waits is a
+// The run's side of waiting out an outage (packagent/pack_outage.go): a call that waits is a
 // stall, which the run records (workflow.stalled, again at each reminder), shows
 // (Snapshot.Stalled, the stalledOn tag of WopTags, the current details) and clears
 // once the call is answered or given up.

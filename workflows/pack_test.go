@@ -174,7 +174,7 @@ func packRunWith(t *testing.T, name, yamlSrc, mockSrc, inputs string, tweak func
 		script, diags, err = packs.ParseMock(name+".mock.yaml", []byte(mockSrc))
 		require.NoError(t, err, "%s", diags)
 	}
-	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{Serve(p)}})
+	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{ServePack(p)}})
 	require.NoError(t, err)
 	var raw json.RawMessage
 	if inputs != "" {
@@ -513,7 +513,7 @@ func TestPackMissingVariables(t *testing.T) {
 		`system_template: "Plan for {{customer}}.", variables: [{ name: customer, type: string, required: true }] }`, 1)
 	p, diags, err := packs.Parse("loop.yaml", []byte(src))
 	require.NoError(t, err, "%s", diags)
-	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{Serve(p)}})
+	cat, err := NewCatalog(CatalogOptions{Packs: []ServedPack{ServePack(p)}})
 	require.NoError(t, err)
 	_, err = cat.NewRunInput(RunRequest{RunID: "run-x", WorkflowID: p.ID, Inputs: json.RawMessage(`{"message":"go"}`)})
 	var pe *PackRunError

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wop-dev/wop/packagent"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -97,6 +98,7 @@ func TestReplayOutputsUnchanged(t *testing.T) {
 
 // registerReplayWorkflows registers the host's workflows on a replayer.
 func registerReplayWorkflows(r worker.WorkflowReplayer) {
+	packagent.Register()
 	r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 	r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
 	r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wop-dev/wop/packagent"
 	"github.com/wop-dev/wop/webhooks"
 	"github.com/wop-dev/wop/workflows"
 )
@@ -34,6 +35,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 		name, _ := filepath.Rel("testdata", f)
 		t.Run(name, func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
+			packagent.Register()
 			r.RegisterWorkflowWithOptions(workflows.Run, workflow.RegisterOptions{Name: workflows.RunWorkflowName})
 			r.RegisterWorkflowWithOptions(webhooks.WebhookDispatcher, workflow.RegisterOptions{Name: webhooks.WebhookDispatcherWorkflowName})
 			r.RegisterWorkflowWithOptions(webhooks.WebhookDelivery, workflow.RegisterOptions{Name: webhooks.WebhookDeliveryWorkflowName})

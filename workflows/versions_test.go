@@ -13,8 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gatePackages are the directories whose workflow code may ask gates.
-var gatePackages = []string{"."}
+// gatePackages are the directories whose workflow code may ask gates: the run core's,
+// and the pack agent's, which asks them through Conversation.Changed.
+var gatePackages = []string{".", "../packagent"}
 
 // TestGatesAskedThroughTheRegistry reads the workflow code: workflow.GetVersion is called
 // only by runner.changed (versions.go), every gate asked is a Gate constant of the

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // This file runs a pack's tool calls where the worker's bindings say (package tools).
 // The workflow never reads the bindings: the RouteTools local activity answers, for each
@@ -24,6 +24,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // routedTools routes the batch's live calls (a fork replay answers the others from the
@@ -68,7 +69,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 	f := workflow.ExecuteLocalActivity(lctx, acts.RouteTools, req)
 	if rt.c.TurnStatusLive() {
 		// Work within the workflow task, which the resolve that started the turn waits
-		// through (resolve_events.go).
+		// through (workflows/resolve_events.go).
 		rt.c.BeginLocalWait()
 		_ = workflow.Await(rt.ctx, f.IsReady)
 		rt.c.EndLocalWait()
@@ -85,7 +86,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 
 	// The tool calls run outside the workflow task: the run shows where its turn is.
 	rt.beforeBlock()
-	// Calls that need a person's decision wait for it first (approvals_tool.go).
+	// Calls that need a person's decision wait for it first (pack_approvals.go).
 	decided, err := rt.approveCalls(calls, live, routes.Routes)
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 		}
 		// A call the worker answers from memory (the mock's tool_results, no executor)
 		// counts as work of the turn the resolve that started it waits through
-		// (resolve_events.go); any other call releases it.
+		// (workflows/resolve_events.go); any other call releases it.
 		quick := rt.c.TurnStatusLive() && (routes.Routes[j].Kind == activities.RouteMock || routes.Routes[j].Kind == activities.RouteNone)
 		if quick {
 			rt.c.BeginLocalWait()
@@ -123,7 +124,7 @@ func (rt *packRuntime) routedTools(calls []convo.ToolCallInput) ([]*convo.ToolCa
 			rt.c.EndLocalWait()
 		}
 		if route := routes.Routes[j]; route.Outage != nil {
-			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.Changed(GateOutage) {
+			if err := futures[j].Get(rt.ctx, nil); outageError(err) && rt.c.Changed(workflows.GateOutage) {
 				futures[j] = rt.outlastTool(actx, calls[i], route, actIDs[j], started[j], futures[j], cancel)
 			}
 		}
@@ -151,7 +152,7 @@ func batchActivityID(key string, ids map[string]bool) string {
 
 // startToolWith schedules one call where its route says, on ctx (activityID is the
 // ActivityID of a call routed to an activity binding); with outage set, as the wait
-// through an outage of its target that may last remaining (outage.go).
+// through an outage of its target that may last remaining (pack_outage.go).
 func (rt *packRuntime) startToolWith(ctx workflow.Context, in convo.ToolCallInput, route activities.ToolRoute, activityID string,
 	outage *activities.OutagePolicy, remaining time.Duration) workflow.Future {
 	summary := activities.ToolCallSummary(in)
@@ -226,7 +227,7 @@ func (rt *packRuntime) toolOutcome(f workflow.Future, in convo.ToolCallInput, ro
 	if temporal.IsCanceledError(err) {
 		return nil, err
 	}
-	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.Changed(GateToolOutcome) {
+	if mayHaveApplied(err) && rt.a.pack.Tools[in.Tool].Effect() != "read" && rt.c.Changed(workflows.GateToolOutcome) {
 		return unknownOutcome(in, err), nil
 	}
 	msg := fmt.Sprintf("tool %s failed: %s", in.Tool, failureMessage(err))

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // Waiting out an outage. A model round on a real provider makes a few quick attempts
 // (activities.ModelRoundOptions); one that still fails with a retryable error (the
@@ -40,6 +40,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // outageError reports whether err, a failed activity, gave up on a retryable failure
@@ -70,7 +71,7 @@ func lastFailure(err error, def string) (code, msg string) {
 			err = cause
 		}
 	}
-	return cmp.Or(ActivityErrorCode(err), def), ActivityMessage(err)
+	return cmp.Or(workflows.ActivityErrorCode(err), def), workflows.ActivityMessage(err)
 }
 
 // outlastModel waits out the outage of the provider of round in, whose quick attempts
@@ -92,7 +93,7 @@ func (rt *packRuntime) outlastModel(in convo.ModelRoundInput, started time.Time,
 		return rt.unavailable(first, pol.Policy.RetryFor)
 	}
 	code, msg := lastFailure(first, protocol.CodeModelUnavailable)
-	s := rt.c.BeginStall(StallRequest{Stall: Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
+	s := rt.c.BeginStall(workflows.StallRequest{Stall: workflows.Stall{Kind: "model", Provider: pol.Provider, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
 		LastError: &protocol.RunError{Code: code, Message: msg}}, Since: started, Until: started.Add(pol.Policy.RetryFor), RemindEvery: pol.Policy.RemindEvery})
 	defer rt.c.EndStall(s)
 	rt.beforeBlock()
@@ -136,7 +137,7 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 		return first
 	}
 	code, msg := lastFailure(first.Get(rt.ctx, nil), protocol.CodeToolError)
-	s := rt.c.BeginStall(StallRequest{Stall: Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
+	s := rt.c.BeginStall(workflows.StallRequest{Stall: workflows.Stall{Kind: "tool", Tool: in.Tool, CallID: in.CallID, NodeID: rt.a.nodeID, State: in.State, Round: in.Round,
 		LastError: &protocol.RunError{Code: code, Message: msg}}, Since: started, Until: started.Add(pol.RetryFor), RemindEvery: pol.RemindEvery})
 	defer rt.c.EndStall(s)
 	rt.beforeBlock()
@@ -147,7 +148,7 @@ func (rt *packRuntime) outlastTool(ctx workflow.Context, in convo.ToolCallInput,
 
 // awaitStalled waits for f as rt.await does, recording s's reminders while it waits
 // (Conversation.AwaitStalled).
-func (rt *packRuntime) awaitStalled(f workflow.Future, cancel workflow.CancelFunc, s *StallWait) {
+func (rt *packRuntime) awaitStalled(f workflow.Future, cancel workflow.CancelFunc, s *workflows.StallWait) {
 	rt.c.AwaitStalled(rt.ctx, f, s)
 	if !f.IsReady() && rt.Stopped() {
 		cancel()

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // Agents (RFC 0007): the entry agent of a pack converses; a call of another member,
 // which the engine offers as a tool (packs.Pack.AgentTools), runs as a child run of
@@ -19,6 +19,7 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // agentCallTools runs a batch whose calls include agent calls: the others through run,
@@ -72,8 +73,8 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 	vars := runVars(parent.Inputs)
 	delete(vars, packs.PromptInput)
 	vars["message"] = args.Message
-	childID := ChildRunID(parent.RunID, rt.a.nodeID+"."+call.CallID, 0)
-	childIn := RunInput{
+	childID := workflows.ChildRunID(parent.RunID, rt.a.nodeID+"."+call.CallID, 0)
+	childIn := workflows.RunInput{
 		RunID: childID, Definition: agentCallDefinition(rt.a.pack, call.Tool), Packs: parent.Packs, PackHashes: parent.PackHashes,
 		Inputs: mustJSON(vars), Owner: parent.Owner, Tags: parent.Tags, ParentRunID: parent.RunID, Limits: parent.Limits, Era: parent.Era, Notices: parent.Notices, Attributes: parent.Attributes,
 	}
@@ -83,24 +84,24 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		StaticSummary:     fmt.Sprintf("Agent %s of pack %s, called by run %s", call.Tool, rt.a.pack.ID, parent.RunID),
 	})
-	fut := workflow.ExecuteChildWorkflow(cctx, RunWorkflowName, childIn)
-	rt.c.AddChild(ChildRun{RunID: childID, NodeID: rt.a.nodeID, Status: protocol.StatusRunning})
+	fut := workflow.ExecuteChildWorkflow(cctx, workflows.RunWorkflowName, childIn)
+	rt.c.AddChild(workflows.ChildRun{RunID: childID, NodeID: rt.a.nodeID, Status: protocol.StatusRunning})
 	rt.beforeBlock()
 	rt.await(fut, cancel)
-	var snap Snapshot
+	var snap workflows.Snapshot
 	err := fut.Get(rt.ctx, &snap)
-	if s, ok := SnapshotFromError(err); ok {
+	if s, ok := workflows.SnapshotFromError(err); ok {
 		snap, err = *s, nil
 	}
 	cancel()
 	if err != nil {
-		rt.c.AddChild(ChildRun{RunID: childID, Status: protocol.StatusCancelled})
+		rt.c.AddChild(workflows.ChildRun{RunID: childID, Status: protocol.StatusCancelled})
 		if rt.Stopped() {
 			return nil, fmt.Errorf("%w: agent %s: %v", engine.ErrStopped, call.Tool, err)
 		}
 		return agentError("agent %s failed: %v", call.Tool, err), nil
 	}
-	rt.c.AddChild(ChildRun{RunID: childID, Status: snap.Status})
+	rt.c.AddChild(workflows.ChildRun{RunID: childID, Status: snap.Status})
 	if snap.Status != protocol.StatusCompleted {
 		why := snap.Status
 		if snap.Error != nil {
@@ -116,7 +117,7 @@ func agentError(format string, args ...any) *convo.ToolCallResult {
 }
 
 // lastAgentText is the text of the last agent turn of a run's conversation.
-func lastAgentText(s Snapshot) string {
+func lastAgentText(s workflows.Snapshot) string {
 	var turns []protocol.Turn
 	_ = json.Unmarshal(s.Channels["conversation"], &turns)
 	for i := len(turns) - 1; i >= 0; i-- {
@@ -129,8 +130,8 @@ func lastAgentText(s Snapshot) string {
 
 // agentCallDefinition is the definition of a child run that calls member of pack p:
 // the pack's served definition whose node holds member's prompt for one message.
-func agentCallDefinition(p *packs.Pack, member string) *Definition {
+func agentCallDefinition(p *packs.Pack, member string) *workflows.Definition {
 	d := servedPackDefinition(p)
-	d.Nodes[0].Config = mustJSON(PackNodeConfig{Pack: p.ID, Prompt: member, AgentCall: true})
+	d.Nodes[0].Config = mustJSON(NodeConfig{Pack: p.ID, Prompt: member, AgentCall: true})
 	return d
 }

@@ -1,7 +1,8 @@
-package workflows
+package packagent
 
 // This file is the PromptPack conversation node (node type vendor.wop.pack): it serves
-// the conversation seam of conversation_agent.go with the Level-2 engine of package engine.
+// the run core's conversation seam (workflows.ConversationAgent) with the Level-2
+// engine of package engine.
 // The engine decides; this file supplies its effects (model and tool activities,
 // workflow.Now, the run event log) and maps its outcomes onto the conversation.
 //
@@ -32,12 +33,13 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
-// PackNodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}, and
+// NodeConfig is the config of a vendor.wop.pack node: {"pack": "<pack id>"}, and
 // for a pack without a workflow the prompt its conversation holds when the run's
 // inputs.prompt names none ({"prompt": "<key>"}; else the pack's DefaultPrompt).
-type PackNodeConfig struct {
+type NodeConfig struct {
 	Pack   string `json:"pack"`
 	Prompt string `json:"prompt,omitempty"`
 	// AgentCall makes the node answer one message with member agent Prompt and complete
@@ -47,16 +49,12 @@ type PackNodeConfig struct {
 
 // conversationPrompt is the prompt a run of pack p (which has no workflow) holds: the
 // run's inputs.prompt, else the node's config.prompt, else the pack's default.
-func conversationPrompt(p *packs.Pack, cfg PackNodeConfig, vars map[string]any) (string, error) {
+func conversationPrompt(p *packs.Pack, cfg NodeConfig, vars map[string]any) (string, error) {
 	choice, _ := vars[packs.PromptInput].(string)
 	if choice == "" {
 		choice = cfg.Prompt
 	}
 	return p.ChoosePrompt(choice)
-}
-
-func init() {
-	RegisterAgent(PackNodeType, newPackAgent)
 }
 
 // packAgent is the conversation agent of a vendor.wop.pack node.
@@ -81,20 +79,20 @@ type packAgent struct {
 	turnModel *protocol.TurnModel
 }
 
-func newPackAgent(ctx workflow.Context, c *Conversation, n *Node, saved json.RawMessage) (ConversationAgent, error) {
-	var cfg PackNodeConfig
+func newPackAgent(ctx workflow.Context, c *workflows.Conversation, n *workflows.Node, saved json.RawMessage) (workflows.ConversationAgent, error) {
+	var cfg NodeConfig
 	if len(n.Config) > 0 {
 		if err := json.Unmarshal(n.Config, &cfg); err != nil {
-			return nil, fmt.Errorf("%s config must be {\"pack\": \"<id>\"}: %w", PackNodeType, err)
+			return nil, fmt.Errorf("%s config must be {\"pack\": \"<id>\"}: %w", workflows.PackNodeType, err)
 		}
 	}
 	if cfg.Pack == "" {
-		return nil, fmt.Errorf("%s node %q: config.pack is required", PackNodeType, n.ID)
+		return nil, fmt.Errorf("%s node %q: config.pack is required", workflows.PackNodeType, n.ID)
 	}
 	in := c.Input()
 	p, err := decodePack(in, cfg.Pack)
 	if err != nil {
-		return nil, fmt.Errorf("%s node %q: %w", PackNodeType, n.ID, err)
+		return nil, fmt.Errorf("%s node %q: %w", workflows.PackNodeType, n.ID, err)
 	}
 	resumed := len(saved) > 0 && string(saved) != "null"
 	var st engine.State
@@ -106,12 +104,12 @@ func newPackAgent(ctx workflow.Context, c *Conversation, n *Node, saved json.Raw
 	vars := runVars(in.Inputs)
 	if cfg.AgentCall {
 		p = p.AsAgentCall(cfg.Prompt)
-	} else if p.Conversational() && c.Changed(GateConversationPacks) {
+	} else if p.Conversational() && c.Changed(workflows.GateConversationPacks) {
 		prompt := st.CurrentState // a conversation's one state is named after its prompt
 		if !resumed {
 			var err error
 			if prompt, err = conversationPrompt(p, cfg, vars); err != nil {
-				return nil, fmt.Errorf("%s node %q: %w", PackNodeType, n.ID, err)
+				return nil, fmt.Errorf("%s node %q: %w", workflows.PackNodeType, n.ID, err)
 			}
 		}
 		p = p.AsConversation(prompt)
@@ -130,7 +128,7 @@ func newPackAgent(ctx workflow.Context, c *Conversation, n *Node, saved json.Raw
 		return nil, err
 	}
 	if c.Replaying() {
-		if v2 := c.Changed(GateForkReplay); !v2 || !resumed {
+		if v2 := c.Changed(workflows.GateForkReplay); !v2 || !resumed {
 			// A continued fork is past its re-fold (continue-as-new happens between live
 			// turns only), so the fold since GateForkReplay needs no records then.
 			a.replay = newPackReplay(c.SourceEvents())
@@ -154,9 +152,9 @@ func (a *packAgent) agentID(state string) string { return a.pack.ID + ":" + stat
 
 // Open implements ConversationAgent: turn 0 names the pack and its entry state; a
 // "message" input is the first user turn.
-func (a *packAgent) Open(_ workflow.Context, c *Conversation) (Opening, error) {
+func (a *packAgent) Open(_ workflow.Context, c *workflows.Conversation) (workflows.Opening, error) {
 	st := a.m.CurrentState()
-	op := Opening{
+	op := workflows.Opening{
 		AgentID: a.pack.ID,
 		Title:   a.pack.Name,
 		InitialContent: mustJSON(map[string]string{
@@ -201,25 +199,25 @@ func turnText(content json.RawMessage) string {
 }
 
 // Reply implements ConversationAgent: one engine turn per user message.
-func (a *packAgent) Reply(ctx workflow.Context, c *Conversation, user protocol.Turn) (AgentReply, error) {
+func (a *packAgent) Reply(ctx workflow.Context, c *workflows.Conversation, user protocol.Turn) (workflows.AgentReply, error) {
 	if a.m.Closed() {
 		if st := a.m.State(); st.ErrorCode == CodeReplayDiverged {
 			// A fork replay that left its source's recording (pack_replay.go).
-			return AgentReply{Silent: true, Close: &CloseRequest{
+			return workflows.AgentReply{Silent: true, Close: &workflows.CloseRequest{
 				Error:     &protocol.RunError{Code: CodeReplayDiverged, Message: "the fork replay diverged from its source run: " + st.ErrorMessage},
 				FinalText: "Conversation closed: the fork replay diverged from its source run, so the pack cannot go on.",
 			}}, nil
 		}
-		return AgentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
+		return workflows.AgentReply{Text: "This conversation has ended.", State: a.m.CurrentState(), SpeakerID: a.pack.ID}, nil
 	}
 	a.newTurn()
 	before := a.m.State()
 	res, err := a.m.Turn(a.runtime(ctx, c), turnText(user.Content))
 	if err != nil {
-		return AgentReply{}, err
+		return workflows.AgentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return AgentReply{}, a.stopped(c, before)
+		return workflows.AgentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, false), nil
 }
@@ -227,24 +225,24 @@ func (a *packAgent) Reply(ctx workflow.Context, c *Conversation, user protocol.T
 // CheckInject implements ConversationAgent.
 // An event the current state does not take is refused as a misrouted one is (409, or
 // 422 when no state takes it).
-func (a *packAgent) CheckInject(_ *Conversation, ev InjectedEvent) error {
+func (a *packAgent) CheckInject(_ *workflows.Conversation, ev workflows.InjectedEvent) error {
 	if err := a.m.CanInject(ev.Event); err != nil {
-		return &RefusedCheck{a.refuseEvent(ev.Event, err)}
+		return &workflows.RefusedCheck{Check: a.refuseEvent(ev.Event, err)}
 	}
 	return nil
 }
 
 // Inject implements ConversationAgent: the event moves the state machine; a terminal
 // target's prompt tells the user the outcome.
-func (a *packAgent) Inject(ctx workflow.Context, c *Conversation, ev InjectedEvent) (AgentReply, error) {
+func (a *packAgent) Inject(ctx workflow.Context, c *workflows.Conversation, ev workflows.InjectedEvent) (workflows.AgentReply, error) {
 	a.newTurn()
 	before := a.m.State()
 	res, err := a.m.Inject(a.runtime(ctx, c), ev.Event, injectedContext(ev.Context))
 	if err != nil {
-		return AgentReply{}, err
+		return workflows.AgentReply{}, err
 	}
 	if res.Status == engine.StatusStopped {
-		return AgentReply{}, a.stopped(c, before)
+		return workflows.AgentReply{}, a.stopped(c, before)
 	}
 	return a.reply(c, res, true), nil
 }
@@ -263,18 +261,18 @@ func injectedContext(raw json.RawMessage) string {
 }
 
 // reply maps a TurnResult onto the conversation.
-func (a *packAgent) reply(c *Conversation, res *engine.TurnResult, injected bool) AgentReply {
-	rep := AgentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
+func (a *packAgent) reply(c *workflows.Conversation, res *engine.TurnResult, injected bool) workflows.AgentReply {
+	rep := workflows.AgentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
 		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
 	// An injected event into a non-terminal state runs no round: nothing to say.
 	if injected && len(res.Segments) == 0 && !res.Done() {
 		rep.Silent = true
 	}
 	if te := res.TurnError; te != nil {
-		// The model could not be reached (outage.go): what the turn said so far is
+		// The model could not be reached (pack_outage.go): what the turn said so far is
 		// the agent's turn, and a system turn says why the rest is missing.
 		rep.Silent = res.Reply == ""
-		rep.Notice = &TurnNotice{
+		rep.Notice = &workflows.TurnNotice{
 			Text:  fmt.Sprintf("This message got no answer: %s. The conversation stays open: send another message to try again.", te.Message),
 			Error: &protocol.RunError{Code: te.Code, Message: te.Message},
 		}
@@ -290,7 +288,7 @@ func (a *packAgent) reply(c *Conversation, res *engine.TurnResult, injected bool
 		}
 	case engine.StatusCompleted:
 		st := a.m.Counters()
-		rep.Close = &CloseRequest{
+		rep.Close = &workflows.CloseRequest{
 			Outcome: mustJSON(map[string]any{
 				"pack": a.pack.ID, "finalState": res.State, "status": res.Status, "reply": res.Reply, "artifacts": orEmpty(st.Artifacts),
 			}),
@@ -301,7 +299,7 @@ func (a *packAgent) reply(c *Conversation, res *engine.TurnResult, injected bool
 		if code == "" {
 			code = res.Status
 		}
-		rep.Close = &CloseRequest{
+		rep.Close = &workflows.CloseRequest{
 			Error:     &protocol.RunError{Code: code, Message: res.ErrorMessage},
 			FinalText: fmt.Sprintf("Conversation closed: %s (%s).", res.ErrorMessage, code),
 		}
@@ -322,7 +320,7 @@ func orEmpty(m map[string]string) map[string]string {
 
 // externalInterrupt is the interrupt a pack raises in an external state: resolving it
 // with {"event", "context"} injects the event.
-func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *AgentInterrupt {
+func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *workflows.AgentInterrupt {
 	events := []string{}
 	state := a.m.CurrentState()
 	if w != nil {
@@ -342,7 +340,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *AgentInterrupt {
 		describe = fmt.Sprintf("Pack %s is in hybrid state %s: it answers messages and accepts the events %s; inject one with {\"event\": …, \"context\": …}.",
 			a.pack.ID, state, strings.Join(events, ", "))
 	}
-	return &AgentInterrupt{
+	return &workflows.AgentInterrupt{
 		Kind:         protocol.KindExternalEvent,
 		EventType:    protocol.EventTypePackEvent,
 		ResumeSchema: mustJSON(schema),
@@ -351,7 +349,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *AgentInterrupt {
 }
 
 // publish keeps the search attributes and the current details current.
-func (a *packAgent) publish(c *Conversation) {
+func (a *packAgent) publish(c *workflows.Conversation) {
 	st := a.m.Counters()
 	a.setPackAttributes(c, st.CurrentState)
 	var b strings.Builder
@@ -372,7 +370,7 @@ func (a *packAgent) publish(c *Conversation) {
 
 // decodePack is the pack id of the run's input, decoded from the JSON the run carries,
 // with its Hash (not serialised with the pack) from RunInput.PackHashes.
-func decodePack(in *RunInput, id string) (*packs.Pack, error) {
+func decodePack(in *workflows.RunInput, id string) (*packs.Pack, error) {
 	b := in.Packs[id]
 	var p *packs.Pack
 	if len(b) > 0 {
@@ -389,9 +387,9 @@ func decodePack(in *RunInput, id string) (*packs.Pack, error) {
 	return p, nil
 }
 
-func (a *packAgent) budget() *PackBudget {
+func (a *packAgent) budget() *workflows.PackBudget {
 	if a.pack.Workflow != nil && a.pack.Workflow.Engine != nil {
-		return (*PackBudget)(a.pack.Workflow.Engine.Budget)
+		return (*workflows.PackBudget)(a.pack.Workflow.Engine.Budget)
 	}
 	return nil
 }
@@ -411,9 +409,9 @@ func (a *packAgent) TranscriptPage(req activities.TranscriptPageRequest) (activi
 }
 
 // Status implements ConversationAgent.
-func (a *packAgent) Status() *PackStatus {
+func (a *packAgent) Status() *workflows.PackStatus {
 	st := a.m.Counters()
-	return &PackStatus{
+	return &workflows.PackStatus{
 		PackID:       a.pack.ID,
 		PackVersion:  a.pack.Version,
 		PackHash:     a.pack.Hash,
@@ -442,7 +440,7 @@ func (a *packAgent) Save() (json.RawMessage, error) {
 }
 
 // runtime builds the engine Runtime of one turn.
-func (a *packAgent) runtime(ctx workflow.Context, c *Conversation) *packRuntime {
+func (a *packAgent) runtime(ctx workflow.Context, c *workflows.Conversation) *packRuntime {
 	return &packRuntime{ctx: ctx, c: c, a: a}
 }
 
@@ -451,7 +449,7 @@ func (a *packAgent) runtime(ctx workflow.Context, c *Conversation) *packRuntime 
 // packRuntime implements engine.Runtime with activities, workflow.Now and run events.
 type packRuntime struct {
 	ctx workflow.Context
-	c   *Conversation
+	c   *workflows.Conversation
 	a   *packAgent
 	// silent drops events (fork replay re-folds without re-emitting).
 	silent bool
@@ -476,11 +474,11 @@ func (e *activityError) ErrorCode() string { return e.code }
 // newActivityError wraps a failed activity; what, when set, names the call (a tool).
 func (rt *packRuntime) newActivityError(what string, err error) error {
 	workflow.GetLogger(rt.ctx).Warn("Activity failed", "pack", rt.a.pack.ID, "call", what, "error", err)
-	msg := ActivityMessage(err)
+	msg := workflows.ActivityMessage(err)
 	if what != "" {
 		msg = what + ": " + msg
 	}
-	return &activityError{code: ActivityErrorCode(err), msg: msg, err: err}
+	return &activityError{code: workflows.ActivityErrorCode(err), msg: msg, err: err}
 }
 
 // Model implements engine.Runtime: one ModelRound activity, a local one after a round
@@ -513,8 +511,8 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 			f := workflow.ExecuteActivity(actx, acts.ModelRound, in)
 			rt.awaitActivity(f, cancel)
 			err = f.Get(actx, &out)
-			if outageError(err) && !rt.Stopped() && rt.c.Changed(GateOutage) {
-				err = rt.outlastModel(in, started, err, &out) // outage.go
+			if outageError(err) && !rt.Stopped() && rt.c.Changed(workflows.GateOutage) {
+				err = rt.outlastModel(in, started, err, &out) // pack_outage.go
 			}
 		}
 		if err != nil {
@@ -522,7 +520,7 @@ func (rt *packRuntime) Model(in convo.ModelRoundInput) (*convo.ModelRoundResult,
 				return nil, rt.stoppedErr(err)
 			}
 			if errors.Is(err, engine.ErrUnavailable) || errors.Is(err, engine.ErrStopped) {
-				return nil, err // the turn ends without an answer (outage.go), or stops
+				return nil, err // the turn ends without an answer (pack_outage.go), or stops
 			}
 			return nil, rt.newActivityError("", err)
 		}
@@ -564,7 +562,7 @@ func checkActivityInput(in convo.ModelRoundInput) error {
 // of the run cancels the calls in flight (pack_cancel.go).
 func (rt *packRuntime) Tools(calls []convo.ToolCallInput) ([]*convo.ToolCallResult, error) {
 	run := rt.routedTools
-	if !rt.c.Changed(GateToolRoutes) {
+	if !rt.c.Changed(workflows.GateToolRoutes) {
 		run = rt.legacyTools
 	}
 	for _, c := range calls {
@@ -617,15 +615,15 @@ func (rt *packRuntime) Now() time.Time { return workflow.Now(rt.ctx) }
 
 // SkillsOffered implements engine.SkillsRuntime: asked at the first round in a state
 // that has skills.
-func (rt *packRuntime) SkillsOffered() bool { return rt.c.Changed(GatePackSkills) }
+func (rt *packRuntime) SkillsOffered() bool { return rt.c.Changed(workflows.GatePackSkills) }
 
 // ValidatorParamsRead implements engine.ValidatorsRuntime: asked at the first validator
 // whose direction, expect_match or params.message the earlier reading ignored.
-func (rt *packRuntime) ValidatorParamsRead() bool { return rt.c.Changed(GateValidatorParams) }
+func (rt *packRuntime) ValidatorParamsRead() bool { return rt.c.Changed(workflows.GateValidatorParams) }
 
 // PackLimitsWin implements engine.PackLimitsRuntime; the engine asks only where the
 // host's per-turn limit would end a turn the pack's own bounds let go on.
-func (rt *packRuntime) PackLimitsWin() bool { return rt.c.Changed(GatePackLimits) }
+func (rt *packRuntime) PackLimitsWin() bool { return rt.c.Changed(workflows.GatePackLimits) }
 
 // Emit implements engine.Runtime: engine events become OpenWOP run events.
 func (rt *packRuntime) Emit(ev engine.Event) {

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // Tool calls whose outcome is unknown. A call of a write, external or undeclared tool
 // is attempted once (unless its binding says the target is idempotent), and a failure
@@ -28,6 +28,7 @@ import (
 
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // ToolStatusOutcomeUnknown is the "status" of a tool result whose call may have been
@@ -67,7 +68,7 @@ func (rt *packRuntime) idempotencyKey(tenant string, in convo.ToolCallInput) str
 	}
 	sig := in.Tool + "\x00" + canonicalArgs(in.Args)
 	if prev, ok := rt.a.turnKeys[sig]; ok {
-		if rt.c.Changed(GateToolOutcome) {
+		if rt.c.Changed(workflows.GateToolOutcome) {
 			return prev
 		}
 		return key

@@ -1,8 +1,8 @@
-package workflows
+package packagent
 
-// What a pack asks of the durable approval of its tool calls (approvals_tool.go):
-// which calls of a batch need a person's decision (the binding's approval setting, or
-// the agent's autonomy_level), and what the approval shows of each: the tool, its
+// What a pack asks of the durable approval of its tool calls, whose interrupt is the
+// run's (workflows/approvals_tool.go): which calls of a batch need a person's decision
+// (the binding's approval setting, or the agent's autonomy_level), and what the approval shows of each: the tool, its
 // arguments, its action_scope, why it needs approval, and the agent's state and text
 // of that round.
 
@@ -14,6 +14,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // approvalNeeded decides whether a call waits for a person, and says why
@@ -44,7 +45,7 @@ func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, rou
 			why[j] = reason
 		}
 	}
-	if len(need) == 0 || !rt.c.Changed(GateToolApprovals) {
+	if len(need) == 0 || !rt.c.Changed(workflows.GateToolApprovals) {
 		return nil, nil
 	}
 	out := make([]*convo.ToolCallResult, len(live))
@@ -63,16 +64,16 @@ func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, rou
 // edited arguments after edit-accept), else the tool result the model reads instead.
 func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activities.ToolRoute, reason string) (*convo.ToolCallResult, error) {
 	tool := rt.a.pack.Tools[call.Tool]
-	art := ToolCallArtifact{
+	art := workflows.ToolCallArtifact{
 		Tool: call.Tool, CallID: call.CallID, Arguments: orJSON(call.Args, "{}"), ActionScope: tool.ActionScopeOf(),
 		Reason: reason,
-		Agent:  ToolCallAgent{PackID: rt.a.pack.ID, AgentID: rt.a.agentID(call.State), State: call.State, Round: call.Round, Text: rt.a.roundText()},
+		Agent:  workflows.ToolCallAgent{PackID: rt.a.pack.ID, AgentID: rt.a.agentID(call.State), State: call.State, Round: call.Round, Text: rt.a.roundText()},
 	}
 	if tool != nil {
 		art.Parameters = tool.Parameters
 	}
 	p := rt.a.pack
-	res, err := rt.c.AwaitToolDecision(rt.ctx, ToolDecisionRequest{Call: call, Route: route, Artifact: art,
+	res, err := rt.c.AwaitToolDecision(rt.ctx, workflows.ToolDecisionRequest{Call: call, Route: route, Artifact: art,
 		Describe: func(call *convo.ToolCallInput) string { return toolCallDescription(p, call, tool, reason) }})
 	if err != nil && rt.Stopped() {
 		// The run is being cancelled: the turn stops (pack_cancel.go), and the run's

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // Routing injected events to a pack (promptpack-workflow.md §8.10). A caller injects an
 // event with a resolve whose value is {"event": "<name>", "context": …}. Only a state
@@ -25,6 +25,7 @@ import (
 
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // injectionOf reads a resume value shaped as an event injection: a JSON object with a
@@ -48,7 +49,7 @@ func injectionOf(raw json.RawMessage) (string, bool) {
 
 // MisroutedEvent implements ConversationAgent: a pack state that raised no event
 // interrupt accepts no injected events.
-func (a *packAgent) MisroutedEvent(_ *Conversation, value json.RawMessage) *ResolveCheck {
+func (a *packAgent) MisroutedEvent(_ *workflows.Conversation, value json.RawMessage) *workflows.ResolveCheck {
 	ev, ok := injectionOf(value)
 	if !ok {
 		return nil
@@ -58,12 +59,12 @@ func (a *packAgent) MisroutedEvent(_ *Conversation, value json.RawMessage) *Reso
 }
 
 // ApprovesToolCalls implements ConversationAgent: a pack's tool calls may wait for a
-// decision (approvals_tool.go).
+// decision (pack_approvals.go).
 func (a *packAgent) ApprovesToolCalls() bool { return true }
 
 // refuseEvent is the refusal of an event the pack cannot take now (409, or 422 when no
 // state takes it): why (from CanInject), and which states accept which events.
-func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
+func (a *packAgent) refuseEvent(event string, why error) workflows.ResolveCheck {
 	accepting := a.m.InjectableStates()
 	var where []string
 	for _, s := range slices.Sorted(maps.Keys(accepting)) {
@@ -83,12 +84,12 @@ func (a *packAgent) refuseEvent(event string, why error) ResolveCheck {
 	} else {
 		msg += "; no state of the pack accepts injected events"
 	}
-	code, unprocessable := CodeRunStateConflict, false
+	code, unprocessable := workflows.CodeRunStateConflict, false
 	if !declares(accepting, event) {
 		// No state would take it: the request is wrong, not its timing.
 		code, unprocessable = protocol.CodeValidation, true
 	}
-	return ResolveCheck{Code: code, Unprocessable: unprocessable, Message: msg, Details: mustJSON(map[string]any{
+	return workflows.ResolveCheck{Code: code, Unprocessable: unprocessable, Message: msg, Details: mustJSON(map[string]any{
 		"event": event, "state": a.m.CurrentState(), "orchestration": a.m.Orchestration(), "acceptingStates": accepting,
 	})}
 }
@@ -108,12 +109,12 @@ func declares(accepting map[string][]string, event string) bool {
 // acceptsEvents reports whether the pack's current state takes injected events and
 // so keeps an event interrupt pending: always for an external state waiting for one,
 // and since GateEventRouting for a hybrid state too.
-func (a *packAgent) acceptsEvents(c *Conversation, res *engine.TurnResult) *engine.AwaitingEvent {
+func (a *packAgent) acceptsEvents(c *workflows.Conversation, res *engine.TurnResult) *engine.AwaitingEvent {
 	if res != nil && res.Awaiting != nil {
 		return res.Awaiting
 	}
 	w := a.m.Accepting()
-	if w == nil || !c.Changed(GateEventRouting) {
+	if w == nil || !c.Changed(workflows.GateEventRouting) {
 		return nil
 	}
 	return w
@@ -121,8 +122,8 @@ func (a *packAgent) acceptsEvents(c *Conversation, res *engine.TurnResult) *engi
 
 // openingInterrupt is the event interrupt an external or hybrid entry state raises
 // when the conversation opens (nil otherwise).
-func (a *packAgent) openingInterrupt(c *Conversation) *AgentInterrupt {
-	if a.m.Accepting() == nil || !c.Changed(GateEventRouting) {
+func (a *packAgent) openingInterrupt(c *workflows.Conversation) *workflows.AgentInterrupt {
+	if a.m.Accepting() == nil || !c.Changed(workflows.GateEventRouting) {
 		return nil
 	}
 	return a.externalInterrupt(a.m.Accepting())

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // A pack as the catalog serves it (ServedPack): a workflow of its own whose one node
 // runs the pack as a conversation, and the checks of a run's inputs the pack's node
@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // Served is pack p as the catalog serves it.
@@ -29,7 +30,7 @@ func (s *Served) PackID() string { return s.p.ID }
 func (s *Served) PackHash() string { return s.p.Hash }
 
 // Definition implements ServedPack.
-func (s *Served) Definition() *Definition { return servedPackDefinition(s.p) }
+func (s *Served) Definition() *workflows.Definition { return servedPackDefinition(s.p) }
 
 // RunJSON implements ServedPack: the pack's JSON (its Hash is not part of it; the run
 // carries it in RunInput.PackHashes).
@@ -41,7 +42,7 @@ func (s *Served) CheckRun(nodeConfig, inputs json.RawMessage) error {
 }
 
 // PackOf is the pack with the given id that cat serves.
-func PackOf(cat *Catalog, id string) (*packs.Pack, bool) {
+func PackOf(cat *workflows.Catalog, id string) (*packs.Pack, bool) {
 	sp, ok := cat.Pack(id)
 	if !ok {
 		return nil, false
@@ -56,21 +57,21 @@ func PackOf(cat *Catalog, id string) (*packs.Pack, bool) {
 // servedPackDefinition is the workflow definition that serves pack p: one
 // vendor.wop.pack node with id "agent", a conversation channel, and an optional
 // "message" input (the first user turn).
-func servedPackDefinition(p *packs.Pack) *Definition {
+func servedPackDefinition(p *packs.Pack) *workflows.Definition {
 	name := cmp.Or(p.Name, p.ID)
-	d := &Definition{
+	d := &workflows.Definition{
 		ID:          p.ID,
 		Name:        name,
 		Version:     cmp.Or(p.Version, "1.0"),
 		Description: cmp.Or(p.Description, "PromptPack "+p.ID+" as a conversation"),
-		Nodes: []Node{{
-			ID: ServedPackNodeID, TypeID: PackNodeType, Name: name,
+		Nodes: []workflows.Node{{
+			ID: workflows.ServedPackNodeID, TypeID: workflows.PackNodeType, Name: name,
 			Config: servedPackConfig(p),
 		}},
 		Triggers:  []json.RawMessage{json.RawMessage(`{"id":"manual","type":"manual","enabled":true}`)},
-		Variables: []Variable{{Name: "message", Type: "string", Description: "Optional first user message, answered at once."}},
+		Variables: []workflows.Variable{{Name: "message", Type: "string", Description: "Optional first user message, answered at once."}},
 		Metadata:  mustJSON(map[string]any{"tags": []string{"promptpack"}}),
-		Channels:  map[string]Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}},
+		Channels:  map[string]workflows.Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}},
 	}
 	d.Normalize()
 	return d
@@ -92,14 +93,14 @@ func servedPackConfig(p *packs.Pack) json.RawMessage {
 // variables of the prompts the run can render, and the pack's required providers
 // (RFC 0012).
 func checkPackRun(p *packs.Pack, nodeConfig json.RawMessage, inputs json.RawMessage) error {
-	var cfg PackNodeConfig
+	var cfg NodeConfig
 	_ = json.Unmarshal(nodeConfig, &cfg) // decoded above; an odd config fails in the node
 	vars := runVars(inputs)
 	run := p
 	if p.Conversational() {
 		prompt, err := conversationPrompt(p, cfg, vars)
 		if err != nil {
-			return &PackRunError{Pack: p.ID, Fields: []string{"inputs." + packs.PromptInput}, Err: err}
+			return &workflows.PackRunError{Pack: p.ID, Fields: []string{"inputs." + packs.PromptInput}, Err: err}
 		}
 		run = p.AsConversation(prompt)
 	}
@@ -111,7 +112,7 @@ func checkPackRun(p *packs.Pack, nodeConfig json.RawMessage, inputs json.RawMess
 				fields = append(fields, "inputs."+name)
 			}
 		}
-		return &PackRunError{Pack: p.ID, Fields: fields, Err: fmt.Errorf("pack %q: %w", p.ID, err)}
+		return &workflows.PackRunError{Pack: p.ID, Fields: fields, Err: fmt.Errorf("pack %q: %w", p.ID, err)}
 	}
 	if missing := p.UnservedProviders(); len(missing) > 0 {
 		pe := &packs.ProvidersError{Pack: p.ID, Missing: missing}
@@ -119,7 +120,7 @@ func checkPackRun(p *packs.Pack, nodeConfig json.RawMessage, inputs json.RawMess
 		for _, k := range pe.Keys() {
 			fields = append(fields, "requires.providers."+k)
 		}
-		return &PackRunError{Pack: p.ID, Fields: fields, Err: pe}
+		return &workflows.PackRunError{Pack: p.ID, Fields: fields, Err: pe}
 	}
 	return nil
 }

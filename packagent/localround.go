@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/wop-dev/wop/activities"
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // modelRoundLocalName is the registered name of activities.ModelRoundLocal.
@@ -33,10 +34,10 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 	if a.notLocal {
 		return out, false, nil
 	}
-	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.Changed(GateFirstLocal)) {
+	if a.lastProvider != activities.ProviderMock && (a.lastProvider != "" || !rt.c.Changed(workflows.GateFirstLocal)) {
 		return out, false, nil
 	}
-	if !rt.c.Changed(GateLocalRound) {
+	if !rt.c.Changed(workflows.GateLocalRound) {
 		return out, false, nil
 	}
 	// The scripted mock reads the whole transcript; messages appended by earlier
@@ -73,7 +74,7 @@ func (rt *packRuntime) localRound(in convo.ModelRoundInput) (out convo.ModelRoun
 // the round (ErrStopped). A turn of a few rounds never yields. (A timer would yield
 // too, but Temporal fires timers up to a second late: history.timerProcessorMaxTimeShift.)
 func (rt *packRuntime) yieldTask() error {
-	if !rt.c.YieldDue() || !rt.c.Changed(GateLocalYield) {
+	if !rt.c.YieldDue() || !rt.c.Changed(workflows.GateLocalYield) {
 		return nil
 	}
 	actx, cancel := workflow.WithCancel(rt.ctx)

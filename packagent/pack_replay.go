@@ -1,9 +1,9 @@
-package workflows
+package packagent
 
 // ---- fork replay of a pack node ----
 //
-// A fork replay re-folds the source run's conversation (fork.go) and, for a pack node,
-// folds the same user turns and injected events into a fresh engine, answering every
+// A fork replay re-folds the source run's conversation (workflows/fork.go) and, for a
+// pack node, folds the same user turns and injected events into a fresh engine, answering every
 // model round and tool call from the source's records (agent.decided and
 // agent.toolReturned). The fork runs on the source run's pack (the API starts it with
 // the source's RunInput packs, by hash), so the engine can follow the recording. Since
@@ -41,6 +41,7 @@ import (
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // CodeReplayDiverged is the error code of a pack that cannot follow its source's
@@ -54,16 +55,16 @@ type packReplay struct {
 	rounds map[int]*convo.ModelRoundResult
 	tools  map[string]*convo.ToolCallResult
 	called map[string]bool // the call ids of the source's agent.toolCalled
-	src    []Event
+	src    []workflows.Event
 	cursor int // next source event to fold into the engine
 
 	// The fold since GateForkReplay (v2).
 	v2          bool
 	sourceRunID string
-	roundStates map[int]string // the state each recorded round ran in
-	roundEvents map[int]Event  // the agent.decided of each recorded round
-	used        map[int]bool   // recorded rounds the replay consumed
-	at          Event          // the source event being folded
+	roundStates map[int]string          // the state each recorded round ran in
+	roundEvents map[int]workflows.Event // the agent.decided of each recorded round
+	used        map[int]bool            // recorded rounds the replay consumed
+	at          workflows.Event         // the source event being folded
 	last        *engine.TurnResult
 	// pendingSeq is the source sequence of a last user turn the source never answered
 	// (-1: none); the host answers it live after the fold, reusing what was recorded.
@@ -72,12 +73,12 @@ type packReplay struct {
 	diverged   bool
 	// decisions holds, per call id, the recorded decision of each of its approvals
 	// (their events, in log order), consumed in order (replayDecision).
-	decisions map[string][][]Event
+	decisions map[string][][]workflows.Event
 }
 
-func newPackReplay(src []Event) *packReplay {
+func newPackReplay(src []workflows.Event) *packReplay {
 	pr := &packReplay{rounds: map[int]*convo.ModelRoundResult{}, tools: map[string]*convo.ToolCallResult{}, called: map[string]bool{}, src: src,
-		roundStates: map[int]string{}, roundEvents: map[int]Event{}, used: map[int]bool{}, pendingSeq: -1,
+		roundStates: map[int]string{}, roundEvents: map[int]workflows.Event{}, used: map[int]bool{}, pendingSeq: -1,
 		decisions: recordedDecisions(src)}
 	for _, e := range src {
 		switch e.Type {
@@ -165,7 +166,7 @@ func (rt *packRuntime) replayedModel(in convo.ModelRoundInput, out *convo.ModelR
 	}
 	if n := pr.unavailableNotice(); n != nil && (!ok || pr.roundEvents[in.Round].Sequence > n.seq) {
 		// The source's turn ended here without an answer, the model unavailable
-		// (outage.go): the replay's turn ends the same way.
+		// (pack_outage.go): the replay's turn ends the same way.
 		return false, &activityError{code: protocol.CodeModelUnavailable, msg: n.message, err: errors.Join(engine.ErrUnavailable, errors.New(n.message))}
 	}
 	switch {
@@ -230,18 +231,18 @@ func (pr *packReplay) pendingRound(n int) bool {
 // or an edit's), the events from its node.suspended to its node.resumed that belong
 // to it: those naming its interrupt (by id, or by key for interrupt.requested), and
 // the approval.received of the call (votes included), in log order.
-func recordedDecisions(src []Event) map[string][][]Event {
+func recordedDecisions(src []workflows.Event) map[string][][]workflows.Event {
 	type ref struct {
 		InterruptID string `json:"interruptId"`
 		CallID      string `json:"callId"`
 		Key         string `json:"key"`
 	}
-	refOf := func(e Event) ref {
+	refOf := func(e workflows.Event) ref {
 		var r ref
 		_ = json.Unmarshal(e.Payload, &r) // a recorded event; one without these fields names no approval
 		return r
 	}
-	out := map[string][][]Event{}
+	out := map[string][][]workflows.Event{}
 	seen := map[string]bool{}
 	for _, e := range src {
 		r := refOf(e)
@@ -249,7 +250,7 @@ func recordedDecisions(src []Event) map[string][][]Event {
 			continue
 		}
 		seen[r.InterruptID] = true
-		var evs []Event
+		var evs []workflows.Event
 		open, key := false, ""
 		for _, f := range src {
 			fr := refOf(f)
@@ -281,7 +282,7 @@ func recordedDecisions(src []Event) map[string][][]Event {
 // gets the key the source's next one had.
 func (rt *packRuntime) replayDecision(callID string) {
 	pr := rt.a.replay
-	if pr == nil || !pr.v2 || len(pr.decisions[callID]) == 0 || !rt.c.Changed(GateForkDecisions) {
+	if pr == nil || !pr.v2 || len(pr.decisions[callID]) == 0 || !rt.c.Changed(workflows.GateForkDecisions) {
 		return
 	}
 	evs := pr.decisions[callID][0]
@@ -305,7 +306,7 @@ func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResu
 	if r, ok := pr.tool(in.CallID); ok {
 		return r, true, nil
 	}
-	if pr.v2 && pr.called[in.CallID] && rt.a.pack.Tools[in.Tool].Effect() != packs.EffectRead && rt.c.Changed(GateForkSourceMissing) {
+	if pr.v2 && pr.called[in.CallID] && rt.a.pack.Tools[in.Tool].Effect() != packs.EffectRead && rt.c.Changed(workflows.GateForkSourceMissing) {
 		return nil, false, &replayError{code: protocol.CodeReplaySourceMissing, msg: fmt.Sprintf(
 			"tool %s (call %s) performs a side effect and source run %s recorded no outcome of it: a replay never performs it", in.Tool, in.CallID, pr.sourceRunID)}
 	}
@@ -333,13 +334,13 @@ func (rt *packRuntime) decided(in convo.ModelRoundInput, out *convo.ModelRoundRe
 
 // diverge writes replay.diverged for the node (once) and stops the fold; it returns
 // the error that fails the engine's turn in progress.
-func (rt *packRuntime) diverge(kind, point string, at Event, format string, args ...any) error {
+func (rt *packRuntime) diverge(kind, point string, at workflows.Event, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	rt.a.divergeAt(rt.c, kind, point, at, msg)
 	return &replayError{code: CodeReplayDiverged, msg: "replay diverged: " + msg}
 }
 
-func (a *packAgent) divergeAt(c *Conversation, kind, point string, at Event, msg string) {
+func (a *packAgent) divergeAt(c *workflows.Conversation, kind, point string, at workflows.Event, msg string) {
 	pr := a.replay
 	if pr.diverged {
 		return
@@ -358,7 +359,7 @@ func (a *packAgent) divergeAt(c *Conversation, kind, point string, at Event, msg
 
 // FoldBefore implements ReplayFolder: the injected events the source recorded before e
 // are folded into the engine before the host re-emits e.
-func (a *packAgent) FoldBefore(ctx workflow.Context, c *Conversation, e Event) {
+func (a *packAgent) FoldBefore(ctx workflow.Context, c *workflows.Conversation, e workflows.Event) {
 	pr := a.replay
 	if pr == nil || !pr.v2 {
 		return
@@ -375,7 +376,7 @@ func (a *packAgent) FoldBefore(ctx workflow.Context, c *Conversation, e Event) {
 // turns without calling Reply; the pack folds the same user turns and injected events
 // into its engine, answering every model round and tool call from the source run's
 // records, so its state matches the source and no model is called again.
-func (a *packAgent) Observe(ctx workflow.Context, c *Conversation, t protocol.Turn) {
+func (a *packAgent) Observe(ctx workflow.Context, c *workflows.Conversation, t protocol.Turn) {
 	pr := a.replay
 	if pr == nil {
 		return
@@ -422,7 +423,7 @@ func (a *packAgent) Observe(ctx workflow.Context, c *Conversation, t protocol.Tu
 }
 
 // foldUserTurn runs the engine's turn for a recorded user turn.
-func (a *packAgent) foldUserTurn(ctx workflow.Context, c *Conversation, e Event, t protocol.Turn) {
+func (a *packAgent) foldUserTurn(ctx workflow.Context, c *workflows.Conversation, e workflows.Event, t protocol.Turn) {
 	pr := a.replay
 	pr.last = nil
 	if pr.diverged {
@@ -458,12 +459,12 @@ func (pr *packReplay) answeredLater() bool {
 
 // foldInjection applies an event injected into the source run (interrupt.resolved of
 // the pack's event interrupt).
-func (a *packAgent) foldInjection(ctx workflow.Context, c *Conversation, e Event) {
+func (a *packAgent) foldInjection(ctx workflow.Context, c *workflows.Conversation, e workflows.Event) {
 	pr := a.replay
 	var p struct {
 		ResumeValue json.RawMessage `json:"resumeValue"`
 	}
-	var ev InjectedEvent
+	var ev workflows.InjectedEvent
 	if pr.diverged || json.Unmarshal(e.Payload, &p) != nil || json.Unmarshal(p.ResumeValue, &ev) != nil || ev.Event == "" {
 		return
 	}
@@ -481,7 +482,7 @@ func (a *packAgent) foldInjection(ctx workflow.Context, c *Conversation, e Event
 }
 
 // checkReply compares a recorded agent turn with the reply the replay's engine gave.
-func (a *packAgent) checkReply(c *Conversation, e Event, t protocol.Turn) {
+func (a *packAgent) checkReply(c *workflows.Conversation, e workflows.Event, t protocol.Turn) {
 	pr := a.replay
 	last := pr.last
 	pr.last = nil
@@ -500,7 +501,7 @@ func (a *packAgent) checkReply(c *Conversation, e Event, t protocol.Turn) {
 
 // checkClose compares the source's conversation.closed with the replay's engine: a
 // pack that completed must have completed in the same state.
-func (a *packAgent) checkClose(c *Conversation, e Event) {
+func (a *packAgent) checkClose(c *workflows.Conversation, e workflows.Event) {
 	pr := a.replay
 	if pr.diverged {
 		return
@@ -518,7 +519,7 @@ func (a *packAgent) checkClose(c *Conversation, e Event) {
 
 // ReplayDone implements ReplayFolder: recorded rounds the replay never asked for mean
 // it did not follow the recording; after the fold, rounds go to the model.
-func (a *packAgent) ReplayDone(_ workflow.Context, c *Conversation, _ bool) {
+func (a *packAgent) ReplayDone(_ workflow.Context, c *workflows.Conversation, _ bool) {
 	pr := a.replay
 	if pr == nil || !pr.v2 {
 		return
@@ -534,7 +535,7 @@ func (a *packAgent) ReplayDone(_ workflow.Context, c *Conversation, _ bool) {
 }
 
 // observeLegacy is the fold of forks recorded before GateForkReplay.
-func (a *packAgent) observeLegacy(ctx workflow.Context, c *Conversation, t protocol.Turn) {
+func (a *packAgent) observeLegacy(ctx workflow.Context, c *workflows.Conversation, t protocol.Turn) {
 	pr := a.replay
 	for pr.cursor < len(pr.src) {
 		e := pr.src[pr.cursor]
@@ -563,7 +564,7 @@ func (a *packAgent) observeLegacy(ctx workflow.Context, c *Conversation, t proto
 			if json.Unmarshal(e.Payload, &p) != nil {
 				continue
 			}
-			var ev InjectedEvent
+			var ev workflows.InjectedEvent
 			if json.Unmarshal(p.ResumeValue, &ev) != nil || ev.Event == "" || a.m.CanInject(ev.Event) != nil {
 				continue
 			}

@@ -1,4 +1,4 @@
-package workflows
+package packagent
 
 // Cancelling a pack turn. A cancel (CancelSignal, or Temporal cancellation) lands in
 // runner.cancelReq (or cancels the run's context) while the pack's engine runs a turn.
@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wop-dev/wop/engine"
+	"github.com/wop-dev/wop/workflows"
 )
 
 // cancelPending reports whether the run is being cancelled.
@@ -33,10 +34,10 @@ func (rt *packRuntime) cancelPending() bool {
 }
 
 // Stopped implements engine.Runtime: a pending cancel stops the turn.
-// An immediate pause stops it too (pause.go): the turn is cut, and answered anew once
-// the run resumes.
+// An immediate pause stops it too (workflows/pause.go): the turn is cut, and answered
+// anew once the run resumes.
 func (rt *packRuntime) Stopped() bool {
-	return rt.cancelPending() && rt.c.Changed(GateAgentCancel) || rt.c.CutPending()
+	return rt.cancelPending() && rt.c.Changed(workflows.GateAgentCancel) || rt.c.CutPending()
 }
 
 // await blocks until f is ready or the run is being cancelled; in the latter case it
@@ -60,7 +61,7 @@ func (rt *packRuntime) awaitActivity(f workflow.Future, cancel workflow.CancelFu
 
 // beforeBlock is called before the turn waits outside the workflow task (an activity,
 // a timer): the search attributes show the busy turn's status and the pack's state
-// (turnstatus.go).
+// (workflows/turnstatus.go).
 func (rt *packRuntime) beforeBlock() {
 	if !rt.c.TurnBusy() {
 		return
@@ -80,8 +81,8 @@ func (rt *packRuntime) stoppedErr(err error) error {
 
 // stopped is the error of a turn the engine stopped: errCut when an immediate pause
 // stopped it (the pack's state rewound to before, so the turn is taken anew once the
-// run resumes; pause.go), else stopReply's.
-func (a *packAgent) stopped(c *Conversation, before engine.State) error {
+// run resumes; workflows/pause.go), else stopReply's.
+func (a *packAgent) stopped(c *workflows.Conversation, before engine.State) error {
 	if c.PauseCuts() {
 		a.m.Rewind(before)
 		return c.CutError()
@@ -91,6 +92,6 @@ func (a *packAgent) stopped(c *Conversation, before engine.State) error {
 
 // stopReply is the error a pack's Reply or Inject returns for a turn the engine
 // stopped: the run is being cancelled (by a signal, or by Temporal).
-func (a *packAgent) stopReply(c *Conversation) error {
+func (a *packAgent) stopReply(c *workflows.Conversation) error {
 	return c.StopError()
 }
