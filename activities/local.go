@@ -80,7 +80,7 @@ func LocalModelRoundOptions(summary string) workflow.LocalActivityOptions {
 
 // Yield does nothing: a turn that has run local rounds for a while schedules it to end
 // its workflow task, so that Temporal answers the queries and delivers the signals that
-// came meanwhile (workflows.localround.go) before the turn goes on.
+// came meanwhile (packagent/localround.go) before the turn goes on.
 func (a *Activities) Yield(context.Context) error { return nil }
 
 // YieldOptions are the activity options of Yield: it ends at once, and it is retried

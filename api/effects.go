@@ -54,8 +54,8 @@ type EffectSeam struct {
 
 // Mechanisms of the manifest's rows.
 const (
-	guardModel   = "a fork replay answers every recorded model round from the source's agent.decided, keyed by (sourceRunId, nodeId, round), and calls no provider for it (workflows/pack_replay.go, replayedModel)"
-	guardTool    = "a fork replay answers every recorded tool call from the source's agent.toolReturned, keyed by (sourceRunId, nodeId, callId), before the call is routed; a call the source made without recording its outcome fails the turn closed with replay_source_missing, and one the recording does not lead to is a divergence (replay.diverged); neither runs (workflows/pack_replay.go, replayedTool)"
+	guardModel   = "a fork replay answers every recorded model round from the source's agent.decided, keyed by (sourceRunId, nodeId, round), and calls no provider for it (packagent/pack_replay.go, replayedModel)"
+	guardTool    = "a fork replay answers every recorded tool call from the source's agent.toolReturned, keyed by (sourceRunId, nodeId, callId), before the call is routed; a call the source made without recording its outcome fails the turn closed with replay_source_missing, and one the recording does not lead to is a divergence (replay.diverged); neither runs (packagent/pack_replay.go, replayedTool)"
 	guardWebhook = "a replay fork notifies no webhook dispatcher, so its re-emitted history is delivered to nobody (workflows/notify.go, RunInput.Notices)"
 )
 

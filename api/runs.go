@@ -820,7 +820,7 @@ const maxForkSourceBytes = 1 << 20
 // forkSource reads the source run's whole log, page by page, refusing one larger than
 // maxForkSourceBytes. The fork's input carries it in v1 vocabulary whatever the
 // source's era, as the workflow's fork code reads it (workflows/fork.go,
-// pack_replay.go); the fork writes its own log in its own era's.
+// packagent/pack_replay.go); the fork writes its own log in its own era's.
 func (s *Server) forkSource(ctx context.Context, runID string) ([]workflows.Event, int64, error) {
 	var events []workflows.Event
 	size, after, last := 0, int64(-1), int64(-1)

@@ -34,13 +34,13 @@
 //     the turn has gone as far as its workflow task takes it (resolve_events.go).
 //   - Cancel: signal CancelSignal{Reason, CancelledBy}, or cancel the workflow. A
 //     pack's turn stops between rounds and tool calls, and the activity in flight is
-//     cancelled (pack_cancel.go).
+//     cancelled (packagent/pack_cancel.go).
 //   - Pause and resume: the PauseUpdate (PauseRequest) and ResumeUpdate (ResumeRequest)
 //     updates; their validators refuse what runs.md's 409 table refuses
 //     (ErrTypePauseRefused with a PauseRefusal), and they answer a PauseResult. While
 //     paused the run holds and refuses resolves (run_state_conflict); see pause.go.
 //   - Fork: ask RunBasisQuery on the source, build the input with RunBasis.ForkInput
-//     and set RunInput.Fork (fork.go, pack_replay.go).
+//     and set RunInput.Fork (fork.go, packagent/pack_replay.go).
 //
 // # Decisions
 //
@@ -75,28 +75,37 @@
 //     scheduled on their binding's task queue, the others are ToolCall activities, and
 //     a call that fails after its retries is an error result for the model. Runs
 //     whose first tool batch predates this keep the ToolCall-only path
-//     (GetVersion "tool-routes"); see packtools.go.
+//     (GetVersion "tool-routes"); see packagent/packtools.go.
 //   - A tool call that needs a person's decision (the binding's approval setting, or
 //     the agent's autonomy_level acts_with_approval with a write, external or
 //     undeclared tool) waits on an approval interrupt at the pack's node before its
 //     batch runs, with a durable deadline, reminders and escalation; see
-//     approvals_tool.go (GetVersion "tool-approvals").
+//     approvals_tool.go for the interrupt and packagent/pack_approvals.go for which
+//     calls need one (GetVersion "tool-approvals").
 //   - A real model round that fails its quick attempts with a retryable error waits out
 //     the outage as the worker's policy says (the ModelOutagePolicy local activity),
 //     the run stalled meanwhile (Snapshot.Stalled, workflow.stalled, the stalledOn tag of SATags, the
 //     current details); past the policy's time the turn ends with a system turn, not
 //     the conversation. Tool calls whose route carries an outage policy (a binding's
-//     retry_for) wait likewise. See outage.go (GetVersion "outage-wait").
+//     retry_for) wait likewise. See packagent/pack_outage.go, and outage.go for the
+//     stall the run records (GetVersion "outage-wait").
 //   - A write, external or undeclared tool call that may have been applied (a timeout,
 //     a lost answer) gives the model an "outcome unknown" result with its idempotency
-//     key, and the same call repeated in the turn reuses the key; see tooloutcome.go
-//     (GetVersion "tool-outcome-unknown").
+//     key, and the same call repeated in the turn reuses the key; see
+//     packagent/tooloutcome.go (GetVersion "tool-outcome-unknown").
 //   - While a conversation's agent works on a turn the run is running (its own
 //     interrupts are not what the run waits on); the search attributes follow when the
 //     turn waits outside its workflow task, and a resolve is answered with where the
 //     turn left the run. Local rounds yield their workflow task every 100 ms (the Yield
-//     activity) so queries and signals are served. See turnstatus.go and localround.go
-//     (GetVersion "turn-status", "local-round-yield").
+//     activity) so queries and signals are served. See turnstatus.go and
+//     packagent/localround.go (GetVersion "turn-status", "local-round-yield").
+//   - The run core knows no packs: it imports neither package engine nor package packs
+//     (imports_test.go). The PromptPack agent is package packagent, which imports this
+//     package and serves the conversation seam (ConversationAgent, with the host's
+//     services on Conversation) for node type PackNodeType; the catalog serves packs
+//     through ServedPack (packagent.Serve), and a run carries its packs as JSON
+//     (RunInput.Packs). packagent.Register registers the agent, in code, where a
+//     worker is assembled, so every replay finds the same one.
 //   - Webhooks: each tenant's subscriptions live in a webhook dispatcher workflow
 //     (package webhooks); runs signal it the events webhooks may receive (notify.go,
 //     WebhookNotice, GetVersion "webhook-notify"), and it starts one delivery workflow
@@ -111,14 +120,16 @@
 // details (status.go), queries (queries.go), events (events.go). Interrupts:
 // the generic resolve machinery (interrupts.go, outcomes.go) and one file per kind
 // (approval.go, clarification.go, interrupt_node.go, approvals_tool.go). A busy turn's
-// status (turnstatus.go), outages (outage.go), unknown tool outcomes (tooloutcome.go).
-// Conversations: the conversation and its host services (conversation.go), the agent
-// seam (conversation_agent.go: the generic resolve path asks an agent through it,
-// MisroutedEvent, CheckInject, ApprovesToolCalls, never by its type), resolves
-// (conversation_resolve.go) and the node (conversation_node.go); pack agents in
-// pack*.go. Gates: versions.go, the one registry, asked through runner.changed. What a
+// status (turnstatus.go), the stalls of outages (outage.go), how a failed activity
+// reads (activityerr.go). Conversations: the conversation (conversation.go) and the
+// host's services to its agent (conversation_host.go), the agent seam
+// (conversation_agent.go: the generic resolve path asks an agent through it,
+// MisroutedEvent, CheckInject, ApprovesToolCalls, never by its type; RegisterAgent),
+// resolves (conversation_resolve.go) and the node (conversation_node.go); the catalog
+// (catalog.go, ServedPack). Pack agents are package packagent's. Gates: versions.go,
+// the one registry, asked through runner.changed (Conversation.Changed for an agent). What a
 // run sends its webhook dispatcher: notify.go (the dispatcher and deliveries are
 // package webhooks). Event types, interrupt kinds, error codes, the turn, the run
 // error, the statuses and payload structs are package protocol's. Registration is
-// worker.Register's, where a worker is assembled.
+// worker.Register's, where a worker is assembled (packagent.Register among it).
 package workflows

@@ -11,9 +11,12 @@ import (
 )
 
 // TestWorkflowCodeSpeaksNoHTTP reads the imports of the workflow code (this package's
-// non-test files and package webhooks), of activities and of protocol: the workflow code refuses and fails with OpenWOP
-// codes and leaves HTTP statuses to the API (api/errors.go), so it does not import
-// net/http; protocol imports the standard library only.
+// non-test files, package webhooks and package packagent), of activities and of
+// protocol: the workflow code refuses and fails with OpenWOP codes and leaves HTTP
+// statuses to the API (api/errors.go), so it does not import net/http; protocol
+// imports the standard library only. The run core imports neither the pack engine nor
+// the packs nor the pack agent: the agent lives in package packagent, which imports
+// the run core and reaches it through the conversation seam only.
 func TestWorkflowCodeSpeaksNoHTTP(t *testing.T) {
 	importsOf := func(dir string) map[string]bool {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -58,6 +61,21 @@ func TestWorkflowCodeSpeaksNoHTTP(t *testing.T) {
 		if hooks[p] {
 			t.Errorf("webhooks imports %s; the webhook workflows use the run's events and the DeliverWebhook activity only", p)
 		}
+	}
+	// The run core knows no packs: the PromptPack agent (package packagent) serves its
+	// conversation seam and imports it, never the other way, and the engine and the
+	// packs it runs are that package's to import.
+	for _, p := range []string{"github.com/wop-dev/wop/engine", "github.com/wop-dev/wop/packs", "github.com/wop-dev/wop/packagent"} {
+		if workflows[p] {
+			t.Errorf("workflows imports %s; the run core asks an agent through ConversationAgent and a pack through ServedPack (package packagent)", p)
+		}
+	}
+	agent := importsOf("../packagent")
+	if !agent["github.com/wop-dev/wop/workflows"] || !agent["github.com/wop-dev/wop/engine"] {
+		t.Fatalf("the imports of packagent do not read as expected: %v", agent)
+	}
+	if agent["net/http"] {
+		t.Errorf("packagent imports net/http; the pack agent's workflow code refuses with protocol codes too")
 	}
 	for p := range importsOf("../activities") {
 		if p == "github.com/wop-dev/wop/workflows" || p == "github.com/wop-dev/wop/webhooks" {

@@ -15,8 +15,8 @@ package workflows
 //     its agent is working on, goes on to its end; then the run holds.
 //   - immediate: the running attempt is cut. A core.delay stops waiting; a pack's
 //     turn stops between rounds and tool calls, and the model or tool activity in
-//     flight is cancelled as a cancel cancels it (packagent/pack_cancel.go), the pack's state
-//     rewound to where the turn began. The cut attempt gets no node event; once the
+//     flight is cancelled as a cancel cancels it (packagent/pack_cancel.go), the
+//     pack's state rewound to where the turn began. The cut attempt gets no node event; once the
 //     run resumes, a fresh node.started (the next attempt) opens the attempt again: the
 //     delay waits anew, the turn is answered anew. Waits on a person (an interrupt, a
 //     tool call's approval) are not cut: they hold as under drain-current-node.

@@ -136,6 +136,6 @@ func (r *runner) settleTurnOutcome(status string) {
 }
 
 // localYieldAfter is how long a turn's local rounds (the scripted mock's) run in one
-// workflow task before the turn yields it (packagent/localround.go): queries and signals that
-// came meanwhile are answered then.
+// workflow task before the turn yields it (packagent/localround.go, through
+// Conversation.YieldDue): queries and signals that came meanwhile are answered then.
 const localYieldAfter = 100 * time.Millisecond
