@@ -631,16 +631,14 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 	switch ev.Kind {
 	case engine.EventTransition:
 		t := ev.Transition
-		p := map[string]any{
-			"fromAgentId": a.agentID(t.From), "toAgentId": a.agentID(t.To), "reason": t.Event,
-			"event": t.Event, "context": t.Context, "origin": t.Origin, "fromState": t.From, "toState": t.To,
-			"visits": t.Visits, "totalVisits": t.TotalVisits, "toolCalls": t.ToolCalls, "transitions": t.Transitions,
+		p := protocol.AgentHandoff{
+			FromAgentID: a.agentID(t.From), ToAgentID: a.agentID(t.To), Reason: t.Event,
+			Event: t.Event, Context: t.Context, Origin: t.Origin, FromState: t.From, ToState: t.To,
+			Visits: t.Visits, TotalVisits: t.TotalVisits, ToolCalls: t.ToolCalls, Transitions: t.Transitions,
+			HostExtras: t.HostExtras,
 		}
 		if t.Redirected {
-			p["redirected"], p["originalTarget"] = true, t.OriginalTarget
-		}
-		if len(t.HostExtras) > 0 {
-			p["hostExtras"] = t.HostExtras
+			p.Redirected, p.OriginalTarget = true, t.OriginalTarget
 		}
 		rt.emit(protocol.EvAgentHandoff, p)
 	case engine.EventModelRound:
@@ -650,14 +648,14 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		}
 		r := ev.Round
 		provider, model := cmp.Or(r.Provider, "unknown"), cmp.Or(r.Model, "unknown")
-		rt.emit(protocol.EvProviderUsage, map[string]any{
-			"provider": provider, "model": model, "inputTokens": r.InputTokens, "outputTokens": r.OutputTokens,
-			"totalTokens": r.InputTokens + r.OutputTokens, "nodeId": a.nodeID,
+		rt.emit(protocol.EvProviderUsage, protocol.ProviderUsage{
+			Provider: provider, Model: model, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
+			TotalTokens: r.InputTokens + r.OutputTokens, NodeID: a.nodeID,
 		})
 	case engine.EventToolCall:
 		t := ev.ToolCall
-		rt.emit(protocol.EvAgentToolCalled, map[string]any{
-			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "inputs": t.Args, "round": t.Round, "system": t.System,
+		rt.emit(protocol.EvAgentToolCalled, protocol.AgentToolCalled{
+			AgentID: a.agentID(ev.State), ToolName: t.Tool, CallID: t.CallID, Inputs: t.Args, Round: t.Round, System: t.System,
 		})
 	case engine.EventToolResult:
 		t := ev.ToolResult
@@ -665,14 +663,14 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if t.IsError {
 			status = "error"
 		}
-		rt.emit(protocol.EvAgentToolReturned, map[string]any{
-			"agentId": a.agentID(ev.State), "toolName": t.Tool, "callId": t.CallID, "outcome": t.Content, "status": status, "round": t.Round,
+		rt.emit(protocol.EvAgentToolReturned, protocol.AgentToolReturned{
+			AgentID: a.agentID(ev.State), ToolName: t.Tool, CallID: t.CallID, Outcome: t.Content, Status: status, Round: t.Round,
 		})
 	case engine.EventMaxVisits:
 		mv := ev.MaxVisits
-		rt.emit(protocol.EvLoopbackLimit, map[string]any{
-			"nodeId": a.nodeID, "iterations": max(mv.VisitCount, 1), "limit": mv.MaxVisits, "state": mv.OriginalTarget,
-			"fromState": mv.From, "event": mv.Event, "redirectedTo": mv.RedirectedTo, "terminated": mv.Terminated,
+		rt.emit(protocol.EvLoopbackLimit, protocol.LoopbackLimit{
+			NodeID: a.nodeID, Iterations: max(mv.VisitCount, 1), Limit: mv.MaxVisits, State: mv.OriginalTarget,
+			FromState: mv.From, Event: mv.Event, RedirectedTo: mv.RedirectedTo, Terminated: mv.Terminated,
 		})
 	case engine.EventBudgetExhausted:
 		b := ev.Budget
@@ -680,13 +678,11 @@ func (rt *packRuntime) Emit(ev engine.Event) {
 		if b.Limit == engine.LimitWallTime {
 			kind, limit, observed = "run-duration", b.Max*1000, b.Current*1000
 		}
-		p := map[string]any{
-			"kind": kind, "limit": limit, "observed": observed, "nodeId": a.nodeID,
-			"budget": b.Limit, "state": ev.State, "transitions": b.Transitions,
-		}
+		p := protocol.CapBreached{Kind: kind, Limit: limit, Observed: observed, NodeID: a.nodeID, State: ev.State, Transitions: b.Transitions}
 		if b.Host {
-			delete(p, "budget")
-			p["hostLimit"], p["scope"] = b.Limit, "turn"
+			p.HostLimit, p.Scope = b.Limit, "turn"
+		} else {
+			p.Budget = b.Limit
 		}
 		rt.emit(protocol.EvCapBreached, p)
 	case engine.EventValidator:

@@ -318,18 +318,15 @@ func (rt *packRuntime) replayedTool(in convo.ToolCallInput) (*convo.ToolCallResu
 }
 
 // decided is the agent.decided payload of a model round.
-func (rt *packRuntime) decided(in convo.ModelRoundInput, out *convo.ModelRoundResult, replayed bool) map[string]any {
-	p := map[string]any{
-		"agentId": rt.a.agentID(in.State),
-		"decision": packRoundRecord{
+func (rt *packRuntime) decided(in convo.ModelRoundInput, out *convo.ModelRoundResult, replayed bool) protocol.AgentDecided {
+	return protocol.AgentDecided{
+		AgentID: rt.a.agentID(in.State),
+		Decision: packRoundRecord{
 			Kind: "model_round", Round: in.Round, State: in.State, Text: out.Text, ToolCalls: out.ToolCalls,
 			Provider: out.Provider, Model: out.Model, Usage: out.Usage, FinishReason: out.FinishReason,
 		},
+		Replayed: replayed && rt.a.replay != nil && rt.a.replay.v2,
 	}
-	if replayed && rt.a.replay != nil && rt.a.replay.v2 {
-		p["replayed"] = true
-	}
-	return p
 }
 
 // diverge writes replay.diverged for the node (once) and stops the fold; it returns
@@ -346,12 +343,12 @@ func (a *packAgent) divergeAt(c *workflows.Conversation, kind, point string, at 
 		return
 	}
 	pr.diverged = true
-	p := map[string]any{
-		"sourceRunId": pr.sourceRunID, "atSequence": max(at.Sequence, 0), "divergenceKind": kind, "divergencePoint": point,
-		"nodeId": a.nodeID, "reason": msg,
+	p := protocol.ReplayDiverged{
+		SourceRunID: pr.sourceRunID, AtSequence: max(at.Sequence, 0), DivergenceKind: kind, DivergencePoint: point,
+		NodeID: &a.nodeID, Reason: msg,
 	}
 	if at.EventID != "" {
-		p["originalEventId"] = at.EventID
+		p.OriginalEventID = &at.EventID
 	}
 	c.Emit(protocol.EvReplayDiverged, p, "")
 	c.Logger().Warn("Fork replay diverged", "node", a.nodeID, "sourceRunId", pr.sourceRunID, "reason", msg)

@@ -169,9 +169,9 @@ type ReplayDiverged struct {
 	AtSequence      int64  `json:"atSequence"`
 	DivergenceKind  string `json:"divergenceKind"`
 	DivergencePoint string `json:"divergencePoint"`
-	// NodeID names the node whose replay diverged; a divergence of the run's inputs
-	// has none.
-	NodeID string `json:"nodeId,omitempty"`
+	// NodeID names the node whose replay diverged, even when its id is empty; a
+	// divergence of the run's inputs has none.
+	NodeID *string `json:"nodeId,omitempty"`
 	// OriginalEventID is the source's event the replay departs from, present whenever
 	// it is set, even when empty.
 	OriginalEventID *string `json:"originalEventId,omitempty"`
@@ -290,4 +290,102 @@ type RunCancelled struct {
 	DurationMs  int64  `json:"durationMs"`
 	ParentRunID string `json:"parentRunId,omitempty"`
 	Reason      string `json:"reason"`
+}
+
+// The payloads of the pack agent's events: agent.decided, agent.handoff, the tool
+// calls and their results, provider.usage, workflow.loopback-limit and cap.breached.
+// As the others, each has its fields in the order of their JSON names, and a field is
+// omitempty exactly where its map left the key out.
+
+// AgentDecided is the payload of agent.decided: what the agent decided in one step.
+// Replayed marks a decision a fork's replay took from its source run's recording.
+type AgentDecided struct {
+	AgentID string `json:"agentId"`
+	// Decision is the agent's own record of the step; its shape is the agent's (the
+	// pack agent records a model round).
+	Decision any  `json:"decision"`
+	Replayed bool `json:"replayed,omitempty"`
+}
+
+// AgentHandoff is the payload of agent.handoff: a committed transition of a pack from
+// one state (and its agent) to the next. Reason repeats Event. OriginalTarget is the
+// state the transition named when max_visits redirected it (Redirected), HostExtras
+// the transition call's arguments beyond event and context, when it had any.
+type AgentHandoff struct {
+	Context        string         `json:"context"`
+	Event          string         `json:"event"`
+	FromAgentID    string         `json:"fromAgentId"`
+	FromState      string         `json:"fromState"`
+	HostExtras     map[string]any `json:"hostExtras,omitempty"`
+	Origin         string         `json:"origin"`
+	OriginalTarget string         `json:"originalTarget,omitempty"`
+	Reason         string         `json:"reason"`
+	Redirected     bool           `json:"redirected,omitempty"`
+	ToAgentID      string         `json:"toAgentId"`
+	ToState        string         `json:"toState"`
+	ToolCalls      int            `json:"toolCalls"`
+	TotalVisits    int            `json:"totalVisits"`
+	Transitions    int            `json:"transitions"`
+	Visits         int            `json:"visits"`
+}
+
+// AgentToolCalled is the payload of agent.toolCalled: a tool call the model asked for.
+// System is written when false too: it says whether the engine answers the call itself.
+type AgentToolCalled struct {
+	AgentID  string          `json:"agentId"`
+	CallID   string          `json:"callId"`
+	Inputs   json.RawMessage `json:"inputs"`
+	Round    int             `json:"round"`
+	System   bool            `json:"system"`
+	ToolName string          `json:"toolName"`
+}
+
+// AgentToolReturned is the payload of agent.toolReturned: the result of a tool call,
+// with status "ok" or "error".
+type AgentToolReturned struct {
+	AgentID  string          `json:"agentId"`
+	CallID   string          `json:"callId"`
+	Outcome  json.RawMessage `json:"outcome"`
+	Round    int             `json:"round"`
+	Status   string          `json:"status"`
+	ToolName string          `json:"toolName"`
+}
+
+// ProviderUsage is the payload of provider.usage: the tokens of one model round.
+type ProviderUsage struct {
+	InputTokens  int    `json:"inputTokens"`
+	Model        string `json:"model"`
+	NodeID       string `json:"nodeId"`
+	OutputTokens int    `json:"outputTokens"`
+	Provider     string `json:"provider"`
+	TotalTokens  int    `json:"totalTokens"`
+}
+
+// LoopbackLimit is the payload of workflow.loopback-limit: a transition that hit its
+// target state's max_visits (State), from FromState on Event, and was redirected
+// (RedirectedTo) or ended the run (Terminated).
+type LoopbackLimit struct {
+	Event        string `json:"event"`
+	FromState    string `json:"fromState"`
+	Iterations   int    `json:"iterations"`
+	Limit        int    `json:"limit"`
+	NodeID       string `json:"nodeId"`
+	RedirectedTo string `json:"redirectedTo"`
+	State        string `json:"state"`
+	Terminated   bool   `json:"terminated"`
+}
+
+// CapBreached is the payload of cap.breached: a limit that ended the agent's work. A
+// pack's budget names its limit in Budget; a host limit names it in HostLimit, with
+// Scope "turn".
+type CapBreached struct {
+	Budget      string `json:"budget,omitempty"`
+	HostLimit   string `json:"hostLimit,omitempty"`
+	Kind        string `json:"kind"`
+	Limit       int    `json:"limit"`
+	NodeID      string `json:"nodeId"`
+	Observed    int    `json:"observed"`
+	Scope       string `json:"scope,omitempty"`
+	State       string `json:"state"`
+	Transitions int    `json:"transitions"`
 }

@@ -109,7 +109,7 @@ func TestWorkflowRestoredEncodesInNameOrder(t *testing.T) {
 func TestRunAndConversationPayloadsEncodeAsTheirMaps(t *testing.T) {
 	subj := &Subject{Issuer: IssuerAPIKey, SubjectID: "k1", Tenant: "acme", Lane: "api-key", Kind: "key"}
 	turn := Turn{MessageID: "m-1", From: "u", Content: json.RawMessage(`{"text":"<hi> & bye"}`), Ts: 5, Role: RoleUser, TurnIndex: 1}
-	emptyID := ""
+	emptyID, node := "", "n"
 	evt := "evt-src-0"
 	for _, c := range []struct {
 		name string
@@ -152,8 +152,10 @@ func TestRunAndConversationPayloadsEncodeAsTheirMaps(t *testing.T) {
 		}},
 		{"replay.diverged of the inputs, empty ids", ReplayDiverged{SourceRunID: "", AtSequence: 3, OriginalEventID: &emptyID, DivergenceKind: "input", DivergencePoint: EvRunStarted},
 			map[string]any{"sourceRunId": "", "atSequence": int64(3), "originalEventId": "", "divergenceKind": "input", "divergencePoint": EvRunStarted, "reason": ""}},
-		{"replay.diverged of a node", ReplayDiverged{SourceRunID: "src", AtSequence: 4, DivergenceKind: "output", DivergencePoint: EvConversationClosed, NodeID: "n", Reason: "r"},
+		{"replay.diverged of a node", ReplayDiverged{SourceRunID: "src", AtSequence: 4, DivergenceKind: "output", DivergencePoint: EvConversationClosed, NodeID: &node, Reason: "r"},
 			map[string]any{"sourceRunId": "src", "atSequence": int64(4), "divergenceKind": "output", "divergencePoint": EvConversationClosed, "nodeId": "n", "reason": "r"}},
+		{"replay.diverged of a node without an id", ReplayDiverged{SourceRunID: "src", AtSequence: 0, DivergenceKind: "extra", DivergencePoint: EvAgentDecided, NodeID: &emptyID, OriginalEventID: &evt, Reason: ""},
+			map[string]any{"sourceRunId": "src", "atSequence": int64(0), "divergenceKind": "extra", "divergencePoint": EvAgentDecided, "nodeId": "", "originalEventId": evt, "reason": ""}},
 	} {
 		got, err := json.Marshal(c.v)
 		if err != nil {
@@ -226,6 +228,72 @@ func TestInterruptAndRunPayloadsEncodeAsTheirMaps(t *testing.T) {
 		{"run.cancelled", RunCancelled{Reason: "", DurationMs: 0}, map[string]any{"reason": "", "durationMs": int64(0)}},
 		{"run.cancelled by its parent", RunCancelled{Reason: "parent-cancelled", DurationMs: 3, CancelledBy: "k", ParentRunID: "p"},
 			map[string]any{"reason": "parent-cancelled", "durationMs": int64(3), "cancelledBy": "k", "parentRunId": "p"}},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+	}
+}
+
+// The pack agent's payloads encode as the maps it built before them did: the keys it
+// always wrote are written when zero or false too, and the keys it added on a
+// condition (replayed, redirected with originalTarget, hostExtras, budget against
+// hostLimit and scope) are present exactly where the maps added them.
+func TestPackAgentPayloadsEncodeAsTheirMaps(t *testing.T) {
+	type record struct {
+		Kind  string `json:"kind"`
+		Round int    `json:"round"`
+		Text  string `json:"text,omitempty"`
+	}
+	dec := record{Kind: "model_round", Round: 0, Text: "<ok> & done"}
+	extras := map[string]any{"b": 1, "a": "<x>"}
+	for _, c := range []struct {
+		name string
+		v, m any
+	}{
+		{"agent.decided", AgentDecided{AgentID: "pack:s", Decision: dec},
+			map[string]any{"agentId": "pack:s", "decision": dec}},
+		{"agent.decided, replayed", AgentDecided{AgentID: "", Decision: dec, Replayed: true},
+			map[string]any{"agentId": "", "decision": dec, "replayed": true}},
+		{"agent.handoff", AgentHandoff{FromAgentID: "p:a", ToAgentID: "p:b", Reason: "go", Event: "go", Origin: "agent", FromState: "a", ToState: "b", Visits: 1, TotalVisits: 2, ToolCalls: 3, Transitions: 1},
+			map[string]any{"fromAgentId": "p:a", "toAgentId": "p:b", "reason": "go", "event": "go", "context": "", "origin": "agent", "fromState": "a", "toState": "b",
+				"visits": 1, "totalVisits": 2, "toolCalls": 3, "transitions": 1}},
+		{"agent.handoff, zero", AgentHandoff{HostExtras: map[string]any{}},
+			map[string]any{"fromAgentId": "", "toAgentId": "", "reason": "", "event": "", "context": "", "origin": "", "fromState": "", "toState": "",
+				"visits": 0, "totalVisits": 0, "toolCalls": 0, "transitions": 0}},
+		{"agent.handoff, redirected with extras", AgentHandoff{FromAgentID: "p:a", ToAgentID: "p:c", Reason: "go", Event: "go", Context: "why <now>", Origin: "external", FromState: "a", ToState: "c",
+			Visits: 1, TotalVisits: 4, Transitions: 3, Redirected: true, OriginalTarget: "b", HostExtras: extras},
+			map[string]any{"fromAgentId": "p:a", "toAgentId": "p:c", "reason": "go", "event": "go", "context": "why <now>", "origin": "external", "fromState": "a", "toState": "c",
+				"visits": 1, "totalVisits": 4, "toolCalls": 0, "transitions": 3, "redirected": true, "originalTarget": "b", "hostExtras": extras}},
+		{"provider.usage", ProviderUsage{Provider: "mock", Model: "m", InputTokens: 3, OutputTokens: 4, TotalTokens: 7, NodeID: "n"},
+			map[string]any{"provider": "mock", "model": "m", "inputTokens": 3, "outputTokens": 4, "totalTokens": 7, "nodeId": "n"}},
+		{"provider.usage, zero", ProviderUsage{}, map[string]any{"provider": "", "model": "", "inputTokens": 0, "outputTokens": 0, "totalTokens": 0, "nodeId": ""}},
+		{"agent.toolCalled", AgentToolCalled{AgentID: "p:s", ToolName: "lookup", CallID: "c1", Inputs: json.RawMessage(`{"q": "<a>"}`), Round: 2, System: true},
+			map[string]any{"agentId": "p:s", "toolName": "lookup", "callId": "c1", "inputs": json.RawMessage(`{"q": "<a>"}`), "round": 2, "system": true}},
+		{"agent.toolCalled, zero", AgentToolCalled{},
+			map[string]any{"agentId": "", "toolName": "", "callId": "", "inputs": json.RawMessage(nil), "round": 0, "system": false}},
+		{"agent.toolReturned", AgentToolReturned{AgentID: "p:s", ToolName: "lookup", CallID: "c1", Outcome: json.RawMessage(`{"r":"<b>"}`), Status: "error", Round: 2},
+			map[string]any{"agentId": "p:s", "toolName": "lookup", "callId": "c1", "outcome": json.RawMessage(`{"r":"<b>"}`), "status": "error", "round": 2}},
+		{"agent.toolReturned, zero", AgentToolReturned{},
+			map[string]any{"agentId": "", "toolName": "", "callId": "", "outcome": json.RawMessage(nil), "status": "", "round": 0}},
+		{"workflow.loopback-limit", LoopbackLimit{NodeID: "n", Iterations: 3, Limit: 2, State: "b", FromState: "a", Event: "again", RedirectedTo: "c"},
+			map[string]any{"nodeId": "n", "iterations": 3, "limit": 2, "state": "b", "fromState": "a", "event": "again", "redirectedTo": "c", "terminated": false}},
+		{"workflow.loopback-limit, terminated", LoopbackLimit{NodeID: "n", Iterations: 1, State: "b", Terminated: true},
+			map[string]any{"nodeId": "n", "iterations": 1, "limit": 0, "state": "b", "fromState": "", "event": "", "redirectedTo": "", "terminated": true}},
+		{"cap.breached of a budget", CapBreached{Kind: "loop-iterations", Limit: 5, Observed: 6, NodeID: "n", Budget: "max_total_visits", State: "s", Transitions: 4},
+			map[string]any{"kind": "loop-iterations", "limit": 5, "observed": 6, "nodeId": "n", "budget": "max_total_visits", "state": "s", "transitions": 4}},
+		{"cap.breached of a budget, zero", CapBreached{Kind: "run-duration", Budget: "max_wall_time_sec"},
+			map[string]any{"kind": "run-duration", "limit": 0, "observed": 0, "nodeId": "", "budget": "max_wall_time_sec", "state": "", "transitions": 0}},
+		{"cap.breached of a host limit", CapBreached{Kind: "loop-iterations", Limit: 2, Observed: 3, NodeID: "n", HostLimit: "max_rounds_per_turn", Scope: "turn", State: "s", Transitions: 0},
+			map[string]any{"kind": "loop-iterations", "limit": 2, "observed": 3, "nodeId": "n", "hostLimit": "max_rounds_per_turn", "scope": "turn", "state": "s", "transitions": 0}},
 	} {
 		got, err := json.Marshal(c.v)
 		if err != nil {
