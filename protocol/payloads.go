@@ -57,7 +57,8 @@ type NodeFailed struct {
 }
 
 // NodeError is node.failed's error: a RunError, or a gate's rejection, which also says
-// it is not retryable.
+// it is not retryable. It is also workflow.stalled's error of an outage, the last
+// failure of the call, which says it is retryable.
 type NodeError struct {
 	Code      string          `json:"code"`
 	Message   string          `json:"message"`
@@ -228,15 +229,35 @@ type InterruptResolved struct {
 
 // ApprovalRequested is the payload of approval.requested, in the legacy vocabulary of
 // its actions (edit-accept is "edit").
+//
+// A tool approval also names its Tool and CallID (the engine names every call) and,
+// when it has a deadline, ExpiresAt. Its escalation requests it again with Escalated,
+// EscalatedTo (the group it escalates to, never empty) and EscalatedAfterMs; an edit
+// of the arguments that restarts its quorum requests it again with Reason
+// "arguments-edited", the new Arguments, their Revision (from 1), who EditedBy and the
+// voters whose votes it Voided.
 type ApprovalRequested struct {
-	Actions           []string `json:"actions"`
-	ApproversList     []string `json:"approversList,omitempty"`
-	ArtifactID        string   `json:"artifactId"`
-	ArtifactType      string   `json:"artifactType"`
+	Actions       []string        `json:"actions"`
+	ApproversList []string        `json:"approversList,omitempty"`
+	Arguments     json.RawMessage `json:"arguments,omitempty"`
+	ArtifactID    string          `json:"artifactId"`
+	ArtifactType  string          `json:"artifactType"`
+	CallID        string          `json:"callId,omitempty"`
+	EditedBy      string          `json:"editedBy,omitempty"`
+	Escalated     bool            `json:"escalated,omitempty"`
+	// EscalatedAfterMs is present on an escalation, even when its delay is under a
+	// millisecond.
+	EscalatedAfterMs  *int64   `json:"escalatedAfterMs,omitempty"`
+	EscalatedTo       []string `json:"escalatedTo,omitempty"`
+	ExpiresAt         string   `json:"expiresAt,omitempty"`
 	InterruptID       string   `json:"interruptId"`
 	NodeID            string   `json:"nodeId"`
+	Reason            string   `json:"reason,omitempty"`
 	RequiredApprovals int      `json:"requiredApprovals,omitempty"`
+	Revision          int      `json:"revision,omitempty"`
 	Title             string   `json:"title"`
+	Tool              string   `json:"tool,omitempty"`
+	Voided            []string `json:"voided,omitempty"`
 }
 
 // ClarificationResolved is the payload of clarification.resolved: the answers keyed by
@@ -388,4 +409,45 @@ type CapBreached struct {
 	Scope       string `json:"scope,omitempty"`
 	State       string `json:"state"`
 	Transitions int    `json:"transitions"`
+}
+
+// The payloads of workflow.stalled: a model round or tool call waiting out an outage
+// (WorkflowStalled), and a tool approval still waiting for its decision
+// (ApprovalReminder). As the others, each has its fields in the order of their JSON
+// names, and a field is omitempty exactly where its map left the key out.
+
+// WorkflowStalled is the payload of workflow.stalled for a call waiting out an outage
+// of what it calls: Kind "model" names the Provider, Kind "tool" the Tool and CallID
+// (a stall always names them). Since is the call's first attempt, RetryUntil when the
+// run stops waiting; Reminder counts the reminders after the first event.
+type WorkflowStalled struct {
+	CallID       string    `json:"callId,omitempty"`
+	Error        NodeError `json:"error"`
+	Kind         string    `json:"kind"`
+	LastNodeID   string    `json:"lastNodeId"`
+	Provider     string    `json:"provider,omitempty"`
+	Reason       string    `json:"reason"`
+	Reminder     int       `json:"reminder,omitempty"`
+	RetryUntil   string    `json:"retryUntil"`
+	Round        int       `json:"round"`
+	Since        string    `json:"since"`
+	StalledForMs int64     `json:"stalledForMs"`
+	State        string    `json:"state"`
+	Tool         string    `json:"tool,omitempty"`
+}
+
+// ApprovalReminder is the payload of workflow.stalled (reason "approval-reminder")
+// reminding that a tool approval still waits: its Reminder-th reminder, every field
+// present but the approvers, who are listed when the approval names them.
+type ApprovalReminder struct {
+	ApproversList []string `json:"approversList,omitempty"`
+	CallID        string   `json:"callId"`
+	ExpiresAt     string   `json:"expiresAt"`
+	InterruptID   string   `json:"interruptId"`
+	Kind          string   `json:"kind"`
+	LastNodeID    string   `json:"lastNodeId"`
+	Reason        string   `json:"reason"`
+	Reminder      int      `json:"reminder"`
+	StalledForMs  int64    `json:"stalledForMs"`
+	Tool          string   `json:"tool"`
 }

@@ -308,3 +308,67 @@ func TestPackAgentPayloadsEncodeAsTheirMaps(t *testing.T) {
 		}
 	}
 }
+
+// approval.requested of a tool approval, its escalation and its restart, and both
+// workflow.stalled payloads, encode as the maps the run built before them did: the keys
+// the maps always wrote are written when zero or empty too, and each key they added on
+// a condition is present exactly where they added it.
+func TestToolApprovalAndStallPayloadsEncodeAsTheirMaps(t *testing.T) {
+	after, zero := int64(60000), int64(0)
+	actions := []string{"accept", "reject", "edit"}
+	yes := true
+	for _, c := range []struct {
+		name string
+		v, m any
+	}{
+		{"approval.requested of a tool", ApprovalRequested{NodeID: "n", InterruptID: "i", ArtifactID: "tool-call:c1", ArtifactType: "tool-call", Title: "Approve <refund>", Actions: actions,
+			Tool: "refund", CallID: "c1", ExpiresAt: "t"},
+			map[string]any{"nodeId": "n", "interruptId": "i", "artifactId": "tool-call:c1", "artifactType": "tool-call", "title": "Approve <refund>", "actions": actions,
+				"tool": "refund", "callId": "c1", "expiresAt": "t"}},
+		{"approval.requested of a tool without a deadline", ApprovalRequested{NodeID: "n", InterruptID: "i", Actions: actions, Tool: "refund", CallID: "c1", RequiredApprovals: 2, ApproversList: []string{"k1", "k2"}},
+			map[string]any{"nodeId": "n", "interruptId": "i", "artifactId": "", "artifactType": "", "title": "", "actions": actions, "tool": "refund", "callId": "c1",
+				"requiredApprovals": 2, "approversList": []string{"k1", "k2"}}},
+		{"approval.requested escalated", ApprovalRequested{NodeID: "n", InterruptID: "i", Actions: actions, Tool: "refund", CallID: "c1", ExpiresAt: "t", ApproversList: []string{"k1", "boss"},
+			Escalated: true, EscalatedTo: []string{"boss"}, EscalatedAfterMs: &after},
+			map[string]any{"nodeId": "n", "interruptId": "i", "artifactId": "", "artifactType": "", "title": "", "actions": actions, "tool": "refund", "callId": "c1", "expiresAt": "t",
+				"approversList": []string{"k1", "boss"}, "escalated": true, "escalatedTo": []string{"boss"}, "escalatedAfterMs": after}},
+		{"approval.requested escalated within a millisecond", ApprovalRequested{Actions: actions, Tool: "refund", CallID: "c1", Escalated: true, EscalatedTo: []string{"boss"}, EscalatedAfterMs: &zero},
+			map[string]any{"nodeId": "", "interruptId": "", "artifactId": "", "artifactType": "", "title": "", "actions": actions, "tool": "refund", "callId": "c1",
+				"escalated": true, "escalatedTo": []string{"boss"}, "escalatedAfterMs": zero}},
+		{"approval.requested after an edit", ApprovalRequested{NodeID: "n", InterruptID: "i", Actions: actions, Tool: "refund", CallID: "c1", RequiredApprovals: 2,
+			Revision: 1, EditedBy: "k1", Arguments: json.RawMessage(`{"amount": "<5>"}`), Reason: "arguments-edited", Voided: []string{"k2"}},
+			map[string]any{"nodeId": "n", "interruptId": "i", "artifactId": "", "artifactType": "", "title": "", "actions": actions, "tool": "refund", "callId": "c1", "requiredApprovals": 2,
+				"revision": 1, "editedBy": "k1", "arguments": json.RawMessage(`{"amount": "<5>"}`), "reason": "arguments-edited", "voided": []string{"k2"}}},
+		{"approval.requested after an edit that voided nobody", ApprovalRequested{Actions: actions, Tool: "refund", CallID: "c1", Revision: 2, EditedBy: "anonymous",
+			Arguments: json.RawMessage(`{}`), Reason: "arguments-edited", Voided: []string{}},
+			map[string]any{"nodeId": "", "interruptId": "", "artifactId": "", "artifactType": "", "title": "", "actions": actions, "tool": "refund", "callId": "c1",
+				"revision": 2, "editedBy": "anonymous", "arguments": json.RawMessage(`{}`), "reason": "arguments-edited"}},
+		{"workflow.stalled of a model", WorkflowStalled{StalledForMs: 0, LastNodeID: "n", Reason: "model-unavailable", Kind: "model", Round: 0, State: "", Since: "s", RetryUntil: "u",
+			Error: NodeError{Code: "model_unavailable", Message: "down <503>", Retryable: &yes}, Provider: "mock"},
+			map[string]any{"stalledForMs": int64(0), "lastNodeId": "n", "reason": "model-unavailable", "kind": "model", "round": 0, "state": "", "since": "s", "retryUntil": "u",
+				"error": map[string]any{"code": "model_unavailable", "message": "down <503>", "retryable": true}, "provider": "mock"}},
+		{"workflow.stalled of a tool, reminded", WorkflowStalled{StalledForMs: 1500, LastNodeID: "n", Reason: "tool-unavailable", Kind: "tool", Round: 2, State: "s1", Since: "s", RetryUntil: "u",
+			Error: NodeError{Code: "", Message: "", Retryable: &yes}, Tool: "lookup", CallID: "c1", Reminder: 2},
+			map[string]any{"stalledForMs": int64(1500), "lastNodeId": "n", "reason": "tool-unavailable", "kind": "tool", "round": 2, "state": "s1", "since": "s", "retryUntil": "u",
+				"error": map[string]any{"code": "", "message": "", "retryable": true}, "tool": "lookup", "callId": "c1", "reminder": 2}},
+		{"workflow.stalled reminding of an approval", ApprovalReminder{StalledForMs: 60000, LastNodeID: "n", Reason: "approval-reminder", InterruptID: "i", Kind: "approval",
+			Tool: "refund", CallID: "c1", Reminder: 1, ExpiresAt: "t", ApproversList: []string{"k1"}},
+			map[string]any{"stalledForMs": int64(60000), "lastNodeId": "n", "reason": "approval-reminder", "interruptId": "i", "kind": "approval",
+				"tool": "refund", "callId": "c1", "reminder": 1, "expiresAt": "t", "approversList": []string{"k1"}}},
+		{"workflow.stalled reminding of an approval anyone may decide", ApprovalReminder{Reason: "approval-reminder", Kind: "approval", ApproversList: []string{}},
+			map[string]any{"stalledForMs": int64(0), "lastNodeId": "", "reason": "approval-reminder", "interruptId": "", "kind": "approval",
+				"tool": "", "callId": "", "reminder": 0, "expiresAt": ""}},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+	}
+}

@@ -196,20 +196,14 @@ func truncateText(s string, n int) string {
 
 // approvalRequestedPayload is approval.requested for it (the legacy event of approval
 // interrupts; an escalation records it again with the new approvers).
-func approvalRequestedPayload(it *interrupt, d *approvalData) map[string]any {
-	p := map[string]any{"nodeId": it.NodeID, "interruptId": it.InterruptID, "artifactId": d.ArtifactID, "artifactType": d.ArtifactType, "title": d.Title, "actions": legacyActions(d.Actions)}
+func approvalRequestedPayload(it *interrupt, d *approvalData) protocol.ApprovalRequested {
+	p := protocol.ApprovalRequested{NodeID: it.NodeID, InterruptID: it.InterruptID, ArtifactID: d.ArtifactID, ArtifactType: d.ArtifactType, Title: d.Title,
+		Actions: legacyActions(d.Actions), ApproversList: d.ApproversList}
 	if d.RequiredApprovals > 0 {
-		p["requiredApprovals"] = d.RequiredApprovals
-	}
-	if len(d.ApproversList) > 0 {
-		p["approversList"] = d.ApproversList
+		p.RequiredApprovals = d.RequiredApprovals
 	}
 	if it.tool != nil {
-		p["tool"] = it.tool.call.Tool
-		p["callId"] = it.tool.call.CallID
-		if it.ExpiresAt != "" {
-			p["expiresAt"] = it.ExpiresAt
-		}
+		p.Tool, p.CallID, p.ExpiresAt = it.tool.call.Tool, it.tool.call.CallID, it.ExpiresAt
 	}
 	return p
 }
@@ -369,9 +363,8 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 		}
 		it.Data = mustJSON(it.approval)
 		p := approvalRequestedPayload(it, it.approval)
-		p["escalated"] = true
-		p["escalatedTo"] = ta.settings.EscalateTo
-		p["escalatedAfterMs"] = e.Milliseconds()
+		after := e.Milliseconds()
+		p.Escalated, p.EscalatedTo, p.EscalatedAfterMs = true, ta.settings.EscalateTo, &after
 		r.emit(protocol.EvApprovalRequested, it.NodeID, p, it.requestedEvent)
 		r.upsertToolWait(it)
 	}
@@ -381,13 +374,10 @@ func (r *runner) toolApprovalTick(it *interrupt) {
 			break
 		}
 		ta.reminders++
-		p := map[string]any{
-			"stalledForMs": now.Sub(ta.requested).Milliseconds(), "lastNodeId": it.NodeID, "reason": "approval-reminder",
-			"interruptId": it.InterruptID, "kind": protocol.KindApproval, "tool": ta.call.Tool, "callId": ta.call.CallID, "reminder": ta.reminders,
-			"expiresAt": it.ExpiresAt,
-		}
-		if len(it.approval.ApproversList) > 0 {
-			p["approversList"] = it.approval.ApproversList
+		p := protocol.ApprovalReminder{
+			StalledForMs: now.Sub(ta.requested).Milliseconds(), LastNodeID: it.NodeID, Reason: "approval-reminder",
+			InterruptID: it.InterruptID, Kind: protocol.KindApproval, Tool: ta.call.Tool, CallID: ta.call.CallID, Reminder: ta.reminders,
+			ExpiresAt: it.ExpiresAt, ApproversList: it.approval.ApproversList,
 		}
 		r.emit(protocol.EvWorkflowStalled, it.NodeID, p, it.requestedEvent)
 	}
@@ -420,10 +410,7 @@ func (r *runner) applyToolVote(it *interrupt, req ResolveRequest, value json.Raw
 		recv := r.emit(protocol.EvApprovalReceived, it.NodeID, received, it.requestedEvent)
 		if restarted {
 			p := approvalRequestedPayload(it, it.approval)
-			p["revision"], p["editedBy"], p["arguments"], p["reason"] = it.tool.art.Revision, it.tool.art.EditedBy, it.tool.art.Arguments, "arguments-edited"
-			if len(voided) > 0 {
-				p["voided"] = voided
-			}
+			p.Revision, p.EditedBy, p.Arguments, p.Reason, p.Voided = it.tool.art.Revision, it.tool.art.EditedBy, it.tool.art.Arguments, "arguments-edited", voided
 			r.emit(protocol.EvApprovalRequested, it.NodeID, p, recv)
 		}
 		r.describePending()

@@ -70,18 +70,19 @@ func (r *runner) endStall(s *stall) {
 // emitStalled records workflow.stalled for s (its first, then each reminder).
 func (r *runner) emitStalled(s *stall) {
 	now := workflow.Now(r.ctx)
-	p := map[string]any{
-		"stalledForMs": max(now.Sub(s.since).Milliseconds(), 0), "lastNodeId": s.NodeID, "reason": s.Kind + "-unavailable",
-		"kind": s.Kind, "round": s.Round, "state": s.State, "since": s.Since, "retryUntil": s.RetryUntil,
-		"error": map[string]any{"code": s.LastError.Code, "message": s.LastError.Message, "retryable": true},
+	retryable := true
+	p := protocol.WorkflowStalled{
+		StalledForMs: max(now.Sub(s.since).Milliseconds(), 0), LastNodeID: s.NodeID, Reason: s.Kind + "-unavailable",
+		Kind: s.Kind, Round: s.Round, State: s.State, Since: s.Since, RetryUntil: s.RetryUntil,
+		Error: protocol.NodeError{Code: s.LastError.Code, Message: s.LastError.Message, Retryable: &retryable},
 	}
 	if s.Kind == "tool" {
-		p["tool"], p["callId"] = s.Tool, s.CallID
+		p.Tool, p.CallID = s.Tool, s.CallID
 	} else {
-		p["provider"] = s.Provider
+		p.Provider = s.Provider
 	}
 	if s.reminders > 0 {
-		p["reminder"] = s.reminders
+		p.Reminder = s.reminders
 	}
 	r.emit(protocol.EvWorkflowStalled, s.NodeID, p, r.nodeLast[s.NodeID])
 }
