@@ -451,3 +451,21 @@ type ApprovalReminder struct {
 	StalledForMs  int64    `json:"stalledForMs"`
 	Tool          string   `json:"tool"`
 }
+
+// The data of interrupts the run raises for a conversation and for an external event,
+// which interrupt.requested records as its data. As the payloads, each has its fields
+// in the order of their JSON names, every one present.
+
+// ConversationStartData is the data of a conversation.start interrupt: the
+// conversation the run opened.
+type ConversationStartData struct {
+	ConversationID string `json:"conversationId"`
+	Title          string `json:"title"`
+}
+
+// ExternalEventData is the data of an external-event interrupt: the type of the event
+// it waits for and the keys the event must match (an object, {} when none).
+type ExternalEventData struct {
+	Correlation json.RawMessage `json:"correlation"`
+	EventType   string          `json:"eventType"`
+}

@@ -372,3 +372,32 @@ func TestToolApprovalAndStallPayloadsEncodeAsTheirMaps(t *testing.T) {
 		}
 	}
 }
+
+// The data of the conversation.start and external-event interrupts encode as the maps
+// the run built before them did, empty values included.
+func TestInterruptDataEncodesAsItsMaps(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		v, m any
+	}{
+		{"conversation.start", ConversationStartData{ConversationID: "conv-1", Title: "Replay of <conv-0>"},
+			map[string]any{"conversationId": "conv-1", "title": "Replay of <conv-0>"}},
+		{"conversation.start, empty", ConversationStartData{}, map[string]any{"conversationId": "", "title": ""}},
+		{"external-event", ExternalEventData{EventType: EventTypeAgentEvent, Correlation: json.RawMessage(`{"z": 1, "a": "<b>"}`)},
+			map[string]any{"eventType": EventTypeAgentEvent, "correlation": json.RawMessage(`{"z": 1, "a": "<b>"}`)}},
+		{"external-event without correlation", ExternalEventData{EventType: "", Correlation: json.RawMessage(`{}`)},
+			map[string]any{"eventType": "", "correlation": map[string]any{}}},
+	} {
+		got, err := json.Marshal(c.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(c.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+	}
+}

@@ -101,7 +101,7 @@ func (r *runner) openConversation(c *conversation, op Opening) error {
 		}
 	}
 	r.convs = append(r.convs, c)
-	start := map[string]any{"conversationId": c.ID, "title": c.Title}
+	start := protocol.ConversationStartData{ConversationID: c.ID, Title: c.Title}
 	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: start, TimeoutMs: op.TimeoutMs, Reason: "conversation-input",
 		Describe: fmt.Sprintf("Conversation %q (%s) with %s is open; send a message to continue.", c.Title, c.ID, c.AgentID)})
 	it.conv = c
@@ -225,7 +225,7 @@ func (r *runner) applyReply(c *conversation, rep AgentReply) (map[string]json.Ra
 		var data any = ai.Data
 		if kind == protocol.KindExternalEvent {
 			corr := orJSON(ai.Correlation, "{}")
-			data = map[string]any{"eventType": cmp.Or(ai.EventType, protocol.EventTypeAgentEvent), "correlation": corr}
+			data = protocol.ExternalEventData{EventType: cmp.Or(ai.EventType, protocol.EventTypeAgentEvent), Correlation: corr}
 		}
 		c.agentIt = r.raise(c.NodeID, interruptSpec{Kind: kind, Data: data, ResumeSchema: ai.ResumeSchema, TimeoutMs: ai.TimeoutMs, Agent: true,
 			Describe: cmp.Or(ai.Describe, "The agent waits for an injected event {event, context}.")})

@@ -126,7 +126,7 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	c.Title = "Replay of " + opened.ConversationID
 	c.Schema = opened.Schema
 	r.convs = append(r.convs, c)
-	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: map[string]any{"conversationId": c.ID, "title": c.Title}, Reason: "conversation-input",
+	it := r.raise(c.NodeID, interruptSpec{Kind: protocol.KindConversationStart, Data: protocol.ConversationStartData{ConversationID: c.ID, Title: c.Title}, Reason: "conversation-input",
 		Describe: "Replaying conversation " + c.ID + " from the source run."})
 	it.conv = c
 	c.it = it

@@ -81,7 +81,7 @@ func execInterrupt(r *runner, n *Node, _ map[string]json.RawMessage) (map[string
 			return nil, failNode(protocol.CodeValidation, "core.interrupt at node %q: external-event data needs eventType and correlation", n.ID)
 		}
 		if d.Correlation == nil {
-			data = mustJSON(map[string]any{"eventType": d.EventType, "correlation": map[string]any{}})
+			data = mustJSON(protocol.ExternalEventData{EventType: d.EventType, Correlation: json.RawMessage(`{}`)})
 		}
 		words = fmt.Sprintf("Waiting for external event %q with correlation %s.", d.EventType, canonical(mustJSON(d.Correlation)))
 	case protocol.KindCustom:
