@@ -88,7 +88,7 @@ type carriedState struct {
 	ChildRuns     []ChildRun                            `json:"childRuns,omitempty"`
 	// Convs hold each conversation's newest turns and its turn count (all its turns in
 	// the earlier shape).
-	Convs       []*conversation            `json:"convs,omitempty"`
+	Convs       []*Conversation            `json:"convs,omitempty"`
 	AgentStates map[string]json.RawMessage `json:"agentStates,omitempty"`
 	Generation  int                        `json:"generation"`
 	// TriggerRules is the trigger-rules version the run started with (0: the earlier

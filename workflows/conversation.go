@@ -65,24 +65,21 @@ type Conversation struct {
 	agentIt *interrupt // the agent's own interrupt, if any
 }
 
-// conversation is the name the run's own files know a Conversation by.
-type conversation = Conversation
-
 // Emit appends an arbitrary run event (e.g. agent.toolCalled, agent.handoff,
 // provider.usage) on the conversation's node and returns its eventId. typ must be a
 // RunEventType of schemas/run-event.schema.json; causation may be "".
-func (c *conversation) Emit(typ string, payload any, causation string) string {
+func (c *Conversation) Emit(typ string, payload any, causation string) string {
 	return c.r.emit(typ, c.NodeID, payload, causation)
 }
 
 // SetPackAttributes keeps the WopPackId search attribute and the TagPackState tag current.
-func (c *conversation) SetPackAttributes(packID, state string) {
+func (c *Conversation) SetPackAttributes(packID, state string) {
 	c.r.upsertAttributes(c.r.ctx, []temporal.SearchAttributeUpdate{SAPackID.ValueSet(packID)}, tagSet{TagPackState, state})
 }
 
 // SetDetails replaces the workflow's current details (Temporal UI) with text; an
 // empty text restores the host's description of the pending interrupts.
-func (c *conversation) SetDetails(text string) {
+func (c *Conversation) SetDetails(text string) {
 	if text == "" {
 		c.r.describePending()
 		return
@@ -91,20 +88,20 @@ func (c *conversation) SetDetails(text string) {
 }
 
 // Input is the run's input (definition, packs, pack hashes, inputs, owner).
-func (c *conversation) Input() *RunInput { return &c.r.in }
+func (c *Conversation) Input() *RunInput { return &c.r.in }
 
 // Node is the conversation's node.
-func (c *conversation) Node() *Node { return c.node }
+func (c *Conversation) Node() *Node { return c.node }
 
 // Now is the workflow clock in ms since the epoch.
-func (c *conversation) Now() int64 { return workflow.Now(c.r.ctx).UnixMilli() }
+func (c *Conversation) Now() int64 { return workflow.Now(c.r.ctx).UnixMilli() }
 
 // Replaying reports whether the run is a fork replay.
-func (c *conversation) Replaying() bool { return c.r.in.Fork != nil }
+func (c *Conversation) Replaying() bool { return c.r.in.Fork != nil }
 
 // SourceEvents returns the source run's events of this node on a fork replay (nil
 // otherwise), so an agent can reuse recorded results (model replies, tool results).
-func (c *conversation) SourceEvents() []Event {
+func (c *Conversation) SourceEvents() []Event {
 	if c.r.in.Fork == nil {
 		return nil
 	}
@@ -118,7 +115,7 @@ func (c *conversation) SourceEvents() []Event {
 }
 
 // NextTurnIndex is the index the next turn gets.
-func (c *conversation) NextTurnIndex() int { return c.TurnCount }
+func (c *Conversation) NextTurnIndex() int { return c.TurnCount }
 
 // The newest turns a conversation keeps (the snapshot's channel and the carried
 // state): at most recentTurns of them, and at most recentTurnBytes of content, but
@@ -129,14 +126,14 @@ const (
 )
 
 // appendTurn adds a turn to the conversation's newest turns and counts it.
-func (c *conversation) appendTurn(t protocol.Turn) {
+func (c *Conversation) appendTurn(t protocol.Turn) {
 	c.Turns = append(c.Turns, t)
 	c.TurnCount++
 	c.trimTurns()
 }
 
 // trimTurns drops the oldest kept turns beyond the bounds.
-func (c *conversation) trimTurns() {
+func (c *Conversation) trimTurns() {
 	keep, size := 0, 0
 	for i := len(c.Turns) - 1; i >= 0; i-- {
 		size += len(c.Turns[i].Content) + len(c.Turns[i].MessageID) + 128
@@ -152,7 +149,7 @@ func (c *conversation) trimTurns() {
 
 // restored completes a conversation decoded from a carried state: the earlier shape
 // (0) carried every turn and no count.
-func (c *conversation) restored(shape int) {
+func (c *Conversation) restored(shape int) {
 	if c.Turns == nil {
 		c.Turns = []protocol.Turn{}
 	}
@@ -164,14 +161,14 @@ func (c *conversation) restored(shape int) {
 
 var agentIDPattern = regexp.MustCompile(`^[A-Za-z0-9._~:-]{1,128}$`)
 
-func (c *conversation) messageID(index int, role string) string {
+func (c *Conversation) messageID(index int, role string) string {
 	return fmt.Sprintf("%s:%d:%s", c.ID, index, role)
 }
 
 // hasMessage reports whether a turn with messageId id is recorded: one of the newest
 // turns, or an id of the host's form ("<conversationId>:<turnIndex>:<role>") naming an
 // index already taken. A client-chosen messageId of an older turn is not remembered.
-func (c *conversation) hasMessage(id string) bool {
+func (c *Conversation) hasMessage(id string) bool {
 	for _, t := range c.Turns {
 		if t.MessageID == id {
 			return true
@@ -187,7 +184,7 @@ func (c *conversation) hasMessage(id string) bool {
 	return false
 }
 
-func (c *conversation) inRoster(id string) bool {
+func (c *Conversation) inRoster(id string) bool {
 	for _, p := range c.Participants {
 		if p.AgentID == id {
 			return true
@@ -197,7 +194,7 @@ func (c *conversation) inRoster(id string) bool {
 }
 
 // record appends a turn and its event.
-func (c *conversation) record(t protocol.Turn) {
+func (c *Conversation) record(t protocol.Turn) {
 	c.r.countTurn(c.Turns, t)
 	c.appendTurn(t)
 	c.LastEventID = c.r.emit(protocol.EvConversationExchanged, c.NodeID, protocol.ConversationExchanged{
@@ -208,7 +205,7 @@ func (c *conversation) record(t protocol.Turn) {
 
 // refreshExchangeData keeps the pending interrupt's data in the
 // conversation.exchange shape with the next turn index.
-func (c *conversation) refreshExchangeData() {
+func (c *Conversation) refreshExchangeData() {
 	if c.it == nil {
 		return
 	}
@@ -220,7 +217,7 @@ func (c *conversation) refreshExchangeData() {
 	c.it.Data = mustJSON(d)
 }
 
-func (c *conversation) agentTurn(rep AgentReply) protocol.Turn {
+func (c *Conversation) agentTurn(rep AgentReply) protocol.Turn {
 	content := rep.Content
 	if len(content) == 0 {
 		body := map[string]string{"text": rep.Text}
@@ -236,14 +233,14 @@ func (c *conversation) agentTurn(rep AgentReply) protocol.Turn {
 	return t
 }
 
-func (c *conversation) systemTurn(text string) protocol.Turn {
+func (c *Conversation) systemTurn(text string) protocol.Turn {
 	idx := c.NextTurnIndex()
 	return protocol.Turn{MessageID: c.messageID(idx, protocol.RoleSystem), From: "system", Content: mustJSON(map[string]string{"text": text}), Ts: c.Now(), Role: protocol.RoleSystem, TurnIndex: idx}
 }
 
 // close records the final turn and conversation.closed, then resolves the
 // conversation's interrupt (interrupt.resolved → node.resumed).
-func (c *conversation) close(final protocol.Turn, outcome json.RawMessage, req ResolveRequest) {
+func (c *Conversation) close(final protocol.Turn, outcome json.RawMessage, req ResolveRequest) {
 	if len(outcome) == 0 {
 		outcome = json.RawMessage("null")
 	}
@@ -267,7 +264,7 @@ func (c *conversation) close(final protocol.Turn, outcome json.RawMessage, req R
 	}
 }
 
-func (r *runner) convOf(nodeID string) *conversation {
+func (r *runner) convOf(nodeID string) *Conversation {
 	for i := len(r.convs) - 1; i >= 0; i-- {
 		if r.convs[i].NodeID == nodeID {
 			return r.convs[i]

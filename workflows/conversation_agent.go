@@ -69,9 +69,6 @@ type ConversationAgent interface {
 	Save() (json.RawMessage, error)
 }
 
-// conversationAgent is the name the run's own files know the seam by.
-type conversationAgent = ConversationAgent
-
 // RefusedCheck is an error of CheckInject that carries the refusal the resolve answers.
 type RefusedCheck struct{ Check ResolveCheck }
 
@@ -82,8 +79,6 @@ type TurnObserver interface {
 	Observe(ctx workflow.Context, c *Conversation, t protocol.Turn)
 }
 
-type turnObserver = TurnObserver
-
 // ReplayFolder is implemented by agents that fold a source run's recording in causal
 // order on a fork replay: FoldBefore is called before the host re-emits each recorded
 // conversation event (after conversation.opened), ReplayDone when the recording is
@@ -92,8 +87,6 @@ type ReplayFolder interface {
 	FoldBefore(ctx workflow.Context, c *Conversation, e Event)
 	ReplayDone(ctx workflow.Context, c *Conversation, closed bool)
 }
-
-type replayFolder = ReplayFolder
 
 // AgentFactory builds the agent of node n. saved is the agent's Save() output after a
 // continue-as-new, else nil. c is the node's conversation (ID, NodeID set); a factory

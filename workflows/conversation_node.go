@@ -22,7 +22,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 	c := r.convOf(n.ID)
 	resumed := c != nil && !c.Closed // continued as new inside this conversation
 	if !resumed {
-		c = &conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []protocol.Turn{}}
+		c = &Conversation{ID: fmt.Sprintf("%s:%s:%d", r.in.RunID, n.ID, 0), NodeID: n.ID, Channel: "conversation", Turns: []protocol.Turn{}}
 	}
 	c.r, c.node = r, n
 	var saved json.RawMessage
@@ -77,7 +77,7 @@ func execConversationNode(r *runner, n *Node, _ map[string]json.RawMessage) (map
 }
 
 // openConversation raises the conversation interrupt and emits conversation.opened.
-func (r *runner) openConversation(c *conversation, op Opening) error {
+func (r *runner) openConversation(c *Conversation, op Opening) error {
 	if op.AgentID == "" {
 		op.AgentID = "host:" + c.NodeID
 	}
@@ -122,7 +122,7 @@ func (r *runner) openConversation(c *conversation, op Opening) error {
 }
 
 // converse is the conversation loop: one resolve at a time, in arrival order.
-func (r *runner) converse(c *conversation, agent ConversationAgent) (map[string]json.RawMessage, error) {
+func (r *runner) converse(c *Conversation, agent ConversationAgent) (map[string]json.RawMessage, error) {
 	for {
 		if err := r.maybeContinueAsNew(); err != nil {
 			return nil, err
@@ -199,7 +199,7 @@ func (r *runner) converse(c *conversation, agent ConversationAgent) (map[string]
 }
 
 // applyReply records an agent reply and applies its interrupt and close requests.
-func (r *runner) applyReply(c *conversation, rep AgentReply) (map[string]json.RawMessage, bool, error) {
+func (r *runner) applyReply(c *Conversation, rep AgentReply) (map[string]json.RawMessage, bool, error) {
 	if !rep.Silent && (rep.Text != "" || len(rep.Content) > 0) {
 		c.record(c.agentTurn(rep))
 	}
@@ -238,7 +238,7 @@ func (r *runner) applyReply(c *conversation, rep AgentReply) (map[string]json.Ra
 }
 
 // finishClose closes the conversation on the agent's request.
-func (r *runner) finishClose(c *conversation, cl *CloseRequest, req ResolveRequest) (map[string]json.RawMessage, error) {
+func (r *runner) finishClose(c *Conversation, cl *CloseRequest, req ResolveRequest) (map[string]json.RawMessage, error) {
 	outcome := cl.Outcome
 	if cl.Error != nil {
 		outcome = nil
@@ -257,7 +257,7 @@ func (r *runner) finishClose(c *conversation, cl *CloseRequest, req ResolveReque
 	return r.conversationOutputs(c), nil
 }
 
-func (r *runner) conversationOutputs(c *conversation) map[string]json.RawMessage {
+func (r *runner) conversationOutputs(c *Conversation) map[string]json.RawMessage {
 	return map[string]json.RawMessage{"conversationId": mustJSON(c.ID), "outcome": orJSON(c.Outcome, "null"), "turnCount": mustJSON(c.TurnCount)}
 }
 

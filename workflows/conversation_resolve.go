@@ -95,7 +95,7 @@ const maxTurnField = 256
 // (<conversationId>:…) must be exactly the id the host gives this turn, so no caller
 // squats the id of a later host turn. legacy applies the rules before GateRequestIntegrity:
 // any role, any from, unbounded fields.
-func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*protocol.Turn, ResolveCheck) {
+func (r *runner) checkClientTurn(c *Conversation, raw json.RawMessage, req ResolveRequest, legacy bool) (*protocol.Turn, ResolveCheck) {
 	bad := func(field, format string, args ...any) (*protocol.Turn, ResolveCheck) {
 		check := ResolveCheck{Code: protocol.CodeValidation, Message: fmt.Sprintf(format, args...)}
 		if field != "" {
@@ -210,7 +210,7 @@ func (r *runner) checkClientTurn(c *conversation, raw json.RawMessage, req Resol
 
 // isHostAgent reports whether id is one the host speaks as: the conversation's own
 // agent (a pack's id and its per-state ids "<packId>:<state>") or the system.
-func (c *conversation) isHostAgent(id string) bool {
+func (c *Conversation) isHostAgent(id string) bool {
 	return id == c.AgentID || strings.HasPrefix(id, c.AgentID+":") || id == protocol.RoleSystem
 }
 

@@ -15,11 +15,11 @@ import (
 //   - conversation nodes re-fold the recorded conversation.* events verbatim (same
 //     conversationId, turns, messageIds, ts and outcome) without calling the agent's
 //     Open or Reply, so no model is called and the channels are byte-identical to the
-//     source's. Agents that implement turnObserver see each replayed turn, and
-//     conversation.SourceEvents exposes the node's recorded events (agent.*,
+//     source's. Agents that implement TurnObserver see each replayed turn, and
+//     Conversation.SourceEvents exposes the node's recorded events (agent.*,
 //     provider.usage, …) to them. A source conversation that never closed continues
 //     live after the recorded turns; since GateForkReplay a last user turn the
-//     source never answered is answered then (see pack_replay.go).
+//     source never answered is answered then (see packagent/pack_replay.go).
 // FromSeq is recorded on the run but the replay always re-folds from sequence 0.
 
 // forkIndex holds the recorded resolutions of the source run.
@@ -111,7 +111,7 @@ func (r *runner) forkSourceConversation(nodeID string) []Event {
 }
 
 // replayConversation re-folds a recorded conversation (see the comment at the top).
-func (r *runner) replayConversation(c *conversation, agent conversationAgent, src []Event) (map[string]json.RawMessage, error) {
+func (r *runner) replayConversation(c *Conversation, agent ConversationAgent, src []Event) (map[string]json.RawMessage, error) {
 	var opened struct {
 		ConversationID string          `json:"conversationId"`
 		AgentID        string          `json:"agentId"`
@@ -133,11 +133,11 @@ func (r *runner) replayConversation(c *conversation, agent conversationAgent, sr
 	c.appendTurn(opened.InitialTurn)
 	c.LastEventID = r.emit(protocol.EvConversationOpened, c.NodeID, src[0].Payload, it.suspendedEvent)
 	c.refreshExchangeData()
-	obs, _ := agent.(turnObserver)
+	obs, _ := agent.(TurnObserver)
 	if obs != nil {
 		obs.Observe(r.ctx, c, opened.InitialTurn)
 	}
-	folder, _ := agent.(replayFolder)
+	folder, _ := agent.(ReplayFolder)
 	last := opened.InitialTurn
 	for _, e := range src[1:] {
 		if folder != nil {

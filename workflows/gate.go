@@ -36,7 +36,7 @@ type gateAgent struct {
 }
 
 func init() {
-	RegisterAgent("core.conversationGate", func(_ workflow.Context, c *conversation, n *Node, _ json.RawMessage) (ConversationAgent, error) {
+	RegisterAgent("core.conversationGate", func(_ workflow.Context, c *Conversation, n *Node, _ json.RawMessage) (ConversationAgent, error) {
 		var cfg gateConfig
 		if len(n.Config) > 0 {
 			if err := json.Unmarshal(n.Config, &cfg); err != nil {
@@ -51,7 +51,7 @@ func init() {
 }
 
 // Open implements ConversationAgent.
-func (g *gateAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
+func (g *gateAgent) Open(_ workflow.Context, c *Conversation) (Opening, error) {
 	op := Opening{
 		AgentID:      cmp.Or(g.cfg.AgentID, "host:"+c.NodeID),
 		Title:        g.cfg.Title,
@@ -71,7 +71,7 @@ func (g *gateAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
 }
 
 // Reply implements ConversationAgent.
-func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Turn) (AgentReply, error) {
+func (g *gateAgent) Reply(_ workflow.Context, _ *Conversation, user protocol.Turn) (AgentReply, error) {
 	if g.cfg.Reply != "echo" {
 		return AgentReply{Silent: true}, nil
 	}
@@ -90,19 +90,19 @@ func (g *gateAgent) Reply(_ workflow.Context, _ *conversation, user protocol.Tur
 }
 
 // CheckInject implements ConversationAgent: the gate raises no interrupt of its own.
-func (g *gateAgent) CheckInject(*conversation, InjectedEvent) error {
+func (g *gateAgent) CheckInject(*Conversation, InjectedEvent) error {
 	return fmt.Errorf("core.conversationGate accepts no injected events")
 }
 
 // MisroutedEvent implements ConversationAgent: the gate takes every value as a
 // message.
-func (g *gateAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
+func (g *gateAgent) MisroutedEvent(*Conversation, json.RawMessage) *ResolveCheck { return nil }
 
 // ApprovesToolCalls implements ConversationAgent: the gate calls no tools.
 func (g *gateAgent) ApprovesToolCalls() bool { return false }
 
 // Inject implements ConversationAgent.
-func (g *gateAgent) Inject(workflow.Context, *conversation, InjectedEvent) (AgentReply, error) {
+func (g *gateAgent) Inject(workflow.Context, *Conversation, InjectedEvent) (AgentReply, error) {
 	return AgentReply{Silent: true}, nil
 }
 

@@ -19,7 +19,7 @@ type interrupt struct {
 	requestedEvent string // eventId of interrupt.requested
 	suspendedEvent string // eventId of node.suspended
 	agent          bool   // raised by a conversation agent next to its conversation
-	conv           *conversation
+	conv           *Conversation
 	approval       *approvalData
 	tool           *toolApproval // a pack tool call's approval (approvals_tool.go)
 	votes          []approvalVote

@@ -66,7 +66,7 @@ func isBareTurn(value map[string]json.RawMessage) bool {
 
 // speakerNotParticipant is the refusal of an agent turn by speaker, who is off c's
 // roster.
-func speakerNotParticipant(c *conversation, speaker string) ResolveCheck {
+func speakerNotParticipant(c *Conversation, speaker string) ResolveCheck {
 	return ResolveCheck{Code: protocol.CodeConversationSpeakerNotParticipant, Unprocessable: true,
 		Message: fmt.Sprintf("speaker %q is not a participant of conversation %s", speaker, c.ID),
 		Details: mustJSON(map[string]string{"speakerId": speaker, "field": "turn.speakerId"})}

@@ -72,7 +72,7 @@ type runner struct {
 	// liveStatus records the answer of GateTurnStatus, hold and busyShown what the search
 	// attributes show of it, taskMark when the turn last began a workflow task, turnReqs
 	// the requests whose turn it is (the one that started it, approvals applied in it).
-	busy       *conversation
+	busy       *Conversation
 	liveStatus bool
 	hold       statusHold
 	busyShown  bool
@@ -103,7 +103,7 @@ func Run(ctx workflow.Context, in RunInput) (*Snapshot, error) {
 			applied:       newIDWindow(appliedWindow),
 		},
 		childState:    childState{childSeq: map[string]int64{}},
-		conversations: conversations{agents: map[string]conversationAgent{}},
+		conversations: conversations{agents: map[string]ConversationAgent{}},
 		schemaCache:   map[string]*compiledSchema{},
 	}
 	if r.in.RunID == "" {

@@ -24,7 +24,7 @@ type fakeAgent struct {
 const fakeType = "vendor.test.agent"
 
 func init() {
-	RegisterAgent(fakeType, func(_ workflow.Context, _ *conversation, _ *Node, saved json.RawMessage) (ConversationAgent, error) {
+	RegisterAgent(fakeType, func(_ workflow.Context, _ *Conversation, _ *Node, saved json.RawMessage) (ConversationAgent, error) {
 		a := &fakeAgent{State: "start"}
 		if len(saved) > 0 {
 			if err := json.Unmarshal(saved, a); err != nil {
@@ -35,7 +35,7 @@ func init() {
 	})
 }
 
-func (a *fakeAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
+func (a *fakeAgent) Open(_ workflow.Context, c *Conversation) (Opening, error) {
 	var in struct {
 		Message string `json:"message"`
 	}
@@ -43,7 +43,7 @@ func (a *fakeAgent) Open(_ workflow.Context, c *conversation) (Opening, error) {
 	return Opening{AgentID: "host:fake", Title: "Fake", InitialText: "Fake agent, state start.", FirstUserText: in.Message}, nil
 }
 
-func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user protocol.Turn) (AgentReply, error) {
+func (a *fakeAgent) Reply(_ workflow.Context, c *Conversation, user protocol.Turn) (AgentReply, error) {
 	a.Replies++
 	var body struct {
 		Text string `json:"text"`
@@ -61,18 +61,18 @@ func (a *fakeAgent) Reply(_ workflow.Context, c *conversation, user protocol.Tur
 	return AgentReply{Text: "you said " + body.Text, State: a.State}, nil
 }
 
-func (a *fakeAgent) CheckInject(_ *conversation, ev InjectedEvent) error {
+func (a *fakeAgent) CheckInject(_ *Conversation, ev InjectedEvent) error {
 	if ev.Event != "Approved" {
 		return fmt.Errorf("unknown event %q; expected Approved", ev.Event)
 	}
 	return nil
 }
 
-func (a *fakeAgent) MisroutedEvent(*conversation, json.RawMessage) *ResolveCheck { return nil }
+func (a *fakeAgent) MisroutedEvent(*Conversation, json.RawMessage) *ResolveCheck { return nil }
 
 func (a *fakeAgent) ApprovesToolCalls() bool { return false }
 
-func (a *fakeAgent) Inject(_ workflow.Context, _ *conversation, ev InjectedEvent) (AgentReply, error) {
+func (a *fakeAgent) Inject(_ workflow.Context, _ *Conversation, ev InjectedEvent) (AgentReply, error) {
 	a.State = "done"
 	return AgentReply{Text: "Approved: " + string(ev.Context), State: a.State, Close: &CloseRequest{Outcome: json.RawMessage(`{"approved":true}`), FinalText: "Goal reached."}}, nil
 }

@@ -154,6 +154,6 @@ type childState struct {
 // conversations is every conversation of the run, in opening order, and the agent of
 // each conversation node (conversation.go, conversation_agent.go).
 type conversations struct {
-	convs  []*conversation
+	convs  []*Conversation
 	agents map[string]ConversationAgent
 }

@@ -42,7 +42,7 @@ type statusHold struct {
 // the path of GateTurnStatus). The caller applies the reply and then calls endTurn. A
 // turn an immediate pause cut (errCut) is taken anew, as the node's next attempt, once
 // the run resumes (pause.go).
-func (r *runner) agentTurn(c *conversation, fn func() (AgentReply, error)) (AgentReply, error) {
+func (r *runner) agentTurn(c *Conversation, fn func() (AgentReply, error)) (AgentReply, error) {
 	for {
 		rep, err := r.busyTurn(c, fn)
 		if !errors.Is(err, errCut) {
@@ -57,7 +57,7 @@ func (r *runner) agentTurn(c *conversation, fn func() (AgentReply, error)) (Agen
 }
 
 // busyTurn runs fn with the run busy on c.
-func (r *runner) busyTurn(c *conversation, fn func() (AgentReply, error)) (AgentReply, error) {
+func (r *runner) busyTurn(c *Conversation, fn func() (AgentReply, error)) (AgentReply, error) {
 	if !r.changed(GateTurnStatus) {
 		return fn()
 	}
