@@ -197,6 +197,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	copts.HostPort = hostPort
 	copts.Namespace = opts.Namespace
 	copts.Logger = worker.SDKLogger(opts.Logger)
+	if s.server != nil && copts.ConnectionOptions.GrpcCompression == nil {
+		// The embedded server is in this process: gzip of every request (and, since the
+		// server answers in the request's encoding, of every answer) over loopback costs
+		// CPU on both sides and saves no bandwidth.
+		copts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
+	}
 	if opts.API.PayloadCodec != nil && copts.DataConverter == nil {
 		// The API and the worker share this client: both seal what they write.
 		copts.DataConverter = payloadcodec.DataConverter(opts.API.PayloadCodec)
