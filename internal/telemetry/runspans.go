@@ -44,9 +44,6 @@ const (
 // protocolVersion).
 const ProtocolVersion = "1.0"
 
-// packNodeType is the node type of a pack's node (the catalog's vendor node type).
-const packNodeType = "vendor.wop.pack"
-
 // RunInfo is what a process knows of a run for its spans.
 type RunInfo struct {
 	WorkflowID  string
@@ -188,7 +185,7 @@ func (t runTracer) StartSpan(opts *interceptor.TracerStartSpanOptions) (intercep
 		n, ok := activitySpans.m[[2]string{runID, id}]
 		activitySpans.Unlock()
 		if ok {
-			attrs = append(attrs, attribute.String(AttrNodeID, n.nodeID), attribute.String(AttrNodeType, packNodeType),
+			attrs = append(attrs, attribute.String(AttrNodeID, n.nodeID), attribute.String(AttrNodeType, workflows.PackNodeType),
 				attribute.Int(AttrNodeAttempt, max(n.attempt-1, 0)))
 		}
 	}
