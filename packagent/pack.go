@@ -157,7 +157,7 @@ func (a *packAgent) Open(_ workflow.Context, c *workflows.Conversation) (workflo
 	op := workflows.Opening{
 		AgentID: a.pack.ID,
 		Title:   a.pack.Name,
-		InitialContent: mustJSON(map[string]string{
+		InitialContent: protocol.MustJSON(map[string]string{
 			"text":  fmt.Sprintf("Conversation with %s (pack %s v%s), starting in state %s.", a.pack.Name, a.pack.ID, a.pack.Version, st),
 			"pack":  a.pack.ID,
 			"state": st,
@@ -263,7 +263,7 @@ func injectedContext(raw json.RawMessage) string {
 // reply maps a TurnResult onto the conversation.
 func (a *packAgent) reply(c *workflows.Conversation, res *engine.TurnResult, injected bool) workflows.AgentReply {
 	rep := workflows.AgentReply{Text: res.Reply, State: res.State, SpeakerID: a.pack.ID,
-		Content: mustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
+		Content: protocol.MustJSON(map[string]string{"text": res.Reply, "state": res.State}), Model: a.turnModel}
 	// An injected event into a non-terminal state runs no round: nothing to say.
 	if injected && len(res.Segments) == 0 && !res.Done() {
 		rep.Silent = true
@@ -289,7 +289,7 @@ func (a *packAgent) reply(c *workflows.Conversation, res *engine.TurnResult, inj
 	case engine.StatusCompleted:
 		st := a.m.Counters()
 		rep.Close = &workflows.CloseRequest{
-			Outcome: mustJSON(map[string]any{
+			Outcome: protocol.MustJSON(map[string]any{
 				"pack": a.pack.ID, "finalState": res.State, "status": res.Status, "reply": res.Reply, "artifacts": orEmpty(st.Artifacts),
 			}),
 			FinalText: fmt.Sprintf("The %s workflow completed in state %s.", a.pack.Name, res.State),
@@ -343,7 +343,7 @@ func (a *packAgent) externalInterrupt(w *engine.AwaitingEvent) *workflows.AgentI
 	return &workflows.AgentInterrupt{
 		Kind:         protocol.KindExternalEvent,
 		EventType:    protocol.EventTypePackEvent,
-		ResumeSchema: mustJSON(schema),
+		ResumeSchema: protocol.MustJSON(schema),
 		Describe:     describe,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/wop-dev/wop/convo"
 	"github.com/wop-dev/wop/engine"
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -65,7 +66,7 @@ func (rt *packRuntime) approveCalls(calls []convo.ToolCallInput, live []int, rou
 func (rt *packRuntime) awaitToolDecision(call *convo.ToolCallInput, route activities.ToolRoute, reason string) (*convo.ToolCallResult, error) {
 	tool := rt.a.pack.Tools[call.Tool]
 	art := workflows.ToolCallArtifact{
-		Tool: call.Tool, CallID: call.CallID, Arguments: orJSON(call.Args, "{}"), ActionScope: tool.ActionScopeOf(),
+		Tool: call.Tool, CallID: call.CallID, Arguments: protocol.OrJSON(call.Args, "{}"), ActionScope: tool.ActionScopeOf(),
 		Reason: reason,
 		Agent:  workflows.ToolCallAgent{PackID: rt.a.pack.ID, AgentID: rt.a.agentID(call.State), State: call.State, Round: call.Round, Text: rt.a.roundText()},
 	}
@@ -98,7 +99,7 @@ func (a *packAgent) roundText() string {
 // toolCallDescription is the ApprovalData description of a call, in words.
 func toolCallDescription(p *packs.Pack, call *convo.ToolCallInput, tool *packs.Tool, reason string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (pack %s, state %s) wants to call %s with %s.", p.Name, p.ID, call.State, call.Tool, truncateText(string(orJSON(call.Args, "{}")), 400))
+	fmt.Fprintf(&b, "%s (pack %s, state %s) wants to call %s with %s.", p.Name, p.ID, call.State, call.Tool, activities.Truncate(string(protocol.OrJSON(call.Args, "{}")), 400))
 	if tool != nil {
 		if tool.Description != "" {
 			fmt.Fprintf(&b, " The tool: %s", strings.TrimSpace(tool.Description))

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/wop-dev/wop/packs"
+	"github.com/wop-dev/wop/protocol"
 	"github.com/wop-dev/wop/workflows"
 )
 
@@ -70,7 +71,7 @@ func servedPackDefinition(p *packs.Pack) *workflows.Definition {
 		}},
 		Triggers:  []json.RawMessage{json.RawMessage(`{"id":"manual","type":"manual","enabled":true}`)},
 		Variables: []workflows.Variable{{Name: "message", Type: "string", Description: "Optional first user message, answered at once."}},
-		Metadata:  mustJSON(map[string]any{"tags": []string{"promptpack"}}),
+		Metadata:  protocol.MustJSON(map[string]any{"tags": []string{"promptpack"}}),
 		Channels:  map[string]workflows.Channel{"conversation": {Schema: json.RawMessage(`{"type":"array"}`), Reducer: "message"}},
 	}
 	d.Normalize()
@@ -85,7 +86,7 @@ func servedPackConfig(p *packs.Pack) json.RawMessage {
 	if p.Conversational() {
 		cfg["prompt"] = p.DefaultPrompt()
 	}
-	return mustJSON(cfg)
+	return protocol.MustJSON(cfg)
 }
 
 // checkPackRun checks, before a run exists, what would make the pack's node fail as it

@@ -89,7 +89,7 @@ func (a *packAgent) refuseEvent(event string, why error) workflows.ResolveCheck 
 		// No state would take it: the request is wrong, not its timing.
 		code, unprocessable = protocol.CodeValidation, true
 	}
-	return workflows.ResolveCheck{Code: code, Unprocessable: unprocessable, Message: msg, Details: mustJSON(map[string]any{
+	return workflows.ResolveCheck{Code: code, Unprocessable: unprocessable, Message: msg, Details: protocol.MustJSON(map[string]any{
 		"event": event, "state": a.m.CurrentState(), "orchestration": a.m.Orchestration(), "acceptingStates": accepting,
 	})}
 }

@@ -76,7 +76,7 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 	childID := workflows.ChildRunID(parent.RunID, rt.a.nodeID+"."+call.CallID, 0)
 	childIn := workflows.RunInput{
 		RunID: childID, Definition: agentCallDefinition(rt.a.pack, call.Tool), Packs: parent.Packs, PackHashes: parent.PackHashes,
-		Inputs: mustJSON(vars), Owner: parent.Owner, Tags: parent.Tags, ParentRunID: parent.RunID, Limits: parent.Limits, Era: parent.Era, Notices: parent.Notices, Attributes: parent.Attributes,
+		Inputs: protocol.MustJSON(vars), Owner: parent.Owner, Tags: parent.Tags, ParentRunID: parent.RunID, Limits: parent.Limits, Era: parent.Era, Notices: parent.Notices, Attributes: parent.Attributes,
 	}
 	cctx, cancel := workflow.WithCancel(rt.ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
@@ -109,11 +109,11 @@ func (rt *packRuntime) agentCall(call convo.ToolCallInput) (*convo.ToolCallResul
 		}
 		return agentError("agent %s did not answer (%s)", call.Tool, why), nil
 	}
-	return &convo.ToolCallResult{Content: mustJSON(map[string]string{"agent": call.Tool, "runId": childID, "reply": lastAgentText(snap)})}, nil
+	return &convo.ToolCallResult{Content: protocol.MustJSON(map[string]string{"agent": call.Tool, "runId": childID, "reply": lastAgentText(snap)})}, nil
 }
 
 func agentError(format string, args ...any) *convo.ToolCallResult {
-	return &convo.ToolCallResult{Content: mustJSON(map[string]string{"error": fmt.Sprintf(format, args...)}), IsError: true}
+	return &convo.ToolCallResult{Content: protocol.MustJSON(map[string]string{"error": fmt.Sprintf(format, args...)}), IsError: true}
 }
 
 // lastAgentText is the text of the last agent turn of a run's conversation.
@@ -132,6 +132,6 @@ func lastAgentText(s workflows.Snapshot) string {
 // the pack's served definition whose node holds member's prompt for one message.
 func agentCallDefinition(p *packs.Pack, member string) *workflows.Definition {
 	d := servedPackDefinition(p)
-	d.Nodes[0].Config = mustJSON(NodeConfig{Pack: p.ID, Prompt: member, AgentCall: true})
+	d.Nodes[0].Config = protocol.MustJSON(NodeConfig{Pack: p.ID, Prompt: member, AgentCall: true})
 	return d
 }

@@ -181,19 +181,6 @@ func (r *runner) awaitToolDecision(ctx workflow.Context, nodeID string, tr ToolD
 	}
 }
 
-// truncateText cuts s to at most n bytes on a rune boundary, ending in "…" when it
-// cut.
-func truncateText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && (s[cut]&0xC0) == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}
-
 // approvalRequestedPayload is approval.requested for it (the legacy event of approval
 // interrupts; an escalation records it again with the new approvers).
 func approvalRequestedPayload(it *interrupt, d *approvalData) protocol.ApprovalRequested {
@@ -234,7 +221,7 @@ func (ta *toolApproval) describe(d *approvalData) string {
 			fmt.Fprintf(&b, " Escalates to %s at %s.", strings.Join(ta.settings.EscalateTo, ", "), formatTime(ta.requested.Add(ta.settings.EscalateAfter)))
 		}
 	}
-	fmt.Fprintf(&b, " Arguments: `%s`.", truncateText(string(orJSON(ta.call.Args, "{}")), 200))
+	fmt.Fprintf(&b, " Arguments: `%s`.", activities.Truncate(string(orJSON(ta.call.Args, "{}")), 200))
 	return b.String()
 }
 

@@ -35,22 +35,8 @@ func EventID(runID string, seq int64) string {
 	return fmt.Sprintf("evt-%s-%d", hex.EncodeToString(sum[:])[:32], seq)
 }
 
-// mustJSON marshals v; the values passed are built by this package from JSON-safe
-// types, so a failure is a programming error and is turned into a JSON string that
-// names it rather than a panic inside workflow code.
-func mustJSON(v any) json.RawMessage {
-	if raw, ok := v.(json.RawMessage); ok {
-		if len(raw) == 0 {
-			return json.RawMessage("null")
-		}
-		return raw
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"marshalError": err.Error()})
-	}
-	return b
-}
+// mustJSON is protocol.MustJSON, the run's payload encoding.
+func mustJSON(v any) json.RawMessage { return protocol.MustJSON(v) }
 
 // emit appends one event to the run's log and returns its eventId. It is the only
 // writer of the log: sequence = position, timestamp = workflow.Now. This execution

@@ -379,10 +379,5 @@ func (r *runner) checkResolve(req ResolveRequest, legacy bool) (ResolveCheck, *r
 	return ResolveCheck{OK: true, RunStatus: status}, &resolution{target: target, value: value, noop: noop}
 }
 
-// orJSON is raw, or def when raw is empty or null.
-func orJSON(raw json.RawMessage, def string) json.RawMessage {
-	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage(def)
-	}
-	return raw
-}
+// orJSON is protocol.OrJSON.
+func orJSON(raw json.RawMessage, def string) json.RawMessage { return protocol.OrJSON(raw, def) }
