@@ -115,17 +115,22 @@ func (a *Activities) DurabilityHold(ctx context.Context, in DurabilityHoldInput)
 	// whose hold it replaces even when the kill follows at once.
 	activity.RecordHeartbeat(ctx, beat)
 	a.logger.Warn("Conformance seam: work held in its first attempt; killing the process", "runId", in.RunID, "nodeId", in.NodeID, "incarnation", a.incarnation)
+	return nil, a.killAndHold(ctx, beat)
+}
+
+// killAndHold asks the process to die and holds the attempt, heartbeating beat, until
+// it does (the attempt never returns then) or its worker stops cleanly, which hands the
+// work back: the next attempt runs on the worker that polls next, and finds beat.
+func (a *Activities) killAndHold(ctx context.Context, beat any) error {
 	a.durabilityKill()
 	tick := time.NewTicker(durabilityBeat)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-activity.GetWorkerStopChannel(ctx):
-			// A worker that stops cleanly hands the hold back; the next attempt runs
-			// on the worker that polls next.
-			return nil, temporal.NewApplicationError("the worker holding the staged work stopped", "DurabilityHoldHandedBack")
+			return temporal.NewApplicationError("the worker holding the staged work stopped", "DurabilityHoldHandedBack")
 		case <-tick.C:
 			activity.RecordHeartbeat(ctx, beat)
 		}

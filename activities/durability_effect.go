@@ -123,20 +123,7 @@ func (a *Activities) DurabilityEffect(ctx context.Context, in DurabilityEffectIn
 	}
 	a.logger.Warn("Conformance seam: effect performed and recorded; killing the process so the work is delivered again",
 		"runId", in.RunID, "nodeId", in.NodeID, "status", status, "incarnation", a.incarnation)
-	a.durabilityKill()
-	tick := time.NewTicker(durabilityBeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-activity.GetWorkerStopChannel(ctx):
-			// A worker that stops cleanly hands the work back; the next attempt finds the record.
-			return nil, temporal.NewApplicationError("the worker holding the staged effect stopped", "DurabilityHoldHandedBack")
-		case <-tick.C:
-			activity.RecordHeartbeat(ctx, rec)
-		}
-	}
+	return nil, a.killAndHold(ctx, rec)
 }
 
 // postSeamEffect POSTs the effect to in.URL through the webhook client (the egress

@@ -54,12 +54,7 @@ func (r *runner) holdForSeam(n *Node) error {
 		}
 		return failNode(protocol.CodeRunFailed, "the conformance seam's hold of node %q failed: %v", n.ID, err)
 	}
-	if res.Attempt > 1 {
-		r.emit(protocol.EvWorkflowRestored, n.ID, protocol.WorkflowRestored{
-			Attempt: res.Attempt, EngineVersion: EngineVersion, Incarnation: res.Incarnation,
-			NodeID: n.ID, ReplacedIncarnation: res.ReplacedIncarnation,
-		}, r.lastNodeEvent(n.ID))
-	}
+	r.recordRestored(n, res.Attempt, res.Incarnation, res.ReplacedIncarnation)
 	return nil
 }
 
@@ -80,11 +75,17 @@ func (r *runner) effectForSeam(n *Node) error {
 		}
 		return failNode(protocol.CodeRunFailed, "the conformance seam's effect at node %q failed: %v", n.ID, err)
 	}
-	if res.Attempt > 1 {
+	r.recordRestored(n, res.Attempt, res.Incarnation, res.ReplacedIncarnation)
+	return nil
+}
+
+// recordRestored records workflow.restored at node n when the seam's work returned from
+// a later attempt than its first: it was carried over from the incarnation replaced.
+func (r *runner) recordRestored(n *Node, attempt int, incarnation, replaced string) {
+	if attempt > 1 {
 		r.emit(protocol.EvWorkflowRestored, n.ID, protocol.WorkflowRestored{
-			Attempt: res.Attempt, EngineVersion: EngineVersion, Incarnation: res.Incarnation,
-			NodeID: n.ID, ReplacedIncarnation: res.ReplacedIncarnation,
+			Attempt: attempt, EngineVersion: EngineVersion, Incarnation: incarnation,
+			NodeID: n.ID, ReplacedIncarnation: replaced,
 		}, r.lastNodeEvent(n.ID))
 	}
-	return nil
 }
