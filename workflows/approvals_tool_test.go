@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,46 +18,6 @@ import (
 	"github.com/wop-dev/wop/packs"
 	"github.com/wop-dev/wop/protocol"
 )
-
-// payPackYAML acts with approval: its pay tool (external) waits for a decision, its
-// lookup tool (read) does not.
-const payPackYAML = `id: pay
-name: Pay Desk
-version: 1.0.0
-template_engine: { version: v1, syntax: "{{variable}}" }
-metadata:
-  governance: { autonomy_level: acts_with_approval }
-tools:
-  lookup:
-    name: lookup
-    description: Look up an invoice.
-    parameters: { type: object, properties: { invoice: { type: string } }, required: [invoice] }
-    action_scope: { effect: read }
-  pay:
-    name: pay
-    description: Pay an invoice.
-    parameters:
-      type: object
-      properties:
-        invoice: { type: string }
-        amount: { type: string, pattern: "^[0-9]+\\.[0-9]{2}$" }
-      required: [invoice, amount]
-      additionalProperties: false
-    action_scope: { effect: external, reversibility: irreversible }
-prompts:
-  desk:
-    id: desk
-    name: Desk
-    version: 1.0.0
-    system_template: Pay invoices.
-    tools: [lookup, pay]
-workflow:
-  version: 2
-  entry: desk
-  states:
-    desk: { prompt_task: desk, on_event: { Done: done } }
-    done: { prompt_task: desk, terminal: true }
-`
 
 const payMock = `rounds:
   - expect_state: desk
@@ -77,7 +38,7 @@ tool_results:
 // and, for some tools, bindings-file approval settings.
 func approvalRun(t *testing.T, defaults activities.ToolApproval, perTool map[string]activities.ToolApproval) (*testRun, *scriptedModel) {
 	t.Helper()
-	p, diags, err := packs.Parse("pay.yaml", []byte(payPackYAML))
+	p, diags, err := packs.Parse("pay.yaml", readPayPack(t))
 	require.NoError(t, err, "%s", diags)
 	script, diags, err := packs.ParseMock("pay.mock.yaml", []byte(payMock))
 	require.NoError(t, err, "%s", diags)
@@ -533,4 +494,13 @@ func TestToolApprovalRefusesTokenMessages(t *testing.T) {
 	require.False(t, byToken.OK)
 	require.Equal(t, CodeApprovalPending, byToken.Code)
 	require.True(t, byApprovalToken.OK, "%+v", byApprovalToken)
+}
+
+// readPayPack is the pay desk (testdata/pay.pack.yaml): it acts with approval, its pay
+// tool (external) waits for a decision, its lookup tool (read) does not.
+func readPayPack(t *testing.T) []byte {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/pay.pack.yaml")
+	require.NoError(t, err)
+	return raw
 }
