@@ -22,15 +22,20 @@ import (
 	"github.com/wop-dev/wop/packs"
 )
 
-// HeartbeatInterval is how often a running model round or tool call heartbeats. A
-// heartbeat is also how an activity learns that the workflow cancelled it (the
-// server answers it with the cancellation, and the SDK then cancels the activity's
-// context), so a cancelled run stops the provider call in flight within about this
-// long. Workers must let heartbeats through this often: the SDK holds them back for
-// 80% of the HeartbeatTimeout unless worker.Options.MaxHeartbeatThrottleInterval is
-// lower (the host's worker sets it to HeartbeatInterval). A call that ends sooner sends
-// no heartbeat at all.
+// HeartbeatInterval is how often a running tool call heartbeats (a model round does
+// every ModelRoundHeartbeatInterval). A heartbeat is also how an activity learns that
+// the workflow cancelled it (the server answers it with the cancellation, and the SDK
+// then cancels the activity's context), so a cancelled run stops the call in flight
+// within about this long. Workers must let heartbeats through this often: the SDK
+// holds them back for 80% of the HeartbeatTimeout unless
+// worker.Options.MaxHeartbeatThrottleInterval is lower (the host's worker sets it to
+// MaxHeartbeatThrottle). A call that ends sooner sends no heartbeat at all.
 const HeartbeatInterval = time.Second
+
+// MaxHeartbeatThrottle is the worker's MaxHeartbeatThrottleInterval: the shortest of
+// the activities' heartbeat intervals, so that the SDK sends each heartbeat as it
+// comes.
+const MaxHeartbeatThrottle = min(HeartbeatInterval, ModelRoundHeartbeatInterval)
 
 // heartbeatEvery is HeartbeatInterval; tests shorten it.
 var heartbeatEvery = HeartbeatInterval
@@ -257,8 +262,39 @@ func (a *Activities) provider(pack, key string) (Provider, string, error) {
 // flat), calls the provider and returns the text, tool calls, usage and model. It
 // heartbeats while the provider works. Permanent failures are non-retryable
 // application errors typed with the ErrType* constants.
+//
+// A retryable provider error that names no delay of its own (Retry-After) is retried
+// after ModelRoundErrorBackoff, doubled per attempt: the retry policy's shorter
+// interval is for attempts Temporal counted lost, whose worker died.
 func (a *Activities) ModelRound(ctx context.Context, in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
-	return a.modelRound(ctx, in, a.transcripts)
+	res, err := a.modelRound(ctx, in, a.transcripts)
+	return res, withErrorBackoff(ctx, err)
+}
+
+// withErrorBackoff gives a retryable application error of a model round activity the
+// NextRetryDelay of its attempt (errorBackoff), unless it names one already or the
+// retry policy's own pause is as long. Other errors (a cancelled context, a
+// non-retryable or untyped failure) are returned as they are.
+func withErrorBackoff(ctx context.Context, err error) error {
+	if err == nil || !activity.IsActivity(ctx) {
+		return err
+	}
+	info := activity.GetInfo(ctx)
+	return errorWithBackoff(err, info.Attempt, info.RetryPolicy)
+}
+
+// errorWithBackoff is withErrorBackoff for attempt under the retry policy rp.
+func errorWithBackoff(err error, attempt int32, rp *temporal.RetryPolicy) error {
+	appErr, ok := err.(*temporal.ApplicationError)
+	if !ok || appErr.NonRetryable() || appErr.NextRetryDelay() > 0 || slices.Contains(NonRetryableErrorTypes, appErr.Type()) {
+		return err
+	}
+	d := errorBackoff(attempt, rp)
+	if d == 0 {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(appErr.Message(), appErr.Type(),
+		temporal.ApplicationErrorOptions{NextRetryDelay: d, Cause: errors.Unwrap(appErr)})
 }
 
 // modelRound runs one model round reading its transcript from src.
@@ -368,19 +404,25 @@ func finalChunk(res *convo.ModelRoundResult) chunks.Final {
 	return f
 }
 
-// heartbeat records a heartbeat with detail every heartbeatEvery until the returned
-// stop is called. A call that ends sooner sends none: a heartbeat costs a call to
+// heartbeat records a heartbeat with detail until the returned stop is called: every
+// heartbeatEvery, or a quarter of the activity's heartbeat timeout when that is
+// shorter (a model round's, ModelRoundHeartbeatInterval), so that the interval always
+// follows the options the attempt was scheduled with. A call that ends sooner sends none: a heartbeat costs a call to
 // Temporal, and the activity's completion says more. Outside an activity context it
 // does nothing.
 func heartbeat(ctx context.Context, detail string) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
+	every := heartbeatEvery
+	if t := activity.GetInfo(ctx).HeartbeatTimeout; t > 0 {
+		every = min(every, t/4)
+	}
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

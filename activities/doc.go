@@ -44,12 +44,15 @@
 //     A registered executor's or binding's call heartbeats too.
 //     A result over Config.MaxResultBytes is replaced by a marked head of it.
 //
-// Heartbeats (every HeartbeatInterval, 1 s, from the first second on) are how a
-// running call learns that its run was cancelled: the answer to the next heartbeat
-// carries the cancellation and the SDK cancels the activity's context, which aborts
-// the provider's request. A worker must let them through (worker.Options.
-// MaxHeartbeatThrottleInterval = HeartbeatInterval; the SDK's own throttle is 80% of
-// the heartbeat timeout). A call shorter than a second sends none.
+// Heartbeats (a tool call's every HeartbeatInterval, 1 s; a model round's every
+// ModelRoundHeartbeatInterval, 250 ms, a quarter of its 1 s heartbeat timeout) are how
+// Temporal tells that the worker running a round died, so that another worker runs it
+// again within about a second, and how a running call learns that its run was
+// cancelled: the answer to the next heartbeat carries the cancellation and the SDK
+// cancels the activity's context, which aborts the provider's request. A worker must
+// let them through (worker.Options.MaxHeartbeatThrottleInterval =
+// MaxHeartbeatThrottle; the SDK's own throttle is 80% of the heartbeat timeout). A call
+// shorter than its first interval sends none.
 //
 // A tool call that may have been applied when it fails (its executor sent the request
 // and got no answer) fails as ErrTypeOutcomeUnknown, retryable.

@@ -37,9 +37,16 @@ func (a *Activities) ModelRoundLocal(ctx context.Context, in LocalModelRoundInpu
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := p.(*MockProvider); !ok {
+	if m, ok := p.(*MockProvider); !ok {
 		return nil, nonRetryable(ErrTypeNotLocal, "provider %q (key %q) is not the scripted mock: model round %d of run %s runs as an activity",
 			p.Name(), key, in.Round.Round, in.Round.RunID)
+	} else if m.RoundDelay > 0 {
+		// A held round stands in for a provider that takes its time, and such a
+		// round is an activity, which heartbeats and which another worker takes
+		// over when this one dies in it (the multi-instance witness kills workers
+		// in such rounds).
+		return nil, nonRetryable(ErrTypeNotLocal, "the scripted mock holds each round %s (WOP_MOCK_ROUND_DELAY): model round %d of run %s runs as an activity",
+			m.RoundDelay, in.Round.Round, in.Round.RunID)
 	}
 	ref := in.Round.Transcript
 	if len(in.Messages) != ref.To || ref.From < 0 || ref.From > ref.To {
@@ -67,13 +74,17 @@ func (t inlineTranscript) Transcript(_ context.Context, ref convo.TranscriptRef)
 }
 
 // LocalModelRoundOptions are the local activity options of ModelRoundLocal: the scripted
-// mock's (ModelRoundOptions(ProviderMock)) without a heartbeat, which local activities
-// do not have.
+// mock's timeout and attempts (ModelRoundOptions(ProviderMock)) without a heartbeat,
+// which local activities do not have. An attempt of a local activity is never lost
+// apart from its workflow task, so every retry follows an error and waits the error
+// backoff.
 func LocalModelRoundOptions(summary string) workflow.LocalActivityOptions {
 	o := ModelRoundOptions(ProviderMock)
+	rp := *o.RetryPolicy
+	rp.InitialInterval = ModelRoundErrorBackoff
 	return workflow.LocalActivityOptions{
 		StartToCloseTimeout: o.StartToCloseTimeout,
-		RetryPolicy:         o.RetryPolicy,
+		RetryPolicy:         &rp,
 		Summary:             summary,
 	}
 }

@@ -3,6 +3,7 @@ package activities
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,4 +56,17 @@ func TestModelRoundLocalRefusesRealProviders(t *testing.T) {
 	assert.Equal(t, ErrTypeNotLocal, appErr.Type())
 	assert.True(t, appErr.NonRetryable())
 	assert.Empty(t, p.reqs, "the provider was not called")
+}
+
+// A held scripted mock (WOP_MOCK_ROUND_DELAY) stands in for a provider that takes its
+// time: its rounds are refused locally too, so they run as activities that heartbeat.
+func TestModelRoundLocalRefusesAHeldMock(t *testing.T) {
+	scripts := map[string]*packs.MockScript{"p": {Default: "OK."}}
+	a, env := newTestActivities(t, Config{Transcripts: &fakeTranscripts{}, MockScripts: scripts, MockRoundDelay: time.Hour})
+	_, err := env.ExecuteActivity(a.ModelRoundLocal, LocalModelRoundInput{Round: convo.ModelRoundInput{RunID: "r", PackID: "p", Round: 1}})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%T %v", err, err)
+	assert.Equal(t, ErrTypeNotLocal, appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+	assert.Contains(t, appErr.Error(), "WOP_MOCK_ROUND_DELAY")
 }

@@ -20,8 +20,12 @@ func TestRetryDefaultsDoc(t *testing.T) {
 		if hb > 0 {
 			hbText = docblock.Duration(hb)
 		}
-		return []string{what, where, docblock.Duration(stc), hbText, fmt.Sprint(rp.MaximumAttempts),
-			fmt.Sprintf("%s ×%g, at most %s", docblock.Duration(rp.InitialInterval), rp.BackoffCoefficient, docblock.Duration(rp.MaximumInterval))}
+		backoff := fmt.Sprintf("%s ×%g, at most %s", docblock.Duration(rp.InitialInterval), rp.BackoffCoefficient, docblock.Duration(rp.MaximumInterval))
+		if d := errorBackoff(1, rp); d > 0 {
+			backoff = fmt.Sprintf("after a lost attempt %s ×%g; after an error %s ×2; at most %s",
+				docblock.Duration(rp.InitialInterval), rp.BackoffCoefficient, docblock.Duration(d), docblock.Duration(rp.MaximumInterval))
+		}
+		return []string{what, where, docblock.Duration(stc), hbText, fmt.Sprint(rp.MaximumAttempts), backoff}
 	}
 	var rows [][]string
 	for _, p := range []struct{ name, provider string }{

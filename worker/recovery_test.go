@@ -26,8 +26,10 @@ func TestRecoveryBoundIsWhatTheTimeoutsImply(t *testing.T) {
 	assert.Equal(t, 1500*time.Millisecond, r.BetweenTurns(), "the bound the recovery workload measures")
 	assert.Equal(t, 10*time.Second+RecoveryDispatch, r.InWorkflowTask(), "Temporal's default workflow task timeout")
 	assert.Equal(t, r.InWorkflowTask(), r.Bound())
-	// A real provider's round is bounded by its heartbeat: 30 s + 1 s + dispatch.
-	assert.Equal(t, 31*time.Second+RecoveryDispatch, r.BoundWithActivityRounds())
+	// A real provider's round is bounded by its heartbeat: 1 s + 100 ms + dispatch,
+	// less than a workflow task's.
+	assert.Equal(t, 1100*time.Millisecond+RecoveryDispatch, r.InModelRound())
+	assert.Equal(t, r.Bound(), r.BoundWithActivityRounds())
 
 	// The sticky timeout set by WOP_WORKER_STICKY_TIMEOUT moves the bound with it; 0
 	// is the SDK's 5 s.

@@ -433,7 +433,7 @@ func New(c client.Client, cfg Config, acts *activities.Activities) sdkworker.Wor
 		// A heartbeat is how a running activity learns it was cancelled; the SDK's own
 		// throttle (80% of the heartbeat timeout) would let a cancelled model round run
 		// on for up to 24 s.
-		MaxHeartbeatThrottleInterval: activities.HeartbeatInterval,
+		MaxHeartbeatThrottleInterval: activities.MaxHeartbeatThrottle,
 		// Advertises the chunk endpoint, if any, to the API processes (package chunks).
 		Identity:          cfg.Identity,
 		DeploymentOptions: cfg.Versioning.options(),
