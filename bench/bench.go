@@ -142,6 +142,11 @@ type Options struct {
 	MultiConversations int
 	MultiKillDelay     time.Duration
 	MultiKillInTurn    time.Duration
+	// MockRoundDelay holds each round of the bench's own scripted mock this long
+	// (activities.MockProvider.RoundDelay): a held round stands in for a provider that
+	// takes its time, and runs as the ModelRound activity, heartbeating, as a real
+	// provider's does. The throughput workload then shows what those heartbeats cost.
+	MockRoundDelay time.Duration
 	// CPUProfile and MemProfile, when set, receive a pprof CPU profile of the whole run
 	// and a heap profile taken at its end.
 	CPUProfile string
@@ -380,6 +385,17 @@ type MultiInstance struct {
 	// reply (MultiInTaskP50Ms) follows by the turn's own work run again.
 	MultiInTaskResumedP50Ms float64 `json:"multi_instance_in_task_resumed_p50_ms,omitempty"`
 	MultiInTaskResumedMaxMs float64 `json:"multi_instance_in_task_resumed_max_ms,omitempty"`
+	// MultiInRound* are the turns whose model round ran as an activity on the killed
+	// worker: the attempt was lost at its heartbeat timeout and another worker started
+	// the next one (MultiInRoundResumed*, bound MultiInRoundBoundMs,
+	// worker.Recovery.InModelRound); the reply (MultiInRoundP50Ms) follows by the
+	// round run again and the workflow task that records it.
+	MultiInRoundTurns        int     `json:"multi_instance_in_round_turns"`
+	MultiInRoundP50Ms        float64 `json:"multi_instance_in_round_p50_ms,omitempty"`
+	MultiInRoundMaxMs        float64 `json:"multi_instance_in_round_max_ms,omitempty"`
+	MultiInRoundBoundMs      float64 `json:"multi_instance_in_round_bound_ms,omitempty"`
+	MultiInRoundResumedP50Ms float64 `json:"multi_instance_in_round_resumed_p50_ms,omitempty"`
+	MultiInRoundResumedMaxMs float64 `json:"multi_instance_in_round_resumed_max_ms,omitempty"`
 	// MultiDirect* are the turns no workflow task timeout delayed (their run was not on
 	// the killed worker's sticky queue).
 	MultiDirectTurns int     `json:"multi_instance_direct_turns"`
@@ -628,6 +644,7 @@ func (b *bench) start(ctx context.Context) error {
 	wcfg.WorkflowCacheSize = b.cacheSize()
 	wcfg.PacksDir = packsDir
 	wcfg.ShutdownTimeout = time.Second
+	wcfg.MockRoundDelay = b.opts.MockRoundDelay
 	b.tmp, b.wcfg = tmp, wcfg
 	model := startStreamModel(b.opts.StreamChunkDelay)
 	wcfg.Providers = map[string]activities.Provider{

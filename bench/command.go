@@ -92,11 +92,16 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.MultiKills, "kills", 0, "worker processes the multi-instance workload kills, one per round (default 20)")
 	fs.DurationVar(&o.MultiKillDelay, "kill-delay", 0, "the multi-instance workload sends the killed worker's conversations their turns this long after each kill (default 0: at once), to measure the race between a turn and Temporal noticing the dead worker's connection")
 	fs.DurationVar(&o.MultiKillInTurn, "kill-in-turn", 0, "the multi-instance workload sends the conversations of the worker holding the most their turns first and kills that worker this long after, while the turns run on it (the workers' scripted mock needs a longer WOP_MOCK_ROUND_DELAY); not with --kill-delay")
+	fs.DurationVar(&o.MockRoundDelay, "round-delay", 0, "hold each round of the bench's scripted mock this long: a held round runs as the ModelRound activity and heartbeats, as a real provider's does (the throughput workload's turns then cost its heartbeats)")
 	verbose := fs.Bool("v", false, "log the host's warnings and errors to stderr")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if o.MockRoundDelay < 0 {
+		fmt.Fprintln(stderr, "wop bench: --round-delay must not be negative")
 		return 2
 	}
 	if o.MultiKillInTurn < 0 || o.MultiKillDelay < 0 || o.MultiKillInTurn > 0 && o.MultiKillDelay > 0 {

@@ -158,6 +158,11 @@ const (
 	// died (the turn ran on it), so the task timed out after the workflow task timeout
 	// from that start (WorkflowTaskTimedOut START_TO_CLOSE) before another worker got it.
 	pathInTask
+	// pathInRound: the turn's model round ran as an activity on the killed worker (a
+	// held scripted mock's, as a real provider's): Temporal counted the attempt lost at
+	// its heartbeat timeout and another worker started the next one (ActivityTaskStarted
+	// with attempt > 1, its last failure that heartbeat timeout).
+	pathInRound
 )
 
 func (p killPath) String() string {
@@ -168,6 +173,8 @@ func (p killPath) String() string {
 		return "handed to the dead poll"
 	case pathInTask:
 		return "running on the killed worker"
+	case pathInRound:
+		return "in a model round on the killed worker"
 	}
 	return "direct"
 }
@@ -179,7 +186,8 @@ type killTrace struct {
 	path        killPath
 	// resumedAt is when another worker first started a workflow task of the run after
 	// the kill (RFC 0158 §B.4's resumption, which the reply follows by the turn's own
-	// work); zero when the history names none.
+	// work), or, on pathInRound, the next attempt of the lost round; zero when the
+	// history names none.
 	resumedAt time.Time
 }
 
@@ -210,11 +218,26 @@ func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.
 // writes a speculative workflow task (an update's, so every turn's) that timed out,
 // whoever took it. Started at or after the kill, only the dead poll took it and never
 // answered; started before, the killed worker was running it when it died (a turn sent
-// before the kill). Any other timed-out task is an error, not a guess.
+// before the kill). Any other timed-out task is an error, not a guess. A model round
+// attempt that Temporal counted lost at its heartbeat timeout after the kill, and that
+// another worker then started again, puts the turn on pathInRound (which outweighs the
+// sticky timeout the task recording its result then waits out): it ran on the killed
+// worker.
 func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time) (killTrace, error) {
 	var tr killTrace
+	var roundResumed time.Time
 	started := map[int64]*historypb.HistoryEvent{}
 	for _, ev := range events {
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+			by, at := a.GetIdentity(), ev.GetEventTime().AsTime()
+			lost := a.GetLastFailure().GetTimeoutFailureInfo().GetTimeoutType() == enumspb.TIMEOUT_TYPE_HEARTBEAT
+			if lost && !at.Before(since) && roundResumed.IsZero() {
+				if by == victim {
+					return killTrace{}, fmt.Errorf("the next attempt of a model round lost at the kill (event %d) was started by the killed worker %s", ev.GetEventId(), victim)
+				}
+				roundResumed = at
+			}
+		}
 		if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil {
 			started[ev.GetEventId()] = ev
 			if by, at := a.GetIdentity(), ev.GetEventTime().AsTime(); tr.resumedAt.IsZero() && by != "" && by != victim && !at.Before(since) {
@@ -248,6 +271,9 @@ func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time)
 				tr.path = pathDeadPoll
 			}
 		}
+	}
+	if !roundResumed.IsZero() && (tr.path == pathDirect || tr.path == pathStickyTimeout) {
+		tr.path, tr.resumedAt = pathInRound, roundResumed
 	}
 	return tr, nil
 }
@@ -398,6 +424,9 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	// on the killed worker: their reply follows by the re-run of the turn's work (its
 	// model round, WOP_MOCK_ROUND_DELAY), which the bound does not hold.
 	var resumedInTask []time.Duration
+	// resumedInRound are the same for the turns whose model round ran on the killed
+	// worker: from the kill to the next attempt's start on another worker.
+	var resumedInRound []time.Duration
 	resumers := map[string]int{}
 	for k := 0; k < b.opts.MultiKills; k++ {
 		if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error { return turn(ctx, convs[i]) }); err != nil {
@@ -455,6 +484,9 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 				byPath[tr.path] = append(byPath[tr.path], d)
 				if tr.path == pathInTask && !tr.resumedAt.IsZero() {
 					resumedInTask = append(resumedInTask, tr.resumedAt.Sub(killed))
+				}
+				if tr.path == pathInRound {
+					resumedInRound = append(resumedInRound, tr.resumedAt.Sub(killed))
 				}
 				resumers[tr.completedBy]++
 				mu.Unlock()
@@ -524,6 +556,10 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	it := byPath[pathInTask]
 	res.MultiInTaskTurns, res.MultiInTaskP50Ms, res.MultiInTaskMaxMs = len(it), percentile(it, 50), percentile(it, 100)
 	res.MultiInTaskResumedP50Ms, res.MultiInTaskResumedMaxMs = percentile(resumedInTask, 50), percentile(resumedInTask, 100)
+	ir := byPath[pathInRound]
+	res.MultiInRoundTurns, res.MultiInRoundP50Ms, res.MultiInRoundMaxMs = len(ir), percentile(ir, 50), percentile(ir, 100)
+	res.MultiInRoundResumedP50Ms, res.MultiInRoundResumedMaxMs = percentile(resumedInRound, 50), percentile(resumedInRound, 100)
+	res.MultiInRoundBoundMs = ms(bound.InModelRound())
 	delay := b.opts.MultiKillDelay
 	res.MultiKillDelayMs, res.MultiKillInTurnMs = ms(delay), ms(b.opts.MultiKillInTurn)
 	res.MultiStickyBoundMs = ms(delay + bound.BetweenTurns())
@@ -534,11 +570,12 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	if inTurn {
 		sentAt = fmt.Sprintf("%s before the kills, running on the killed worker", b.opts.MultiKillInTurn)
 	}
-	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d were running on the killed worker and waited out the workflow task timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
+	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d were running on the killed worker and waited out the workflow task timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms), %d were in a model round on the killed worker and waited out its heartbeat timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
 		len(apis), len(resumers), res.MultiKills, res.MultiTurns, sentAt, res.MultiP50Ms, res.MultiMaxMs,
 		len(st), res.MultiStickyP50Ms, res.MultiStickyMaxMs, delay+bound.BetweenTurns(),
 		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, delay+bound.InWorkflowTask(),
-		len(it), res.MultiInTaskResumedP50Ms, res.MultiInTaskResumedMaxMs, bound.InWorkflowTask(), res.MultiInTaskP50Ms, res.MultiInTaskMaxMs, len(di), sent, lost, duplicated)
+		len(it), res.MultiInTaskResumedP50Ms, res.MultiInTaskResumedMaxMs, bound.InWorkflowTask(), res.MultiInTaskP50Ms, res.MultiInTaskMaxMs,
+		len(ir), res.MultiInRoundResumedP50Ms, res.MultiInRoundResumedMaxMs, bound.InModelRound(), res.MultiInRoundP50Ms, res.MultiInRoundMaxMs, len(di), sent, lost, duplicated)
 	if lost > 0 || duplicated > 0 {
 		return fmt.Errorf("%d of %d accepted turns lost and %d duplicated in the transcripts", lost, sent, duplicated)
 	}

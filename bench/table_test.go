@@ -61,4 +61,12 @@ func TestTableShowsTheKillPaths(t *testing.T) {
 	s = out.String()
 	assert.Contains(t, s, "sent 200 ms before the kill (running on the killed worker)")
 	assert.Regexp(t, `running on the killed worker at the kill: resumed by another worker \(the workflow task timeout from its start\)\s+60 turns: p50 9850 ms, max 9990 ms \(replied p50 10900 ms, max 11300 ms\)\s+max ≤ 10500 ms \(met\)`, s)
+	assert.Regexp(t, `in a model round on the killed worker at the kill\s+no turn`, s)
+
+	// Rounds held on the killed worker: the in-round row with the heartbeat's bound.
+	out.Reset()
+	b.table(&Result{MultiInstance: &MultiInstance{MultiKills: 20, MultiTurns: 60, MultiKillInTurnMs: 200, MultiAccepted: 180,
+		MultiInRoundTurns: 58, MultiInRoundP50Ms: 3100, MultiInRoundMaxMs: 3400, MultiInRoundBoundMs: 1600,
+		MultiInRoundResumedP50Ms: 1010, MultiInRoundResumedMaxMs: 1700}})
+	assert.Regexp(t, `in a model round on the killed worker at the kill: its next attempt started by another worker \(the heartbeat timeout\)\s+58 turns: p50 1010 ms, max 1700 ms \(replied p50 3100 ms, max 3400 ms\)\s+max ≤ 1600 ms \(MISSED\)`, out.String())
 }

@@ -307,6 +307,10 @@ var shownCounters = []struct{ label, prefix string }{
 	{"workflow tasks dropped by matching", "tasks_dropped matching"},
 	{"workflow tasks timed out, started (start-to-close)", "start_to_close_timeout history TimerActiveTaskWorkflowTaskTimeout"},
 	{"workflow tasks timed out, queued (sticky schedule-to-start)", "schedule_to_start_timeout history TimerActiveTaskWorkflowTaskTimeout"},
+	// A live worker's round whose heartbeats came too late: lost and run again
+	// (a second model call). Only rounds that run as activities heartbeat
+	// (--round-delay for the scripted mock).
+	{"model rounds and other activities timed out (heartbeat)", "heartbeat_timeout "},
 }
 
 func sumCounters(cs map[string]int64, prefix string) int64 {

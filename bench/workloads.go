@@ -434,6 +434,13 @@ func (b *bench) table(r *Result) {
 					r.MultiInTaskTurns, r.MultiInTaskResumedP50Ms, r.MultiInTaskResumedMaxMs, r.MultiInTaskP50Ms, r.MultiInTaskMaxMs,
 					r.MultiInTaskBoundMs, mark(r.MultiInTaskResumedMaxMs > 0 && r.MultiInTaskResumedMaxMs <= r.MultiInTaskBoundMs))
 			}
+			if r.MultiInRoundTurns == 0 {
+				fmt.Fprintf(tw, "  of them in a model round on the killed worker at the kill\tno turn\t\t\n")
+			} else {
+				fmt.Fprintf(tw, "  of them in a model round on the killed worker at the kill: its next attempt started by another worker (the heartbeat timeout)\t%d turns: p50 %.0f ms, max %.0f ms (replied p50 %.0f ms, max %.0f ms)\tmax ≤ %.0f ms %s\t\n",
+					r.MultiInRoundTurns, r.MultiInRoundResumedP50Ms, r.MultiInRoundResumedMaxMs, r.MultiInRoundP50Ms, r.MultiInRoundMaxMs,
+					r.MultiInRoundBoundMs, mark(r.MultiInRoundResumedMaxMs > 0 && r.MultiInRoundResumedMaxMs <= r.MultiInRoundBoundMs))
+			}
 		}
 		if r.MultiDirectTurns > 0 {
 			path("sent straight to a live worker (no timeout)", r.MultiDirectTurns, r.MultiDirectP50Ms, r.MultiDirectMaxMs, 0)
