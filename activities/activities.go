@@ -313,6 +313,14 @@ func (a *Activities) modelRound(ctx context.Context, in convo.ModelRoundInput, s
 		}
 	}
 
+	// The round heartbeats from its start: reading its transcript may take a while too
+	// (the query waits out the sticky queue of a worker that died holding the run), and
+	// an attempt that sends no heartbeat for ModelRoundHeartbeatTimeout is counted lost.
+	// The heartbeat's detail stays a fixed description: Temporal writes the last
+	// heartbeat into the history when an attempt times out, and chunks never go there.
+	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
+	defer stop()
+
 	ref := in.Transcript
 	ref.MaxBytes, ref.MaxMessages = a.context.MaxBytes, a.context.MaxMessages
 	whole := false
@@ -332,16 +340,12 @@ func (a *Activities) modelRound(ctx context.Context, in convo.ModelRoundInput, s
 		req.Earlier, req.Messages = msgs[:from], msgs[from:]
 	}
 
-	// The reply streams to the worker's chunk hub while the provider writes it. The
-	// heartbeat's detail stays a fixed description: Temporal writes the last heartbeat
-	// into the history when an attempt times out, and chunks never go there.
+	// The reply streams to the worker's chunk hub while the provider writes it.
 	pub := a.chunks.Begin(chunks.Round{RunID: in.RunID, NodeID: in.NodeID, State: in.State, Round: in.Round,
 		MessageID: in.MessageID, Speaker: in.PackID, Attempt: attempt(ctx), Provider: p.Name(), Model: modelName(p)})
 	req.Stream = pub.Text
-	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	start := time.Now()
 	res, err := p.Complete(ctx, req)
-	stop()
 	if err != nil {
 		pub.Abort(errorType(err))
 		log.Warn("Model round failed", "error", err, "elapsed", time.Since(start).Round(time.Millisecond))

@@ -283,6 +283,41 @@ func TestModelRoundHeartbeats(t *testing.T) {
 	assert.Equal(t, "model round 3 in state triage", beats[0])
 }
 
+// slowTranscripts answers after a pause, as a query to a run whose worker died waits
+// out that worker's sticky queue.
+type slowTranscripts struct {
+	fakeTranscripts
+	pause time.Duration
+}
+
+func (s *slowTranscripts) Transcript(ctx context.Context, ref convo.TranscriptRef) ([]convo.Message, error) {
+	time.Sleep(s.pause)
+	return s.fakeTranscripts.Transcript(ctx, ref)
+}
+
+// A round heartbeats from its start, while it reads its transcript too: an attempt
+// that sends none for its heartbeat timeout is counted lost, whatever it waits on.
+func TestModelRoundHeartbeatsWhileItReadsItsTranscript(t *testing.T) {
+	old := heartbeatEvery
+	heartbeatEvery = 10 * time.Millisecond
+	t.Cleanup(func() { heartbeatEvery = old })
+	p := &recordingProvider{name: "quick"}
+	a, env := newTestActivities(t, Config{Transcripts: &slowTranscripts{pause: 80 * time.Millisecond}, Providers: map[string]Provider{DefaultProviderKey: p}})
+	var mu sync.Mutex
+	beats := 0
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) {
+		mu.Lock()
+		beats++
+		mu.Unlock()
+	})
+	_, err := env.ExecuteActivity(a.ModelRound, convo.ModelRoundInput{PackID: "p", State: "triage", Round: 1})
+	require.NoError(t, err)
+	require.Len(t, p.reqs, 1, "the provider answered at once, after the transcript")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Greater(t, beats, 0, "heartbeats while the transcript was read")
+}
+
 // namedModelProvider is a recordingProvider that names its model.
 type namedModelProvider struct {
 	recordingProvider

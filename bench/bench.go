@@ -396,6 +396,10 @@ type MultiInstance struct {
 	MultiInRoundBoundMs      float64 `json:"multi_instance_in_round_bound_ms,omitempty"`
 	MultiInRoundResumedP50Ms float64 `json:"multi_instance_in_round_resumed_p50_ms,omitempty"`
 	MultiInRoundResumedMaxMs float64 `json:"multi_instance_in_round_resumed_max_ms,omitempty"`
+	// MultiInRoundLaterAttempts counts those rounds whose next attempt was lost too
+	// (Temporal handed it to the killed worker's dead poll): a third or later attempt
+	// resumed them.
+	MultiInRoundLaterAttempts int `json:"multi_instance_in_round_later_attempts"`
 	// MultiDirect* are the turns no workflow task timeout delayed (their run was not on
 	// the killed worker's sticky queue).
 	MultiDirectTurns int     `json:"multi_instance_direct_turns"`

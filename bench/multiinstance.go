@@ -189,6 +189,9 @@ type killTrace struct {
 	// work), or, on pathInRound, the next attempt of the lost round; zero when the
 	// history names none.
 	resumedAt time.Time
+	// roundAttempt is, on pathInRound, the attempt of the round that another worker
+	// started: 2, unless Temporal handed an attempt to the killed worker's dead poll.
+	roundAttempt int32
 }
 
 // afterKill reads the run's history and traces the turn sent at the kill (traceKill).
@@ -226,6 +229,7 @@ func (b *bench) afterKill(ctx context.Context, runID, victim string, since time.
 func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time) (killTrace, error) {
 	var tr killTrace
 	var roundResumed time.Time
+	var roundAttempt int32
 	started := map[int64]*historypb.HistoryEvent{}
 	for _, ev := range events {
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
@@ -235,7 +239,7 @@ func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time)
 				if by == victim {
 					return killTrace{}, fmt.Errorf("the next attempt of a model round lost at the kill (event %d) was started by the killed worker %s", ev.GetEventId(), victim)
 				}
-				roundResumed = at
+				roundResumed, roundAttempt = at, a.GetAttempt()
 			}
 		}
 		if a := ev.GetWorkflowTaskStartedEventAttributes(); a != nil {
@@ -273,7 +277,7 @@ func traceKill(events []*historypb.HistoryEvent, victim string, since time.Time)
 		}
 	}
 	if !roundResumed.IsZero() && (tr.path == pathDirect || tr.path == pathStickyTimeout) {
-		tr.path, tr.resumedAt = pathInRound, roundResumed
+		tr.path, tr.resumedAt, tr.roundAttempt = pathInRound, roundResumed, roundAttempt
 	}
 	return tr, nil
 }
@@ -427,6 +431,9 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	// resumedInRound are the same for the turns whose model round ran on the killed
 	// worker: from the kill to the next attempt's start on another worker.
 	var resumedInRound []time.Duration
+	// laterAttempts counts the rounds whose first attempt after the kill was lost too
+	// (handed to the killed worker's dead poll), so a later one resumed them.
+	laterAttempts := 0
 	resumers := map[string]int{}
 	for k := 0; k < b.opts.MultiKills; k++ {
 		if err := parallel(ctx, len(convs), len(convs), func(ctx context.Context, i int) error { return turn(ctx, convs[i]) }); err != nil {
@@ -487,6 +494,9 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 				}
 				if tr.path == pathInRound {
 					resumedInRound = append(resumedInRound, tr.resumedAt.Sub(killed))
+					if tr.roundAttempt > 2 {
+						laterAttempts++
+					}
 				}
 				resumers[tr.completedBy]++
 				mu.Unlock()
@@ -560,6 +570,7 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	res.MultiInRoundTurns, res.MultiInRoundP50Ms, res.MultiInRoundMaxMs = len(ir), percentile(ir, 50), percentile(ir, 100)
 	res.MultiInRoundResumedP50Ms, res.MultiInRoundResumedMaxMs = percentile(resumedInRound, 50), percentile(resumedInRound, 100)
 	res.MultiInRoundBoundMs = ms(bound.InModelRound())
+	res.MultiInRoundLaterAttempts = laterAttempts
 	delay := b.opts.MultiKillDelay
 	res.MultiKillDelayMs, res.MultiKillInTurnMs = ms(delay), ms(b.opts.MultiKillInTurn)
 	res.MultiStickyBoundMs = ms(delay + bound.BetweenTurns())
@@ -570,12 +581,12 @@ func (b *bench) multiInstance(ctx context.Context, res *Result) error {
 	if inTurn {
 		sentAt = fmt.Sprintf("%s before the kills, running on the killed worker", b.opts.MultiKillInTurn)
 	}
-	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d were running on the killed worker and waited out the workflow task timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms), %d were in a model round on the killed worker and waited out its heartbeat timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
+	b.multiNote = fmt.Sprintf("multi-instance: %d `wop api` and 2 `wop worker` processes (%d worker identities resumed turns); %d SIGKILLs of the worker holding the conversations, %d turns sent %s and resumed by another worker: reply p50 %.0f ms, max %.0f ms after the kill; %d waited out the killed worker's sticky queue (p50 %.0f ms, max %.0f ms, bound %s), %d had their workflow task handed to the killed worker's poll and waited out the workflow task timeout (p50 %.0f ms, max %.0f ms, bound %s), %d were running on the killed worker and waited out the workflow task timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms), %d were in a model round on the killed worker and waited out its heartbeat timeout (resumed p50 %.0f ms, max %.0f ms, bound %s; replied p50 %.0f ms, max %.0f ms; %d resumed by a third or later attempt), %d went to a live worker at once; transcripts: %d accepted turns, %d lost, %d duplicated",
 		len(apis), len(resumers), res.MultiKills, res.MultiTurns, sentAt, res.MultiP50Ms, res.MultiMaxMs,
 		len(st), res.MultiStickyP50Ms, res.MultiStickyMaxMs, delay+bound.BetweenTurns(),
 		len(dp), res.MultiDeadPollP50Ms, res.MultiDeadPollMaxMs, delay+bound.InWorkflowTask(),
 		len(it), res.MultiInTaskResumedP50Ms, res.MultiInTaskResumedMaxMs, bound.InWorkflowTask(), res.MultiInTaskP50Ms, res.MultiInTaskMaxMs,
-		len(ir), res.MultiInRoundResumedP50Ms, res.MultiInRoundResumedMaxMs, bound.InModelRound(), res.MultiInRoundP50Ms, res.MultiInRoundMaxMs, len(di), sent, lost, duplicated)
+		len(ir), res.MultiInRoundResumedP50Ms, res.MultiInRoundResumedMaxMs, bound.InModelRound(), res.MultiInRoundP50Ms, res.MultiInRoundMaxMs, laterAttempts, len(di), sent, lost, duplicated)
 	if lost > 0 || duplicated > 0 {
 		return fmt.Errorf("%d of %d accepted turns lost and %d duplicated in the transcripts", lost, sent, duplicated)
 	}

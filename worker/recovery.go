@@ -23,6 +23,21 @@ const DefaultStickyScheduleToStartTimeout = time.Second
 // reply with a 1 s sticky timeout (2 shared cores, load 4), so 250 ms was too little.
 const RecoveryDispatch = 500 * time.Millisecond
 
+// ActivityDispatch is what the bound of a lost model round allows beyond its timers:
+// the dispatch of the next attempt to a live worker's waiting poll, which replays
+// nothing (the attempt is an activity task). Measured on PostgreSQL (2 workers, 20
+// kills in held rounds): the next attempt started 928 ms p50, 954 ms at most after the
+// kill, against heartbeat timeout + timer shift + retry = 1.2 s.
+const ActivityDispatch = 250 * time.Millisecond
+
+// ServerTimerShift is the Temporal server's history.timerProcessorMaxTimeShift as the
+// host runs it: the embedded server's (devserver.TimerShift; internal/stack tests
+// that they agree) and deploy/dynamicconfig/wop.yaml's for a cluster. Temporal fires
+// no timer sooner than this after setting it, so it is a term of every bound that
+// waits on a timer set at the kill. A cluster left at Temporal's default (1 s) waits up
+// to 1.8 s longer in a model round than the bound says.
+const ServerTimerShift = 100 * time.Millisecond
+
 // Recovery is how long, by the configured timeouts, a turn waits after the worker that
 // holds its run dies without a word (SIGKILL, a lost machine) before another worker
 // carries it on. A worker that stops cleanly hands its runs back at once (the SDK tells
@@ -44,14 +59,18 @@ type Recovery struct {
 	// These are a real provider's (activities.ModelRoundOptions).
 	ModelRoundHeartbeat time.Duration
 	ModelRoundRetry     time.Duration
+	// TimerShift is ServerTimerShift: a heartbeat timeout re-armed after a heartbeat
+	// fires up to this late, and a retry shorter than it waits this long.
+	TimerShift time.Duration
 	// HeldActivityHeartbeat and HeldActivityRetry: the worker died while it held the
 	// conformance kill seam's staged work (activities.DurabilityHold); as for a model
 	// round, the heartbeat timeout runs out and the retry policy's first interval
 	// passes before the next attempt is scheduled (activities.DurabilityHoldOptions).
 	HeldActivityHeartbeat time.Duration
 	HeldActivityRetry     time.Duration
-	// Dispatch is RecoveryDispatch.
-	Dispatch time.Duration
+	// Dispatch is RecoveryDispatch; ActivityDispatch is ActivityDispatch.
+	Dispatch         time.Duration
+	ActivityDispatch time.Duration
 }
 
 // RecoveryOf is the recovery of a worker configured as cfg serving runs started with
@@ -68,9 +87,11 @@ func RecoveryOf(cfg Config) Recovery {
 		WorkflowTaskTimeout:   workflows.RunWorkflowTaskTimeout,
 		ModelRoundHeartbeat:   round.HeartbeatTimeout,
 		ModelRoundRetry:       round.RetryPolicy.InitialInterval,
+		TimerShift:            ServerTimerShift,
 		HeldActivityHeartbeat: hold.HeartbeatTimeout,
 		HeldActivityRetry:     hold.RetryPolicy.InitialInterval,
 		Dispatch:              RecoveryDispatch,
+		ActivityDispatch:      ActivityDispatch,
 	}
 }
 
@@ -85,9 +106,12 @@ func (r Recovery) BetweenTurns() time.Duration { return r.StickyScheduleToStart 
 func (r Recovery) InWorkflowTask() time.Duration { return r.WorkflowTaskTimeout + r.Dispatch }
 
 // InModelRound bounds the wait of a turn whose model round was running as an activity
-// on the worker that died.
+// on the worker that died, until another worker starts its next attempt: the
+// heartbeat timeout after the last heartbeat (its timer, re-armed at each check, fires
+// up to one timer shift late), the retry's first interval (no shorter than the shift),
+// and dispatch.
 func (r Recovery) InModelRound() time.Duration {
-	return r.ModelRoundHeartbeat + r.ModelRoundRetry + r.Dispatch
+	return r.ModelRoundHeartbeat + r.TimerShift + max(r.ModelRoundRetry, r.TimerShift) + r.ActivityDispatch
 }
 
 // InHeldActivity bounds the wait of the kill seam's staged work held on the worker
@@ -109,8 +133,8 @@ func (r Recovery) Bound() time.Duration { return max(r.BetweenTurns(), r.InWorkf
 func (r Recovery) BoundWithActivityRounds() time.Duration { return max(r.Bound(), r.InModelRound()) }
 
 func (r Recovery) String() string {
-	return fmt.Sprintf("recovery after a killed worker: between turns %s (sticky schedule-to-start %s), in a workflow task %s (workflow task timeout %s), in a model round activity %s (heartbeat %s + retry %s); %s allowed for dispatch and replay",
-		r.BetweenTurns(), r.StickyScheduleToStart, r.InWorkflowTask(), r.WorkflowTaskTimeout, r.InModelRound(), r.ModelRoundHeartbeat, r.ModelRoundRetry, r.Dispatch)
+	return fmt.Sprintf("recovery after a killed worker: between turns %s (sticky schedule-to-start %s), in a workflow task %s (workflow task timeout %s), in a model round activity %s (heartbeat %s + timer shift %s + retry %s + dispatch %s); %s allowed for dispatch and replay",
+		r.BetweenTurns(), r.StickyScheduleToStart, r.InWorkflowTask(), r.WorkflowTaskTimeout, r.InModelRound(), r.ModelRoundHeartbeat, r.TimerShift, max(r.ModelRoundRetry, r.TimerShift), r.ActivityDispatch, r.Dispatch)
 }
 
 // Recovery classes: the kinds of work whose wait after a kill the recovery bound
@@ -157,7 +181,8 @@ func (r Recovery) Classes() []RecoveryClass {
 		{ClassAccepted, []RecoveryTerm{dispatch}},
 		{ClassBetweenTurns, []RecoveryTerm{{"stickyScheduleToStart", r.StickyScheduleToStart}, dispatch}},
 		{ClassInWorkflowTask, []RecoveryTerm{{"workflowTaskTimeout", r.WorkflowTaskTimeout}, dispatch}},
-		{ClassInModelRound, []RecoveryTerm{{"modelRoundHeartbeat", r.ModelRoundHeartbeat}, {"modelRoundRetry", r.ModelRoundRetry}, dispatch}},
+		{ClassInModelRound, []RecoveryTerm{{"modelRoundHeartbeat", r.ModelRoundHeartbeat}, {"timerShift", r.TimerShift},
+			{"modelRoundRetry", max(r.ModelRoundRetry, r.TimerShift)}, {"activityDispatch", r.ActivityDispatch}}},
 		{ClassInHeldActivity, []RecoveryTerm{{"heldActivityHeartbeat", r.HeldActivityHeartbeat}, {"heldActivityRetry", r.HeldActivityRetry},
 			{"stickyScheduleToStart", r.StickyScheduleToStart}, dispatch}},
 	}

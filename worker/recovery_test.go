@@ -26,9 +26,13 @@ func TestRecoveryBoundIsWhatTheTimeoutsImply(t *testing.T) {
 	assert.Equal(t, 1500*time.Millisecond, r.BetweenTurns(), "the bound the recovery workload measures")
 	assert.Equal(t, 10*time.Second+RecoveryDispatch, r.InWorkflowTask(), "Temporal's default workflow task timeout")
 	assert.Equal(t, r.InWorkflowTask(), r.Bound())
-	// A real provider's round is bounded by its heartbeat: 1 s + 100 ms + dispatch,
-	// less than a workflow task's.
-	assert.Equal(t, 1100*time.Millisecond+RecoveryDispatch, r.InModelRound())
+	// A real provider's round is bounded by its heartbeat: 1 s + the server's 100 ms
+	// timer shift + the 100 ms retry + dispatch, less than a workflow task's.
+	assert.Equal(t, ServerTimerShift, r.TimerShift)
+	assert.Equal(t, 1450*time.Millisecond, r.InModelRound(), "within the 1.5 s a killed worker's turn is to resume in")
+	r.TimerShift = time.Second // Temporal's default
+	assert.Equal(t, 3*time.Second+ActivityDispatch, r.InModelRound())
+	r.TimerShift = ServerTimerShift
 	assert.Equal(t, r.Bound(), r.BoundWithActivityRounds())
 
 	// The sticky timeout set by WOP_WORKER_STICKY_TIMEOUT moves the bound with it; 0

@@ -303,6 +303,17 @@ const TransferQueueReadsPerSecond = 1000
 // worker's sticky cache holds by default; waiting ones leave it as busy ones come.
 const HistoryCacheSize = 4096
 
+// TimerShift is the embedded history service's history.timerProcessorMaxTimeShift
+// (Temporal's default is 1 s): the least time from now at which it files a new timer
+// task, so no timer it sets fires sooner. At 1 s every short timer waits a second: the
+// 100 ms retry of a model round lost with its killed worker, and the re-armed heartbeat
+// timeout of a round that did heartbeat, so another worker took over a killed worker's
+// round 2-3 s after the kill instead of about one (docs/DECISIONS.md, "Recovery
+// bound"). The shift guards the timer queue's reader against tasks that writers on
+// other hosts, on other clocks, file behind it; one process on one clock writes every
+// task here, and the tasks it has yet to write are tracked apart from the shift.
+const TimerShift = 100 * time.Millisecond
+
 // xdcCacheBytes bounds the cache of serialized history events kept for cross-cluster
 // replication (history.xdcCacheMaxSizeBytes, 8 MB by default), which a single-cluster
 // dev server never reads.
@@ -361,6 +372,7 @@ func (s *Server) serverOptions(p portSet, sqlConf *config.SQL) []temporal.Server
 		dynamicconfig.XDCCacheMaxSizeBytes.Key():                         xdcCacheBytes,
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 		dynamicconfig.TransferProcessorMaxPollRPS.Key():                  TransferQueueReadsPerSecond,
+		dynamicconfig.TimerProcessorMaxTimeShift.Key():                   TimerShift,
 	}
 	for k, v := range s.opts.DynamicConfig {
 		dyn[dynamicconfig.MakeKey(k)] = v
