@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/wop-dev/wop/protocol"
@@ -158,11 +160,59 @@ func TestOneFeedPerRun(t *testing.T) {
 	if after-before > 3 || before > 3 {
 		t.Fatalf("%d readers made %d events queries before the event and %d after it; one feed makes a few", readers, before, after-before)
 	}
-	env.srv.feedsMu.Lock()
-	defer env.srv.feedsMu.Unlock()
-	if n := len(env.srv.feeds); n != 0 {
-		t.Fatalf("%d feeds left after the last reader", n)
-	}
+	// The feed outlives its last reader by feedLinger, then ends.
+	require.Eventually(t, func() bool {
+		env.srv.feedsMu.Lock()
+		defer env.srv.feedsMu.Unlock()
+		return len(env.srv.feeds) == 0
+	}, 5*feedLinger, 10*time.Millisecond, "a feed left after the last reader's linger")
+}
+
+// A long poll's reader leaves with every answer and comes back: within feedLinger it
+// finds the feed where it was, so its next poll costs no query of its own.
+func TestAReaderBackWithinTheLingerKeepsItsFeed(t *testing.T) {
+	old := feedLinger
+	feedLinger = time.Hour
+	t.Cleanup(func() { feedLinger = old })
+	env := newTestEnv(t)
+	run := env.ft.add(&fakeRun{snap: workflows.Snapshot{RunID: "r_1", Status: protocol.StatusWaitingApproval},
+		events: noopEvents("r_1")[:2], live: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := env.srv.follow(ctx, "r_1", 1)
+	first := f.feed
+	done := make(chan error, 1)
+	go func() {
+		evs, _, _, err := f.next(ctx, nil)
+		if err == nil && (len(evs) != 1 || evs[0].Sequence != 2) {
+			err = fmt.Errorf("first poll: %+v", evs)
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		env.ft.mu.Lock()
+		defer env.ft.mu.Unlock()
+		return run.eventQueries > 0
+	}, 5*time.Second, time.Millisecond)
+	env.ft.bump("r_1", ev("r_1", 2, "node.completed", `{}`))
+	require.NoError(t, <-done)
+	f.close()
+
+	env.ft.mu.Lock()
+	before := run.eventQueries
+	env.ft.mu.Unlock()
+	g := env.srv.follow(ctx, "r_1", 2)
+	defer g.close()
+	assert.Same(t, first, g.feed, "the reader back within the linger has the same feed")
+	env.ft.bump("r_1", ev("r_1", 3, "node.completed", `{}`))
+	evs, _, _, err := g.next(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, int64(3), evs[0].Sequence)
+	env.ft.mu.Lock()
+	after := run.eventQueries
+	env.ft.mu.Unlock()
+	assert.LessOrEqual(t, after-before, 1, "one query for the new event, none to start a feed again")
 }
 
 // TestOnlyCompletedWorkflowTasksWakeReaders: the history events that may come with

@@ -19,9 +19,11 @@ import (
 // buffer that every waiting reader takes its events from. A reader whose cursor lies
 // before the buffer (a stream that resumes from an old Last-Event-ID, a new stream
 // reading the log from the start) catches up with paged queries of its own, then
-// joins the buffer. The feed stops when its last reader leaves: a feed nobody reads
-// would keep querying the run on every workflow task, and those queries compete with
-// the ones resolves wait for.
+// joins the buffer. The feed stops feedLinger after its last reader leaves: a feed
+// nobody reads would keep querying the run on every workflow task, and those queries
+// compete with the ones resolves wait for; but a long poll's reader leaves with every
+// answer and is back a moment later, and a new feed would start its history long poll
+// from the first event again (the whole history read, and a query on its stale wake).
 //
 // The feed queries the run only when its history shows a completed workflow task:
 // OpenWOP events are appended by workflow code, which runs in workflow tasks, and a
@@ -34,13 +36,20 @@ const (
 	feedBufferBytes  = 2 << 20
 )
 
+// feedLinger is how long a feed follows its run after its last reader left, for the
+// next long poll of the same reader to find it where it was.
+var feedLinger = 2 * time.Second
+
 // runFeed follows one run for every reader of it in this process.
 type runFeed struct {
 	s     *Server
 	runID string
 
-	mu       sync.Mutex
-	refs     int
+	mu   sync.Mutex
+	refs int
+	// linger, while set, holds the reference the last reader left: it ends the feed
+	// at feedLinger unless a reader takes the reference over first.
+	linger   *time.Timer
 	buf      []workflows.Event // the newest events read, contiguous, ending at next-1
 	bufBytes int
 	next     int64 // sequence after the newest event read (the first reader's cursor + 1 at first)
@@ -68,21 +77,45 @@ func (s *Server) feed(runID string, after int64) *runFeed {
 		}()
 	}
 	f.mu.Lock()
-	f.refs++
+	if f.linger != nil && f.linger.Stop() {
+		f.linger = nil // the reader takes over the reference the last one left
+	} else {
+		f.refs++
+	}
 	f.mu.Unlock()
 	return f
 }
 
-// release ends a reader's use of the feed.
+// release ends a reader's use of the feed. The last reader's reference stays with
+// the feed for feedLinger (a reader that comes back in that time takes it over).
 func (f *runFeed) release() {
 	f.s.feedsMu.Lock()
 	defer f.s.feedsMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.refs--
-	if f.refs == 0 {
-		f.stopLocked()
+	if f.refs > 1 || f.terminal || f.err != nil {
+		f.refs--
+		if f.refs == 0 {
+			f.stopLocked()
+		}
+		return
 	}
+	var t *time.Timer
+	t = time.AfterFunc(feedLinger, func() {
+		f.s.feedsMu.Lock()
+		defer f.s.feedsMu.Unlock()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.linger != t {
+			return // a reader took the reference over
+		}
+		f.linger = nil
+		f.refs--
+		if f.refs == 0 {
+			f.stopLocked()
+		}
+	})
+	f.linger = t
 }
 
 // stopLocked removes the feed from the server and ends its goroutine (both locks held).
