@@ -266,6 +266,10 @@ func (a *Activities) provider(pack, key string) (Provider, string, error) {
 // A retryable provider error that names no delay of its own (Retry-After) is retried
 // after ModelRoundErrorBackoff, doubled per attempt: the retry policy's shorter
 // interval is for attempts Temporal counted lost, whose worker died.
+//
+// A second or later attempt has Temporal forget the run's sticky queue before it
+// reads its transcript (resetStickyOnRetry): the worker before may have died holding
+// it.
 func (a *Activities) ModelRound(ctx context.Context, in convo.ModelRoundInput) (*convo.ModelRoundResult, error) {
 	res, err := a.modelRound(ctx, in, a.transcripts)
 	return res, withErrorBackoff(ctx, err)
@@ -320,6 +324,7 @@ func (a *Activities) modelRound(ctx context.Context, in convo.ModelRoundInput, s
 	// heartbeat into the history when an attempt times out, and chunks never go there.
 	stop := heartbeat(ctx, fmt.Sprintf("model round %d in state %s", in.Round, in.State))
 	defer stop()
+	a.resetStickyOnRetry(ctx)
 
 	ref := in.Transcript
 	ref.MaxBytes, ref.MaxMessages = a.context.MaxBytes, a.context.MaxMessages
