@@ -34,7 +34,7 @@ func (a *Activities) resetStickyOnRetry(ctx context.Context) {
 		return
 	}
 	_, err := ws.WorkflowService().ResetStickyTaskQueue(ctx, &workflowservice.ResetStickyTaskQueueRequest{
-		Namespace: info.WorkflowNamespace,
+		Namespace: info.Namespace,
 		Execution: &commonpb.WorkflowExecution{WorkflowId: info.WorkflowExecution.ID, RunId: info.WorkflowExecution.RunID},
 	})
 	if err != nil {

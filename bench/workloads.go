@@ -425,22 +425,20 @@ func (b *bench) table(r *Result) {
 			r.MultiStickyTurns, r.MultiStickyP50Ms, r.MultiStickyMaxMs, r.MultiStickyBoundMs)
 		path("handed to the killed worker's poll (the workflow task timeout)",
 			r.MultiDeadPollTurns, r.MultiDeadPollP50Ms, r.MultiDeadPollMaxMs, r.MultiDeadPollBoundMs)
-		if r.MultiKillInTurnMs > 0 || r.MultiInTaskTurns > 0 {
+		if r.MultiKillInTurnMs > 0 || r.MultiInTaskTurns > 0 || r.MultiInRoundTurns > 0 {
 			// The bound holds the resumption; the reply adds the turn's work, run again.
-			if r.MultiInTaskTurns == 0 {
-				fmt.Fprintf(tw, "  of them running on the killed worker at the kill\tno turn\t\t\n")
-			} else {
-				fmt.Fprintf(tw, "  of them running on the killed worker at the kill: resumed by another worker (the workflow task timeout from its start)\t%d turns: p50 %.0f ms, max %.0f ms (replied p50 %.0f ms, max %.0f ms)\tmax ≤ %.0f ms %s\t\n",
-					r.MultiInTaskTurns, r.MultiInTaskResumedP50Ms, r.MultiInTaskResumedMaxMs, r.MultiInTaskP50Ms, r.MultiInTaskMaxMs,
-					r.MultiInTaskBoundMs, mark(r.MultiInTaskResumedMaxMs > 0 && r.MultiInTaskResumedMaxMs <= r.MultiInTaskBoundMs))
+			resumed := func(what, how string, turns int, p50, longest, replyP50, replyMax, bound float64) {
+				if turns == 0 {
+					fmt.Fprintf(tw, "  of them %s at the kill\tno turn\t\t\n", what)
+					return
+				}
+				fmt.Fprintf(tw, "  of them %s at the kill: %s\t%d turns: p50 %.0f ms, max %.0f ms (replied p50 %.0f ms, max %.0f ms)\tmax ≤ %.0f ms %s\t\n",
+					what, how, turns, p50, longest, replyP50, replyMax, bound, mark(longest > 0 && longest <= bound))
 			}
-			if r.MultiInRoundTurns == 0 {
-				fmt.Fprintf(tw, "  of them in a model round on the killed worker at the kill\tno turn\t\t\n")
-			} else {
-				fmt.Fprintf(tw, "  of them in a model round on the killed worker at the kill: its next attempt started by another worker (the heartbeat timeout)\t%d turns: p50 %.0f ms, max %.0f ms (replied p50 %.0f ms, max %.0f ms)\tmax ≤ %.0f ms %s\t\n",
-					r.MultiInRoundTurns, r.MultiInRoundResumedP50Ms, r.MultiInRoundResumedMaxMs, r.MultiInRoundP50Ms, r.MultiInRoundMaxMs,
-					r.MultiInRoundBoundMs, mark(r.MultiInRoundResumedMaxMs > 0 && r.MultiInRoundResumedMaxMs <= r.MultiInRoundBoundMs))
-			}
+			resumed("running on the killed worker", "resumed by another worker (the workflow task timeout from its start)", r.MultiInTaskTurns,
+				r.MultiInTaskResumedP50Ms, r.MultiInTaskResumedMaxMs, r.MultiInTaskP50Ms, r.MultiInTaskMaxMs, r.MultiInTaskBoundMs)
+			resumed("in a model round on the killed worker", "its next attempt started by another worker (the heartbeat timeout)", r.MultiInRoundTurns,
+				r.MultiInRoundResumedP50Ms, r.MultiInRoundResumedMaxMs, r.MultiInRoundP50Ms, r.MultiInRoundMaxMs, r.MultiInRoundBoundMs)
 		}
 		if r.MultiDirectTurns > 0 {
 			path("sent straight to a live worker (no timeout)", r.MultiDirectTurns, r.MultiDirectP50Ms, r.MultiDirectMaxMs, 0)
