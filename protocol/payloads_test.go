@@ -28,17 +28,7 @@ func TestApprovalReceivedEncodesAsItsMaps(t *testing.T) {
 			"nodeId": "n", "reason": "expired", "refineFeedback": json.RawMessage(`null`), "revision": 0, "tool": "issue_refund", "voided": []string{"k1"},
 		}},
 	} {
-		got, err := json.Marshal(&c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, &c.v, c.m)
 	}
 }
 
@@ -67,17 +57,7 @@ func TestNodePayloadsEncodeAsTheirMaps(t *testing.T) {
 			map[string]any{"nodeId": "n", "interruptId": "i", "resumeValue": json.RawMessage(`null`)}},
 		{"run.completed", RunCompleted{Outputs: outs, DurationMs: 9}, map[string]any{"outputs": outs, "durationMs": int64(9)}},
 	} {
-		got, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, c.v, c.m)
 	}
 }
 
@@ -157,17 +137,7 @@ func TestRunAndConversationPayloadsEncodeAsTheirMaps(t *testing.T) {
 		{"replay.diverged of a node without an id", ReplayDiverged{SourceRunID: "src", AtSequence: 0, DivergenceKind: "extra", DivergencePoint: EvAgentDecided, NodeID: &emptyID, OriginalEventID: &evt, Reason: ""},
 			map[string]any{"sourceRunId": "src", "atSequence": int64(0), "divergenceKind": "extra", "divergencePoint": EvAgentDecided, "nodeId": "", "originalEventId": evt, "reason": ""}},
 	} {
-		got, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, c.v, c.m)
 	}
 }
 
@@ -229,17 +199,7 @@ func TestInterruptAndRunPayloadsEncodeAsTheirMaps(t *testing.T) {
 		{"run.cancelled by its parent", RunCancelled{Reason: "parent-cancelled", DurationMs: 3, CancelledBy: "k", ParentRunID: "p"},
 			map[string]any{"reason": "parent-cancelled", "durationMs": int64(3), "cancelledBy": "k", "parentRunId": "p"}},
 	} {
-		got, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, c.v, c.m)
 	}
 }
 
@@ -295,17 +255,7 @@ func TestPackAgentPayloadsEncodeAsTheirMaps(t *testing.T) {
 		{"cap.breached of a host limit", CapBreached{Kind: "loop-iterations", Limit: 2, Observed: 3, NodeID: "n", HostLimit: "max_rounds_per_turn", Scope: "turn", State: "s", Transitions: 0},
 			map[string]any{"kind": "loop-iterations", "limit": 2, "observed": 3, "nodeId": "n", "hostLimit": "max_rounds_per_turn", "scope": "turn", "state": "s", "transitions": 0}},
 	} {
-		got, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, c.v, c.m)
 	}
 }
 
@@ -359,17 +309,7 @@ func TestToolApprovalAndStallPayloadsEncodeAsTheirMaps(t *testing.T) {
 			map[string]any{"stalledForMs": int64(0), "lastNodeId": "", "reason": "approval-reminder", "interruptId": "", "kind": "approval",
 				"tool": "", "callId": "", "reminder": 0, "expiresAt": ""}},
 	} {
-		got, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, c.v, c.m)
 	}
 }
 
@@ -388,16 +328,23 @@ func TestInterruptDataEncodesAsItsMaps(t *testing.T) {
 		{"external-event without correlation", ExternalEventData{EventType: "", Correlation: json.RawMessage(`{}`)},
 			map[string]any{"eventType": "", "correlation": map[string]any{}}},
 	} {
-		got, err := json.Marshal(c.v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := json.Marshal(c.m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
-		}
+		encodesAs(t, c.name, c.v, c.m)
+	}
+}
+
+// encodesAs checks that v encodes to the same bytes as m, the map the run built
+// before v's type existed.
+func encodesAs(t *testing.T, name string, v, m any) {
+	t.Helper()
+	got, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s:\n got %s\nwant %s", name, got, want)
 	}
 }
