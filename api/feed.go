@@ -67,14 +67,18 @@ func (s *Server) feed(runID string, after int64) *runFeed {
 	defer s.feedsMu.Unlock()
 	f := s.feeds[runID]
 	if f == nil {
+		// The caller's reference is counted before the goroutine starts: a feed whose
+		// first read found no reader yet would end and leave every later reader of
+		// the run waiting on a feed nobody follows.
 		ctx, cancel := context.WithCancel(s.ctx)
-		f = &runFeed{s: s, runID: runID, next: max(after+1, 0), changed: make(chan struct{}), cancel: cancel}
+		f = &runFeed{s: s, runID: runID, refs: 1, next: max(after+1, 0), changed: make(chan struct{}), cancel: cancel}
 		s.feeds[runID] = f
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			f.run(ctx)
 		}()
+		return f
 	}
 	f.mu.Lock()
 	if f.linger != nil && f.linger.Stop() {
