@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -298,4 +299,54 @@ func TestForkOfALogTooLargeForItsInput(t *testing.T) {
 	if env.ft.starts != 0 {
 		t.Fatal("a fork was started")
 	}
+}
+
+// A poll of a run whose feed is live in this process (another reader's, or a
+// lingering one) takes its events from the feed: it makes no read of its own, and the
+// feed's tenant answers the tenant check.
+func TestAPollOnALiveFeedMakesNoQueryOfItsOwn(t *testing.T) {
+	old := feedLinger
+	feedLinger = time.Hour
+	t.Cleanup(func() { feedLinger = old })
+	env := newTestEnv(t)
+	snap := workflows.Snapshot{RunID: "r_1", Status: protocol.StatusWaitingApproval}
+	snap.Owner.Tenant = "default"
+	run := env.ft.add(&fakeRun{snap: snap, events: noopEvents("r_1")[:2], live: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	queries := func() int {
+		env.ft.mu.Lock()
+		defer env.ft.mu.Unlock()
+		return run.eventQueries
+	}
+	lingering := func() bool {
+		env.srv.feedsMu.Lock()
+		defer env.srv.feedsMu.Unlock()
+		f := env.srv.feeds["r_1"]
+		if f == nil {
+			return false
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.linger != nil && f.tenant == "default"
+	}
+	f := env.srv.follow(ctx, "r_1", 1)
+	require.Eventually(t, func() bool { return queries() > 0 }, 5*time.Second, time.Millisecond)
+	f.close()
+	require.Eventually(t, lingering, 5*time.Second, time.Millisecond, "the feed lingers, having read the run")
+
+	before := queries()
+	env.expectError(env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=1&timeout=1", otherKey, ""), 404, CodeNotFound)
+	assert.Equal(t, before, queries(), "another tenant's poll is refused by the feed's tenant, with no query")
+
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- env.do("GET", "/v1/runs/r_1/events/poll?lastSequence=1&timeout=5", fullKey, "") }()
+	require.Eventually(t, func() bool { return !lingering() }, 5*time.Second, time.Millisecond, "the poll takes the feed over")
+	env.ft.bump("r_1", ev("r_1", 2, "node.completed", `{}`))
+	rec := <-done
+	require.Equal(t, 200, rec.Code, rec.Body.String())
+	got := decode[EventsResponse](t, rec.Body.Bytes())
+	require.Len(t, got.Events, 1)
+	assert.Equal(t, int64(2), got.Events[0].Sequence)
+	assert.Equal(t, 1, queries()-before, "the feed's one query for the new event, none of the poll's own")
 }

@@ -393,6 +393,16 @@ func (s *Server) handlePoll(c echo.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
 	defer stop()
+	// A feed of the run in this process that holds the cursor answers (or waits)
+	// without a read of the poll's own: the poll a client sends while its turn's
+	// model round runs costs no query.
+	if f, tenant, ok := s.followLive(id, after); ok {
+		defer f.close()
+		if p := principalOf(c); p != nil && tenant != p.Tenant {
+			return notFound("run %q not found", id)
+		}
+		return s.pollFeed(c, ctx, wctx, id, f)
+	}
 	rctx, rcancel := context.WithTimeout(ctx, max(wait, pollReadTimeout))
 	defer rcancel()
 	rstop := context.AfterFunc(s.ctx, rcancel)
@@ -410,6 +420,12 @@ func (s *Server) handlePoll(c echo.Context) error {
 	// Nothing yet: wait on the run's shared feed.
 	f := s.follow(wctx, id, after)
 	defer f.close()
+	return s.pollFeed(c, ctx, wctx, id, f)
+}
+
+// pollFeed answers a poll with the events f has after its cursor, waiting for them
+// until wctx ends (an empty page then, unless the request itself ended).
+func (s *Server) pollFeed(c echo.Context, ctx, wctx context.Context, id string, f *follower) error {
 	evs, terminal, _, err := f.next(wctx, nil)
 	if err != nil {
 		if wctx.Err() != nil && ctx.Err() == nil {

@@ -52,9 +52,10 @@ type runFeed struct {
 	linger   *time.Timer
 	buf      []workflows.Event // the newest events read, contiguous, ending at next-1
 	bufBytes int
-	next     int64 // sequence after the newest event read (the first reader's cursor + 1 at first)
-	terminal bool  // the run's terminal event is read, or its workflow has closed
-	err      error // the feed stopped on this error
+	next     int64  // sequence after the newest event read (the first reader's cursor + 1 at first)
+	tenant   string // the run's tenant, once a read has answered
+	terminal bool   // the run's terminal event is read, or its workflow has closed
+	err      error  // the feed stopped on this error
 	changed  chan struct{}
 	cancel   context.CancelFunc
 }
@@ -81,13 +82,41 @@ func (s *Server) feed(runID string, after int64) *runFeed {
 		return f
 	}
 	f.mu.Lock()
+	f.acquireLocked()
+	f.mu.Unlock()
+	return f
+}
+
+// acquireLocked counts one more reader of a running feed (f.mu held): it takes over
+// the reference a lingering feed holds, or adds one.
+func (f *runFeed) acquireLocked() {
 	if f.linger != nil && f.linger.Stop() {
 		f.linger = nil // the reader takes over the reference the last one left
 	} else {
 		f.refs++
 	}
-	f.mu.Unlock()
-	return f
+}
+
+// followLive follows the run's feed in this process from the cursor after when the
+// feed can answer a poll from there without a read of the poll's own: it has read the
+// run (its tenant, which never changes, is known), has not failed, and its buffer
+// reaches back to the cursor. ok is false otherwise (no feed, or one that cannot), and
+// the poll reads the run itself first. A feed reads the run after every workflow task
+// that completed, so what it holds lags the run's log by at most that read.
+func (s *Server) followLive(runID string, after int64) (fl *follower, tenant string, ok bool) {
+	s.feedsMu.Lock()
+	defer s.feedsMu.Unlock()
+	f := s.feeds[runID]
+	if f == nil {
+		return nil, "", false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tenant == "" || f.err != nil || after+1 < f.next-int64(len(f.buf)) {
+		return nil, "", false
+	}
+	f.acquireLocked()
+	return &follower{feed: f, after: after}, f.tenant, true
 }
 
 // release ends a reader's use of the feed. The last reader's reference stays with
@@ -208,6 +237,7 @@ func (f *runFeed) read(ctx context.Context) error {
 			return err
 		}
 		f.mu.Lock()
+		f.tenant = res.Tenant
 		for _, ev := range res.Events {
 			if ev.Sequence != f.next {
 				continue // already read (a concurrent catch-up cannot reach here; defensive)
