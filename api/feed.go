@@ -24,6 +24,8 @@ import (
 // compete with the ones resolves wait for; but a long poll's reader leaves with every
 // answer and is back a moment later, and a new feed would start its history long poll
 // from the first event again (the whole history read, and a query on its stale wake).
+// A long poll that finds a live feed holding its cursor waits there without a read of
+// its own (followLive).
 //
 // The feed queries the run only when its history shows a completed workflow task:
 // OpenWOP events are appended by workflow code, which runs in workflow tasks, and a
